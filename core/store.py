@@ -1,0 +1,199 @@
+"""Qdrant vector store: one point per chunk, a named dense vector and a named sparse BM25 vector.
+
+Local mode (a folder, single process) by default; a Qdrant server when ``qdrant_url`` is set.
+Both go through the same ``QdrantClient`` API, so the code path is the same.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Sequence
+
+from qdrant_client import QdrantClient, models
+
+from .sparse import SparseVector
+
+log = logging.getLogger(__name__)
+
+DENSE = "dense"
+SPARSE = "bm25"
+POINT_NAMESPACE = uuid.UUID("8f0d3c2e-5b7a-4a51-9a3c-5f1e7c1d2b64")
+KEYWORD_FIELDS = ("document_id", "doc_name", "knowledge_base", "strategy", "doc_sha256")
+INTEGER_FIELDS = ("page_start", "page_end")
+
+
+def point_id(doc_sha256: str, strategy: str, chunk_index: int) -> str:
+    """Deterministic point/chunk id: uuid5 of (document sha256, strategy, chunk index)."""
+    return str(uuid.uuid5(POINT_NAMESPACE, f"{doc_sha256}:{strategy}:{chunk_index}"))
+
+
+@dataclass
+class Scope:
+    """Restricts retrieval; all set fields must match (AND), values inside one field are OR.
+
+    ``page_min``/``page_max`` are inclusive 1-based page bounds on the chunk's page span.
+    """
+
+    doc_names: list[str] = field(default_factory=list)
+    knowledge_base: str | None = None
+    document_ids: list[str] = field(default_factory=list)
+    strategy: str | None = None
+    page_min: int | None = None
+    page_max: int | None = None
+
+    def to_filter(self) -> models.Filter | None:
+        must: list[Any] = []
+        if self.doc_names:
+            must.append(models.FieldCondition(key="doc_name", match=models.MatchAny(any=list(self.doc_names))))
+        if self.knowledge_base:
+            must.append(models.FieldCondition(key="knowledge_base", match=models.MatchValue(value=self.knowledge_base)))
+        if self.document_ids:
+            must.append(models.FieldCondition(key="document_id", match=models.MatchAny(any=list(self.document_ids))))
+        if self.strategy:
+            must.append(models.FieldCondition(key="strategy", match=models.MatchValue(value=self.strategy)))
+        if self.page_min is not None:
+            must.append(models.FieldCondition(key="page_end", range=models.Range(gte=self.page_min)))
+        if self.page_max is not None:
+            must.append(models.FieldCondition(key="page_start", range=models.Range(lte=self.page_max)))
+        return models.Filter(must=must) if must else None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if v not in (None, [], "")}
+
+
+@dataclass
+class PointHit:
+    id: str
+    score: float
+    payload: dict[str, Any]
+
+
+class VectorStore:
+    """Thin, typed wrapper over ``QdrantClient`` for the chunk collection.
+
+    Raises ``qdrant_client`` exceptions (connection errors, ``RuntimeError`` when a local
+    store folder is already opened by another process).
+    """
+
+    def __init__(self, collection: str, *, path: str | None = None, url: str | None = None,
+                 api_key: str | None = None):
+        if url:
+            self.client = QdrantClient(url=url, api_key=api_key, timeout=30)
+            self.location = url
+        else:
+            self.client = QdrantClient(path=path)
+            self.location = f"local:{path}"
+        self.local = not url
+        self.collection = collection
+        self._lock = threading.RLock()
+
+    def close(self) -> None:
+        self.client.close()
+
+    def ensure_collection(self, dim: int) -> None:
+        """Create the collection (cosine dense ``dim``, sparse BM25 with IDF) and payload indexes."""
+        with self._lock:
+            if self.client.collection_exists(self.collection):
+                info = self.client.get_collection(self.collection)
+                vectors = info.config.params.vectors
+                have = vectors[DENSE].size if isinstance(vectors, dict) and DENSE in vectors else None
+                if have != dim:
+                    raise ValueError(
+                        f"collection {self.collection!r} has dense size {have}, the embedding model gives {dim}: "
+                        "use another collection name or re-ingest into a new one"
+                    )
+                return
+            self.client.create_collection(
+                self.collection,
+                vectors_config={DENSE: models.VectorParams(size=dim, distance=models.Distance.COSINE)},
+                sparse_vectors_config={SPARSE: models.SparseVectorParams(modifier=models.Modifier.IDF)},
+            )
+            if not self.local:  # local mode ignores payload indexes (and warns): create them on servers
+                for name in KEYWORD_FIELDS:
+                    self.client.create_payload_index(self.collection, name, models.PayloadSchemaType.KEYWORD)
+                for name in INTEGER_FIELDS:
+                    self.client.create_payload_index(self.collection, name, models.PayloadSchemaType.INTEGER)
+
+    def upsert(self, ids: Sequence[str], dense: Sequence[Sequence[float]], sparse: Sequence[SparseVector],
+               payloads: Sequence[dict[str, Any]], batch_size: int = 256) -> None:
+        """Upsert points in batches (idempotent: same ids overwrite)."""
+        with self._lock:
+            for i in range(0, len(ids), batch_size):
+                points = [
+                    models.PointStruct(
+                        id=ids[j],
+                        vector={
+                            DENSE: list(map(float, dense[j])),
+                            SPARSE: models.SparseVector(indices=sparse[j].indices, values=sparse[j].values),
+                        },
+                        payload=payloads[j],
+                    )
+                    for j in range(i, min(i + batch_size, len(ids)))
+                ]
+                self.client.upsert(self.collection, points=points, wait=True)
+
+    def _doc_filter(self, document_id: str, keep_sha256: str | None = None, only_sha256: str | None = None,
+                    strategy: str | None = None) -> models.Filter:
+        must: list[Any] = [models.FieldCondition(key="document_id", match=models.MatchValue(value=document_id))]
+        must_not: list[Any] = []
+        if strategy:
+            must.append(models.FieldCondition(key="strategy", match=models.MatchValue(value=strategy)))
+        if only_sha256:
+            must.append(models.FieldCondition(key="doc_sha256", match=models.MatchValue(value=only_sha256)))
+        if keep_sha256:
+            must_not.append(models.FieldCondition(key="doc_sha256", match=models.MatchValue(value=keep_sha256)))
+        return models.Filter(must=must, must_not=must_not or None)
+
+    def delete_document(self, document_id: str, *, keep_sha256: str | None = None,
+                        only_sha256: str | None = None, strategy: str | None = None) -> None:
+        """Delete a document's points; ``keep_sha256`` spares one version, ``only_sha256`` targets one."""
+        if not self.exists():
+            return
+        with self._lock:
+            self.client.delete(
+                self.collection,
+                points_selector=models.FilterSelector(
+                    filter=self._doc_filter(document_id, keep_sha256, only_sha256, strategy)
+                ),
+                wait=True,
+            )
+
+    def exists(self) -> bool:
+        return self.client.collection_exists(self.collection)
+
+    def count(self, document_id: str | None = None, *, sha256: str | None = None, strategy: str | None = None) -> int:
+        """Exact number of points, optionally of one document (and version / strategy)."""
+        if not self.exists():
+            return 0
+        flt = self._doc_filter(document_id, only_sha256=sha256, strategy=strategy) if document_id else None
+        return self.client.count(self.collection, count_filter=flt, exact=True).count
+
+    def search_dense(self, vector: Sequence[float], flt: models.Filter | None, limit: int) -> list[PointHit]:
+        """Top-``limit`` by cosine similarity of the dense vector."""
+        res = self.client.query_points(self.collection, query=list(map(float, vector)), using=DENSE,
+                                       query_filter=flt, limit=limit, with_payload=True)
+        return [PointHit(str(p.id), float(p.score), p.payload or {}) for p in res.points]
+
+    def search_sparse(self, vector: SparseVector, flt: models.Filter | None, limit: int) -> list[PointHit]:
+        """Top-``limit`` by BM25 (sparse dot product with IDF modifier); empty query gives []."""
+        if not vector.indices:
+            return []
+        res = self.client.query_points(
+            self.collection,
+            query=models.SparseVector(indices=vector.indices, values=vector.values),
+            using=SPARSE, query_filter=flt, limit=limit, with_payload=True,
+        )
+        return [PointHit(str(p.id), float(p.score), p.payload or {}) for p in res.points]
+
+    def iter_payloads(self, flt: models.Filter | None = None, batch: int = 512) -> Iterable[tuple[str, dict]]:
+        offset = None
+        while True:
+            pts, offset = self.client.scroll(self.collection, scroll_filter=flt, limit=batch, offset=offset,
+                                             with_payload=True, with_vectors=False)
+            for p in pts:
+                yield str(p.id), p.payload or {}
+            if offset is None:
+                return

@@ -1,0 +1,1 @@
+"""SQL schema migrations (Alembic); applied by core.db.migrate at start-up."""
