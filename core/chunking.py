@@ -238,7 +238,7 @@ def chunk_sentences(
             chunks.append(_make_chunk(len(chunks), text, page_starts, current, header, header_tokens, "sentence"))
             keep = current[-overlap_sentences:] if overlap_sentences else []
             # overlap only when it leaves room for new text
-            while keep and sum(k.tokens for k in keep) + u.tokens > budget // 2:
+            while keep and sum(k.tokens for k in keep) > budget // 2:
                 keep = keep[1:]
             current, used = list(keep), sum(k.tokens for k in keep)
         current.append(u)

@@ -1,0 +1,46 @@
+"""FastAPI application factory: ``create_app(settings)``; ``ragaudit serve`` runs it with uvicorn."""
+
+from __future__ import annotations
+
+import logging
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from fastapi import FastAPI
+from fastapi.middleware.cors import CORSMiddleware
+from fastapi.staticfiles import StaticFiles
+
+from core.query import QueryService
+from core.services import get_services
+from core.settings import Settings
+
+from .routes import documents, health, query
+
+log = logging.getLogger(__name__)
+FRONTEND_DIST = Path(__file__).resolve().parents[1] / "frontend" / "dist"
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    """Build the API. Settings are validated here (``pydantic.ValidationError`` on bad values)."""
+    settings = settings or Settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        svc = get_services(settings)
+        _ = svc.engine  # migrate the schema before serving
+        app.state.services = svc
+        app.state.query_service = QueryService(svc)
+        yield
+
+    app = FastAPI(title="ragaudit", version="0.1.0", lifespan=lifespan,
+                  description="Self-hosted RAG whose every answer can be audited: cited answers, "
+                              "per-retriever ranks, timings and cost.")
+    app.state.settings = settings
+    app.add_middleware(CORSMiddleware, allow_origins=["http://localhost:5173", "http://127.0.0.1:5173"],
+                       allow_methods=["*"], allow_headers=["*"], expose_headers=["Content-Range"])
+    app.include_router(documents.router)
+    app.include_router(query.router)
+    app.include_router(health.router)
+    if FRONTEND_DIST.is_dir():
+        app.mount("/", StaticFiles(directory=FRONTEND_DIST, html=True), name="frontend")
+    return app

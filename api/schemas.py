@@ -1,0 +1,117 @@
+"""Request and response models of the HTTP API (they define the OpenAPI schema)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from core.retrieval import Mode
+from core.store import Scope
+
+
+class ScopeIn(BaseModel):
+    """Where to search. All given fields must match; several doc_names / document_ids are OR-ed."""
+
+    doc_names: list[str] = Field(default_factory=list, description="Restrict to these document names")
+    doc_name: str | None = Field(default=None, description="Shorthand for one document name")
+    knowledge_base: str | None = None
+    document_ids: list[str] = Field(default_factory=list)
+    page_min: int | None = Field(default=None, ge=1)
+    page_max: int | None = Field(default=None, ge=1)
+
+    def to_scope(self) -> Scope:
+        names = list(self.doc_names) + ([self.doc_name] if self.doc_name else [])
+        return Scope(doc_names=names, knowledge_base=self.knowledge_base, document_ids=list(self.document_ids),
+                     page_min=self.page_min, page_max=self.page_max)
+
+
+class QueryIn(ScopeIn):
+    question: str = Field(min_length=1, max_length=4000)
+    top_k: int | None = Field(default=None, ge=1, le=100)
+    mode: Mode = Mode.hybrid
+
+
+class Ranks(BaseModel):
+    vector: int | None
+    bm25: int | None
+
+
+class RetrievedOut(BaseModel):
+    rank: int
+    chunk_id: str
+    document_id: str | None = None
+    doc_name: str
+    page_start: int
+    page_end: int
+    text: str
+    score: float
+    ranks: Ranks
+    scores: dict[str, float | None] = Field(default_factory=dict)
+
+
+class CitationOut(BaseModel):
+    n: int
+    doc_name: str
+    page: int
+    chunk_id: str
+    quote: str
+    verified: bool = True
+
+
+class Usage(BaseModel):
+    model: str
+    prompt_tokens: int
+    completion_tokens: int
+    cost_usd: float
+
+
+class AnswerOut(BaseModel):
+    query_id: str
+    question: str
+    answer: str
+    label: str = Field(description="answered | refused | clarifying | uncited")
+    citations: list[CitationOut]
+    citation_check: dict[str, Any] = Field(default_factory=dict)
+    retrieved: list[RetrievedOut]
+    mode: str
+    scope: dict[str, Any]
+    timings_ms: dict[str, float] = Field(description="embed, vector, bm25, fusion, rerank, generation, total (ms)")
+    usage: Usage
+
+
+class SearchOut(BaseModel):
+    question: str
+    mode: str
+    retrieved: list[RetrievedOut]
+    timings_ms: dict[str, float]
+
+
+class DocumentOut(BaseModel):
+    id: str
+    doc_name: str
+    knowledge_base: str
+    sha256: str
+    size_bytes: int
+    pages: int
+    chunk_count: int
+    strategy: str
+    extractor: str | None
+    title: str | None
+    status: str
+    error: str | None
+    ingest_version: int
+    created_at: str | None
+    ingested_at: str | None
+
+
+class IngestOut(BaseModel):
+    status: str = Field(description="ingested | unchanged")
+    message: str
+    seconds: float
+    document: DocumentOut
+
+
+class ErrorOut(BaseModel):
+    detail: str
+    code: str | None = None

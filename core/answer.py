@@ -1,0 +1,207 @@
+"""Answer generation over numbered sources, with citations ``[n]``.
+
+- ``ExtractiveAnswerer`` (offline default): picks the sentences of the retrieved chunks that
+  best answer the question (dense similarity to the question plus IDF-weighted term overlap)
+  and cites them; faithful by construction, free and deterministic.
+- ``LLMAnswerer``: any litellm model string (OpenAI, Anthropic, Ollama, vLLM...), prompted to
+  answer only from the sources and cite ``[n]``; tokens from the response usage, cost from
+  litellm's price map (``completion_cost``; 0 when the model has no price).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .chunking import sentence_spans
+from .citations import check_citations, cited_numbers, find_quote, normalize_ws, split_answer_sentences, strip_citations
+from .embedding import Embedder
+from .retrieval import RetrievedChunk
+from .sparse import tokenize
+
+REFUSAL_TEXT = "The documents do not contain the answer to this question."
+
+
+@dataclass
+class Citation:
+    """A citation of source ``n``; ``quote`` occurs verbatim (whitespace-normalised) in the chunk."""
+
+    n: int
+    doc_name: str
+    page: int
+    chunk_id: str
+    quote: str
+    verified: bool = True
+
+    def to_json(self) -> dict[str, Any]:
+        return {"n": self.n, "doc_name": self.doc_name, "page": self.page, "chunk_id": self.chunk_id,
+                "quote": self.quote, "verified": self.verified}
+
+
+@dataclass
+class AnswerResult:
+    """Answer text with citations; usage in tokens and USD; ``label`` is answered | refused | uncited."""
+
+    answer: str
+    citations: list[Citation]
+    label: str
+    model: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    citation_check: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class _Sentence:
+    n: int
+    chunk: RetrievedChunk
+    start: int
+    end: int
+    text: str
+
+
+def _sentences(sources: list[RetrievedChunk]) -> list[_Sentence]:
+    out = []
+    for n, c in enumerate(sources, start=1):
+        for s, e in sentence_spans(c.text):
+            t = c.text[s:e]
+            if len(t.split()) >= 2 or len(t) >= 8:
+                out.append(_Sentence(n, c, s, e, t))
+    return out
+
+
+def _citation(sent: _Sentence) -> Citation:
+    return Citation(n=sent.n, doc_name=sent.chunk.doc_name, page=sent.chunk.page_at(sent.start),
+                    chunk_id=sent.chunk.chunk_id, quote=normalize_ws(sent.text))
+
+
+class ExtractiveAnswerer:
+    """Offline answerer: the best-supported source sentences, each cited ``[n]``.
+
+    Sentence score = cosine(question, sentence) + 0.6 * (IDF-weighted share of the question's
+    terms found in the sentence) + 0.05 / source rank. Up to ``max_sentences`` sentences scoring
+    at least 85% of the best are returned in source order.
+    """
+
+    name = "extractive"
+
+    def __init__(self, embedder: Embedder, max_sentences: int = 2):
+        self.embedder = embedder
+        self.max_sentences = max_sentences
+
+    def score_sentences(self, question: str, sources: list[RetrievedChunk]) -> list[tuple[float, _Sentence]]:
+        sents = _sentences(sources)
+        if not sents:
+            return []
+        q_terms = set(tokenize(question))
+        sent_terms = [set(tokenize(s.text)) for s in sents]
+        df = {t: sum(1 for st in sent_terms if t in st) for t in q_terms}
+        idf = {t: math.log(1 + len(sents) / (1 + df[t])) for t in q_terms}
+        total = sum(idf.values()) or 1.0
+        vecs = self.embedder.embed([question] + [s.text for s in sents])
+        dense = vecs[1:] @ vecs[0]
+        scored = []
+        for s, st, d in zip(sents, sent_terms, dense):
+            lex = sum(idf[t] for t in q_terms if t in st) / total
+            scored.append((float(d) + 0.6 * lex + 0.05 / s.n, s))
+        scored.sort(key=lambda x: -x[0])
+        return scored
+
+    def answer(self, question: str, sources: list[RetrievedChunk]) -> AnswerResult:
+        """Answer from ``sources`` (numbered 1..n in order); ``refused`` when there are none."""
+        scored = self.score_sentences(question, sources)
+        if not scored:
+            return AnswerResult(REFUSAL_TEXT, [], "refused", self.name)
+        best = scored[0][0]
+        picked = [s for sc, s in scored[: self.max_sentences] if sc >= 0.85 * best]
+        picked.sort(key=lambda s: (s.n, s.start))
+        parts, cites = [], []
+        for s in picked:
+            parts.append(f"{normalize_ws(s.text)} [{s.n}]")
+            cites.append(_citation(s))
+        text = " ".join(parts)
+        rep = check_citations(text, len(sources))
+        return AnswerResult(text, cites, "answered", self.name, citation_check=rep.to_json())
+
+
+SYSTEM_PROMPT = (
+    "You answer questions using only the numbered sources given. Cite the source of every sentence "
+    "with its number in square brackets, e.g. [1] or [2][3]. Do not use outside knowledge. If the sources "
+    f"do not contain the answer, reply exactly: {REFUSAL_TEXT}"
+)
+
+
+def format_sources(sources: list[RetrievedChunk]) -> str:
+    return "\n\n".join(
+        f"[{n}] {c.doc_name}, page {c.page_start}{'-' + str(c.page_end) if c.page_end != c.page_start else ''}:\n{c.text}"
+        for n, c in enumerate(sources, start=1)
+    )
+
+
+class LLMAnswerer:
+    """Answers through litellm with ``model`` (any litellm model string).
+
+    ``completion_kwargs`` are passed to ``litellm.completion`` (e.g. ``api_base``, ``api_key``,
+    ``mock_response`` in tests). Raises litellm's exceptions on API errors.
+    """
+
+    def __init__(self, model: str, **completion_kwargs: Any):
+        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+        self.model = model
+        self.name = model
+        self.kwargs = {k: v for k, v in completion_kwargs.items() if v not in (None, "")}
+
+    def messages(self, question: str, sources: list[RetrievedChunk]) -> list[dict[str, str]]:
+        return [
+            {"role": "system", "content": SYSTEM_PROMPT},
+            {"role": "user", "content": f"Sources:\n{format_sources(sources)}\n\nQuestion: {question}"},
+        ]
+
+    def answer(self, question: str, sources: list[RetrievedChunk]) -> AnswerResult:
+        import litellm
+
+        if not sources:
+            return AnswerResult(REFUSAL_TEXT, [], "refused", self.model)
+        resp = litellm.completion(model=self.model, messages=self.messages(question, sources), **self.kwargs)
+        text = (resp.choices[0].message.content or "").strip()
+        usage = getattr(resp, "usage", None)
+        try:
+            cost = float(litellm.completion_cost(completion_response=resp) or 0.0)
+        except Exception:  # model not in the price map (local / self-hosted): no known price
+            cost = 0.0
+        return self.finish(text, sources, getattr(usage, "prompt_tokens", 0) or 0,
+                           getattr(usage, "completion_tokens", 0) or 0, cost)
+
+    def finish(self, text: str, sources: list[RetrievedChunk], prompt_tokens: int, completion_tokens: int,
+               cost: float) -> AnswerResult:
+        """Build citations for ``text``: each cited [n] gets the sentence of chunk n that best
+        matches the citing sentence, verified to occur in the chunk."""
+        if normalize_ws(text).rstrip(".") == REFUSAL_TEXT.rstrip(".") or not text:
+            return AnswerResult(text or REFUSAL_TEXT, [], "refused", self.model, prompt_tokens, completion_tokens, cost)
+        rep = check_citations(text, len(sources))
+        cites: list[Citation] = []
+        for sent in split_answer_sentences(text):
+            claim_terms = set(tokenize(strip_citations(sent)))
+            for n in cited_numbers(sent):
+                if not 1 <= n <= len(sources):
+                    continue
+                c = sources[n - 1]
+                best, best_ov = None, -1
+                for s, e in sentence_spans(c.text):
+                    ov = len(claim_terms & set(tokenize(c.text[s:e])))
+                    if ov > best_ov:
+                        best, best_ov = (s, e), ov
+                if best is None:
+                    continue
+                quote = c.text[best[0]:best[1]]
+                cites.append(Citation(n, c.doc_name, c.page_at(best[0]), c.chunk_id, normalize_ws(quote),
+                                      verified=find_quote(quote, c.text) >= 0))
+        label = "answered" if rep.ok else "uncited"
+        return AnswerResult(text, cites, label, self.model, prompt_tokens, completion_tokens, cost,
+                            citation_check=rep.to_json())

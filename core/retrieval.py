@@ -1,0 +1,190 @@
+"""Hybrid retrieval: dense top-N and BM25 top-N under the same filter, fused with RRF.
+
+Reciprocal Rank Fusion: score(d) = sum over lists L containing d of 1 / (k + rank_L(d)),
+rank 1-based, k = 60 by default (Cormack, Clarke & Buettcher, "Reciprocal Rank Fusion
+outperforms Condorcet and individual Rank Learning Methods", SIGIR 2009). Fusion runs in our
+code, not Qdrant's, so every result reports its rank and score in each list.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from .embedding import Embedder
+from .sparse import bm25_query_vector
+from .store import PointHit, Scope, VectorStore
+
+
+class Mode(str, Enum):
+    """Retrieval mode. ``hybrid_rerank`` needs a cross-encoder (``RAGAUDIT_RERANKER_MODEL``)."""
+
+    vector = "vector"
+    bm25 = "bm25"
+    hybrid = "hybrid"
+    hybrid_rerank = "hybrid_rerank"
+
+    @classmethod
+    def parse(cls, value: "str | Mode") -> "Mode":
+        """Parse a mode name; ``ValueError`` lists the valid values."""
+        try:
+            return cls(value)
+        except ValueError:
+            raise ValueError(f"unknown retrieval mode {value!r}; valid: {', '.join(m.value for m in cls)}") from None
+
+
+@dataclass
+class RetrievedChunk:
+    """One retrieved chunk. ``rank`` is 1-based in the final list; ``ranks``/``scores`` per retriever
+    (``None`` when the chunk was not in that retriever's top-N)."""
+
+    rank: int
+    chunk_id: str
+    score: float
+    payload: dict[str, Any]
+    ranks: dict[str, int | None] = field(default_factory=dict)
+    scores: dict[str, float | None] = field(default_factory=dict)
+
+    @property
+    def text(self) -> str:
+        return self.payload.get("text", "")
+
+    @property
+    def doc_name(self) -> str:
+        return self.payload.get("doc_name", "")
+
+    @property
+    def page_start(self) -> int:
+        return int(self.payload.get("page_start", 0))
+
+    @property
+    def page_end(self) -> int:
+        return int(self.payload.get("page_end", 0))
+
+    def page_at(self, offset: int) -> int:
+        """1-based page of character ``offset`` of ``text`` (from the stored page breaks)."""
+        page = self.page_start
+        for p, off in self.payload.get("page_breaks", []) or []:
+            if off <= offset:
+                page = p
+        return page
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "rank": self.rank,
+            "chunk_id": self.chunk_id,
+            "document_id": self.payload.get("document_id"),
+            "doc_name": self.doc_name,
+            "page_start": self.page_start,
+            "page_end": self.page_end,
+            "text": self.text,
+            "score": self.score,
+            "ranks": {"vector": self.ranks.get("vector"), "bm25": self.ranks.get("bm25")},
+            "scores": dict(self.scores),
+        }
+
+
+@dataclass
+class RetrievalResult:
+    chunks: list[RetrievedChunk]
+    timings_ms: dict[str, float]
+    mode: Mode
+    candidates: dict[str, list[str]] = field(default_factory=dict)
+
+
+def reciprocal_rank_fusion(lists: dict[str, list[str]], k: int = 60) -> list[tuple[str, float]]:
+    """Fuse ranked id lists with RRF (Cormack et al., SIGIR 2009).
+
+    ``lists`` maps retriever name -> ids best first. Returns ``(id, score)`` sorted by score
+    descending; ties keep the order of first appearance. ``k`` must be positive.
+    """
+    if k <= 0:
+        raise ValueError("RRF k must be positive")
+    scores: dict[str, float] = {}
+    for ids in lists.values():
+        for r, pid in enumerate(ids, start=1):
+            scores[pid] = scores.get(pid, 0.0) + 1.0 / (k + r)
+    return sorted(scores.items(), key=lambda kv: -kv[1])
+
+
+class Retriever:
+    """Scoped dense / BM25 / hybrid (RRF) retrieval over the chunk collection.
+
+    ``reranker``: optional object with ``predict(list[tuple[str, str]]) -> scores``
+    (a sentence-transformers ``CrossEncoder``).
+    """
+
+    def __init__(self, store: VectorStore, embedder: Embedder, *, rrf_k: int = 60, candidates: int = 30,
+                 reranker: Any = None):
+        self.store = store
+        self.embedder = embedder
+        self.rrf_k = rrf_k
+        self.candidates = candidates
+        self.reranker = reranker
+
+    def retrieve(self, question: str, scope: Scope | None = None, top_k: int = 5,
+                 mode: Mode | str = Mode.hybrid) -> RetrievalResult:
+        """Top-``top_k`` chunks for ``question`` within ``scope``.
+
+        Timings (ms): embed, vector, bm25, fusion, rerank. Raises ``ValueError`` for an empty
+        question, ``top_k < 1`` or ``hybrid_rerank`` without a reranker.
+        """
+        mode = Mode.parse(mode)
+        if not question or not question.strip():
+            raise ValueError("question is empty")
+        if top_k < 1:
+            raise ValueError("top_k must be >= 1")
+        if mode is Mode.hybrid_rerank and self.reranker is None:
+            raise ValueError("mode hybrid_rerank needs a cross-encoder: set RAGAUDIT_RERANKER_MODEL to a local folder")
+        flt = (scope or Scope()).to_filter()
+        n = max(self.candidates, top_k)
+        timings = {"embed": 0.0, "vector": 0.0, "bm25": 0.0, "fusion": 0.0, "rerank": 0.0}
+        hits: dict[str, dict[str, PointHit]] = {}
+        if not self.store.exists():
+            return RetrievalResult([], timings, mode)
+        if mode in (Mode.vector, Mode.hybrid, Mode.hybrid_rerank):
+            t = time.perf_counter()
+            qvec = self.embedder.embed([question])[0]
+            timings["embed"] = (time.perf_counter() - t) * 1000
+            t = time.perf_counter()
+            hits["vector"] = {h.id: h for h in self.store.search_dense(qvec, flt, n)}
+            timings["vector"] = (time.perf_counter() - t) * 1000
+        if mode in (Mode.bm25, Mode.hybrid, Mode.hybrid_rerank):
+            t = time.perf_counter()
+            hits["bm25"] = {h.id: h for h in self.store.search_sparse(bm25_query_vector(question), flt, n)}
+            timings["bm25"] = (time.perf_counter() - t) * 1000
+        t = time.perf_counter()
+        ranked_ids = {name: list(h) for name, h in hits.items()}
+        if len(hits) == 1:
+            (name, only), = hits.items()
+            fused = [(pid, h.score) for pid, h in only.items()]
+        else:
+            fused = reciprocal_rank_fusion(ranked_ids, self.rrf_k)
+        rank_of = {name: {pid: r for r, pid in enumerate(ids, start=1)} for name, ids in ranked_ids.items()}
+        out: list[RetrievedChunk] = []
+        for pid, score in fused:
+            src = next(h[pid] for h in hits.values() if pid in h)
+            out.append(RetrievedChunk(
+                rank=0, chunk_id=pid, score=float(score), payload=src.payload,
+                ranks={name: rank_of.get(name, {}).get(pid) for name in ("vector", "bm25")},
+                scores={name: (hits[name][pid].score if name in hits and pid in hits[name] else None)
+                        for name in ("vector", "bm25")},
+            ))
+            if len(hits) > 1:
+                out[-1].scores["rrf"] = float(score)
+        timings["fusion"] = (time.perf_counter() - t) * 1000
+        if mode is Mode.hybrid_rerank and out:
+            t = time.perf_counter()
+            pool = out[: self.candidates]
+            scores = self.reranker.predict([(question, c.text) for c in pool])
+            for c, s in zip(pool, scores):
+                c.scores["rerank"] = float(s)
+                c.score = float(s)
+            out = sorted(pool, key=lambda c: -c.score)
+            timings["rerank"] = (time.perf_counter() - t) * 1000
+        out = out[:top_k]
+        for i, c in enumerate(out, start=1):
+            c.rank = i
+        return RetrievalResult(out, timings, mode, ranked_ids)

@@ -1,0 +1,107 @@
+"""The process-wide objects built from ``Settings``: database, vector store, embedder.
+
+Qdrant local mode allows one open client per storage folder per process, so every part of a
+process (API, CLI, in-process Dagster runs) must share one ``Services`` per configuration.
+``get_services`` is that single seam: it caches by the settings that identify the stores.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from sqlalchemy.engine import Engine
+from sqlalchemy.orm import sessionmaker
+
+from .db import make_engine, make_sessionmaker, migrate
+from .embedding import Embedder
+from .settings import Settings
+from .store import VectorStore
+
+
+@dataclass
+class Services:
+    """Lazily built shared objects. ``embedder`` loads the model on first use (~3-5 s)."""
+
+    settings: Settings
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @cached_property
+    def engine(self) -> Engine:
+        engine = make_engine(self.settings.database_url)
+        migrate(engine)
+        return engine
+
+    @cached_property
+    def sessions(self) -> sessionmaker:
+        return make_sessionmaker(self.engine)
+
+    @cached_property
+    def store(self) -> VectorStore:
+        s = self.settings
+        if s.qdrant_url:
+            return VectorStore(s.collection, url=s.qdrant_url,
+                               api_key=s.qdrant_api_key.get_secret_value() if s.qdrant_api_key else None)
+        s.qdrant_path.mkdir(parents=True, exist_ok=True)
+        return VectorStore(s.collection, path=str(s.qdrant_path))
+
+    @cached_property
+    def embedder(self) -> Embedder:
+        return shared_embedder(self.settings.embedding_model, self.settings.embedding_batch_size)
+
+    def close(self) -> None:
+        if "store" in self.__dict__:
+            self.store.close()
+            del self.__dict__["store"]
+        if "engine" in self.__dict__:
+            self.engine.dispose()
+
+
+_REGISTRY: dict[str, Services] = {}
+_EMBEDDERS: dict[tuple[str, int], Embedder] = {}
+_REGISTRY_LOCK = threading.Lock()
+
+
+def _key(settings: Settings) -> tuple:
+    return (str(settings.data_dir), settings.database_url, settings.qdrant_url, settings.collection,
+            settings.embedding_model)
+
+
+def shared_embedder(model: str, batch_size: int = 32) -> Embedder:
+    """One loaded model per (model, batch size) per process: weights are read-only and thread-safe."""
+    with _REGISTRY_LOCK:
+        emb = _EMBEDDERS.get((model, batch_size))
+        if emb is None:
+            emb = _EMBEDDERS[(model, batch_size)] = Embedder(model, batch_size)
+        return emb
+
+
+def services_key(settings: Settings) -> str:
+    """An opaque id of the configuration (a hash: carries no secret), for in-process Dagster runs."""
+    return hashlib.sha256(repr(_key(settings)).encode()).hexdigest()[:16]
+
+
+def get_services(settings: Settings) -> Services:
+    """The shared ``Services`` for this configuration (created on first call)."""
+    with _REGISTRY_LOCK:
+        k = services_key(settings)
+        svc = _REGISTRY.get(k)
+        if svc is None:
+            svc = _REGISTRY[k] = Services(settings)
+        return svc
+
+
+def services_by_key(key: str) -> Services:
+    """The ``Services`` registered under ``key``; ``KeyError`` if this process has none."""
+    with _REGISTRY_LOCK:
+        return _REGISTRY[key]
+
+
+def release_services(settings: Settings) -> None:
+    """Close and forget the shared services of this configuration (frees the local Qdrant lock)."""
+    with _REGISTRY_LOCK:
+        svc = _REGISTRY.pop(services_key(settings), None)
+    if svc is not None:
+        svc.close()

@@ -1,0 +1,107 @@
+"""The one seam between the serving process and Dagster: run the ingestion assets in-process.
+
+In the embedded mode the serving process owns the Qdrant local folder, so it executes the
+asset job itself (``dagster.materialize`` with the process's shared ``Services``); the runs
+are recorded in the Dagster instance under ``data_dir/dagster_home`` (or ``$DAGSTER_HOME``)
+and appear in the Dagster UI.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+import dagster as dg
+
+from core.ingest import IngestError
+from core.pdf import PDFError
+from core.services import Services, services_key
+
+from .definitions import INGEST_ASSETS, INGEST_CHECKS
+from .resources import RagauditResource
+
+_INSTANCES: dict[str, dg.DagsterInstance] = {}
+_LOCK = threading.Lock()
+_DEFAULT_YAML = "telemetry:\n  enabled: false\n"
+
+
+def dagster_home(svc: Services) -> Path:
+    """``$DAGSTER_HOME`` when set (production), else ``data_dir/dagster_home`` with a dagster.yaml."""
+    env = os.environ.get("DAGSTER_HOME")
+    home = Path(env) if env else svc.settings.dagster_home
+    home.mkdir(parents=True, exist_ok=True)
+    cfg = home / "dagster.yaml"
+    if not cfg.exists():
+        repo_yaml = Path(__file__).resolve().parents[1] / "dagster.yaml"
+        cfg.write_text(repo_yaml.read_text() if repo_yaml.exists() else _DEFAULT_YAML)
+    return home
+
+
+def instance_for(svc: Services) -> dg.DagsterInstance:
+    home = str(dagster_home(svc))
+    with _LOCK:
+        inst = _INSTANCES.get(home)
+        if inst is None:
+            inst = _INSTANCES[home] = dg.DagsterInstance.from_config(home)
+        return inst
+
+
+class DagsterRunner:
+    """Callable runner for ``core.ingest.ingest_bytes``: runs the job, forgets dropped partitions."""
+
+    def __call__(self, svc: Services, document_id: str) -> None:
+        run_ingestion(svc, document_id)
+
+    def forget(self, svc: Services, document_id: str) -> None:
+        remove_partition(svc, document_id)
+
+
+def run_ingestion(svc: Services, document_id: str) -> None:
+    """Materialize pdf_pages -> chunks -> chunk_points for one document partition.
+
+    Raises the stage's ``PDFError`` (bad PDF found late) or ``IngestError`` naming the failed step.
+    """
+    instance = instance_for(svc)
+    instance.add_dynamic_partitions("documents", [document_id])
+    result = dg.materialize(
+        [*INGEST_ASSETS, *INGEST_CHECKS],
+        partition_key=document_id,
+        instance=instance,
+        resources={"ragaudit": RagauditResource(services_key=services_key(svc.settings))},
+        raise_on_error=False,
+        run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}},
+        tags={"ragaudit/document_id": document_id},
+    )
+    if result.success:
+        return
+    for ev in result.all_events:
+        if ev.is_step_failure:
+            err = ev.step_failure_data.error
+            cause = err
+            while cause is not None and cause.cause is not None and cause.cls_name in (
+                    "DagsterExecutionStepExecutionError", "DagsterUserCodeExecutionError"):
+                cause = cause.cause
+            msg = (cause or err).message.strip().splitlines()[-1] if (cause or err) else "unknown error"
+            msg = msg.split(": ", 1)[1] if msg.startswith(tuple(c + ":" for c in PDF_ERROR_NAMES)) else msg
+            if cause is not None and cause.cls_name in PDF_ERROR_NAMES:
+                exc = PDF_ERROR_NAMES[cause.cls_name](msg)
+                raise exc
+            raise IngestError(f"stage {ev.step_key} failed: {msg}", stage=ev.step_key or "unknown")
+    raise IngestError("ingestion run failed", stage="run")
+
+
+def remove_partition(svc: Services, document_id: str) -> None:
+    """Forget a document's partition (after deletion or a refused first ingestion)."""
+    instance = instance_for(svc)
+    if instance.has_dynamic_partition("documents", document_id):
+        instance.delete_dynamic_partition("documents", document_id)
+
+
+def _pdf_error_names() -> dict[str, type[PDFError]]:
+    import core.pdf as p
+
+    return {c.__name__: c for c in vars(p).values() if isinstance(c, type) and issubclass(c, PDFError)}
+
+
+PDF_ERROR_NAMES = _pdf_error_names()

@@ -1,0 +1,75 @@
+"""HTTP API on a real knowledge base: upload, list, query, delete, bad input, OpenAPI."""
+
+import pytest
+from fastapi.testclient import TestClient
+
+from api.app import create_app
+from tests.conftest import BAD, DMCA_QUESTION, SAMPLES, make_settings
+
+
+@pytest.fixture()
+def client(tmp_path, embedder):
+    from core.services import release_services
+
+    settings = make_settings(tmp_path / "api")
+    with TestClient(create_app(settings)) as c:
+        yield c
+    release_services(settings)
+
+
+def _upload(client, path, name=None, **form):
+    with open(path, "rb") as f:
+        return client.post("/documents", files={"file": (name or path.name, f, "application/pdf")}, data=form)
+
+
+def test_upload_query_delete(client):
+    r = _upload(client, SAMPLES / "dmca.pdf", knowledge_base="law")
+    assert r.status_code == 201, r.text
+    doc = r.json()["document"]
+    assert doc["status"] == "ready" and doc["pages"] == 18 and doc["knowledge_base"] == "law"
+    assert _upload(client, SAMPLES / "dmca.pdf", knowledge_base="law").json()["status"] == "unchanged"
+    assert [d["id"] for d in client.get("/documents").json()] == [doc["id"]]
+    assert client.get(f"/documents/{doc['id']}").json()["chunk_count"] == doc["chunk_count"]
+
+    r = client.post("/query", json={"question": DMCA_QUESTION, "knowledge_base": "law", "top_k": 3})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["citations"][0]["doc_name"] == "dmca.pdf" and body["citations"][0]["page"] == 1
+    assert len(body["retrieved"]) == 3 and all("vector" in x["ranks"] for x in body["retrieved"])
+    # scoped to another knowledge base: nothing retrieved, refused
+    r = client.post("/query", json={"question": DMCA_QUESTION, "knowledge_base": "other"})
+    assert r.json()["retrieved"] == [] and r.json()["label"] == "refused"
+
+    r = client.post("/search", json={"question": "vessel hull protection", "mode": "bm25", "top_k": 2})
+    assert r.status_code == 200 and len(r.json()["retrieved"]) == 2
+    assert all(x["ranks"]["vector"] is None for x in r.json()["retrieved"])
+
+    assert client.delete(f"/documents/{doc['id']}").status_code == 200
+    assert client.get("/documents").json() == []
+    assert client.get(f"/documents/{doc['id']}").status_code == 404
+    health = client.get("/health").json()
+    assert health["parts"]["qdrant"]["points"] == 0
+
+
+@pytest.mark.parametrize("name,code,words", [
+    ("zero-byte.pdf", 422, "empty file"),
+    ("plain-text-renamed.pdf", 415, "not a PDF"),
+    ("password-example.pdf", 422, "password-protected"),
+    ("truncated-half-dpr.pdf", 422, "corrupt or truncated"),
+    ("image-only-3pages.pdf", 422, "no extractable text"),
+])
+def test_bad_uploads_refused_and_nothing_stored(client, name, code, words):
+    r = _upload(client, BAD / name)
+    assert r.status_code == code
+    assert words in r.json()["detail"] and name in r.json()["detail"]
+    assert client.get("/documents").json() == []
+
+
+def test_validation_and_openapi(client):
+    assert client.post("/query", json={"question": "x", "mode": "dense"}).status_code == 422
+    assert client.post("/query", json={"question": ""}).status_code == 422
+    paths = client.get("/openapi.json").json()["paths"]
+    assert {"/documents", "/documents/{document_id}", "/query", "/search", "/health"} <= set(paths)
+    assert {"post", "get"} <= set(paths["/documents"]) and "delete" in paths["/documents/{document_id}"]
+    h = client.get("/health")
+    assert h.status_code == 200 and h.json()["parts"]["database"]["status"] == "up"

@@ -1,0 +1,83 @@
+"""Shared fixtures: real sample PDFs, a real ingested knowledge base (Qdrant local mode,
+SQLite, bundled embedding model) and, for integration tests, a real PostgreSQL server."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLES = ROOT / "samples"
+DATA = Path(__file__).resolve().parent / "data"
+BAD = DATA / "bad"
+EDGE = DATA / "edge"
+SHARED_CORPUS = ROOT.parent / "shared" / "corpus"
+
+DMCA_QUESTION = "On what date was the Digital Millennium Copyright Act signed into law?"
+
+
+def make_settings(data_dir: Path, **kw):
+    from core.settings import Settings
+
+    # explicit values: the tests never depend on the developer's RAGAUDIT_* environment
+    base = dict(data_dir=data_dir, database_url="", qdrant_url="", llm_model="", embedding_model="bundled:all-MiniLM-L6-v2")
+    base.update(kw)
+    return Settings(_env_file=None, **base)
+
+
+@pytest.fixture(scope="session")
+def embedder():
+    from core.services import shared_embedder
+
+    return shared_embedder("bundled:all-MiniLM-L6-v2")
+
+
+@pytest.fixture(scope="session")
+def kb(tmp_path_factory, embedder):
+    """A knowledge base with the three sample PDFs ingested through the Dagster asset job."""
+    from core.ingest import ingest_bytes
+    from core.services import get_services, release_services
+    from pipelines.runner import DagsterRunner
+
+    settings = make_settings(tmp_path_factory.mktemp("kb"))
+    svc = get_services(settings)
+    outcomes = {}
+    for f in sorted(SAMPLES.glob("*.pdf")):
+        outcomes[f.name] = ingest_bytes(svc, f.read_bytes(), f.name, DagsterRunner())
+    assert all(o.status == "ingested" for o in outcomes.values()), outcomes
+    svc.outcomes = outcomes  # type: ignore[attr-defined]
+    yield svc
+    release_services(settings)
+
+
+@pytest.fixture()
+def fresh_services(tmp_path, embedder):
+    """An empty knowledge base of its own (for tests that change documents)."""
+    from core.services import get_services, release_services
+
+    settings = make_settings(tmp_path / "data")
+    svc = get_services(settings)
+    yield svc
+    release_services(settings)
+
+
+@pytest.fixture(scope="session")
+def pg_url():
+    """URL of a fresh database on a real PostgreSQL server started for this test session."""
+    url = os.environ.get("RAGAUDIT_TEST_DATABASE_URL")
+    if url:
+        yield url
+        return
+    from tests.pg import PostgresServer
+
+    server = PostgresServer()
+    try:
+        yield server.start()
+    finally:
+        server.stop()

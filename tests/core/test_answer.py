@@ -1,0 +1,46 @@
+"""Answerers: the LLM path through litellm (mock_response: no network) and the extractive one."""
+
+from core.answer import REFUSAL_TEXT, ExtractiveAnswerer, LLMAnswerer
+from core.retrieval import RetrievedChunk
+
+
+def _chunk(n, text, page=1, breaks=None):
+    return RetrievedChunk(rank=n, chunk_id=f"c{n}", score=1.0 / n,
+                          payload={"text": text, "doc_name": "dmca.pdf", "page_start": page, "page_end": page,
+                                   "page_breaks": breaks or [[page, 0]]})
+
+
+SOURCES = [
+    _chunk(1, "The DMCA was signed into law by President Clinton on October 28, 1998. It has five titles."),
+    _chunk(2, "Title V protects vessel hull designs.\nOnce registered, protection continues for ten years.", page=16,
+           breaks=[[16, 0], [17, 38]]),
+]
+
+
+def test_llm_answer_cites_and_costs_through_litellm():
+    ans = LLMAnswerer("gpt-4o-mini", mock_response="It was signed on October 28, 1998 [1]. Protection lasts ten years [2].")
+    res = ans.answer("When was it signed?", SOURCES)
+    assert res.label == "answered"
+    assert [c.n for c in res.citations] == [1, 2]
+    assert res.citations[0].quote.startswith("The DMCA was signed into law")
+    assert res.citations[1].page == 17 and res.citations[1].verified  # quote lies on the second page of chunk 2
+    assert res.prompt_tokens > 0 and res.completion_tokens > 0
+    assert res.cost_usd > 0  # priced from litellm's local price map
+
+
+def test_llm_answer_with_bad_citation_is_uncited():
+    res = LLMAnswerer("gpt-4o-mini", mock_response="Signed in 1998 [4].").answer("When?", SOURCES)
+    assert res.label == "uncited" and res.citation_check["invalid_numbers"] == [4]
+
+
+def test_llm_refusal_is_labelled():
+    res = LLMAnswerer("gpt-4o-mini", mock_response=REFUSAL_TEXT).answer("Who won the 2030 World Cup?", SOURCES)
+    assert res.label == "refused" and res.citations == []
+
+
+def test_extractive_answer_is_verbatim_and_cited(embedder):
+    res = ExtractiveAnswerer(embedder).answer("For how long does protection continue once registered?", SOURCES)
+    assert res.label == "answered"
+    assert "ten years" in res.answer and "[2]" in res.answer
+    c = next(c for c in res.citations if "ten years" in c.quote)
+    assert c.page == 17 and c.quote in SOURCES[1].text.replace("\n", " ")

@@ -1,0 +1,71 @@
+"""The sentence chunker on a real PDF: budgets under the model limit, exact offsets and pages."""
+
+import re
+
+import pytest
+
+from core.chunking import chunk_sentences, document_text, document_title, sentence_spans
+from core.pdf import extract_pages
+from tests.conftest import DATA, SAMPLES
+
+
+@pytest.fixture(scope="module")
+def dmca_pages():
+    return extract_pages((SAMPLES / "dmca.pdf").read_bytes())
+
+
+def test_chunks_stay_under_model_limit_and_budget(dmca_pages, embedder):
+    chunks = chunk_sentences(dmca_pages, embedder, document_title("dmca.pdf", dmca_pages), max_tokens=160)
+    real = embedder.count_tokens([c.indexed_text for c in chunks])
+    assert max(real) <= 160 <= embedder.max_content_tokens
+    assert all(abs(r - c.token_count) <= 2 for r, c in zip(real, chunks))
+    # a budget above the model's limit is capped at the limit
+    big = chunk_sentences(dmca_pages, embedder, "dmca", max_tokens=10_000)
+    assert max(embedder.count_tokens([c.indexed_text for c in big])) <= embedder.max_content_tokens
+
+
+def test_offsets_pages_and_header(dmca_pages, embedder):
+    text, starts = document_text(dmca_pages)
+    chunks = chunk_sentences(dmca_pages, embedder, "THE DMCA", max_tokens=160)
+    assert [c.index for c in chunks] == list(range(len(chunks)))
+    for c in chunks:
+        assert text[c.char_start:c.char_end] == c.text
+        assert 1 <= c.page_start <= c.page_end <= 18
+        assert c.indexed_text.startswith("THE DMCA\n")
+        # every page break inside the chunk points at that page's text
+        for page, off in c.page_breaks[1:]:
+            assert c.char_start + off == starts[page - 1]
+    assert chunks[0].page_start == 1 and chunks[-1].page_end == 18
+    # the sentence split across pages 17 and 18 is in one chunk spanning both pages
+    assert any(c.page_start == 17 and c.page_end == 18 for c in chunks)
+
+
+def test_sentences_are_never_cut_and_overlap(dmca_pages, embedder):
+    chunks = chunk_sentences(dmca_pages, embedder, "dmca", max_tokens=120, overlap_sentences=1)
+    text, _ = document_text(dmca_pages)
+    ends = set()
+    starts = set()
+    for p_start, page in zip(document_text(dmca_pages)[1], dmca_pages):
+        for s, e in sentence_spans(page.text):
+            starts.add(p_start + s)
+            ends.add(p_start + e)
+    for c in chunks:
+        assert c.char_start in starts and c.char_end in ends
+    overlaps = sum(1 for a, b in zip(chunks, chunks[1:]) if b.char_start < a.char_end)
+    assert overlaps >= len(chunks) // 2
+
+
+def test_page_at_maps_quotes_to_pages(dmca_pages, embedder):
+    chunks = chunk_sentences(dmca_pages, embedder, "dmca", max_tokens=160)
+    c = next(c for c in chunks if c.page_start == 17 and c.page_end == 18)
+    page18_offset = dict(c.page_breaks)[18]
+    assert c.page_at(0) == 17 and c.page_at(page18_offset) == 18
+
+
+def test_cjk_sentences_split(embedder):
+    pages = extract_pages((DATA / "chinese-tables.pdf").read_bytes())
+    spans = sentence_spans(pages[0].text)
+    assert any(pages[0].text[s:e].endswith("。") for s, e in spans)
+    chunks = chunk_sentences(pages, embedder, "chinese-tables", max_tokens=160)
+    joined = re.sub(r"\s+", "", "".join(c.text for c in chunks))
+    assert "各类授信额度总额达372.53亿元" in joined

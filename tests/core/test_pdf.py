@@ -1,0 +1,65 @@
+"""Bad input is refused with a specific error; odd but valid PDFs open; pages are exact."""
+
+import pytest
+
+from core.pdf import (CorruptPDFError, EmptyFileError, EncryptedPDFError, NoTextError, NotAPDFError, extract_pages,
+                      inspect_pdf)
+from tests.conftest import BAD, EDGE, SAMPLES
+
+EXPECTED = {
+    "NCT06155240_Prot_SAP_000.pdf": (NoTextError, "no extractable text"),
+    "crazyones-encrypted-256.pdf": (EncryptedPDFError, "password-protected"),
+    "image-only-3pages.pdf": (NoTextError, "3 page(s)"),
+    "libreoffice-writer-password.pdf": (EncryptedPDFError, "password-protected"),
+    "ocr_test.pdf": (NoTextError, "scanned or image-only"),
+    "password-example.pdf": (EncryptedPDFError, "password"),
+    "plain-text-renamed.pdf": (NotAPDFError, "not a PDF"),
+    "table-multi-row-column-cells.pdf": (NoTextError, "no text layer"),
+    "truncated-2kb-dpr.pdf": (CorruptPDFError, "corrupt or truncated"),
+    "truncated-half-dpr.pdf": (CorruptPDFError, "corrupt or truncated"),
+    "zero-byte.pdf": (EmptyFileError, "empty file"),
+}
+
+
+def test_every_bad_file_is_covered():
+    names = {p.name for p in BAD.glob("*.pdf")}
+    assert names - {"pdf-bad-color-space.pdf"} == set(EXPECTED)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_bad_file_refused_with_specific_message(name):
+    exc, words = EXPECTED[name]
+    with pytest.raises(exc) as info:
+        inspect_pdf((BAD / name).read_bytes())
+    assert words in str(info.value)
+
+
+def test_bad_color_space_uses_fallback_extractor():
+    data = (BAD / "pdf-bad-color-space.pdf").read_bytes()
+    inspect_pdf(data)
+    pages = extract_pages(data)
+    assert pages[0].extractor == "pypdfium2"
+    assert len(pages[0].text) > 2000
+
+
+@pytest.mark.parametrize("name", ["copy-protected.pdf", "zen_of_python_corrupted.pdf"])
+def test_edge_files_open(name):
+    data = (EDGE / name).read_bytes()
+    info = inspect_pdf(data)
+    pages = extract_pages(data)
+    assert info.pages == len(pages) and sum(len(p.text) for p in pages) > 500
+
+
+def test_near_empty_pdf_refused():
+    with pytest.raises(NoTextError, match=r"almost no extractable text \(\d characters\)"):
+        inspect_pdf((EDGE / "malformed-from-issue-932.pdf").read_bytes())
+
+
+def test_empty_password_encryption_opens_with_exact_pages():
+    data = (SAMPLES / "dmca.pdf").read_bytes()
+    info = inspect_pdf(data)
+    assert info.encrypted and info.pages == 18
+    pages = extract_pages(data)
+    assert [p.number for p in pages] == list(range(1, 19))
+    assert "signed into law by" in pages[0].text
+    assert "ten years from the date protection begins" in pages[16].text

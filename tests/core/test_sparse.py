@@ -1,0 +1,35 @@
+"""The BM25 tokenizer keeps identifiers whole; document vectors follow the BM25 tf saturation."""
+
+import pytest
+
+from core.sparse import bm25_document_vector, bm25_query_vector, term_id, tokenize
+
+
+@pytest.mark.parametrize("ident", ["16.11.1", "snake_case", "hr_schema.employees", "cve-2021-44228", "94-2404110",
+                                   "10/28/1998", "qibm_db_secadm", "nyc08ca055"])
+def test_identifiers_stay_single_tokens(ident):
+    toks = tokenize(f"see {ident.upper()} here")
+    assert ident in toks
+
+
+def test_identifiers_also_indexed_split_and_words_stemmed():
+    toks = tokenize("HR_SCHEMA.EMPLOYEES running")
+    assert {"hr", "schema", "employe", "run"} <= set(toks)
+    assert "the" not in tokenize("the pilot")
+
+
+def test_cjk_bigrams():
+    toks = tokenize("授信额度")
+    assert {"授信", "信额", "额度", "授"} <= set(toks)
+
+
+def test_bm25_saturation_and_length_normalisation():
+    k1, b, avgdl = 1.2, 0.75, 10.0
+    v = bm25_document_vector("pilot pilot pilot landing", k1, b, avgdl)
+    w = dict(zip(v.indices, v.values))
+    dl = 4
+    norm = k1 * (1 - b + b * dl / avgdl)
+    assert w[term_id("pilot")] == pytest.approx(3 * (k1 + 1) / (3 + norm))
+    assert w[term_id("land")] == pytest.approx(1 * (k1 + 1) / (1 + norm))
+    q = bm25_query_vector("pilot pilot")
+    assert q.indices == [term_id("pilot")] and q.values == [1.0]
