@@ -43,7 +43,7 @@ class Settings(BaseSettings):
     llm_max_tokens: int = Field(default=512, gt=0)
     llm_timeout_s: float = Field(default=60.0, gt=0)
 
-    chunk_max_tokens: int = Field(default=160, gt=16, description="Token budget per chunk, header included")
+    chunk_max_tokens: int = Field(default=200, gt=16, description="Token budget per chunk, header included")
     chunk_overlap_sentences: int = Field(default=1, ge=0)
     min_text_chars: int = Field(
         default=40, ge=1, description="Fewer non-space characters than this in the whole PDF = refused as no text"

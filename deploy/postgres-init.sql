@@ -1,0 +1,2 @@
+-- A separate database for Dagster's run/event storage.
+CREATE DATABASE dagster OWNER ragaudit;
