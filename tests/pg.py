@@ -48,7 +48,10 @@ class PostgresServer:
     def _run(self, *args: str) -> None:
         cmd = [str(self.bin / args[0]), *args[1:]]
         if self.as_root:
-            cmd = ["runuser", "-u", "postgres", "--", *cmd]
+            runuser = shutil.which("runuser", path=f"{os.environ.get('PATH', '')}:/usr/sbin:/sbin:/usr/bin:/bin")
+            if runuser is None:
+                raise RuntimeError("running as root needs runuser (util-linux) to start PostgreSQL as 'postgres'")
+            cmd = [runuser, "-u", "postgres", "--", *cmd]
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=120)
 
     def start(self) -> str:
