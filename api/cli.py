@@ -55,8 +55,12 @@ def _pdf_files(paths: list[Path]) -> list[Path]:
 def ingest(
     paths: Annotated[list[Path], typer.Argument(help="PDF files or folders (searched recursively for *.pdf)")],
     knowledge_base: Annotated[str, typer.Option("--knowledge-base", "-k", help="Knowledge base name")] = "default",
+    strategy: Annotated[str, typer.Option("--strategy", help="Chunking: fixed | sentence | heading | semantic")] = "sentence",
 ) -> None:
-    """Ingest PDFs through the Dagster asset job; one line per document; exit 1 if any was refused."""
+    """Ingest PDFs through the Dagster asset job; one line per document; exit 1 if any was refused.
+
+    A document ingested again with another --strategy keeps its other strategies' chunks (for
+    comparison: `ragaudit eval --strategy`); the latest becomes the one searched by default."""
     _quiet()
     from core.ingest import ingest_bytes
     from pipelines.runner import DagsterRunner
@@ -73,10 +77,10 @@ def ingest(
             typer.echo(f"refused   {f}: file not found")
             bad += 1
             continue
-        out = ingest_bytes(svc, f.read_bytes(), f.name, runner, knowledge_base)
+        out = ingest_bytes(svc, f.read_bytes(), f.name, runner, knowledge_base, strategy)
         if out.ok:
             d = out.document or {}
-            typer.echo(f"{out.status:<9} {f.name}: {d.get('pages')} pages, {d.get('chunk_count')} chunks "
+            typer.echo(f"{out.status:<9} {f.name}: {d.get('pages')} pages, {d.get('chunk_count')} {d.get('strategy')} chunks "
                        f"[{out.seconds:.1f}s] id={d.get('id')}")
         else:
             bad += 1

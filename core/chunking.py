@@ -1,14 +1,22 @@
-"""Chunking: whole sentences packed up to a token budget, with sentence overlap.
+"""Chunking strategies: ``fixed``, ``sentence`` (default), ``heading`` and ``semantic``.
 
-Budgets are counted in the embedding model's own word pieces and every chunk (context
-header included) stays under the model's ``max_seq_length``, so nothing is silently
-truncated at embedding time. Sentences come from pysbd (rule-based sentence boundary
-disambiguation, Sadvilkar & Neumann 2020) run over paragraphs rebuilt from PDF lines;
-a sentence longer than the budget is cut at word-piece boundaries.
+Budgets are counted in the embedding model's own word pieces, and every chunk, context header
+included, stays under the model's ``max_seq_length``: nothing is silently truncated when it
+is embedded. Offsets are character offsets into the document text (the page texts joined
+with ``PAGE_SEPARATOR``); every chunk keeps its 1-based page span, the page boundaries inside
+it (so a quote maps back to its exact page), and the heading path of its section.
 
-Offsets are character offsets into the document text, which is the page texts joined
-with ``PAGE_SEPARATOR``; every chunk keeps its 1-based page span and the page boundaries
-inside it, so a quote can be mapped back to its exact page.
+- ``fixed``: a sliding window of word pieces with overlap (the naive baseline).
+- ``sentence``: whole sentences (pysbd, rule-based sentence boundary disambiguation,
+  Sadvilkar & Neumann 2020, over paragraphs rebuilt from PDF lines) packed up to the budget,
+  with whole-sentence overlap. Table rows are units of their own; chunks holding rows of a
+  table repeat its caption and header rows in their context header.
+- ``heading``: like ``sentence`` but a new chunk starts at every heading (headings come from
+  font sizes, see ``core.pdf``); long sections are packed as in ``sentence``.
+- ``semantic``: sentences are embedded and a chunk ends where the cosine similarity of
+  neighbouring sentences falls below the document's 20th percentile (the percentile
+  breakpoint method popularised by G. Kamradt, "5 Levels of Text Splitting", 2023), or at the
+  budget.
 """
 
 from __future__ import annotations
@@ -16,8 +24,10 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Protocol
 
+import numpy as np
 import pysbd
 
 from .pdf import Page
@@ -26,7 +36,27 @@ PAGE_SEPARATOR = "\n\n"
 
 _TERMINAL = re.compile(r"[.!?:;。！？；：]['\")\]”’]*\s*$")
 _BULLET = re.compile(r"^\s*(?:[!•\-\*–·●▪■◦]\s|\(?\d{1,2}[.)]\s|\(?[a-z][.)]\s|[A-Z]\.\s)")
-_NUMERIC = re.compile(r"[\d][\d,.%$]*")
+_NUMERIC = re.compile(r"(?<![\w.])[-+(]?[$€£]?\d[\d,.]*%?\)?(?![\w])")
+_CAPTION = re.compile(r"^\s*(Table|TABLE|Tab\.)\s+\d+[.:]?")
+
+
+class Strategy(str, Enum):
+    """Chunking strategy; ``ValueError`` from ``parse`` lists the valid values."""
+
+    fixed = "fixed"
+    sentence = "sentence"
+    heading = "heading"
+    semantic = "semantic"
+
+    @classmethod
+    def parse(cls, value: "str | Strategy") -> "Strategy":
+        try:
+            return cls(value)
+        except ValueError:
+            raise ValueError(f"unknown chunking strategy {value!r}; valid: {', '.join(s.value for s in cls)}") from None
+
+
+DEFAULT_STRATEGY = Strategy.sentence
 
 
 class TokenCounter(Protocol):
@@ -42,8 +72,9 @@ class Chunk:
     """A passage of a document.
 
     ``text`` is the passage (a slice of the document text, offsets ``char_start:char_end``);
-    ``header`` is the context header prepended for embedding and BM25 (document title);
-    ``page_breaks`` lists ``(page, offset_in_text)`` where each page's part begins.
+    ``header`` is the context header prepended for embedding and BM25 (title, section path,
+    table caption/header rows); ``page_breaks`` lists ``(page, offset_in_text)`` where each
+    page's part begins; ``section`` is the heading path (``"A > B"``).
     ``token_count`` counts word pieces of ``header + "\\n" + text``.
     """
 
@@ -61,7 +92,7 @@ class Chunk:
 
     @property
     def indexed_text(self) -> str:
-        """What is embedded and BM25-indexed: header line + passage."""
+        """What is embedded and BM25-indexed: header line(s) + passage."""
         return f"{self.header}\n{self.text}" if self.header else self.text
 
     def page_at(self, offset: int) -> int:
@@ -73,12 +104,22 @@ class Chunk:
 
 @dataclass(frozen=True)
 class Unit:
-    """A sentence (or a piece of an over-long one): document offsets, page and word-piece count."""
+    """A sentence, table row or heading (or a piece of an over-long sentence): document offsets,
+    page, word pieces, kind (text | row | heading), table id and section path."""
 
     start: int
     end: int
     page: int
     tokens: int
+    kind: str = "text"
+    table: int | None = None
+    section: tuple[str, ...] = ()
+
+
+@dataclass
+class Table:
+    caption: str = ""
+    header: str = ""
 
 
 def document_text(pages: list[Page]) -> tuple[str, list[int]]:
@@ -92,13 +133,26 @@ def document_text(pages: list[Page]) -> tuple[str, list[int]]:
 
 
 def document_title(doc_name: str, pages: list[Page]) -> str:
-    """A short title for context headers: the file stem plus the first line of page 1."""
+    """A short title for context headers: the file stem plus the most prominent heading of
+    page 1 (font size x length), else its first line."""
     stem = re.sub(r"\.pdf$", "", doc_name, flags=re.I).replace("_", " ").strip()
-    first = next((ln.strip() for p in pages[:1] for ln in p.text.splitlines() if ln.strip()), "")
-    first = first[:80]
-    if first and first.lower() != stem.lower():
-        return f"{stem} | {first}"
+    best = ""
+    if pages and pages[0].headings:
+        best = max(pages[0].headings, key=lambda h: h[3] * min(len(h[2]), 80))[2]
+    if not best:
+        best = next((ln.strip() for p in pages[:1] for ln in p.text.splitlines() if ln.strip()), "")
+    best = best[:100]
+    if best and best.lower() != stem.lower():
+        return f"{stem} | {best}"
     return stem
+
+
+def _is_row(line: str) -> bool:
+    words = line.split()
+    if len(words) < 2:
+        return False
+    nums = len(_NUMERIC.findall(line))
+    return nums >= 2 and nums / len(words) >= 0.4 and not (_TERMINAL.search(line) and nums < 3)
 
 
 def _paragraph_text(page_text: str) -> str:
@@ -121,7 +175,7 @@ def _paragraph_text(page_text: str) -> str:
             _TERMINAL.search(ln) is not None
             or _BULLET.match(nxt) is not None
             or len(ln.strip()) < 0.6 * width
-            or len(_NUMERIC.findall(ln)) >= 2
+            or _is_row(ln) or _is_row(nxt)
             or not ln.strip()
         )
         out.append("\n" if hard else " ")
@@ -163,24 +217,127 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
     return out
 
 
-def sentence_units(pages: list[Page], counter: TokenCounter, budget: int) -> tuple[str, list[Unit]]:
-    """Document text and its sentence units, each at most ``budget`` word pieces."""
+def _tables(page_text: str) -> tuple[list[tuple[int, int, int]], list[Table]]:
+    """Row line spans ``(start, end, table id)`` and tables (caption, header rows) of a page."""
+    lines, pos = [], 0
+    for ln in page_text.split("\n"):
+        lines.append((pos, pos + len(ln), ln))
+        pos += len(ln) + 1
+    rows: list[tuple[int, int, int]] = []
+    tables: list[Table] = []
+    i = 0
+    while i < len(lines):
+        if not _is_row(lines[i][2]):
+            i += 1
+            continue
+        j, gap = i, 0
+        block = []
+        while j < len(lines) and gap <= 1:
+            if _is_row(lines[j][2]):
+                block.append(j)
+                gap = 0
+            elif len(lines[j][2].split()) <= 3:
+                gap += 1
+            else:
+                break
+            j += 1
+        if len(block) < 2:
+            i += 1
+            continue
+        t = Table()
+        head = [k for k in range(max(0, i - 2), i) if not _TERMINAL.search(lines[k][2]) and len(lines[k][2]) < 120
+                and not _CAPTION.match(lines[k][2])]
+        t.header = " | ".join(lines[k][2].strip() for k in head)
+        near = list(range(max(0, i - 4), i)) + list(range(block[-1] + 1, min(len(lines), block[-1] + 4)))
+        cap = next((lines[k][2].strip() for k in near if _CAPTION.match(lines[k][2])), "")
+        t.caption = cap[:160]
+        tid = len(tables)
+        tables.append(t)
+        rows.extend((lines[k][0], lines[k][1], tid) for k in block)
+        i = block[-1] + 1
+    return rows, tables
+
+
+def document_units(pages: list[Page], counter: TokenCounter, budget: int) -> tuple[str, list[Unit], list[Table]]:
+    """Document text, its units (each at most ``budget`` word pieces, in order) and its tables."""
     text, starts = document_text(pages)
-    raw: list[tuple[int, int, int]] = []
+    raw: list[tuple[int, int, int, str, int | None]] = []
+    all_tables: list[Table] = []
+    heading_at: dict[int, tuple[int, str]] = {}
     for page, start in zip(pages, starts):
+        rows, tables = _tables(page.text)
+        base_t = len(all_tables)
+        all_tables.extend(tables)
+        row_at = {s: t + base_t for s, _, t in rows}
+        for off, level, htext, *_ in page.headings:
+            heading_at[start + off] = (int(level), str(htext))
         for s, e in sentence_spans(page.text):
-            raw.append((start + s, start + e, page.number))
-    counts = counter.count_tokens([text[s:e] for s, e, _ in raw])
+            kind, tid = "text", None
+            if s in row_at:
+                kind, tid = "row", row_at[s]
+            raw.append((start + s, start + e, page.number, kind, tid))
+    counts = counter.count_tokens([text[s:e] for s, e, *_ in raw])
     units: list[Unit] = []
-    for (s, e, pno), n in zip(raw, counts):
+    stack: list[tuple[int, str]] = []
+    for (s, e, pno, kind, tid), n in zip(raw, counts):
+        h = heading_at.get(s)
+        if h is not None:
+            level, htext = h
+            stack = [x for x in stack if x[0] < level] + [(level, htext)]
+            kind = "heading"
+        section = tuple(x[1] for x in stack)
         if n <= budget:
-            units.append(Unit(s, e, pno, n))
+            units.append(Unit(s, e, pno, n, kind, tid, section))
             continue
         offsets = counter.token_offsets(text[s:e])
         for i in range(0, len(offsets), budget):
-            piece = offsets[i : i + budget]
-            units.append(Unit(s + piece[0][0], s + piece[-1][1], pno, len(piece)))
-    return text, units
+            piece = offsets[i: i + budget]
+            units.append(Unit(s + piece[0][0], s + piece[-1][1], pno, len(piece), kind, tid, section))
+    return text, units, all_tables
+
+
+class _Headers:
+    """Context headers and their word-piece counts (cached)."""
+
+    def __init__(self, counter: TokenCounter, title: str, tables: list[Table], use_sections: bool = True):
+        self.counter, self.title, self.tables, self.use_sections = counter, title.strip(), tables, use_sections
+        self._cache: dict[str, int] = {}
+
+    def build(self, units: list[Unit], limit: int | None = None) -> str:
+        """Header for a chunk of ``units``; drops table context, then the section path, while
+        ``header + units`` would exceed ``limit`` word pieces."""
+        title = self.title
+        section = ""
+        if self.use_sections and units and units[0].section:
+            names = [x for x in units[0].section if x.lower() not in title.lower()]
+            section = " > ".join(names[-3:])
+        extras = []
+        seen = set()
+        for u in units:
+            if u.table is not None and u.table not in seen:
+                seen.add(u.table)
+                t = self.tables[u.table]
+                ctx = " | ".join(x for x in (t.caption, t.header) if x)
+                if ctx:
+                    extras.append(ctx)
+        body = sum(u.tokens for u in units)
+        while True:
+            first = f"{title} > {section}" if title and section else (title or section)
+            header = "\n".join([x for x in [first, *extras] if x])
+            if limit is None or self.tokens(header) + body <= limit or (not extras and not section):
+                return header
+            if extras:
+                extras.pop()
+            else:
+                section = ""
+
+    def tokens(self, header: str) -> int:
+        if not header:
+            return 0
+        n = self._cache.get(header)
+        if n is None:
+            n = self._cache[header] = self.counter.count_tokens([header])[0] + 1  # + the newline
+        return n
 
 
 def _make_chunk(index: int, text: str, page_starts: list[int], units: list[Unit], header: str,
@@ -191,59 +348,102 @@ def _make_chunk(index: int, text: str, page_starts: list[int], units: list[Unit]
         if not breaks or breaks[-1][0] != u.page:
             off = 0 if not breaks else max(page_starts[u.page - 1] - cs, 0)
             breaks.append((u.page, off))
-    return Chunk(
-        index=index,
-        text=text[cs:ce],
-        header=header,
-        page_start=units[0].page,
-        page_end=units[-1].page,
-        char_start=cs,
-        char_end=ce,
-        token_count=header_tokens + 1 + sum(u.tokens for u in units),
-        page_breaks=breaks,
-        strategy=strategy,
-    )
+    section = " > ".join(units[0].section)
+    return Chunk(index=index, text=text[cs:ce], header=header, page_start=units[0].page, page_end=units[-1].page,
+                 char_start=cs, char_end=ce, token_count=header_tokens + sum(u.tokens for u in units),
+                 page_breaks=breaks, section=section[:500], strategy=strategy)
 
 
-def chunk_sentences(
-    pages: list[Page],
-    counter: TokenCounter,
-    title: str,
-    max_tokens: int = 160,
-    overlap_sentences: int = 1,
-) -> list[Chunk]:
-    """Pack whole sentences into chunks of at most ``max_tokens`` word pieces (header included).
-
-    Consecutive chunks share their last/first ``overlap_sentences`` sentences. Chunks may span
-    pages. ``max_tokens`` is capped at the model's ``max_content_tokens``.
-
-    Returns chunks in document order with ``index`` 0..n-1. Raises ``ValueError`` if the header
-    alone leaves no room for text.
-    """
-    max_tokens = min(max_tokens, counter.max_content_tokens)
-    header = title.strip()
-    header_tokens = counter.count_tokens([header])[0] if header else 0
-    budget = max_tokens - header_tokens - 2  # the newline after the header, plus rounding slack
-    if budget < 16:
-        raise ValueError(f"chunk budget too small: header takes {header_tokens} of {max_tokens} tokens")
-    text, units = sentence_units(pages, counter, budget)
-    _, page_starts = document_text(pages)
+def _pack(text: str, page_starts: list[int], units: list[Unit], headers: _Headers, max_tokens: int,
+          overlap: int, strategy: str, breaks_before: set[int] | None = None) -> list[Chunk]:
+    """Greedy packing of units into chunks of at most ``max_tokens`` (header included)."""
     chunks: list[Chunk] = []
     current: list[Unit] = []
-    used = 0
-    i = 0
-    while i < len(units):
-        u = units[i]
-        if current and used + u.tokens > budget:
-            chunks.append(_make_chunk(len(chunks), text, page_starts, current, header, header_tokens, "sentence"))
-            keep = current[-overlap_sentences:] if overlap_sentences else []
-            # overlap only when it leaves room for new text
-            while keep and sum(k.tokens for k in keep) > budget // 2:
+    breaks_before = breaks_before or set()
+
+    def cost(us: list[Unit]) -> int:  # with the full header: close a chunk rather than drop its table context
+        return headers.tokens(headers.build(us)) + sum(u.tokens for u in us)
+
+    def emit(us: list[Unit]) -> None:
+        h = headers.build(us, max_tokens)
+        chunks.append(_make_chunk(len(chunks), text, page_starts, us, h, headers.tokens(h), strategy))
+
+    for i, u in enumerate(units):
+        if current and (i in breaks_before or cost(current + [u]) > max_tokens):
+            emit(current)
+            keep = current[-overlap:] if overlap and i not in breaks_before else []
+            while keep and (sum(k.tokens for k in keep) > (max_tokens // 2) or cost(keep + [u]) > max_tokens):
                 keep = keep[1:]
-            current, used = list(keep), sum(k.tokens for k in keep)
+            current = list(keep)
         current.append(u)
-        used += u.tokens
-        i += 1
     if current:
-        chunks.append(_make_chunk(len(chunks), text, page_starts, current, header, header_tokens, "sentence"))
+        emit(current)
     return chunks
+
+
+def _fixed(pages: list[Page], counter: TokenCounter, title: str, max_tokens: int, overlap_tokens: int) -> list[Chunk]:
+    text, page_starts = document_text(pages)
+    headers = _Headers(counter, title, [], use_sections=False)
+    h = headers.build([])
+    ht = headers.tokens(h)
+    size = max_tokens - ht
+    step = max(1, size - overlap_tokens)
+    offsets = counter.token_offsets(text)
+    chunks: list[Chunk] = []
+    for i in range(0, len(offsets), step):
+        piece = offsets[i: i + size]
+        if not piece:
+            break
+        s, e = piece[0][0], piece[-1][1]
+        p0 = bisect_right(page_starts, s)
+        p1 = bisect_right(page_starts, max(e - 1, s))
+        breaks = [(p0, 0)] + [(p, page_starts[p - 1] - s) for p in range(p0 + 1, p1 + 1)]
+        chunks.append(Chunk(index=len(chunks), text=text[s:e], header=h, page_start=p0, page_end=p1, char_start=s,
+                            char_end=e, token_count=ht + len(piece), page_breaks=breaks, strategy="fixed"))
+        if i + size >= len(offsets):
+            break
+    return chunks
+
+
+def _semantic_breaks(units: list[Unit], text: str, embedder, percentile: float = 20.0) -> set[int]:
+    """Indices ``i`` where a chunk should start: similarity(unit i-1, unit i) below the percentile."""
+    if len(units) < 3 or embedder is None:
+        return set()
+    vecs = embedder.embed([text[u.start:u.end] for u in units])
+    sims = np.sum(vecs[1:] * vecs[:-1], axis=1)
+    threshold = float(np.percentile(sims, percentile))
+    return {i + 1 for i, s in enumerate(sims) if s < threshold}
+
+
+def chunk_document(pages: list[Page], counter: TokenCounter, title: str, strategy: Strategy | str = DEFAULT_STRATEGY,
+                   max_tokens: int = 200, overlap_sentences: int = 1, embedder=None) -> list[Chunk]:
+    """Chunk a document with ``strategy``; chunks have ``index`` 0..n-1 in document order.
+
+    ``max_tokens`` (word pieces, header included) is capped at the model's ``max_content_tokens``.
+    ``embedder`` is needed by ``semantic``. Raises ``ValueError`` for an unknown strategy or when
+    the header alone leaves no room for text.
+    """
+    strategy = Strategy.parse(strategy)
+    max_tokens = min(max_tokens, counter.max_content_tokens)
+    if strategy is Strategy.fixed:
+        return _fixed(pages, counter, title, max_tokens, overlap_tokens=max_tokens // 8)
+    budget = max_tokens - counter.count_tokens([title])[0] - 8
+    if budget < 16:
+        raise ValueError(f"chunk budget too small: the title header leaves {budget} of {max_tokens} tokens")
+    text, units, tables = document_units(pages, counter, budget)
+    _, page_starts = document_text(pages)
+    headers = _Headers(counter, title, tables, use_sections=strategy is not Strategy.fixed)
+    breaks: set[int] = set()
+    overlap = overlap_sentences
+    if strategy is Strategy.heading:
+        breaks = {i for i, u in enumerate(units) if u.kind == "heading" and i > 0}
+    elif strategy is Strategy.semantic:
+        breaks = _semantic_breaks(units, text, embedder if embedder is not None else counter)
+        overlap = 0
+    return _pack(text, page_starts, units, headers, max_tokens, overlap, strategy.value, breaks)
+
+
+def chunk_sentences(pages: list[Page], counter: TokenCounter, title: str, max_tokens: int = 200,
+                    overlap_sentences: int = 1) -> list[Chunk]:
+    """The ``sentence`` strategy (see ``chunk_document``)."""
+    return chunk_document(pages, counter, title, Strategy.sentence, max_tokens, overlap_sentences)

@@ -51,6 +51,9 @@ class Embedder:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         from sentence_transformers import SentenceTransformer
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.set_verbosity_error()  # we count long texts on purpose (budgets); no length warnings
 
         self.name = model
         self.path = resolve_model_path(model)

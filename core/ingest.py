@@ -19,7 +19,8 @@ from typing import Any, Callable
 
 from sqlalchemy import delete, select
 
-from .chunking import Chunk, chunk_sentences, document_title
+from .chunking import DEFAULT_STRATEGY as _DEFAULT_STRATEGY
+from .chunking import Chunk, Strategy, chunk_document, document_title
 from .db import ChunkRow, Document, utcnow
 from .pdf import Page, PDFError, extract_pages, inspect_pdf
 from .services import Services
@@ -29,7 +30,7 @@ from .store import point_id
 log = logging.getLogger(__name__)
 
 DEFAULT_KB = "default"
-DEFAULT_STRATEGY = "sentence"
+DEFAULT_STRATEGY = _DEFAULT_STRATEGY.value
 
 # One ingestion at a time per process: Qdrant local mode has a single writer, and runs are short.
 INGEST_LOCK = threading.Lock()
@@ -94,7 +95,7 @@ def register(svc: Services, data: bytes, doc_name: str, knowledge_base: str = DE
         doc = s.scalar(select(Document).where(Document.knowledge_base == knowledge_base,
                                               Document.doc_name == doc_name))
         if doc is not None and doc.sha256 == sha and doc.status == "ready" and doc.strategy == strategy:
-            return doc, False
+            return doc, False  # same bytes, same primary strategy: nothing to do
         if doc is None:
             doc = Document(doc_name=doc_name, knowledge_base=knowledge_base, sha256=sha, size_bytes=len(data),
                            status="pending", strategy=strategy)
@@ -131,18 +132,23 @@ def load_pages(svc: Services, document_id: str) -> tuple[Document, list[Page]]:
     return doc, extract_pages(path.read_bytes())
 
 
-def build_chunks(svc: Services, doc: Document, pages: list[Page]) -> list[Chunk]:
-    """Stage 2: chunks of the document (default strategy: sentence packing)."""
+def build_chunks(svc: Services, doc: Document, pages: list[Page], strategy: str | None = None) -> list[Chunk]:
+    """Stage 2: chunks of the document with ``strategy`` (default: the document's; see ``core.chunking``)."""
     s = svc.settings
     title = document_title(doc.doc_name, pages)
-    chunks = chunk_sentences(pages, svc.embedder, title, s.chunk_max_tokens, s.chunk_overlap_sentences)
+    chunks = chunk_document(pages, svc.embedder, title, strategy or doc.strategy, s.chunk_max_tokens,
+                            s.chunk_overlap_sentences, embedder=svc.embedder)
     if not chunks:
         raise IngestError(f"{doc.doc_name}: no text to index", stage="chunks")
     return chunks
 
 
-def index_chunks(svc: Services, document_id: str, chunks: list[Chunk], pages: int, extractor: str) -> dict[str, Any]:
+def index_chunks(svc: Services, document_id: str, chunks: list[Chunk], pages: int, extractor: str,
+                 strategy: str | None = None) -> dict[str, Any]:
     """Stage 3: embed + BM25, upsert into Qdrant, write chunk rows, then retire the old version.
+
+    Chunks of other strategies of the same version stay (for comparison); ``strategy`` becomes
+    the document's primary strategy (searched by default).
 
     Returns counts and timings (ms). On failure the new version's points are removed again
     and the previous version stays as it was; raises ``IngestError``.
@@ -150,7 +156,7 @@ def index_chunks(svc: Services, document_id: str, chunks: list[Chunk], pages: in
     st = svc.settings
     doc = get_document(svc, document_id)
     sha = target_version(doc)
-    strategy = doc.strategy
+    strategy = strategy or doc.strategy
     t0 = time.perf_counter()
     texts = [c.indexed_text for c in chunks]
     try:
@@ -165,13 +171,15 @@ def index_chunks(svc: Services, document_id: str, chunks: list[Chunk], pages: in
             "page_start": c.page_start, "page_end": c.page_end, "page_breaks": [list(b) for b in c.page_breaks],
             "char_start": c.char_start, "char_end": c.char_end, "section": c.section,
             "header": c.header, "text": c.text, "token_count": c.token_count, "ingest_version": version,
+            "primary": True,
         } for c in chunks]
         svc.store.ensure_collection(svc.embedder.dim)
         t1 = time.perf_counter()
         svc.store.upsert(ids, dense, sparse, payloads)
         t_upsert = (time.perf_counter() - t1) * 1000
         with svc.sessions.begin() as s:
-            s.execute(delete(ChunkRow).where(ChunkRow.document_id == doc.id))
+            s.execute(delete(ChunkRow).where(ChunkRow.document_id == doc.id,
+                                             (ChunkRow.strategy == strategy) | (ChunkRow.doc_sha256 != sha)))
             s.add_all(ChunkRow(id=i, document_id=doc.id, index=c.index, strategy=strategy, page_start=c.page_start,
                                page_end=c.page_end, char_start=c.char_start, char_end=c.char_end, section=c.section,
                                text=c.text, token_count=c.token_count, doc_sha256=sha)
@@ -181,8 +189,11 @@ def index_chunks(svc: Services, document_id: str, chunks: list[Chunk], pages: in
             d.pages, d.chunk_count, d.extractor = pages, len(chunks), extractor
             d.title = chunks[0].header[:512]
             d.status, d.error, d.ingest_version, d.ingested_at = "ready", None, version, utcnow()
-        # only now retire the previous version's points
+            d.strategy = strategy
+        # only now retire the previous version's points (all strategies) and leftovers of this one
         svc.store.delete_document(doc.id, keep_sha256=sha)
+        svc.store.delete_stale(doc.id, sha, strategy, len(chunks))
+        svc.store.set_primary(doc.id, strategy)
     except Exception as e:
         if doc.sha256 != sha or doc.status != "ready":
             svc.store.delete_document(doc.id, only_sha256=sha)
@@ -226,7 +237,7 @@ def delete_document(svc: Services, document_id: str) -> dict[str, Any]:
     return info
 
 
-Runner = Callable[[Services, str], None]
+Runner = Callable[[Services, str, str], None]
 
 
 def ingest_bytes(svc: Services, data: bytes, doc_name: str, runner: Runner, knowledge_base: str = DEFAULT_KB,
@@ -237,6 +248,10 @@ def ingest_bytes(svc: Services, data: bytes, doc_name: str, runner: Runner, know
     SQL or Qdrant), or ``"failed"`` with the stage error (previous version kept).
     """
     t = time.perf_counter()
+    try:
+        strategy = Strategy.parse(strategy).value
+    except ValueError as e:
+        return IngestOutcome(doc_name, "refused", str(e), error_code="invalid_request")
     with INGEST_LOCK:
         try:
             doc, needs_run = register(svc, data, doc_name, knowledge_base, strategy)
@@ -249,7 +264,7 @@ def ingest_bytes(svc: Services, data: bytes, doc_name: str, runner: Runner, know
             return IngestOutcome(doc.doc_name, "unchanged", "same content already ingested; nothing changed",
                                  document=doc.as_dict(), seconds=time.perf_counter() - t)
         try:
-            runner(svc, doc.id)
+            runner(svc, doc.id, strategy)
         except Exception as e:  # the run failed in some stage: undo and report
             msg = str(e)
             code = e.code if isinstance(e, PDFError) else "ingest_failed"

@@ -48,11 +48,16 @@ class NoTextError(PDFError):
 
 @dataclass(frozen=True)
 class Page:
-    """Text of one page. ``number`` is 1-based; ``extractor`` names the library that produced it."""
+    """Text of one page. ``number`` is 1-based; ``extractor`` names the library that produced it.
+
+    ``headings``: ``(offset in text, level, heading text, font size pt)`` for lines set in a font
+    larger than the document's body text (level 1 = largest), in page order.
+    """
 
     number: int
     text: str
     extractor: str = "pdfplumber"
+    headings: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -140,7 +145,64 @@ def extract_pages(data: bytes) -> list[Page]:
     _open_pdfium(data).close()  # uniform errors for empty / non-PDF / encrypted / truncated input
     try:
         with pdfplumber.open(io.BytesIO(data), password="") as pdf:
-            return [Page(number=i + 1, text=p.extract_text() or "") for i, p in enumerate(pdf.pages)]
+            texts, lines = [], []
+            for p in pdf.pages:
+                texts.append(p.extract_text() or "")
+                try:
+                    lines.append(_line_sizes(p))
+                except Exception:  # font metrics are a bonus; text is what matters
+                    lines.append([])
     except Exception as e:  # pdfminer raises many exception types on malformed content
         log.warning("pdfplumber failed (%s: %s); falling back to pypdfium2", type(e).__name__, e)
         return _pdfium_pages(data)
+    headings = _find_headings(texts, lines)
+    return [Page(number=i + 1, text=t, headings=tuple(h)) for i, (t, h) in enumerate(zip(texts, headings))]
+
+
+def _line_sizes(page) -> list[tuple[str, float, int]]:
+    """``(line text, median font size pt, chars)`` for each text line of a pdfplumber page."""
+    out = []
+    for ln in page.extract_text_lines(return_chars=True):
+        sizes = sorted(round(float(c.get("size", 0.0)), 1) for c in ln["chars"])
+        if sizes:
+            out.append((ln["text"], sizes[len(sizes) // 2], len(sizes)))
+    return out
+
+
+def _find_headings(texts: list[str], lines: list[list[tuple[str, float, int]]]) -> list[list[tuple]]:
+    """Headings = short lines with letters set >= 1.5 pt above the body size (the most used size).
+
+    Consecutive heading lines of one size are merged (a two-line title is one heading).
+    Levels rank the distinct heading sizes, largest = 1 (at most 4 levels).
+    """
+    from collections import Counter
+
+    weight: Counter = Counter()
+    for page_lines in lines:
+        for _, size, n in page_lines:
+            weight[size] += n
+    if not weight:
+        return [[] for _ in texts]
+    body = weight.most_common(1)[0][0]
+    found: list[list[list]] = []
+    for text, page_lines in zip(texts, lines):
+        page_h: list[list] = []
+        pos = 0
+        prev_heading = False
+        for ln, size, _ in page_lines:
+            off = text.find(ln, pos)
+            if off < 0:
+                prev_heading = False
+                continue
+            pos = off + len(ln)
+            is_h = (size >= body + 1.5 and 2 <= len(ln.strip()) <= 100 and len(ln.split()) <= 12
+                    and sum(ch.isalpha() for ch in ln) >= 2 and not ln.strip().endswith((".", ",", ";", ":")))
+            if is_h and prev_heading and page_h and page_h[-1][3] == size and len(page_h[-1][2]) + len(ln) <= 150:
+                page_h[-1][2] = f"{page_h[-1][2]} {ln.strip()}"
+            elif is_h:
+                page_h.append([off, 0, ln.strip(), size])
+            prev_heading = is_h
+        found.append(page_h)
+    sizes = sorted({h[3] for ph in found for h in ph}, reverse=True)
+    level = {s: min(i + 1, 4) for i, s in enumerate(sizes)}
+    return [[(h[0], level[h[3]], h[2], h[3]) for h in ph] for ph in found]

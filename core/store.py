@@ -22,7 +22,8 @@ DENSE = "dense"
 SPARSE = "bm25"
 POINT_NAMESPACE = uuid.UUID("8f0d3c2e-5b7a-4a51-9a3c-5f1e7c1d2b64")
 KEYWORD_FIELDS = ("document_id", "doc_name", "knowledge_base", "strategy", "doc_sha256")
-INTEGER_FIELDS = ("page_start", "page_end")
+INTEGER_FIELDS = ("page_start", "page_end", "chunk_index")
+BOOL_FIELDS = ("primary",)
 
 
 def point_id(doc_sha256: str, strategy: str, chunk_index: int) -> str:
@@ -35,6 +36,8 @@ class Scope:
     """Restricts retrieval; all set fields must match (AND), values inside one field are OR.
 
     ``page_min``/``page_max`` are inclusive 1-based page bounds on the chunk's page span.
+    ``strategy`` selects chunks of one chunking strategy; unset, each document's primary
+    strategy (the one it was last ingested with) is searched.
     """
 
     doc_names: list[str] = field(default_factory=list)
@@ -52,13 +55,16 @@ class Scope:
             must.append(models.FieldCondition(key="knowledge_base", match=models.MatchValue(value=self.knowledge_base)))
         if self.document_ids:
             must.append(models.FieldCondition(key="document_id", match=models.MatchAny(any=list(self.document_ids))))
+        must_not: list[Any] = []
         if self.strategy:
             must.append(models.FieldCondition(key="strategy", match=models.MatchValue(value=self.strategy)))
+        else:  # each document's primary strategy only (others coexist for comparison)
+            must_not.append(models.FieldCondition(key="primary", match=models.MatchValue(value=False)))
         if self.page_min is not None:
             must.append(models.FieldCondition(key="page_end", range=models.Range(gte=self.page_min)))
         if self.page_max is not None:
             must.append(models.FieldCondition(key="page_start", range=models.Range(lte=self.page_max)))
-        return models.Filter(must=must) if must else None
+        return models.Filter(must=must or None, must_not=must_not or None) if (must or must_not) else None
 
     def as_dict(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if v not in (None, [], "")}
@@ -116,6 +122,8 @@ class VectorStore:
                     self.client.create_payload_index(self.collection, name, models.PayloadSchemaType.KEYWORD)
                 for name in INTEGER_FIELDS:
                     self.client.create_payload_index(self.collection, name, models.PayloadSchemaType.INTEGER)
+                for name in BOOL_FIELDS:
+                    self.client.create_payload_index(self.collection, name, models.PayloadSchemaType.BOOL)
 
     def upsert(self, ids: Sequence[str], dense: Sequence[Sequence[float]], sparse: Sequence[SparseVector],
                payloads: Sequence[dict[str, Any]], batch_size: int = 256) -> None:
@@ -160,6 +168,28 @@ class VectorStore:
                 ),
                 wait=True,
             )
+
+    def set_primary(self, document_id: str, strategy: str) -> None:
+        """Mark ``strategy`` as the document's primary chunking (searched by default)."""
+        doc = models.FieldCondition(key="document_id", match=models.MatchValue(value=document_id))
+        same = models.FieldCondition(key="strategy", match=models.MatchValue(value=strategy))
+        with self._lock:
+            self.client.set_payload(self.collection, payload={"primary": False},
+                                    points=models.Filter(must=[doc], must_not=[same]), wait=True)
+            self.client.set_payload(self.collection, payload={"primary": True},
+                                    points=models.Filter(must=[doc, same]), wait=True)
+
+    def delete_stale(self, document_id: str, sha256: str, strategy: str, n_chunks: int) -> None:
+        """Delete points of (document, version, strategy) with chunk_index >= ``n_chunks``
+        (left over when the same version is re-chunked into fewer chunks)."""
+        flt = models.Filter(must=[
+            models.FieldCondition(key="document_id", match=models.MatchValue(value=document_id)),
+            models.FieldCondition(key="doc_sha256", match=models.MatchValue(value=sha256)),
+            models.FieldCondition(key="strategy", match=models.MatchValue(value=strategy)),
+            models.FieldCondition(key="chunk_index", range=models.Range(gte=n_chunks)),
+        ])
+        with self._lock:
+            self.client.delete(self.collection, points_selector=models.FilterSelector(filter=flt), wait=True)
 
     def exists(self) -> bool:
         return self.client.collection_exists(self.collection)

@@ -15,6 +15,16 @@ from core.pdf import Page
 
 from .resources import RagauditResource
 
+STRATEGY_TAG = "ragaudit/strategy"  # set by pipelines.runner; absent = the document's strategy
+
+
+def _run_strategy(context) -> str | None:
+    """The chunking strategy requested for this run (run tag), if any."""
+    try:
+        return context.run.tags.get(STRATEGY_TAG) or None
+    except Exception:  # direct invocation in tests has no run
+        return None
+
 documents_partitions = dg.DynamicPartitionsDefinition(name="documents")
 
 
@@ -37,12 +47,14 @@ def pdf_pages(context: dg.AssetExecutionContext, ragaudit: RagauditResource) -> 
 def chunks(context: dg.AssetExecutionContext, ragaudit: RagauditResource, pdf_pages: list[dict]) -> dg.Output[list[dict]]:
     svc = ragaudit.services()
     doc = ingest.get_document(svc, context.partition_key)
-    out = ingest.build_chunks(svc, doc, [Page(**p) for p in pdf_pages])
+    strategy = _run_strategy(context) or doc.strategy
+    out = ingest.build_chunks(svc, doc, [Page(**{**p, "headings": tuple(tuple(h) for h in p.get("headings", ()))})
+                                         for p in pdf_pages], strategy)
     tokens = [c.token_count for c in out]
     return dg.Output(
         [asdict(c) for c in out],
         metadata={"chunks": len(out), "max_tokens": max(tokens), "mean_tokens": round(sum(tokens) / len(tokens), 1),
-                  "model_limit": svc.embedder.max_content_tokens, "strategy": doc.strategy},
+                  "model_limit": svc.embedder.max_content_tokens, "strategy": strategy},
     )
 
 
@@ -52,8 +64,10 @@ def chunk_points(context: dg.AssetExecutionContext, ragaudit: RagauditResource, 
                  pdf_pages: list[dict]) -> dg.MaterializeResult:
     svc = ragaudit.services()
     extractor = pdf_pages[0]["extractor"] if pdf_pages else "none"
-    stats = ingest.index_chunks(svc, context.partition_key, [Chunk(**{**c, "page_breaks": [tuple(b) for b in c["page_breaks"]]}) for c in chunks],
-                                pages=len(pdf_pages), extractor=extractor)
+    stats = ingest.index_chunks(
+        svc, context.partition_key,
+        [Chunk(**{**c, "page_breaks": [tuple(b) for b in c["page_breaks"]]}) for c in chunks],
+        pages=len(pdf_pages), extractor=extractor, strategy=_run_strategy(context))
     return dg.MaterializeResult(metadata=stats)
 
 

@@ -18,6 +18,7 @@ from core.ingest import IngestError
 from core.pdf import PDFError
 from core.services import Services, services_key
 
+from .assets import STRATEGY_TAG
 from .definitions import INGEST_ASSETS, INGEST_CHECKS
 from .resources import RagauditResource
 
@@ -50,15 +51,16 @@ def instance_for(svc: Services) -> dg.DagsterInstance:
 class DagsterRunner:
     """Callable runner for ``core.ingest.ingest_bytes``: runs the job, forgets dropped partitions."""
 
-    def __call__(self, svc: Services, document_id: str) -> None:
-        run_ingestion(svc, document_id)
+    def __call__(self, svc: Services, document_id: str, strategy: str | None = None) -> None:
+        run_ingestion(svc, document_id, strategy)
 
     def forget(self, svc: Services, document_id: str) -> None:
         remove_partition(svc, document_id)
 
 
-def run_ingestion(svc: Services, document_id: str) -> None:
-    """Materialize pdf_pages -> chunks -> chunk_points for one document partition.
+def run_ingestion(svc: Services, document_id: str, strategy: str | None = None) -> None:
+    """Materialize pdf_pages -> chunks -> chunk_points for one document partition
+    (``strategy`` goes in the run tag ``ragaudit/strategy``; default: the document's).
 
     Raises the stage's ``PDFError`` (bad PDF found late) or ``IngestError`` naming the failed step.
     """
@@ -71,7 +73,7 @@ def run_ingestion(svc: Services, document_id: str) -> None:
         resources={"ragaudit": RagauditResource(services_key=services_key(svc.settings))},
         raise_on_error=False,
         run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}},
-        tags={"ragaudit/document_id": document_id},
+        tags={"ragaudit/document_id": document_id, **({STRATEGY_TAG: strategy} if strategy else {})},
     )
     if result.success:
         return

@@ -23,7 +23,9 @@ _STATUS_FOR = {"not_a_pdf": 415, "empty_file": 422, "encrypted": 422, "corrupt":
              responses={400: {"model": ErrorOut}, 413: {"model": ErrorOut}, 415: {"model": ErrorOut},
                         422: {"model": ErrorOut}, 500: {"model": ErrorOut}})
 async def upload_document(svc: ServicesDep, settings: SettingsDep, file: UploadFile = File(...),
-                          knowledge_base: str = Form(ingest.DEFAULT_KB)) -> IngestOut:
+                          knowledge_base: str = Form(ingest.DEFAULT_KB),
+                          strategy: str = Form(ingest.DEFAULT_STRATEGY,
+                                               description="fixed | sentence | heading | semantic")) -> IngestOut:
     """Upload a PDF and ingest it (extract, chunk, embed, index) through the Dagster asset job.
 
     Bad input (not a PDF, empty, encrypted, truncated, no text layer) is refused with 4xx and a
@@ -35,7 +37,8 @@ async def upload_document(svc: ServicesDep, settings: SettingsDep, file: UploadF
     if len(data) > limit:
         raise HTTPException(413, f"file too large: limit is {settings.max_upload_mb} MB")
     name = file.filename or "upload.pdf"
-    out = await run_in_threadpool(ingest.ingest_bytes, svc, data, name, DagsterRunner(), knowledge_base or ingest.DEFAULT_KB)
+    out = await run_in_threadpool(ingest.ingest_bytes, svc, data, name, DagsterRunner(),
+                                  knowledge_base or ingest.DEFAULT_KB, strategy or ingest.DEFAULT_STRATEGY)
     if out.status in ("refused", "failed"):
         code = _STATUS_FOR.get(out.error_code or "", 500 if out.status == "failed" else 422)
         raise HTTPException(code, f"{name}: {out.message}", headers={"X-Error-Code": out.error_code or "error"})

@@ -34,7 +34,8 @@ def test_upload_query_delete(client):
     r = client.post("/query", json={"question": DMCA_QUESTION, "knowledge_base": "law", "top_k": 3})
     assert r.status_code == 200, r.text
     body = r.json()
-    assert body["citations"][0]["doc_name"] == "dmca.pdf" and body["citations"][0]["page"] == 1
+    assert any(c["doc_name"] == "dmca.pdf" and c["page"] == 1 and "October 28, 1998" in c["quote"]
+               for c in body["citations"])
     assert len(body["retrieved"]) == 3 and all("vector" in x["ranks"] for x in body["retrieved"])
     # scoped to another knowledge base: nothing retrieved, refused
     r = client.post("/query", json={"question": DMCA_QUESTION, "knowledge_base": "other"})

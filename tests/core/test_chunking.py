@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from core.chunking import chunk_sentences, document_text, document_title, sentence_spans
+from core.chunking import Strategy, chunk_document, chunk_sentences, document_text, document_title, sentence_spans
 from core.pdf import extract_pages
 from tests.conftest import DATA, SAMPLES
 
@@ -31,7 +31,7 @@ def test_offsets_pages_and_header(dmca_pages, embedder):
     for c in chunks:
         assert text[c.char_start:c.char_end] == c.text
         assert 1 <= c.page_start <= c.page_end <= 18
-        assert c.indexed_text.startswith("THE DMCA\n")
+        assert c.indexed_text.startswith("THE DMCA") and c.indexed_text.endswith(c.text)
         # every page break inside the chunk points at that page's text
         for page, off in c.page_breaks[1:]:
             assert c.char_start + off == starts[page - 1]
@@ -49,8 +49,15 @@ def test_sentences_are_never_cut_and_overlap(dmca_pages, embedder):
         for s, e in sentence_spans(page.text):
             starts.add(p_start + s)
             ends.add(p_start + e)
+    spans = sorted(zip(sorted(starts), sorted(ends)))
+    budget = 120 - embedder.count_tokens(["dmca"])[0] - 8
     for c in chunks:
-        assert c.char_start in starts and c.char_end in ends
+        for pos, edges in ((c.char_start, starts), (c.char_end, ends)):
+            if pos in edges:
+                continue
+            # only a sentence longer than the budget may be cut, at word-piece boundaries
+            s, e = next((s, e) for s, e in spans if s <= pos <= e)
+            assert embedder.count_tokens([text[s:e]])[0] > budget
     overlaps = sum(1 for a, b in zip(chunks, chunks[1:]) if b.char_start < a.char_end)
     assert overlaps >= len(chunks) // 2
 
@@ -69,3 +76,43 @@ def test_cjk_sentences_split(embedder):
     chunks = chunk_sentences(pages, embedder, "chinese-tables", max_tokens=160)
     joined = re.sub(r"\s+", "", "".join(c.text for c in chunks))
     assert "各类授信额度总额达372.53亿元" in joined
+
+
+@pytest.fixture(scope="module")
+def redp_pages():
+    return extract_pages((DATA / "redp5110_sampled.pdf").read_bytes())
+
+
+@pytest.mark.parametrize("strategy", [s.value for s in Strategy])
+def test_each_strategy_on_a_real_pdf(strategy, redp_pages, embedder):
+    """Page spans, offsets, headers and the model limit hold for every strategy."""
+    title = document_title("redp5110_sampled.pdf", redp_pages)
+    assert "Row and Column Access Control" in title  # largest heading of page 1, not "Front cover"
+    text, starts = document_text(redp_pages)
+    chunks = chunk_document(redp_pages, embedder, title, strategy, max_tokens=180, embedder=embedder)
+    assert chunks and [c.index for c in chunks] == list(range(len(chunks)))
+    real = embedder.count_tokens([c.indexed_text for c in chunks])
+    assert max(real) <= 180 <= embedder.max_content_tokens
+    for c, n in zip(chunks, real):
+        assert text[c.char_start:c.char_end] == c.text
+        assert c.strategy == strategy
+        assert 1 <= c.page_start <= c.page_end <= len(redp_pages)
+        assert starts[c.page_start - 1] <= c.char_start and c.char_end <= starts[c.page_end - 1] + len(redp_pages[c.page_end - 1].text)
+        assert c.indexed_text.startswith(title)
+    covered = "".join(c.text for c in chunks)
+    assert "CHGFCNUSG FCNID(QIBM_DB_SECADM)" in covered
+    if strategy != "fixed":
+        # heading paths come from font sizes
+        assert any("Security fundamentals" in c.section for c in chunks)
+    if strategy == "heading":
+        # a new chunk starts at each heading
+        assert any(c.text.startswith("1.2 Current state of IBM i security") for c in chunks)
+
+
+def test_table_rows_carry_caption_and_header(embedder):
+    pages = extract_pages((DATA / "karpukhin2020-dpr.pdf").read_bytes())
+    chunks = chunk_document(pages, embedder, document_title("karpukhin2020-dpr.pdf", pages), "sentence", 200)
+    c = next(c for c in chunks if "None BM25 59.1 66.9" in c.text)
+    assert "Table 2: Top-20 & Top-100 retrieval accuracy" in c.header
+    assert "NQ TriviaQA WQ TREC SQuAD" in c.header
+    assert "None BM25 59.1 66.9 55.0 70.9 68.8" in c.text.replace("\n", " ")  # rows stay whole
