@@ -97,6 +97,9 @@ def ask(
     knowledge_base: Annotated[Optional[str], typer.Option("--knowledge-base", "-k")] = None,
     top_k: Annotated[int, typer.Option("--top-k", min=1, max=100)] = 5,
     mode: Annotated[str, typer.Option("--mode", help="vector | bm25 | hybrid | hybrid_rerank")] = "hybrid",
+    strategy: Annotated[Optional[str], typer.Option("--strategy", help="Search chunks of this strategy")] = None,
+    page_min: Annotated[Optional[int], typer.Option("--page-min", min=1)] = None,
+    page_max: Annotated[Optional[int], typer.Option("--page-max", min=1)] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the full answer JSON")] = False,
 ) -> None:
     """Answer a question with numbered citations; --json shows retrieval ranks, timings and usage."""
@@ -106,7 +109,9 @@ def ask(
 
     svc = _services()
     try:
-        out = QueryService(svc).ask(question, Scope(doc_names=doc or [], knowledge_base=knowledge_base), top_k, mode)
+        scope = Scope(doc_names=doc or [], knowledge_base=knowledge_base, strategy=strategy, page_min=page_min,
+                      page_max=page_max)
+        out = QueryService(svc).ask(question, scope, top_k, mode)
     except ValueError as e:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(2)

@@ -19,14 +19,18 @@ class ScopeIn(BaseModel):
     document_ids: list[str] = Field(default_factory=list)
     page_min: int | None = Field(default=None, ge=1)
     page_max: int | None = Field(default=None, ge=1)
+    strategy: str | None = Field(default=None, description="fixed | sentence | heading | semantic")
 
     def to_scope(self) -> Scope:
         names = list(self.doc_names) + ([self.doc_name] if self.doc_name else [])
         return Scope(doc_names=names, knowledge_base=self.knowledge_base, document_ids=list(self.document_ids),
-                     page_min=self.page_min, page_max=self.page_max)
+                     page_min=self.page_min, page_max=self.page_max, strategy=self.strategy)
 
 
 class QueryIn(ScopeIn):
+    """A question and where/how to search. ``strategy`` picks one chunking strategy (default:
+    each document's primary one)."""
+
     question: str = Field(min_length=1, max_length=4000)
     top_k: int | None = Field(default=None, ge=1, le=100)
     mode: Mode = Mode.hybrid
@@ -47,7 +51,12 @@ class RetrievedOut(BaseModel):
     text: str
     score: float
     ranks: Ranks
-    scores: dict[str, float | None] = Field(default_factory=dict)
+    scores: dict[str, float | None] = Field(default_factory=dict,
+                                            description="vector (cosine), bm25, rrf and rerank scores")
+    section: str = ""
+    strategy: str | None = None
+    neighbor_of: str | None = Field(default=None, description="Set for a neighbouring chunk added to the context "
+                                    "because this retrieved chunk was cut from a longer list or table")
 
 
 class CitationOut(BaseModel):

@@ -81,12 +81,18 @@ def _citation(sent: _Sentence) -> Citation:
                     chunk_id=sent.chunk.chunk_id, quote=normalize_ws(sent.text))
 
 
+_NUMBER_Q = re.compile(r"\b(how (many|much|old|long|often|far|large|big)|what (percent|percentage|share|amount|number|"
+                       r"rate|range|score|accuracy|price|cost|value|total|size)|when|what date|which year|what year)\b", re.I)
+_HAS_NUMBER = re.compile(r"\d")
+
+
 class ExtractiveAnswerer:
     """Offline answerer: the best-supported source sentences, each cited ``[n]``.
 
-    Sentence score = cosine(question, sentence) + 0.6 * (IDF-weighted share of the question's
-    terms found in the sentence) + 0.05 / source rank. Up to ``max_sentences`` sentences scoring
-    at least 85% of the best are returned in source order.
+    Sentence score = 0.5 * cosine(question, sentence) + IDF-weighted share of the question's
+    terms found in the sentence + 0.15 when the question asks for a quantity/date and the
+    sentence has a number + 0.1 / source rank. Up to ``max_sentences`` sentences scoring at
+    least 85% of the best are returned in source order.
     """
 
     name = "extractive"
@@ -96,6 +102,7 @@ class ExtractiveAnswerer:
         self.max_sentences = max_sentences
 
     def score_sentences(self, question: str, sources: list[RetrievedChunk]) -> list[tuple[float, _Sentence]]:
+        """All source sentences with their scores, best first."""
         sents = _sentences(sources)
         if not sents:
             return []
@@ -106,10 +113,12 @@ class ExtractiveAnswerer:
         total = sum(idf.values()) or 1.0
         vecs = self.embedder.embed([question] + [s.text for s in sents])
         dense = vecs[1:] @ vecs[0]
+        wants_number = _NUMBER_Q.search(question) is not None
         scored = []
         for s, st, d in zip(sents, sent_terms, dense):
             lex = sum(idf[t] for t in q_terms if t in st) / total
-            scored.append((float(d) + 0.6 * lex + 0.05 / s.n, s))
+            typed = 0.15 if wants_number and _HAS_NUMBER.search(s.text) else 0.0
+            scored.append((0.5 * float(d) + lex + typed + 0.1 / s.n, s))
         scored.sort(key=lambda x: -x[0])
         return scored
 
@@ -174,6 +183,32 @@ class LLMAnswerer:
         try:
             cost = float(litellm.completion_cost(completion_response=resp) or 0.0)
         except Exception:  # model not in the price map (local / self-hosted): no known price
+            cost = 0.0
+        return self.finish(text, sources, getattr(usage, "prompt_tokens", 0) or 0,
+                           getattr(usage, "completion_tokens", 0) or 0, cost)
+
+    def stream(self, question: str, sources: list[RetrievedChunk]):
+        """Generator of text deltas; its return value (``StopIteration.value``) is the
+        ``AnswerResult`` (usage and cost rebuilt with ``litellm.stream_chunk_builder``)."""
+        import litellm
+
+        if not sources:
+            yield REFUSAL_TEXT
+            return AnswerResult(REFUSAL_TEXT, [], "refused", self.model)
+        messages = self.messages(question, sources)
+        chunks = []
+        for part in litellm.completion(model=self.model, messages=messages, stream=True,
+                                       stream_options={"include_usage": True}, **self.kwargs):
+            chunks.append(part)
+            delta = part.choices[0].delta.content if part.choices else None
+            if delta:
+                yield delta
+        resp = litellm.stream_chunk_builder(chunks, messages=messages)
+        text = (resp.choices[0].message.content or "").strip()
+        usage = getattr(resp, "usage", None)
+        try:
+            cost = float(litellm.completion_cost(completion_response=resp) or 0.0)
+        except Exception:
             cost = 0.0
         return self.finish(text, sources, getattr(usage, "prompt_tokens", 0) or 0,
                            getattr(usage, "completion_tokens", 0) or 0, cost)

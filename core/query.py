@@ -1,7 +1,8 @@
-"""Question answering: retrieve, answer with citations, log one telemetry row.
+"""Question answering: retrieve, gate, answer with citations, log one telemetry row.
 
 ``QueryService.ask`` returns the answer JSON of the API and ``ragaudit ask --json``:
-``{query_id, answer, label, citations[], retrieved[], timings_ms{}, usage{}, citation_check{}}``
+``{query_id, answer, label, citations[], retrieved[], timings_ms{}, usage{}, citation_check{}}``;
+``label`` is answered | refused | clarifying | uncited.
 with timings in ms and cost in USD.
 """
 
@@ -9,12 +10,16 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import re
 import time
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Iterator
 
-from .answer import AnswerResult, ExtractiveAnswerer, LLMAnswerer
+from .answer import REFUSAL_TEXT, AnswerResult, ExtractiveAnswerer, LLMAnswerer, _citation
+from .answerability import is_vague, missing_anchors
+from .citations import normalize_ws
 from .db import QueryLog, new_id
-from .retrieval import Mode, Retriever
+from .retrieval import Mode, RetrievalResult, RetrievedChunk, Retriever
 from .services import Services
 from .store import Scope
 
@@ -36,62 +41,201 @@ def build_answerer(svc: Services) -> ExtractiveAnswerer | LLMAnswerer:
     return ExtractiveAnswerer(svc.embedder)
 
 
+@dataclass
+class Prepared:
+    """Everything decided before generation: retrieval, the numbered sources, and a gate answer
+    (``clarifying`` / ``refused``) when the question cannot be answered from the sources."""
+
+    query_id: str
+    question: str
+    scope: Scope
+    mode: Mode
+    top_k: int
+    retrieval: RetrievalResult
+    sources: list[RetrievedChunk]
+    gate: AnswerResult | None
+    t0: float
+
+    def sources_json(self) -> list[dict[str, Any]]:
+        return [c.to_json() for c in self.sources]
+
+
+CLARIFY_TEXT = ("Your question is too vague to answer from the documents: what document, topic or item do you "
+                "mean? Please name it, e.g. \"What does the DMCA say about ...?\"")
+
+
 class QueryService:
-    """Answers questions over the knowledge base of ``svc``."""
+    """Answers questions over the knowledge base of ``svc``.
+
+    Flow: retrieve (``mode``) -> add neighbouring chunks of cut lists/tables -> gate (vague ->
+    ``clarifying``; question anchors absent from the source documents -> ``refused``, with the
+    closest passage quoted so a false premise is corrected) -> answer with citations.
+    """
 
     def __init__(self, svc: Services, answerer: Any = None, reranker: Any = None):
         self.svc = svc
         s = svc.settings
-        self.retriever = Retriever(svc.store, svc.embedder, rrf_k=s.rrf_k, candidates=s.candidates, reranker=reranker)
+        self.retriever = Retriever(svc.store, svc.embedder, rrf_k=s.rrf_k, candidates=s.candidates,
+                                   reranker=reranker if reranker is not None else svc.reranker,
+                                   rerank_candidates=s.rerank_candidates)
         self.answerer = answerer or build_answerer(svc)
+        self._doc_texts: dict[tuple[str, str], str] = {}
 
     def search(self, question: str, scope: Scope | None = None, top_k: int | None = None,
-               mode: Mode | str = Mode.hybrid):
+               mode: Mode | str = Mode.hybrid) -> RetrievalResult:
         """Retrieval only. See ``Retriever.retrieve``."""
         return self.retriever.retrieve(question, scope, top_k or self.svc.settings.top_k, mode)
+
+    def _document_texts(self, chunks: list[RetrievedChunk]) -> list[str]:
+        """Full text of each document the chunks come from (cached per version)."""
+        from sqlalchemy import select
+
+        from .db import ChunkRow
+
+        out = []
+        for key in {(c.payload.get("document_id"), c.payload.get("doc_sha256")) for c in chunks}:
+            if key not in self._doc_texts:
+                with self.svc.sessions() as s:
+                    rows = s.scalars(select(ChunkRow.text).where(ChunkRow.document_id == key[0],
+                                                                  ChunkRow.doc_sha256 == key[1]))
+                    self._doc_texts[key] = "\n".join(rows)
+            out.append(self._doc_texts[key])
+        out.extend(c.payload.get("header", "") for c in chunks)
+        return out
+
+    def prepare(self, question: str, scope: Scope | None = None, top_k: int | None = None,
+                mode: Mode | str = Mode.hybrid) -> Prepared:
+        """Retrieve and decide whether to answer. Raises ``ValueError`` for bad input."""
+        t0 = time.perf_counter()
+        top_k = top_k or self.svc.settings.top_k
+        mode = Mode.parse(mode)
+        scope = scope or Scope()
+        res = self.retriever.retrieve(question, scope, top_k, mode)
+        sources = list(res.chunks)
+        t = time.perf_counter()
+        sources += self.retriever.neighbors(res.chunks, self.svc.settings.neighbor_chunks)
+        res.timings_ms["neighbors"] = (time.perf_counter() - t) * 1000
+        gate = None
+        model = getattr(self.answerer, "name", "extractive")
+        if is_vague(question):
+            gate = AnswerResult(CLARIFY_TEXT, [], "clarifying", model)
+        elif not sources:
+            gate = AnswerResult(REFUSAL_TEXT + " Nothing in the searched documents matches it.", [], "refused", model)
+        else:
+            from .chunking import sentence_spans
+
+            sentences = [c.text[a:b] for c in sources for a, b in sentence_spans(c.text)]
+            missing = missing_anchors(question, self._document_texts(sources), sentences)
+            if missing:
+                gate = self._refusal(question, sources, missing, model)
+        return Prepared(new_id(), question, scope, mode, top_k, res, sources, gate, t0)
+
+    def _refusal(self, question: str, sources: list[RetrievedChunk], missing: list[str], model: str) -> AnswerResult:
+        what = ", ".join(f"“{m}”" for m in missing)
+        text = f"{REFUSAL_TEXT} The searched documents do not mention {what}."
+        cites = []
+        if isinstance(self.answerer, ExtractiveAnswerer):
+            scored = self.answerer.score_sentences(question, sources)
+            if scored:
+                best = scored[0][1]
+                cites = [_citation(best)]
+                text += f" The closest passage says: “{normalize_ws(best.text)}” [{best.n}]"
+        return AnswerResult(text, cites, "refused", model)
+
+    def answer(self, prep: Prepared) -> AnswerResult:
+        """The gate answer, or the answerer's answer over the numbered sources."""
+        if prep.gate is not None:
+            return prep.gate
+        return self.answerer.answer(prep.question, prep.sources)
+
+    def result_json(self, prep: Prepared, ans: AnswerResult, gen_ms: float, ttft_ms: float | None = None) -> dict[str, Any]:
+        total = (time.perf_counter() - prep.t0) * 1000
+        timings = {k: round(v, 2) for k, v in prep.retrieval.timings_ms.items()}
+        timings.update(generation=round(gen_ms, 2), total=round(total, 2))
+        if ttft_ms is not None:
+            timings["ttft"] = round(ttft_ms, 2)
+        return {
+            "query_id": prep.query_id,
+            "question": prep.question,
+            "answer": ans.answer,
+            "label": ans.label,
+            "citations": [c.to_json() for c in ans.citations],
+            "citation_check": ans.citation_check,
+            "retrieved": prep.sources_json(),
+            "mode": prep.mode.value,
+            "scope": prep.scope.as_dict(),
+            "timings_ms": timings,
+            "usage": {"model": ans.model, "prompt_tokens": ans.prompt_tokens,
+                      "completion_tokens": ans.completion_tokens, "cost_usd": ans.cost_usd},
+        }
 
     def ask(self, question: str, scope: Scope | None = None, top_k: int | None = None,
             mode: Mode | str = Mode.hybrid, log_query: bool = True) -> dict[str, Any]:
         """Answer ``question`` from the top-``top_k`` chunks within ``scope``.
 
-        Raises ``ValueError`` for an empty question or an unknown mode; API errors of the LLM
-        propagate (and are logged with their error kind).
+        Returns the answer JSON (timings in ms, cost in USD). Raises ``ValueError`` for an empty
+        question or an unknown mode; API errors of the LLM propagate (and are logged with their
+        error kind).
         """
         t0 = time.perf_counter()
-        top_k = top_k or self.svc.settings.top_k
-        mode = Mode.parse(mode)
         scope = scope or Scope()
-        qid = new_id()
+        mode_v = Mode.parse(mode)
         try:
-            res = self.retriever.retrieve(question, scope, top_k, mode)
+            prep = self.prepare(question, scope, top_k, mode_v)
             t = time.perf_counter()
-            ans: AnswerResult = self.answerer.answer(question, res.chunks)
+            ans = self.answer(prep)
             gen_ms = (time.perf_counter() - t) * 1000
         except Exception as e:
             if log_query:
-                self._log(qid, question, scope, mode, top_k, None, None, (time.perf_counter() - t0) * 1000,
-                          error_kind=type(e).__name__)
+                self._log(new_id(), question, scope, mode_v, top_k or self.svc.settings.top_k, None, None,
+                          (time.perf_counter() - t0) * 1000, error_kind=type(e).__name__)
             raise
-        total = (time.perf_counter() - t0) * 1000
-        timings = {k: round(v, 2) for k, v in res.timings_ms.items()}
-        timings.update(generation=round(gen_ms, 2), total=round(total, 2))
-        out = {
-            "query_id": qid,
-            "question": question,
-            "answer": ans.answer,
-            "label": ans.label,
-            "citations": [c.to_json() for c in ans.citations],
-            "citation_check": ans.citation_check,
-            "retrieved": [c.to_json() for c in res.chunks],
-            "mode": mode.value,
-            "scope": scope.as_dict(),
-            "timings_ms": timings,
-            "usage": {"model": ans.model, "prompt_tokens": ans.prompt_tokens,
-                      "completion_tokens": ans.completion_tokens, "cost_usd": ans.cost_usd},
-        }
+        out = self.result_json(prep, ans, gen_ms)
         if log_query:
-            self._log(qid, question, scope, mode, top_k, out, ans, total)
+            self._log(prep.query_id, question, prep.scope, prep.mode, prep.top_k, out, ans, out["timings_ms"]["total"])
         return out
+
+    def stream(self, question: str, scope: Scope | None = None, top_k: int | None = None,
+               mode: Mode | str = Mode.hybrid, log_query: bool = True) -> Iterator[tuple[str, dict[str, Any]]]:
+        """Yield ``(event, data)``: ``sources`` (numbered chunks) first, then ``token`` events
+        (``{"text": delta}``), then ``done`` (label, citations, timings incl. ``ttft`` ms, usage).
+
+        Errors after the first event are yielded as ``error`` events (and logged).
+        """
+        prep = self.prepare(question, scope, top_k, mode)
+        yield "sources", {"query_id": prep.query_id, "sources": [{"n": i, **c} for i, c in
+                                                                  enumerate(prep.sources_json(), start=1)]}
+        t = time.perf_counter()
+        ttft = None
+        try:
+            if prep.gate is not None or not hasattr(self.answerer, "stream"):
+                ans = self.answer(prep)
+                for piece in re.findall(r"\S+\s*", ans.answer):
+                    if ttft is None:
+                        ttft = (time.perf_counter() - t) * 1000
+                    yield "token", {"text": piece}
+            else:
+                gen = self.answerer.stream(prep.question, prep.sources)
+                while True:
+                    try:
+                        piece = next(gen)
+                    except StopIteration as stop:
+                        ans = stop.value
+                        break
+                    if ttft is None:
+                        ttft = (time.perf_counter() - t) * 1000
+                    yield "token", {"text": piece}
+        except Exception as e:
+            if log_query:
+                self._log(prep.query_id, question, prep.scope, prep.mode, prep.top_k, None, None,
+                          (time.perf_counter() - prep.t0) * 1000, error_kind=type(e).__name__)
+            yield "error", {"query_id": prep.query_id, "error": type(e).__name__, "detail": str(e)[:500]}
+            return
+        out = self.result_json(prep, ans, (time.perf_counter() - t) * 1000, ttft)
+        if log_query:
+            self._log(prep.query_id, question, prep.scope, prep.mode, prep.top_k, out, ans, out["timings_ms"]["total"])
+        done = {k: out[k] for k in ("query_id", "answer", "label", "citations", "citation_check", "timings_ms", "usage")}
+        yield "done", done
 
     def _log(self, qid: str, question: str, scope: Scope, mode: Mode, top_k: int, out: dict | None,
              ans: AnswerResult | None, total_ms: float, error_kind: str | None = None) -> None:

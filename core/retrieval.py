@@ -46,6 +46,7 @@ class RetrievedChunk:
     payload: dict[str, Any]
     ranks: dict[str, int | None] = field(default_factory=dict)
     scores: dict[str, float | None] = field(default_factory=dict)
+    neighbor_of: str | None = None
 
     @property
     def text(self) -> str:
@@ -83,6 +84,9 @@ class RetrievedChunk:
             "score": self.score,
             "ranks": {"vector": self.ranks.get("vector"), "bm25": self.ranks.get("bm25")},
             "scores": dict(self.scores),
+            "section": self.payload.get("section") or "",
+            "strategy": self.payload.get("strategy"),
+            "neighbor_of": self.neighbor_of,
         }
 
 
@@ -117,12 +121,13 @@ class Retriever:
     """
 
     def __init__(self, store: VectorStore, embedder: Embedder, *, rrf_k: int = 60, candidates: int = 30,
-                 reranker: Any = None):
+                 reranker: Any = None, rerank_candidates: int = 30):
         self.store = store
         self.embedder = embedder
         self.rrf_k = rrf_k
         self.candidates = candidates
         self.reranker = reranker
+        self.rerank_candidates = rerank_candidates
 
     def retrieve(self, question: str, scope: Scope | None = None, top_k: int = 5,
                  mode: Mode | str = Mode.hybrid) -> RetrievalResult:
@@ -177,7 +182,7 @@ class Retriever:
         timings["fusion"] = (time.perf_counter() - t) * 1000
         if mode is Mode.hybrid_rerank and out:
             t = time.perf_counter()
-            pool = out[: self.candidates]
+            pool = out[: self.rerank_candidates]
             scores = self.reranker.predict([(question, c.text) for c in pool])
             for c, s in zip(pool, scores):
                 c.scores["rerank"] = float(s)
@@ -188,3 +193,41 @@ class Retriever:
         for i, c in enumerate(out, start=1):
             c.rank = i
         return RetrievalResult(out, timings, mode, ranked_ids)
+
+    def neighbors(self, chunks: list[RetrievedChunk], limit: int = 2) -> list[RetrievedChunk]:
+        """Chunks that continue a retrieved chunk cut from a longer list or table.
+
+        For each retrieved chunk (best first) whose passage ends in a table row or list item, the
+        next chunk of the same document, version, strategy and section is added (at most
+        ``limit``), unless it is already retrieved. Returned with ``neighbor_of`` set.
+        """
+        if limit <= 0 or not chunks:
+            return []
+        from .chunking import _BULLET, _is_row
+        from .store import point_id
+
+        have = {c.chunk_id for c in chunks}
+        want: list[tuple[str, RetrievedChunk]] = []
+        for c in chunks:
+            p = c.payload
+            lines = [ln for ln in c.text.splitlines() if ln.strip()]
+            if not lines or not (_is_row(lines[-1]) or _BULLET.match(lines[-1])):
+                continue
+            if not p.get("doc_sha256") or p.get("chunk_index") is None:
+                continue
+            nid = point_id(p["doc_sha256"], p.get("strategy", "sentence"), int(p["chunk_index"]) + 1)
+            if nid not in have:
+                have.add(nid)
+                want.append((nid, c))
+            if len(want) >= limit:
+                break
+        if not want:
+            return []
+        got = {pid: payload for pid, payload in self.store.get_payloads([n for n, _ in want])}
+        out = []
+        for nid, src in want:
+            payload = got.get(nid)
+            if payload and (payload.get("section") or "") == (src.payload.get("section") or ""):
+                out.append(RetrievedChunk(rank=len(chunks) + len(out) + 1, chunk_id=nid, score=0.0, payload=payload,
+                                          ranks={"vector": None, "bm25": None}, scores={}, neighbor_of=src.chunk_id))
+        return out

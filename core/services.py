@@ -51,6 +51,25 @@ class Services:
     def embedder(self) -> Embedder:
         return shared_embedder(self.settings.embedding_model, self.settings.embedding_batch_size)
 
+    @cached_property
+    def reranker(self):
+        """The CrossEncoder of ``reranker_model`` or None when not configured.
+
+        Raises ``ModelNotFoundError`` when the setting names no local folder."""
+        if not self.settings.reranker_model:
+            return None
+        import os
+
+        from sentence_transformers import CrossEncoder
+
+        from .embedding import ModelNotFoundError, resolve_model_path
+
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        path = resolve_model_path(self.settings.reranker_model)
+        if not path.is_dir():
+            raise ModelNotFoundError(f"reranker model folder {path} not found")
+        return CrossEncoder(str(path), device="cpu", local_files_only=True)
+
     def close(self) -> None:
         if "store" in self.__dict__:
             self.store.close()

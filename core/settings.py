@@ -52,6 +52,11 @@ class Settings(BaseSettings):
     bm25_b: float = Field(default=0.75, ge=0, le=1)
     bm25_avgdl: float = Field(default=120.0, gt=0, description="Assumed average chunk length in BM25 terms")
 
+    reranker_model: str = Field(default="", description="Local sentence-transformers CrossEncoder folder for "
+                                "mode hybrid_rerank; empty = rerank unavailable (none ships offline)")
+    rerank_candidates: int = Field(default=30, gt=0, description="Fused top-N reordered by the cross-encoder")
+    neighbor_chunks: int = Field(default=2, ge=0, description="Max neighbouring chunks added to the answer "
+                                 "context when a retrieved chunk is cut from a longer list or table")
     rrf_k: int = Field(default=60, gt=0, description="RRF constant k (Cormack et al., SIGIR 2009)")
     candidates: int = Field(default=30, gt=0, description="top-N taken from each retriever before fusion")
     top_k: int = Field(default=5, gt=0, le=100)

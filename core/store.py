@@ -218,6 +218,13 @@ class VectorStore:
         )
         return [PointHit(str(p.id), float(p.score), p.payload or {}) for p in res.points]
 
+    def get_payloads(self, ids: list[str]) -> list[tuple[str, dict]]:
+        """Payloads of the given point ids (missing ids are skipped)."""
+        if not ids or not self.exists():
+            return []
+        pts = self.client.retrieve(self.collection, ids=ids, with_payload=True, with_vectors=False)
+        return [(str(p.id), p.payload or {}) for p in pts]
+
     def iter_payloads(self, flt: models.Filter | None = None, batch: int = 512) -> Iterable[tuple[str, dict]]:
         offset = None
         while True:

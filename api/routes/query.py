@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
+
 from fastapi import APIRouter, HTTPException
-from fastapi.concurrency import run_in_threadpool
+from fastapi.concurrency import iterate_in_threadpool, run_in_threadpool
+from sse_starlette.sse import EventSourceResponse
 
 from ..deps import QueryServiceDep
 from ..schemas import AnswerOut, ErrorOut, QueryIn, SearchOut
@@ -33,3 +36,28 @@ async def search(body: QueryIn, qs: QueryServiceDep) -> dict:
         raise HTTPException(400, str(e)) from None
     return {"question": body.question, "mode": res.mode.value, "retrieved": [c.to_json() for c in res.chunks],
             "timings_ms": {k: round(v, 2) for k, v in res.timings_ms.items()}}
+
+
+@router.post("/query/stream", responses={200: {"content": {"text/event-stream": {}},
+                                              "description": "Server-Sent Events: sources, token*, done"},
+                                         400: {"model": ErrorOut}})
+async def query_stream(body: QueryIn, qs: QueryServiceDep) -> EventSourceResponse:
+    """Stream an answer as Server-Sent Events (sse-starlette).
+
+    Events: ``sources`` first (the numbered chunks with their per-retriever ranks), then
+    ``token`` events (``{"text": delta}``), then ``done`` (label, citations, citation check,
+    timings in ms incl. ``ttft`` = time to first token, usage). A failure during generation
+    is sent as an ``error`` event.
+    """
+    try:
+        events = await run_in_threadpool(lambda: qs.stream(body.question, body.to_scope(), body.top_k, body.mode))
+        first = await run_in_threadpool(next, events)  # retrieval errors surface as HTTP 400 here
+    except ValueError as e:
+        raise HTTPException(400, str(e)) from None
+
+    async def gen():
+        yield {"event": first[0], "data": json.dumps(first[1], ensure_ascii=False)}
+        async for name, data in iterate_in_threadpool(events):
+            yield {"event": name, "data": json.dumps(data, ensure_ascii=False)}
+
+    return EventSourceResponse(gen())
