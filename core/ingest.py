@@ -20,7 +20,7 @@ from typing import Any, Callable
 from sqlalchemy import delete, select
 
 from .chunking import Chunk, chunk_sentences, document_title
-from .db import ChunkRow, Document, utcnow
+from .db import ChunkRow, Document, bump_index_version, utcnow
 from .pdf import Page, PDFError, extract_pages, inspect_pdf
 from .services import Services
 from .sparse import bm25_document_vector
@@ -183,6 +183,8 @@ def index_chunks(svc: Services, document_id: str, chunks: list[Chunk], pages: in
             d.status, d.error, d.ingest_version, d.ingested_at = "ready", None, version, utcnow()
         # only now retire the previous version's points
         svc.store.delete_document(doc.id, keep_sha256=sha)
+        with svc.sessions.begin() as s:  # cached answers may have seen both versions: invalidate again
+            bump_index_version(s.connection())
     except Exception as e:
         if doc.sha256 != sha or doc.status != "ready":
             svc.store.delete_document(doc.id, only_sha256=sha)
