@@ -7,16 +7,17 @@ with timings in ms and cost in USD.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import time
 from typing import Any
 
 from .answer import AnswerResult, ExtractiveAnswerer, LLMAnswerer
-from .db import QueryLog, new_id
+from .cache import AnswerCache
+from .db import new_id
 from .retrieval import Mode, Retriever
 from .services import Services
 from .store import Scope
+from .telemetry import TelemetryWriter
 
 log = logging.getLogger(__name__)
 
@@ -39,11 +40,16 @@ def build_answerer(svc: Services) -> ExtractiveAnswerer | LLMAnswerer:
 class QueryService:
     """Answers questions over the knowledge base of ``svc``."""
 
-    def __init__(self, svc: Services, answerer: Any = None, reranker: Any = None):
+    def __init__(self, svc: Services, answerer: Any = None, reranker: Any = None,
+                 telemetry: TelemetryWriter | None = None, cache: AnswerCache | None = None):
+        """``telemetry``: where query_logs rows go (default: written synchronously on ``svc``'s database);
+        ``cache``: optional answer/retrieval cache (``None`` = no caching)."""
         self.svc = svc
         s = svc.settings
         self.retriever = Retriever(svc.store, svc.embedder, rrf_k=s.rrf_k, candidates=s.candidates, reranker=reranker)
         self.answerer = answerer or build_answerer(svc)
+        self.telemetry = telemetry or TelemetryWriter.from_services(svc, background=False)
+        self.cache = cache
 
     def search(self, question: str, scope: Scope | None = None, top_k: int | None = None,
                mode: Mode | str = Mode.hybrid):
@@ -62,6 +68,10 @@ class QueryService:
         mode = Mode.parse(mode)
         scope = scope or Scope()
         qid = new_id()
+        ckey = self._cache_key("answer", question, scope, mode, top_k, self._model_name()) if log_query else None
+        hit = self.cache.get(ckey) if ckey else None
+        if hit is not None:
+            return self._serve_cached(hit, qid, question, scope, mode, top_k, t0)
         try:
             res = self.retriever.retrieve(question, scope, top_k, mode)
             t = time.perf_counter()
@@ -91,24 +101,88 @@ class QueryService:
         }
         if log_query:
             self._log(qid, question, scope, mode, top_k, out, ans, total)
+            if ckey:
+                out["cache"] = {"hit": False}
+                self.cache.put(ckey, out)
         return out
 
     def _log(self, qid: str, question: str, scope: Scope, mode: Mode, top_k: int, out: dict | None,
              ans: AnswerResult | None, total_ms: float, error_kind: str | None = None) -> None:
-        t = (out or {}).get("timings_ms", {})
-        row = QueryLog(
-            id=qid, endpoint="query", question=question,
-            question_hash=hashlib.sha256(question.encode()).hexdigest(), scope=scope.as_dict(), mode=mode.value,
-            top_k=top_k, strategy=scope.strategy, model=ans.model if ans else None, label=ans.label if ans else None,
-            embed_ms=t.get("embed"), vector_ms=t.get("vector"), bm25_ms=t.get("bm25"), fusion_ms=t.get("fusion"),
-            rerank_ms=t.get("rerank"), generation_ms=t.get("generation"), total_ms=total_ms,
+        t = dict((out or {}).get("timings_ms", {}))
+        t["total"] = total_ms
+        self.telemetry.record(
+            query_id=qid, endpoint="query", question=question, scope=scope.as_dict(), mode=mode.value,
+            top_k=top_k, strategy=scope.strategy, model=ans.model if ans else self._model_name(),
+            label=ans.label if ans else None, timings_ms=t,
             prompt_tokens=ans.prompt_tokens if ans else 0, completion_tokens=ans.completion_tokens if ans else 0,
             cost_usd=ans.cost_usd if ans else 0.0,
             retrieved_ids=[r["chunk_id"] for r in out["retrieved"]] if out else None,
-            cited_ids=[c["chunk_id"] for c in out["citations"]] if out else None, error_kind=error_kind,
-        )
+            cited_ids=[c["chunk_id"] for c in out["citations"]] if out else None, error_kind=error_kind)
+
+    # --- answer/retrieval cache and /search telemetry (telemetry branch) ---
+    def _model_name(self) -> str:
+        return getattr(self.answerer, "name", None) or getattr(self.answerer, "model", None) or "unknown"
+
+    def _cache_key(self, kind: str, question: str, scope: Scope, mode: Mode, top_k: int, model: str):
+        return self.cache.key(kind, question, scope.as_dict(), mode.value, top_k, scope.strategy, model) \
+            if self.cache else None
+
+    def _serve_cached(self, hit: dict, qid: str, question: str, scope: Scope, mode: Mode, top_k: int,
+                      t0: float) -> dict[str, Any]:
+        """A cached answer as a new request: new query_id, cost 0, original id/cost under ``cache``."""
+        orig_id, usage = hit["query_id"], hit["usage"]
+        total = (time.perf_counter() - t0) * 1000
+        hit.update(query_id=qid, question=question, timings_ms={"total": round(total, 2)},
+                   cache={"hit": True, "original_query_id": orig_id, "original_cost_usd": usage["cost_usd"],
+                          "original_timings_ms": hit["timings_ms"]},
+                   usage={**usage, "prompt_tokens": 0, "completion_tokens": 0, "cost_usd": 0.0})
+        self.telemetry.record(
+            query_id=qid, endpoint="query", question=question, scope=scope.as_dict(), mode=mode.value, top_k=top_k,
+            strategy=scope.strategy, model=usage["model"], label=hit["label"], cache_hit=True,
+            cache_source_id=orig_id, timings_ms={"total": total},
+            retrieved_ids=[r["chunk_id"] for r in hit["retrieved"]], cited_ids=[c["chunk_id"] for c in hit["citations"]])
+        return hit
+
+    def search_logged(self, question: str, scope: Scope | None = None, top_k: int | None = None,
+                      mode: Mode | str = Mode.hybrid) -> dict[str, Any]:
+        """Retrieval for the /search endpoint, cached and logged (one query_logs row, endpoint "search").
+
+        Returns ``{query_id, question, mode, retrieved[], timings_ms{}, cache{hit, original_query_id?}}``
+        (ms). The model named in the row is the embedding model (local: cost 0). Raises ``ValueError``
+        like ``Retriever.retrieve`` (the failure is logged with its error kind first).
+        """
+        t0 = time.perf_counter()
+        top_k = top_k or self.svc.settings.top_k
+        scope = scope or Scope()
+        qid = new_id()
+        model = self.svc.settings.embedding_model
+        row = dict(query_id=qid, endpoint="search", question=question, scope=scope.as_dict(), top_k=top_k,
+                   strategy=scope.strategy, model=model)
         try:
-            with self.svc.sessions.begin() as s:
-                s.add(row)
-        except Exception as e:  # telemetry must never fail a query
-            log.warning("query log row dropped: %s", type(e).__name__)
+            mode = Mode.parse(mode)
+            ckey = self._cache_key("search", question, scope, mode, top_k, model)
+            hit = self.cache.get(ckey) if ckey else None
+            if hit is None:
+                res = self.retriever.retrieve(question, scope, top_k, mode)
+        except Exception as e:
+            self.telemetry.record(**row, mode=str(getattr(mode, "value", mode))[:16],
+                                  timings_ms={"total": (time.perf_counter() - t0) * 1000}, error_kind=type(e).__name__)
+            raise
+        total = (time.perf_counter() - t0) * 1000
+        if hit is not None:
+            orig = hit["query_id"]
+            hit.update(query_id=qid, question=question, timings_ms={"total": round(total, 2)},
+                       cache={"hit": True, "original_query_id": orig, "original_cost_usd": 0.0,
+                              "original_timings_ms": hit["timings_ms"]})
+            self.telemetry.record(**row, mode=mode.value, cache_hit=True, cache_source_id=orig,
+                                  timings_ms={"total": total}, retrieved_ids=[r["chunk_id"] for r in hit["retrieved"]])
+            return hit
+        timings = {k: round(v, 2) for k, v in res.timings_ms.items()}
+        timings["total"] = round(total, 2)
+        out = {"query_id": qid, "question": question, "mode": res.mode.value,
+               "retrieved": [c.to_json() for c in res.chunks], "timings_ms": timings, "cache": {"hit": False}}
+        self.telemetry.record(**row, mode=mode.value, timings_ms={**res.timings_ms, "total": total},
+                              retrieved_ids=[c.chunk_id for c in res.chunks])
+        if ckey:
+            self.cache.put(ckey, out)
+        return out
