@@ -101,8 +101,8 @@ class QueryService:
         }
         if log_query:
             self._log(qid, question, scope, mode, top_k, out, ans, total)
+            out["cache"] = {"hit": False}
             if ckey:
-                out["cache"] = {"hit": False}
                 self.cache.put(ckey, out)
         return out
 
@@ -125,7 +125,7 @@ class QueryService:
 
     def _cache_key(self, kind: str, question: str, scope: Scope, mode: Mode, top_k: int, model: str):
         return self.cache.key(kind, question, scope.as_dict(), mode.value, top_k, scope.strategy, model) \
-            if self.cache else None
+            if self.cache is not None else None
 
     def _serve_cached(self, hit: dict, qid: str, question: str, scope: Scope, mode: Mode, top_k: int,
                       t0: float) -> dict[str, Any]:
