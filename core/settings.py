@@ -85,9 +85,6 @@ class Settings(BaseSettings):
         default_factory=lambda: ["http://localhost:5173", "http://127.0.0.1:5173"],
         description="Comma-separated origins allowed by CORS")
 
-    # --- tracing (optional) ---
-    otlp_endpoint: str = Field(default="", description="OTLP/HTTP traces endpoint; empty = no tracing")
-
     @field_validator("api_keys", mode="before")
     @classmethod
     def _split_keys(cls, v):
