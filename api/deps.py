@@ -1,14 +1,29 @@
-"""FastAPI dependencies as ``Annotated`` aliases (one place)."""
+"""FastAPI dependencies as ``Annotated`` aliases (one place), including API-key access control.
+
+Access: when ``RAGAUDIT_API_KEYS`` is set, routes depending on ``RequireWriteKey`` (uploads,
+deletion, re-ingestion, evaluation, dataset import — anything that writes or spends money) need
+a valid key in ``X-API-Key: <key>`` or ``Authorization: Bearer <key>``; routes depending on
+``RequireReadKey`` need one only when ``RAGAUDIT_READ_REQUIRES_API_KEY=true``. Keys are compared
+in constant time (``hmac.compare_digest``) and never echoed: the 401 says only that a key is
+missing or invalid.
+
+Usage in a router::
+
+    @router.post("/evaluate", dependencies=[RequireWriteKey])
+"""
 
 from __future__ import annotations
 
+import hmac
 from typing import Annotated
 
-from fastapi import Depends, Request
+from fastapi import Depends, HTTPException, Request
 
+from core.metrics import PrometheusMetrics
 from core.query import QueryService
 from core.services import Services
 from core.settings import Settings
+from core.telemetry import TelemetryWriter
 
 
 def get_settings(request: Request) -> Settings:
@@ -23,6 +38,63 @@ def get_query_service(request: Request) -> QueryService:
     return request.app.state.query_service
 
 
+def get_telemetry(request: Request) -> TelemetryWriter:
+    return request.app.state.telemetry
+
+
+def get_prometheus(request: Request) -> PrometheusMetrics:
+    return request.app.state.prometheus
+
+
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 ServicesDep = Annotated[Services, Depends(get_services_dep)]
 QueryServiceDep = Annotated[QueryService, Depends(get_query_service)]
+TelemetryDep = Annotated[TelemetryWriter, Depends(get_telemetry)]
+PrometheusDep = Annotated[PrometheusMetrics, Depends(get_prometheus)]
+
+
+def presented_key(request: Request) -> str | None:
+    """The key sent in ``X-API-Key`` or ``Authorization: Bearer``; ``None`` if neither."""
+    key = request.headers.get("x-api-key")
+    if key:
+        return key.strip()
+    auth = request.headers.get("authorization", "")
+    scheme, _, value = auth.partition(" ")
+    if scheme.lower() == "bearer" and value.strip():
+        return value.strip()
+    return None
+
+
+def key_is_valid(presented: str | None, settings: Settings) -> bool:
+    """True when ``presented`` equals one of ``settings.api_keys``; every configured key is
+    compared (constant time per key, no early exit), so timing reveals nothing."""
+    if presented is None:
+        return False
+    given = presented.encode("utf-8")
+    ok = False
+    for k in settings.api_keys:
+        ok |= hmac.compare_digest(given, k.get_secret_value().encode("utf-8"))
+    return ok
+
+
+def _check(request: Request, required: bool) -> None:
+    settings: Settings = request.app.state.settings
+    if not required or not settings.api_keys:
+        return
+    if not key_is_valid(presented_key(request), settings):
+        raise HTTPException(401, "missing or invalid API key (send X-API-Key or Authorization: Bearer)",
+                            headers={"WWW-Authenticate": "Bearer"})
+
+
+def require_write_key(request: Request) -> None:
+    """Raises 401 unless a valid API key is sent (only when ``RAGAUDIT_API_KEYS`` is set)."""
+    _check(request, True)
+
+
+def require_read_key(request: Request) -> None:
+    """Raises 401 unless a valid key is sent, when keys are set and ``read_requires_api_key`` is true."""
+    _check(request, request.app.state.settings.read_requires_api_key)
+
+
+RequireWriteKey = Depends(require_write_key)
+RequireReadKey = Depends(require_read_key)

@@ -75,6 +75,13 @@ class Usage(BaseModel):
     cost_usd: float
 
 
+class CacheOut(BaseModel):
+    hit: bool
+    original_query_id: str | None = Field(default=None, description="query_id of the request whose reply was reused")
+    original_cost_usd: float | None = Field(default=None, description="what the reused reply cost (this one: 0)")
+    original_timings_ms: dict[str, float] | None = None
+
+
 class AnswerOut(BaseModel):
     query_id: str
     question: str
@@ -87,13 +94,16 @@ class AnswerOut(BaseModel):
     scope: dict[str, Any]
     timings_ms: dict[str, float] = Field(description="embed, vector, bm25, fusion, rerank, generation, total (ms)")
     usage: Usage
+    cache: CacheOut | None = None
 
 
 class SearchOut(BaseModel):
+    query_id: str | None = None
     question: str
     mode: str
     retrieved: list[RetrievedOut]
     timings_ms: dict[str, float]
+    cache: CacheOut | None = None
 
 
 class DocumentOut(BaseModel):

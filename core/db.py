@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import (JSON, Boolean, DateTime, Float, ForeignKey, Index, Integer, String, Text,
-                        UniqueConstraint, create_engine, event)
+                        UniqueConstraint, create_engine, event, update)
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, sessionmaker
 
@@ -136,6 +136,32 @@ class QueryLog(Base):
     retrieved_ids: Mapped[list | None] = mapped_column(JSON, nullable=True)
     cited_ids: Mapped[list | None] = mapped_column(JSON, nullable=True)
     error_kind: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    # for cache hits: the query_logs id of the request whose answer was served (its cost is that row's cost_usd)
+    cache_source_id: Mapped[str | None] = mapped_column(String(32), nullable=True)
+
+
+class IndexState(Base):
+    """One row (id=1): ``version`` is bumped by every change to ``documents`` (ingestion, re-ingestion,
+    deletion), in the same transaction, so every process sharing the database sees it. The answer
+    cache keys on it."""
+
+    __tablename__ = "index_state"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    version: Mapped[int] = mapped_column(Integer, default=0)
+
+
+def bump_index_version(conn: Any) -> None:
+    """Increment ``index_state.version`` on ``conn`` (a SQLAlchemy ``Connection``, inside its transaction)."""
+    conn.execute(update(IndexState).where(IndexState.id == 1).values(version=IndexState.version + 1))
+
+
+def _bump_on_document_change(mapper: Any, connection: Any, target: Any) -> None:
+    bump_index_version(connection)
+
+
+for _evt in ("after_insert", "after_update", "after_delete"):
+    event.listen(Document, _evt, _bump_on_document_change)
 
 
 def make_engine(url: str) -> Engine:

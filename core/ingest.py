@@ -21,7 +21,7 @@ from sqlalchemy import delete, select
 
 from .chunking import DEFAULT_STRATEGY as _DEFAULT_STRATEGY
 from .chunking import Chunk, Strategy, chunk_document, document_title
-from .db import ChunkRow, Document, utcnow
+from .db import ChunkRow, Document, bump_index_version, utcnow
 from .pdf import Page, PDFError, extract_pages, inspect_pdf
 from .services import Services
 from .sparse import bm25_document_vector
@@ -194,6 +194,8 @@ def index_chunks(svc: Services, document_id: str, chunks: list[Chunk], pages: in
         svc.store.delete_document(doc.id, keep_sha256=sha)
         svc.store.delete_stale(doc.id, sha, strategy, len(chunks))
         svc.store.set_primary(doc.id, strategy)
+        with svc.sessions.begin() as s:  # cached answers may have seen both versions: invalidate again
+            bump_index_version(s.connection())
     except Exception as e:
         if doc.sha256 != sha or doc.status != "ready":
             svc.store.delete_document(doc.id, only_sha256=sha)

@@ -8,7 +8,6 @@ with timings in ms and cost in USD.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import re
 import time
@@ -17,11 +16,13 @@ from typing import Any, Iterator
 
 from .answer import REFUSAL_TEXT, AnswerResult, ExtractiveAnswerer, LLMAnswerer, _citation
 from .answerability import is_vague, missing_anchors
+from .cache import AnswerCache
 from .citations import normalize_ws
-from .db import QueryLog, new_id
+from .db import new_id
 from .retrieval import Mode, RetrievalResult, RetrievedChunk, Retriever
 from .services import Services
 from .store import Scope
+from .telemetry import TelemetryWriter
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +73,10 @@ class QueryService:
     closest passage quoted so a false premise is corrected) -> answer with citations.
     """
 
-    def __init__(self, svc: Services, answerer: Any = None, reranker: Any = None):
+    def __init__(self, svc: Services, answerer: Any = None, reranker: Any = None,
+                 telemetry: TelemetryWriter | None = None, cache: AnswerCache | None = None):
+        """``telemetry``: where query_logs rows go (default: written synchronously on ``svc``'s database);
+        ``cache``: optional answer/retrieval cache (``None`` = no caching)."""
         self.svc = svc
         s = svc.settings
         self.retriever = Retriever(svc.store, svc.embedder, rrf_k=s.rrf_k, candidates=s.candidates,
@@ -80,6 +84,8 @@ class QueryService:
                                    rerank_candidates=s.rerank_candidates)
         self.answerer = answerer or build_answerer(svc)
         self._doc_texts: dict[tuple[str, str], str] = {}
+        self.telemetry = telemetry or TelemetryWriter.from_services(svc, background=False)
+        self.cache = cache
 
     def search(self, question: str, scope: Scope | None = None, top_k: int | None = None,
                mode: Mode | str = Mode.hybrid) -> RetrievalResult:
@@ -180,6 +186,11 @@ class QueryService:
         t0 = time.perf_counter()
         scope = scope or Scope()
         mode_v = Mode.parse(mode)
+        ckey = self._cache_key("answer", question, scope, mode_v, top_k or self.svc.settings.top_k,
+                               self._model_name()) if log_query else None
+        hit = self.cache.get(ckey) if ckey else None
+        if hit is not None:
+            return self._serve_cached(hit, new_id(), question, scope, mode_v, top_k or self.svc.settings.top_k, t0)
         try:
             prep = self.prepare(question, scope, top_k, mode_v)
             t = time.perf_counter()
@@ -193,6 +204,9 @@ class QueryService:
         out = self.result_json(prep, ans, gen_ms)
         if log_query:
             self._log(prep.query_id, question, prep.scope, prep.mode, prep.top_k, out, ans, out["timings_ms"]["total"])
+            out["cache"] = {"hit": False}
+            if ckey:
+                self.cache.put(ckey, out)
         return out
 
     def stream(self, question: str, scope: Scope | None = None, top_k: int | None = None,
@@ -202,7 +216,15 @@ class QueryService:
 
         Errors after the first event are yielded as ``error`` events (and logged).
         """
-        prep = self.prepare(question, scope, top_k, mode)
+        t0 = time.perf_counter()
+        try:
+            prep = self.prepare(question, scope, top_k, mode)
+        except Exception as e:
+            if log_query:
+                self._log(new_id(), question, scope or Scope(), Mode.parse(mode) if mode in set(Mode) or isinstance(mode, Mode)
+                          else Mode.hybrid, top_k or self.svc.settings.top_k, None, None,
+                          (time.perf_counter() - t0) * 1000, error_kind=type(e).__name__, endpoint="stream")
+            raise
         yield "sources", {"query_id": prep.query_id, "sources": [{"n": i, **c} for i, c in
                                                                   enumerate(prep.sources_json(), start=1)]}
         t = time.perf_counter()
@@ -228,31 +250,93 @@ class QueryService:
         except Exception as e:
             if log_query:
                 self._log(prep.query_id, question, prep.scope, prep.mode, prep.top_k, None, None,
-                          (time.perf_counter() - prep.t0) * 1000, error_kind=type(e).__name__)
+                          (time.perf_counter() - prep.t0) * 1000, error_kind=type(e).__name__, endpoint="stream")
             yield "error", {"query_id": prep.query_id, "error": type(e).__name__, "detail": str(e)[:500]}
             return
         out = self.result_json(prep, ans, (time.perf_counter() - t) * 1000, ttft)
         if log_query:
-            self._log(prep.query_id, question, prep.scope, prep.mode, prep.top_k, out, ans, out["timings_ms"]["total"])
+            self._log(prep.query_id, question, prep.scope, prep.mode, prep.top_k, out, ans, out["timings_ms"]["total"],
+                      endpoint="stream")
         done = {k: out[k] for k in ("query_id", "answer", "label", "citations", "citation_check", "timings_ms", "usage")}
         yield "done", done
 
     def _log(self, qid: str, question: str, scope: Scope, mode: Mode, top_k: int, out: dict | None,
-             ans: AnswerResult | None, total_ms: float, error_kind: str | None = None) -> None:
-        t = (out or {}).get("timings_ms", {})
-        row = QueryLog(
-            id=qid, endpoint="query", question=question,
-            question_hash=hashlib.sha256(question.encode()).hexdigest(), scope=scope.as_dict(), mode=mode.value,
-            top_k=top_k, strategy=scope.strategy, model=ans.model if ans else None, label=ans.label if ans else None,
-            embed_ms=t.get("embed"), vector_ms=t.get("vector"), bm25_ms=t.get("bm25"), fusion_ms=t.get("fusion"),
-            rerank_ms=t.get("rerank"), generation_ms=t.get("generation"), total_ms=total_ms,
+             ans: AnswerResult | None, total_ms: float, error_kind: str | None = None, endpoint: str = "query") -> None:
+        t = dict((out or {}).get("timings_ms", {}))
+        t["total"] = total_ms
+        self.telemetry.record(
+            query_id=qid, endpoint=endpoint, question=question, scope=scope.as_dict(), mode=mode.value,
+            top_k=top_k, strategy=scope.strategy, model=ans.model if ans else self._model_name(),
+            label=ans.label if ans else None, timings_ms=t,
             prompt_tokens=ans.prompt_tokens if ans else 0, completion_tokens=ans.completion_tokens if ans else 0,
             cost_usd=ans.cost_usd if ans else 0.0,
             retrieved_ids=[r["chunk_id"] for r in out["retrieved"]] if out else None,
-            cited_ids=[c["chunk_id"] for c in out["citations"]] if out else None, error_kind=error_kind,
-        )
+            cited_ids=[c["chunk_id"] for c in out["citations"]] if out else None, error_kind=error_kind)
+
+    # --- answer/retrieval cache and /search telemetry (telemetry branch) ---
+    def _model_name(self) -> str:
+        return getattr(self.answerer, "name", None) or getattr(self.answerer, "model", None) or "unknown"
+
+    def _cache_key(self, kind: str, question: str, scope: Scope, mode: Mode, top_k: int, model: str):
+        return self.cache.key(kind, question, scope.as_dict(), mode.value, top_k, scope.strategy, model) \
+            if self.cache is not None else None
+
+    def _serve_cached(self, hit: dict, qid: str, question: str, scope: Scope, mode: Mode, top_k: int,
+                      t0: float) -> dict[str, Any]:
+        """A cached answer as a new request: new query_id, cost 0, original id/cost under ``cache``."""
+        orig_id, usage = hit["query_id"], hit["usage"]
+        total = (time.perf_counter() - t0) * 1000
+        hit.update(query_id=qid, question=question, timings_ms={"total": round(total, 2)},
+                   cache={"hit": True, "original_query_id": orig_id, "original_cost_usd": usage["cost_usd"],
+                          "original_timings_ms": hit["timings_ms"]},
+                   usage={**usage, "prompt_tokens": 0, "completion_tokens": 0, "cost_usd": 0.0})
+        self.telemetry.record(
+            query_id=qid, endpoint="query", question=question, scope=scope.as_dict(), mode=mode.value, top_k=top_k,
+            strategy=scope.strategy, model=usage["model"], label=hit["label"], cache_hit=True,
+            cache_source_id=orig_id, timings_ms={"total": total},
+            retrieved_ids=[r["chunk_id"] for r in hit["retrieved"]], cited_ids=[c["chunk_id"] for c in hit["citations"]])
+        return hit
+
+    def search_logged(self, question: str, scope: Scope | None = None, top_k: int | None = None,
+                      mode: Mode | str = Mode.hybrid) -> dict[str, Any]:
+        """Retrieval for the /search endpoint, cached and logged (one query_logs row, endpoint "search").
+
+        Returns ``{query_id, question, mode, retrieved[], timings_ms{}, cache{hit, original_query_id?}}``
+        (ms). The model named in the row is the embedding model (local: cost 0). Raises ``ValueError``
+        like ``Retriever.retrieve`` (the failure is logged with its error kind first).
+        """
+        t0 = time.perf_counter()
+        top_k = top_k or self.svc.settings.top_k
+        scope = scope or Scope()
+        qid = new_id()
+        model = self.svc.settings.embedding_model
+        row = dict(query_id=qid, endpoint="search", question=question, scope=scope.as_dict(), top_k=top_k,
+                   strategy=scope.strategy, model=model)
         try:
-            with self.svc.sessions.begin() as s:
-                s.add(row)
-        except Exception as e:  # telemetry must never fail a query
-            log.warning("query log row dropped: %s", type(e).__name__)
+            mode = Mode.parse(mode)
+            ckey = self._cache_key("search", question, scope, mode, top_k, model)
+            hit = self.cache.get(ckey) if ckey else None
+            if hit is None:
+                res = self.retriever.retrieve(question, scope, top_k, mode)
+        except Exception as e:
+            self.telemetry.record(**row, mode=str(getattr(mode, "value", mode))[:16],
+                                  timings_ms={"total": (time.perf_counter() - t0) * 1000}, error_kind=type(e).__name__)
+            raise
+        total = (time.perf_counter() - t0) * 1000
+        if hit is not None:
+            orig = hit["query_id"]
+            hit.update(query_id=qid, question=question, timings_ms={"total": round(total, 2)},
+                       cache={"hit": True, "original_query_id": orig, "original_cost_usd": 0.0,
+                              "original_timings_ms": hit["timings_ms"]})
+            self.telemetry.record(**row, mode=mode.value, cache_hit=True, cache_source_id=orig,
+                                  timings_ms={"total": total}, retrieved_ids=[r["chunk_id"] for r in hit["retrieved"]])
+            return hit
+        timings = {k: round(v, 2) for k, v in res.timings_ms.items()}
+        timings["total"] = round(total, 2)
+        out = {"query_id": qid, "question": question, "mode": res.mode.value,
+               "retrieved": [c.to_json() for c in res.chunks], "timings_ms": timings, "cache": {"hit": False}}
+        self.telemetry.record(**row, mode=mode.value, timings_ms={**res.timings_ms, "total": total},
+                              retrieved_ids=[c.chunk_id for c in res.chunks])
+        if ckey:
+            self.cache.put(ckey, out)
+        return out

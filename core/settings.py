@@ -8,9 +8,10 @@ stored PDFs, Dagster home). Production switches parts on by URL settings only:
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
 from pydantic import Field, SecretStr, field_validator, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 BUNDLED_EMBEDDING_MODEL = "bundled:all-MiniLM-L6-v2"
 
@@ -64,6 +65,45 @@ class Settings(BaseSettings):
     host: str = "127.0.0.1"
     port: int = 8000
     max_upload_mb: int = Field(default=100, gt=0)
+
+    # --- telemetry (query_logs rows written off the request path) ---
+    telemetry_store_question: bool = Field(
+        default=True, description="False = query_logs keeps only the sha256 of each question, not its text")
+    telemetry_queue_size: int = Field(
+        default=10000, gt=0, description="Rows buffered in memory while the database is slow or down; "
+        "beyond this, rows are dropped and counted (ragaudit_telemetry_dropped_total)")
+    telemetry_batch_size: int = Field(default=200, gt=0, description="Rows written per transaction")
+    telemetry_retry_max_s: float = Field(
+        default=300.0, gt=0, description="How long a batch is retried (exponential backoff) before it is dropped and counted")
+
+    # --- answer and retrieval cache ---
+    cache_ttl_s: float = Field(default=300.0, ge=0, description="Time to live of cached answers/retrievals; 0 = no cache")
+    cache_max_entries: int = Field(default=1024, gt=0)
+
+    # --- access ---
+    api_keys: Annotated[list[SecretStr], NoDecode] = Field(
+        default_factory=list, description="Comma-separated API keys; when set, write and paid endpoints need one "
+        "(header X-API-Key or Authorization: Bearer)")
+    read_requires_api_key: bool = Field(
+        default=False, description="True = read endpoints (/query, /search, /documents GET, /metrics) need a key too")
+    cors_origins: Annotated[list[str], NoDecode] = Field(
+        default_factory=lambda: ["http://localhost:5173", "http://127.0.0.1:5173"],
+        description="Comma-separated origins allowed by CORS")
+
+    @field_validator("api_keys", mode="before")
+    @classmethod
+    def _split_keys(cls, v):
+        if isinstance(v, (str, SecretStr)):
+            raw = v.get_secret_value() if isinstance(v, SecretStr) else v
+            return [SecretStr(k.strip()) for k in raw.split(",") if k.strip()]
+        return v
+
+    @field_validator("cors_origins", mode="before")
+    @classmethod
+    def _split_origins(cls, v):
+        if isinstance(v, str):
+            return [o.strip() for o in v.split(",") if o.strip()]
+        return v
 
     @field_validator("data_dir")
     @classmethod

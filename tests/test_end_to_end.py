@@ -21,10 +21,14 @@ def test_dmca_question_cites_page_one(kb):
     assert "October 28, 1998" in out["answer"]
     assert any(c["doc_name"] == "dmca.pdf" and c["page"] == 1 and "October 28, 1998" in c["quote"]
                for c in out["citations"])
-    assert len(out["retrieved"]) == 5
-    for r in out["retrieved"]:
+    top = [r for r in out["retrieved"] if r["neighbor_of"] is None]
+    assert [r["rank"] for r in top] == [1, 2, 3, 4, 5]
+    for r in top:
         assert set(r["ranks"]) == {"vector", "bm25"}
         assert r["ranks"]["vector"] is not None or r["ranks"]["bm25"] is not None
+    for r in out["retrieved"][5:]:  # neighbours of chunks cut from a list/table: same section, next chunk
+        src = next(x for x in top if x["chunk_id"] == r["neighbor_of"])
+        assert r["ranks"] == {"vector": None, "bm25": None} and r["section"] == src["section"]
     assert set(out["timings_ms"]) >= {"embed", "vector", "bm25", "fusion", "generation", "total"}
     assert out["usage"] == {"model": "extractive", "prompt_tokens": 0, "completion_tokens": 0, "cost_usd": 0.0}
 

@@ -10,7 +10,7 @@ from core import ingest
 from core.db import Document
 from pipelines.runner import DagsterRunner, remove_partition
 
-from ..deps import ServicesDep, SettingsDep
+from ..deps import RequireReadKey, RequireWriteKey, ServicesDep, SettingsDep
 from ..schemas import DocumentOut, ErrorOut, IngestOut
 
 router = APIRouter(prefix="/documents", tags=["documents"])
@@ -19,7 +19,7 @@ _STATUS_FOR = {"not_a_pdf": 415, "empty_file": 422, "encrypted": 422, "corrupt":
                "invalid_pdf": 422, "invalid_request": 400}
 
 
-@router.post("", status_code=status.HTTP_201_CREATED, response_model=IngestOut,
+@router.post("", status_code=status.HTTP_201_CREATED, response_model=IngestOut, dependencies=[RequireWriteKey],
              responses={400: {"model": ErrorOut}, 413: {"model": ErrorOut}, 415: {"model": ErrorOut},
                         422: {"model": ErrorOut}, 500: {"model": ErrorOut}})
 async def upload_document(svc: ServicesDep, settings: SettingsDep, file: UploadFile = File(...),
@@ -46,7 +46,7 @@ async def upload_document(svc: ServicesDep, settings: SettingsDep, file: UploadF
                      document=DocumentOut(**out.document))
 
 
-@router.get("", response_model=list[DocumentOut])
+@router.get("", response_model=list[DocumentOut], dependencies=[RequireReadKey])
 def list_documents(svc: ServicesDep, knowledge_base: str | None = None) -> list[DocumentOut]:
     """All documents (optionally of one knowledge base), newest first."""
     with svc.sessions() as s:
@@ -56,7 +56,8 @@ def list_documents(svc: ServicesDep, knowledge_base: str | None = None) -> list[
         return [DocumentOut(**d.as_dict()) for d in s.scalars(q)]
 
 
-@router.get("/{document_id}", response_model=DocumentOut, responses={404: {"model": ErrorOut}})
+@router.get("/{document_id}", response_model=DocumentOut, responses={404: {"model": ErrorOut}},
+            dependencies=[RequireReadKey])
 def get_document(document_id: str, svc: ServicesDep) -> DocumentOut:
     with svc.sessions() as s:
         doc = s.get(Document, document_id)
@@ -65,7 +66,8 @@ def get_document(document_id: str, svc: ServicesDep) -> DocumentOut:
         return DocumentOut(**doc.as_dict())
 
 
-@router.delete("/{document_id}", response_model=DocumentOut, responses={404: {"model": ErrorOut}})
+@router.delete("/{document_id}", response_model=DocumentOut, responses={401: {"model": ErrorOut}, 404: {"model": ErrorOut}},
+               dependencies=[RequireWriteKey])
 def delete_document(document_id: str, svc: ServicesDep) -> DocumentOut:
     """Delete a document: its Qdrant points, chunk rows, Q&A pairs and its row."""
     with ingest.INGEST_LOCK:

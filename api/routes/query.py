@@ -8,10 +8,10 @@ from fastapi import APIRouter, HTTPException
 from fastapi.concurrency import iterate_in_threadpool, run_in_threadpool
 from sse_starlette.sse import EventSourceResponse
 
-from ..deps import QueryServiceDep
+from ..deps import QueryServiceDep, RequireReadKey
 from ..schemas import AnswerOut, ErrorOut, QueryIn, SearchOut
 
-router = APIRouter(tags=["query"])
+router = APIRouter(tags=["query"], dependencies=[RequireReadKey])
 
 
 @router.post("/query", response_model=AnswerOut, responses={400: {"model": ErrorOut}, 502: {"model": ErrorOut}})
@@ -25,19 +25,19 @@ async def query(body: QueryIn, qs: QueryServiceDep) -> dict:
         return await run_in_threadpool(qs.ask, body.question, body.to_scope(), body.top_k, body.mode)
     except ValueError as e:
         raise HTTPException(400, str(e)) from None
+    except Exception as e:  # LLM/API failure: the kind only (provider messages can echo request data)
+        raise HTTPException(502, f"answer generation failed ({type(e).__name__})") from None
 
 
 @router.post("/search", response_model=SearchOut, responses={400: {"model": ErrorOut}})
 async def search(body: QueryIn, qs: QueryServiceDep) -> dict:
-    """Retrieval only (no answer): the fused top_k chunks with per-retriever ranks and scores."""
+    """Retrieval only (no answer): the fused top_k chunks with per-retriever ranks and scores.
+
+    Logged (one query_logs row, endpoint "search") and cached like /query."""
     try:
-        res = await run_in_threadpool(qs.search, body.question, body.to_scope(), body.top_k, body.mode)
+        return await run_in_threadpool(qs.search_logged, body.question, body.to_scope(), body.top_k, body.mode)
     except ValueError as e:
         raise HTTPException(400, str(e)) from None
-    return {"question": body.question, "mode": res.mode.value, "retrieved": [c.to_json() for c in res.chunks],
-            "timings_ms": {k: round(v, 2) for k, v in res.timings_ms.items()}}
-
-
 @router.post("/query/stream", responses={200: {"content": {"text/event-stream": {}},
                                               "description": "Server-Sent Events: sources, token*, done"},
                                          400: {"model": ErrorOut}})
