@@ -56,6 +56,15 @@ class Settings(BaseSettings):
     candidates: int = Field(default=30, gt=0, description="top-N taken from each retriever before fusion")
     top_k: int = Field(default=5, gt=0, le=100)
 
+    qa_every_n_chunks: int = Field(default=3, gt=0, description="Gold Q&A pairs from every Nth chunk at ingestion")
+    qa_pairs_per_chunk: int = Field(default=3, ge=1, le=5, description="Gold Q&A pairs asked for per sampled chunk")
+    judge_model: str = Field(default="", description="litellm model judging answers; empty = llm_model, "
+                             "'deterministic' or no model = offline deterministic judge")
+    eval_bootstrap_resamples: int = Field(default=2000, ge=100, description="Paired bootstrap resamples")
+    eval_seed: int = Field(default=0, description="Seed of the bootstrap (reproducible intervals)")
+    eval_judge_controls: int = Field(default=3, ge=0, description="Answers judged against another question's "
+                                     "context per run (they must fail)")
+
     host: str = "127.0.0.1"
     port: int = 8000
     max_upload_mb: int = Field(default=100, gt=0)
