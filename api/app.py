@@ -14,7 +14,7 @@ from core.query import QueryService
 from core.services import get_services
 from core.settings import Settings
 
-from .routes import documents, health, query
+from .routes import documents, evaluation, health, query
 
 log = logging.getLogger(__name__)
 FRONTEND_DIST = Path(__file__).resolve().parents[1] / "frontend" / "dist"
@@ -41,6 +41,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(documents.router)
     app.include_router(query.router)
     app.include_router(health.router)
+    app.include_router(evaluation.router)
     if FRONTEND_DIST.is_dir():
         app.mount("/", StaticFiles(directory=FRONTEND_DIST, html=True), name="frontend")
     return app

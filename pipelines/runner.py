@@ -58,7 +58,7 @@ class DagsterRunner:
 
 
 def run_ingestion(svc: Services, document_id: str) -> None:
-    """Materialize pdf_pages -> chunks -> chunk_points for one document partition.
+    """Materialize pdf_pages -> chunks -> chunk_points -> gold_qa_pairs for one document partition.
 
     Raises the stage's ``PDFError`` (bad PDF found late) or ``IngestError`` naming the failed step.
     """
