@@ -2,7 +2,7 @@
 and ``ragaudit eval`` (one code path: ``create_run`` then ``execute_run``).
 
 Dataset references (``resolve_dataset``):
-- a path to a JSONL file in the dev-set format (CLI);
+- a path to a JSONL file in the dev-set format (CLI; a file wins over a dataset of that name);
 - the id or name of an imported dataset (``import_dataset``);
 - ``generated`` (all gold pairs generated at ingestion), ``generated:<knowledge_base>`` or
   ``generated:<knowledge_base>/<doc_name>``.
@@ -99,14 +99,12 @@ def resolve_dataset(svc: Services, ref: str) -> tuple[str, list[GoldQuestion]]:
             raise ValueError(f"dataset {ref!r} is empty: no gold pairs generated for that scope")
         return ref, qs
     path = Path(ref)
-    if path.suffix.lower() in (".jsonl", ".json") or path.is_file():
-        if not path.is_file():
-            raise KeyError(f"dataset file {ref} not found")
+    if path.is_file():
         return path.name, parse_jsonl(path.read_text(encoding="utf-8"), str(path))
     with svc.sessions() as s:
         ds = s.get(EvalDataset, ref) or s.scalar(select(EvalDataset).where(EvalDataset.name == ref))
         if ds is None:
-            raise KeyError(f"dataset {ref!r} not found")
+            raise KeyError(f"dataset {ref!r} not found (neither a file nor an imported dataset)")
         recs = list(s.scalars(select(EvalQuestion.record).where(EvalQuestion.dataset_id == ds.id)
                               .order_by(EvalQuestion.position)))
         name = ds.name
