@@ -18,6 +18,7 @@ by inventing a quote: quotes not found in the cited chunk are counted unsupporte
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -40,14 +41,19 @@ class Claim:
     cites: list[int]
 
 
+_AFTER_CITE = re.compile(r"(?<=\])\s+(?=[^\s\[])")
+
+
 def split_claims(response: str) -> list[Claim]:
-    """Claims of ``response``: its sentences (citations stripped) with their cited numbers.
+    """Claims of ``response``: its sentences, further cut after a citation that is followed by
+    more text (``"A [1] B [2]."`` is two claims), citations stripped, with their cited numbers.
     Fragments of fewer than 2 words are dropped."""
     out = []
     for sent in split_answer_sentences(response):
-        t = strip_citations(sent)
-        if len(t.split()) >= 2:
-            out.append(Claim(len(out), t, cited_numbers(sent)))
+        for part in _AFTER_CITE.split(sent):
+            t = strip_citations(part)
+            if len(t.split()) >= 2:
+                out.append(Claim(len(out), t, cited_numbers(part)))
     return out
 
 
