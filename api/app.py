@@ -11,13 +11,13 @@ from fastapi.middleware.cors import CORSMiddleware
 from fastapi.staticfiles import StaticFiles
 
 from core.cache import AnswerCache
-from core.metrics import PrometheusMetrics, TelemetryStatsCollector
+from core.opsmetrics import PrometheusMetrics, TelemetryStatsCollector
 from core.query import QueryService
 from core.services import get_services
 from core.settings import Settings
 from core.telemetry import TelemetryWriter
 
-from .routes import documents, health, metrics, query
+from .routes import documents, evaluation, health, metrics, query
 
 log = logging.getLogger(__name__)
 FRONTEND_DIST = Path(__file__).resolve().parents[1] / "frontend" / "dist"
@@ -53,6 +53,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(query.router)
     app.include_router(health.router)
     app.include_router(metrics.router)
+    app.include_router(evaluation.router)
     if FRONTEND_DIST.is_dir():
         app.mount("/", StaticFiles(directory=FRONTEND_DIST, html=True), name="frontend")
     return app

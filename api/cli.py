@@ -144,6 +144,63 @@ def documents(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
                    f"{d['chunk_count']} chunks")
 
 
+def _print_eval_table(res: dict) -> None:
+    typer.echo(f"dataset {res['dataset']['name']}: {res['dataset']['n_questions']} questions; judge: {res['judge']}")
+    typer.echo(f"{'mode':<14}" + "".join(f"{k:>20}" for k in ("hit@1", "hit@5", "hit@10", "mrr", "ndcg@10",
+                                                                "evidence_recall@5")) + f"{'n':>5}")
+    for m, v in res["modes"].items():
+        typer.echo(f"{m:<14}" + "".join(f"{(v[k] if v[k] is not None else float('nan')):>20.3f}"
+                                        for k in ("hit@1", "hit@5", "hit@10", "mrr", "ndcg@10", "evidence_recall@5"))
+                   + f"{v['n']:>5}")
+    for m, v in (res.get("answers") or {}).items():
+        parts = ", ".join(f"{k} {v[k]:.3f}" for k in ("exact_match", "f1", "refusal_accuracy", "citation_validity",
+                                                      "faithfulness") if v.get(k) is not None)
+        typer.echo(f"answers {m}: {parts}; {v['latency_ms']['mean'] if v['latency_ms'] else 0:.0f} ms/question, "
+                   f"${v['cost_usd']['total']:.6f}")
+    for name, c in res.get("comparisons", {}).items():
+        for metric, ci in c.items():
+            typer.echo(f"{name} {metric}: diff {ci['diff']} 95% CI {ci['ci95']} (n={ci['n']})")
+    for m, why in res.get("skipped_modes", {}).items():
+        typer.echo(f"skipped {m}: {why}")
+    if res.get("judge_control"):
+        jc = res["judge_control"]
+        typer.echo(f"judge control: {jc['failed']}/{jc['n']} mismatched answer/context pairs failed (all must)")
+
+
+@app.command("eval")
+def eval_cmd(
+    dataset: Annotated[str, typer.Option("--dataset", help="JSONL file (dev-set format), imported dataset name/id, "
+                                         "or generated[:KB[/DOC]]")],
+    modes: Annotated[str, typer.Option("--modes", help="Comma-separated: vector,bm25,hybrid,hybrid_rerank")] =
+    "vector,bm25,hybrid,hybrid_rerank",
+    top_k: Annotated[Optional[int], typer.Option("--top-k", min=1, max=100, help="Sources per answer")] = None,
+    retrieval_only: Annotated[bool, typer.Option("--retrieval-only", help="No answers: retrieval metrics only")] = False,
+    strategy: Annotated[Optional[str], typer.Option("--strategy", help="Evaluate chunks of this strategy only")] = None,
+    knowledge_base: Annotated[Optional[str], typer.Option("--knowledge-base", "-k")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the results JSON")] = False,
+) -> None:
+    """Evaluate retrieval (hit@k, MRR, nDCG@10, evidence recall) and answers (EM, F1, refusal,
+    citations, faithfulness) per mode with bootstrap CIs; the run is stored like POST /evaluate's.
+    hybrid_rerank is skipped (with a note) when no reranker is configured."""
+    _quiet()
+    from core.evaluation import EvalParams
+    from core.evalruns import create_run, execute_run
+
+    svc = _services()
+    params = EvalParams(modes=[m.strip() for m in modes.split(",") if m.strip()], top_k=top_k,
+                        answers=not retrieval_only, strategy=strategy, knowledge_base=knowledge_base)
+    try:
+        run_id = create_run(svc, dataset, params)
+    except (KeyError, ValueError) as e:
+        typer.echo(f"error: {e.args[0] if e.args else e}", err=True)
+        raise typer.Exit(2)
+    res = execute_run(svc, run_id)
+    if as_json:
+        typer.echo(json.dumps(res, indent=2, ensure_ascii=False))
+    else:
+        _print_eval_table(res)
+
+
 @app.command()
 def serve(
     host: Annotated[str, typer.Option(help="Bind address")] = "127.0.0.1",

@@ -19,7 +19,7 @@ from typing import Annotated
 
 from fastapi import Depends, HTTPException, Request
 
-from core.metrics import PrometheusMetrics
+from core.opsmetrics import PrometheusMetrics
 from core.query import QueryService
 from core.services import Services
 from core.settings import Settings

@@ -71,7 +71,8 @@ def _sentences(sources: list[RetrievedChunk]) -> list[_Sentence]:
     for n, c in enumerate(sources, start=1):
         for s, e in sentence_spans(c.text):
             t = c.text[s:e]
-            if len(t.split()) >= 2 or len(t) >= 8:
+            words = len(t.split())
+            if words >= 5 or (words >= 2 and any(ch.isdigit() for ch in t)):
                 out.append(_Sentence(n, c, s, e, t))
     return out
 
@@ -89,17 +90,18 @@ _HAS_NUMBER = re.compile(r"\d")
 class ExtractiveAnswerer:
     """Offline answerer: the best-supported source sentences, each cited ``[n]``.
 
-    Sentence score = 0.5 * cosine(question, sentence) + IDF-weighted share of the question's
-    terms found in the sentence + 0.15 when the question asks for a quantity/date and the
-    sentence has a number + 0.1 / source rank. Up to ``max_sentences`` sentences scoring at
-    least 85% of the best are returned in source order.
+    Sentence score = 0.5 * cosine(question, sentence) + Okapi BM25 of the sentence among the
+    candidate sentences (Robertson & Zaragoza 2009; normalised by the best) + 0.15 when the
+    question asks for a quantity/date and the sentence has a number + 0.1 / source rank. Up to ``max_sentences`` sentences scoring at
+    least ``relative`` x the best are returned in source order.
     """
 
     name = "extractive"
 
-    def __init__(self, embedder: Embedder, max_sentences: int = 2):
+    def __init__(self, embedder: Embedder, max_sentences: int = 3, relative: float = 0.8):
         self.embedder = embedder
         self.max_sentences = max_sentences
+        self.relative = relative
 
     def score_sentences(self, question: str, sources: list[RetrievedChunk]) -> list[tuple[float, _Sentence]]:
         """All source sentences with their scores, best first."""
@@ -107,18 +109,24 @@ class ExtractiveAnswerer:
         if not sents:
             return []
         q_terms = set(tokenize(question))
-        sent_terms = [set(tokenize(s.text)) for s in sents]
-        df = {t: sum(1 for st in sent_terms if t in st) for t in q_terms}
-        idf = {t: math.log(1 + len(sents) / (1 + df[t])) for t in q_terms}
-        total = sum(idf.values()) or 1.0
+        sent_tokens = [tokenize(s.text) for s in sents]
+        n = len(sents)
+        avgdl = sum(len(t) for t in sent_tokens) / n or 1.0
+        df = {t: sum(1 for st in sent_tokens if t in st) for t in q_terms}
+        idf = {t: math.log((n - df[t] + 0.5) / (df[t] + 0.5) + 1) for t in q_terms}
+        bm25 = []
+        for toks in sent_tokens:  # Okapi BM25 over the candidate sentences (k1=1.2, b=0.75)
+            tf = {t: toks.count(t) for t in q_terms}
+            norm = 1.2 * (0.25 + 0.75 * len(toks) / avgdl)
+            bm25.append(sum(idf[t] * tf[t] * 2.2 / (tf[t] + norm) for t in q_terms if tf[t]))
+        top = max(bm25) or 1.0
         vecs = self.embedder.embed([question] + [s.text for s in sents])
         dense = vecs[1:] @ vecs[0]
         wants_number = _NUMBER_Q.search(question) is not None
         scored = []
-        for s, st, d in zip(sents, sent_terms, dense):
-            lex = sum(idf[t] for t in q_terms if t in st) / total
+        for s, b, d in zip(sents, bm25, dense):
             typed = 0.15 if wants_number and _HAS_NUMBER.search(s.text) else 0.0
-            scored.append((0.5 * float(d) + lex + typed + 0.1 / s.n, s))
+            scored.append((0.5 * float(d) + b / top + typed + 0.1 / s.n, s))
         scored.sort(key=lambda x: -x[0])
         return scored
 
@@ -128,7 +136,7 @@ class ExtractiveAnswerer:
         if not scored:
             return AnswerResult(REFUSAL_TEXT, [], "refused", self.name)
         best = scored[0][0]
-        picked = [s for sc, s in scored[: self.max_sentences] if sc >= 0.85 * best]
+        picked = [s for sc, s in scored[: self.max_sentences] if sc >= self.relative * best]
         picked.sort(key=lambda s: (s.n, s.start))
         parts, cites = [], []
         for s in picked:

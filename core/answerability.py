@@ -88,9 +88,10 @@ def missing_anchors(question: str, document_texts: list[str], source_sentences: 
 
     - a full date must occur verbatim in the source documents;
     - a name passes when at least 60% of its words occur in the documents and, when
-      ``source_sentences`` are given, in one retrieved sentence together with another content
-      term of the question (so "the capital of Australia" is not answered from a sentence that
-      merely lists Australia);
+      ``source_sentences`` are given, the question names one thing only and that name is only
+      mentioned in passing (at most twice in any one document), in one retrieved sentence
+      together with another content term of the question (so "the capital of Australia" is not answered from a sentence that merely lists
+      Australia);
     - the question is refused when a date is missing or at least half of its names are.
     Month names alone are not anchors.
     """
@@ -104,11 +105,16 @@ def missing_anchors(question: str, document_texts: list[str], source_sentences: 
         q_terms = content_terms(question)
         sent_texts = [normalize_ws(x).lower() for x in source_sentences]
         sent_terms = [set(tokenize(x)) for x in sent_texts]
-        for a in anchors:
-            if a in missing or a.kind == "date":
+        docs_lower = [normalize_ws(t).lower() for t in document_texts]
+        names = [a for a in anchors if a.kind == "name"]
+        for a in (names if len(names) == 1 else []):  # a question about one named thing
+            if a in missing:
                 continue
+            needle = normalize_ws(a.text).lower()
+            if max((d.count(needle) for d in docs_lower), default=0) > 2:
+                continue  # a subject of the documents (e.g. the company), not a passing mention
             others = q_terms - set(tokenize(a.text))
-            if not _supported(a, others, sent_terms, sent_texts):
+            if others and not _supported(a, others, sent_terms, sent_texts):
                 missing.append(a)
     if any(a.kind == "date" for a in missing):
         return [a.text for a in missing]

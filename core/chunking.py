@@ -355,8 +355,12 @@ def _make_chunk(index: int, text: str, page_starts: list[int], units: list[Unit]
 
 
 def _pack(text: str, page_starts: list[int], units: list[Unit], headers: _Headers, max_tokens: int,
-          overlap: int, strategy: str, breaks_before: set[int] | None = None) -> list[Chunk]:
-    """Greedy packing of units into chunks of at most ``max_tokens`` (header included)."""
+          overlap: int, strategy: str, breaks_before: set[int] | None = None,
+          overlap_fraction: float = 0.0) -> list[Chunk]:
+    """Greedy packing of units into chunks of at most ``max_tokens`` (header included).
+
+    The next chunk repeats the last ``overlap`` sentences, and more while the repeated part stays
+    within ``overlap_fraction * max_tokens`` word pieces."""
     chunks: list[Chunk] = []
     current: list[Unit] = []
     breaks_before = breaks_before or set()
@@ -372,11 +376,24 @@ def _pack(text: str, page_starts: list[int], units: list[Unit], headers: _Header
         if current and (i in breaks_before or cost(current + [u]) > max_tokens):
             emit(current)
             keep = current[-overlap:] if overlap and i not in breaks_before else []
+            if keep:
+                j = len(current) - len(keep)
+                while j > 1 and sum(k.tokens for k in current[j - 1:]) <= overlap_fraction * max_tokens:
+                    j -= 1
+                keep = current[j:]
             while keep and (sum(k.tokens for k in keep) > (max_tokens // 2) or cost(keep + [u]) > max_tokens):
                 keep = keep[1:]
             current = list(keep)
         current.append(u)
     if current:
+        # no tiny last chunk: extend it backwards with the sentences before it (up to 70% budget),
+        # so the end of a document keeps its context (e.g. a back cover's last lines)
+        if chunks and cost(current) < max_tokens // 3 and breaks_before is not None:
+            first = next(i for i, u in enumerate(units) if u is current[0])
+            j = first
+            while j > 0 and (j not in breaks_before) and cost(units[j - 1:first] + current) <= 0.7 * max_tokens:
+                j -= 1
+            current = units[j:first] + current
         emit(current)
     return chunks
 
@@ -416,7 +433,8 @@ def _semantic_breaks(units: list[Unit], text: str, embedder, percentile: float =
 
 
 def chunk_document(pages: list[Page], counter: TokenCounter, title: str, strategy: Strategy | str = DEFAULT_STRATEGY,
-                   max_tokens: int = 200, overlap_sentences: int = 1, embedder=None) -> list[Chunk]:
+                   max_tokens: int = 200, overlap_sentences: int = 1, embedder=None,
+                   overlap_fraction: float = 0.0) -> list[Chunk]:
     """Chunk a document with ``strategy``; chunks have ``index`` 0..n-1 in document order.
 
     ``max_tokens`` (word pieces, header included) is capped at the model's ``max_content_tokens``.
@@ -440,7 +458,8 @@ def chunk_document(pages: list[Page], counter: TokenCounter, title: str, strateg
     elif strategy is Strategy.semantic:
         breaks = _semantic_breaks(units, text, embedder if embedder is not None else counter)
         overlap = 0
-    return _pack(text, page_starts, units, headers, max_tokens, overlap, strategy.value, breaks)
+    return _pack(text, page_starts, units, headers, max_tokens, overlap, strategy.value, breaks,
+                 overlap_fraction if overlap else 0.0)
 
 
 def chunk_sentences(pages: list[Page], counter: TokenCounter, title: str, max_tokens: int = 200,

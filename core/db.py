@@ -105,6 +105,61 @@ class QAPair(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
+class EvalDataset(Base):
+    """An imported gold question set (JSONL in the dev-set format); ``name`` is unique."""
+
+    __tablename__ = "eval_datasets"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    name: Mapped[str] = mapped_column(String(256), unique=True)
+    source: Mapped[str] = mapped_column(String(32), default="upload")
+    n_questions: Mapped[int] = mapped_column(Integer, default=0)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "name": self.name, "source": self.source, "n_questions": self.n_questions,
+                "created_at": self.created_at.isoformat() if self.created_at else None}
+
+
+class EvalQuestion(Base):
+    """One record of an imported dataset, kept as its JSON (``position`` keeps file order)."""
+
+    __tablename__ = "eval_questions"
+    __table_args__ = (Index("ix_eval_questions_dataset_position", "dataset_id", "position"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    dataset_id: Mapped[str] = mapped_column(ForeignKey("eval_datasets.id", ondelete="CASCADE"))
+    position: Mapped[int] = mapped_column(Integer)
+    record: Mapped[dict] = mapped_column(JSON)
+
+
+class EvalRun(Base):
+    """An evaluation run. ``status``: queued | running | done | failed; ``progress_done`` of
+    ``progress_total`` steps; ``results`` is the results JSON (see ``core.evaluation``)."""
+
+    __tablename__ = "eval_runs"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    dataset: Mapped[str] = mapped_column(String(512))
+    params: Mapped[dict] = mapped_column(JSON)
+    status: Mapped[str] = mapped_column(String(16), default="queued", index=True)
+    progress_done: Mapped[int] = mapped_column(Integer, default=0)
+    progress_total: Mapped[int] = mapped_column(Integer, default=0)
+    results: Mapped[dict | None] = mapped_column(JSON, nullable=True)
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, index=True)
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+    def as_dict(self, with_results: bool = True) -> dict[str, Any]:
+        d = {"id": self.id, "dataset": self.dataset, "params": self.params, "status": self.status,
+             "progress": {"done": self.progress_done, "total": self.progress_total}, "error": self.error,
+             "created_at": self.created_at.isoformat() if self.created_at else None,
+             "finished_at": self.finished_at.isoformat() if self.finished_at else None}
+        if with_results:
+            d["results"] = self.results
+        return d
+
+
 class QueryLog(Base):
     """One telemetry row per query request; timings in ms, cost in USD."""
 

@@ -137,7 +137,8 @@ def build_chunks(svc: Services, doc: Document, pages: list[Page], strategy: str 
     s = svc.settings
     title = document_title(doc.doc_name, pages)
     chunks = chunk_document(pages, svc.embedder, title, strategy or doc.strategy, s.chunk_max_tokens,
-                            s.chunk_overlap_sentences, embedder=svc.embedder)
+                            s.chunk_overlap_sentences, embedder=svc.embedder,
+                            overlap_fraction=s.chunk_overlap_fraction)
     if not chunks:
         raise IngestError(f"{doc.doc_name}: no text to index", stage="chunks")
     return chunks

@@ -1,181 +1,245 @@
-"""Aggregates over ``query_logs`` (GET /metrics) and Prometheus exposition (GET /metrics/prometheus).
+"""Evaluation metrics as small units with named inputs, each returning a value and a reason.
 
-Percentile definition: numpy's ``method="linear"`` (Hyndman & Fan 1996, type 7, the default of
-numpy, R and Excel's PERCENTILE.INC): for sorted values x[0..n-1], P_q is the linear
-interpolation at position (n-1)*q/100. The rows of the window are fetched and the percentiles
-computed in Python with numpy, so SQLite and PostgreSQL give identical numbers (neither has a
-portable percentile function: SQLite has none, PostgreSQL's ``percentile_cont`` is the same
-type 7 but would be a second implementation to keep in step).
+Inputs follow the ragas naming (explodinggradients/ragas ``metrics/_context_precision.py``):
+``user_input`` (the question), ``retrieved_contexts`` (chunk texts, best first), ``response``
+(the answer), ``reference`` (the gold answer, or the gold evidence strings for retrieval).
+Every metric returns ``MetricResult(value, reason)``; ``value`` is a float in [0, 1] (or NaN,
+with a ``RuntimeWarning``, when an input it needs is empty).
 
-What counts: every logged request in the window (``since <= created_at < until``), failures
-and cache hits included. Latency percentiles of a stage use the rows where that stage ran
-(non-NULL); ``total`` covers every request (a cache hit's total is the time it took to serve it).
-Cost: ``cost_usd`` as logged (0 for cache hits: their original cost is on the original row).
+Sources:
+- hit@k, MRR: Voorhees, "The TREC-8 Question Answering Track Report" (1999).
+- nDCG@k: Järvelin & Kekäläinen, "Cumulated gain-based evaluation of IR techniques",
+  ACM TOIS 20(4), 2002 (binary gains, log2 discount).
+- Exact match / token F1: the official SQuAD v1.1 evaluation script
+  (``evaluate-v1.1.py``, Rajpurkar et al., EMNLP 2016): ``normalize_answer`` lower-cases,
+  removes punctuation, the articles a/an/the and extra whitespace; F1 is the harmonic mean of
+  token precision and recall over the bag of normalised tokens; the score is the max over the
+  ground truths.
 """
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
-from typing import Any
+import math
+import re
+import string
+import warnings
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
 
-import numpy as np
-from prometheus_client import CollectorRegistry, Counter, Histogram
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
-from prometheus_client.registry import Collector
-from sqlalchemy import select
-
-from .db import QueryLog
-from .telemetry import STAGE_COLUMNS
-
-PERCENTILES = (50, 95, 99)
-PERCENTILE_METHOD = "linear"  # numpy name; Hyndman & Fan type 7
-GROUP_BY = ("mode", "model", "label", "endpoint")
+from .citations import normalize_ws
 
 
-def percentiles(values: list[float]) -> dict[str, float | None]:
-    """``{"p50", "p95", "p99"}`` of ``values`` (ms) with numpy's 'linear' method (Hyndman-Fan type 7);
-    ``None`` each when ``values`` is empty."""
-    if not values:
-        return {f"p{p}": None for p in PERCENTILES}
-    qs = np.percentile(np.asarray(values, dtype=float), PERCENTILES, method=PERCENTILE_METHOD)
-    return {f"p{p}": round(float(v), 3) for p, v in zip(PERCENTILES, qs)}
+@dataclass(frozen=True)
+class MetricResult:
+    """A metric value (float, NaN when undefined) and a human-readable reason."""
+
+    value: float
+    reason: str
+
+    def to_json(self) -> dict[str, Any]:
+        v = None if self.value is None or (isinstance(self.value, float) and math.isnan(self.value)) else round(
+            float(self.value), 6)
+        return {"value": v, "reason": self.reason}
 
 
-def parse_time(value: str | datetime | None) -> datetime | None:
-    """ISO 8601 -> aware UTC datetime (naive input is taken as UTC). ``ValueError`` if unparsable."""
-    if value is None or value == "":
+def _nan(metric: str, what: str) -> MetricResult:
+    warnings.warn(f"{metric}: {what} is empty; returning NaN", RuntimeWarning, stacklevel=3)
+    return MetricResult(float("nan"), f"{what} is empty")
+
+
+# --------------------------------------------------------------------------- evidence matching
+
+def contains_evidence(text: str, evidence: str) -> bool:
+    """True when ``evidence`` occurs in ``text`` after whitespace normalisation (or, as the dev
+    set allows for extractors that drop spaces, with all whitespace removed)."""
+    t, ev = normalize_ws(text), normalize_ws(evidence)
+    if not ev:
+        return False
+    return ev in t or ev.replace(" ", "") in t.replace(" ", "")
+
+
+def evidence_part_ranks(retrieved_contexts: Sequence[str], reference: Sequence[str]) -> list[int | None]:
+    """1-based rank of the first context containing each evidence string (None if absent)."""
+    return [next((i for i, t in enumerate(retrieved_contexts, 1) if contains_evidence(t, ev)), None)
+            for ev in reference]
+
+
+def _all_found_rank(retrieved_contexts: Sequence[str], reference: Sequence[str]) -> int | None:
+    ranks = evidence_part_ranks(retrieved_contexts, reference)
+    if not ranks or any(r is None for r in ranks):
         return None
-    dt = value if isinstance(value, datetime) else datetime.fromisoformat(str(value).replace("Z", "+00:00"))
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=timezone.utc)
-    return dt.astimezone(timezone.utc)
+    return max(ranks)  # type: ignore[arg-type]
 
 
-_COLS = ["mode", "model", "label", "endpoint", "cache_hit", "error_kind", "prompt_tokens", "completion_tokens",
-         "cost_usd", *STAGE_COLUMNS.values()]
+# --------------------------------------------------------------------------- retrieval metrics
+
+def hit_at_k(retrieved_contexts: Sequence[str], reference: Sequence[str], k: int) -> MetricResult:
+    """1.0 when every evidence string of ``reference`` is contained in the top ``k`` contexts."""
+    if not reference:
+        return _nan(f"hit@{k}", "reference")
+    r = _all_found_rank(retrieved_contexts, reference)
+    ok = r is not None and r <= k
+    return MetricResult(float(ok), f"all evidence found by rank {r}" if r else "evidence not retrieved")
 
 
-def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """Statistics of ``rows`` (dicts with the ``query_logs`` columns used here).
+def reciprocal_rank(retrieved_contexts: Sequence[str], reference: Sequence[str]) -> MetricResult:
+    """1 / (rank at which all evidence parts have been retrieved); 0 when not retrieved."""
+    if not reference:
+        return _nan("mrr", "reference")
+    r = _all_found_rank(retrieved_contexts, reference)
+    return MetricResult(1.0 / r if r else 0.0, f"evidence complete at rank {r}" if r else "evidence not retrieved")
 
-    Returns ``{count, errors, error_rate, cache_hits, cache_hit_rate, latency_ms: {stage: {p50,
-    p95, p99, n}}, cost_usd: {total, mean}, tokens: {prompt, completion, total}}``; rates are in
-    [0, 1], ``None`` when there are no rows.
+
+def ndcg_at_k(retrieved_contexts: Sequence[str], reference: Sequence[str], k: int = 10) -> MetricResult:
+    """nDCG@k with binary gains (Järvelin & Kekäläinen 2002).
+
+    A context at rank i has gain 1 when it contains an evidence string not already covered by a
+    higher-ranked context (so duplicates of one passage do not count twice); DCG = sum gain_i /
+    log2(i + 1). The ideal DCG places one context per evidence string at ranks 1..R.
     """
-    n = len(rows)
-    errors = sum(1 for r in rows if r["error_kind"])
-    hits = sum(1 for r in rows if r["cache_hit"])
-    latency = {}
-    for stage, col in STAGE_COLUMNS.items():
-        vals = [r[col] for r in rows if r[col] is not None]
-        latency[stage] = {**percentiles(vals), "n": len(vals)}
-    cost = float(sum(r["cost_usd"] or 0.0 for r in rows))
-    prompt = int(sum(r["prompt_tokens"] or 0 for r in rows))
-    completion = int(sum(r["completion_tokens"] or 0 for r in rows))
-    return {
-        "count": n, "errors": errors, "error_rate": errors / n if n else None,
-        "cache_hits": hits, "cache_hit_rate": hits / n if n else None,
-        "latency_ms": latency,
-        "cost_usd": {"total": round(cost, 8), "mean": round(cost / n, 8) if n else None},
-        "tokens": {"prompt": prompt, "completion": completion, "total": prompt + completion},
-    }
+    if not reference:
+        return _nan(f"ndcg@{k}", "reference")
+    covered: set[int] = set()
+    dcg = 0.0
+    for i, t in enumerate(retrieved_contexts[:k], start=1):
+        new = [j for j, ev in enumerate(reference) if j not in covered and contains_evidence(t, ev)]
+        if new:
+            covered.update(new)
+            dcg += 1.0 / math.log2(i + 1)
+    idcg = sum(1.0 / math.log2(i + 1) for i in range(1, min(len(reference), k) + 1))
+    return MetricResult(dcg / idcg, f"{len(covered)}/{len(reference)} evidence strings in top {k}")
 
 
-def compute_metrics(sessions: Any, since: str | datetime | None = None, until: str | datetime | None = None,
-                    group_by: str | None = None, endpoint: str | None = None) -> dict[str, Any]:
-    """Aggregate ``query_logs`` rows with ``since <= created_at < until`` (ISO 8601, UTC if naive).
+def evidence_recall_at_k(retrieved_contexts: Sequence[str], reference: Sequence[str], k: int) -> MetricResult:
+    """Share of the evidence strings contained in the top ``k`` contexts (partial credit for
+    ``multipage`` questions, unlike hit@k)."""
+    if not reference:
+        return _nan(f"evidence_recall@{k}", "reference")
+    ranks = evidence_part_ranks(retrieved_contexts[:k], reference)
+    found = sum(1 for r in ranks if r is not None)
+    return MetricResult(found / len(reference), f"{found}/{len(reference)} evidence strings in top {k}")
 
-    ``group_by``: one of ``mode``, ``model``, ``label``, ``endpoint`` or ``None``; ``endpoint``
-    filters to one endpoint. Returns ``{window, group_by, percentile_method, overall: summary,
-    groups: [{key, **summary}]}`` (see ``summarize``). Raises ``ValueError`` for an unknown
-    ``group_by`` or an unparsable time.
-    """
-    if group_by is not None and group_by not in GROUP_BY:
-        raise ValueError(f"unknown group_by {group_by!r}; valid: {', '.join(GROUP_BY)}")
-    t0, t1 = parse_time(since), parse_time(until)
-    q = select(*[getattr(QueryLog, c) for c in _COLS])
-    if t0 is not None:
-        q = q.where(QueryLog.created_at >= t0)
-    if t1 is not None:
-        q = q.where(QueryLog.created_at < t1)
-    if endpoint:
-        q = q.where(QueryLog.endpoint == endpoint)
-    with sessions() as s:
-        rows = [dict(r._mapping) for r in s.execute(q)]
-    out: dict[str, Any] = {
-        "window": {"since": t0.isoformat() if t0 else None, "until": t1.isoformat() if t1 else None},
-        "endpoint": endpoint, "group_by": group_by,
-        "percentile_method": "numpy 'linear' (Hyndman & Fan type 7), computed in Python for every database",
-        "overall": summarize(rows), "groups": [],
-    }
-    if group_by:
-        groups: dict[Any, list[dict]] = {}
-        for r in rows:
-            groups.setdefault(r[group_by], []).append(r)
-        out["groups"] = [{"key": k, **summarize(v)}
-                         for k, v in sorted(groups.items(), key=lambda kv: (kv[0] is None, str(kv[0])))]
+
+# --------------------------------------------------------------------------- SQuAD EM / F1
+
+def normalize_answer(s: str) -> str:
+    """SQuAD v1.1 ``normalize_answer``: lower case, drop punctuation, articles and extra spaces."""
+    s = s.lower()
+    s = "".join(ch for ch in s if ch not in set(string.punctuation))
+    s = re.sub(r"\b(a|an|the)\b", " ", s)
+    return " ".join(s.split())
+
+
+def gold_variants(reference: str) -> list[str]:
+    """Ground truths for one gold answer: the answer itself and, when it carries a parenthetical
+    note (``"FBVIF (French registered)"``), the answer without it. Scores are the max over them,
+    as SQuAD takes the max over its several ground truths."""
+    out = [reference]
+    bare = normalize_ws(re.sub(r"\([^)]*\)", " ", reference))
+    if bare and bare != normalize_ws(reference):
+        out.append(bare)
     return out
 
 
-class PrometheusMetrics:
-    """In-process Prometheus metrics of this API process, in their own ``CollectorRegistry``.
+def _f1_tokens(pred: list[str], gold: list[str]) -> float:
+    common = Counter(pred) & Counter(gold)
+    same = sum(common.values())
+    if same == 0:
+        return 0.0
+    p, r = same / len(pred), same / len(gold)
+    return 2 * p * r / (p + r)
 
-    ``observe(row)`` is the ``TelemetryWriter`` observer: it counts each request and puts its
-    latencies (seconds) into histograms. ``TelemetryStatsCollector(writer)`` registered on
-    ``registry`` adds ``ragaudit_telemetry_rows_{written,dropped}_total`` and
-    ``ragaudit_telemetry_rows_pending``. ``render()`` -> text exposition format 0.0.4.
+
+def exact_match(response: str, reference: str) -> MetricResult:
+    """SQuAD exact match (1.0/0.0) of normalised ``response`` against any gold variant."""
+    if not reference or not normalize_answer(reference):
+        return _nan("exact_match", "reference")
+    golds = gold_variants(reference)
+    ok = any(normalize_answer(response) == normalize_answer(g) for g in golds)
+    return MetricResult(float(ok), "matches gold after SQuAD normalisation" if ok else
+                        f"{normalize_answer(response)!r} != {normalize_answer(golds[-1])!r}")
+
+
+def token_f1(response: str, reference: str) -> MetricResult:
+    """SQuAD token F1 of ``response`` against the gold answer (max over gold variants)."""
+    if not reference or not normalize_answer(reference):
+        return _nan("f1", "reference")
+    pred = normalize_answer(response).split()
+    best = max(_f1_tokens(pred, normalize_answer(g).split()) for g in gold_variants(reference))
+    return MetricResult(best, f"token F1 {best:.2f} over {len(pred)} answer tokens")
+
+
+def concise_answer(response: str, reference: str) -> str:
+    """The concise answer used for EM/F1: the shortest contiguous span of the (normalised,
+    citation-free) response with the highest token F1 against the gold answer.
+
+    This is gold-guided span selection, an upper bound for a concise-answer extractor: it
+    measures whether the answer *contains* the gold tokens close together, and is what EM and
+    F1 are computed on (``f1_full`` scores the whole response). O(n^2) in answer tokens.
     """
+    from .citations import strip_citations
 
-    BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
-
-    def __init__(self):
-        self.registry = CollectorRegistry(auto_describe=True)
-        r = self.registry
-        self.requests = Counter("ragaudit_requests", "Logged requests", ["endpoint", "mode", "status"], registry=r)
-        self.cache_hits = Counter("ragaudit_cache_hits", "Requests served from the answer/retrieval cache",
-                                  ["endpoint"], registry=r)
-        self.latency = Histogram("ragaudit_request_latency_seconds", "Total request latency", ["endpoint", "mode"],
-                                 buckets=self.BUCKETS, registry=r)
-        self.stage = Histogram("ragaudit_stage_latency_seconds", "Latency of each stage", ["stage"],
-                               buckets=self.BUCKETS, registry=r)
-        self.cost = Counter("ragaudit_cost_usd", "LLM/embedding cost in USD", ["model"], registry=r)
-        self.tokens = Counter("ragaudit_tokens", "LLM tokens", ["model", "kind"], registry=r)
-
-    def observe(self, row: dict[str, Any]) -> None:
-        """Count one telemetry row (the dict ``TelemetryWriter.record`` builds)."""
-        ep, mode = row["endpoint"], row["mode"] or ""
-        self.requests.labels(ep, mode, "error" if row["error_kind"] else "ok").inc()
-        if row["cache_hit"]:
-            self.cache_hits.labels(ep).inc()
-        if row["total_ms"] is not None:
-            self.latency.labels(ep, mode).observe(row["total_ms"] / 1000)
-        for stage, col in STAGE_COLUMNS.items():
-            if stage != "total" and row[col] is not None:
-                self.stage.labels(stage).observe(row[col] / 1000)
-        model = row["model"] or "none"
-        if row["cost_usd"]:
-            self.cost.labels(model).inc(row["cost_usd"])
-        if row["prompt_tokens"]:
-            self.tokens.labels(model, "prompt").inc(row["prompt_tokens"])
-        if row["completion_tokens"]:
-            self.tokens.labels(model, "completion").inc(row["completion_tokens"])
-
-    def render(self) -> bytes:
-        from prometheus_client import generate_latest
-
-        return generate_latest(self.registry)
+    toks = normalize_answer(strip_citations(response)).split()
+    if not toks or not reference:
+        return ""
+    best, best_span = -1.0, (0, 0)
+    for gold in gold_variants(reference):
+        g = Counter(normalize_answer(gold).split())
+        glen = sum(g.values())
+        if not glen:
+            continue
+        for i in range(len(toks)):
+            seen: Counter = Counter()
+            same = 0
+            for j in range(i, min(len(toks), i + 4 * glen + 8)):
+                t = toks[j]
+                seen[t] += 1
+                if seen[t] <= g.get(t, 0):
+                    same += 1
+                if same == 0:
+                    continue
+                n = j - i + 1
+                p, r = same / n, same / glen
+                f = 2 * p * r / (p + r)
+                if f > best + 1e-12 or (abs(f - best) <= 1e-12 and n < best_span[1] - best_span[0]):
+                    best, best_span = f, (i, j + 1)
+    return " ".join(toks[best_span[0]:best_span[1]]) if best > 0 else ""
 
 
-class TelemetryStatsCollector(Collector):
-    """Exposes a ``TelemetryWriter``'s written/dropped/pending row counts to Prometheus."""
+# --------------------------------------------------------------------------- answer metrics
 
-    def __init__(self, writer: Any):
-        self.writer = writer
+REFUSAL_LABELS = ("refused", "clarifying")
 
-    def collect(self):
-        st = self.writer.stats()
-        yield CounterMetricFamily("ragaudit_telemetry_rows_written", "query_logs rows written", value=st["written"])
-        yield CounterMetricFamily("ragaudit_telemetry_rows_dropped",
-                                  "query_logs rows dropped (queue full, database down too long)", value=st["dropped"])
-        yield GaugeMetricFamily("ragaudit_telemetry_rows_pending", "query_logs rows buffered, not yet written",
-                                value=st["pending"])
+
+def refusal_correct(label: str, should_refuse: bool) -> MetricResult:
+    """1.0 when a ``refuse`` question was refused (or answered with a clarifying question) and
+    any other question was not."""
+    refused = label in REFUSAL_LABELS
+    ok = refused == should_refuse
+    return MetricResult(float(ok), f"label {label!r}; {'should' if should_refuse else 'should not'} refuse")
+
+
+def citation_validity(citations: Sequence[dict[str, Any]], invalid_numbers: Sequence[int],
+                      gold_places: Sequence[tuple[str, int]]) -> MetricResult:
+    """1.0 when the answer cites at least one source, every cited ``[n]`` names a source, and a
+    citation points at a gold (doc_name, page) — the gold page, a page of ``extra_evidence`` or
+    an ``also_found_in`` place."""
+    if not gold_places:
+        return _nan("citation_validity", "gold places")
+    if not citations:
+        return MetricResult(0.0, "no citations")
+    if invalid_numbers:
+        return MetricResult(0.0, f"cited numbers with no source: {list(invalid_numbers)}")
+    places = {(d, int(p)) for d, p in gold_places}
+    hit = [c for c in citations if (c.get("doc_name"), int(c.get("page") or 0)) in places]
+    if hit:
+        return MetricResult(1.0, f"cites gold {hit[0]['doc_name']} p.{hit[0]['page']}")
+    got = sorted({f"{c.get('doc_name')} p.{c.get('page')}" for c in citations})
+    return MetricResult(0.0, f"cites {', '.join(got)}; gold is {sorted(places)}")
+
+
+def term_overlap(user_input: str, text: str, tokenize: Callable[[str], list[str]]) -> float:
+    """Share of the distinct terms of ``user_input`` that occur in ``text`` (0 when no terms)."""
+    q = set(tokenize(user_input))
+    return len(q & set(tokenize(text))) / len(q) if q else 0.0

@@ -81,9 +81,9 @@ class QueryService:
         s = svc.settings
         self.retriever = Retriever(svc.store, svc.embedder, rrf_k=s.rrf_k, candidates=s.candidates,
                                    reranker=reranker if reranker is not None else svc.reranker,
-                                   rerank_candidates=s.rerank_candidates)
+                                   rerank_candidates=s.rerank_candidates, dense_skip_scripts=s.dense_skip_scripts)
         self.answerer = answerer or build_answerer(svc)
-        self._doc_texts: dict[tuple[str, str], str] = {}
+        self._doc_texts: dict[tuple[str, str, str], str] = {}
         self.telemetry = telemetry or TelemetryWriter.from_services(svc, background=False)
         self.cache = cache
 
@@ -93,18 +93,27 @@ class QueryService:
         return self.retriever.retrieve(question, scope, top_k or self.svc.settings.top_k, mode)
 
     def _document_texts(self, chunks: list[RetrievedChunk]) -> list[str]:
-        """Full text of each document the chunks come from (cached per version)."""
+        """Full text of each document the chunks come from, rebuilt from its chunks of the same
+        strategy without the overlaps (cached per version and strategy), plus the chunk headers."""
         from sqlalchemy import select
 
         from .db import ChunkRow
 
         out = []
-        for key in {(c.payload.get("document_id"), c.payload.get("doc_sha256")) for c in chunks}:
+        keys = {(c.payload.get("document_id"), c.payload.get("doc_sha256"), c.payload.get("strategy")) for c in chunks}
+        for key in keys:
             if key not in self._doc_texts:
                 with self.svc.sessions() as s:
-                    rows = s.scalars(select(ChunkRow.text).where(ChunkRow.document_id == key[0],
-                                                                  ChunkRow.doc_sha256 == key[1]))
-                    self._doc_texts[key] = "\n".join(rows)
+                    rows = s.execute(select(ChunkRow.char_start, ChunkRow.char_end, ChunkRow.text).where(
+                        ChunkRow.document_id == key[0], ChunkRow.doc_sha256 == key[1], ChunkRow.strategy == key[2])
+                        .order_by(ChunkRow.char_start)).all()
+                parts, end = [], 0
+                for cs, ce, text in rows:
+                    if ce <= end:
+                        continue
+                    parts.append(text[max(0, end - cs):])
+                    end = ce
+                self._doc_texts[key] = " ".join(parts)
             out.append(self._doc_texts[key])
         out.extend(c.payload.get("header", "") for c in chunks)
         return out
@@ -169,6 +178,7 @@ class QueryService:
             "citation_check": ans.citation_check,
             "retrieved": prep.sources_json(),
             "mode": prep.mode.value,
+            "notes": list(prep.retrieval.notes),
             "scope": prep.scope.as_dict(),
             "timings_ms": timings,
             "usage": {"model": ans.model, "prompt_tokens": ans.prompt_tokens,

@@ -8,6 +8,7 @@ code, not Qdrant's, so every result reports its rank and score in each list.
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, field
 from enum import Enum
@@ -96,6 +97,17 @@ class RetrievalResult:
     timings_ms: dict[str, float]
     mode: Mode
     candidates: dict[str, list[str]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+_CJK_CHAR = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]")
+
+
+def query_script(question: str) -> str:
+    """``"cjk"`` when most letters of ``question`` are Chinese/Japanese/Korean, else ``"latin"``."""
+    letters = [ch for ch in question if ch.isalpha()]
+    cjk = sum(1 for ch in letters if _CJK_CHAR.match(ch))
+    return "cjk" if letters and cjk / len(letters) >= 0.5 else "latin"
 
 
 def reciprocal_rank_fusion(lists: dict[str, list[str]], k: int = 60) -> list[tuple[str, float]]:
@@ -121,13 +133,14 @@ class Retriever:
     """
 
     def __init__(self, store: VectorStore, embedder: Embedder, *, rrf_k: int = 60, candidates: int = 30,
-                 reranker: Any = None, rerank_candidates: int = 30):
+                 reranker: Any = None, rerank_candidates: int = 30, dense_skip_scripts: str = ""):
         self.store = store
         self.embedder = embedder
         self.rrf_k = rrf_k
         self.candidates = candidates
         self.reranker = reranker
         self.rerank_candidates = rerank_candidates
+        self.dense_skip_scripts = {x.strip() for x in dense_skip_scripts.split(",") if x.strip()}
 
     def retrieve(self, question: str, scope: Scope | None = None, top_k: int = 5,
                  mode: Mode | str = Mode.hybrid) -> RetrievalResult:
@@ -149,7 +162,14 @@ class Retriever:
         hits: dict[str, dict[str, PointHit]] = {}
         if not self.store.exists():
             return RetrievalResult([], timings, mode)
-        if mode in (Mode.vector, Mode.hybrid, Mode.hybrid_rerank):
+        notes: list[str] = []
+        use_dense = mode in (Mode.vector, Mode.hybrid, Mode.hybrid_rerank)
+        script = query_script(question)
+        if mode is not Mode.vector and script in self.dense_skip_scripts:
+            use_dense = False
+            notes.append(f"vector leg skipped: the question is in {script} script, which the embedding model "
+                         "does not cover (RAGAUDIT_DENSE_SKIP_SCRIPTS); BM25 only")
+        if use_dense:
             t = time.perf_counter()
             qvec = self.embedder.embed([question])[0]
             timings["embed"] = (time.perf_counter() - t) * 1000
@@ -192,7 +212,7 @@ class Retriever:
         out = out[:top_k]
         for i, c in enumerate(out, start=1):
             c.rank = i
-        return RetrievalResult(out, timings, mode, ranked_ids)
+        return RetrievalResult(out, timings, mode, ranked_ids, notes)
 
     def neighbors(self, chunks: list[RetrievedChunk], limit: int = 2) -> list[RetrievedChunk]:
         """Chunks that continue a retrieved chunk cut from a longer list or table.

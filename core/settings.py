@@ -58,9 +58,23 @@ class Settings(BaseSettings):
     rerank_candidates: int = Field(default=30, gt=0, description="Fused top-N reordered by the cross-encoder")
     neighbor_chunks: int = Field(default=2, ge=0, description="Max neighbouring chunks added to the answer "
                                  "context when a retrieved chunk is cut from a longer list or table")
+    dense_skip_scripts: str = Field(default="cjk", description="Scripts the embedding model does not cover "
+                                    "(comma list; 'cjk' for the English all-MiniLM-L6-v2): hybrid queries mostly in "
+                                    "them use BM25 only, and say so. Empty for a multilingual model.")
+    chunk_overlap_fraction: float = Field(default=0.0, ge=0, le=0.5, description="Sentence overlap between "
+                                          "chunks grows up to this share of the chunk budget")
     rrf_k: int = Field(default=60, gt=0, description="RRF constant k (Cormack et al., SIGIR 2009)")
     candidates: int = Field(default=30, gt=0, description="top-N taken from each retriever before fusion")
     top_k: int = Field(default=5, gt=0, le=100)
+
+    qa_every_n_chunks: int = Field(default=3, gt=0, description="Gold Q&A pairs from every Nth chunk at ingestion")
+    qa_pairs_per_chunk: int = Field(default=3, ge=1, le=5, description="Gold Q&A pairs asked for per sampled chunk")
+    judge_model: str = Field(default="", description="litellm model judging answers; empty = llm_model, "
+                             "'deterministic' or no model = offline deterministic judge")
+    eval_bootstrap_resamples: int = Field(default=2000, ge=100, description="Paired bootstrap resamples")
+    eval_seed: int = Field(default=0, description="Seed of the bootstrap (reproducible intervals)")
+    eval_judge_controls: int = Field(default=3, ge=0, description="Answers judged against another question's "
+                                     "context per run (they must fail)")
 
     host: str = "127.0.0.1"
     port: int = 8000

@@ -1,4 +1,5 @@
-"""Ingestion assets, one dynamic partition per document: pdf_pages -> chunks -> chunk_points.
+"""Ingestion assets, one dynamic partition per document: pdf_pages -> chunks -> chunk_points,
+and gold_qa_pairs (gold Q&A with verbatim evidence, after the chunks are indexed).
 
 The assets are thin shells over ``core.ingest``; each returns counts as metadata so the
 Dagster UI shows what every stage did.
@@ -64,10 +65,8 @@ def chunk_points(context: dg.AssetExecutionContext, ragaudit: RagauditResource, 
                  pdf_pages: list[dict]) -> dg.MaterializeResult:
     svc = ragaudit.services()
     extractor = pdf_pages[0]["extractor"] if pdf_pages else "none"
-    stats = ingest.index_chunks(
-        svc, context.partition_key,
-        [Chunk(**{**c, "page_breaks": [tuple(b) for b in c["page_breaks"]]}) for c in chunks],
-        pages=len(pdf_pages), extractor=extractor, strategy=_run_strategy(context))
+    stats = ingest.index_chunks(svc, context.partition_key, _chunks_from(chunks),
+                                pages=len(pdf_pages), extractor=extractor, strategy=_run_strategy(context))
     return dg.MaterializeResult(metadata=stats)
 
 
@@ -88,3 +87,27 @@ def chunk_counts_match(context: dg.AssetCheckExecutionContext, ragaudit: Ragaudi
             mismatches[doc_id] = {"sql": n_sql, "qdrant": n_q}
     return dg.AssetCheckResult(passed=not mismatches,
                                metadata={"documents": len(rows), "mismatches": str(mismatches) or "none"})
+
+
+def _chunks_from(rows: list[dict]) -> list[Chunk]:
+    return [Chunk(**{**c, "page_breaks": [tuple(b) for b in c["page_breaks"]]}) for c in rows]
+
+
+@dg.asset(partitions_def=documents_partitions, group_name="evaluation", deps=[chunk_points],
+          description="Gold question/answer pairs from every Nth chunk, each with an evidence span verified "
+                      "verbatim in its chunk (LLM via litellm when configured, else the extractive generator). "
+                      "Replaces the document's previous pairs.")
+def gold_qa_pairs(context: dg.AssetExecutionContext, ragaudit: RagauditResource, chunks: list[dict]) -> dg.MaterializeResult:
+    from core.goldgen import generate_for_document
+
+    svc = ragaudit.services()
+    stats = generate_for_document(svc, context.partition_key, _chunks_from(chunks))
+    return dg.MaterializeResult(metadata=stats)
+
+
+@dg.asset_check(asset=gold_qa_pairs, description="Every stored gold pair has its evidence span verbatim in its chunk.")
+def evidence_spans_verbatim(context: dg.AssetCheckExecutionContext, ragaudit: RagauditResource) -> dg.AssetCheckResult:
+    from core.goldgen import verify_stored_pairs
+
+    st = verify_stored_pairs(ragaudit.services())
+    return dg.AssetCheckResult(passed=st["not_verbatim"] == 0 and st["missing_chunk"] == 0, metadata=st)

@@ -5,17 +5,19 @@ from __future__ import annotations
 
 import dagster as dg
 
-from .assets import chunk_counts_match, chunk_points, chunks, documents_partitions, pdf_pages
+from .assets import (chunk_counts_match, chunk_points, chunks, documents_partitions, evidence_spans_verbatim,
+                     gold_qa_pairs, pdf_pages)
 from .resources import RagauditResource
 
-INGEST_ASSETS = [pdf_pages, chunks, chunk_points]
-INGEST_CHECKS = [chunk_counts_match]
+INGEST_ASSETS = [pdf_pages, chunks, chunk_points, gold_qa_pairs]
+INGEST_CHECKS = [chunk_counts_match, evidence_spans_verbatim]
 
 ingest_job = dg.define_asset_job(
     "ingest_document",
     selection=dg.AssetSelection.assets(*INGEST_ASSETS),
     partitions_def=documents_partitions,
-    description="Extract, chunk, embed and index one document (partition = document id).",
+    description="Extract, chunk, embed and index one document, then generate its gold Q&A pairs "
+                "(partition = document id).",
 )
 
 defs = dg.Definitions(

@@ -59,7 +59,7 @@ class DagsterRunner:
 
 
 def run_ingestion(svc: Services, document_id: str, strategy: str | None = None) -> None:
-    """Materialize pdf_pages -> chunks -> chunk_points for one document partition
+    """Materialize pdf_pages -> chunks -> chunk_points -> gold_qa_pairs for one document partition
     (``strategy`` goes in the run tag ``ragaudit/strategy``; default: the document's).
 
     Raises the stage's ``PDFError`` (bad PDF found late) or ``IngestError`` naming the failed step.

@@ -10,7 +10,7 @@ from fastapi.responses import Response
 from prometheus_client import CONTENT_TYPE_LATEST
 from sqlalchemy.exc import SQLAlchemyError
 
-from core.metrics import compute_metrics
+from core.opsmetrics import compute_metrics
 
 from ..deps import PrometheusDep, RequireReadKey, ServicesDep, TelemetryDep
 

@@ -8,7 +8,7 @@ from sqlalchemy import create_engine, select
 from core.answer import LLMAnswerer
 from core.cache import AnswerCache, normalize_question
 from core.db import QueryLog, make_sessionmaker
-from core.metrics import percentiles
+from core.opsmetrics import percentiles
 from core.query import QueryService
 from core.telemetry import TelemetryWriter, question_hash
 

@@ -1,0 +1,112 @@
+"""Gold datasets and evaluation runs: ``POST/GET /datasets``, ``POST/GET /evaluate``.
+
+``POST /evaluate`` records a run and executes it in a background thread, returning its id at
+once (202); ``GET /evaluate/{run_id}`` shows the progress, then the results JSON documented in
+``core.evaluation`` (the same document ``ragaudit eval --json`` prints).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, File, Form, HTTPException, UploadFile, status
+from fastapi.concurrency import run_in_threadpool
+from pydantic import BaseModel, Field
+
+from core import evalruns
+from core.evaluation import EvalParams
+
+from ..deps import QueryServiceDep, RequireReadKey, RequireWriteKey, ServicesDep
+from ..schemas import ErrorOut
+
+router = APIRouter(tags=["evaluation"], dependencies=[RequireReadKey])
+
+
+class DatasetOut(BaseModel):
+    id: str
+    name: str
+    source: str = Field(description="upload | generated")
+    n_questions: int
+    created_at: str | None = None
+
+
+class EvaluateIn(BaseModel):
+    """An evaluation request: a dataset (imported name or id, or ``generated[:KB[/DOC]]``),
+    the scope (knowledge base, documents, chunking strategy), modes and ``top_k``."""
+
+    dataset: str = Field(min_length=1, description="Dataset id or name, or generated[:KB[/DOC]]")
+    modes: list[str] = Field(default_factory=lambda: ["vector", "bm25", "hybrid", "hybrid_rerank"],
+                             description="hybrid_rerank is skipped with a note when no reranker is configured")
+    top_k: int | None = Field(default=None, ge=1, le=100, description="Sources per answer (default: settings)")
+    answers: bool = Field(default=True, description="False = retrieval metrics only")
+    strategy: str | None = None
+    knowledge_base: str | None = None
+    doc_names: list[str] = Field(default_factory=list)
+
+    def params(self) -> EvalParams:
+        return EvalParams(modes=self.modes, top_k=self.top_k, answers=self.answers, strategy=self.strategy,
+                          knowledge_base=self.knowledge_base, doc_names=self.doc_names)
+
+
+class RunOut(BaseModel):
+    id: str
+    dataset: str
+    params: dict[str, Any]
+    status: str = Field(description="queued | running | done | failed")
+    progress: dict[str, int]
+    error: str | None = None
+    created_at: str | None = None
+    finished_at: str | None = None
+    results: dict[str, Any] | None = None
+    summary: dict[str, Any] | None = None
+
+
+@router.post("/datasets", status_code=status.HTTP_201_CREATED, dependencies=[RequireWriteKey], response_model=DatasetOut,
+             responses={400: {"model": ErrorOut}})
+async def upload_dataset(svc: ServicesDep, file: UploadFile = File(...), name: str = Form("")) -> DatasetOut:
+    """Import a JSONL gold set in the dev-set format (one question record per line). The name
+    defaults to the file name; uploading a name again replaces that dataset."""
+    data = await file.read(20 * 1024 * 1024 + 1)
+    if len(data) > 20 * 1024 * 1024:
+        raise HTTPException(413, "dataset too large: limit is 20 MB")
+    try:
+        text = data.decode("utf-8")
+        ds = await run_in_threadpool(evalruns.import_dataset, svc, name or (file.filename or "dataset.jsonl"), text)
+    except (UnicodeDecodeError, ValueError) as e:
+        raise HTTPException(400, str(e)) from None
+    return DatasetOut(**ds)
+
+
+@router.get("/datasets", response_model=list[DatasetOut])
+def list_datasets(svc: ServicesDep) -> list[DatasetOut]:
+    """Imported datasets and the gold sets generated at ingestion (all, per knowledge base, per document)."""
+    return [DatasetOut(**d) for d in evalruns.list_datasets(svc)]
+
+
+@router.post("/evaluate", status_code=status.HTTP_202_ACCEPTED, dependencies=[RequireWriteKey], response_model=RunOut,
+             responses={400: {"model": ErrorOut}, 404: {"model": ErrorOut}})
+def start_evaluation(body: EvaluateIn, svc: ServicesDep, qs: QueryServiceDep) -> RunOut:
+    """Start an evaluation run in the background and return it (status ``queued``) at once."""
+    try:
+        run_id = evalruns.create_run(svc, body.dataset, body.params())
+    except KeyError as e:
+        raise HTTPException(404, e.args[0]) from None
+    except ValueError as e:
+        raise HTTPException(400, str(e)) from None
+    evalruns.start_run_thread(svc, run_id, qs)
+    return RunOut(**evalruns.get_run(svc, run_id))
+
+
+@router.get("/evaluate", response_model=list[RunOut])
+def list_evaluations(svc: ServicesDep, limit: int = 100) -> list[RunOut]:
+    """Runs, newest first, with their status, progress and a summary of the main metrics."""
+    return [RunOut(**r) for r in evalruns.list_runs(svc, min(max(limit, 1), 1000))]
+
+
+@router.get("/evaluate/{run_id}", response_model=RunOut, responses={404: {"model": ErrorOut}})
+def get_evaluation(run_id: str, svc: ServicesDep) -> RunOut:
+    """A run: progress while it runs, then its results JSON (``results``)."""
+    try:
+        return RunOut(**evalruns.get_run(svc, run_id))
+    except KeyError as e:
+        raise HTTPException(404, e.args[0]) from None

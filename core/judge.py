@@ -1,0 +1,218 @@
+"""Judges of answer quality: faithfulness, context relevance and answer relevance.
+
+Faithfulness (after ragas' definition: supported claims / claims): the answer is split into
+claims (its sentences, ``citations.split_answer_sentences``). A claim counts as supported only
+when a supporting *quote* is given that really occurs (whitespace-normalised) in a chunk the
+claim cites ``[n]`` — whoever proposed the quote. So a judge model cannot make a claim supported
+by inventing a quote: quotes not found in the cited chunk are counted unsupported.
+
+- ``DeterministicJudge`` (``judge: "deterministic"``, offline): the quote is the claim itself
+  when it occurs verbatim in a cited chunk, else the cited chunk's sentence covering the most of
+  the claim's terms, accepted when it covers at least ``min_term_recall`` (0.8) of them.
+  Context relevance = mean over the contexts of the share of the question's terms they contain;
+  answer relevance = cosine similarity of question and answer embeddings (clipped to [0, 1]).
+- ``LLMJudge`` (``judge: <litellm model>``): one call per answer returning JSON (validated with
+  pydantic) with a verdict and quote per claim and 0-1 ratings of context and answer relevance.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+from pydantic import BaseModel, Field, ValidationError
+
+from .chunking import sentence_spans
+from .citations import cited_numbers, find_quote, normalize_ws, split_answer_sentences, strip_citations
+from .goldgen import parse_json_object
+from .metrics import MetricResult, term_overlap
+from .sparse import tokenize
+
+
+@dataclass
+class Claim:
+    """One claim of an answer with the sources ``[n]`` it cites."""
+
+    i: int
+    text: str
+    cites: list[int]
+
+
+_AFTER_CITE = re.compile(r"(?<=\])\s+(?=[^\s\[])")
+
+
+def split_claims(response: str) -> list[Claim]:
+    """Claims of ``response``: its sentences, further cut after a citation that is followed by
+    more text (``"A [1] B [2]."`` is two claims), citations stripped, with their cited numbers.
+    Fragments of fewer than 2 words are dropped."""
+    out = []
+    for sent in split_answer_sentences(response):
+        for part in _AFTER_CITE.split(sent):
+            t = strip_citations(part)
+            if len(t.split()) >= 2:
+                out.append(Claim(len(out), t, cited_numbers(part)))
+    return out
+
+
+@dataclass
+class JudgeResult:
+    """Scores of one answer; ``claims`` lists ``{claim, cites, supported, quote, source, reason}``.
+    Cost in USD and tokens of the judge call (0 for the deterministic judge)."""
+
+    judge: str
+    faithfulness: MetricResult
+    context_relevance: MetricResult
+    answer_relevance: MetricResult
+    claims: list[dict[str, Any]] = field(default_factory=list)
+    cost_usd: float = 0.0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+def _verify(claims: list[Claim], verdicts: dict[int, tuple[bool, str, int | None]],
+            contexts: Sequence[str]) -> tuple[MetricResult, list[dict[str, Any]]]:
+    """Faithfulness from per-claim verdicts ``{i: (supported, quote, source n)}``: a claim is
+    supported only if the quote occurs in a context that the claim cites."""
+    rows = []
+    ok = 0
+    for c in claims:
+        sup, quote, src = verdicts.get(c.i, (False, "", None))
+        reason = ""
+        if not c.cites:
+            sup, reason = False, "claim cites no source"
+        elif not sup:
+            reason = reason or "judge: not supported"
+        else:
+            cands = [src] if src in c.cites else c.cites
+            where = next((n for n in cands if 1 <= n <= len(contexts) and find_quote(quote, contexts[n - 1]) >= 0),
+                         None)
+            if where is None:
+                sup, reason = False, "supporting quote not found in the cited chunk"
+            else:
+                src, reason = where, f"quote found in source [{where}]"
+        ok += int(sup)
+        rows.append({"claim": c.text, "cites": c.cites, "supported": bool(sup), "quote": quote, "source": src,
+                     "reason": reason})
+    if not claims:
+        return MetricResult(float("nan"), "no claims in the answer"), rows
+    return MetricResult(ok / len(claims), f"{ok}/{len(claims)} claims supported by a verified quote"), rows
+
+
+class DeterministicJudge:
+    """Offline judge; see the module docstring. ``name = "deterministic"``."""
+
+    name = "deterministic"
+
+    def __init__(self, embedder: Any = None, min_term_recall: float = 0.8):
+        self.embedder = embedder
+        self.min_term_recall = min_term_recall
+
+    def _support(self, claim: Claim, contexts: Sequence[str]) -> tuple[bool, str, int | None]:
+        terms = set(tokenize(claim.text))
+        best: tuple[float, str, int | None] = (0.0, "", None)
+        for n in claim.cites:
+            if not 1 <= n <= len(contexts):
+                continue
+            ctx = contexts[n - 1]
+            if find_quote(claim.text, ctx) >= 0:
+                return True, claim.text, n
+            for s, e in sentence_spans(ctx):
+                sent = ctx[s:e]
+                rec = len(terms & set(tokenize(sent))) / len(terms) if terms else 0.0
+                if rec > best[0]:
+                    best = (rec, normalize_ws(sent), n)
+        return best[0] >= self.min_term_recall, best[1], best[2]
+
+    def judge(self, user_input: str, response: str, retrieved_contexts: Sequence[str]) -> JudgeResult:
+        """Score ``response`` to ``user_input`` given the numbered ``retrieved_contexts`` (1-based)."""
+        claims = split_claims(response)
+        faith, rows = _verify(claims, {c.i: self._support(c, retrieved_contexts) for c in claims}, retrieved_contexts)
+        if retrieved_contexts:
+            vals = [term_overlap(user_input, t, tokenize) for t in retrieved_contexts]
+            ctx = MetricResult(float(np.mean(vals)), f"mean share of question terms per context over {len(vals)}")
+        else:
+            ctx = MetricResult(float("nan"), "no retrieved contexts")
+        ans_text = strip_citations(response)
+        if self.embedder is not None and ans_text:
+            v = self.embedder.embed([user_input, ans_text])
+            cos = float(np.clip(v[0] @ v[1], 0.0, 1.0))
+            ansr = MetricResult(cos, "cosine similarity of question and answer embeddings")
+        else:
+            ansr = MetricResult(float("nan"), "no answer text or no embedder")
+        return JudgeResult(self.name, faith, ctx, ansr, rows)
+
+
+JUDGE_SYSTEM_PROMPT = (
+    "You are a strict evaluation judge for a question answering system that cites numbered sources. "
+    "For each numbered claim of the answer, decide whether the source it cites supports it, and if so copy "
+    "the supporting sentence character for character from that source. Also rate from 0 to 1 how relevant the "
+    "sources are to the question (context_relevance) and how directly the answer addresses the question "
+    "(answer_relevance). Reply with JSON only: "
+    '{"claims": [{"i": 0, "supported": true, "source": 1, "quote": "..."}], '
+    '"context_relevance": 0.0, "answer_relevance": 0.0}'
+)
+
+
+class _Verdict(BaseModel):
+    i: int
+    supported: bool
+    source: int | None = None
+    quote: str = ""
+
+
+class _Judgement(BaseModel):
+    claims: list[_Verdict] = Field(default_factory=list)
+    context_relevance: float = Field(ge=0, le=1)
+    answer_relevance: float = Field(ge=0, le=1)
+
+
+class LLMJudge:
+    """Judge through litellm (``name`` = the model string). Raises ``ValueError`` when the model's
+    output is not valid judgement JSON and litellm's exceptions for API errors."""
+
+    def __init__(self, model: str, **completion_kwargs: Any):
+        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+        self.name = model
+        self.kwargs = {k: v for k, v in completion_kwargs.items() if v not in (None, "")}
+
+    def judge(self, user_input: str, response: str, retrieved_contexts: Sequence[str]) -> JudgeResult:
+        import litellm
+
+        claims = split_claims(response)
+        sources = "\n\n".join(f"[{n}] {t}" for n, t in enumerate(retrieved_contexts, 1))
+        listed = "\n".join(f"{c.i}. {c.text} (cites {c.cites or 'nothing'})" for c in claims)
+        resp = litellm.completion(model=self.name, messages=[
+            {"role": "system", "content": JUDGE_SYSTEM_PROMPT},
+            {"role": "user", "content": f"Question: {user_input}\n\nSources:\n{sources}\n\nAnswer claims:\n{listed}"}],
+            **self.kwargs)
+        usage = getattr(resp, "usage", None)
+        try:
+            cost = float(litellm.completion_cost(completion_response=resp) or 0.0)
+        except Exception:  # model without a known price
+            cost = 0.0
+        try:
+            j = _Judgement.model_validate(parse_json_object(resp.choices[0].message.content or ""))
+        except ValidationError as e:
+            raise ValueError(f"judge output invalid: {e.error_count()} errors") from None
+        verdicts = {v.i: (v.supported, v.quote, v.source) for v in j.claims}
+        faith, rows = _verify(claims, verdicts, retrieved_contexts)
+        return JudgeResult(self.name, faith,
+                           MetricResult(j.context_relevance, f"rated by {self.name}"),
+                           MetricResult(j.answer_relevance, f"rated by {self.name}"), rows, cost,
+                           getattr(usage, "prompt_tokens", 0) or 0, getattr(usage, "completion_tokens", 0) or 0)
+
+
+def build_judge(svc: Any) -> DeterministicJudge | LLMJudge:
+    """``judge_model`` if set ("deterministic" forces the offline judge), else ``llm_model``,
+    else the deterministic judge."""
+    s = svc.settings
+    model = s.judge_model or s.llm_model
+    if model and model != "deterministic":
+        return LLMJudge(model, api_base=s.llm_api_base or None,
+                        api_key=s.llm_api_key.get_secret_value() if s.llm_api_key else None,
+                        temperature=0.0, max_tokens=max(s.llm_max_tokens, 1024), timeout=s.llm_timeout_s)
+    return DeterministicJudge(svc.embedder)
+

@@ -1,0 +1,84 @@
+"""Metric units: SQuAD EM/F1 as the official v1.1 script defines them, ranking metrics,
+citation validity, the paired bootstrap and quote verification of the judges."""
+
+import math
+import warnings
+
+import pytest
+
+from core import metrics
+from core.evaluation import paired_bootstrap_ci
+from core.judge import DeterministicJudge, _verify, split_claims
+
+
+def test_squad_normalisation_and_scores():
+    # SQuAD v1.1 normalize_answer: lower, strip punctuation and articles a/an/the, squeeze spaces
+    assert metrics.normalize_answer("The  Cat, a hat!") == "cat hat"
+    assert metrics.exact_match("the NYC08CA055.", "NYC08CA055").value == 1.0
+    assert metrics.exact_match("NYC08CA056", "NYC08CA055").value == 0.0
+    # precision 2/3, recall 2/2 -> F1 = 0.8
+    assert metrics.token_f1("october 28 extra", "October 28").value == pytest.approx(0.8)
+    # parenthetical notes of the gold answer are an alternative ground truth (max over them)
+    assert metrics.exact_match("FBVIF", "FBVIF (French registered)").value == 1.0
+    assert metrics.token_f1("nothing relevant", "FBVIF").value == 0.0
+
+
+def test_concise_answer_is_shortest_best_span():
+    ans = "The Act was signed into law by President Clinton on October 28, 1998. [1]"
+    assert metrics.concise_answer(ans, "October 28, 1998 (signed by President Clinton)") == "october 28 1998"
+    assert metrics.concise_answer("no overlap at all [2]", "42") == ""
+
+
+def test_ranking_metrics():
+    ctx = ["alpha beta", "gamma  delta", "the evidence here", "more evidence two"]
+    ref = ["evidence here", "evidence two"]
+    assert metrics.hit_at_k(ctx, ref, 3).value == 0.0 and metrics.hit_at_k(ctx, ref, 4).value == 1.0
+    assert metrics.reciprocal_rank(ctx, ref).value == pytest.approx(1 / 4)
+    assert metrics.evidence_recall_at_k(ctx, ref, 3).value == 0.5
+    ideal = 1 + 1 / math.log2(3)
+    assert metrics.ndcg_at_k(ctx, ref, 10).value == pytest.approx((1 / math.log2(4) + 1 / math.log2(5)) / ideal)
+    # a duplicate of an already-found passage earns no second gain
+    assert metrics.ndcg_at_k(["evidence here", "evidence here"], ["evidence here"]).value == pytest.approx(1.0)
+
+
+def test_empty_reference_is_nan_with_warning():
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        r = metrics.hit_at_k(["x"], [], 5)
+    assert math.isnan(r.value) and "empty" in r.reason and any(issubclass(x.category, RuntimeWarning) for x in w)
+
+
+def test_citation_validity():
+    gold = [("a.pdf", 3), ("a.pdf", 4)]
+    assert metrics.citation_validity([{"doc_name": "a.pdf", "page": 4}], [], gold).value == 1.0
+    assert metrics.citation_validity([{"doc_name": "a.pdf", "page": 9}], [], gold).value == 0.0
+    assert metrics.citation_validity([{"doc_name": "a.pdf", "page": 3}], [7], gold).value == 0.0
+    assert metrics.citation_validity([], [], gold).value == 0.0
+
+
+def test_paired_bootstrap_is_seeded_and_brackets_the_difference():
+    a = [1, 1, 1, 0, 1, 1, 0, 1, 1, 1]
+    b = [1, 0, 1, 0, 0, 1, 0, 1, 0, 1]
+    r1 = paired_bootstrap_ci(a, b, resamples=1000, seed=7)
+    r2 = paired_bootstrap_ci(a, b, resamples=1000, seed=7)
+    assert r1 == r2 and r1["diff"] == pytest.approx(0.3)
+    lo, hi = r1["ci95"]
+    assert lo <= 0.3 <= hi and lo < hi
+    with pytest.raises(ValueError):
+        paired_bootstrap_ci([1, 0], [1])
+
+
+def test_quote_not_in_cited_chunk_is_unsupported():
+    contexts = ["The pilot, age 85, was landing.", "Unrelated text."]
+    claims = split_claims("The pilot was 85 years old [1]. The plane was purple [2].")
+    verdicts = {0: (True, "The pilot, age 85, was landing.", 1), 1: (True, "The plane was purple.", 2)}
+    faith, rows = _verify(claims, verdicts, contexts)
+    assert [r["supported"] for r in rows] == [True, False]
+    assert "not found" in rows[1]["reason"] and faith.value == 0.5
+    # a citation followed by more text ends a claim
+    assert [(c.text, c.cites) for c in split_claims("A first claim [1] A second one [2].")] == [
+        ("A first claim", [1]), ("A second one .", [2])]
+    # the deterministic judge accepts the verbatim claim, rejects it against another context
+    j = DeterministicJudge()
+    assert j.judge("q", "The pilot, age 85, was landing. [1]", contexts).faithfulness.value == 1.0
+    assert j.judge("q", "The pilot, age 85, was landing. [1]", contexts[::-1]).faithfulness.value == 0.0

@@ -1,0 +1,186 @@
+"""Evaluation end to end on the real sample knowledge base: ``ragaudit eval --json`` and
+``POST /evaluate`` give the same results; the LLM generation and judge paths with litellm's
+``mock_response`` (no network)."""
+
+import json
+import re
+import time
+
+import litellm
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import select
+from typer.testing import CliRunner
+
+from api.app import create_app
+from api.cli import app
+from core.chunking import sentence_spans
+from core.db import QAPair
+from core.evaluation import EvalParams
+from core.evalruns import create_run, execute_run
+from core.ingest import ingest_bytes
+from pipelines.runner import DagsterRunner, instance_for
+from tests.conftest import DATA, SAMPLES
+
+SMALL = DATA / "eval_small.jsonl"
+VOLATILE = {"latency_ms", "seconds", "run_id", "p50", "p95"}
+
+
+def _stable(obj):
+    """The results without the fields that differ between two runs (timings, run id)."""
+    if isinstance(obj, dict):
+        return {k: _stable(v) for k, v in obj.items() if k not in VOLATILE}
+    if isinstance(obj, list):
+        return [_stable(v) for v in obj]
+    return obj
+
+
+def test_cli_eval_json_then_api_run_gives_the_same_results(kb, monkeypatch):
+    monkeypatch.setenv("RAGAUDIT_DATA_DIR", str(kb.settings.data_dir))
+    for var in ("RAGAUDIT_DATABASE_URL", "RAGAUDIT_QDRANT_URL", "RAGAUDIT_LLM_MODEL", "RAGAUDIT_JUDGE_MODEL"):
+        monkeypatch.delenv(var, raising=False)
+    res = CliRunner().invoke(app, ["eval", "--dataset", str(SMALL), "--json"])
+    assert res.exit_code == 0, res.output
+    cli = json.loads(res.output)
+
+    assert cli["judge"] == "deterministic" and cli["answerer"] == "extractive"
+    assert set(cli["modes"]) == {"vector", "bm25", "hybrid"} and "hybrid_rerank" in cli["skipped_modes"]
+    for m, v in cli["modes"].items():
+        assert v["n"] == 11  # the refuse question is not a retrieval question
+        assert set(v) >= {"hit@1", "hit@5", "hit@10", "mrr", "ndcg@10", "evidence_recall@5", "evidence_recall@10"}
+        assert 0 < v["mrr"] <= v["hit@10"] <= 1 and v["hit@1"] <= v["hit@5"] <= v["hit@10"]
+    assert cli["modes"]["hybrid"]["hit@5"] >= 0.9
+    for m, a in cli["answers"].items():
+        assert a["n"] == 12 and a["counts"]["f1"] == 11 and a["counts"]["citation_validity"] == 11
+        for k in ("exact_match", "f1", "refusal_accuracy", "citation_validity", "faithfulness"):
+            assert a[k] is not None and 0 <= a[k] <= 1, (m, k)
+        assert a["f1"] >= a["exact_match"] and a["faithfulness"] >= 0.5 and a["cost_usd"]["total"] == 0.0
+    ci = cli["comparisons"]["hybrid_vs_vector"]
+    for metric in ("hit@5", "f1"):
+        lo, hi = ci[metric]["ci95"]
+        assert lo <= ci[metric]["diff"] <= hi and ci[metric]["seed"] == 0
+    jc = cli["judge_control"]
+    assert jc["judge"] == "deterministic" and jc["n"] >= 1 and jc["failed"] == jc["n"]
+
+    q = {x["id"]: x for x in cli["questions"]}
+    dmca = q["dev-001"]
+    assert dmca["answers"]["hybrid"]["concise_answer"] == "october 28 1998"
+    assert dmca["answers"]["hybrid"]["metrics"]["exact_match"]["value"] == 1.0
+    assert set(dmca["retrieval"]["hybrid"]["list_ranks"]) == {"fused", "vector", "bm25"}
+    assert dmca["retrieval"]["hybrid"]["list_ranks"]["fused"] == dmca["ranks"]["hybrid"]
+    assert len(dmca["retrieval"]["hybrid"]["retrieved_chunk_ids"]) == 10
+    assert q["dev-019"]["retrieval"]["hybrid"]["scope_violations"] == 0
+    assert "exact_match" not in q["dev-036"]["answers"]["hybrid"]["metrics"]
+
+    # the API: import the same file, start a run, it returns at once and completes in the background
+    with TestClient(create_app(kb.settings)) as client:
+        with open(SMALL, "rb") as f:
+            r = client.post("/datasets", files={"file": ("eval_small.jsonl", f, "application/x-ndjson")})
+        assert r.status_code == 201 and r.json()["n_questions"] == 12
+        assert any(d["name"] == "eval_small.jsonl" for d in client.get("/datasets").json())
+        assert any(d["name"] == "generated" and d["n_questions"] > 0 for d in client.get("/datasets").json())
+        t = time.perf_counter()
+        r = client.post("/evaluate", json={"dataset": "eval_small.jsonl"})
+        assert r.status_code == 202 and time.perf_counter() - t < 5
+        run = r.json()
+        assert run["status"] in ("queued", "running") and run["results"] is None
+        deadline = time.time() + 300
+        while run["status"] in ("queued", "running") and time.time() < deadline:
+            time.sleep(1)
+            run = client.get(f"/evaluate/{run['id']}").json()
+        assert run["status"] == "done", run["error"]
+        assert run["progress"]["done"] == run["progress"]["total"] == 36
+        assert _stable(run["results"]) == _stable(cli)
+        listed = client.get("/evaluate").json()
+        assert run["id"] in [x["id"] for x in listed] and cli["run_id"] in [x["id"] for x in listed]
+        assert client.get("/evaluate/nope").status_code == 404
+        assert client.post("/evaluate", json={"dataset": "no-such-set"}).status_code == 404
+        bad = client.post("/datasets", files={"file": ("bad.jsonl", b'{"id": "x"}\n', "application/x-ndjson")})
+        assert bad.status_code == 400 and "bad.jsonl:1" in bad.json()["detail"]
+
+
+FAKE = "The aircraft was painted purple."
+
+
+def _fake_llm(real_completion, calls):
+    """A stand-in for a paid model: builds each reply from the prompt and returns it through
+    litellm's own ``mock_response`` path (usage, cost and response objects are litellm's)."""
+
+    def first_sentence(text):
+        s, e = sentence_spans(text)[0]
+        return text[s:e]
+
+    def completion(model, messages, **kw):
+        system, user = messages[0]["content"], messages[-1]["content"]
+        if system.startswith("You write evaluation questions"):
+            calls["generate"] += 1
+            passage = user.split("Passage:\n", 1)[1]
+            ev = first_sentence(passage)
+            q = f"What does the report say about {' '.join(ev.split()[:8])}?"
+            reply = {"pairs": [{"question": q, "answer": ev.split()[0], "evidence": ev},
+                               {"question": "What colour was the aircraft?", "answer": "purple", "evidence": FAKE}]}
+        elif system.startswith("You are a strict evaluation judge"):
+            calls["judge"] += 1
+            sources = user.split("Sources:\n", 1)[1].split("\n\nAnswer claims:\n")[0]
+            claims = user.split("Answer claims:\n", 1)[1].splitlines()
+            verdicts = []
+            for line in claims:
+                i, text = line.split(". ", 1)
+                text = text.rsplit(" (cites", 1)[0]
+                if "painted purple" in text:  # the "judge" hallucinates support with an invented quote
+                    verdicts.append({"i": int(i), "supported": True, "source": 1, "quote": FAKE})
+                else:
+                    sup = text in re.sub(r"\s+", " ", sources)
+                    verdicts.append({"i": int(i), "supported": sup, "source": 1, "quote": text if sup else ""})
+            reply = {"claims": verdicts, "context_relevance": 0.75, "answer_relevance": 0.5}
+        else:
+            calls["answer"] += 1
+            src1 = user.split("[1] ", 1)[1].split("\n", 1)[1]
+            return real_completion(model=model, messages=messages,
+                                   mock_response=f"{first_sentence(src1)} [1] {FAKE[:-1]} [1].", **kw)
+        return real_completion(model=model, messages=messages, mock_response=json.dumps(reply), **kw)
+
+    return completion
+
+
+def test_llm_generation_and_judge_paths_with_mock_responses(tmp_path, embedder, monkeypatch):
+    from core.services import get_services, release_services
+    from tests.conftest import make_settings
+
+    calls = {"generate": 0, "judge": 0, "answer": 0}
+    monkeypatch.setattr(litellm, "completion", _fake_llm(litellm.completion, calls))
+    model = "openai/gpt-4o-mini"
+    settings = make_settings(tmp_path / "llm", llm_model=model, llm_api_key="sk-test")
+    svc = get_services(settings)
+    try:
+        out = ingest_bytes(svc, (SAMPLES / "20080102X00002.pdf").read_bytes(), "20080102X00002.pdf", DagsterRunner())
+        assert out.status == "ingested", out.message
+        n_chunks = out.document["chunk_count"]
+        sampled = len(range(0, n_chunks, 3))
+        assert calls["generate"] == sampled
+        md = instance_for(svc).get_latest_materialization_event(
+            __import__("dagster").AssetKey("gold_qa_pairs")).asset_materialization.metadata
+        # one pair per chunk had evidence that is not in the chunk: discarded and counted
+        assert md["kept"].value == sampled and md["discarded"].value == sampled
+        assert md["generator"].value == "llm" and md["model"].value == model
+        with svc.sessions() as s:
+            pairs = s.scalars(select(QAPair)).all()
+        assert len(pairs) == sampled and {(p.generator, p.model) for p in pairs} == {("llm", model)}
+        assert all(FAKE not in p.evidence for p in pairs)
+
+        run_id = create_run(svc, "generated", EvalParams(modes=["vector", "hybrid"], top_k=1))
+        res = execute_run(svc, run_id)
+        assert res["judge"] == model and res["answerer"] == model
+        assert calls["answer"] == 2 * sampled and calls["judge"] >= 2 * sampled
+        for q in res["questions"]:
+            a = q["answers"]["hybrid"]
+            fake = [c for c in a["claims"] if c["quote"] == FAKE]
+            assert fake and not fake[0]["supported"] and "not found in the cited chunk" in fake[0]["reason"]
+            assert a["metrics"]["context_relevance"]["value"] == 0.75
+        faith = res["answers"]["hybrid"]["faithfulness"]
+        assert faith is not None and faith <= 0.5  # the invented quote never counts as support
+        assert res["answers"]["hybrid"]["cost_usd"]["total"] > 0  # litellm prices the mocked usage
+        jc = res["judge_control"]
+        assert jc["judge"] == model and jc["n"] >= 1 and jc["failed"] == jc["n"] and jc["all_failed"]
+    finally:
+        release_services(settings)
