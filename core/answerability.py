@@ -74,7 +74,7 @@ def content_terms(question: str) -> set[str]:
 
 
 def _supported(anchor: Anchor, others: set[str], sentences: list[set[str]], sentence_texts: list[str]) -> bool:
-    """The anchor occurs in a source sentence together with another content term of the question."""
+    """The anchor occurs in a source passage together with another content term of the question."""
     words = set(tokenize(anchor.text))
     for terms, text in zip(sentences, sentence_texts):
         has = (normalize_ws(anchor.text).lower() in text) or (words and len(words & terms) / len(words) >= 0.6)
@@ -83,15 +83,15 @@ def _supported(anchor: Anchor, others: set[str], sentences: list[set[str]], sent
     return False
 
 
-def missing_anchors(question: str, document_texts: list[str], source_sentences: list[str] | None = None) -> list[str]:
+def missing_anchors(question: str, document_texts: list[str], source_passages: list[str] | None = None) -> list[str]:
     """Anchors of ``question`` the knowledge base cannot answer about, or [] when answerable.
 
     - a full date must occur verbatim in the source documents;
     - a name passes when at least 60% of its words occur in the documents and, when
-      ``source_sentences`` are given, the question names one thing only and that name is only
-      mentioned in passing (at most twice in any one document), in one retrieved sentence
-      together with another content term of the question (so "the capital of Australia" is not answered from a sentence that merely lists
-      Australia);
+      ``source_passages`` are given, the question names one thing only and that name is only
+      mentioned in passing (at most twice in any one document), in one retrieved passage
+      together with another content term of the question (so "the capital of Australia" is not
+      answered from a passage that merely lists Australia);
     - the question is refused when a date is missing or at least half of its names are.
     Month names alone are not anchors.
     """
@@ -101,9 +101,9 @@ def missing_anchors(question: str, document_texts: list[str], source_sentences: 
     text = normalize_ws(" ".join(document_texts)).lower()
     terms = set(tokenize(text))
     missing = [a for a in anchors if not _present(a, text, terms)]
-    if source_sentences is not None:
+    if source_passages is not None:
         q_terms = content_terms(question)
-        sent_texts = [normalize_ws(x).lower() for x in source_sentences]
+        sent_texts = [normalize_ws(x).lower() for x in source_passages]
         sent_terms = [set(tokenize(x)) for x in sent_texts]
         docs_lower = [normalize_ws(t).lower() for t in document_texts]
         names = [a for a in anchors if a.kind == "name"]

@@ -137,10 +137,8 @@ class QueryService:
         elif not sources:
             gate = AnswerResult(REFUSAL_TEXT + " Nothing in the searched documents matches it.", [], "refused", model)
         else:
-            from .chunking import sentence_spans
-
-            sentences = [c.text[a:b] for c in sources for a, b in sentence_spans(c.text)]
-            missing = missing_anchors(question, self._document_texts(sources), sentences)
+            passages = [f"{c.payload.get('header', '')}\n{c.text}" for c in sources]
+            missing = missing_anchors(question, self._document_texts(sources), passages)
             if missing:
                 gate = self._refusal(question, sources, missing, model)
         return Prepared(new_id(), question, scope, mode, top_k, res, sources, gate, t0)
