@@ -12,6 +12,7 @@ from typing import Annotated, Optional
 import typer
 
 app = typer.Typer(help="ragaudit: auditable RAG over your PDFs (offline by default).", no_args_is_help=True,
+                  rich_markup_mode=None,
                   add_completion=False)
 
 

@@ -132,3 +132,10 @@ def test_cli_ingest_bad_and_edge_files(tmp_path, monkeypatch, embedder):
     from tests.conftest import make_settings
 
     release_services(make_settings(tmp_path / "cli"))
+
+
+@pytest.mark.parametrize("command", ["ingest", "ask", "documents", "serve", "eval"])
+def test_cli_help_renders(command):
+    res = CliRunner().invoke(app, [command, "--help"])
+    assert res.exit_code == 0, res.output
+    assert "Usage" in res.output
