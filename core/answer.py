@@ -66,13 +66,23 @@ class _Sentence:
     text: str
 
 
+def _heading_like(text: str) -> bool:
+    """A title or heading rather than a statement: no final punctuation and (almost) every word
+    capitalised, e.g. "THE DIGITAL MILLENNIUM COPYRIGHT ACT OF 1998"."""
+    t = text.strip()
+    if t.endswith((".", "?", "!", ";", "。")) or ":" in t:  # "Aircraft Damage: Substantial" is a form field
+        return False
+    words = [w for w in re.findall(r"[^\W\d_]+", t) if len(w) > 3]
+    return len(words) >= 2 and sum(w[0].isupper() for w in words) / len(words) >= 0.8
+
+
 def _sentences(sources: list[RetrievedChunk]) -> list[_Sentence]:
     out = []
     for n, c in enumerate(sources, start=1):
         for s, e in sentence_spans(c.text):
             t = c.text[s:e]
             words = len(t.split())
-            if words >= 5 or (words >= 2 and any(ch.isdigit() for ch in t)):
+            if (words >= 5 or (words >= 2 and any(ch.isdigit() for ch in t))) and not _heading_like(t):
                 out.append(_Sentence(n, c, s, e, t))
     return out
 
@@ -84,7 +94,8 @@ def _citation(sent: _Sentence) -> Citation:
 
 _NUMBER_Q = re.compile(r"\b(how (many|much|old|long|often|far|large|big)|what (percent|percentage|share|amount|number|"
                        r"rate|range|score|accuracy|price|cost|value|total|size)|when|what date|which year|what year)\b", re.I)
-_HAS_NUMBER = re.compile(r"\d")
+_HAS_NUMBER = re.compile(r"\d|\b(one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|"
+                         r"forty|fifty|hundred|thousand|million|billion|half|quarter|dozen)\b", re.I)
 
 
 class ExtractiveAnswerer:
@@ -92,16 +103,18 @@ class ExtractiveAnswerer:
 
     Sentence score = 0.5 * cosine(question, sentence) + Okapi BM25 of the sentence among the
     candidate sentences (Robertson & Zaragoza 2009; normalised by the best) + 0.15 when the
-    question asks for a quantity/date and the sentence has a number + 0.1 / source rank. Up to ``max_sentences`` sentences scoring at
+    question asks for a quantity/date and the sentence has a number + ``rank_weight`` / source rank
+    (retrieval ranks whole passages with both retrievers, a stronger signal than one sentence). Up to ``max_sentences`` sentences scoring at
     least ``relative`` x the best are returned in source order.
     """
 
     name = "extractive"
 
-    def __init__(self, embedder: Embedder, max_sentences: int = 3, relative: float = 0.8):
+    def __init__(self, embedder: Embedder, max_sentences: int = 3, relative: float = 0.8, rank_weight: float = 0.3):
         self.embedder = embedder
         self.max_sentences = max_sentences
         self.relative = relative
+        self.rank_weight = rank_weight
 
     def score_sentences(self, question: str, sources: list[RetrievedChunk]) -> list[tuple[float, _Sentence]]:
         """All source sentences with their scores, best first."""
@@ -126,7 +139,7 @@ class ExtractiveAnswerer:
         scored = []
         for s, b, d in zip(sents, bm25, dense):
             typed = 0.15 if wants_number and _HAS_NUMBER.search(s.text) else 0.0
-            scored.append((0.5 * float(d) + b / top + typed + 0.1 / s.n, s))
+            scored.append((0.5 * float(d) + b / top + typed + self.rank_weight / s.n, s))
         scored.sort(key=lambda x: -x[0])
         return scored
 
@@ -137,6 +150,10 @@ class ExtractiveAnswerer:
             return AnswerResult(REFUSAL_TEXT, [], "refused", self.name)
         best = scored[0][0]
         picked = [s for sc, s in scored[: self.max_sentences] if sc >= self.relative * best]
+        if not any(s.n == 1 for s in picked):  # the top-ranked passage's best sentence, if close enough
+            top1 = next(((sc, s) for sc, s in scored if s.n == 1), None)
+            if top1 is not None and top1[0] >= 0.6 * best:
+                picked.append(top1[1])
         picked.sort(key=lambda s: (s.n, s.start))
         parts, cites = [], []
         for s in picked:

@@ -123,7 +123,9 @@ def test_sse_stream_end_to_end(tmp_path, embedder):
         assert "".join(d["text"] for e, d in events if e == "token").strip() == done["answer"]
         assert done["label"] == "answered" and done["timings_ms"]["ttft"] >= 0
         assert any(c["page"] == 1 and c["doc_name"] == "dmca.pdf" for c in done["citations"])
+        assert client.app.state.telemetry.flush(timeout=30)  # rows are written off the request path
         rows = client.get("/metrics", params={"group_by": "endpoint"}).json()
-        assert "stream" in json.dumps(rows)
+        stream = next(g for g in rows["groups"] if g["key"] == "stream")
+        assert stream["count"] == 1
         assert client.post("/query/stream", json={"question": "x", "mode": "bogus"}).status_code == 422
     release_services(settings)
