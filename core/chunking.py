@@ -24,12 +24,12 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from dataclasses import dataclass, field
-from enum import Enum
 from typing import Protocol
 
 import numpy as np
 import pysbd
 
+from .enums import ChoiceEnum
 from .pdf import Page
 
 PAGE_SEPARATOR = "\n\n"
@@ -40,7 +40,7 @@ _NUMERIC = re.compile(r"(?<![\w.])[-+(]?[$€£]?\d[\d,.]*%?\)?(?![\w])")
 _CAPTION = re.compile(r"^\s*(Table|TABLE|Tab\.)\s+\d+[.:]?")
 
 
-class Strategy(str, Enum):
+class Strategy(ChoiceEnum):
     """Chunking strategy; ``ValueError`` from ``parse`` lists the valid values."""
 
     fixed = "fixed"
@@ -49,11 +49,8 @@ class Strategy(str, Enum):
     semantic = "semantic"
 
     @classmethod
-    def parse(cls, value: "str | Strategy") -> "Strategy":
-        try:
-            return cls(value)
-        except ValueError:
-            raise ValueError(f"unknown chunking strategy {value!r}; valid: {', '.join(s.value for s in cls)}") from None
+    def kind(cls) -> str:
+        return "chunking strategy"
 
 
 DEFAULT_STRATEGY = Strategy.sentence

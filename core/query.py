@@ -229,9 +229,9 @@ class QueryService:
             prep = self.prepare(question, scope, top_k, mode)
         except Exception as e:
             if log_query:
-                self._log(new_id(), question, scope or Scope(), Mode.parse(mode) if mode in set(Mode) or isinstance(mode, Mode)
-                          else Mode.hybrid, top_k or self.svc.settings.top_k, None, None,
-                          (time.perf_counter() - t0) * 1000, error_kind=type(e).__name__, endpoint="stream")
+                self._log(new_id(), question, scope or Scope(), mode if isinstance(mode, Mode) else Mode.hybrid,
+                          top_k or self.svc.settings.top_k, None, None, (time.perf_counter() - t0) * 1000,
+                          error_kind=type(e).__name__, endpoint="stream")
             raise
         yield "sources", {"query_id": prep.query_id, "sources": [{"n": i, **c} for i, c in
                                                                   enumerate(prep.sources_json(), start=1)]}

@@ -11,15 +11,15 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass, field
-from enum import Enum
 from typing import Any
 
 from .embedding import Embedder
+from .enums import ChoiceEnum
 from .sparse import bm25_query_vector
 from .store import PointHit, Scope, VectorStore
 
 
-class Mode(str, Enum):
+class Mode(ChoiceEnum):
     """Retrieval mode. ``hybrid_rerank`` needs a cross-encoder (``RAGAUDIT_RERANKER_MODEL``)."""
 
     vector = "vector"
@@ -28,12 +28,8 @@ class Mode(str, Enum):
     hybrid_rerank = "hybrid_rerank"
 
     @classmethod
-    def parse(cls, value: "str | Mode") -> "Mode":
-        """Parse a mode name; ``ValueError`` lists the valid values."""
-        try:
-            return cls(value)
-        except ValueError:
-            raise ValueError(f"unknown retrieval mode {value!r}; valid: {', '.join(m.value for m in cls)}") from None
+    def kind(cls) -> str:
+        return "retrieval mode"
 
 
 @dataclass
