@@ -32,13 +32,23 @@ def _quiet() -> None:
 
 
 def _services():
+    """The shared services; exits with a one-line message when the embedded store is in use."""
+    import atexit
+
     from core.services import get_services
     from core.settings import Settings
 
-    import atexit
-
     svc = get_services(Settings())
     atexit.register(svc.close)
+    try:
+        _ = svc.store  # open the store now: Qdrant local mode allows one process per folder
+    except RuntimeError as e:
+        if "already accessed" not in str(e):
+            raise
+        typer.echo(f"error: {svc.settings.qdrant_path} is in use by another process (probably `ragaudit serve`): "
+                   "stop it, or ask the running API (POST /query), or use a Qdrant server "
+                   "(RAGAUDIT_QDRANT_URL)", err=True)
+        raise typer.Exit(1)
     return svc
 
 

@@ -143,6 +143,20 @@ class ExtractiveAnswerer:
         scored.sort(key=lambda x: -x[0])
         return scored
 
+    @staticmethod
+    def _complete_lead_ins(picked: list[_Sentence]) -> list[_Sentence]:
+        """A sentence ending in ':' introduces what follows ("...the probable cause(s) of this
+        accident to be:"): add the next sentence of the same chunk."""
+        out: list[_Sentence] = []
+        for s in picked:
+            out.append(s)
+            if s.text.rstrip().endswith(":"):
+                spans = [(a, b) for a, b in sentence_spans(s.chunk.text) if a >= s.end]
+                if spans and not any(p.chunk is s.chunk and p.start == spans[0][0] for p in picked):
+                    a, b = spans[0]
+                    out.append(_Sentence(s.n, s.chunk, a, b, s.chunk.text[a:b]))
+        return out
+
     def answer(self, question: str, sources: list[RetrievedChunk]) -> AnswerResult:
         """Answer from ``sources`` (numbered 1..n in order); ``refused`` when there are none."""
         scored = self.score_sentences(question, sources)
@@ -155,6 +169,7 @@ class ExtractiveAnswerer:
             if top1 is not None and top1[0] >= 0.6 * best:
                 picked.append(top1[1])
         picked.sort(key=lambda s: (s.n, s.start))
+        picked = self._complete_lead_ins(picked)
         parts, cites = [], []
         for s in picked:
             parts.append(f"{normalize_ws(s.text)} [{s.n}]")

@@ -138,7 +138,7 @@ def document_title(doc_name: str, pages: list[Page]) -> str:
         best = max(pages[0].headings, key=lambda h: h[3] * min(len(h[2]), 80))[2]
     if not best:
         best = next((ln.strip() for p in pages[:1] for ln in p.text.splitlines() if ln.strip()), "")
-    best = best[:100]
+    best = best.split("\n")[0].strip()[:100]
     if best and best.lower() != stem.lower():
         return f"{stem} | {best}"
     return stem

@@ -1,12 +1,9 @@
 #!/usr/bin/env bash
-# Set up, ingest the sample PDFs (samples/) and serve the API + UI on 127.0.0.1:8000.
+# Set up, ingest the sample PDFs (samples/) and serve the API on 127.0.0.1:8000.
 # Everything is stored under ./data (override with RAGAUDIT_DATA_DIR).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-if [ -f frontend/package.json ] && command -v npm >/dev/null 2>&1; then
-  bash scripts/build_frontend.sh
-fi
 export RAGAUDIT_DATA_DIR=${RAGAUDIT_DATA_DIR:-$PWD/data}
 .venv/bin/ragaudit ingest samples
 exec .venv/bin/ragaudit serve --host "${HOST:-127.0.0.1}" --port "${PORT:-8000}"

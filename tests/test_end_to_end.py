@@ -139,3 +139,27 @@ def test_cli_help_renders(command):
     res = CliRunner().invoke(app, [command, "--help"])
     assert res.exit_code == 0, res.output
     assert "Usage" in res.output
+
+
+def test_cli_says_when_the_embedded_store_is_in_use(tmp_path, monkeypatch):
+    """Qdrant local mode is single-process: the CLI names the problem instead of a traceback."""
+    import subprocess
+    import sys
+
+    store = tmp_path / "busy" / "qdrant"
+    store.mkdir(parents=True)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from qdrant_client import QdrantClient; "
+                               f"c = QdrantClient(path={str(store)!r}); print('ready', flush=True); time.sleep(120)"],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "ready"
+        monkeypatch.setenv("RAGAUDIT_DATA_DIR", str(tmp_path / "busy"))
+        for var in ("RAGAUDIT_DATABASE_URL", "RAGAUDIT_QDRANT_URL"):
+            monkeypatch.delenv(var, raising=False)
+        res = CliRunner().invoke(app, ["ask", "anything at all?"])
+        assert res.exit_code == 1
+        assert "is in use by another process" in res.output and "Traceback" not in res.output
+    finally:
+        holder.kill()
+        holder.wait()

@@ -44,3 +44,12 @@ def test_extractive_answer_is_verbatim_and_cited(embedder):
     assert "ten years" in res.answer and "[2]" in res.answer
     c = next(c for c in res.citations if "ten years" in c.quote)
     assert c.page == 17 and c.quote in SOURCES[1].text.replace("\n", " ")
+
+
+def test_extractive_completes_a_lead_in_sentence(embedder):
+    src = [_chunk(1, "Probable Cause and Findings\nThe National Transportation Safety Board determines the probable "
+                     "cause(s) of this accident to be:\nThe pilot's misjudged clearance over obstacles during final "
+                     "approach.\nFindings\nPersonnel issues")]
+    res = ExtractiveAnswerer(embedder).answer("What was the probable cause of the accident?", src)
+    assert "misjudged clearance over obstacles" in res.answer
+    assert res.citation_check["ok"]
