@@ -115,6 +115,9 @@ class ExtractiveAnswerer:
         self.max_sentences = max_sentences
         self.relative = relative
         self.rank_weight = rank_weight
+        from cachetools import LRUCache
+
+        self._vec_cache: LRUCache = LRUCache(maxsize=50_000)  # ~77 MB at 384-d float32
 
     def score_sentences(self, question: str, sources: list[RetrievedChunk]) -> list[tuple[float, _Sentence]]:
         """All source sentences with their scores, best first."""
@@ -133,8 +136,8 @@ class ExtractiveAnswerer:
             norm = 1.2 * (0.25 + 0.75 * len(toks) / avgdl)
             bm25.append(sum(idf[t] * tf[t] * 2.2 / (tf[t] + norm) for t in q_terms if tf[t]))
         top = max(bm25) or 1.0
-        vecs = self.embedder.embed([question] + [s.text for s in sents])
-        dense = vecs[1:] @ vecs[0]
+        qvec = self.embedder.embed([question])[0]
+        dense = self._sentence_vectors(sents) @ qvec
         wants_number = _NUMBER_Q.search(question) is not None
         scored = []
         for s, b, d in zip(sents, bm25, dense):
@@ -142,6 +145,17 @@ class ExtractiveAnswerer:
             scored.append((0.5 * float(d) + b / top + typed + self.rank_weight / s.n, s))
         scored.sort(key=lambda x: -x[0])
         return scored
+
+    def _sentence_vectors(self, sents: list[_Sentence]) -> np.ndarray:
+        """Embeddings of the sentences, (n, dim); cached per (chunk id, offsets) so a chunk's
+        sentences are embedded once, not on every question that retrieves it."""
+        keys = [(s.chunk.chunk_id, s.start, s.end) for s in sents]
+        missing = [i for i, k in enumerate(keys) if k not in self._vec_cache]
+        if missing:
+            fresh = self.embedder.embed([sents[i].text for i in missing])
+            for i, v in zip(missing, fresh):
+                self._vec_cache[keys[i]] = v
+        return np.stack([self._vec_cache[k] for k in keys])
 
     @staticmethod
     def _complete_lead_ins(picked: list[_Sentence]) -> list[_Sentence]:

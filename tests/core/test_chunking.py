@@ -30,7 +30,7 @@ def test_offsets_pages_and_header(dmca_pages, embedder):
     assert [c.index for c in chunks] == list(range(len(chunks)))
     for c in chunks:
         assert text[c.char_start:c.char_end] == c.text
-        assert 1 <= c.page_start <= c.page_end <= 18
+        assert c.page_start >= 1 and c.page_start <= c.page_end <= 18
         assert c.indexed_text.startswith("THE DMCA") and c.indexed_text.endswith(c.text)
         # every page break inside the chunk points at that page's text
         for page, off in c.page_breaks[1:]:
@@ -96,7 +96,7 @@ def test_each_strategy_on_a_real_pdf(strategy, redp_pages, embedder):
     for c, n in zip(chunks, real):
         assert text[c.char_start:c.char_end] == c.text
         assert c.strategy == strategy
-        assert 1 <= c.page_start <= c.page_end <= len(redp_pages)
+        assert c.page_start >= 1 and c.page_start <= c.page_end <= len(redp_pages)
         assert starts[c.page_start - 1] <= c.char_start and c.char_end <= starts[c.page_end - 1] + len(redp_pages[c.page_end - 1].text)
         assert c.indexed_text.startswith(title)
     covered = "".join(c.text for c in chunks)
