@@ -110,7 +110,7 @@ class ExtractiveAnswerer:
 
     name = "extractive"
 
-    def __init__(self, embedder: Embedder, max_sentences: int = 3, relative: float = 0.8, rank_weight: float = 0.3):
+    def __init__(self, embedder: Embedder, max_sentences: int = 3, relative: float = 0.7, rank_weight: float = 0.3):
         self.embedder = embedder
         self.max_sentences = max_sentences
         self.relative = relative
@@ -177,10 +177,12 @@ class ExtractiveAnswerer:
         if not scored:
             return AnswerResult(REFUSAL_TEXT, [], "refused", self.name)
         best = scored[0][0]
-        picked = [s for sc, s in scored[: self.max_sentences] if sc >= self.relative * best]
+        best_doc = scored[0][1].chunk.doc_name  # an answer quotes one document: no stray sentences from others
+        picked = [s for sc, s in scored if sc >= self.relative * best and s.chunk.doc_name == best_doc]
+        picked = picked[: self.max_sentences]
         if not any(s.n == 1 for s in picked):  # the top-ranked passage's best sentence, if close enough
             top1 = next(((sc, s) for sc, s in scored if s.n == 1), None)
-            if top1 is not None and top1[0] >= 0.6 * best:
+            if top1 is not None and top1[0] >= 0.6 * best and top1[1].chunk.doc_name == best_doc:
                 picked.append(top1[1])
         picked.sort(key=lambda s: (s.n, s.start))
         picked = self._complete_lead_ins(picked)
