@@ -152,6 +152,13 @@ def _is_row(line: str) -> bool:
     return nums >= 2 and nums / len(words) >= 0.4 and not (_TERMINAL.search(line) and nums < 3)
 
 
+def ends_mid_list(text: str) -> bool:
+    """True when the last non-empty line of ``text`` is a table row or a list item, i.e. a
+    passage that was probably cut from a longer table or list."""
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    return bool(lines) and (_is_row(lines[-1]) or _BULLET.match(lines[-1]) is not None)
+
+
 def _paragraph_text(page_text: str) -> str:
     """Replace soft line breaks (inside a paragraph) by spaces, keeping offsets unchanged.
 

@@ -219,15 +219,14 @@ class Retriever:
         """
         if limit <= 0 or not chunks:
             return []
-        from .chunking import _BULLET, _is_row
+        from .chunking import ends_mid_list
         from .store import point_id
 
         have = {c.chunk_id for c in chunks}
         want: list[tuple[str, RetrievedChunk]] = []
         for c in chunks:
             p = c.payload
-            lines = [ln for ln in c.text.splitlines() if ln.strip()]
-            if not lines or not (_is_row(lines[-1]) or _BULLET.match(lines[-1])):
+            if not ends_mid_list(c.text):
                 continue
             if not p.get("doc_sha256") or p.get("chunk_index") is None:
                 continue
