@@ -4,7 +4,7 @@ import pytest
 
 from core.pdf import (CorruptPDFError, EmptyFileError, EncryptedPDFError, NoTextError, NotAPDFError, extract_pages,
                       inspect_pdf)
-from tests.conftest import BAD, EDGE, SAMPLES
+from tests.conftest import BAD, DATA, EDGE, SAMPLES
 
 EXPECTED = {
     "NCT06155240_Prot_SAP_000.pdf": (NoTextError, "no extractable text"),
@@ -63,3 +63,24 @@ def test_empty_password_encryption_opens_with_exact_pages():
     assert [p.number for p in pages] == list(range(1, 19))
     assert "signed into law by" in pages[0].text
     assert "ten years from the date protection begins" in pages[16].text
+
+
+def test_tightly_set_words_stay_apart():
+    """DPR page 4 is set tightly: a fixed 3 pt word gap glued its words together."""
+    pages = extract_pages((DATA / "karpukhin2020-dpr.pdf").read_bytes())
+    assert "effective strategy for learning a dual-encoder model" in pages[3].text
+    assert "CuratedTREC 1,353 1,125 133 694" in pages[3].text  # table rows keep their layout
+
+
+def test_cid_coded_page_comes_from_pypdfium2():
+    """Page 3 of the Redpaper sample uses fonts without a Unicode map: pdfminer returns (cid:NN)."""
+    pages = extract_pages((DATA / "redp5110_sampled.pdf").read_bytes())
+    assert pages[2].extractor == "pypdfium2" and "(cid:" not in pages[2].text
+    assert "Because no one else is IBM." in pages[2].text
+    assert pages[1].extractor == "pdfplumber" and len(pages) == 18
+
+
+def test_chinese_pages_keep_their_words_unspaced():
+    pages = extract_pages((DATA / "chinese-tables.pdf").read_bytes())
+    assert "尚未使用的授信额度为120.47亿元" in pages[0].text.replace(" ", "").replace("\n", "")
+    assert "授信额度" in pages[0].text
