@@ -13,7 +13,13 @@ Tokenizer (the same one serves index and query):
   and also indexed split into their parts, so partial matches still score;
 - plain alphabetic words are Snowball-stemmed (PyStemmer, English) and English stop words dropped;
   tokens with digits or joiners are never stemmed;
-- CJK runs become overlapping character bigrams (plus unigrams), as Lucene's CJKAnalyzer does.
+- CJK runs become overlapping character bigrams (plus unigrams), as Lucene's CJKAnalyzer does;
+- abbreviations: a capitalised word of 2-5 letters with a period, followed by a number, a
+  lower-case word or another initial (``Pub. L. No. 105-304``, ``112 Stat. 2860``, ``Fig. 3``,
+  ``Sec. 512``, ``Dept. of``) is also indexed as ``abbr:<word>``; on the query side every word of
+  4+ letters also asks for ``abbr:<prefix>`` (2-5 letters, weight ``ABBREVIATION_WEIGHT``), so
+  "Public Law ... Statutes" finds "Pub. L. ... Stat.". A sentence-final word ("... the Act. The")
+  is not an abbreviation by this rule.
 """
 
 from __future__ import annotations
@@ -39,6 +45,27 @@ STOP_WORDS = frozenset(
     their there these those than then so such not no can could would should may might been being into
     about over under after before during if any all each other some only own same too very s t just""".split()
 )
+
+
+_ABBREVIATION = re.compile(r"(?<![\w.])([A-Z][a-z]{1,4})\.(?=\s+(?:\d|[a-z]|[A-Z]\.))")
+ABBREVIATION_WEIGHT = 0.5
+
+
+def abbreviation_terms(text: str) -> list[str]:
+    """``abbr:<word>`` terms for the abbreviations in ``text`` (see the module docstring)."""
+    return [f"abbr:{m.group(1).lower()}" for m in _ABBREVIATION.finditer(text)
+            if m.group(1).lower() not in STOP_WORDS]
+
+
+def abbreviation_queries(text: str) -> set[str]:
+    """``abbr:<prefix>`` terms a question asks for: 2-5 letter prefixes of its words of 4+ letters."""
+    out: set[str] = set()
+    for w in re.findall(r"[A-Za-z]{4,}", text):
+        w = w.lower()
+        if w in STOP_WORDS:
+            continue
+        out.update(f"abbr:{w[:n]}" for n in range(2, min(5, len(w) - 1) + 1))
+    return out
 
 
 def _stem(word: str) -> str:
@@ -88,6 +115,7 @@ def bm25_document_vector(text: str, k1: float = 1.2, b: float = 0.75, avgdl: flo
     """Sparse BM25 document vector: term id -> saturated tf (IDF applied by Qdrant)."""
     terms = tokenize(text)
     dl = len(terms) or 1
+    terms += abbreviation_terms(text)
     tf = Counter(terms)
     weights: dict[int, float] = {}
     norm = k1 * (1 - b + b * dl / avgdl)
@@ -98,5 +126,7 @@ def bm25_document_vector(text: str, k1: float = 1.2, b: float = 0.75, avgdl: flo
 
 
 def bm25_query_vector(text: str) -> SparseVector:
-    """Sparse query vector: weight 1.0 per distinct term."""
-    return _merge({term_id(t): 1.0 for t in set(tokenize(text))})
+    """Sparse query vector: weight 1.0 per distinct term, ``ABBREVIATION_WEIGHT`` per abbreviation prefix."""
+    weights = {term_id(t): ABBREVIATION_WEIGHT for t in abbreviation_queries(text)}
+    weights.update({term_id(t): 1.0 for t in set(tokenize(text))})
+    return _merge(weights)

@@ -28,6 +28,27 @@ def test_modes_report_ranks_of_their_lists(kb, mode):
     assert scores == sorted(scores, reverse=True)
 
 
+def test_bm25_finds_an_abbreviated_citation(kb, monkeypatch):
+    """dev-002: the DMCA footnote says "Pub. L. No. 105-304, 112 Stat. 2860"; the question says
+    "Public Law" and "Statutes at Large". Abbreviation terms lift the footnote into the BM25 top 5."""
+    import core.retrieval
+    import core.sparse
+
+    r = QueryService(kb).retriever
+    q = "What is the Public Law number and Statutes at Large citation of the DMCA?"
+
+    def rank() -> int | None:
+        res = r.retrieve(q, Scope(doc_names=["dmca.pdf"]), 30, "bm25")
+        return next((c.rank for c in res.chunks if "Pub. L. No. 105-304" in c.text), None)
+
+    with_abbr = rank()
+    assert with_abbr is not None and with_abbr <= 5
+    monkeypatch.setattr(core.sparse, "ABBREVIATION_WEIGHT", 0.0)
+    monkeypatch.setattr(core.retrieval, "bm25_query_vector", core.sparse.bm25_query_vector)
+    without = rank()
+    assert without is None or without > with_abbr
+
+
 def test_page_range_scope_applies_to_both_legs(kb):
     res = QueryService(kb).search("copyright protection", Scope(doc_names=["dmca.pdf"], page_min=3, page_max=5), 10)
     assert res.chunks

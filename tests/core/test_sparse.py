@@ -2,7 +2,8 @@
 
 import pytest
 
-from core.sparse import bm25_document_vector, bm25_query_vector, term_id, tokenize
+from core.sparse import (ABBREVIATION_WEIGHT, abbreviation_terms, bm25_document_vector, bm25_query_vector, term_id,
+                         tokenize)
 
 
 @pytest.mark.parametrize("ident", ["16.11.1", "snake_case", "hr_schema.employees", "cve-2021-44228", "94-2404110",
@@ -31,5 +32,25 @@ def test_bm25_saturation_and_length_normalisation():
     norm = k1 * (1 - b + b * dl / avgdl)
     assert w[term_id("pilot")] == pytest.approx(3 * (k1 + 1) / (3 + norm))
     assert w[term_id("land")] == pytest.approx(1 * (k1 + 1) / (1 + norm))
-    q = bm25_query_vector("pilot pilot")
-    assert q.indices == [term_id("pilot")] and q.values == [1.0]
+    q = dict(zip(*bm25_query_vector("pilot pilot").__dict__.values()))
+    assert q[term_id("pilot")] == 1.0  # once per distinct term
+    assert q[term_id("abbr:pil")] == ABBREVIATION_WEIGHT and len(q) == 4  # pilot + abbr:pi/pil/pilo
+
+
+def _dot(q, d):
+    dw = dict(zip(d.indices, d.values))
+    return sum(w * dw.get(i, 0.0) for i, w in zip(q.indices, q.values))
+
+
+def test_abbreviations_match_the_words_they_shorten():
+    footnote = "1 Pub. L. No. 105-304, 112 Stat. 2860 (Oct. 28, 1998)."
+    assert abbreviation_terms(footnote) == ["abbr:pub", "abbr:stat", "abbr:oct"]
+    q = bm25_query_vector("What is the Public Law number and Statutes at Large citation?")
+    assert _dot(q, bm25_document_vector(footnote)) > 0  # no shared word: only the abbreviations match
+    assert _dot(q, bm25_document_vector("An unrelated sentence about boats.")) == 0
+
+
+def test_sentence_final_words_and_stop_words_are_not_abbreviations():
+    assert abbreviation_terms("It amends the Act. The Office reports. See Fig. 3 and Sec. 512, Dept. of Labor") == [
+        "abbr:fig", "abbr:sec", "abbr:dept"]
+    assert abbreviation_terms("No. 5") == []  # "no" is a stop word
