@@ -96,15 +96,41 @@ _NUMBER_Q = re.compile(r"\b(how (many|much|old|long|often|far|large|big)|what (p
                        r"rate|range|score|accuracy|price|cost|value|total|size)|when|what date|which year|what year)\b", re.I)
 _HAS_NUMBER = re.compile(r"\d|\b(one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|"
                          r"forty|fifty|hundred|thousand|million|billion|half|quarter|dozen)\b", re.I)
+_NUM = r"(\d[\d,.]*|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|fifty|hundred)"
+_MONTH = r"(jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?"
+# Expected answer types (Harabagiu et al., "FALCON: Boosting Knowledge for Answer Engines", TREC-9, 2000):
+# (question pattern, pattern of a sentence that has an answer of that type).
+_ANSWER_TYPES = [
+    (re.compile(r"\bhow long\b(?!.*\b(feet|foot|meters?|miles?|inches|wide|tall)\b)|\bfor how many (years|months|weeks|days)|"
+                r"\bwhat (period|duration|term)\b", re.I),
+     re.compile(rf"\b{_NUM}[\s-]+(years?|months?|weeks?|days?|hours?|minutes?)\b", re.I)),
+    (re.compile(r"\b(when|what date|on what (calendar )?date|which day)\b", re.I),
+     re.compile(rf"\b{_MONTH}\s+\d{{1,2}},?\s+\d{{4}}\b|\b\d{{1,2}}/\d{{1,2}}/\d{{2,4}}\b", re.I)),
+    (re.compile(r"\b(what percent(age)?|what (\w+ )?(rate|margin|accuracy|share))\b", re.I),
+     re.compile(r"\d\s?%|\bper ?cent\b", re.I)),
+]
+
+
+def answer_type_bonus(question: str, sentence: str) -> float:
+    """Score bonus for a sentence holding the kind of answer the question asks for: 0.3 when it
+    matches the expected answer type (a duration for "how long", a date for "when", a percentage for
+    "what rate"), else 0.15 for any number when the question asks for a quantity or date, else 0."""
+    for q_pat, s_pat in _ANSWER_TYPES:
+        if q_pat.search(question):
+            if s_pat.search(sentence):
+                return 0.3
+            break
+    return 0.15 if _NUMBER_Q.search(question) and _HAS_NUMBER.search(sentence) else 0.0
 
 
 class ExtractiveAnswerer:
     """Offline answerer: the best-supported source sentences, each cited ``[n]``.
 
     Sentence score = 0.5 * cosine(question, sentence) + Okapi BM25 of the sentence among the
-    candidate sentences (Robertson & Zaragoza 2009; normalised by the best) + 0.15 when the
-    question asks for a quantity/date and the sentence has a number + ``rank_weight`` / source rank
-    (retrieval ranks whole passages with both retrievers, a stronger signal than one sentence). Up to ``max_sentences`` sentences scoring at
+    candidate sentences (Robertson & Zaragoza 2009; normalised by the best) + the answer-type
+    bonus (``answer_type_bonus``: 0.3 for the expected type, 0.15 for any number) +
+    ``rank_weight`` x the source's retrieval score / the best source's (retrieval ranks whole
+    passages with both retrievers, a stronger signal than one sentence). Up to ``max_sentences`` sentences scoring at
     least ``relative`` x the best are returned in source order.
     """
 
@@ -138,11 +164,15 @@ class ExtractiveAnswerer:
         top = max(bm25) or 1.0
         qvec = self.embedder.embed([question])[0]
         dense = self._sentence_vectors(sents) @ qvec
-        wants_number = _NUMBER_Q.search(question) is not None
+        fused = [max(float(c.score), 0.0) for c in sources]
+        best_fused = max(fused) or 1.0
         scored = []
         for s, b, d in zip(sents, bm25, dense):
-            typed = 0.15 if wants_number and _HAS_NUMBER.search(s.text) else 0.0
-            scored.append((0.5 * float(d) + b / top + typed + self.rank_weight / s.n, s))
+            # the source's weight is its retrieval score relative to the best source (near-ties
+            # between sources stay near-ties), not its ordinal rank
+            weight = fused[s.n - 1] / best_fused if sources[s.n - 1].neighbor_of is None else 0.0
+            typed = answer_type_bonus(question, s.text)
+            scored.append((0.5 * float(d) + b / top + typed + self.rank_weight * weight, s))
         scored.sort(key=lambda x: -x[0])
         return scored
 
@@ -171,6 +201,23 @@ class ExtractiveAnswerer:
                     out.append(_Sentence(s.n, s.chunk, a, b, s.chunk.text[a:b]))
         return out
 
+    @staticmethod
+    def _complete_captions(picked: list[_Sentence]) -> list[_Sentence]:
+        """A form caption in parentheses ("(I.R.S. Employer Identification No.)") labels the
+        value on the line above it, as on SEC cover pages: quote that line with it."""
+        out: list[_Sentence] = []
+        for s in picked:
+            t = s.text.strip()
+            if t.startswith("(") and t.endswith(")"):
+                before = [(a, b) for a, b in sentence_spans(s.chunk.text) if b <= s.start]
+                if before:
+                    a, b = before[-1]
+                    gap = s.chunk.text[b:s.start]
+                    if "\n" in gap and not gap.strip() and not any(p.chunk is s.chunk and p.start == a for p in picked):
+                        out.append(_Sentence(s.n, s.chunk, a, b, s.chunk.text[a:b]))
+            out.append(s)
+        return out
+
     def answer(self, question: str, sources: list[RetrievedChunk]) -> AnswerResult:
         """Answer from ``sources`` (numbered 1..n in order); ``refused`` when there are none."""
         scored = self.score_sentences(question, sources)
@@ -185,7 +232,7 @@ class ExtractiveAnswerer:
             if top1 is not None and top1[0] >= 0.6 * best and top1[1].chunk.doc_name == best_doc:
                 picked.append(top1[1])
         picked.sort(key=lambda s: (s.n, s.start))
-        picked = self._complete_lead_ins(picked)
+        picked = self._complete_captions(self._complete_lead_ins(picked))
         parts, cites = [], []
         for s in picked:
             parts.append(f"{normalize_ws(s.text)} [{s.n}]")

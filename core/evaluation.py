@@ -148,8 +148,8 @@ def hit_rank(q: GoldQuestion, texts: list[str]) -> int | None:
 
 
 RETRIEVAL_KEYS = ("hit@1", "hit@5", "hit@10", "mrr", "ndcg@10", "evidence_recall@5", "evidence_recall@10")
-ANSWER_KEYS = ("exact_match", "f1", "f1_full", "refusal_accuracy", "citation_validity", "faithfulness",
-               "context_relevance", "answer_relevance")
+ANSWER_KEYS = ("exact_match", "f1", "f1_full", "refusal_accuracy", "citation_validity", "answered_cited",
+               "faithfulness", "context_relevance", "answer_relevance")
 SCHEMA_VERSION = 1
 
 
@@ -317,6 +317,9 @@ def _answer_record(q: GoldQuestion, out: dict[str, Any], judge: Any) -> dict[str
     if places:
         m["citation_validity"] = metrics.citation_validity(
             out["citations"], (out.get("citation_check") or {}).get("invalid_numbers", []), places).to_json()
+        if not q.is_refusal:
+            ok = label == "answered" and m["citation_validity"]["value"] == 1.0
+            m["answered_cited"] = {"value": float(ok), "reason": f"label {label!r}; {m['citation_validity']['reason']}"}
     claims: list[dict[str, Any]] = []
     cost = float(out["usage"].get("cost_usd") or 0.0)
     if not refused:

@@ -1,6 +1,6 @@
 """Answerers: the LLM path through litellm (mock_response: no network) and the extractive one."""
 
-from core.answer import REFUSAL_TEXT, ExtractiveAnswerer, LLMAnswerer
+from core.answer import REFUSAL_TEXT, ExtractiveAnswerer, LLMAnswerer, answer_type_bonus
 from core.retrieval import RetrievedChunk
 
 
@@ -53,3 +53,26 @@ def test_extractive_completes_a_lead_in_sentence(embedder):
     res = ExtractiveAnswerer(embedder).answer("What was the probable cause of the accident?", src)
     assert "misjudged clearance over obstacles" in res.answer
     assert res.citation_check["ok"]
+
+
+def test_answer_type_prefers_a_duration_for_how_long(embedder):
+    assert answer_type_bonus("For how long am I covered?", "protection continues for ten years") == 0.3
+    assert answer_type_bonus("For how long am I covered?", "hulls no longer than 200 feet") == 0.15
+    assert answer_type_bonus("On what date was it signed?", "signed on October 28, 1998") == 0.3
+    assert answer_type_bonus("Who signed it?", "signed on October 28, 1998") == 0.0
+    src = [_chunk(1, "Title V, the Vessel Hull Design Protection Act, creates a new form of protection for the design "
+                     "of vessel hulls."),
+           _chunk(2, "Useful articles are limited to hulls of vessels no longer than 200 feet. Once registered, "
+                     "protection continues for ten years from the date protection begins.", page=17)]
+    res = ExtractiveAnswerer(embedder).answer("If I file to protect the shape of my boat's hull, for how long am I "
+                                              "covered?", src)
+    assert "ten years" in res.answer and any(c.page == 17 for c in res.citations)
+
+
+def test_form_caption_is_quoted_with_the_value_above_it(embedder):
+    src = [_chunk(1, "Apple Inc.\n(Exact name of Registrant as specified in its charter)\nCalifornia 94-2404110\n"
+                     "(State or other jurisdiction (I.R.S. Employer Identification No.)\nOne Apple Park Way")]
+    res = ExtractiveAnswerer(embedder).answer("What is Apple Inc.'s IRS Employer Identification Number?", src)
+    assert "94-2404110" in res.answer
+    assert res.answer.index("94-2404110") < res.answer.index("Identification No.")
+    assert all(c.quote in src[0].text.replace("\n", " ") for c in res.citations)
