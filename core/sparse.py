@@ -14,6 +14,11 @@ Tokenizer (the same one serves index and query):
 - plain alphabetic words are Snowball-stemmed (PyStemmer, English) and English stop words dropped;
   tokens with digits or joiners are never stemmed;
 - CJK runs become overlapping character bigrams (plus unigrams), as Lucene's CJKAnalyzer does;
+- CamelCase and mixed-case names (``CuratedTREC``, ``TriviaQA``, ``getUserName``) are kept whole
+  and also indexed split at their case changes (``curated``, ``trec``), as code search does;
+- acronyms: a run of two or more capitalised words in a question ("Natural Questions") also
+  asks for its initials (``nq``, weight ``ACRONYM_WEIGHT``), which is how tables and papers
+  refer to it;
 - abbreviations: a capitalised word of 2-5 letters with a period, followed by a number, a
   lower-case word or another initial (``Pub. L. No. 105-304``, ``112 Stat. 2860``, ``Fig. 3``,
   ``Sec. 512``, ``Dept. of``) is also indexed as ``abbr:<word>``; on the query side every word of
@@ -57,6 +62,31 @@ def abbreviation_terms(text: str) -> list[str]:
             if m.group(1).lower() not in STOP_WORDS]
 
 
+_CAPITALISED_RUN = re.compile(r"\b[A-Z][a-z]+(?:\s+[A-Z][a-z]+)+\b")
+_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
+ACRONYM_WEIGHT = 0.5
+
+
+def acronym_queries(text: str) -> set[str]:
+    """Initials of runs of 2-5 capitalised words in ``text`` ("Natural Questions" -> ``nq``);
+    question words and stop words ("What", "In") do not start a run."""
+    out: set[str] = set()
+    for m in _CAPITALISED_RUN.finditer(text):
+        words = [w for w in m.group(0).split()]
+        while words and words[0].lower() in STOP_WORDS:
+            words = words[1:]
+        if 2 <= len(words) <= 5:
+            out.add("".join(w[0] for w in words).lower())
+    return out
+
+
+def _camel_parts(token: str) -> list[str]:
+    """Parts of a mixed-case token at its case changes, or ``[]`` when it has none."""
+    if not re.search(r"[a-z][A-Z]|[A-Z]{2}[a-z]", token):
+        return []
+    return [p.lower() for p in _CAMEL.findall(token)]
+
+
 def abbreviation_queries(text: str) -> set[str]:
     """``abbr:<prefix>`` terms a question asks for: 2-5 letter prefixes of its words of 4+ letters."""
     out: set[str] = set()
@@ -79,12 +109,20 @@ def tokenize(text: str) -> list[str]:
         run = m.group(0)
         out.extend(run)  # unigrams
         out.extend(run[i : i + 2] for i in range(len(run) - 1))
-    non_cjk = _CJK_RUN.sub(" ", text).lower()
+    non_cjk = _CJK_RUN.sub(" ", text)
     for m in _WORD.finditer(non_cjk):
-        tok = m.group(0).strip("_")
+        cased = m.group(0).strip("_")
+        tok = cased.lower()
         if not tok:
             continue
         parts = [p for p in _SPLIT.split(tok.replace("_", ".")) if p]
+        camel = [p for piece in _SPLIT.split(cased.replace("_", ".")) for p in _camel_parts(piece)]
+        if camel:
+            out.append(tok.rstrip(",.'’"))
+            out.extend(_stem(p) for p in camel if p not in STOP_WORDS)
+            if len(parts) > 1:
+                out.extend(_stem(p) for p in parts if p not in STOP_WORDS)
+            continue
         if len(parts) > 1:
             out.append(tok.rstrip(",.'’"))
             for p in parts:
@@ -126,7 +164,9 @@ def bm25_document_vector(text: str, k1: float = 1.2, b: float = 0.75, avgdl: flo
 
 
 def bm25_query_vector(text: str) -> SparseVector:
-    """Sparse query vector: weight 1.0 per distinct term, ``ABBREVIATION_WEIGHT`` per abbreviation prefix."""
+    """Sparse query vector: weight 1.0 per distinct term, ``ABBREVIATION_WEIGHT`` per abbreviation
+    prefix, ``ACRONYM_WEIGHT`` per acronym of a capitalised run (a term of the question keeps 1.0)."""
     weights = {term_id(t): ABBREVIATION_WEIGHT for t in abbreviation_queries(text)}
+    weights.update({term_id(t): ACRONYM_WEIGHT for t in acronym_queries(text)})
     weights.update({term_id(t): 1.0 for t in set(tokenize(text))})
     return _merge(weights)

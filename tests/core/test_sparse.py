@@ -2,8 +2,8 @@
 
 import pytest
 
-from core.sparse import (ABBREVIATION_WEIGHT, abbreviation_terms, bm25_document_vector, bm25_query_vector, term_id,
-                         tokenize)
+from core.sparse import (ABBREVIATION_WEIGHT, abbreviation_terms, acronym_queries, bm25_document_vector, bm25_query_vector,
+                         term_id, tokenize)
 
 
 @pytest.mark.parametrize("ident", ["16.11.1", "snake_case", "hr_schema.employees", "cve-2021-44228", "94-2404110",
@@ -54,3 +54,17 @@ def test_sentence_final_words_and_stop_words_are_not_abbreviations():
     assert abbreviation_terms("It amends the Act. The Office reports. See Fig. 3 and Sec. 512, Dept. of Labor") == [
         "abbr:fig", "abbr:sec", "abbr:dept"]
     assert abbreviation_terms("No. 5") == []  # "no" is a stop word
+
+
+def test_mixed_case_names_are_also_indexed_split():
+    toks = tokenize("CuratedTREC and TriviaQA, getUserName")
+    assert {"curatedtrec", "curat", "trec", "triviaqa", "trivia", "qa", "getusername", "get", "user", "name"} <= set(toks)
+    assert tokenize("DB2 NQ") == ["db2", "nq"]  # no case change inside: unchanged
+
+
+def test_capitalised_runs_ask_for_their_acronym():
+    assert acronym_queries("What top-20 accuracy does BM25 reach on Natural Questions?") == {"nq"}
+    assert "dmca" in acronym_queries("Who signed the Digital Millennium Copyright Act?")
+    assert acronym_queries("What Is it") == set()  # a question word does not start a run
+    q = bm25_query_vector("accuracy on Natural Questions")
+    assert _dot(q, bm25_document_vector("Retriever NQ TriviaQA WQ")) > 0
