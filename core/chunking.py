@@ -360,11 +360,13 @@ def _make_chunk(index: int, text: str, page_starts: list[int], units: list[Unit]
 
 def _pack(text: str, page_starts: list[int], units: list[Unit], headers: _Headers, max_tokens: int,
           overlap: int, strategy: str, breaks_before: set[int] | None = None,
-          overlap_fraction: float = 0.0) -> list[Chunk]:
+          overlap_fraction: float = 0.0, hard_max: int | None = None) -> list[Chunk]:
     """Greedy packing of units into chunks of at most ``max_tokens`` (header included).
 
     The next chunk repeats the last ``overlap`` sentences, and more while the repeated part stays
-    within ``overlap_fraction * max_tokens`` word pieces."""
+    within ``overlap_fraction * max_tokens`` word pieces. A document's tail shorter than a third
+    of the budget joins the last chunk if the result stays within ``hard_max`` (the model's limit),
+    so the last chunk alone may exceed ``max_tokens``, never ``hard_max``."""
     chunks: list[Chunk] = []
     current: list[Unit] = []
     breaks_before = breaks_before or set()
@@ -390,14 +392,23 @@ def _pack(text: str, page_starts: list[int], units: list[Unit], headers: _Header
             current = list(keep)
         current.append(u)
     if current:
-        # no tiny last chunk: extend it backwards with the sentences before it (up to 70% budget),
-        # so the end of a document keeps its context (e.g. a back cover's last lines)
+        # no tiny last chunk: a document's last lines (a back cover's publication number, a
+        # signature) join the previous chunk when that stays under the model's hard limit;
+        # otherwise the tail is extended backwards with the sentences before it (up to 70% budget)
         if chunks and cost(current) < max_tokens // 3 and breaks_before is not None:
             first = next(i for i, u in enumerate(units) if u is current[0])
-            j = first
-            while j > 0 and (j not in breaks_before) and cost(units[j - 1:first] + current) <= 0.7 * max_tokens:
-                j -= 1
-            current = units[j:first] + current
+            prev = chunks[-1]
+            prev_units = [u for u in units[:first] if u.start >= prev.char_start]
+            fresh = [u for u in current if u.start >= prev.char_end]
+            if (hard_max and prev_units and fresh and first not in breaks_before
+                    and cost(prev_units + fresh) <= hard_max):
+                chunks.pop()
+                current = prev_units + fresh
+            else:
+                j = first
+                while j > 0 and (j not in breaks_before) and cost(units[j - 1:first] + current) <= 0.7 * max_tokens:
+                    j -= 1
+                current = units[j:first] + current
         emit(current)
     return chunks
 
@@ -463,7 +474,7 @@ def chunk_document(pages: list[Page], counter: TokenCounter, title: str, strateg
         breaks = _semantic_breaks(units, text, embedder if embedder is not None else counter)
         overlap = 0
     return _pack(text, page_starts, units, headers, max_tokens, overlap, strategy.value, breaks,
-                 overlap_fraction if overlap else 0.0)
+                 overlap_fraction if overlap else 0.0, hard_max=counter.max_content_tokens)
 
 
 def chunk_sentences(pages: list[Page], counter: TokenCounter, title: str, max_tokens: int = 200,
