@@ -130,7 +130,7 @@ def _pdfium_pages(data: bytes) -> list[Page]:
         for i in range(len(doc)):
             tp = doc[i].get_textpage()
             text = tp.get_text_range().replace("\r\n", "\n").replace("\r", "\n")
-            out.append(Page(number=i + 1, text=text, extractor="pypdfium2"))
+            out.append(Page(number=i + 1, text=collapse_leaders(text), extractor="pypdfium2"))
         return out
     finally:
         doc.close()
@@ -148,7 +148,8 @@ def extract_pages(data: bytes) -> list[Page]:
       so that neither BM25 nor the embedding model could see them; CJK-heavy pages, which have
       no spaces between words, keep the default;
     - a page whose fonts lack a Unicode map comes out of pdfminer as ``(cid:NN)`` codes: such a
-      page is taken from pypdfium2 instead, which reads the glyph names (``Page.extractor``).
+      page is taken from pypdfium2 instead, which reads the glyph names (``Page.extractor``);
+    - table-of-contents dot leaders are collapsed (``collapse_leaders``).
 
     If pdfminer cannot parse the file at all, the whole document falls back to pypdfium2.
     Raises the ``PDFError`` subclasses of ``inspect_pdf`` when neither can read it.
@@ -174,12 +175,21 @@ def extract_pages(data: bytes) -> list[Page]:
         for i in garbled:
             if not _garbled(fallback[i].text):
                 texts[i], lines[i], extractors[i] = fallback[i].text, [], "pypdfium2"
+    texts = [collapse_leaders(t) for t in texts]
+    lines = [[(collapse_leaders(ln), size, n) for ln, size, n in page_lines] for page_lines in lines]
     headings = _find_headings(texts, lines)
     return [Page(number=i + 1, text=t, headings=tuple(h), extractor=x)
             for i, (t, h, x) in enumerate(zip(texts, headings, extractors))]
 
 
 _CID = re.compile(r"\(cid:\d+\)")
+_LEADERS = re.compile(r"(?:[ \t]?\.){4,}")
+
+
+def collapse_leaders(text: str) -> str:
+    """Dot leaders of a table of contents (``Notices . . . . . . vii``) become one ``…``: 60 dots
+    were 60 word pieces of every TOC chunk, crowding out its titles and drawing dense matches."""
+    return _LEADERS.sub(" …", text)
 _CJK = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 
 

@@ -2,8 +2,8 @@
 
 import pytest
 
-from core.pdf import (CorruptPDFError, EmptyFileError, EncryptedPDFError, NoTextError, NotAPDFError, extract_pages,
-                      inspect_pdf)
+from core.pdf import (CorruptPDFError, EmptyFileError, EncryptedPDFError, NoTextError, NotAPDFError, collapse_leaders,
+                      extract_pages, inspect_pdf)
 from tests.conftest import BAD, DATA, EDGE, SAMPLES
 
 EXPECTED = {
@@ -84,3 +84,11 @@ def test_chinese_pages_keep_their_words_unspaced():
     pages = extract_pages((DATA / "chinese-tables.pdf").read_bytes())
     assert "尚未使用的授信额度为120.47亿元" in pages[0].text.replace(" ", "").replace("\n", "")
     assert "授信额度" in pages[0].text
+
+
+def test_table_of_contents_dot_leaders_collapse():
+    pages = extract_pages((DATA / "redp5110_sampled.pdf").read_bytes())
+    toc = pages[1].text
+    assert "Notices … vii" in toc and "1.3 DB2 for i security controls … 3" in toc
+    assert ". . . ." not in toc and "...." not in toc
+    assert collapse_leaders("Wait... what? Preface . . . . . . xi") == "Wait... what? Preface … xi"
