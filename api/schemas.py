@@ -6,6 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from core.answer import Citation
 from core.retrieval import Mode
 from core.store import Scope
 
@@ -59,15 +60,6 @@ class RetrievedOut(BaseModel):
                                     "because this retrieved chunk was cut from a longer list or table")
 
 
-class CitationOut(BaseModel):
-    n: int
-    doc_name: str
-    page: int
-    chunk_id: str
-    quote: str
-    verified: bool = True
-
-
 class Usage(BaseModel):
     model: str
     prompt_tokens: int
@@ -87,7 +79,7 @@ class AnswerOut(BaseModel):
     question: str
     answer: str
     label: str = Field(description="answered | refused | clarifying | uncited")
-    citations: list[CitationOut]
+    citations: list[Citation]  # the domain type: one definition for core and API
     citation_check: dict[str, Any] = Field(default_factory=dict)
     retrieved: list[RetrievedOut]
     mode: str

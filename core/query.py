@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import re
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any, Iterator
@@ -83,7 +84,12 @@ class QueryService:
                                    reranker=reranker if reranker is not None else svc.reranker,
                                    rerank_candidates=s.rerank_candidates, dense_skip_scripts=s.dense_skip_scripts)
         self.answerer = answerer or build_answerer(svc)
-        self._doc_texts: dict[tuple[str, str, str], str] = {}
+        from cachetools import LRUCache
+
+        # rebuilt document texts per (document, version, strategy): bounded, since every
+        # re-ingestion adds a version and a server runs for months
+        self._doc_texts: LRUCache = LRUCache(maxsize=256)
+        self._doc_texts_lock = threading.Lock()
         self.telemetry = telemetry or TelemetryWriter.from_services(svc, background=False)
         self.cache = cache
 
@@ -102,19 +108,23 @@ class QueryService:
         out = []
         keys = {(c.payload.get("document_id"), c.payload.get("doc_sha256"), c.payload.get("strategy")) for c in chunks}
         for key in keys:
-            if key not in self._doc_texts:
+            with self._doc_texts_lock:
+                text = self._doc_texts.get(key)
+            if text is None:
                 with self.svc.sessions() as s:
                     rows = s.execute(select(ChunkRow.char_start, ChunkRow.char_end, ChunkRow.text).where(
                         ChunkRow.document_id == key[0], ChunkRow.doc_sha256 == key[1], ChunkRow.strategy == key[2])
                         .order_by(ChunkRow.char_start)).all()
                 parts, end = [], 0
-                for cs, ce, text in rows:
+                for cs, ce, chunk_text in rows:
                     if ce <= end:
                         continue
-                    parts.append(text[max(0, end - cs):])
+                    parts.append(chunk_text[max(0, end - cs):])
                     end = ce
-                self._doc_texts[key] = " ".join(parts)
-            out.append(self._doc_texts[key])
+                text = " ".join(parts)
+                with self._doc_texts_lock:
+                    self._doc_texts[key] = text
+            out.append(text)
         out.extend(c.payload.get("header", "") for c in chunks)
         return out
 
