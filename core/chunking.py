@@ -477,6 +477,28 @@ def chunk_document(pages: list[Page], counter: TokenCounter, title: str, strateg
                  overlap_fraction if overlap else 0.0, hard_max=counter.max_content_tokens)
 
 
+def window_spans(text: str, counter: TokenCounter, max_tokens: int) -> list[tuple[int, int]]:
+    """Character spans of ``text`` cut into windows of whole sentences of at most ``max_tokens``
+    word pieces (a longer sentence is a window of its own), in order, covering every sentence.
+    An empty or sentence-less text gives one window over all of it."""
+    spans = sentence_spans(text)
+    if not spans:
+        return [(0, len(text))]
+    counts = counter.count_tokens([text[s:e] for s, e in spans])
+    out: list[tuple[int, int]] = []
+    start, used = None, 0
+    for (s, e), n in zip(spans, counts):
+        if start is not None and used + n > max_tokens:
+            out.append((start, prev_end))
+            start, used = None, 0
+        if start is None:
+            start = s
+        used += n
+        prev_end = e
+    out.append((start, prev_end))
+    return out
+
+
 def chunk_sentences(pages: list[Page], counter: TokenCounter, title: str, max_tokens: int = 200,
                     overlap_sentences: int = 1) -> list[Chunk]:
     """The ``sentence`` strategy (see ``chunk_document``)."""

@@ -17,10 +17,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+import numpy as np
 from sqlalchemy import delete, select
 
 from .chunking import DEFAULT_STRATEGY as _DEFAULT_STRATEGY
-from .chunking import Chunk, Strategy, chunk_document, document_title
+from .chunking import Chunk, Strategy, chunk_document, document_title, window_spans
 from .db import ChunkRow, Document, bump_index_version, utcnow
 from .pdf import Page, PDFError, extract_pages, inspect_pdf
 from .services import Services
@@ -144,6 +145,28 @@ def build_chunks(svc: Services, doc: Document, pages: list[Page], strategy: str 
     return chunks
 
 
+def _unit(v: np.ndarray) -> np.ndarray:
+    n = float(np.linalg.norm(v))
+    return v / n if n > 0 else v
+
+
+def embed_windows(svc: Services, chunks: list[Chunk]) -> list[list[Any]]:
+    """Per chunk, the embeddings of its sentence windows (``window_spans`` of at most
+    ``dense_window_tokens`` word pieces), each prefixed with the chunk's context header, so
+    dense retrieval can match one fact in a long chunk (MaxSim). Shape: chunks x windows x dim."""
+    texts: list[str] = []
+    owners: list[int] = []
+    for i, c in enumerate(chunks):
+        for a, b in window_spans(c.text, svc.embedder, svc.settings.dense_window_tokens):
+            texts.append(f"{c.header}\n{c.text[a:b]}" if c.header else c.text[a:b])
+            owners.append(i)
+    vectors = svc.embedder.embed(texts)
+    out: list[list[Any]] = [[] for _ in chunks]
+    for i, v in zip(owners, vectors):
+        out[i].append(v)
+    return out
+
+
 def index_chunks(svc: Services, document_id: str, chunks: list[Chunk], pages: int, extractor: str,
                  strategy: str | None = None) -> dict[str, Any]:
     """Stage 3: embed + BM25, upsert into Qdrant, write chunk rows, then retire the old version.
@@ -161,7 +184,13 @@ def index_chunks(svc: Services, document_id: str, chunks: list[Chunk], pages: in
     t0 = time.perf_counter()
     texts = [c.indexed_text for c in chunks]
     try:
-        dense = svc.embedder.embed(texts)
+        if st.dense_window_tokens:
+            # the per-chunk vector (used only with dense_window_tokens=0) is the normalised mean of
+            # the chunk's window vectors: embedding every chunk whole again would double the cost
+            windows = embed_windows(svc, chunks)
+            dense = [_unit(np.mean(np.asarray(w), axis=0)) for w in windows]
+        else:
+            windows, dense = None, svc.embedder.embed(texts)
         t_embed = (time.perf_counter() - t0) * 1000
         sparse = [bm25_document_vector(t, st.bm25_k1, st.bm25_b, st.bm25_avgdl) for t in texts]
         ids = [point_id(sha, strategy, c.index) for c in chunks]
@@ -176,7 +205,7 @@ def index_chunks(svc: Services, document_id: str, chunks: list[Chunk], pages: in
         } for c in chunks]
         svc.store.ensure_collection(svc.embedder.dim)
         t1 = time.perf_counter()
-        svc.store.upsert(ids, dense, sparse, payloads)
+        svc.store.upsert(ids, dense, sparse, payloads, windows=windows)
         t_upsert = (time.perf_counter() - t1) * 1000
         with svc.sessions.begin() as s:
             s.execute(delete(ChunkRow).where(ChunkRow.document_id == doc.id,

@@ -124,12 +124,17 @@ def reciprocal_rank_fusion(lists: dict[str, list[str]], k: int = 60) -> list[tup
 class Retriever:
     """Scoped dense / BM25 / hybrid (RRF) retrieval over the chunk collection.
 
+    The dense leg scores a chunk by its best sentence window (``dense_windows``, Qdrant
+    multivector with MaxSim as in ColBERT, Khattab & Zaharia, SIGIR 2020 -- here one vector per
+    window of ~64 word pieces): one vector per 200-token chunk blurs the single fact a question asks for.
+
     ``reranker``: optional object with ``predict(list[tuple[str, str]]) -> scores``
     (a sentence-transformers ``CrossEncoder``).
     """
 
     def __init__(self, store: VectorStore, embedder: Embedder, *, rrf_k: int = 60, candidates: int = 30,
-                 reranker: Any = None, rerank_candidates: int = 30, dense_skip_scripts: str = ""):
+                 reranker: Any = None, rerank_candidates: int = 30, dense_skip_scripts: str = "",
+                 dense_windows: bool = True):
         self.store = store
         self.embedder = embedder
         self.rrf_k = rrf_k
@@ -137,6 +142,7 @@ class Retriever:
         self.reranker = reranker
         self.rerank_candidates = rerank_candidates
         self.dense_skip_scripts = {x.strip() for x in dense_skip_scripts.split(",") if x.strip()}
+        self.dense_windows = dense_windows
 
     def retrieve(self, question: str, scope: Scope | None = None, top_k: int = 5,
                  mode: Mode | str = Mode.hybrid) -> RetrievalResult:
@@ -170,7 +176,11 @@ class Retriever:
             qvec = self.embedder.embed([question])[0]
             timings["embed"] = (time.perf_counter() - t) * 1000
             t = time.perf_counter()
-            hits["vector"] = {h.id: h for h in self.store.search_dense(qvec, flt, n)}
+            windows = self.dense_windows and self.store.has_windows()
+            if self.dense_windows and not windows:
+                notes.append("vector leg: this collection has one vector per chunk (created before sentence "
+                             "windows); re-ingest into a new collection for window-level (MaxSim) dense retrieval")
+            hits["vector"] = {h.id: h for h in self.store.search_dense(qvec, flt, n, windows=windows)}
             timings["vector"] = (time.perf_counter() - t) * 1000
         if mode in (Mode.bm25, Mode.hybrid, Mode.hybrid_rerank):
             t = time.perf_counter()

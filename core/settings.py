@@ -46,6 +46,9 @@ class Settings(BaseSettings):
 
     chunk_max_tokens: int = Field(default=200, gt=16, description="Token budget per chunk, header included")
     chunk_overlap_sentences: int = Field(default=1, ge=0)
+    dense_window_tokens: int = Field(default=64, ge=0, description="Dense retrieval scores a chunk by its best "
+                                     "window of whole sentences up to this many word pieces (each embedded with the "
+                                     "chunk's context header; Qdrant multivector, MaxSim); 0 = one vector per chunk")
     min_text_chars: int = Field(
         default=40, ge=1, description="Fewer non-space characters than this in the whole PDF = refused as no text"
     )

@@ -19,6 +19,7 @@ from .sparse import SparseVector
 log = logging.getLogger(__name__)
 
 DENSE = "dense"
+WINDOWS = "dense_windows"
 SPARSE = "bm25"
 POINT_NAMESPACE = uuid.UUID("8f0d3c2e-5b7a-4a51-9a3c-5f1e7c1d2b64")
 KEYWORD_FIELDS = ("document_id", "doc_name", "knowledge_base", "strategy", "doc_sha256")
@@ -95,6 +96,7 @@ class VectorStore:
         self.local = not url
         self.collection = collection
         self._lock = threading.RLock()
+        self._has_windows: bool | None = None
 
     def close(self) -> None:
         self.client.close()
@@ -114,7 +116,12 @@ class VectorStore:
                 return
             self.client.create_collection(
                 self.collection,
-                vectors_config={DENSE: models.VectorParams(size=dim, distance=models.Distance.COSINE)},
+                vectors_config={
+                    DENSE: models.VectorParams(size=dim, distance=models.Distance.COSINE),
+                    WINDOWS: models.VectorParams(size=dim, distance=models.Distance.COSINE,
+                                                 multivector_config=models.MultiVectorConfig(
+                                                     comparator=models.MultiVectorComparator.MAX_SIM)),
+                },
                 sparse_vectors_config={SPARSE: models.SparseVectorParams(modifier=models.Modifier.IDF)},
             )
             if not self.local:  # local mode ignores payload indexes (and warns): create them on servers
@@ -125,22 +132,33 @@ class VectorStore:
                 for name in BOOL_FIELDS:
                     self.client.create_payload_index(self.collection, name, models.PayloadSchemaType.BOOL)
 
+    def has_windows(self) -> bool:
+        """True when the collection has the window multivector (collections created before it
+        existed have only one dense vector per chunk)."""
+        if self._has_windows is None:
+            if not self.exists():
+                return False
+            vectors = self.client.get_collection(self.collection).config.params.vectors
+            self._has_windows = isinstance(vectors, dict) and WINDOWS in vectors
+        return self._has_windows
+
     def upsert(self, ids: Sequence[str], dense: Sequence[Sequence[float]], sparse: Sequence[SparseVector],
-               payloads: Sequence[dict[str, Any]], batch_size: int = 256) -> None:
-        """Upsert points in batches (idempotent: same ids overwrite)."""
+               payloads: Sequence[dict[str, Any]], batch_size: int = 256,
+               windows: Sequence[Sequence[Sequence[float]]] | None = None) -> None:
+        """Upsert points in batches (idempotent: same ids overwrite). ``windows``: per point, the
+        vectors of its sentence windows (stored when the collection has the multivector)."""
+        with_windows = windows is not None and self.has_windows()
         with self._lock:
             for i in range(0, len(ids), batch_size):
-                points = [
-                    models.PointStruct(
-                        id=ids[j],
-                        vector={
-                            DENSE: list(map(float, dense[j])),
-                            SPARSE: models.SparseVector(indices=sparse[j].indices, values=sparse[j].values),
-                        },
-                        payload=payloads[j],
-                    )
-                    for j in range(i, min(i + batch_size, len(ids)))
-                ]
+                points = []
+                for j in range(i, min(i + batch_size, len(ids))):
+                    vector: dict[str, Any] = {
+                        DENSE: list(map(float, dense[j])),
+                        SPARSE: models.SparseVector(indices=sparse[j].indices, values=sparse[j].values),
+                    }
+                    if with_windows:
+                        vector[WINDOWS] = [list(map(float, v)) for v in windows[j]]
+                    points.append(models.PointStruct(id=ids[j], vector=vector, payload=payloads[j]))
                 self.client.upsert(self.collection, points=points, wait=True)
 
     def _doc_filter(self, document_id: str, keep_sha256: str | None = None, only_sha256: str | None = None,
@@ -201,10 +219,16 @@ class VectorStore:
         flt = self._doc_filter(document_id, only_sha256=sha256, strategy=strategy) if document_id else None
         return self.client.count(self.collection, count_filter=flt, exact=True).count
 
-    def search_dense(self, vector: Sequence[float], flt: models.Filter | None, limit: int) -> list[PointHit]:
-        """Top-``limit`` by cosine similarity of the dense vector."""
-        res = self.client.query_points(self.collection, query=list(map(float, vector)), using=DENSE,
-                                       query_filter=flt, limit=limit, with_payload=True)
+    def search_dense(self, vector: Sequence[float], flt: models.Filter | None, limit: int,
+                     windows: bool = False) -> list[PointHit]:
+        """Top-``limit`` by cosine similarity of the dense vector; with ``windows`` (and a collection
+        that has them), by MaxSim: the cosine of the chunk's best sentence window."""
+        if windows and self.has_windows():
+            res = self.client.query_points(self.collection, query=[list(map(float, vector))], using=WINDOWS,
+                                           query_filter=flt, limit=limit, with_payload=True)
+        else:
+            res = self.client.query_points(self.collection, query=list(map(float, vector)), using=DENSE,
+                                           query_filter=flt, limit=limit, with_payload=True)
         return [PointHit(str(p.id), float(p.score), p.payload or {}) for p in res.points]
 
     def search_sparse(self, vector: SparseVector, flt: models.Filter | None, limit: int) -> list[PointHit]:

@@ -28,6 +28,28 @@ def test_modes_report_ranks_of_their_lists(kb, mode):
     assert scores == sorted(scores, reverse=True)
 
 
+def test_dense_leg_scores_a_chunk_by_its_best_sentence_window(kb):
+    """Each point stores one vector per sentence window (header + <= 64 word pieces); the vector
+    leg's score is the cosine of the best window (MaxSim), computed here independently."""
+    import numpy as np
+
+    from core.chunking import window_spans
+    from core.store import WINDOWS
+
+    assert kb.store.has_windows()
+    q = "For how long does protection of a vessel hull design last once registered?"
+    res = QueryService(kb).search(q, Scope(doc_names=["dmca.pdf"]), top_k=3, mode="vector")
+    assert not res.notes
+    top = res.chunks[0]
+    p = kb.store.client.retrieve(kb.store.collection, ids=[top.chunk_id], with_vectors=[WINDOWS])[0]
+    spans = window_spans(top.text, kb.embedder, kb.settings.dense_window_tokens)
+    assert len(p.vector[WINDOWS]) == len(spans) > 1
+    header = top.payload["header"]
+    wins = kb.embedder.embed([f"{header}\n{top.text[a:b]}" for a, b in spans])
+    qv = kb.embedder.embed([q])[0]
+    assert top.scores["vector"] == pytest.approx(float(np.max(np.asarray(wins) @ qv)), abs=1e-4)
+
+
 def test_bm25_finds_an_abbreviated_citation(kb, monkeypatch):
     """dev-002: the DMCA footnote says "Pub. L. No. 105-304, 112 Stat. 2860"; the question says
     "Public Law" and "Statutes at Large". Abbreviation terms lift the footnote into the BM25 top 5."""

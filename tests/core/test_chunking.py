@@ -4,7 +4,8 @@ import re
 
 import pytest
 
-from core.chunking import Strategy, chunk_document, chunk_sentences, document_text, document_title, sentence_spans
+from core.chunking import (Strategy, chunk_document, chunk_sentences, document_text, document_title, sentence_spans,
+                           window_spans)
 from core.pdf import extract_pages
 from tests.conftest import DATA, SAMPLES
 
@@ -129,3 +130,18 @@ def test_table_rows_carry_caption_and_header(embedder):
     assert "Table 2: Top-20 & Top-100 retrieval accuracy" in c.header
     assert "NQ TriviaQA WQ TREC SQuAD" in c.header
     assert "None BM25 59.1 66.9 55.0 70.9 68.8" in c.text.replace("\n", " ")  # rows stay whole
+
+
+def test_window_spans_pack_whole_sentences(dmca_pages, embedder):
+    chunks = chunk_sentences(dmca_pages, embedder, "dmca", max_tokens=200)
+    for c in chunks[:10]:
+        spans = window_spans(c.text, embedder, 64)
+        assert spans[0][0] == 0 or not c.text[:spans[0][0]].strip()
+        sentences = sentence_spans(c.text)
+        assert {s for s, _ in spans} <= {s for s, _ in sentences} and {e for _, e in spans} <= {e for _, e in sentences}
+        for (a, b), (a2, _) in zip(spans, spans[1:]):
+            assert b <= a2
+        for a, b in spans:
+            n = embedder.count_tokens([c.text[a:b]])[0]
+            one_sentence = sum(1 for s, e in sentences if a <= s and e <= b) == 1
+            assert n <= 64 + 2 or one_sentence
