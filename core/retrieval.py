@@ -132,7 +132,7 @@ class Retriever:
     (a sentence-transformers ``CrossEncoder``).
     """
 
-    def __init__(self, store: VectorStore, embedder: Embedder, *, rrf_k: int = 60, candidates: int = 30,
+    def __init__(self, store: VectorStore, embedder: Embedder, *, rrf_k: int = 60, candidates: int = 20,
                  reranker: Any = None, rerank_candidates: int = 30, dense_skip_scripts: str = "",
                  dense_windows: bool = True):
         self.store = store
