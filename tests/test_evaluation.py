@@ -71,6 +71,13 @@ def test_cli_eval_json_then_api_run_gives_the_same_results(kb, monkeypatch):
     assert len(dmca["retrieval"]["hybrid"]["retrieved_chunk_ids"]) == 10
     assert q["dev-019"]["retrieval"]["hybrid"]["scope_violations"] == 0
     assert "exact_match" not in q["dev-036"]["answers"]["hybrid"]["metrics"]
+    assert "answered_cited" not in q["dev-036"]["answers"]["hybrid"]["metrics"]  # a refuse question
+    for x in cli["questions"]:  # answered_cited = label answered and a citation on a gold place
+        m = x["answers"]["hybrid"]
+        if "answered_cited" in m["metrics"]:
+            want = m["label"] == "answered" and m["metrics"]["citation_validity"]["value"] == 1.0
+            assert m["metrics"]["answered_cited"]["value"] == float(want)
+    assert cli["answers"]["hybrid"]["counts"]["answered_cited"] == 11
 
     # the API: import the same file, start a run, it returns at once and completes in the background
     with TestClient(create_app(kb.settings)) as client:
