@@ -91,7 +91,7 @@ def ingest(
         out = ingest_bytes(svc, f.read_bytes(), f.name, runner, knowledge_base, strategy)
         if out.ok:
             d = out.document or {}
-            typer.echo(f"{out.status:<9} {f.name}: {d.get('pages')} pages, {d.get('chunk_count')} {d.get('strategy')} chunks "
+            typer.echo(f"{out.status:<9} {f.name}: {d.get('pages')} page{'' if d.get('pages') == 1 else 's'}, {d.get('chunk_count')} {d.get('strategy')} chunks "
                        f"[{out.seconds:.1f}s] id={d.get('id')}")
         else:
             bad += 1
@@ -151,7 +151,7 @@ def documents(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
         typer.echo(json.dumps(docs, indent=2))
         return
     for d in docs:
-        typer.echo(f"{d['id']}  {d['status']:<7} {d['knowledge_base']}/{d['doc_name']}: {d['pages']} pages, "
+        typer.echo(f"{d['id']}  {d['status']:<7} {d['knowledge_base']}/{d['doc_name']}: {d['pages']} page{'' if d['pages'] == 1 else 's'}, "
                    f"{d['chunk_count']} chunks")
 
 

@@ -36,6 +36,10 @@ def main() -> int:
     ap.add_argument("--modes", default="vector,bm25,hybrid")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
+    for path in (args.pdfs, args.dataset):
+        if not path.exists():
+            ap.error(f"{path} not found: pass --pdfs DIR and --dataset FILE (the defaults assume this checkout "
+                     "sits beside shared/corpus)")
 
     import logging
 
