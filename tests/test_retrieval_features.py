@@ -111,6 +111,25 @@ def test_labels_refused_clarifying_and_premise_correction(kb):
     assert out["label"] == "answered" and out["citation_check"]["ok"]
 
 
+def test_collection_from_before_windows_still_searches_and_says_so(fresh_services):
+    """A collection created before window vectors (one dense vector per chunk) keeps working:
+    ingestion skips the windows, the vector leg uses the chunk vectors and ``notes`` says why."""
+    from qdrant_client import models
+
+    from core.store import DENSE, SPARSE
+
+    svc = fresh_services
+    svc.store.client.create_collection(
+        svc.store.collection,
+        vectors_config={DENSE: models.VectorParams(size=svc.embedder.dim, distance=models.Distance.COSINE)},
+        sparse_vectors_config={SPARSE: models.SparseVectorParams(modifier=models.Modifier.IDF)})
+    assert ingest_bytes(svc, (SAMPLES / "dmca.pdf").read_bytes(), "dmca.pdf", DagsterRunner()).status == "ingested"
+    assert not svc.store.has_windows()
+    res = QueryService(svc).search(DMCA_QUESTION, top_k=3, mode="vector")
+    assert res.chunks and res.chunks[0].doc_name == "dmca.pdf"
+    assert any("one vector per chunk" in n for n in res.notes)
+
+
 def test_strategies_coexist_and_latest_is_primary(fresh_services):
     svc = fresh_services
     data = (SAMPLES / "20071229X02007.pdf").read_bytes()
