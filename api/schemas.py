@@ -83,6 +83,8 @@ class AnswerOut(BaseModel):
     citation_check: dict[str, Any] = Field(default_factory=dict)
     retrieved: list[RetrievedOut]
     mode: str
+    notes: list[str] = Field(default_factory=list, description="What retrieval did differently and why, e.g. the "
+                             "vector leg skipped for a CJK question")
     scope: dict[str, Any]
     timings_ms: dict[str, float] = Field(description="embed, vector, bm25, fusion, rerank, generation, total (ms)")
     usage: Usage
@@ -94,6 +96,8 @@ class SearchOut(BaseModel):
     question: str
     mode: str
     retrieved: list[RetrievedOut]
+    notes: list[str] = Field(default_factory=list, description="What retrieval did differently and why, e.g. the "
+                             "vector leg skipped for a CJK question")
     timings_ms: dict[str, float]
     cache: CacheOut | None = None
 

@@ -245,7 +245,8 @@ class QueryService:
                           error_kind=type(e).__name__, endpoint="stream")
             raise
         yield "sources", {"query_id": prep.query_id, "sources": [{"n": i, **c} for i, c in
-                                                                  enumerate(prep.sources_json(), start=1)]}
+                                                                  enumerate(prep.sources_json(), start=1)],
+                          "notes": list(prep.retrieval.notes)}
         t = time.perf_counter()
         ttft = None
         try:
@@ -353,7 +354,8 @@ class QueryService:
         timings = {k: round(v, 2) for k, v in res.timings_ms.items()}
         timings["total"] = round(total, 2)
         out = {"query_id": qid, "question": question, "mode": res.mode.value,
-               "retrieved": [c.to_json() for c in res.chunks], "timings_ms": timings, "cache": {"hit": False}}
+               "retrieved": [c.to_json() for c in res.chunks], "notes": list(res.notes), "timings_ms": timings,
+               "cache": {"hit": False}}
         self.telemetry.record(**row, mode=mode.value, timings_ms={**res.timings_ms, "total": total},
                               retrieved_ids=[c.chunk_id for c in res.chunks])
         if ckey:

@@ -181,6 +181,7 @@ def test_sse_stream_end_to_end(tmp_path, embedder):
         assert names[0] == "sources" and names[-1] == "done" and set(names[1:-1]) == {"token"}
         sources = events[0][1]["sources"]
         assert [s["n"] for s in sources] == list(range(1, len(sources) + 1))
+        assert events[0][1]["notes"] == []  # retrieval notes travel with the sources
         done = events[-1][1]
         assert "".join(d["text"] for e, d in events if e == "token").strip() == done["answer"]
         assert done["label"] == "answered" and done["timings_ms"]["ttft"] >= 0

@@ -44,6 +44,11 @@ def test_upload_query_delete(client):
     r = client.post("/search", json={"question": "vessel hull protection", "mode": "bm25", "top_k": 2})
     assert r.status_code == 200 and len(r.json()["retrieved"]) == 2
     assert all(x["ranks"]["vector"] is None for x in r.json()["retrieved"])
+    assert body["notes"] == [] and r.json()["notes"] == []
+    # retrieval notes reach API users: a Chinese question skips the English-only vector leg
+    for path in ("/query", "/search"):
+        r = client.post(path, json={"question": "授信额度总额是多少？"})
+        assert r.status_code == 200 and any("vector leg skipped" in n for n in r.json()["notes"]), path
 
     assert client.delete(f"/documents/{doc['id']}").status_code == 200
     assert client.get("/documents").json() == []
