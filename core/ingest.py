@@ -184,9 +184,11 @@ def index_chunks(svc: Services, document_id: str, chunks: list[Chunk], pages: in
     t0 = time.perf_counter()
     texts = [c.indexed_text for c in chunks]
     try:
-        if st.dense_window_tokens:
+        svc.store.ensure_collection(svc.embedder.dim)
+        if st.dense_window_tokens and svc.store.has_windows():
             # the per-chunk vector (used only with dense_window_tokens=0) is the normalised mean of
-            # the chunk's window vectors: embedding every chunk whole again would double the cost
+            # the chunk's window vectors: embedding every chunk whole again would double the cost.
+            # A collection from before windows gets real chunk vectors, like the rest of it.
             windows = embed_windows(svc, chunks)
             dense = [_unit(np.mean(np.asarray(w), axis=0)) for w in windows]
         else:
@@ -203,7 +205,6 @@ def index_chunks(svc: Services, document_id: str, chunks: list[Chunk], pages: in
             "header": c.header, "text": c.text, "token_count": c.token_count, "ingest_version": version,
             "primary": True,
         } for c in chunks]
-        svc.store.ensure_collection(svc.embedder.dim)
         t1 = time.perf_counter()
         svc.store.upsert(ids, dense, sparse, payloads, windows=windows)
         t_upsert = (time.perf_counter() - t1) * 1000

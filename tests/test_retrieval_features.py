@@ -114,6 +114,7 @@ def test_labels_refused_clarifying_and_premise_correction(kb):
 def test_collection_from_before_windows_still_searches_and_says_so(fresh_services):
     """A collection created before window vectors (one dense vector per chunk) keeps working:
     ingestion skips the windows, the vector leg uses the chunk vectors and ``notes`` says why."""
+    import numpy as np
     from qdrant_client import models
 
     from core.store import DENSE, SPARSE
@@ -128,6 +129,11 @@ def test_collection_from_before_windows_still_searches_and_says_so(fresh_service
     res = QueryService(svc).search(DMCA_QUESTION, top_k=3, mode="vector")
     assert res.chunks and res.chunks[0].doc_name == "dmca.pdf"
     assert any("one vector per chunk" in n for n in res.notes)
+    # its chunk vectors are real chunk embeddings (header + passage), like the rest of such a collection
+    top = res.chunks[0]
+    p = svc.store.client.retrieve(svc.store.collection, ids=[top.chunk_id], with_vectors=[DENSE])[0]
+    want = svc.embedder.embed([f"{top.payload['header']}\n{top.text}"])[0]
+    assert float(np.dot(p.vector[DENSE], want)) == pytest.approx(1.0, abs=1e-3)
 
 
 def test_strategies_coexist_and_latest_is_primary(fresh_services):
