@@ -114,13 +114,16 @@ _ANSWER_TYPES = [
 def answer_type_bonus(question: str, sentence: str) -> float:
     """Score bonus for a sentence holding the kind of answer the question asks for: 0.3 when it
     matches the expected answer type (a duration for "how long", a date for "when", a percentage for
-    "what rate"), else 0.15 for any number when the question asks for a quantity or date, else 0."""
-    for q_pat, s_pat in _ANSWER_TYPES:
-        if q_pat.search(question):
-            if s_pat.search(sentence):
-                return 0.3
-            break
-    return 0.15 if _NUMBER_Q.search(question) and _HAS_NUMBER.search(sentence) else 0.0
+    "what rate"), else 0.15 for any number when the question asks for a quantity or date, else 0.
+    The question's first wh-phrase decides: "How many stores ... when the year ended?" asks for a
+    count, not a date."""
+    number = _NUMBER_Q.search(question)
+    typed = [(m.start(), s_pat) for q_pat, s_pat in _ANSWER_TYPES if (m := q_pat.search(question))]
+    if typed:
+        pos, s_pat = min(typed, key=lambda x: x[0])
+        if (number is None or pos <= number.start()) and s_pat.search(sentence):
+            return 0.3
+    return 0.15 if number and _HAS_NUMBER.search(sentence) else 0.0
 
 
 class ExtractiveAnswerer:

@@ -60,6 +60,9 @@ def test_answer_type_prefers_a_duration_for_how_long(embedder):
     assert answer_type_bonus("For how long am I covered?", "hulls no longer than 200 feet") == 0.15
     assert answer_type_bonus("On what date was it signed?", "signed on October 28, 1998") == 0.3
     assert answer_type_bonus("Who signed it?", "signed on October 28, 1998") == 0.0
+    # the first wh-phrase decides: a count, though a "when" clause follows
+    assert answer_type_bonus("How many stores ran when the year ended?", "opened on March 1, 2022") == 0.15
+    assert answer_type_bonus("When, and how many, stores opened?", "opened on March 1, 2022") == 0.3
     src = [_chunk(1, "Title V, the Vessel Hull Design Protection Act, creates a new form of protection for the design "
                      "of vessel hulls."),
            _chunk(2, "Useful articles are limited to hulls of vessels no longer than 200 feet. Once registered, "
