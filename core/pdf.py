@@ -16,6 +16,8 @@ from dataclasses import dataclass
 import pdfplumber
 import pypdfium2 as pdfium
 
+from .sparse import CJK_CHAR
+
 log = logging.getLogger(__name__)
 
 _PDF_MAGIC = b"%PDF-"
@@ -190,7 +192,6 @@ def collapse_leaders(text: str) -> str:
     """Dot leaders of a table of contents (``Notices . . . . . . vii``) become one ``…``: 60 dots
     were 60 word pieces of every TOC chunk, crowding out its titles and drawing dense matches."""
     return _LEADERS.sub(" …", text)
-_CJK = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 
 
 def _garbled(text: str) -> bool:
@@ -202,7 +203,7 @@ def _garbled(text: str) -> bool:
 def _text_options(page) -> dict:
     """pdfplumber text options for one page: a font-relative word gap, except on CJK pages."""
     chars = page.chars
-    cjk = sum(1 for c in chars[:2000] if _CJK.match(c.get("text", "")))
+    cjk = sum(1 for c in chars[:2000] if CJK_CHAR.match(c.get("text", "")))
     if chars and cjk >= 0.2 * min(len(chars), 2000):
         return {}
     return {"x_tolerance_ratio": 0.15}

@@ -15,7 +15,7 @@ from typing import Any
 
 from .embedding import Embedder
 from .enums import ChoiceEnum
-from .sparse import bm25_query_vector
+from .sparse import CJK_CHAR, bm25_query_vector
 from .store import PointHit, Scope, VectorStore
 
 
@@ -96,13 +96,12 @@ class RetrievalResult:
     notes: list[str] = field(default_factory=list)
 
 
-_CJK_CHAR = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]")
 
 
 def query_script(question: str) -> str:
     """``"cjk"`` when most letters of ``question`` are Chinese/Japanese/Korean, else ``"latin"``."""
     letters = [ch for ch in question if ch.isalpha()]
-    cjk = sum(1 for ch in letters if _CJK_CHAR.match(ch))
+    cjk = sum(1 for ch in letters if CJK_CHAR.match(ch))
     return "cjk" if letters and cjk / len(letters) >= 0.5 else "latin"
 
 

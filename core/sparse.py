@@ -41,7 +41,9 @@ _STEMMER = Stemmer.Stemmer("english")
 # An identifier-ish token: alnum runs joined by . _ - / : , (joiners only between alnums).
 _WORD = re.compile(r"[^\W_]+(?:[._\-/:,'’][^\W_]+)*|_+[^\W_]+(?:_[^\W_]+)*", re.UNICODE)
 _SPLIT = re.compile(r"[._\-/:,'’]+")
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]")
+# one Chinese/Japanese/Korean character (kana, CJK ideographs, compatibility ideographs, Hangul);
+# shared with pdf (CJK pages) and retrieval (CJK questions)
+CJK_CHAR = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]")
 _CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]+")
 
 STOP_WORDS = frozenset(
