@@ -52,14 +52,19 @@ def _services():
     return svc
 
 
-def _pdf_files(paths: list[Path]) -> list[Path]:
-    out: list[Path] = []
+def _pdf_files(paths: list[Path]) -> list[tuple[Path, str]]:
+    """``(file, document name)`` for every PDF named or found (recursively) in a folder; see
+    ``core.names.folder_names`` for the names (path below the folder, unique in the batch)."""
+    from core.names import folder_names
+
+    found: list[tuple[Path, str | None]] = []
     for p in paths:
         if p.is_dir():
-            out.extend(sorted(q for q in p.rglob("*") if q.is_file() and q.suffix.lower() == ".pdf"))
+            found.extend((q, str(p)) for q in sorted(p.rglob("*")) if q.is_file() and q.suffix.lower() == ".pdf")
         else:
-            out.append(p)
-    return out
+            found.append((p, None))
+    names = folder_names([(str(f), root) for f, root in found])
+    return [(f, n) for (f, _), n in zip(found, names)]
 
 
 @app.command()
@@ -82,20 +87,26 @@ def ingest(
     if not files:
         typer.echo("no PDF files found", err=True)
         raise typer.Exit(2)
+    from core.names import printable
+
     bad = 0
-    for f in files:
+    for f, name in files:
+        shown = printable(name)
         if not f.exists():
-            typer.echo(f"refused   {f}: file not found")
+            typer.echo(f"refused   {printable(str(f))}: file not found")
             bad += 1
             continue
-        out = ingest_bytes(svc, f.read_bytes(), f.name, runner, knowledge_base, strategy)
+        out = ingest_bytes(svc, f.read_bytes(), name, runner, knowledge_base, strategy)
         if out.ok:
             d = out.document or {}
-            typer.echo(f"{out.status:<9} {f.name}: {d.get('pages')} page{'' if d.get('pages') == 1 else 's'}, {d.get('chunk_count')} {d.get('strategy')} chunks "
-                       f"[{out.seconds:.1f}s] id={d.get('id')}")
+            dups = out.extra.get("duplicate_of") or []
+            same = ("; same bytes as " + ", ".join(printable(f"{x['knowledge_base']}/{x['doc_name']}") for x in dups)
+                    if dups else "")
+            typer.echo(f"{out.status:<9} {shown}: {d.get('pages')} page{'' if d.get('pages') == 1 else 's'}, "
+                       f"{d.get('chunk_count')} {d.get('strategy')} chunks [{out.seconds:.1f}s] id={d.get('id')}{same}")
         else:
             bad += 1
-            typer.echo(f"{out.status:<9} {f.name}: {out.message}")
+            typer.echo(f"{out.status:<9} {shown}: {printable(out.message)}")
     if bad:
         typer.echo(f"{bad} of {len(files)} file(s) not ingested", err=True)
         raise typer.Exit(1)
@@ -150,9 +161,11 @@ def documents(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
     if as_json:
         typer.echo(json.dumps(docs, indent=2))
         return
-    for d in docs:
-        typer.echo(f"{d['id']}  {d['status']:<7} {d['knowledge_base']}/{d['doc_name']}: {d['pages']} page{'' if d['pages'] == 1 else 's'}, "
-                   f"{d['chunk_count']} chunks")
+    from core.names import printable
+
+    for d in docs:  # one line per document: control characters in names are escaped
+        typer.echo(f"{d['id']}  {d['status']:<7} {printable(d['knowledge_base'] + '/' + d['doc_name'])}: "
+                   f"{d['pages']} page{'' if d['pages'] == 1 else 's'}, {d['chunk_count']} chunks")
 
 
 def _print_eval_table(res: dict) -> None:

@@ -125,6 +125,9 @@ class IngestOut(BaseModel):
     message: str
     seconds: float
     document: DocumentOut
+    duplicate_of: list[dict[str, str]] = Field(
+        default_factory=list, description="Other documents with identical bytes ({id, knowledge_base, doc_name}); "
+                                          "each is a separate document, searchable on its own")
 
 
 class ErrorOut(BaseModel):

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import (JSON, Boolean, DateTime, Float, ForeignKey, Index, Integer, String, Text,
-                        UniqueConstraint, create_engine, event, update)
+                        UniqueConstraint, create_engine, event, true, update)
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, sessionmaker
 
@@ -30,17 +30,20 @@ class Base(DeclarativeBase):
 
 
 class Document(Base):
-    """One document of a knowledge base; ``(knowledge_base, doc_name)`` is unique.
+    """One document of a knowledge base; ``(knowledge_base, name_key)`` is unique.
 
-    ``sha256`` is the ingested version; ``pending_sha256`` a new version being ingested
-    (the old one stays queryable until it is replaced). ``status``: pending | ready | failed.
+    ``doc_name`` is the name as given (shown); ``name_key`` its NFC form (matched, see
+    ``core.names``). ``sha256`` is the ingested version; ``pending_sha256`` a new version being
+    ingested (the old one stays queryable until it is replaced). ``ingest_version`` counts
+    published versions (chunk and point ids include it). ``status``: pending | ready | failed.
     """
 
     __tablename__ = "documents"
-    __table_args__ = (UniqueConstraint("knowledge_base", "doc_name", name="uq_documents_kb_name"),)
+    __table_args__ = (UniqueConstraint("knowledge_base", "name_key", name="uq_documents_kb_name_key"),)
 
     id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
     doc_name: Mapped[str] = mapped_column(String(512), index=True)
+    name_key: Mapped[str] = mapped_column(String(512))
     knowledge_base: Mapped[str] = mapped_column(String(128), default="default", index=True)
     sha256: Mapped[str] = mapped_column(String(64))
     pending_sha256: Mapped[str | None] = mapped_column(String(64), nullable=True)
@@ -69,7 +72,10 @@ class Document(Base):
 
 
 class ChunkRow(Base):
-    """A chunk as stored in SQL; ``id`` equals its Qdrant point id."""
+    """A chunk as stored in SQL; ``id`` equals its Qdrant point id.
+
+    Rows of a run are written with ``live=False`` and ``ingest_version`` = the version being
+    built; publishing the version flips them to live and deletes the replaced rows."""
 
     __tablename__ = "chunks"
     __table_args__ = (Index("ix_chunks_document_strategy", "document_id", "strategy"),)
@@ -86,6 +92,8 @@ class ChunkRow(Base):
     text: Mapped[str] = mapped_column(Text)
     token_count: Mapped[int] = mapped_column(Integer)
     doc_sha256: Mapped[str] = mapped_column(String(64))
+    ingest_version: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    live: Mapped[bool] = mapped_column(Boolean, default=True, server_default=true())
 
 
 class QAPair(Base):

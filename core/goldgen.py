@@ -228,7 +228,7 @@ def generate_for_document(svc: Services, document_id: str, chunks: list[Chunk],
             raise KeyError(f"document {document_id} not found")
         strategy = chunks[0].strategy if chunks else doc.strategy
         ids = dict(s.execute(select(ChunkRow.index, ChunkRow.id).where(
-            ChunkRow.document_id == document_id, ChunkRow.strategy == strategy)).all())
+            ChunkRow.document_id == document_id, ChunkRow.strategy == strategy, ChunkRow.live.is_(True))).all())
         doc_name = doc.doc_name
     rows: list[QAPair] = []
     sampled = kept = discarded = failed = 0

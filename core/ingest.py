@@ -1,9 +1,16 @@
 """Ingestion steps (used by the Dagster assets) and the ingest entry point used by CLI and API.
 
-Versioning: a document is ``(knowledge_base, doc_name)``; its content version is the sha256
-of the bytes. A changed file is written as new points/rows first; the old version's points
-and rows are deleted only after that, so a failed run leaves the previous version fully
-queryable and (after ``rollback``) no partial chunks behind.
+Identity: a document is ``(knowledge_base, name)``, the name matched by its NFC key
+(``core.names``); its content version is the sha256 of the bytes. Identical bytes under another
+name or in another knowledge base are a separate document with points and rows of its own
+(ids include the document id), reported as a duplicate of the others.
+
+Versions: a run writes its chunks as version ``ingest_version + 1`` with ``live: false`` (Qdrant)
+/ ``live=False`` (SQL), invisible to every search (``stage_chunks``); the asset check compares
+SQL rows with Qdrant points per document; only then ``publish`` makes the new version live and
+deletes what it replaces. A failed run (``rollback``) deletes its staged points and rows and
+leaves the previous version exactly as it was. Stored files (``files/<sha256>.pdf``) are deleted
+when no document version refers to them any more.
 """
 
 from __future__ import annotations
@@ -18,11 +25,13 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
-from sqlalchemy import delete, select
+from sqlalchemy import delete, func, or_, select, update
+from sqlalchemy.exc import IntegrityError
 
 from .chunking import DEFAULT_STRATEGY as _DEFAULT_STRATEGY
 from .chunking import Chunk, Strategy, chunk_document, document_title, window_spans
-from .db import ChunkRow, Document, bump_index_version, utcnow
+from .db import ChunkRow, Document, QAPair, bump_index_version, utcnow
+from .names import InvalidNameError, name_key, validate_knowledge_base, validate_name
 from .pdf import Page, PDFError, extract_pages, inspect_pdf
 from .services import Services
 from .sparse import bm25_document_vector
@@ -79,33 +88,74 @@ def store_file(svc: Services, data: bytes, sha: str) -> str:
     return str(path)
 
 
+def file_path(svc: Services, sha: str):
+    """Where the bytes of content version ``sha`` are stored."""
+    return svc.settings.files_dir / f"{sha}.pdf"
+
+
+def remove_file_if_unreferenced(svc: Services, sha: str | None) -> bool:
+    """Delete ``files/<sha>.pdf`` when no document refers to that content (as its live or its
+    pending version). Returns True when a file was deleted. Call under ``INGEST_LOCK``."""
+    if not sha:
+        return False
+    with svc.sessions() as s:
+        used = s.scalar(select(func.count()).select_from(Document).where(
+            or_(Document.sha256 == sha, Document.pending_sha256 == sha)))
+    path = file_path(svc, sha)
+    if used or not path.exists():
+        return False
+    path.unlink()
+    return True
+
+
+def duplicates_of(svc: Services, document_id: str, sha: str) -> list[dict[str, str]]:
+    """Other documents whose live or pending version has the same bytes: ``[{id, knowledge_base,
+    doc_name}]`` (reported to the user; each stays a document of its own)."""
+    with svc.sessions() as s:
+        rows = s.execute(select(Document.id, Document.knowledge_base, Document.doc_name).where(
+            Document.id != document_id, or_(Document.sha256 == sha, Document.pending_sha256 == sha))
+            .order_by(Document.knowledge_base, Document.doc_name)).all()
+    return [{"id": i, "knowledge_base": kb, "doc_name": n} for i, kb, n in rows]
+
+
 def register(svc: Services, data: bytes, doc_name: str, knowledge_base: str = DEFAULT_KB,
              strategy: str = DEFAULT_STRATEGY) -> tuple[Document, bool]:
     """Validate and register an upload. Returns ``(document, needs_run)``.
 
-    ``needs_run`` is False when the same bytes are already ingested (nothing changes).
-    Raises ``PDFError`` (nothing stored) for bad input and ``ValueError`` for a bad name.
+    ``doc_name`` is the document's name as given (a path such as ``branch_alder/report.pdf``
+    is kept: folder ingestion names documents by their path below the folder); it is matched by
+    its NFC key. ``needs_run`` is False when the same bytes are already ingested with the same
+    strategy (nothing changes: no version bump, no cache invalidation).
+    Raises ``InvalidNameError`` (a ``ValueError``) for a name or knowledge base that cannot be
+    stored and ``PDFError`` for bad input; in both cases nothing is stored (the PDF is validated
+    before its bytes are written).
     """
-    doc_name = os.path.basename(doc_name.strip())
-    if not doc_name:
-        raise ValueError("document name is empty")
+    doc_name = validate_name(doc_name)
+    knowledge_base = validate_knowledge_base(knowledge_base)
+    key = name_key(doc_name)
     inspect_pdf(data, svc.settings.min_text_chars)
     sha = sha256_hex(data)
     store_file(svc, data, sha)
-    with svc.sessions.begin() as s:
-        doc = s.scalar(select(Document).where(Document.knowledge_base == knowledge_base,
-                                              Document.doc_name == doc_name))
-        if doc is not None and doc.sha256 == sha and doc.status == "ready" and doc.strategy == strategy:
-            return doc, False  # same bytes, same primary strategy: nothing to do
-        if doc is None:
-            doc = Document(doc_name=doc_name, knowledge_base=knowledge_base, sha256=sha, size_bytes=len(data),
-                           status="pending", strategy=strategy)
-            s.add(doc)
-        else:
-            doc.pending_sha256 = sha
-            doc.error = None
-        s.flush()
-        return doc, True
+    for attempt in range(2):
+        try:
+            with svc.sessions.begin() as s:
+                doc = s.scalar(select(Document).where(Document.knowledge_base == knowledge_base,
+                                                      Document.name_key == key))
+                if doc is not None and doc.sha256 == sha and doc.status == "ready" and doc.strategy == strategy:
+                    return doc, False  # same bytes, same primary strategy: nothing to do
+                if doc is None:
+                    doc = Document(doc_name=doc_name, name_key=key, knowledge_base=knowledge_base, sha256=sha,
+                                   size_bytes=len(data), status="pending", strategy=strategy)
+                    s.add(doc)
+                else:
+                    doc.pending_sha256 = sha
+                    doc.error = None
+                s.flush()
+                return doc, True
+        except IntegrityError:  # another process registered the same name meanwhile: take its row
+            if attempt:
+                raise
+    raise AssertionError("unreachable")
 
 
 def target_version(doc: Document) -> str:
@@ -167,24 +217,36 @@ def embed_windows(svc: Services, chunks: list[Chunk]) -> list[list[Any]]:
     return out
 
 
-def index_chunks(svc: Services, document_id: str, chunks: list[Chunk], pages: int, extractor: str,
-                 strategy: str | None = None) -> dict[str, Any]:
-    """Stage 3: embed + BM25, upsert into Qdrant, write chunk rows, then retire the old version.
+def staged_version(doc: Document) -> int:
+    """The ingest version a run of ``doc`` builds (published versions + 1)."""
+    return doc.ingest_version + 1
 
-    Chunks of other strategies of the same version stay (for comparison); ``strategy`` becomes
-    the document's primary strategy (searched by default).
 
-    Returns counts and timings (ms). On failure the new version's points are removed again
-    and the previous version stays as it was; raises ``IngestError``.
+def _discard_staged(svc: Services, document_id: str) -> None:
+    """Delete the document's unpublished points and rows (of this or an interrupted run)."""
+    svc.store.delete_document(document_id, live=False)
+    with svc.sessions.begin() as s:
+        s.execute(delete(ChunkRow).where(ChunkRow.document_id == document_id, ChunkRow.live.is_(False)))
+
+
+def stage_chunks(svc: Services, document_id: str, chunks: list[Chunk], strategy: str | None = None) -> dict[str, Any]:
+    """Stage 3: embed + BM25, write the chunks as points (Qdrant) and rows (SQL) of the version
+    being built, not yet searchable (``live`` false). Leftovers of an interrupted run of this
+    document are removed first; nothing of any other document is touched.
+
+    Returns counts and timings (ms). On failure this run's points and rows are removed again
+    and the previous version stays as it was; raises ``IngestError`` (stage ``chunk_points``).
     """
     st = svc.settings
     doc = get_document(svc, document_id)
     sha = target_version(doc)
     strategy = strategy or doc.strategy
+    version = staged_version(doc)
     t0 = time.perf_counter()
     texts = [c.indexed_text for c in chunks]
     try:
         svc.store.ensure_collection(svc.embedder.dim)
+        _discard_staged(svc, doc.id)
         if st.dense_window_tokens and svc.store.has_windows():
             # the per-chunk vector (used only with dense_window_tokens=0) is the normalised mean of
             # the chunk's window vectors: embedding every chunk whole again would double the cost.
@@ -195,78 +257,128 @@ def index_chunks(svc: Services, document_id: str, chunks: list[Chunk], pages: in
             windows, dense = None, svc.embedder.embed(texts)
         t_embed = (time.perf_counter() - t0) * 1000
         sparse = [bm25_document_vector(t, st.bm25_k1, st.bm25_b, st.bm25_avgdl) for t in texts]
-        ids = [point_id(sha, strategy, c.index) for c in chunks]
-        version = doc.ingest_version + 1
+        ids = [point_id(doc.id, version, strategy, c.index) for c in chunks]
         payloads = [{
-            "document_id": doc.id, "doc_name": doc.doc_name, "knowledge_base": doc.knowledge_base,
-            "doc_sha256": sha, "strategy": strategy, "chunk_index": c.index,
+            "document_id": doc.id, "doc_name": doc.doc_name, "doc_key": doc.name_key,
+            "knowledge_base": doc.knowledge_base, "doc_sha256": sha, "strategy": strategy, "chunk_index": c.index,
             "page_start": c.page_start, "page_end": c.page_end, "page_breaks": [list(b) for b in c.page_breaks],
             "char_start": c.char_start, "char_end": c.char_end, "section": c.section,
             "header": c.header, "text": c.text, "token_count": c.token_count, "ingest_version": version,
-            "primary": True,
+            "primary": True, "live": False,
         } for c in chunks]
         t1 = time.perf_counter()
         svc.store.upsert(ids, dense, sparse, payloads, windows=windows)
         t_upsert = (time.perf_counter() - t1) * 1000
         with svc.sessions.begin() as s:
-            s.execute(delete(ChunkRow).where(ChunkRow.document_id == doc.id,
-                                             (ChunkRow.strategy == strategy) | (ChunkRow.doc_sha256 != sha)))
             s.add_all(ChunkRow(id=i, document_id=doc.id, index=c.index, strategy=strategy, page_start=c.page_start,
                                page_end=c.page_end, char_start=c.char_start, char_end=c.char_end, section=c.section,
-                               text=c.text, token_count=c.token_count, doc_sha256=sha)
+                               text=c.text, token_count=c.token_count, doc_sha256=sha, ingest_version=version,
+                               live=False)
                       for i, c in zip(ids, chunks))
-            d = s.get(Document, doc.id)
-            d.sha256, d.pending_sha256 = sha, None
-            d.pages, d.chunk_count, d.extractor = pages, len(chunks), extractor
-            d.title = chunks[0].header[:512]
-            d.status, d.error, d.ingest_version, d.ingested_at = "ready", None, version, utcnow()
-            d.strategy = strategy
-        # only now retire the previous version's points (all strategies) and leftovers of this one
-        svc.store.delete_document(doc.id, keep_sha256=sha)
-        svc.store.delete_stale(doc.id, sha, strategy, len(chunks))
-        svc.store.set_primary(doc.id, strategy)
-        with svc.sessions.begin() as s:  # cached answers may have seen both versions: invalidate again
-            bump_index_version(s.connection())
     except Exception as e:
-        if doc.sha256 != sha or doc.status != "ready":
-            svc.store.delete_document(doc.id, only_sha256=sha)
+        try:
+            _discard_staged(svc, doc.id)
+        except Exception:  # the store is down: the next run of this document removes the leftovers
+            log.exception("could not remove the staged chunks of %s", doc.id)
         raise IngestError(f"{doc.doc_name}: indexing failed: {type(e).__name__}: {e}", stage="chunk_points") from e
-    return {"chunks": len(chunks), "points": len(ids), "embed_ms": round(t_embed, 1),
+    return {"chunks": len(chunks), "points": len(ids), "ingest_version": version, "embed_ms": round(t_embed, 1),
             "upsert_ms": round(t_upsert, 1), "max_tokens": max(c.token_count for c in chunks)}
 
 
+def count_check(svc: Services, document_id: str) -> dict[str, Any]:
+    """Chunk rows in SQL against points in Qdrant for one document, in total and for the
+    version being staged: ``{sql, qdrant, staged_sql, staged_qdrant, passed}``."""
+    with svc.sessions() as s:
+        n_sql = s.scalar(select(func.count()).select_from(ChunkRow).where(ChunkRow.document_id == document_id))
+        staged_sql = s.scalar(select(func.count()).select_from(ChunkRow).where(
+            ChunkRow.document_id == document_id, ChunkRow.live.is_(False)))
+    n_q = svc.store.count(document_id)
+    staged_q = svc.store.count(document_id, live=False)
+    return {"sql": n_sql, "qdrant": n_q, "staged_sql": staged_sql, "staged_qdrant": staged_q,
+            "passed": n_sql == n_q and staged_sql == staged_q}
+
+
+def publish(svc: Services, document_id: str, *, strategy: str | None, pages: int, extractor: str,
+            title: str) -> dict[str, Any]:
+    """Stage 4: make the staged version the document's searchable one (after the count check).
+
+    Order: staged points turn live; one SQL transaction deletes the replaced rows (other content
+    versions, and this strategy's older versions), makes the staged rows live and updates the
+    document; then the replaced points are deleted, ``strategy`` becomes primary, and the old
+    content's file is deleted if nothing refers to it. If the SQL step fails the points are
+    turned back to staged, so the previous version is all that is searched. Raises
+    ``IngestError`` (stage ``live_index``) when nothing is staged.
+    """
+    doc = get_document(svc, document_id)
+    sha = target_version(doc)
+    old_sha = doc.sha256
+    strategy = strategy or doc.strategy
+    version = staged_version(doc)
+    n = svc.store.count(doc.id, version=version)
+    if not n:
+        raise IngestError(f"{doc.doc_name}: no staged chunks of version {version} to publish", stage="live_index")
+    svc.store.set_live(doc.id, version, True)
+    try:
+        with svc.sessions.begin() as s:
+            s.execute(delete(ChunkRow).where(
+                ChunkRow.document_id == doc.id, ChunkRow.live.is_(True),
+                (ChunkRow.strategy == strategy) | (ChunkRow.doc_sha256 != sha)))
+            s.execute(update(ChunkRow).where(ChunkRow.document_id == doc.id, ChunkRow.ingest_version == version)
+                      .values(live=True))
+            d = s.get(Document, doc.id)
+            d.sha256, d.pending_sha256 = sha, None
+            d.pages, d.chunk_count, d.extractor = pages, n, extractor
+            d.title = title[:512]
+            d.status, d.error, d.ingest_version, d.ingested_at = "ready", None, version, utcnow()
+            d.strategy = strategy
+    except Exception as e:
+        svc.store.set_live(doc.id, version, False)
+        raise IngestError(f"{doc.doc_name}: publishing failed: {type(e).__name__}: {e}", stage="live_index") from e
+    svc.store.delete_replaced(doc.id, version, sha, strategy)
+    with svc.sessions.begin() as s:  # cached answers may have seen both versions: invalidate again
+        bump_index_version(s.connection())
+    if old_sha != sha:
+        remove_file_if_unreferenced(svc, old_sha)
+    return {"chunks": n, "ingest_version": version, "replaced_sha256": old_sha if old_sha != sha else None}
+
+
 def rollback(svc: Services, document_id: str, error: str) -> None:
-    """Undo a failed run: a new document disappears entirely; an existing one keeps its
-    previous version (points and rows) and records the error."""
-    with svc.sessions.begin() as s:
+    """Undo a failed run: its staged points and rows are deleted; a new document disappears
+    entirely (and its file, unless another document has the same bytes); an existing one keeps
+    its previous version, points and rows untouched, and records the error."""
+    with svc.sessions() as s:
         doc = s.get(Document, document_id)
-        if doc is None:
-            return
-        sha = target_version(doc)
-        if doc.status != "ready":
-            svc.store.delete_document(doc.id)
-            s.execute(delete(ChunkRow).where(ChunkRow.document_id == doc.id))
-            s.delete(doc)
+    if doc is None:
+        return
+    _discard_staged(svc, doc.id)
+    pending = target_version(doc)
+    with svc.sessions.begin() as s:
+        d = s.get(Document, document_id)
+        if d.status != "ready":
+            svc.store.delete_document(d.id)
+            s.execute(delete(ChunkRow).where(ChunkRow.document_id == d.id))
+            s.delete(d)
         else:
-            if doc.pending_sha256 and doc.pending_sha256 != doc.sha256:
-                svc.store.delete_document(doc.id, only_sha256=sha)
-            doc.pending_sha256 = None
-            doc.error = error[:2000]
+            d.pending_sha256 = None
+            d.error = error[:2000]
+    remove_file_if_unreferenced(svc, pending)
 
 
 def delete_document(svc: Services, document_id: str) -> dict[str, Any]:
-    """Remove a document: its Qdrant points, chunk rows, Q&A pairs and row. ``KeyError`` if unknown."""
+    """Remove a document: its Qdrant points, chunk rows, Q&A pairs, row and (when no other
+    document has the same bytes) its stored file. ``KeyError`` if unknown."""
     with svc.sessions.begin() as s:
         doc = s.get(Document, document_id)
         if doc is None:
             raise KeyError(f"document {document_id} not found")
         info = doc.as_dict()
+        shas = {doc.sha256, doc.pending_sha256}
         svc.store.delete_document(doc.id)
         s.execute(delete(ChunkRow).where(ChunkRow.document_id == doc.id))
-        from .db import QAPair
-
         s.execute(delete(QAPair).where(QAPair.document_id == doc.id))
         s.delete(doc)
+    for sha in shas:
+        remove_file_if_unreferenced(svc, sha)
     return info
 
 
@@ -290,6 +402,9 @@ def ingest_bytes(svc: Services, data: bytes, doc_name: str, runner: Runner, know
             doc, needs_run = register(svc, data, doc_name, knowledge_base, strategy)
         except PDFError as e:
             return IngestOutcome(doc_name, "refused", str(e), error_code=e.code, seconds=time.perf_counter() - t)
+        except InvalidNameError as e:
+            return IngestOutcome(doc_name, "refused", str(e), error_code="invalid_name",
+                                 seconds=time.perf_counter() - t)
         except ValueError as e:
             return IngestOutcome(doc_name, "refused", str(e), error_code="invalid_request",
                                  seconds=time.perf_counter() - t)
@@ -308,5 +423,7 @@ def ingest_bytes(svc: Services, data: bytes, doc_name: str, runner: Runner, know
             status = "refused" if isinstance(e, PDFError) else "failed"
             return IngestOutcome(doc.doc_name, status, msg, error_code=code, seconds=time.perf_counter() - t)
         doc = get_document(svc, doc.id)
+        dups = duplicates_of(svc, doc.id, doc.sha256)
         return IngestOutcome(doc.doc_name, "ingested", f"{doc.pages} pages, {doc.chunk_count} chunks",
-                             document=doc.as_dict(), seconds=time.perf_counter() - t)
+                             document=doc.as_dict(), seconds=time.perf_counter() - t,
+                             extra={"duplicate_of": dups} if dups else {})

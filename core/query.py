@@ -114,7 +114,8 @@ class QueryService:
             if text is None:
                 with self.svc.sessions() as s:
                     rows = s.execute(select(ChunkRow.char_start, ChunkRow.char_end, ChunkRow.text).where(
-                        ChunkRow.document_id == key[0], ChunkRow.doc_sha256 == key[1], ChunkRow.strategy == key[2])
+                        ChunkRow.document_id == key[0], ChunkRow.doc_sha256 == key[1], ChunkRow.strategy == key[2],
+                        ChunkRow.live.is_(True))
                         .order_by(ChunkRow.char_start)).all()
                 parts, end = [], 0
                 for cs, ce, chunk_text in rows:

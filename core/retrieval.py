@@ -237,9 +237,10 @@ class Retriever:
             p = c.payload
             if not ends_mid_list(c.text):
                 continue
-            if not p.get("doc_sha256") or p.get("chunk_index") is None:
+            if not p.get("document_id") or p.get("chunk_index") is None:
                 continue
-            nid = point_id(p["doc_sha256"], p.get("strategy", "sentence"), int(p["chunk_index"]) + 1)
+            nid = point_id(p["document_id"], int(p.get("ingest_version") or 0), p.get("strategy", "sentence"),
+                           int(p["chunk_index"]) + 1)
             if nid not in have:
                 have.add(nid)
                 want.append((nid, c))

@@ -22,14 +22,24 @@ DENSE = "dense"
 WINDOWS = "dense_windows"
 SPARSE = "bm25"
 POINT_NAMESPACE = uuid.UUID("8f0d3c2e-5b7a-4a51-9a3c-5f1e7c1d2b64")
-KEYWORD_FIELDS = ("document_id", "doc_name", "knowledge_base", "strategy", "doc_sha256")
-INTEGER_FIELDS = ("page_start", "page_end", "chunk_index")
-BOOL_FIELDS = ("primary",)
+KEYWORD_FIELDS = ("document_id", "doc_name", "doc_key", "knowledge_base", "strategy", "doc_sha256")
+INTEGER_FIELDS = ("page_start", "page_end", "chunk_index", "ingest_version")
+BOOL_FIELDS = ("primary", "live")
 
 
-def point_id(doc_sha256: str, strategy: str, chunk_index: int) -> str:
-    """Deterministic point/chunk id: uuid5 of (document sha256, strategy, chunk index)."""
-    return str(uuid.uuid5(POINT_NAMESPACE, f"{doc_sha256}:{strategy}:{chunk_index}"))
+def point_id(document_id: str, ingest_version: int, strategy: str, chunk_index: int) -> str:
+    """Deterministic point/chunk id: uuid5 of (document id, ingest version, strategy, chunk index).
+
+    The document id keeps two documents with identical bytes apart (before, ids came from the
+    content hash, and a second upload of the same bytes overwrote the first document's points);
+    the version keeps a run's new points apart from the live ones it replaces, so a failed run
+    never touches what is being searched."""
+    return str(uuid.uuid5(POINT_NAMESPACE, f"{document_id}:{ingest_version}:{strategy}:{chunk_index}"))
+
+
+def _live_only() -> models.FieldCondition:
+    """Points of a run that has not published yet carry ``live: false``; nothing searches them."""
+    return models.FieldCondition(key="live", match=models.MatchValue(value=False))
 
 
 @dataclass
@@ -49,14 +59,20 @@ class Scope:
     page_max: int | None = None
 
     def to_filter(self) -> models.Filter | None:
+        from .names import name_key
+
         must: list[Any] = []
-        if self.doc_names:
-            must.append(models.FieldCondition(key="doc_name", match=models.MatchAny(any=list(self.doc_names))))
+        if self.doc_names:  # matched on the NFC key; points written before the key existed by their name
+            keys = sorted({name_key(n) for n in self.doc_names})
+            must.append(models.Filter(should=[
+                models.FieldCondition(key="doc_key", match=models.MatchAny(any=keys)),
+                models.FieldCondition(key="doc_name", match=models.MatchAny(any=sorted(set(self.doc_names) | set(keys)))),
+            ]))
         if self.knowledge_base:
             must.append(models.FieldCondition(key="knowledge_base", match=models.MatchValue(value=self.knowledge_base)))
         if self.document_ids:
             must.append(models.FieldCondition(key="document_id", match=models.MatchAny(any=list(self.document_ids))))
-        must_not: list[Any] = []
+        must_not: list[Any] = [_live_only()]
         if self.strategy:
             must.append(models.FieldCondition(key="strategy", match=models.MatchValue(value=self.strategy)))
         else:  # each document's primary strategy only (others coexist for comparison)
@@ -65,7 +81,7 @@ class Scope:
             must.append(models.FieldCondition(key="page_end", range=models.Range(gte=self.page_min)))
         if self.page_max is not None:
             must.append(models.FieldCondition(key="page_start", range=models.Range(lte=self.page_max)))
-        return models.Filter(must=must or None, must_not=must_not or None) if (must or must_not) else None
+        return models.Filter(must=must or None, must_not=must_not)
 
     def as_dict(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if v not in (None, [], "")}
@@ -162,9 +178,16 @@ class VectorStore:
                 self.client.upsert(self.collection, points=points, wait=True)
 
     def _doc_filter(self, document_id: str, keep_sha256: str | None = None, only_sha256: str | None = None,
-                    strategy: str | None = None) -> models.Filter:
+                    strategy: str | None = None, version: int | None = None,
+                    live: bool | None = None) -> models.Filter:
         must: list[Any] = [models.FieldCondition(key="document_id", match=models.MatchValue(value=document_id))]
         must_not: list[Any] = []
+        if version is not None:
+            must.append(models.FieldCondition(key="ingest_version", match=models.MatchValue(value=version)))
+        if live is True:
+            must_not.append(_live_only())
+        elif live is False:
+            must.append(_live_only())
         if strategy:
             must.append(models.FieldCondition(key="strategy", match=models.MatchValue(value=strategy)))
         if only_sha256:
@@ -174,18 +197,43 @@ class VectorStore:
         return models.Filter(must=must, must_not=must_not or None)
 
     def delete_document(self, document_id: str, *, keep_sha256: str | None = None,
-                        only_sha256: str | None = None, strategy: str | None = None) -> None:
-        """Delete a document's points; ``keep_sha256`` spares one version, ``only_sha256`` targets one."""
+                        only_sha256: str | None = None, strategy: str | None = None,
+                        version: int | None = None, live: bool | None = None) -> None:
+        """Delete a document's points (only that document's: every filter includes its id);
+        ``keep_sha256`` spares one content version, ``only_sha256`` / ``version`` / ``strategy`` /
+        ``live`` narrow the selection."""
         if not self.exists():
             return
         with self._lock:
             self.client.delete(
                 self.collection,
                 points_selector=models.FilterSelector(
-                    filter=self._doc_filter(document_id, keep_sha256, only_sha256, strategy)
+                    filter=self._doc_filter(document_id, keep_sha256, only_sha256, strategy, version, live)
                 ),
                 wait=True,
             )
+
+    def set_live(self, document_id: str, version: int, live: bool) -> None:
+        """Turn the points of one ingest version of a document searchable (``live``) or back."""
+        flt = models.Filter(must=[
+            models.FieldCondition(key="document_id", match=models.MatchValue(value=document_id)),
+            models.FieldCondition(key="ingest_version", match=models.MatchValue(value=version))])
+        with self._lock:
+            self.client.set_payload(self.collection, payload={"live": live}, points=flt, wait=True)
+
+    def delete_replaced(self, document_id: str, version: int, sha256: str, strategy: str) -> None:
+        """After ``version`` is published: delete the document's points of other content versions
+        (all strategies) and of ``strategy`` at other ingest versions, then make ``strategy`` primary.
+        Points of other documents are never selected (the filter includes the document id)."""
+        doc = models.FieldCondition(key="document_id", match=models.MatchValue(value=document_id))
+        this = models.FieldCondition(key="ingest_version", match=models.MatchValue(value=version))
+        same_sha = models.FieldCondition(key="doc_sha256", match=models.MatchValue(value=sha256))
+        same_strategy = models.FieldCondition(key="strategy", match=models.MatchValue(value=strategy))
+        replaced = models.Filter(must=[doc], must_not=[this],
+                                 should=[models.Filter(must_not=[same_sha]), same_strategy])
+        with self._lock:
+            self.client.delete(self.collection, points_selector=models.FilterSelector(filter=replaced), wait=True)
+        self.set_primary(document_id, strategy)
 
     def set_primary(self, document_id: str, strategy: str) -> None:
         """Mark ``strategy`` as the document's primary chunking (searched by default)."""
@@ -197,26 +245,17 @@ class VectorStore:
             self.client.set_payload(self.collection, payload={"primary": True},
                                     points=models.Filter(must=[doc, same]), wait=True)
 
-    def delete_stale(self, document_id: str, sha256: str, strategy: str, n_chunks: int) -> None:
-        """Delete points of (document, version, strategy) with chunk_index >= ``n_chunks``
-        (left over when the same version is re-chunked into fewer chunks)."""
-        flt = models.Filter(must=[
-            models.FieldCondition(key="document_id", match=models.MatchValue(value=document_id)),
-            models.FieldCondition(key="doc_sha256", match=models.MatchValue(value=sha256)),
-            models.FieldCondition(key="strategy", match=models.MatchValue(value=strategy)),
-            models.FieldCondition(key="chunk_index", range=models.Range(gte=n_chunks)),
-        ])
-        with self._lock:
-            self.client.delete(self.collection, points_selector=models.FilterSelector(filter=flt), wait=True)
-
     def exists(self) -> bool:
         return self.client.collection_exists(self.collection)
 
-    def count(self, document_id: str | None = None, *, sha256: str | None = None, strategy: str | None = None) -> int:
-        """Exact number of points, optionally of one document (and version / strategy)."""
+    def count(self, document_id: str | None = None, *, sha256: str | None = None, strategy: str | None = None,
+              version: int | None = None, live: bool | None = None) -> int:
+        """Exact number of points, optionally of one document (and content version / strategy /
+        ingest version / live state)."""
         if not self.exists():
             return 0
-        flt = self._doc_filter(document_id, only_sha256=sha256, strategy=strategy) if document_id else None
+        flt = self._doc_filter(document_id, only_sha256=sha256, strategy=strategy, version=version,
+                               live=live) if document_id else None
         return self.client.count(self.collection, count_filter=flt, exact=True).count
 
     def search_dense(self, vector: Sequence[float], flt: models.Filter | None, limit: int,

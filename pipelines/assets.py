@@ -60,40 +60,40 @@ def chunks(context: dg.AssetExecutionContext, ragaudit: RagauditResource, pdf_pa
 
 
 @dg.asset(partitions_def=documents_partitions, group_name="ingestion",
-          description="Chunks embedded (dense) and BM25-weighted (sparse), upserted into Qdrant; rows in SQL.")
-def chunk_points(context: dg.AssetExecutionContext, ragaudit: RagauditResource, chunks: list[dict],
-                 pdf_pages: list[dict]) -> dg.MaterializeResult:
+          description="Chunks embedded (dense windows) and BM25-weighted (sparse), written to Qdrant as points and "
+                      "to SQL as rows of the version being built, not yet searchable (live=false).")
+def chunk_points(context: dg.AssetExecutionContext, ragaudit: RagauditResource, chunks: list[dict]) -> dg.MaterializeResult:
     svc = ragaudit.services()
-    extractor = pdf_pages[0]["extractor"] if pdf_pages else "none"
-    stats = ingest.index_chunks(svc, context.partition_key, _chunks_from(chunks),
-                                pages=len(pdf_pages), extractor=extractor, strategy=_run_strategy(context))
+    stats = ingest.stage_chunks(svc, context.partition_key, _chunks_from(chunks), strategy=_run_strategy(context))
     return dg.MaterializeResult(metadata=stats)
 
 
-@dg.asset_check(asset=chunk_points, description="Chunk rows in SQL equal points in Qdrant for this document.")
+@dg.asset_check(asset=chunk_points, partitions_def=documents_partitions, blocking=True,
+                description="Chunk rows in SQL equal points in Qdrant for this document, in total and for the version "
+                            "being built. Blocking: on a mismatch the version is not published (the previous one "
+                            "stays searchable) and the run fails.")
 def chunk_counts_match(context: dg.AssetCheckExecutionContext, ragaudit: RagauditResource) -> dg.AssetCheckResult:
-    from sqlalchemy import func, select
+    st = ingest.count_check(ragaudit.services(), context.partition_key)
+    return dg.AssetCheckResult(passed=st.pop("passed"), severity=dg.AssetCheckSeverity.ERROR, metadata=st)
 
-    from core.db import ChunkRow
 
+@dg.asset(partitions_def=documents_partitions, group_name="ingestion", deps=[chunk_points],
+          description="The document's searchable version: the staged chunks turn live, the version they replace is "
+                      "deleted (points, rows, and its stored file when nothing else refers to it).")
+def live_index(context: dg.AssetExecutionContext, ragaudit: RagauditResource, chunks: list[dict],
+               pdf_pages: list[dict]) -> dg.MaterializeResult:
     svc = ragaudit.services()
-    # checks are not partitioned: verify every ready document
-    mismatches = {}
-    with svc.sessions() as s:
-        rows = dict(s.execute(select(ChunkRow.document_id, func.count()).group_by(ChunkRow.document_id)).all())
-    for doc_id, n_sql in rows.items():
-        n_q = svc.store.count(doc_id)
-        if n_q != n_sql:
-            mismatches[doc_id] = {"sql": n_sql, "qdrant": n_q}
-    return dg.AssetCheckResult(passed=not mismatches,
-                               metadata={"documents": len(rows), "mismatches": str(mismatches) or "none"})
+    stats = ingest.publish(svc, context.partition_key, strategy=_run_strategy(context), pages=len(pdf_pages),
+                           extractor=pdf_pages[0]["extractor"] if pdf_pages else "none",
+                           title=chunks[0]["header"] if chunks else "")
+    return dg.MaterializeResult(metadata={k: v for k, v in stats.items() if v is not None})
 
 
 def _chunks_from(rows: list[dict]) -> list[Chunk]:
     return [Chunk(**{**c, "page_breaks": [tuple(b) for b in c["page_breaks"]]}) for c in rows]
 
 
-@dg.asset(partitions_def=documents_partitions, group_name="evaluation", deps=[chunk_points],
+@dg.asset(partitions_def=documents_partitions, group_name="evaluation", deps=[live_index],
           description="Gold question/answer pairs from every Nth chunk, each with an evidence span verified "
                       "verbatim in its chunk (LLM via litellm when configured, else the extractive generator). "
                       "Replaces the document's previous pairs.")

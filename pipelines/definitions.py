@@ -6,10 +6,10 @@ from __future__ import annotations
 import dagster as dg
 
 from .assets import (chunk_counts_match, chunk_points, chunks, documents_partitions, evidence_spans_verbatim,
-                     gold_qa_pairs, pdf_pages)
+                     gold_qa_pairs, live_index, pdf_pages)
 from .resources import RagauditResource
 
-INGEST_ASSETS = [pdf_pages, chunks, chunk_points, gold_qa_pairs]
+INGEST_ASSETS = [pdf_pages, chunks, chunk_points, live_index, gold_qa_pairs]
 INGEST_CHECKS = [chunk_counts_match, evidence_spans_verbatim]
 
 ingest_job = dg.define_asset_job(

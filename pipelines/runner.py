@@ -23,6 +23,7 @@ from .definitions import INGEST_ASSETS, INGEST_CHECKS
 from .resources import RagauditResource
 
 _INSTANCES: dict[str, dg.DagsterInstance] = {}
+BLOCKING_CHECKS = {"chunk_counts_match"}  # a failed one means the run did not publish its version
 _LOCK = threading.Lock()
 _DEFAULT_YAML = "telemetry:\n  enabled: false\n"
 
@@ -75,6 +76,11 @@ def run_ingestion(svc: Services, document_id: str, strategy: str | None = None) 
         run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}},
         tags={"ragaudit/document_id": document_id, **({STRATEGY_TAG: strategy} if strategy else {})},
     )
+    for ev in result.get_asset_check_evaluations():
+        if not ev.passed and ev.check_name in BLOCKING_CHECKS:
+            meta = {k: getattr(v, "value", v) for k, v in (ev.metadata or {}).items()}
+            raise IngestError(f"asset check {ev.check_name} failed: {meta}; the previous version stays searchable",
+                              stage=ev.check_name)
     if result.success:
         return
     for ev in result.all_events:
