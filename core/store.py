@@ -289,6 +289,9 @@ class VectorStore:
         return [(str(p.id), p.payload or {}) for p in pts]
 
     def iter_payloads(self, flt: models.Filter | None = None, batch: int = 512) -> Iterable[tuple[str, dict]]:
+        """``(point id, payload)`` of every point matching ``flt`` (nothing before the collection exists)."""
+        if not self.exists():
+            return
         offset = None
         while True:
             pts, offset = self.client.scroll(self.collection, scroll_filter=flt, limit=batch, offset=offset,

@@ -327,3 +327,102 @@ def test_failure_after_partial_write_leaves_no_partial_chunks(svc, monkeypatch):
     assert {p for p, _ in svc.store.iter_payloads()} == old_points
     assert "FBVIF" in top_text(svc, NTSB_Q)
     assert_consistent(svc)
+
+
+# --- property: any sequence of uploads, renames, duplicates, re-ingestions and deletions ---------
+
+from hypothesis import HealthCheck, settings as hsettings, strategies as st  # noqa: E402
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule  # noqa: E402
+
+ARCHIVES = ["Quillon", "Marrowby", "Tessaly", "Orvane"]
+CODES = ["ZX-4411", "KR-7302", "PW-1958", "HT-6620"]
+_PDFS: dict[int, bytes] = {}
+
+
+def archive_pdf(i: int) -> bytes:
+    """A one-page PDF with a fact found in no other test document (made once per content, so
+    re-uploading content ``i`` sends identical bytes)."""
+    if i not in _PDFS:
+        from fpdf import FPDF
+
+        pdf = FPDF()
+        pdf.set_creation_date(__import__("datetime").datetime(2026, 1, 1, tzinfo=__import__("datetime").timezone.utc))
+        pdf.add_page()
+        pdf.set_font("helvetica", size=12)
+        pdf.multi_cell(0, 8, f"Archive register of {ARCHIVES[i]}. The vault code of the {ARCHIVES[i]} archive is "
+                             f"{CODES[i]}. The register is kept by the records office and checked every spring.")
+        _PDFS[i] = bytes(pdf.output())
+    return _PDFS[i]
+
+
+class DocumentLifecycle(RuleBasedStateMachine):
+    """Random uploads (same bytes under other names or knowledge bases, changed bytes under a
+    name = re-ingestion, names with folders), and deletions through the HTTP API; after every
+    step each live document answers a question about its own content, SQL rows equal Qdrant
+    points per document, nothing of a deleted document remains, and ``files/`` holds exactly the
+    live versions' bytes."""
+
+    def __init__(self):
+        super().__init__()
+        import tempfile
+
+        from api.app import create_app
+
+        self.tmp = tempfile.mkdtemp(prefix="lifecycle-")
+        self.settings = make_settings(Path(self.tmp) / "data")
+        self.client = TestClient(create_app(self.settings))
+        self.client.__enter__()
+        self.model: dict[tuple[str, str], tuple[str, int]] = {}  # (kb, name) -> (document id, content)
+        self.deleted: set[str] = set()
+
+    @rule(name=st.sampled_from(["a.pdf", "b.pdf", "dir1/a.pdf", "dir2/a.pdf"]),
+          kb=st.sampled_from(["default", "other"]), content=st.integers(0, len(ARCHIVES) - 1))
+    def upload(self, name, kb, content):
+        r = self.client.post("/documents", files={"file": (name.split("/")[-1], archive_pdf(content),
+                                                           "application/pdf")},
+                             data={"name": name, "knowledge_base": kb})
+        assert r.status_code == 201, r.text
+        body = r.json()
+        before = self.model.get((kb, name))
+        expected = "unchanged" if before and before[1] == content else "ingested"
+        assert body["status"] == expected, (before, content, body)
+        if before:
+            assert body["document"]["id"] == before[0]  # same document, new version
+        self.model[(kb, name)] = (body["document"]["id"], content)
+
+    @precondition(lambda self: self.model)
+    @rule(data=st.data())
+    def delete(self, data):
+        key = data.draw(st.sampled_from(sorted(self.model)))
+        doc_id, _ = self.model.pop(key)
+        assert self.client.delete(f"/documents/{doc_id}").status_code == 200
+        self.deleted.add(doc_id)
+
+    @invariant()
+    def every_live_document_is_whole_and_findable(self):
+        svc = get_services(self.settings)
+        assert_consistent(svc)
+        with svc.sessions() as s:
+            assert set(s.scalars(select(Document.id))) == {v[0] for v in self.model.values()}
+        assert not ({p.get("document_id") for _, p in svc.store.iter_payloads()} & self.deleted)
+        assert stored_files(svc) == live_files(svc)
+        for (kb, name), (doc_id, content) in self.model.items():
+            r = self.client.post("/search", json={"question": f"What is the vault code of the {ARCHIVES[content]} "
+                                                              "archive?", "doc_name": name, "knowledge_base": kb})
+            assert r.status_code == 200, r.text
+            got = r.json()["retrieved"]
+            assert got and all(x["doc_name"] == name for x in got)
+            assert CODES[content] in got[0]["text"], (kb, name, got[0]["text"])
+
+    def teardown(self):
+        import shutil
+
+        self.client.__exit__(None, None, None)
+        release_services(self.settings)
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+TestDocumentLifecycle = DocumentLifecycle.TestCase
+TestDocumentLifecycle.settings = hsettings(max_examples=int(os.environ.get("RAGAUDIT_LIFECYCLE_EXAMPLES", "3")),
+                                           stateful_step_count=8, deadline=None, derandomize=True,
+                                           suppress_health_check=list(HealthCheck))
