@@ -250,6 +250,10 @@ def test_stored_files_follow_live_versions(svc):
     assert stored_files(svc) == live_files(svc) and len(stored_files(svc)) == 1
     assert ingest_bytes(svc, (BAD / "truncated-2kb-dpr.pdf").read_bytes(), "bad.pdf", runner).status == "refused"
     assert stored_files(svc) == live_files(svc)
+    from pipelines.runner import instance_for
+
+    with svc.sessions() as s:  # the refused upload left no row and no Dagster partition
+        assert set(instance_for(svc).get_dynamic_partitions("documents")) == set(s.scalars(select(Document.id)))
     out = ingest_bytes(svc, b, "report.pdf", runner)  # new version replaces the old
     assert out.status == "ingested"
     assert stored_files(svc) == live_files(svc) == {f"{out.document['sha256']}.pdf"}
@@ -406,6 +410,9 @@ class DocumentLifecycle(RuleBasedStateMachine):
             assert set(s.scalars(select(Document.id))) == {v[0] for v in self.model.values()}
         assert not ({p.get("document_id") for _, p in svc.store.iter_payloads()} & self.deleted)
         assert stored_files(svc) == live_files(svc)
+        from pipelines.runner import instance_for
+
+        assert set(instance_for(svc).get_dynamic_partitions("documents")) == {v[0] for v in self.model.values()}
         for (kb, name), (doc_id, content) in self.model.items():
             r = self.client.post("/search", json={"question": f"What is the vault code of the {ARCHIVES[content]} "
                                                               "archive?", "doc_name": name, "knowledge_base": kb})
