@@ -9,7 +9,8 @@ document the evaluation dashboard reads::
      "modes":   {<mode>: {"hit@1", "hit@5", "hit@10", "mrr", "ndcg@10", "evidence_recall@5",
                           "evidence_recall@10", "n"}},                       # retrieval, no LLM
      "answers": {<mode>: {"n", "exact_match", "f1", "f1_full", "refusal_accuracy",
-                          "citation_validity", "faithfulness", "context_relevance",
+                          "citation_validity", "answered_cited", "citation_support",
+                          "faithfulness", "context_relevance",
                           "answer_relevance", "labels": {label: count},
                           "latency_ms": {"mean", "p50", "p95", "total"},
                           "cost_usd": {"mean", "total"}, "counts": {metric: n}}},
@@ -26,7 +27,8 @@ document the evaluation dashboard reads::
 
 Retrieval metrics are means over the non-``refuse`` questions; answer metrics over the questions
 they apply to (EM/F1/citation validity: questions with a gold answer; faithfulness and
-relevance: answers that were not refused); ``counts`` says how many. Undefined means are
+relevance: answers that were not refused; citation support: answers with a cited claim);
+``counts`` says how many. Undefined means are
 ``null``. Only ``latency_ms``, ``seconds``, ``cost_usd`` of a paid model and the run id / time
 stamps differ between two runs on the same inputs.
 
@@ -149,7 +151,7 @@ def hit_rank(q: GoldQuestion, texts: list[str]) -> int | None:
 
 RETRIEVAL_KEYS = ("hit@1", "hit@5", "hit@10", "mrr", "ndcg@10", "evidence_recall@5", "evidence_recall@10")
 ANSWER_KEYS = ("exact_match", "f1", "f1_full", "refusal_accuracy", "citation_validity", "answered_cited",
-               "faithfulness", "context_relevance", "answer_relevance")
+               "citation_support", "faithfulness", "context_relevance", "answer_relevance")
 SCHEMA_VERSION = 1
 
 
@@ -320,6 +322,8 @@ def _answer_record(q: GoldQuestion, out: dict[str, Any], judge: Any) -> dict[str
         if not q.is_refusal:
             ok = label == "answered" and m["citation_validity"]["value"] == 1.0
             m["answered_cited"] = {"value": float(ok), "reason": f"label {label!r}; {m['citation_validity']['reason']}"}
+    if not refused and (out.get("citation_check") or {}).get("claims"):
+        m["citation_support"] = metrics.citation_support(out["citation_check"]).to_json()
     claims: list[dict[str, Any]] = []
     cost = float(out["usage"].get("cost_usd") or 0.0)
     if not refused:
@@ -334,8 +338,8 @@ def _answer_record(q: GoldQuestion, out: dict[str, Any], judge: Any) -> dict[str
             for k in ("faithfulness", "context_relevance", "answer_relevance"):
                 m[k] = {"value": None, "reason": f"judge failed: {type(e).__name__}: {str(e)[:200]}"}
     return {"answer": answer, "concise_answer": concise, "label": label,
-            "citations": [{"n": c["n"], "doc_name": c["doc_name"], "page": c["page"], "chunk_id": c["chunk_id"]}
-                          for c in out["citations"]],
+            "citations": [{"n": c["n"], "doc_name": c["doc_name"], "page": c["page"], "chunk_id": c["chunk_id"],
+                           "verified": c.get("verified"), "supports": c.get("supports")} for c in out["citations"]],
             "metrics": m, "claims": claims, "retrieved_chunk_ids": [r["chunk_id"] for r in out["retrieved"]],
             "latency_ms": out["timings_ms"].get("total"), "cost_usd": round(cost, 8)}
 

@@ -1,7 +1,7 @@
 """Judges of answer quality: faithfulness, context relevance and answer relevance.
 
 Faithfulness (after ragas' definition: supported claims / claims): the answer is split into
-claims (its sentences, ``citations.split_answer_sentences``). A claim counts as supported only
+claims (its sentences, ``citations.claim_parts``). A claim counts as supported only
 when a supporting *quote* is given that really occurs (whitespace-normalised) in a chunk the
 claim cites ``[n]`` — whoever proposed the quote. So a judge model cannot make a claim supported
 by inventing a quote: quotes not found in the cited chunk are counted unsupported.
@@ -18,7 +18,6 @@ by inventing a quote: quotes not found in the cited chunk are counted unsupporte
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -26,7 +25,7 @@ import numpy as np
 from pydantic import BaseModel, Field, ValidationError
 
 from .chunking import sentence_spans
-from .citations import cited_numbers, find_quote, normalize_ws, split_answer_sentences, strip_citations
+from .citations import claim_parts, find_quote, normalize_ws, strip_citations
 from .goldgen import parse_json_object
 from .metrics import MetricResult, term_overlap
 from .sparse import tokenize
@@ -41,20 +40,11 @@ class Claim:
     cites: list[int]
 
 
-_AFTER_CITE = re.compile(r"(?<=\])\s+(?=[^\s\[])")
-
-
 def split_claims(response: str) -> list[Claim]:
-    """Claims of ``response``: its sentences, further cut after a citation that is followed by
-    more text (``"A [1] B [2]."`` is two claims), citations stripped, with their cited numbers.
-    Fragments of fewer than 2 words are dropped."""
-    out = []
-    for sent in split_answer_sentences(response):
-        for part in _AFTER_CITE.split(sent):
-            t = strip_citations(part)
-            if len(t.split()) >= 2:
-                out.append(Claim(len(out), t, cited_numbers(part)))
-    return out
+    """Claims of ``response`` (``citations.claim_parts``): its sentences, further cut after a
+    citation that is followed by more text (``"A [1] B [2]."`` is two claims), citations
+    stripped, with their cited numbers. Fragments of fewer than 2 words are dropped."""
+    return [Claim(i, t, nums) for i, (t, nums) in enumerate(claim_parts(response))]
 
 
 @dataclass

@@ -77,7 +77,7 @@ def test_quote_not_in_cited_chunk_is_unsupported():
     assert "not found" in rows[1]["reason"] and faith.value == 0.5
     # a citation followed by more text ends a claim
     assert [(c.text, c.cites) for c in split_claims("A first claim [1] A second one [2].")] == [
-        ("A first claim", [1]), ("A second one .", [2])]
+        ("A first claim", [1]), ("A second one.", [2])]
     # the deterministic judge accepts the verbatim claim, rejects it against another context
     j = DeterministicJudge()
     assert j.judge("q", "The pilot, age 85, was landing. [1]", contexts).faithfulness.value == 1.0
