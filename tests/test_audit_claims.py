@@ -32,8 +32,9 @@ def test_llm_answer_is_audited_in_reply_stream_and_telemetry(kb, answer, label, 
     """The issue's must-show: a mocked LLM answer "signed by President Bush in 2005 [1]" is not
     ``answered`` and its citation has ``supports: false``; the true answer (Clinton, October 28,
     1998) is ``answered`` / ``supports: true`` -- in the /query reply, in the /query/stream ``done``
-    event and in ``query_logs.label``. Fails if ``QueryService`` skips ``audit_answer`` on either
-    path, if ``supports`` is hard-wired, or if the label written to telemetry is not the audited one."""
+    event and in ``query_logs.label``. Fails if ``answer_label`` returns "answered" whenever the
+    [n] numbers are valid (ignoring the support verdicts), if ``supports`` is hard-wired True in
+    ``audit_answer``, or if the label written to telemetry is not the audited one."""
     qs = QueryService(kb, answerer=LLMAnswerer("gpt-4o-mini", mock_response=answer))
     out = qs.ask(DMCA_QUESTION, Scope(doc_names=["dmca.pdf"]), top_k=3)
     assert out["retrieved"][0]["page_start"] == 1  # source [1] is the page-1 chunk with the signing sentence
@@ -141,8 +142,8 @@ def test_random_scopes_return_nothing_out_of_scope(kb, api):
     """Property: for random scopes (doc_name / doc_names, knowledge_base, document_ids, page range,
     strategy) x mode x endpoint (/query, /query/stream, /search) over the dev-set questions, no
     ``retrieved`` item and no citation lies outside the scope; citations name a retrieved chunk on
-    a page inside the range. Questions repeat, so answers and searches are also served from the
-    cache. 40 examples, derandomized (the same examples on every run). Fails if neighbour
+    a page inside the range. Each /query and /search request is preceded by the same question
+    without a scope, whose cached reply must not be served for the scoped one. 40 examples, derandomized (the same examples on every run). Fails if neighbour
     expansion, the cache key or any endpoint bypasses ``enforce_scope`` / the Qdrant filter, or if
     ``clip_to_pages`` leaves text of a page outside the range."""
     doc_ids = {d["doc_name"]: d["id"] for d in api.get("/documents").json()}
@@ -161,6 +162,10 @@ def test_random_scopes_return_nothing_out_of_scope(kb, api):
             retrieved = ev["sources"]["sources"]
             citations = ev["done"]["citations"]
         else:
+            # the same request without a scope first: its reply is cached, and must not be served
+            # for the scoped request (the cache key holds the scope)
+            unscoped = {k: body[k] for k in ("question", "top_k", "mode")}
+            assert api.post(path, json=unscoped).status_code == 200
             r = api.post(path, json=body)
             assert r.status_code == 200, (body, r.text)
             out = r.json()
