@@ -366,42 +366,6 @@ def _aggregate_answers(per_q: list[dict[str, Any]], mode: str) -> dict[str, Any]
     return out
 
 
-def _judge_controls(per_q: list[dict[str, Any]], answers_by_id: dict[str, dict[str, Any]], judge: Any,
-                    n: int) -> dict[str, Any]:
-    """Score up to ``n`` answers against another question's retrieved context (sharing no chunk
-    and, when possible, no document). A control *fails* when faithfulness < 0.5; a working judge
-    fails all of them."""
-    cands = [(p["id"], answers_by_id[p["id"]]) for p in per_q if p["id"] in answers_by_id
-             and answers_by_id[p["id"]]["label"] not in metrics.REFUSAL_LABELS]
-    pairs = []
-    for i, (qid, out) in enumerate(cands):
-        if len(pairs) >= n:
-            break
-        mine = {r["chunk_id"] for r in out["retrieved"]}
-        docs = {r["doc_name"] for r in out["retrieved"][:1]}
-        others = [(oid, o) for oid, o in cands[i + 1:] + cands[:i]
-                  if not mine & {r["chunk_id"] for r in o["retrieved"]}]
-        others.sort(key=lambda x: x[1]["retrieved"][0]["doc_name"] in docs if x[1]["retrieved"] else True)
-        if others:
-            pairs.append((qid, out, others[0][0], others[0][1]))
-    rows = []
-    failed = 0
-    for qid, out, oid, other in pairs:
-        try:
-            j = judge.judge(out["question"], out["answer"], [r["text"] for r in other["retrieved"]])
-            v = j.faithfulness.value
-            ok_fail = v is None or math.isnan(v) or v < 0.5
-            reason = j.faithfulness.reason
-        except Exception as e:
-            v, ok_fail, reason = None, False, f"judge failed: {type(e).__name__}"
-        failed += int(ok_fail)
-        rows.append({"answer_of": qid, "context_of": oid, "faithfulness": None if v is None or math.isnan(v) else
-                     round(float(v), 6), "failed": bool(ok_fail), "reason": reason})
-    return {"judge": judge.name, "n": len(rows), "failed": failed, "all_failed": failed == len(rows),
-            "rule": "faithfulness of an answer judged against another question's context must be < 0.5",
-            "pairs": rows}
-
-
 def evaluate(svc: Any, questions: list[GoldQuestion], params: EvalParams | None = None, *, dataset_name: str = "",
              progress: Callable[[int, int], None] | None = None, query_service: Any = None) -> dict[str, Any]:
     """Run an evaluation: retrieval metrics per mode, and (``params.answers``) answers through
@@ -412,7 +376,7 @@ def evaluate(svc: Any, questions: list[GoldQuestion], params: EvalParams | None 
     ``hybrid_rerank`` is skipped (listed in ``skipped_modes``) when no reranker is configured.
     Raises ``ValueError`` for an unknown mode or an empty question list.
     """
-    from .judge import build_judge
+    from .judge import build_judge, judge_control
     from .query import QueryService
 
     p = params or EvalParams()
@@ -492,7 +456,7 @@ def evaluate(svc: Any, questions: list[GoldQuestion], params: EvalParams | None 
     n_controls = result["params"]["judge_controls"]
     if p.answers and judge is not None and n_controls:
         ctl_mode = "hybrid" if "hybrid" in modes else modes[0]
-        result["judge_control"] = _judge_controls(per_q, raw_answers[ctl_mode], judge, n_controls)
+        result["judge_control"] = judge_control(per_q, raw_answers[ctl_mode], judge, n_controls)
         result["judge_control"]["mode"] = ctl_mode
     lat = [a["latency_ms"] for r in per_q for a in r.get("answers", {}).values() if a["latency_ms"] is not None]
     cost = sum(a["cost_usd"] for r in per_q for a in r.get("answers", {}).values())

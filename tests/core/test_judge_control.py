@@ -5,7 +5,7 @@ is a litellm ``mock_response`` that calls every claim supported and quotes a rea
 
 import json
 
-from core.evaluation import _judge_controls
+from core.judge import judge_control
 from core.judge import DeterministicJudge, LLMJudge
 
 NTSB = "The pilot's misjudged clearance over obstacles during final approach. The airplane struck a fence."
@@ -29,7 +29,7 @@ def test_a_strict_judge_fails_every_control():
     """Fails if a control is counted as failed only when faithfulness is exactly 0 or the
     mismatched pairs are not built (n must be 2)."""
     per_q, answers = _answers()
-    out = _judge_controls(per_q, answers, DeterministicJudge(), 3)
+    out = judge_control(per_q, answers, DeterministicJudge(), 3)
     assert out["n"] == 2 and out["failed"] == 2 and out["all_failed"] is True
     assert [(p["answer_of"], p["context_of"]) for p in out["pairs"]] == [("q1", "q2"), ("q2", "q1")]
 
@@ -41,7 +41,7 @@ def test_a_lenient_judge_makes_the_control_report_all_failed_false():
     per_q, answers = _answers()
     lenient = json.dumps({"claims": [{"i": 0, "supported": True, "source": 1, "quote": DMCA.split(". ")[0] + "."}],
                           "context_relevance": 1.0, "answer_relevance": 1.0})
-    out = _judge_controls(per_q, answers, LLMJudge("gpt-4o-mini", mock_response=lenient), 3)
+    out = judge_control(per_q, answers, LLMJudge("gpt-4o-mini", mock_response=lenient), 3)
     assert out["n"] == 2 and out["all_failed"] is False and out["failed"] == 1
     by_answer = {p["answer_of"]: p for p in out["pairs"]}
     assert by_answer["q1"]["faithfulness"] == 1.0 and by_answer["q1"]["failed"] is False
