@@ -67,3 +67,25 @@ def test_enforce_drops_clips_reranks_and_says_so():
     assert any("1 chunk(s) spanning pages" in n for n in notes)
     kept, notes = enforce_scope(Scope(), chunks[1:])
     assert len(kept) == 2 and notes == []
+
+
+def test_enforce_counts_every_dropped_and_clipped_chunk_and_goes_on_after_one():
+    """Fails if a dropped or clipped chunk is counted as ``= 1`` / ``-= 1`` / ``+= 2``, or if the loop
+    stops (``break``) at the first chunk left out, or at a chunk whose in-range part is blank."""
+    blank = _payload(text="   Page five text.", page_breaks=[[4, 0], [5, 3]], page_start=4, page_end=5)
+    chunks = [RetrievedChunk(rank=i, chunk_id=f"c{i}", score=1.0, payload=p) for i, p in enumerate([
+        _payload(doc_name="a.pdf"), _payload(doc_name="b.pdf"), blank, _payload(), _payload()], start=1)]
+    kept, notes = enforce_scope(Scope(doc_names=["dmca.pdf"], page_min=4, page_max=4), chunks)
+    assert [c.chunk_id for c in kept] == ["c4", "c5"]
+    assert notes == ["scope: 3 chunk(s) outside the scope left out (e.g. a neighbouring chunk past page_max)",
+                     "scope: 2 chunk(s) spanning pages outside page_min..page_max were cut to the pages inside"]
+
+
+def test_clip_without_page_breaks_and_with_a_first_break_past_offset_zero():
+    """Fails if a payload without ``page_breaks`` is not read as one page starting at ``page_start``
+    (``if breaks or ...`` raises IndexError), or if a first break at offset 1 drops the text before it."""
+    p = _payload(page_start=4, page_end=5, text="All on four.", page_breaks=[])
+    assert clip_to_pages(p, 4, 4)["text"] == "All on four."
+    assert clip_to_pages(p, 5, 5) is None
+    q = _payload(page_start=4, page_end=5, text="xPage five.", page_breaks=[[5, 1]])
+    assert clip_to_pages(q, 4, 4)["text"] == "x"
