@@ -6,7 +6,9 @@ import logging
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
+from fastapi.exception_handlers import request_validation_exception_handler
+from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.staticfiles import StaticFiles
 
@@ -21,6 +23,22 @@ from .routes import documents, evaluation, health, metrics, query
 
 log = logging.getLogger(__name__)
 FRONTEND_DIST = Path(__file__).resolve().parents[1] / "frontend" / "dist"
+
+
+QUERY_ENDPOINTS = {"/query": "query", "/query/stream": "stream", "/search": "search"}
+
+
+def record_rejected(telemetry: TelemetryWriter, endpoint: str, body: object, default_top_k: int) -> None:
+    """One query_logs row for a request of ``endpoint`` that failed validation (422): whatever of
+    question / mode / top_k / scope the body carried, ``error_kind="validation_error"``."""
+    b = body if isinstance(body, dict) else {}
+    question = b.get("question") if isinstance(b.get("question"), str) else ""
+    top_k = b.get("top_k")
+    top_k = top_k if isinstance(top_k, int) and not isinstance(top_k, bool) and 0 < top_k < 1_000_000 else default_top_k
+    scope_keys = ("doc_name", "doc_names", "knowledge_base", "document_ids", "page_min", "page_max", "strategy")
+    scope = {k: b[k] for k in scope_keys if b.get(k) not in (None, [], "")}
+    telemetry.record(endpoint=endpoint, question=question, mode=str(b.get("mode") or "hybrid")[:16], top_k=top_k,
+                     scope=scope or None, error_kind="validation_error")
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -47,6 +65,17 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                   description="Self-hosted RAG whose every answer can be audited: cited answers, "
                               "per-retriever ranks, timings and cost.")
     app.state.settings = settings
+
+    @app.exception_handler(RequestValidationError)
+    async def log_rejected_query(request: Request, exc: RequestValidationError):
+        """A /query, /query/stream or /search request rejected with 422 still gets its query_logs
+        row (``error_kind`` = ``validation_error``); the reply is FastAPI's usual 422."""
+        endpoint = QUERY_ENDPOINTS.get(request.url.path)
+        telemetry = getattr(request.app.state, "telemetry", None)
+        if endpoint and telemetry is not None:
+            record_rejected(telemetry, endpoint, exc.body, settings.top_k)
+        return await request_validation_exception_handler(request, exc)
+
     app.add_middleware(CORSMiddleware, allow_origins=list(settings.cors_origins),
                        allow_methods=["*"], allow_headers=["*"], expose_headers=["Content-Range"])
     app.include_router(documents.router)

@@ -78,7 +78,9 @@ class AnswerOut(BaseModel):
     query_id: str
     question: str
     answer: str
-    label: str = Field(description="answered | refused | clarifying | uncited")
+    label: str = Field(description="answered | refused | clarifying | uncited (a sentence cites nothing or a "
+                       "[n] names no source) | unsupported (a citation's quote is not in its chunk or does "
+                       "not support its claim: see each citation's verified, supports and reason)")
     citations: list[Citation]  # the domain type: one definition for core and API
     citation_check: dict[str, Any] = Field(default_factory=dict)
     retrieved: list[RetrievedOut]

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from .chunking import sentence_spans
-from .citations import check_citations, cited_numbers, find_quote, normalize_ws, split_answer_sentences, strip_citations
+from .citations import CitedQuote, audit_citations, claim_parts, claim_support, normalize_ws
 from .embedding import Embedder
 from .retrieval import RetrievedChunk
 from .sparse import tokenize
@@ -29,23 +29,34 @@ REFUSAL_TEXT = "The documents do not contain the answer to this question."
 
 @dataclass
 class Citation:
-    """A citation of source ``n``; ``quote`` occurs verbatim (whitespace-normalised) in the chunk."""
+    """A citation of source ``n`` (chunk ``chunk_id``, ``page`` of the quoted sentence).
+
+    ``claim``: the answer text (citations stripped) that carries it; ``verified``: ``quote``
+    occurs (whitespace-normalised) in the cited chunk's text; ``supports``: the quote supports the
+    claim (``citations.claim_support``: its numbers, dates and names are in the quote), ``reason``
+    says why or what is missing. Set by ``audit_answer``; a citation not yet audited is neither.
+    """
 
     n: int
     doc_name: str
     page: int
     chunk_id: str
     quote: str
-    verified: bool = True
+    claim: str = ""
+    verified: bool = False
+    supports: bool = False
+    reason: str = "not audited"
 
     def to_json(self) -> dict[str, Any]:
         return {"n": self.n, "doc_name": self.doc_name, "page": self.page, "chunk_id": self.chunk_id,
-                "quote": self.quote, "verified": self.verified}
+                "quote": self.quote, "claim": self.claim, "verified": self.verified, "supports": self.supports,
+                "reason": self.reason}
 
 
 @dataclass
 class AnswerResult:
-    """Answer text with citations; usage in tokens and USD; ``label`` is answered | refused | uncited."""
+    """Answer text with citations; usage in tokens and USD; ``label`` is answered | refused |
+    clarifying | uncited | unsupported (see ``citations.answer_label``)."""
 
     answer: str
     citations: list[Citation]
@@ -55,6 +66,22 @@ class AnswerResult:
     completion_tokens: int = 0
     cost_usd: float = 0.0
     citation_check: dict[str, Any] = field(default_factory=dict)
+
+
+def audit_answer(ans: AnswerResult, sources: list[RetrievedChunk]) -> AnswerResult:
+    """Check every citation of ``ans`` against the numbered ``sources`` (1-based) and relabel it.
+
+    Sets each citation's ``verified`` / ``supports`` / ``reason``, ``citation_check`` (see
+    ``citations.audit_citations``) and ``label`` (answered | uncited | unsupported; refused and
+    clarifying stay). Idempotent; every answerer's output goes through it (``QueryService``).
+    """
+    cites = [CitedQuote(c.n, c.chunk_id, c.quote, c.claim or c.quote) for c in ans.citations]
+    verdicts, check, label = audit_citations(ans.answer, ans.label, cites,
+                                             [(c.chunk_id, c.text) for c in sources])
+    for c, v in zip(ans.citations, verdicts):
+        c.verified, c.supports, c.reason = v.verified, v.supports, v.reason
+    ans.citation_check, ans.label = check, label
+    return ans
 
 
 @dataclass
@@ -88,8 +115,9 @@ def _sentences(sources: list[RetrievedChunk]) -> list[_Sentence]:
 
 
 def _citation(sent: _Sentence) -> Citation:
+    quote = normalize_ws(sent.text)
     return Citation(n=sent.n, doc_name=sent.chunk.doc_name, page=sent.chunk.page_at(sent.start),
-                    chunk_id=sent.chunk.chunk_id, quote=normalize_ws(sent.text))
+                    chunk_id=sent.chunk.chunk_id, quote=quote, claim=quote)
 
 
 _NUMBER_Q = re.compile(r"\b(how (many|much|old|long|often|far|large|big)|what (percent|percentage|share|amount|number|"
@@ -180,9 +208,9 @@ class ExtractiveAnswerer:
         return scored
 
     def _sentence_vectors(self, sents: list[_Sentence]) -> np.ndarray:
-        """Embeddings of the sentences, (n, dim); cached per (chunk id, offsets) so a chunk's
+        """Embeddings of the sentences, (n, dim); cached per (chunk id, sentence) so a chunk's
         sentences are embedded once, not on every question that retrieves it."""
-        keys = [(s.chunk.chunk_id, s.start, s.end) for s in sents]
+        keys = [(s.chunk.chunk_id, s.text) for s in sents]  # text, not offsets: a chunk cut to a page range
         missing = [i for i, k in enumerate(keys) if k not in self._vec_cache]
         if missing:
             fresh = self.embedder.embed([sents[i].text for i in missing])
@@ -241,8 +269,7 @@ class ExtractiveAnswerer:
             parts.append(f"{normalize_ws(s.text)} [{s.n}]")
             cites.append(_citation(s))
         text = " ".join(parts)
-        rep = check_citations(text, len(sources))
-        return AnswerResult(text, cites, "answered", self.name, citation_check=rep.to_json())
+        return audit_answer(AnswerResult(text, cites, "answered", self.name), sources)
 
 
 SYSTEM_PROMPT = (
@@ -321,28 +348,37 @@ class LLMAnswerer:
 
     def finish(self, text: str, sources: list[RetrievedChunk], prompt_tokens: int, completion_tokens: int,
                cost: float) -> AnswerResult:
-        """Build citations for ``text``: each cited [n] gets the sentence of chunk n that best
-        matches the citing sentence, verified to occur in the chunk."""
+        """Build citations for ``text`` and audit them (``audit_answer``): each claim's cited [n]
+        gets the passage of chunk n (one sentence, or two adjacent ones) that supports the claim
+        (``citations.claim_support``), else the sentence sharing most of its terms."""
         if normalize_ws(text).rstrip(".") == REFUSAL_TEXT.rstrip(".") or not text:
             return AnswerResult(text or REFUSAL_TEXT, [], "refused", self.model, prompt_tokens, completion_tokens, cost)
-        rep = check_citations(text, len(sources))
         cites: list[Citation] = []
-        for sent in split_answer_sentences(text):
-            claim_terms = set(tokenize(strip_citations(sent)))
-            for n in cited_numbers(sent):
+        for claim, nums in claim_parts(text):
+            claim_terms = set(tokenize(claim))
+            for n in dict.fromkeys(nums):
                 if not 1 <= n <= len(sources):
                     continue
                 c = sources[n - 1]
-                best, best_ov = None, -1
-                for s, e in sentence_spans(c.text):
-                    ov = len(claim_terms & set(tokenize(c.text[s:e])))
-                    if ov > best_ov:
-                        best, best_ov = (s, e), ov
-                if best is None:
+                span = best_quote_span(claim, claim_terms, c.text)
+                if span is None:
                     continue
-                quote = c.text[best[0]:best[1]]
-                cites.append(Citation(n, c.doc_name, c.page_at(best[0]), c.chunk_id, normalize_ws(quote),
-                                      verified=find_quote(quote, c.text) >= 0))
-        label = "answered" if rep.ok else "uncited"
-        return AnswerResult(text, cites, label, self.model, prompt_tokens, completion_tokens, cost,
-                            citation_check=rep.to_json())
+                quote = c.text[span[0]:span[1]]
+                cites.append(Citation(n, c.doc_name, c.page_at(span[0]), c.chunk_id, normalize_ws(quote), claim))
+        return audit_answer(AnswerResult(text, cites, "answered", self.model, prompt_tokens, completion_tokens, cost),
+                            sources)
+
+
+def best_quote_span(claim: str, claim_terms: set[str], text: str) -> tuple[int, int] | None:
+    """``(start, end)`` in ``text`` of the passage to quote for ``claim``: among single sentences
+    and pairs of adjacent sentences, the first (in text order) that supports the claim
+    (``claim_support``), a single sentence before a pair; else the sentence sharing most of the
+    claim's terms. ``None`` when ``text`` has no sentence."""
+    spans = sentence_spans(text)
+    if not spans:
+        return None
+    candidates = spans + [(a[0], b[1]) for a, b in zip(spans, spans[1:])]
+    for s, e in candidates:
+        if claim_support(claim, text[s:e]).supports:
+            return s, e
+    return max(spans, key=lambda se: (len(claim_terms & set(tokenize(text[se[0]:se[1]]))), -se[0]))

@@ -27,8 +27,13 @@ def cited_numbers(text: str) -> list[int]:
     return out
 
 
+_CITE_WITH_SPACE = re.compile(r"\s*" + _CITE.pattern)
+
+
 def strip_citations(text: str) -> str:
-    return normalize_ws(_CITE.sub("", text))
+    """``text`` without its ``[n]`` markers (and the space before them), whitespace-normalised:
+    ``"Signed in 1998 [1]."`` -> ``"Signed in 1998."``."""
+    return normalize_ws(_CITE_WITH_SPACE.sub("", text))
 
 
 _BOUNDARY = re.compile(r"[.!?。！？]['\")\]”’]*(?:\s*\[\d+(?:\s*,\s*\d+)*\])*\s+(?=[^\s\[])")
@@ -98,3 +103,231 @@ def find_quote(quote: str, chunk_text: str) -> int:
             prev_space = False
     pos = "".join(norm_chars).find(q)
     return index_map[pos] if pos >= 0 else -1
+
+
+# --------------------------------------------------------------------------- claim support
+#
+# A citation is *verified* when its quote occurs in the cited chunk's text, and *supports* its
+# claim (the answer sentence that carries it) when the quote holds the claim's key facts: every
+# number (digits or a number word), every month and every name of the claim, no negation the
+# quote lacks, and at least ``MIN_TERM_RECALL`` of the claim's content terms (stemmed, as BM25
+# indexes them). This is the lexical-overlap form of claim verification: a cheap, deterministic
+# check of the "key facts" an auditor reads first (cf. the FEVER task, Thorne et al., NAACL 2018:
+# a claim is SUPPORTED only when the evidence states it). It catches wrong numbers, dates and
+# names ("signed by President Bush in 2005" citing "signed ... by President Clinton on October
+# 28, 1998"); it does not understand paraphrases that share no words, which then count as
+# unsupported -- a false alarm an auditor can see, never a false assurance.
+
+MIN_TERM_RECALL = 0.5
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+_NUMBER_WORDS = {"two": "2", "three": "3", "four": "4", "five": "5", "six": "6", "seven": "7", "eight": "8",
+                 "nine": "9", "ten": "10", "eleven": "11", "twelve": "12", "twenty": "20", "thirty": "30",
+                 "forty": "40", "fifty": "50", "hundred": "100", "thousand": "1000", "million": "1000000",
+                 "billion": "1000000000"}
+_MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
+           "november", "december")
+_MONTH_ABBR = {m[:3]: m for m in _MONTHS} | {"sept": "september"}
+_WORD = re.compile(r"[^\W_]+(?:['’.-][^\W_]+)*")
+_NEGATIONS = frozenset({"not", "no", "never", "none", "neither", "nor", "without", "cannot"})
+
+
+def _numbers(text: str) -> set[str]:
+    """Numbers of ``text`` as digit strings, thousands separators removed ("1,000" -> "1000";
+    "ten" -> "10")."""
+    out = {m.group(0).replace(",", "") for m in _NUMBER.finditer(text)}
+    out |= {_NUMBER_WORDS[w.lower()] for w in _WORD.findall(text) if w.lower() in _NUMBER_WORDS}
+    return out
+
+
+def _months(text: str) -> set[str]:
+    """Month names of ``text`` (capitalised, full or abbreviated), as full lower-case names."""
+    out = set()
+    for w in _WORD.findall(text):
+        lw = w.lower()
+        if not w[0].isupper():  # "May 5" and "Oct." are months; the verbs "may" and "march" are not
+            continue
+        if lw in _MONTHS:
+            out.add(lw)
+        elif lw in _MONTH_ABBR:
+            out.add(_MONTH_ABBR[lw])
+    return out
+
+
+def _names(text: str) -> list[str]:
+    """Proper names and acronyms of ``text``: capitalised words other than the first word
+    (which is capitalised anyway) and words in capitals anywhere, excluding stop words and months."""
+    from .sparse import STOP_WORDS
+
+    out = []
+    for i, m in enumerate(_WORD.finditer(text)):
+        w = m.group(0)
+        if not w[0].isupper() or w.lower() in STOP_WORDS or w.lower() in _MONTHS or w.lower() in _MONTH_ABBR:
+            continue
+        if i == 0 and not (len(w) > 1 and w.isupper()):
+            continue
+        if w not in out:
+            out.append(w)
+    return out
+
+
+def _negated(text: str) -> bool:
+    words = [w.lower() for w in _WORD.findall(text)]
+    return any(w in _NEGATIONS or w.endswith("n't") for w in words)
+
+
+@dataclass
+class Support:
+    """Verdict of ``claim_support``: ``supports`` and a human-readable ``reason``; ``missing``
+    lists the key facts of the claim absent from the quote."""
+
+    supports: bool
+    reason: str
+    missing: list[str] = field(default_factory=list)
+
+
+def claim_support(claim: str, quote: str, min_term_recall: float = MIN_TERM_RECALL) -> Support:
+    """Does ``quote`` support ``claim``? (Both plain text; citations ``[n]`` in the claim are ignored.)
+
+    Supported when the claim quotes the source verbatim, or when the quote contains every number,
+    month and name of the claim, does not lack a negation the claim makes, and holds at least
+    ``min_term_recall`` of the claim's content terms (``sparse.tokenize``: stemmed, stop words
+    dropped). Returns ``Support(supports, reason, missing)``. An empty quote supports nothing.
+    """
+    from .sparse import tokenize
+
+    c, q = strip_citations(claim), normalize_ws(quote)
+    if not q:
+        return Support(False, "no quote")
+    if q.casefold() in c.casefold() and len(q.split()) >= 0.5 * len(c.split()):
+        return Support(True, "the claim quotes the source verbatim")
+    missing = []
+    q_numbers = _numbers(q)
+    missing += [f"number {n}" for n in sorted(_numbers(c)) if n not in q_numbers]
+    q_months = _months(q)
+    missing += [f"month {m}" for m in sorted(_months(c)) if m not in q_months]
+    q_terms = set(tokenize(q))
+    missing += [f"name {n}" for n in _names(c) if not set(tokenize(n)) <= q_terms]
+    if _negated(c) and not _negated(q):
+        missing.append("the claim's negation")
+    terms = set(tokenize(c))
+    recall = len(terms & q_terms) / len(terms) if terms else 0.0
+    if recall < min_term_recall:
+        missing.append(f"terms ({recall:.0%} of the claim's terms, need {min_term_recall:.0%})")
+    if missing:
+        return Support(False, "not in the quote: " + "; ".join(missing), missing)
+    return Support(True, f"numbers, dates and names of the claim are in the quote; {recall:.0%} of its terms")
+
+
+@dataclass
+class CitationVerdict:
+    """Per citation: ``verified`` (quote occurs in the cited chunk), ``supports`` (the quote
+    supports the claim that carries the citation) and the ``reason``."""
+
+    verified: bool
+    supports: bool
+    reason: str
+
+
+def verify_citation(claim: str, quote: str, chunk_text: str | None,
+                    together_with: list[tuple[int, str]] | None = None) -> CitationVerdict:
+    """Verdict on one citation of ``claim`` quoting ``quote`` from a chunk with text ``chunk_text``
+    (``None``: the cited chunk is not among the sources).
+
+    ``together_with``: ``(n, quote)`` of the claim's other citations; when the quote alone does
+    not support the claim but all the claim's quotes together do, it supports "together with [m]".
+    """
+    if chunk_text is None:
+        return CitationVerdict(False, False, "the cited chunk is not among the sources")
+    if find_quote(quote, chunk_text) < 0:
+        return CitationVerdict(False, False, "the quote does not occur in the cited chunk")
+    alone = claim_support(claim, quote)
+    if alone.supports or not together_with:
+        return CitationVerdict(True, alone.supports, alone.reason)
+    joint = claim_support(claim, " ".join([quote] + [q for _, q in together_with]))
+    if joint.supports:
+        others = "".join(f"[{n}]" for n, _ in together_with)
+        return CitationVerdict(True, True, f"together with {others}: {joint.reason}")
+    return CitationVerdict(True, False, alone.reason)
+
+
+ANSWER_LABELS = ("answered", "refused", "clarifying", "uncited", "unsupported")
+
+
+def answer_label(label: str, report: CitationReport, verdicts: list[CitationVerdict],
+                 unsupported_claims: int = 0) -> str:
+    """The label of an answer after its citation audit.
+
+    ``refused`` / ``clarifying`` stay; otherwise ``uncited`` when a cited ``[n]`` names no source,
+    a sentence that states something cites nothing, or nothing is cited; ``unsupported`` when a
+    citation's quote is not in its chunk or does not support its claim, or a cited claim has no
+    quote (``unsupported_claims`` > 0); else ``answered``.
+    """
+    if label in ("refused", "clarifying"):
+        return label
+    if not report.ok:
+        return "uncited"
+    if unsupported_claims or not verdicts or not all(v.verified and v.supports for v in verdicts):
+        return "unsupported"
+    return "answered"
+
+
+_AFTER_CITE = re.compile(r"(?<=\])\s+(?=[^\s\[])")
+
+
+def claim_parts(answer: str) -> list[tuple[str, list[int]]]:
+    """Claims of ``answer``: its sentences, further cut after a citation that is followed by more
+    text (``"A [1] B [2]."`` is two claims), each as (text without citations, cited numbers).
+    Fragments of fewer than 2 words are dropped."""
+    out = []
+    for sent in split_answer_sentences(answer):
+        for part in _AFTER_CITE.split(sent):
+            t = strip_citations(part)
+            if len(t.split()) >= 2:
+                out.append((t, cited_numbers(part)))
+    return out
+
+
+@dataclass
+class CitedQuote:
+    """One citation as the audit sees it: source number ``n``, the ``chunk_id`` it names, its
+    ``quote`` and the ``claim`` (answer text without citations) that carries it."""
+
+    n: int
+    chunk_id: str
+    quote: str
+    claim: str
+
+
+def audit_citations(answer: str, label: str, cites: list[CitedQuote],
+                    sources: list[tuple[str, str]]) -> tuple[list[CitationVerdict], dict, str]:
+    """Audit the citations of ``answer`` against its numbered ``sources`` (``(chunk_id, text)``, 1-based).
+
+    Returns ``(verdicts, citation_check, label)``: one ``CitationVerdict`` per citation (a citation
+    naming a chunk other than source n's is not verified); ``citation_check`` = ``check_citations``'s
+    report plus ``claims`` (claims citing a valid source), ``supported_claims`` (those with at least
+    one quote, every one verified and supporting) and ``unsupported`` (``[{claim, cites, reason}]``);
+    and the label from ``answer_label``. Refusals and clarifications keep their label and count no
+    claims (their quotes are still verified).
+    """
+    rep = check_citations(answer, len(sources))
+    verdicts = []
+    for i, c in enumerate(cites):
+        text = sources[c.n - 1][1] if 1 <= c.n <= len(sources) and sources[c.n - 1][0] == c.chunk_id else None
+        others = [(o.n, o.quote) for j, o in enumerate(cites) if j != i and o.claim == c.claim]
+        verdicts.append(verify_citation(c.claim, c.quote, text, others))
+    check = rep.to_json()
+    unsupported = []
+    n_claims = 0
+    if label not in ("refused", "clarifying"):
+        for text, nums in claim_parts(answer):
+            if not any(1 <= n <= len(sources) for n in nums):
+                continue
+            n_claims += 1
+            mine = [v for c, v in zip(cites, verdicts) if c.claim == text]
+            if not mine:
+                unsupported.append({"claim": text, "cites": nums, "reason": "no quote of a cited source was found"})
+            elif not all(v.verified and v.supports for v in mine):
+                bad = next(v for v in mine if not (v.verified and v.supports))
+                unsupported.append({"claim": text, "cites": nums, "reason": bad.reason})
+    check.update(claims=n_claims, supported_claims=n_claims - len(unsupported), unsupported=unsupported)
+    return verdicts, check, answer_label(label, rep, verdicts, len(unsupported))

@@ -9,7 +9,8 @@ document the evaluation dashboard reads::
      "modes":   {<mode>: {"hit@1", "hit@5", "hit@10", "mrr", "ndcg@10", "evidence_recall@5",
                           "evidence_recall@10", "n"}},                       # retrieval, no LLM
      "answers": {<mode>: {"n", "exact_match", "f1", "f1_full", "refusal_accuracy",
-                          "citation_validity", "faithfulness", "context_relevance",
+                          "citation_validity", "answered_cited", "citation_support",
+                          "faithfulness", "context_relevance",
                           "answer_relevance", "labels": {label: count},
                           "latency_ms": {"mean", "p50", "p95", "total"},
                           "cost_usd": {"mean", "total"}, "counts": {metric: n}}},
@@ -26,7 +27,8 @@ document the evaluation dashboard reads::
 
 Retrieval metrics are means over the non-``refuse`` questions; answer metrics over the questions
 they apply to (EM/F1/citation validity: questions with a gold answer; faithfulness and
-relevance: answers that were not refused); ``counts`` says how many. Undefined means are
+relevance: answers that were not refused; citation support: answers with a cited claim);
+``counts`` says how many. Undefined means are
 ``null``. Only ``latency_ms``, ``seconds``, ``cost_usd`` of a paid model and the run id / time
 stamps differ between two runs on the same inputs.
 
@@ -149,7 +151,7 @@ def hit_rank(q: GoldQuestion, texts: list[str]) -> int | None:
 
 RETRIEVAL_KEYS = ("hit@1", "hit@5", "hit@10", "mrr", "ndcg@10", "evidence_recall@5", "evidence_recall@10")
 ANSWER_KEYS = ("exact_match", "f1", "f1_full", "refusal_accuracy", "citation_validity", "answered_cited",
-               "faithfulness", "context_relevance", "answer_relevance")
+               "citation_support", "faithfulness", "context_relevance", "answer_relevance")
 SCHEMA_VERSION = 1
 
 
@@ -320,6 +322,8 @@ def _answer_record(q: GoldQuestion, out: dict[str, Any], judge: Any) -> dict[str
         if not q.is_refusal:
             ok = label == "answered" and m["citation_validity"]["value"] == 1.0
             m["answered_cited"] = {"value": float(ok), "reason": f"label {label!r}; {m['citation_validity']['reason']}"}
+    if not refused and (out.get("citation_check") or {}).get("claims"):
+        m["citation_support"] = metrics.citation_support(out["citation_check"]).to_json()
     claims: list[dict[str, Any]] = []
     cost = float(out["usage"].get("cost_usd") or 0.0)
     if not refused:
@@ -334,8 +338,8 @@ def _answer_record(q: GoldQuestion, out: dict[str, Any], judge: Any) -> dict[str
             for k in ("faithfulness", "context_relevance", "answer_relevance"):
                 m[k] = {"value": None, "reason": f"judge failed: {type(e).__name__}: {str(e)[:200]}"}
     return {"answer": answer, "concise_answer": concise, "label": label,
-            "citations": [{"n": c["n"], "doc_name": c["doc_name"], "page": c["page"], "chunk_id": c["chunk_id"]}
-                          for c in out["citations"]],
+            "citations": [{"n": c["n"], "doc_name": c["doc_name"], "page": c["page"], "chunk_id": c["chunk_id"],
+                           "verified": c.get("verified"), "supports": c.get("supports")} for c in out["citations"]],
             "metrics": m, "claims": claims, "retrieved_chunk_ids": [r["chunk_id"] for r in out["retrieved"]],
             "latency_ms": out["timings_ms"].get("total"), "cost_usd": round(cost, 8)}
 
@@ -362,42 +366,6 @@ def _aggregate_answers(per_q: list[dict[str, Any]], mode: str) -> dict[str, Any]
     return out
 
 
-def _judge_controls(per_q: list[dict[str, Any]], answers_by_id: dict[str, dict[str, Any]], judge: Any,
-                    n: int) -> dict[str, Any]:
-    """Score up to ``n`` answers against another question's retrieved context (sharing no chunk
-    and, when possible, no document). A control *fails* when faithfulness < 0.5; a working judge
-    fails all of them."""
-    cands = [(p["id"], answers_by_id[p["id"]]) for p in per_q if p["id"] in answers_by_id
-             and answers_by_id[p["id"]]["label"] not in metrics.REFUSAL_LABELS]
-    pairs = []
-    for i, (qid, out) in enumerate(cands):
-        if len(pairs) >= n:
-            break
-        mine = {r["chunk_id"] for r in out["retrieved"]}
-        docs = {r["doc_name"] for r in out["retrieved"][:1]}
-        others = [(oid, o) for oid, o in cands[i + 1:] + cands[:i]
-                  if not mine & {r["chunk_id"] for r in o["retrieved"]}]
-        others.sort(key=lambda x: x[1]["retrieved"][0]["doc_name"] in docs if x[1]["retrieved"] else True)
-        if others:
-            pairs.append((qid, out, others[0][0], others[0][1]))
-    rows = []
-    failed = 0
-    for qid, out, oid, other in pairs:
-        try:
-            j = judge.judge(out["question"], out["answer"], [r["text"] for r in other["retrieved"]])
-            v = j.faithfulness.value
-            ok_fail = v is None or math.isnan(v) or v < 0.5
-            reason = j.faithfulness.reason
-        except Exception as e:
-            v, ok_fail, reason = None, False, f"judge failed: {type(e).__name__}"
-        failed += int(ok_fail)
-        rows.append({"answer_of": qid, "context_of": oid, "faithfulness": None if v is None or math.isnan(v) else
-                     round(float(v), 6), "failed": bool(ok_fail), "reason": reason})
-    return {"judge": judge.name, "n": len(rows), "failed": failed, "all_failed": failed == len(rows),
-            "rule": "faithfulness of an answer judged against another question's context must be < 0.5",
-            "pairs": rows}
-
-
 def evaluate(svc: Any, questions: list[GoldQuestion], params: EvalParams | None = None, *, dataset_name: str = "",
              progress: Callable[[int, int], None] | None = None, query_service: Any = None) -> dict[str, Any]:
     """Run an evaluation: retrieval metrics per mode, and (``params.answers``) answers through
@@ -408,7 +376,7 @@ def evaluate(svc: Any, questions: list[GoldQuestion], params: EvalParams | None 
     ``hybrid_rerank`` is skipped (listed in ``skipped_modes``) when no reranker is configured.
     Raises ``ValueError`` for an unknown mode or an empty question list.
     """
-    from .judge import build_judge
+    from .judge import build_judge, judge_control
     from .query import QueryService
 
     p = params or EvalParams()
@@ -488,7 +456,7 @@ def evaluate(svc: Any, questions: list[GoldQuestion], params: EvalParams | None 
     n_controls = result["params"]["judge_controls"]
     if p.answers and judge is not None and n_controls:
         ctl_mode = "hybrid" if "hybrid" in modes else modes[0]
-        result["judge_control"] = _judge_controls(per_q, raw_answers[ctl_mode], judge, n_controls)
+        result["judge_control"] = judge_control(per_q, raw_answers[ctl_mode], judge, n_controls)
         result["judge_control"]["mode"] = ctl_mode
     lat = [a["latency_ms"] for r in per_q for a in r.get("answers", {}).values() if a["latency_ms"] is not None]
     cost = sum(a["cost_usd"] for r in per_q for a in r.get("answers", {}).values())

@@ -1,7 +1,7 @@
 """Judges of answer quality: faithfulness, context relevance and answer relevance.
 
 Faithfulness (after ragas' definition: supported claims / claims): the answer is split into
-claims (its sentences, ``citations.split_answer_sentences``). A claim counts as supported only
+claims (its sentences, ``citations.claim_parts``). A claim counts as supported only
 when a supporting *quote* is given that really occurs (whitespace-normalised) in a chunk the
 claim cites ``[n]`` — whoever proposed the quote. So a judge model cannot make a claim supported
 by inventing a quote: quotes not found in the cited chunk are counted unsupported.
@@ -17,8 +17,8 @@ by inventing a quote: quotes not found in the cited chunk are counted unsupporte
 
 from __future__ import annotations
 
+import math
 import os
-import re
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -26,9 +26,9 @@ import numpy as np
 from pydantic import BaseModel, Field, ValidationError
 
 from .chunking import sentence_spans
-from .citations import cited_numbers, find_quote, normalize_ws, split_answer_sentences, strip_citations
+from .citations import claim_parts, find_quote, normalize_ws, strip_citations
 from .goldgen import parse_json_object
-from .metrics import MetricResult, term_overlap
+from .metrics import REFUSAL_LABELS, MetricResult, term_overlap
 from .sparse import tokenize
 
 
@@ -41,20 +41,11 @@ class Claim:
     cites: list[int]
 
 
-_AFTER_CITE = re.compile(r"(?<=\])\s+(?=[^\s\[])")
-
-
 def split_claims(response: str) -> list[Claim]:
-    """Claims of ``response``: its sentences, further cut after a citation that is followed by
-    more text (``"A [1] B [2]."`` is two claims), citations stripped, with their cited numbers.
-    Fragments of fewer than 2 words are dropped."""
-    out = []
-    for sent in split_answer_sentences(response):
-        for part in _AFTER_CITE.split(sent):
-            t = strip_citations(part)
-            if len(t.split()) >= 2:
-                out.append(Claim(len(out), t, cited_numbers(part)))
-    return out
+    """Claims of ``response`` (``citations.claim_parts``): its sentences, further cut after a
+    citation that is followed by more text (``"A [1] B [2]."`` is two claims), citations
+    stripped, with their cited numbers. Fragments of fewer than 2 words are dropped."""
+    return [Claim(i, t, nums) for i, (t, nums) in enumerate(claim_parts(response))]
 
 
 @dataclass
@@ -216,3 +207,44 @@ def build_judge(svc: Any) -> DeterministicJudge | LLMJudge:
                         temperature=0.0, max_tokens=max(s.llm_max_tokens, 1024), timeout=s.llm_timeout_s)
     return DeterministicJudge(svc.embedder)
 
+
+def judge_control(per_q: list[dict[str, Any]], answers_by_id: dict[str, dict[str, Any]], judge: Any,
+                    n: int) -> dict[str, Any]:
+    """The judge control: score up to ``n`` answers against another question's retrieved context
+    (sharing no chunk and, when possible, no document). A control *fails* when faithfulness < 0.5
+    (or is undefined); a working judge fails all of them, so ``all_failed`` false means the judge
+    is too lenient.
+
+    ``per_q``: ``[{"id"}]`` in run order; ``answers_by_id``: id -> answer JSON (``question``,
+    ``answer``, ``label``, ``retrieved[{chunk_id, doc_name, text}]``). Returns ``{"judge", "n",
+    "failed", "all_failed", "rule", "pairs": [{answer_of, context_of, faithfulness, failed,
+    reason}]}``; a judge error counts as a control that did not fail."""
+    cands = [(p["id"], answers_by_id[p["id"]]) for p in per_q if p["id"] in answers_by_id
+             and answers_by_id[p["id"]]["label"] not in REFUSAL_LABELS]
+    pairs = []
+    for i, (qid, out) in enumerate(cands):
+        if len(pairs) >= n:
+            break
+        mine = {r["chunk_id"] for r in out["retrieved"]}
+        docs = {r["doc_name"] for r in out["retrieved"][:1]}
+        others = [(oid, o) for oid, o in cands[i + 1:] + cands[:i]
+                  if not mine & {r["chunk_id"] for r in o["retrieved"]}]
+        others.sort(key=lambda x: x[1]["retrieved"][0]["doc_name"] in docs if x[1]["retrieved"] else True)
+        if others:
+            pairs.append((qid, out, others[0][0], others[0][1]))
+    rows = []
+    failed = 0
+    for qid, out, oid, other in pairs:
+        try:
+            j = judge.judge(out["question"], out["answer"], [r["text"] for r in other["retrieved"]])
+            v = j.faithfulness.value
+            ok_fail = v is None or math.isnan(v) or v < 0.5
+            reason = j.faithfulness.reason
+        except Exception as e:
+            v, ok_fail, reason = None, False, f"judge failed: {type(e).__name__}"
+        failed += int(ok_fail)
+        rows.append({"answer_of": qid, "context_of": oid, "faithfulness": None if v is None or math.isnan(v) else
+                     round(float(v), 6), "failed": bool(ok_fail), "reason": reason})
+    return {"judge": judge.name, "n": len(rows), "failed": failed, "all_failed": failed == len(rows),
+            "rule": "faithfulness of an answer judged against another question's context must be < 0.5",
+            "pairs": rows}

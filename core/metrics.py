@@ -239,6 +239,20 @@ def citation_validity(citations: Sequence[dict[str, Any]], invalid_numbers: Sequ
     return MetricResult(0.0, f"cites {', '.join(got)}; gold is {sorted(places)}")
 
 
+def citation_support(citation_check: dict[str, Any]) -> MetricResult:
+    """Share of an answer's cited claims whose citations support them: ``supported_claims /
+    claims`` of the reply's ``citation_check`` (``citations.audit_citations``: every quote of the
+    claim occurs in its chunk and holds the claim's numbers, dates and names). NaN (with a warning)
+    when the answer has no cited claim (refusals, answers citing nothing)."""
+    claims = int(citation_check.get("claims") or 0)
+    if claims <= 0:
+        return _nan("citation_support", "cited claims")
+    ok = int(citation_check.get("supported_claims") or 0)
+    bad = citation_check.get("unsupported") or []
+    why = f"; first unsupported: {bad[0]['claim'][:80]!r}: {bad[0]['reason']}" if bad else ""
+    return MetricResult(ok / claims, f"{ok}/{claims} cited claims supported by their quotes{why}")
+
+
 def term_overlap(user_input: str, text: str, tokenize: Callable[[str], list[str]]) -> float:
     """Share of the distinct terms of ``user_input`` that occur in ``text`` (0 when no terms)."""
     q = set(tokenize(user_input))

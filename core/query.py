@@ -2,8 +2,9 @@
 
 ``QueryService.ask`` returns the answer JSON of the API and ``ragaudit ask --json``:
 ``{query_id, answer, label, citations[], retrieved[], timings_ms{}, usage{}, citation_check{}}``;
-``label`` is answered | refused | clarifying | uncited.
-with timings in ms and cost in USD.
+``label`` is answered | refused | clarifying | uncited | unsupported (``citations.answer_label``),
+with timings in ms and cost in USD. Every citation carries ``verified`` (its quote occurs in the
+cited chunk) and ``supports`` (the quote supports the claim that cites it) with a ``reason``.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from .answer import REFUSAL_TEXT, AnswerResult, ExtractiveAnswerer, LLMAnswerer, _citation
+from .answer import REFUSAL_TEXT, AnswerResult, ExtractiveAnswerer, LLMAnswerer, _citation, audit_answer
 from .answerability import is_vague, missing_anchors
 from .cache import AnswerCache
 from .citations import normalize_ws
@@ -137,11 +138,8 @@ class QueryService:
         top_k = top_k or self.svc.settings.top_k
         mode = Mode.parse(mode)
         scope = scope or Scope()
-        res = self.retriever.retrieve(question, scope, top_k, mode)
-        sources = list(res.chunks)
-        t = time.perf_counter()
-        sources += self.retriever.neighbors(res.chunks, self.svc.settings.neighbor_chunks)
-        res.timings_ms["neighbors"] = (time.perf_counter() - t) * 1000
+        res = self.retriever.retrieve(question, scope, top_k, mode, neighbors=self.svc.settings.neighbor_chunks)
+        sources = list(res.chunks)  # in scope: the retriever enforces it on every chunk, neighbours included
         gate = None
         model = getattr(self.answerer, "name", "extractive")
         if is_vague(question):
@@ -168,10 +166,11 @@ class QueryService:
         return AnswerResult(text, cites, "refused", model)
 
     def answer(self, prep: Prepared) -> AnswerResult:
-        """The gate answer, or the answerer's answer over the numbered sources."""
+        """The gate answer, or the answerer's answer over the numbered sources, with its citations
+        audited (``answer.audit_answer``: verified, supports, label)."""
         if prep.gate is not None:
-            return prep.gate
-        return self.answerer.answer(prep.question, prep.sources)
+            return audit_answer(prep.gate, prep.sources)
+        return audit_answer(self.answerer.answer(prep.question, prep.sources), prep.sources)
 
     def result_json(self, prep: Prepared, ans: AnswerResult, gen_ms: float, ttft_ms: float | None = None) -> dict[str, Any]:
         total = (time.perf_counter() - prep.t0) * 1000
@@ -263,7 +262,7 @@ class QueryService:
                     try:
                         piece = next(gen)
                     except StopIteration as stop:
-                        ans = stop.value
+                        ans = audit_answer(stop.value, prep.sources)
                         break
                     if ttft is None:
                         ttft = (time.perf_counter() - t) * 1000

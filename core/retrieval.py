@@ -16,6 +16,7 @@ from typing import Any
 from .embedding import Embedder
 from .enums import ChoiceEnum
 from .sparse import CJK_CHAR, bm25_query_vector
+from .scope import enforce_scope
 from .store import PointHit, Scope, VectorStore
 
 
@@ -144,11 +145,14 @@ class Retriever:
         self.dense_windows = dense_windows
 
     def retrieve(self, question: str, scope: Scope | None = None, top_k: int = 5,
-                 mode: Mode | str = Mode.hybrid) -> RetrievalResult:
-        """Top-``top_k`` chunks for ``question`` within ``scope``.
+                 mode: Mode | str = Mode.hybrid, neighbors: int | None = None) -> RetrievalResult:
+        """Top-``top_k`` chunks for ``question`` within ``scope``, followed by up to ``neighbors``
+        neighbouring chunks (``Retriever.neighbors``; ``None`` = none, no timing).
 
-        Timings (ms): embed, vector, bm25, fusion, rerank. Raises ``ValueError`` for an empty
-        question, ``top_k < 1`` or ``hybrid_rerank`` without a reranker.
+        Every chunk returned passes ``scope.enforce_scope`` (the one scope check of every path:
+        fused, reranked and neighbour chunks alike; chunks straddling the page range are cut to
+        it). Timings (ms): embed, vector, bm25, fusion, rerank (, neighbors). Raises
+        ``ValueError`` for an empty question, ``top_k < 1`` or ``hybrid_rerank`` without a reranker.
         """
         mode = Mode.parse(mode)
         if not question or not question.strip():
@@ -157,7 +161,8 @@ class Retriever:
             raise ValueError("top_k must be >= 1")
         if mode is Mode.hybrid_rerank and self.reranker is None:
             raise ValueError("mode hybrid_rerank needs a cross-encoder: set RAGAUDIT_RERANKER_MODEL to a local folder")
-        flt = (scope or Scope()).to_filter()
+        scope = scope or Scope()
+        flt = scope.to_filter()
         n = max(self.candidates, top_k)
         timings = {"embed": 0.0, "vector": 0.0, "bm25": 0.0, "fusion": 0.0, "rerank": 0.0}
         hits: dict[str, dict[str, PointHit]] = {}
@@ -217,7 +222,12 @@ class Retriever:
         out = out[:top_k]
         for i, c in enumerate(out, start=1):
             c.rank = i
-        return RetrievalResult(out, timings, mode, ranked_ids, notes)
+        if neighbors is not None:
+            t = time.perf_counter()
+            out += self.neighbors(out, neighbors)
+            timings["neighbors"] = (time.perf_counter() - t) * 1000
+        out, scope_notes = enforce_scope(scope, out)
+        return RetrievalResult(out, timings, mode, ranked_ids, notes + scope_notes)
 
     def neighbors(self, chunks: list[RetrievedChunk], limit: int = 2) -> list[RetrievedChunk]:
         """Chunks that continue a retrieved chunk cut from a longer list or table.

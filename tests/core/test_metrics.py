@@ -77,8 +77,28 @@ def test_quote_not_in_cited_chunk_is_unsupported():
     assert "not found" in rows[1]["reason"] and faith.value == 0.5
     # a citation followed by more text ends a claim
     assert [(c.text, c.cites) for c in split_claims("A first claim [1] A second one [2].")] == [
-        ("A first claim", [1]), ("A second one .", [2])]
+        ("A first claim", [1]), ("A second one.", [2])]
     # the deterministic judge accepts the verbatim claim, rejects it against another context
     j = DeterministicJudge()
     assert j.judge("q", "The pilot, age 85, was landing. [1]", contexts).faithfulness.value == 1.0
     assert j.judge("q", "The pilot, age 85, was landing. [1]", contexts[::-1]).faithfulness.value == 0.0
+
+
+def test_citation_support_is_supported_over_cited_claims():
+    """Fails if ``citation_support`` is not supported_claims / claims, is defined without cited
+    claims, or drops the first unsupported claim from its reason."""
+    import math
+
+    import pytest
+
+    from core.metrics import citation_support
+
+    r = citation_support({"claims": 4, "supported_claims": 3,
+                          "unsupported": [{"claim": "Signed by Bush in 2005.", "reason": "not in the quote: number 2005"}]})
+    assert r.value == 0.75 and "3/4" in r.reason and "Bush" in r.reason and "number 2005" in r.reason
+    assert citation_support({"claims": 2, "supported_claims": 2, "unsupported": []}).value == 1.0
+    assert citation_support({"claims": 1, "supported_claims": 0}).value == 0.0
+    with pytest.warns(RuntimeWarning):
+        assert math.isnan(citation_support({"claims": 0, "supported_claims": 0}).value)
+    with pytest.warns(RuntimeWarning):
+        assert math.isnan(citation_support({}).value)

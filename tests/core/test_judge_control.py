@@ -1,0 +1,49 @@
+"""The judge control (answers judged against another question's context) can fail: a lenient judge
+makes it report ``all_failed: false``. The lenient judge is a real ``LLMJudge`` whose model output
+is a litellm ``mock_response`` that calls every claim supported and quotes a real sentence of the
+(wrong) context -- what a careless judge model does."""
+
+import json
+
+from core.judge import judge_control
+from core.judge import DeterministicJudge, LLMJudge
+
+NTSB = "The pilot's misjudged clearance over obstacles during final approach. The airplane struck a fence."
+DMCA = "The DMCA was signed into law by President Clinton on October 28, 1998. It has five titles."
+
+
+def _answers():
+    per_q = [{"id": "q1"}, {"id": "q2"}]
+    answers = {
+        "q1": {"question": "What caused the accident?", "label": "answered",
+               "answer": "The pilot misjudged the clearance over obstacles [1].",
+               "retrieved": [{"chunk_id": "n1", "doc_name": "ntsb.pdf", "text": NTSB}]},
+        "q2": {"question": "When was the DMCA signed?", "label": "answered",
+               "answer": "It was signed on October 28, 1998 [1].",
+               "retrieved": [{"chunk_id": "d1", "doc_name": "dmca.pdf", "text": DMCA}]},
+    }
+    return per_q, answers
+
+
+def test_a_strict_judge_fails_every_control():
+    """Fails if a control is counted as failed only when faithfulness is exactly 0 or the
+    mismatched pairs are not built (n must be 2)."""
+    per_q, answers = _answers()
+    out = judge_control(per_q, answers, DeterministicJudge(), 3)
+    assert out["n"] == 2 and out["failed"] == 2 and out["all_failed"] is True
+    assert [(p["answer_of"], p["context_of"]) for p in out["pairs"]] == [("q1", "q2"), ("q2", "q1")]
+
+
+def test_a_lenient_judge_makes_the_control_report_all_failed_false():
+    """Fails if the control is hard-wired ("all_failed": True, or every pair "failed": True), or if
+    the faithfulness threshold (< 0.5 fails) is inverted: the lenient judge passes the answer of q1
+    against q2's DMCA context with faithfulness 1.0, and that control must not count as failed."""
+    per_q, answers = _answers()
+    lenient = json.dumps({"claims": [{"i": 0, "supported": True, "source": 1, "quote": DMCA.split(". ")[0] + "."}],
+                          "context_relevance": 1.0, "answer_relevance": 1.0})
+    out = judge_control(per_q, answers, LLMJudge("gpt-4o-mini", mock_response=lenient), 3)
+    assert out["n"] == 2 and out["all_failed"] is False and out["failed"] == 1
+    by_answer = {p["answer_of"]: p for p in out["pairs"]}
+    assert by_answer["q1"]["faithfulness"] == 1.0 and by_answer["q1"]["failed"] is False
+    # the same quote is not in q1's NTSB context: that control still fails (quotes are verified)
+    assert by_answer["q2"]["faithfulness"] == 0.0 and by_answer["q2"]["failed"] is True

@@ -1,0 +1,189 @@
+"""The README's audit claims, on the real sample knowledge base (session ``kb``: three PDFs ingested
+through Dagster into Qdrant local mode, real embedding model), each by a test that fails when the
+claim breaks. LLM answers are litellm ``mock_response`` (no network)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from fastapi.testclient import TestClient
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from sqlalchemy import select
+
+from core.answer import LLMAnswerer
+from core.db import QueryLog
+from core.query import QueryService
+from core.store import Scope
+from tests.conftest import DMCA_QUESTION, SHARED_CORPUS
+
+BUSH = "The DMCA was signed by President Bush in 2005 [1]."
+CLINTON = "The DMCA was signed into law by President Clinton on October 28, 1998 [1]."
+
+
+def _row(svc, query_id):
+    with svc.sessions() as s:
+        return s.scalar(select(QueryLog).where(QueryLog.id == query_id))
+
+
+@pytest.mark.parametrize("answer,label,supports", [(BUSH, "unsupported", False), (CLINTON, "answered", True)])
+def test_llm_answer_is_audited_in_reply_stream_and_telemetry(kb, answer, label, supports):
+    """The issue's must-show: a mocked LLM answer "signed by President Bush in 2005 [1]" is not
+    ``answered`` and its citation has ``supports: false``; the true answer (Clinton, October 28,
+    1998) is ``answered`` / ``supports: true`` -- in the /query reply, in the /query/stream ``done``
+    event and in ``query_logs.label``. Fails if ``answer_label`` returns "answered" whenever the
+    [n] numbers are valid (ignoring the support verdicts), if ``supports`` is hard-wired True in
+    ``audit_answer``, or if the label written to telemetry is not the audited one."""
+    qs = QueryService(kb, answerer=LLMAnswerer("gpt-4o-mini", mock_response=answer))
+    out = qs.ask(DMCA_QUESTION, Scope(doc_names=["dmca.pdf"]), top_k=3)
+    assert out["retrieved"][0]["page_start"] == 1  # source [1] is the page-1 chunk with the signing sentence
+    assert out["label"] == label
+    assert [(c["n"], c["verified"], c["supports"]) for c in out["citations"]] == [(1, True, supports)]
+    assert "Clinton" in out["citations"][0]["quote"] and out["citations"][0]["reason"]
+    assert _row(kb, out["query_id"]).label == label
+
+    events = list(qs.stream(DMCA_QUESTION, Scope(doc_names=["dmca.pdf"]), top_k=3))
+    done = events[-1][1]
+    assert events[-1][0] == "done" and done["label"] == label
+    assert [c["supports"] for c in done["citations"]] == [supports]
+    assert _row(kb, done["query_id"]).label == label
+
+
+def test_issue_case_page_scope_holds_through_neighbour_expansion(kb):
+    """The issue's case: /query with doc_name=dmca.pdf, page_min=5, page_max=5 returned a neighbour
+    chunk from page 6 (neighbour expansion fetched it by id, outside the Qdrant filter). Fails if
+    ``Retriever.retrieve`` stops passing its chunks through ``enforce_scope``, or ``admits`` ignores
+    ``page_max``."""
+    qs = QueryService(kb)
+    seen_neighbour_drop = False
+    for question in ("What does the DMCA say about the limitations on liability of service providers?",
+                     "Which exemptions and limitations does Title I list?", DMCA_QUESTION):
+        for mode in ("hybrid", "bm25"):
+            res = qs.retriever.retrieve(question, Scope(doc_names=["dmca.pdf"], page_min=5, page_max=5), 5, mode,
+                                        neighbors=5)
+            assert res.chunks and all(c.page_start == 5 and c.page_end == 5 for c in res.chunks)
+            seen_neighbour_drop |= any("left out" in n for n in res.notes)
+    # the situation the issue describes did occur: a neighbour past page 5 was fetched and left out
+    assert seen_neighbour_drop
+
+
+def _dev_questions(names: set[str]) -> list[str]:
+    path = SHARED_CORPUS / "dev_questions.jsonl"
+    rows = [json.loads(x) for x in path.read_text().splitlines() if x.strip()] if path.exists() else []
+    mine = [r["question"] for r in rows if r.get("doc_name") in names]
+    others = [r["question"] for r in rows if r.get("doc_name") not in names][:6]
+    return (mine + others) or [DMCA_QUESTION, "What was the probable cause of the accident?"]
+
+
+@pytest.fixture(scope="module")
+def api(kb):
+    from api.app import create_app
+
+    with TestClient(create_app(kb.settings)) as client:  # the same shared services as ``kb``
+        yield client
+
+
+def _sse(body: str) -> dict[str, dict]:
+    out = {}
+    for block in body.replace("\r\n", "\n").split("\n\n"):
+        ev = next((ln[6:].strip() for ln in block.splitlines() if ln.startswith("event:")), None)
+        data = "\n".join(ln[5:].strip() for ln in block.splitlines() if ln.startswith("data:"))
+        if ev and data:
+            out.setdefault(ev, json.loads(data))
+    return out
+
+
+def _in_scope(item: dict, body: dict, doc_ids: dict[str, str]) -> list[str]:
+    """What is wrong with one retrieved item (``doc_name, document_id, page_start, page_end,
+    strategy``) for the request ``body``; checked here independently of ``core.scope``."""
+    bad = []
+    names = set(body.get("doc_names") or []) | ({body["doc_name"]} if body.get("doc_name") else set())
+    if names and item["doc_name"] not in names:
+        bad.append(f"doc_name {item['doc_name']}")
+    if body.get("knowledge_base") and body["knowledge_base"] != "default":
+        bad.append(f"knowledge_base {body['knowledge_base']}")  # every sample is in "default"
+    if body.get("document_ids") and doc_ids[item["doc_name"]] not in body["document_ids"]:
+        bad.append(f"document_id of {item['doc_name']}")
+    if body.get("strategy") and item.get("strategy") not in (None, body["strategy"]):
+        bad.append(f"strategy {item.get('strategy')}")
+    if body.get("page_min") and item["page_start"] < body["page_min"]:
+        bad.append(f"page_start {item['page_start']} < {body['page_min']}")
+    if body.get("page_max") and item["page_end"] > body["page_max"]:
+        bad.append(f"page_end {item['page_end']} > {body['page_max']}")
+    return bad
+
+
+@st.composite
+def scoped_requests(draw, questions, doc_ids):
+    names = sorted(doc_ids) + ["not-ingested.pdf"]
+    body = {"question": draw(st.sampled_from(questions)), "top_k": draw(st.integers(1, 8)),
+            "mode": draw(st.sampled_from(["vector", "bm25", "hybrid"]))}
+    how = draw(st.sampled_from(["none", "doc_name", "doc_names"]))
+    if how == "doc_name":
+        body["doc_name"] = draw(st.sampled_from(names))
+    elif how == "doc_names":
+        body["doc_names"] = draw(st.lists(st.sampled_from(names), min_size=1, max_size=3, unique=True))
+    if draw(st.booleans()):
+        body["knowledge_base"] = draw(st.sampled_from(["default", "other"]))
+    if draw(st.integers(0, 3)) == 0:
+        body["document_ids"] = draw(st.lists(st.sampled_from(sorted(doc_ids.values())), min_size=1, max_size=2,
+                                             unique=True))
+    if draw(st.booleans()):
+        body["page_min"] = draw(st.integers(1, 18))
+    if draw(st.booleans()):
+        body["page_max"] = draw(st.integers(body.get("page_min", 1), 18))
+    if draw(st.integers(0, 3)) == 0:
+        body["strategy"] = draw(st.sampled_from(["sentence", "fixed"]))
+    return draw(st.sampled_from(["/query", "/query/stream", "/search"])), body
+
+
+def test_random_scopes_return_nothing_out_of_scope(kb, api):
+    """Property: for random scopes (doc_name / doc_names, knowledge_base, document_ids, page range,
+    strategy) x mode x endpoint (/query, /query/stream, /search) over the dev-set questions, no
+    ``retrieved`` item and no citation lies outside the scope; citations name a retrieved chunk on
+    a page inside the range. Each /query and /search request is preceded by the same question
+    without a scope, whose cached reply must not be served for the scoped one. 40 examples, derandomized (the same examples on every run). Fails if neighbour
+    expansion, the cache key or any endpoint bypasses ``enforce_scope`` / the Qdrant filter, or if
+    ``clip_to_pages`` leaves text of a page outside the range."""
+    doc_ids = {d["doc_name"]: d["id"] for d in api.get("/documents").json()}
+    questions = _dev_questions(set(doc_ids))
+    stats = {"requests": 0, "items": 0, "citations": 0, "cache_hits": 0, "clipped": 0}
+
+    @settings(max_examples=40, deadline=None, derandomize=True, database=None,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+    @given(scoped_requests(questions, doc_ids))
+    def check(req):
+        path, body = req
+        if path == "/query/stream":
+            with api.stream("POST", path, json=body) as r:
+                assert r.status_code == 200, body
+                ev = _sse("".join(r.iter_text()))
+            retrieved = ev["sources"]["sources"]
+            citations = ev["done"]["citations"]
+        else:
+            # the same request without a scope first: its reply is cached, and must not be served
+            # for the scoped request (the cache key holds the scope)
+            unscoped = {k: body[k] for k in ("question", "top_k", "mode")}
+            assert api.post(path, json=unscoped).status_code == 200
+            r = api.post(path, json=body)
+            assert r.status_code == 200, (body, r.text)
+            out = r.json()
+            retrieved, citations = out["retrieved"], out.get("citations", [])
+            stats["cache_hits"] += bool((out.get("cache") or {}).get("hit"))
+            stats["clipped"] += any("cut to the pages" in n for n in out.get("notes", []))
+        stats["requests"] += 1
+        stats["items"] += len(retrieved)
+        stats["citations"] += len(citations)
+        for item in retrieved:
+            assert not _in_scope(item, body, doc_ids), (path, body, item["doc_name"], item["page_start"],
+                                                        item["page_end"], _in_scope(item, body, doc_ids))
+        ids = {x["chunk_id"] for x in retrieved}
+        for c in citations:
+            assert c["chunk_id"] in ids, (path, body, c)
+            fake = {"doc_name": c["doc_name"], "page_start": c["page"], "page_end": c["page"]}
+            assert not _in_scope(fake, body, doc_ids), (path, body, c)
+
+    check()
+    # the property was exercised, not vacuous: items, citations and cache hits were checked
+    assert stats["items"] > 40 and stats["citations"] > 5 and stats["cache_hits"] >= 1, stats
