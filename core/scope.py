@@ -19,6 +19,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from .names import name_key
 from .store import Scope
 
 
@@ -26,8 +27,12 @@ def admits(scope: Scope, payload: dict[str, Any]) -> bool:
     """True when a chunk with ``payload`` is inside ``scope`` (mirrors ``Scope.to_filter``):
     every set field matches (values inside one field are OR-ed); the page span
     ``[page_start, page_end]`` overlaps ``[page_min, page_max]`` (inclusive, 1-based)."""
-    if scope.doc_names and payload.get("doc_name") not in scope.doc_names:
+    if payload.get("live") is False:  # a run's staged chunks are never shown
         return False
+    if scope.doc_names:  # names match by their NFC key (core.names), as in the Qdrant filter
+        key = payload.get("doc_key") or name_key(payload.get("doc_name") or "")
+        if key not in {name_key(n) for n in scope.doc_names}:
+            return False
     if scope.knowledge_base and payload.get("knowledge_base") != scope.knowledge_base:
         return False
     if scope.document_ids and payload.get("document_id") not in scope.document_ids:
