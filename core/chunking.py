@@ -159,6 +159,13 @@ def ends_mid_list(text: str) -> bool:
     return bool(lines) and (_is_row(lines[-1]) or _BULLET.match(lines[-1]) is not None)
 
 
+def continues(before: str, after: str) -> bool:
+    """True when ``after`` (the first sentence of a page) continues ``before`` (the last one of
+    the previous page): ``before`` does not end a sentence and ``after`` starts in lower case."""
+    b, a = before.rstrip(), after.lstrip()
+    return bool(b and a) and _TERMINAL.search(b) is None and a[0].islower() and not _is_row(b.splitlines()[-1])
+
+
 def _paragraph_text(page_text: str) -> str:
     """Replace soft line breaks (inside a paragraph) by spaces, keeping offsets unchanged.
 
@@ -175,13 +182,20 @@ def _paragraph_text(page_text: str) -> str:
         if i == len(lines) - 1:
             break
         nxt = lines[i + 1]
-        hard = (
-            _TERMINAL.search(ln) is not None
-            or _BULLET.match(nxt) is not None
-            or len(ln.strip()) < 0.6 * width
-            or _is_row(ln) or _is_row(nxt)
-            or not ln.strip()
-        )
+        if not nxt.strip():
+            # blank lines (a page break inside a chunk): soft when the text runs on across them
+            after = next((x for x in lines[i + 1:] if x.strip()), "")
+            hard = not (ln.strip() and after and continues(ln, after) and not _BULLET.match(after))
+        elif not ln.strip():
+            prev = next((x for x in reversed(lines[:i]) if x.strip()), "")
+            hard = not (prev and continues(prev, nxt) and not _BULLET.match(nxt))
+        else:
+            hard = (
+                _TERMINAL.search(ln) is not None
+                or _BULLET.match(nxt) is not None
+                or len(ln.strip()) < 0.6 * width
+                or _is_row(ln) or _is_row(nxt)
+            )
         out.append("\n" if hard else " ")
     return "".join(out)
 
@@ -275,11 +289,18 @@ def document_units(pages: list[Page], counter: TokenCounter, budget: int) -> tup
         row_at = {s: t + base_t for s, _, t in rows}
         for off, level, htext, *_ in page.headings:
             heading_at[start + off] = (int(level), str(htext))
+        first = True
         for s, e in sentence_spans(page.text):
             kind, tid = "text", None
             if s in row_at:
                 kind, tid = "row", row_at[s]
-            raw.append((start + s, start + e, page.number, kind, tid))
+            if (first and raw and kind == "text" and raw[-1][3] == "text" and raw[-1][2] == page.number - 1
+                    and continues(text[raw[-1][0]:raw[-1][1]], page.text[s:e])):
+                # a sentence broken by the page break is one unit over both pages
+                raw[-1] = (raw[-1][0], start + e, raw[-1][2], "text", None)
+            else:
+                raw.append((start + s, start + e, page.number, kind, tid))
+            first = False
     counts = counter.count_tokens([text[s:e] for s, e, *_ in raw])
     units: list[Unit] = []
     stack: list[tuple[int, str]] = []
@@ -347,13 +368,12 @@ class _Headers:
 def _make_chunk(index: int, text: str, page_starts: list[int], units: list[Unit], header: str,
                 header_tokens: int, strategy: str) -> Chunk:
     cs, ce = units[0].start, units[-1].end
-    breaks: list[tuple[int, int]] = []
-    for u in units:
-        if not breaks or breaks[-1][0] != u.page:
-            off = 0 if not breaks else max(page_starts[u.page - 1] - cs, 0)
-            breaks.append((u.page, off))
+    # pages from offsets: a unit (a sentence broken by a page break) may span two pages
+    p0 = bisect_right(page_starts, cs)
+    p1 = bisect_right(page_starts, max(ce - 1, cs))
+    breaks = [(p0, 0)] + [(p, page_starts[p - 1] - cs) for p in range(p0 + 1, p1 + 1)]
     section = " > ".join(units[0].section)
-    return Chunk(index=index, text=text[cs:ce], header=header, page_start=units[0].page, page_end=units[-1].page,
+    return Chunk(index=index, text=text[cs:ce], header=header, page_start=p0, page_end=p1,
                  char_start=cs, char_end=ce, token_count=header_tokens + sum(u.tokens for u in units),
                  page_breaks=breaks, section=section[:500], strategy=strategy)
 
