@@ -42,3 +42,18 @@ def test_fake_bold_statement_answers_the_closing_balance(fresh_services):
     assert out["label"] == "answered"
     assert "48,215" in out["answer"]
     assert any(c["page"] == 1 and "48,215" in c["quote"] for c in out["citations"])
+
+
+def test_near_twin_identifier_ranks_first_and_answers_only_its_bin(fresh_services):
+    """cases/ppr-register.pdf: the chunk with PPR-9087 and a chunk with near-twin identifiers tie
+    exactly under RRF (ranks 1 and 4 swapped between the lists); fails if the tie is left to
+    list order (a twin ranks first and the answer quotes bin 69 or 34 as well)."""
+    _ingest(fresh_services, "ppr-register.pdf")
+    qs = QueryService(fresh_services)
+    res = qs.search("Which bin is part PPR-9087 kept in?", None, 5)
+    assert "PPR-9087" in res.chunks[0].text
+    out = qs.ask("Which bin is part PPR-9087 kept in?", mode="hybrid")
+    assert out["label"] == "answered"
+    assert "bin 42" in out["answer"]
+    assert "PPR-9078" not in out["answer"] and "bin 69" not in out["answer"]
+    assert all("PPR-9087" in c["quote"] for c in out["citations"])
