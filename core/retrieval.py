@@ -79,6 +79,7 @@ class RetrievedChunk:
             "doc_name": self.doc_name,
             "page_start": self.page_start,
             "page_end": self.page_end,
+            "header": self.payload.get("header") or "",
             "text": self.text,
             "score": self.score,
             "ranks": {"vector": self.ranks.get("vector"), "bm25": self.ranks.get("bm25")},

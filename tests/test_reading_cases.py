@@ -42,6 +42,8 @@ def test_fake_bold_statement_answers_the_closing_balance(fresh_services):
     assert out["label"] == "answered"
     assert "48,215" in out["answer"]
     assert any(c["page"] == 1 and "48,215" in c["quote"] for c in out["citations"])
+    # the context header that was indexed with each passage is shown with it
+    assert out["retrieved"][0]["header"].startswith("fakebold-overprint")
 
 
 def test_near_twin_identifier_ranks_first_and_answers_only_its_bin(fresh_services):
