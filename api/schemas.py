@@ -49,6 +49,8 @@ class RetrievedOut(BaseModel):
     doc_name: str
     page_start: int
     page_end: int
+    header: str = Field(default="", description="Context header indexed with the passage: document title, "
+                        "section path, table caption and header row")
     text: str
     score: float
     ranks: Ranks

@@ -6,7 +6,12 @@ questions are skipped):
 
     .venv/bin/python bench/retrieval_quality.py [--pdfs ../shared/corpus/pdfs]
         [--dataset ../shared/corpus/dev_questions.jsonl] [--strategies sentence,heading,fixed,semantic]
-        [--modes vector,bm25,hybrid] [--json]
+        [--modes vector,bm25,hybrid] [--fusions rrf,rrf_fill,dbsf] [--save FILE] [--json]
+
+``--fusions`` scores hybrid retrieval once per fusion method on the same index; ``--save``
+writes per-question metrics ({variant: {"modes", "questions": {id: {mode: metrics}}}}, variant
+``default`` = the settings' fusion, others ``<strategy>:<fusion>``) for ``bench/split_compare.py``,
+which compares two such files (e.g. two checkouts) on each half of the dev set with CIs.
 
 Prints a markdown table; the ``ratio`` column is hybrid hit@5 over the best single retriever
 measured in the same run (the baseline).
@@ -34,6 +39,8 @@ def main() -> int:
     ap.add_argument("--dataset", type=Path, default=SHARED / "dev_questions.jsonl")
     ap.add_argument("--strategies", default="sentence,heading,fixed,semantic")
     ap.add_argument("--modes", default="vector,bm25,hybrid")
+    ap.add_argument("--fusions", default="", help="extra hybrid runs, one per fusion method")
+    ap.add_argument("--save", type=Path, help="per-question metrics JSON for bench/split_compare.py")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     for path in (args.pdfs, args.dataset):
@@ -59,6 +66,7 @@ def main() -> int:
     questions = load_dataset(args.dataset)
     pdfs = sorted(args.pdfs.glob("*.pdf"))
     results: dict[str, dict] = {}
+    saved: dict[str, dict] = {}
     ingest_s: dict[str, float] = {}
     for strategy in strategies:
         t = time.perf_counter()
@@ -68,8 +76,20 @@ def main() -> int:
                 print(f"{f.name}: {out.status}: {out.message}", file=sys.stderr)
         ingest_s[strategy] = time.perf_counter() - t
         qs = QueryService(svc)
-        results[strategy] = retrieval_eval(qs.retriever, questions, modes, scope=Scope(strategy=strategy))["modes"]
+        r = retrieval_eval(qs.retriever, questions, modes, scope=Scope(strategy=strategy))
+        results[strategy] = r["modes"]
+        per_q = {q["id"]: {m: q["retrieval"][m]["metrics"] for m in q["retrieval"]} for q in r["questions"]}
+        saved["default" if strategy == strategies[0] else strategy] = {"modes": r["modes"], "questions": per_q}
+        for fusion in [f for f in args.fusions.split(",") if f]:
+            qs.retriever.fusion = fusion
+            rf = retrieval_eval(qs.retriever, questions, ["hybrid"], scope=Scope(strategy=strategy))
+            results[strategy][f"hybrid:{fusion}"] = rf["modes"]["hybrid"]
+            saved[f"{strategy}:{fusion}"] = {"modes": rf["modes"], "questions": {
+                q["id"]: {"hybrid": q["retrieval"]["hybrid"]["metrics"]} for q in rf["questions"]}}
+        qs.retriever.fusion = svc.settings.fusion
     svc.close()
+    if args.save:
+        args.save.write_text(json.dumps(saved, indent=1))
     if args.json:
         print(json.dumps({"strategies": results, "ingest_seconds": ingest_s}, indent=2))
         return 0

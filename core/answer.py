@@ -46,11 +46,17 @@ class Citation:
     verified: bool = False
     supports: bool = False
     reason: str = "not audited"
+    page_end: int | None = None  # last page of a quote that runs across a page break
+
+    @property
+    def pages(self) -> list[int]:
+        """Every page the quote is on (1-based): one, or two for a sentence across a page break."""
+        return list(range(self.page, max(self.page, self.page_end or self.page) + 1))
 
     def to_json(self) -> dict[str, Any]:
-        return {"n": self.n, "doc_name": self.doc_name, "page": self.page, "chunk_id": self.chunk_id,
-                "quote": self.quote, "claim": self.claim, "verified": self.verified, "supports": self.supports,
-                "reason": self.reason}
+        return {"n": self.n, "doc_name": self.doc_name, "page": self.page, "pages": self.pages,
+                "chunk_id": self.chunk_id, "quote": self.quote, "claim": self.claim, "verified": self.verified,
+                "supports": self.supports, "reason": self.reason}
 
 
 @dataclass
@@ -117,7 +123,8 @@ def _sentences(sources: list[RetrievedChunk]) -> list[_Sentence]:
 def _citation(sent: _Sentence) -> Citation:
     quote = normalize_ws(sent.text)
     return Citation(n=sent.n, doc_name=sent.chunk.doc_name, page=sent.chunk.page_at(sent.start),
-                    chunk_id=sent.chunk.chunk_id, quote=quote, claim=quote)
+                    chunk_id=sent.chunk.chunk_id, quote=quote, claim=quote,
+                    page_end=sent.chunk.page_at(max(sent.end - 1, sent.start)))
 
 
 _NUMBER_Q = re.compile(r"\b(how (many|much|old|long|often|far|large|big)|what (percent|percentage|share|amount|number|"

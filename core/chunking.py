@@ -102,7 +102,8 @@ class Chunk:
 @dataclass(frozen=True)
 class Unit:
     """A sentence, table row or heading (or a piece of an over-long sentence): document offsets,
-    page, word pieces, kind (text | row | heading), table id and section path."""
+    page, word pieces, kind (text | row | table | heading), table id and section path; ``table``
+    is a whole small table (header lines and rows) kept as one unit."""
 
     start: int
     end: int
@@ -115,8 +116,12 @@ class Unit:
 
 @dataclass
 class Table:
+    """A table found in page text: caption line, header line(s) joined by `` | ``, and the page
+    offsets ``(start, end)`` of its header and rows."""
+
     caption: str = ""
     header: str = ""
+    extent: tuple[int, int] = (0, 0)
 
 
 def document_text(pages: list[Page]) -> tuple[str, list[int]]:
@@ -159,6 +164,13 @@ def ends_mid_list(text: str) -> bool:
     return bool(lines) and (_is_row(lines[-1]) or _BULLET.match(lines[-1]) is not None)
 
 
+def continues(before: str, after: str) -> bool:
+    """True when ``after`` (the first sentence of a page) continues ``before`` (the last one of
+    the previous page): ``before`` does not end a sentence and ``after`` starts in lower case."""
+    b, a = before.rstrip(), after.lstrip()
+    return bool(b and a) and _TERMINAL.search(b) is None and a[0].islower() and not _is_row(b.splitlines()[-1])
+
+
 def _paragraph_text(page_text: str) -> str:
     """Replace soft line breaks (inside a paragraph) by spaces, keeping offsets unchanged.
 
@@ -175,13 +187,20 @@ def _paragraph_text(page_text: str) -> str:
         if i == len(lines) - 1:
             break
         nxt = lines[i + 1]
-        hard = (
-            _TERMINAL.search(ln) is not None
-            or _BULLET.match(nxt) is not None
-            or len(ln.strip()) < 0.6 * width
-            or _is_row(ln) or _is_row(nxt)
-            or not ln.strip()
-        )
+        if not nxt.strip():
+            # blank lines (a page break inside a chunk): soft when the text runs on across them
+            after = next((x for x in lines[i + 1:] if x.strip()), "")
+            hard = not (ln.strip() and after and continues(ln, after) and not _BULLET.match(after))
+        elif not ln.strip():
+            prev = next((x for x in reversed(lines[:i]) if x.strip()), "")
+            hard = not (prev and continues(prev, nxt) and not _BULLET.match(nxt))
+        else:
+            hard = (
+                _TERMINAL.search(ln) is not None
+                or _BULLET.match(nxt) is not None
+                or len(ln.strip()) < 0.6 * width
+                or _is_row(ln) or _is_row(nxt)
+            )
         out.append("\n" if hard else " ")
     return "".join(out)
 
@@ -221,45 +240,111 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
     return out
 
 
+_YEAR = re.compile(r"^\(?(?:19|20)\d\d\)?[,.]?$")
+_MONTH_WORD = re.compile(r"\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?(?!\w)", re.I)
+
+
+def _header_row(line: str) -> bool:
+    """A column-header line that looks numeric: its numbers are only years, or days of a month
+    it names ("September 24, 2022 September 25, 2021", "2023 2022", "Q1 FY24")."""
+    nums = [n.strip("()$,.") for n in _NUMERIC.findall(line)]
+    if not nums:
+        return False
+    month = _MONTH_WORD.search(line) is not None
+    return all(_YEAR.match(n) or (month and len(n) <= 2) for n in nums)
+
+
 def _tables(page_text: str) -> tuple[list[tuple[int, int, int]], list[Table]]:
-    """Row line spans ``(start, end, table id)`` and tables (caption, header rows) of a page."""
+    """Row line spans ``(start, end, table id)`` and tables of a page.
+
+    A table is a block of row lines (``_is_row``), allowing up to two short label lines between
+    rows ("Current liabilities:", a name wrapped onto the next line). Its header is the run of
+    up to three lines right above the first row that are neither sentences nor captions (a
+    numeric line of years or dates counts as header, not as a row); a single row makes a table
+    only with such a header (a vote tally under "For Against Abstain"). ``Table.extent`` spans
+    header and rows (page offsets), which chunking keeps whole when the table is small.
+    """
     lines, pos = [], 0
     for ln in page_text.split("\n"):
         lines.append((pos, pos + len(ln), ln))
         pos += len(ln) + 1
     rows: list[tuple[int, int, int]] = []
     tables: list[Table] = []
+    taken = -1  # last line index that belongs to a table already found
     i = 0
+
+    def is_data_row(k: int) -> bool:
+        return _is_row(lines[k][2]) and not _header_row(lines[k][2])
+
     while i < len(lines):
-        if not _is_row(lines[i][2]):
+        if not is_data_row(i):
             i += 1
             continue
         j, gap = i, 0
         block = []
-        while j < len(lines) and gap <= 1:
-            if _is_row(lines[j][2]):
+        while j < len(lines) and gap <= 2:
+            ln = lines[j][2]
+            if is_data_row(j):
                 block.append(j)
                 gap = 0
-            elif len(lines[j][2].split()) <= 3:
+            elif ln.strip() and not _TERMINAL.search(ln) and len(ln.split()) <= 6 and not _CAPTION.match(ln):
                 gap += 1
             else:
                 break
             j += 1
-        if len(block) < 2:
+        head: list[int] = []
+        k = i - 1
+        while k > taken and len(head) < 3:
+            ln = lines[k][2]
+            if (not ln.strip() or _TERMINAL.search(ln) or _CAPTION.match(ln) or len(ln) > 160
+                    or (is_data_row(k))):
+                break
+            if len(ln.split()) < 2 and not _header_row(ln):
+                break
+            head.insert(0, k)
+            k -= 1
+        if len(block) < 2 and not head:
             i += 1
             continue
         t = Table()
-        head = [k for k in range(max(0, i - 2), i) if not _TERMINAL.search(lines[k][2]) and len(lines[k][2]) < 120
-                and not _CAPTION.match(lines[k][2])]
         t.header = " | ".join(lines[k][2].strip() for k in head)
         near = list(range(max(0, i - 4), i)) + list(range(block[-1] + 1, min(len(lines), block[-1] + 4)))
         cap = next((lines[k][2].strip() for k in near if _CAPTION.match(lines[k][2])), "")
         t.caption = cap[:160]
+        t.extent = (lines[head[0] if head else i][0], lines[block[-1]][1])
         tid = len(tables)
         tables.append(t)
         rows.extend((lines[k][0], lines[k][1], tid) for k in block)
+        taken = block[-1]
         i = block[-1] + 1
     return rows, tables
+
+
+def _whole_small_tables(raw: list[tuple], counts: list[int], extents: list[tuple[int, int]],
+                        limit: int) -> tuple[list[tuple], list[int]]:
+    """Merge the units of each table (header lines, rows, wrapped labels) into one unit of kind
+    ``table`` when they total at most ``limit`` word pieces, so a small table is never cut;
+    a longer table stays one unit per row (its chunks repeat caption and header)."""
+    if not extents:
+        return raw, counts
+    which = []
+    for s, *_ in raw:
+        which.append(next((t for t, (a, b) in enumerate(extents) if a <= s < b), None))
+    out, out_n = [], []
+    i = 0
+    while i < len(raw):
+        t = which[i]
+        j = i + 1
+        while t is not None and j < len(raw) and which[j] == t:
+            j += 1
+        if t is not None and j - i > 1 and sum(counts[i:j]) <= limit:
+            out.append((raw[i][0], raw[j - 1][1], raw[i][2], "table", None))
+            out_n.append(sum(counts[i:j]))
+        else:
+            out.extend(raw[i:j])
+            out_n.extend(counts[i:j])
+        i = j
+    return out, out_n
 
 
 def document_units(pages: list[Page], counter: TokenCounter, budget: int) -> tuple[str, list[Unit], list[Table]]:
@@ -268,19 +353,29 @@ def document_units(pages: list[Page], counter: TokenCounter, budget: int) -> tup
     raw: list[tuple[int, int, int, str, int | None]] = []
     all_tables: list[Table] = []
     heading_at: dict[int, tuple[int, str]] = {}
+    extents: list[tuple[int, int]] = []  # document offsets of each table's header + rows
     for page, start in zip(pages, starts):
         rows, tables = _tables(page.text)
         base_t = len(all_tables)
         all_tables.extend(tables)
+        extents.extend((start + t.extent[0], start + t.extent[1]) for t in tables)
         row_at = {s: t + base_t for s, _, t in rows}
         for off, level, htext, *_ in page.headings:
             heading_at[start + off] = (int(level), str(htext))
+        first = True
         for s, e in sentence_spans(page.text):
             kind, tid = "text", None
             if s in row_at:
                 kind, tid = "row", row_at[s]
-            raw.append((start + s, start + e, page.number, kind, tid))
+            if (first and raw and kind == "text" and raw[-1][3] == "text" and raw[-1][2] == page.number - 1
+                    and continues(text[raw[-1][0]:raw[-1][1]], page.text[s:e])):
+                # a sentence broken by the page break is one unit over both pages
+                raw[-1] = (raw[-1][0], start + e, raw[-1][2], "text", None)
+            else:
+                raw.append((start + s, start + e, page.number, kind, tid))
+            first = False
     counts = counter.count_tokens([text[s:e] for s, e, *_ in raw])
+    raw, counts = _whole_small_tables(raw, counts, extents, int(0.8 * budget))
     units: list[Unit] = []
     stack: list[tuple[int, str]] = []
     for (s, e, pno, kind, tid), n in zip(raw, counts):
@@ -308,7 +403,7 @@ class _Headers:
         self._cache: dict[str, int] = {}
 
     def build(self, units: list[Unit], limit: int | None = None) -> str:
-        """Header for a chunk of ``units``; drops table context, then the section path, while
+        """Header for a chunk of ``units``; drops the section path, then table context, while
         ``header + units`` would exceed ``limit`` word pieces."""
         title = self.title
         section = ""
@@ -330,10 +425,10 @@ class _Headers:
             header = "\n".join([x for x in [first, *extras] if x])
             if limit is None or self.tokens(header) + body <= limit or (not extras and not section):
                 return header
-            if extras:
-                extras.pop()
-            else:
+            if section:  # a table's caption and header row say more about its rows than the section path
                 section = ""
+            else:
+                extras.pop()
 
     def tokens(self, header: str) -> int:
         if not header:
@@ -347,13 +442,12 @@ class _Headers:
 def _make_chunk(index: int, text: str, page_starts: list[int], units: list[Unit], header: str,
                 header_tokens: int, strategy: str) -> Chunk:
     cs, ce = units[0].start, units[-1].end
-    breaks: list[tuple[int, int]] = []
-    for u in units:
-        if not breaks or breaks[-1][0] != u.page:
-            off = 0 if not breaks else max(page_starts[u.page - 1] - cs, 0)
-            breaks.append((u.page, off))
+    # pages from offsets: a unit (a sentence broken by a page break) may span two pages
+    p0 = bisect_right(page_starts, cs)
+    p1 = bisect_right(page_starts, max(ce - 1, cs))
+    breaks = [(p0, 0)] + [(p, page_starts[p - 1] - cs) for p in range(p0 + 1, p1 + 1)]
     section = " > ".join(units[0].section)
-    return Chunk(index=index, text=text[cs:ce], header=header, page_start=units[0].page, page_end=units[-1].page,
+    return Chunk(index=index, text=text[cs:ce], header=header, page_start=p0, page_end=p1,
                  char_start=cs, char_end=ce, token_count=header_tokens + sum(u.tokens for u in units),
                  page_breaks=breaks, section=section[:500], strategy=strategy)
 

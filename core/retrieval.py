@@ -13,6 +13,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from .embedding import Embedder
 from .enums import ChoiceEnum
 from .sparse import CJK_CHAR, bm25_query_vector
@@ -78,6 +80,7 @@ class RetrievedChunk:
             "doc_name": self.doc_name,
             "page_start": self.page_start,
             "page_end": self.page_end,
+            "header": self.payload.get("header") or "",
             "text": self.text,
             "score": self.score,
             "ranks": {"vector": self.ranks.get("vector"), "bm25": self.ranks.get("bm25")},
@@ -106,11 +109,18 @@ def query_script(question: str) -> str:
     return "cjk" if letters and cjk / len(letters) >= 0.5 else "latin"
 
 
-def reciprocal_rank_fusion(lists: dict[str, list[str]], k: int = 60) -> list[tuple[str, float]]:
+def reciprocal_rank_fusion(lists: dict[str, list[str]], k: int = 60, *, fill_missing: bool = False,
+                           tiebreak: dict[str, tuple] | None = None) -> list[tuple[str, float]]:
     """Fuse ranked id lists with RRF (Cormack et al., SIGIR 2009).
 
     ``lists`` maps retriever name -> ids best first. Returns ``(id, score)`` sorted by score
-    descending; ties keep the order of first appearance. ``k`` must be positive.
+    descending. ``k`` must be positive (``ValueError``).
+
+    ``fill_missing``: an id absent from a list counts as ranked just below that list's end
+    (rank ``len(list) + 1``) instead of contributing nothing, so one retriever's clear hit that
+    the other did not return at all is not outranked by every id both returned far down.
+    ``tiebreak``: id -> a tuple compared (descending) between ids of exactly equal score; ids
+    without one, and remaining ties, fall back to the id string, so the order is deterministic.
     """
     if k <= 0:
         raise ValueError("RRF k must be positive")
@@ -118,7 +128,56 @@ def reciprocal_rank_fusion(lists: dict[str, list[str]], k: int = 60) -> list[tup
     for ids in lists.values():
         for r, pid in enumerate(ids, start=1):
             scores[pid] = scores.get(pid, 0.0) + 1.0 / (k + r)
-    return sorted(scores.items(), key=lambda kv: -kv[1])
+    if fill_missing:
+        for ids in lists.values():
+            present = set(ids)
+            for pid in scores:
+                if pid not in present:
+                    scores[pid] += 1.0 / (k + len(ids) + 1)
+    tb = tiebreak or {}
+    return sorted(scores.items(), key=lambda kv: (-round(kv[1], 12), tuple(-x for x in tb.get(kv[0], ())), kv[0]))
+
+
+def distribution_score_fusion(scores: dict[str, dict[str, float]]) -> list[tuple[str, float]]:
+    """Distribution-based score fusion (DBSF, as in Qdrant): each list's scores are scaled to
+    [0, 1] over mean +- 3 standard deviations of that list, clipped, and summed; an id absent
+    from a list adds 0. ``scores``: retriever name -> {id: raw score}. Ties by id."""
+    fused: dict[str, float] = {}
+    for per in scores.values():
+        if not per:
+            continue
+        v = np.array(list(per.values()), dtype=float)
+        mu, sd = float(v.mean()), float(v.std())
+        lo, hi = mu - 3 * sd, mu + 3 * sd
+        for pid, x in per.items():
+            z = 0.5 if hi <= lo else min(max((x - lo) / (hi - lo), 0.0), 1.0)
+            fused[pid] = fused.get(pid, 0.0) + z
+    return sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))
+
+
+def identifier_matches(question: str, text: str) -> int:
+    """How many of the question's identifier tokens (tokens with a digit or a joiner, e.g.
+    ``ppr-9087``, ``10-q``, ``hr_schema.employees``) occur as tokens of ``text``."""
+    from .sparse import tokenize
+
+    ids = {t for t in tokenize(question) if any(ch.isdigit() for ch in t) or re.search(r"[._\-/:]", t)}
+    if not ids:
+        return 0
+    return len(ids & set(tokenize(text)))
+
+
+class Fusion(ChoiceEnum):
+    """How the dense and BM25 lists are fused: ``rrf`` (Cormack et al. 2009), ``rrf_fill`` (RRF,
+    an id missing from a list ranked just below its end), ``dbsf`` (distribution-based score
+    fusion). Exact ties are broken by exact identifier matches, then BM25 score, then dense score."""
+
+    rrf = "rrf"
+    rrf_fill = "rrf_fill"
+    dbsf = "dbsf"
+
+    @classmethod
+    def kind(cls) -> str:
+        return "fusion method"
 
 
 class Retriever:
@@ -134,7 +193,7 @@ class Retriever:
 
     def __init__(self, store: VectorStore, embedder: Embedder, *, rrf_k: int = 60, candidates: int = 20,
                  reranker: Any = None, rerank_candidates: int = 30, dense_skip_scripts: str = "",
-                 dense_windows: bool = True):
+                 dense_windows: bool = True, fusion: "Fusion | str" = "rrf"):
         self.store = store
         self.embedder = embedder
         self.rrf_k = rrf_k
@@ -143,6 +202,7 @@ class Retriever:
         self.rerank_candidates = rerank_candidates
         self.dense_skip_scripts = {x.strip() for x in dense_skip_scripts.split(",") if x.strip()}
         self.dense_windows = dense_windows
+        self.fusion = Fusion.parse(fusion)
 
     def retrieve(self, question: str, scope: Scope | None = None, top_k: int = 5,
                  mode: Mode | str = Mode.hybrid, neighbors: int | None = None) -> RetrievalResult:
@@ -196,7 +256,7 @@ class Retriever:
             (name, only), = hits.items()
             fused = [(pid, h.score) for pid, h in only.items()]
         else:
-            fused = reciprocal_rank_fusion(ranked_ids, self.rrf_k)
+            fused = self._fuse(question, hits, ranked_ids)
         rank_of = {name: {pid: r for r, pid in enumerate(ids, start=1)} for name, ids in ranked_ids.items()}
         out: list[RetrievedChunk] = []
         for pid, score in fused:
@@ -228,6 +288,33 @@ class Retriever:
             timings["neighbors"] = (time.perf_counter() - t) * 1000
         out, scope_notes = enforce_scope(scope, out)
         return RetrievalResult(out, timings, mode, ranked_ids, notes + scope_notes)
+
+    def _fuse(self, question: str, hits: dict[str, dict[str, PointHit]],
+              ranked_ids: dict[str, list[str]]) -> list[tuple[str, float]]:
+        """Fused ``(id, score)`` list of the dense and BM25 hits (``self.fusion``); exact ties go to
+        the chunk matching more of the question's identifiers, then the higher BM25, then dense score."""
+        fusion = Fusion.parse(self.fusion)
+        if fusion is Fusion.dbsf:
+            fused = distribution_score_fusion({n: {pid: h.score for pid, h in hs.items()} for n, hs in hits.items()})
+        else:
+            fused = reciprocal_rank_fusion(ranked_ids, self.rrf_k, fill_missing=fusion is Fusion.rrf_fill)
+        score_of = dict(fused)
+        groups: dict[float, list[str]] = {}
+        for pid, sc in fused:
+            groups.setdefault(round(sc, 12), []).append(pid)
+        if all(len(g) == 1 for g in groups.values()):
+            return fused
+        tb = {}
+        for g in groups.values():
+            if len(g) < 2:
+                continue
+            for pid in g:
+                h = next(hs[pid] for hs in hits.values() if pid in hs)
+                text = f"{h.payload.get('header', '')}\n{h.payload.get('text', '')}"
+                tb[pid] = (identifier_matches(question, text),
+                           hits.get("bm25", {}).get(pid).score if pid in hits.get("bm25", {}) else 0.0,
+                           hits.get("vector", {}).get(pid).score if pid in hits.get("vector", {}) else 0.0)
+        return sorted(fused, key=lambda kv: (-round(kv[1], 12), tuple(-x for x in tb.get(kv[0], ())), kv[0]))
 
     def neighbors(self, chunks: list[RetrievedChunk], limit: int = 2) -> list[RetrievedChunk]:
         """Chunks that continue a retrieved chunk cut from a longer list or table.

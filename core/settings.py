@@ -67,6 +67,9 @@ class Settings(BaseSettings):
     chunk_overlap_fraction: float = Field(default=0.0, ge=0, le=0.5, description="Sentence overlap between "
                                           "chunks grows up to this share of the chunk budget")
     rrf_k: int = Field(default=60, gt=0, description="RRF constant k (Cormack et al., SIGIR 2009)")
+    fusion: str = Field(default="rrf", pattern="^(rrf|rrf_fill|dbsf)$", description="Fusion of the dense and "
+                        "BM25 lists: rrf | rrf_fill (a chunk missing from a list ranked just below its end) | dbsf "
+                        "(distribution-based score fusion); exact ties go to identifier matches, then BM25 score")
     candidates: int = Field(default=20, gt=0, description="top-N taken from each retriever before fusion "
                             "(measured on the dev set: 10-20 beat 25-50, where chunks at middling ranks in both "
                             "lists collect a second RRF vote and push out one retriever's clear best)")

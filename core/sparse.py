@@ -13,7 +13,9 @@ Tokenizer (the same one serves index and query):
   and also indexed split into their parts, so partial matches still score;
 - plain alphabetic words are Snowball-stemmed (PyStemmer, English) and English stop words dropped;
   tokens with digits or joiners are never stemmed;
+- Unicode variants are folded first (``fold``: NFKC, dash variants as "-");
 - CJK runs become overlapping character bigrams (plus unigrams), as Lucene's CJKAnalyzer does;
+  a Latin or digit run glued to CJK text ("IREXの基準") is a token of its own (``irex``);
 - CamelCase and mixed-case names (``CuratedTREC``, ``TriviaQA``, ``getUserName``) are kept whole
   and also indexed split at their case changes (``curated``, ``trec``), as code search does;
 - acronyms: a run of two or more capitalised words in a question ("Natural Questions") also
@@ -30,6 +32,7 @@ Tokenizer (the same one serves index and query):
 from __future__ import annotations
 
 import re
+import unicodedata
 import zlib
 from collections import Counter
 from dataclasses import dataclass
@@ -100,12 +103,26 @@ def abbreviation_queries(text: str) -> set[str]:
     return out
 
 
+# dash and hyphen variants (U+2010..U+2015, minus sign, small/full-width hyphen-minus) -> "-"
+_DASHES = re.compile(r"[\u2010-\u2015\u2212\ufe58\ufe63\uff0d]")
+
+
+def fold(text: str) -> str:
+    """Text as matching sees it: Unicode NFKC (full-width letters and digits, ligatures such as
+    "ﬁ", superscripts and other compatibility variants become their plain forms) and every dash
+    variant as "-", so "PC–12/47E" (en dash) and "PC-12/47E" are one identifier. Used for
+    tokens only: page text and quotes keep the document's own characters."""
+    return _DASHES.sub("-", unicodedata.normalize("NFKC", text))
+
+
 def _stem(word: str) -> str:
     return _STEMMER.stemWord(word) if word.isalpha() else word
 
 
 def tokenize(text: str) -> list[str]:
-    """Split ``text`` into BM25 terms (with repeats, in order). See the module docstring."""
+    """Split ``text`` into BM25 terms (with repeats). See the module docstring; the text is
+    ``fold``-ed first."""
+    text = fold(text)
     out: list[str] = []
     for m in _CJK_RUN.finditer(text):
         run = m.group(0)

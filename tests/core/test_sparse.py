@@ -68,3 +68,23 @@ def test_capitalised_runs_ask_for_their_acronym():
     assert acronym_queries("What Is it") == set()  # a question word does not start a run
     q = bm25_query_vector("accuracy on Natural Questions")
     assert _dot(q, bm25_document_vector("Retriever NQ TriviaQA WQ")) > 0
+
+
+def test_latin_run_glued_to_cjk_is_its_own_token():
+    """fails if a Latin run inside CJK text is lost or swallowed by the CJK bigrams ("IREXの基準")."""
+    toks = tokenize("IREXの基準")
+    assert "irex" in toks and {"の基", "基準"} <= set(toks)
+    assert {"amazon", "惠普", "主要"} <= set(tokenize("惠普云主要架在Amazon上"))
+    assert "istio_requests_total" in tokenize("指标istio_requests_total指标")
+
+
+def test_unicode_variants_fold_for_matching():
+    """fails if dash variants, full-width forms or ligatures make a different token than the
+    plain form (the question types "PC-12/47E", the page has "PC–12/47E")."""
+    assert tokenize("PC–12/47E") == tokenize("PC-12/47E") == tokenize("PC—12/47E")
+    assert "pc-12/47e" in tokenize("PC–12/47E")
+    assert tokenize("ＩＲＥＸの基準") == tokenize("IREXの基準")
+    assert tokenize("ﬁnancial ﬂow") == tokenize("financial flow")
+    q = bm25_query_vector("PC-12/47E")
+    assert _dot(q, bm25_document_vector("The Pilatus PC–12/47E was damaged.")) > _dot(
+        q, bm25_document_vector("The Pilatus PC–12 was damaged."))

@@ -1,0 +1,60 @@
+"""Chunks never cut an atomic unit, checked on every PDF of the shared corpus: a table row, a
+small table (header with its rows: a vote tally, a key-value block), the real header row repeated
+over each part of a long table, and no ``(cid:NN)`` codes or running footers in chunk text."""
+
+from __future__ import annotations
+
+import pytest
+
+from core.chunking import DEFAULT_STRATEGY, _tables, chunk_document, document_text, document_title
+from core.pdf import extract_pages
+from tests.conftest import SHARED_CORPUS
+
+PDFS = sorted((SHARED_CORPUS / "pdfs").glob("*.pdf"))
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(not PDFS, reason="shared corpus not beside this checkout")]
+
+
+def check_invariants(pages, chunks, counter, budget_tokens: int) -> list[str]:
+    """Violations (empty when every invariant holds). ``budget_tokens``: the unit budget the
+    chunker used (tables up to 80% of it must be whole)."""
+    problems = []
+    text, starts = document_text(pages)
+    spans = [(c.char_start, c.char_end) for c in chunks]
+
+    def inside(a: int, b: int) -> bool:
+        return any(s <= a and b <= e for s, e in spans)
+
+    for page, start in zip(pages, starts):
+        rows, tables = _tables(page.text)
+        for a, b, _ in rows:
+            if not inside(start + a, start + b):
+                problems.append(f"p.{page.number}: row cut: {page.text[a:b][:80]!r}")
+        for t in tables:
+            a, b = start + t.extent[0], start + t.extent[1]
+            n = counter.count_tokens([text[a:b]])[0]
+            if n <= 0.8 * budget_tokens - 8 and not inside(a, b):
+                problems.append(f"p.{page.number}: small table ({n} word pieces) cut: {text[a:b][:80]!r}")
+            elif t.header and n > 0.8 * budget_tokens:
+                for c in chunks:
+                    has_row = any(c.char_start <= start + ra and start + rb <= c.char_end
+                                  for ra, rb, tid in rows if tables[tid] is t)
+                    if has_row and t.header not in c.header and t.header not in c.text:
+                        problems.append(f"p.{page.number}: chunk {c.index} has rows without the header {t.header[:60]!r}")
+    for c in chunks:
+        if "(cid:" in c.text:
+            problems.append(f"chunk {c.index}: (cid:NN) in text")
+    return problems
+
+
+@pytest.mark.parametrize("path", PDFS, ids=[p.name for p in PDFS])
+def test_chunks_keep_rows_and_small_tables_whole(path, embedder):
+    """fails if a chunk boundary falls inside a table row, splits a table small enough for one
+    chunk (header from its rows), leaves rows of a long table without its header row, or keeps
+    ``(cid:NN)`` codes."""
+    pages = extract_pages(path.read_bytes())
+    title = document_title(path.name, pages)
+    max_tokens = 200
+    chunks = chunk_document(pages, embedder, title, DEFAULT_STRATEGY, max_tokens)
+    budget = max_tokens - embedder.count_tokens([title])[0] - 8
+    problems = check_invariants(pages, chunks, embedder, budget)
+    assert not problems, "\n".join(problems[:20])
