@@ -7,6 +7,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 from fastapi import FastAPI
+from fastapi_offline import FastAPIOffline
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.staticfiles import StaticFiles
 
@@ -17,7 +18,8 @@ from core.services import get_services
 from core.settings import Settings
 from core.telemetry import TelemetryWriter
 
-from .routes import documents, evaluation, health, metrics, query
+from .admin import create_admin_app
+from .routes import document_files, documents, evaluation, health, metrics, query
 
 log = logging.getLogger(__name__)
 FRONTEND_DIST = Path(__file__).resolve().parents[1] / "frontend" / "dist"
@@ -43,17 +45,22 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         finally:
             telemetry.close(timeout=10.0)
 
-    app = FastAPI(title="ragaudit", version="0.1.0", lifespan=lifespan,
+    # FastAPIOffline: /docs and /redoc load Swagger UI / ReDoc from files shipped in the fastapi-offline
+    # package (served under /static-offline-docs), so they work with no network
+    app = FastAPIOffline(title="ragaudit", version="0.1.0", lifespan=lifespan,
                   description="Self-hosted RAG whose every answer can be audited: cited answers, "
                               "per-retriever ranks, timings and cost.")
     app.state.settings = settings
     app.add_middleware(CORSMiddleware, allow_origins=list(settings.cors_origins),
                        allow_methods=["*"], allow_headers=["*"], expose_headers=["Content-Range"])
+    app.include_router(document_files.router)
     app.include_router(documents.router)
     app.include_router(query.router)
     app.include_router(health.router)
     app.include_router(metrics.router)
     app.include_router(evaluation.router)
+    # react-admin bridge (ra-data-simple-rest protocol); services exist once the lifespan has run
+    app.mount("/admin/api", create_admin_app(lambda: app.state.services, lambda: app.state.settings), name="admin-api")
     if FRONTEND_DIST.is_dir():
         app.mount("/", StaticFiles(directory=FRONTEND_DIST, html=True), name="frontend")
     return app
