@@ -19,7 +19,7 @@ from core.settings import Settings
 from core.telemetry import TelemetryWriter
 
 from .admin import create_admin_app
-from .routes import document_files, documents, evaluation, health, metrics, query
+from .routes import document_files, documents, eval_views, evaluation, health, metrics, query
 
 log = logging.getLogger(__name__)
 FRONTEND_DIST = Path(__file__).resolve().parents[1] / "frontend" / "dist"
@@ -59,6 +59,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(health.router)
     app.include_router(metrics.router)
     app.include_router(evaluation.router)
+    app.include_router(eval_views.router)
     # react-admin bridge (ra-data-simple-rest protocol); services exist once the lifespan has run
     app.mount("/admin/api", create_admin_app(lambda: app.state.services, lambda: app.state.settings), name="admin-api")
     if FRONTEND_DIST.is_dir():
