@@ -88,7 +88,7 @@ function TurnView({ turn, onRerun }: { turn: Turn; onRerun: (t: Turn, mode: stri
       <CardContent>
         <Typography variant="subtitle1" fontWeight="bold">Q: {turn.question}</Typography>
         <Grid container spacing={2}>
-          <Grid size={{ xs: 12, lg: 5 }}>
+          <Grid size={{ xs: 12, lg: 4 }}>
             {first && (
               <>
                 <Stack direction="row" spacing={1} sx={{ my: 1 }}>
@@ -134,15 +134,15 @@ function TurnView({ turn, onRerun }: { turn: Turn; onRerun: (t: Turn, mode: stri
             )}
             {turn.error && <Alert severity="error" data-testid="turn-error">{turn.error}</Alert>}
           </Grid>
-          <Grid size={{ xs: 12, lg: 7 }}>
+          <Grid size={{ xs: 12, lg: 8 }}>
             {turn.status === "done" && (
               <>
-                <Stack direction="row" spacing={1} sx={{ mb: 1 }} alignItems="center">
+                <Stack direction="row" spacing={1} useFlexGap flexWrap="wrap" sx={{ mb: 1 }} alignItems="center">
                   <Typography variant="overline">X-ray</Typography>
                   <TextField select size="small" label="mode" value={mode} onChange={(e) => setMode(e.target.value)} data-testid="xray-mode">
                     {MODES.map((m) => <MenuItem key={m} value={m}>{m}</MenuItem>)}
                   </TextField>
-                  <TextField size="small" type="number" label="top_k" value={topK} sx={{ width: 80 }}
+                  <TextField size="small" type="number" label="top_k" value={topK} sx={{ width: 90 }}
                     onChange={(e) => setTopK(Math.max(1, Math.min(100, Number(e.target.value) || 5)))} />
                   <TextField select size="small" label="strategy" value={strategy} sx={{ minWidth: 120 }} onChange={(e) => setStrategy(e.target.value)}>
                     <MenuItem value="">(document's)</MenuItem>
@@ -152,8 +152,8 @@ function TurnView({ turn, onRerun }: { turn: Turn; onRerun: (t: Turn, mode: stri
                 </Stack>
                 {b ? (
                   <Grid container spacing={1} data-testid="compare">
-                    <Grid size={{ xs: 12, md: 6 }}><XRay run={a} title="before" /></Grid>
-                    <Grid size={{ xs: 12, md: 6 }}><XRay run={b} previous={a} title="after" /></Grid>
+                    <Grid size={{ xs: 12, xl: 6 }}><XRay run={a} title="before" /></Grid>
+                    <Grid size={{ xs: 12, xl: 6 }}><XRay run={b} previous={a} title="after" /></Grid>
                   </Grid>
                 ) : (
                   <XRay run={a} />

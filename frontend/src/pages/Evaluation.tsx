@@ -96,9 +96,10 @@ function RunView({ run, onXray }: { run: Run; onXray: (question: string, mode: s
         </TableBody>
       </Table>
       {res.judge_control && (
-        <Alert severity={res.judge_control.all_failed ? "success" : "warning"} sx={{ mt: 1 }} data-testid="judge-control">
-          Judge control ({res.judge_control.judge}): {res.judge_control.failed}/{res.judge_control.n} deliberately wrong answers failed
-          {res.judge_control.all_failed ? " — the judge catches them" : " — the judge let some through"}
+        <Alert severity={!res.judge_control.n ? "info" : res.judge_control.all_failed ? "success" : "warning"} sx={{ mt: 1 }} data-testid="judge-control">
+          Judge control ({res.judge_control.judge}): {res.judge_control.n
+            ? `${res.judge_control.failed}/${res.judge_control.n} deliberately wrong answers failed${res.judge_control.all_failed ? " — the judge catches them" : " — the judge let some through"}`
+            : "no control pairs in this run (a control needs two questions whose sources share no chunk)"}
         </Alert>
       )}
       {Object.keys(res.skipped_modes ?? {}).length > 0 && (
