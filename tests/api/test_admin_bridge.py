@@ -246,3 +246,29 @@ def test_document_file_and_offline_docs(client):
         assert "cdn" not in html.lower() and "/static-offline-docs/" in html
     assert client.get("/static-offline-docs/swagger-ui-bundle.js").status_code == 200
     assert client.get("/static-offline-docs/redoc.standalone.js").status_code == 200
+
+
+def test_documents_reingest_and_delete(client):
+    """fails if PUT with another strategy does not re-ingest the stored PDF (strategy and version
+    unchanged), if another field can be changed through it, or if DELETE leaves the document or its
+    chunks behind."""
+    with open(SAMPLES / "20080102X00002.pdf", "rb") as f:
+        doc = client.post("/documents", files={"file": ("20080102X00002.pdf", f, "application/pdf")}).json()["document"]
+    rec = client.get(f"/admin/api/documents/{doc['id']}").json()
+    assert rec["strategy"] == "sentence"
+    r = client.put(f"/admin/api/documents/{doc['id']}", json={**rec, "doc_name": "renamed.pdf", "strategy": "fixed"})
+    assert r.status_code == 400 and "'doc_name'" in r.json()["message"]
+    r = client.put(f"/admin/api/documents/{doc['id']}", json={**rec, "strategy": "nonsense"})
+    assert r.status_code == 400
+    r = client.put(f"/admin/api/documents/{doc['id']}", json={**rec, "strategy": "fixed"})
+    assert r.status_code == 200, r.text
+    assert r.json()["id"] == doc["id"] and r.json()["strategy"] == "fixed" and r.json()["status"] == "ready"
+    assert r.json()["ingest_version"] > rec["ingest_version"]
+    chunks = get_list(client, "chunks", per_page=100, flt={"document_id": doc["id"], "strategy": "fixed"})
+    assert total(chunks) >= 1
+
+    r = client.delete(f"/admin/api/documents/{doc['id']}")
+    assert r.status_code == 200 and r.json()["id"] == doc["id"]
+    assert client.get(f"/admin/api/documents/{doc['id']}").status_code == 404
+    assert total(get_list(client, "chunks", flt={"document_id": doc["id"]})) == 0
+    assert client.delete(f"/admin/api/documents/{doc['id']}").status_code == 404

@@ -145,6 +145,7 @@ try {
   out.steps.failure_rows = await page.locator("[data-testid=question-row]").count();
   out.steps.failure_flags = await page.locator("[data-testid=question-row]").evaluateAll((rs) => rs.map((r) => r.dataset.failed));
   await page.getByTestId("only-failures").click();
+  await page.evaluate(() => window.scrollTo(0, 0));
   await shot("evaluation");
 
   // 8. observability: counts equal /metrics for the same window

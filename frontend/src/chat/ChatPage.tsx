@@ -137,19 +137,19 @@ function TurnView({ turn, onRerun }: { turn: Turn; onRerun: (t: Turn, mode: stri
           <Grid size={{ xs: 12, lg: 8 }}>
             {turn.status === "done" && (
               <>
-                <Stack direction="row" spacing={1} useFlexGap flexWrap="wrap" sx={{ mb: 1 }} alignItems="center">
+                <Box sx={{ display: "flex", flexWrap: "wrap", gap: 1, alignItems: "center", mb: 1 }}>
                   <Typography variant="overline">X-ray</Typography>
-                  <TextField select size="small" label="mode" value={mode} onChange={(e) => setMode(e.target.value)} data-testid="xray-mode">
+                  <TextField select size="small" label="mode" value={mode} sx={{ width: 150 }} onChange={(e) => setMode(e.target.value)} data-testid="xray-mode">
                     {MODES.map((m) => <MenuItem key={m} value={m}>{m}</MenuItem>)}
                   </TextField>
                   <TextField size="small" type="number" label="top_k" value={topK} sx={{ width: 90 }}
                     onChange={(e) => setTopK(Math.max(1, Math.min(100, Number(e.target.value) || 5)))} />
-                  <TextField select size="small" label="strategy" value={strategy} sx={{ minWidth: 120 }} onChange={(e) => setStrategy(e.target.value)}>
+                  <TextField select size="small" label="strategy" value={strategy} sx={{ width: 150 }} onChange={(e) => setStrategy(e.target.value)}>
                     <MenuItem value="">(document's)</MenuItem>
                     {STRATEGIES.map((m) => <MenuItem key={m} value={m}>{m}</MenuItem>)}
                   </TextField>
                   <Button variant="outlined" size="small" onClick={() => onRerun(turn, mode, topK, strategy)} data-testid="rerun">Re-run &amp; compare</Button>
-                </Stack>
+                </Box>
                 {b ? (
                   <Grid container spacing={1} data-testid="compare">
                     <Grid size={{ xs: 12, xl: 6 }}><XRay run={a} title="before" /></Grid>
