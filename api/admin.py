@@ -135,6 +135,7 @@ RESOURCES: dict[str, Resource] = {r.name: r for r in [
 ]}
 
 MAX_PAGE = 1000  # rows per getList request
+MAX_INT = 2**53  # larger integers are refused (SQLite and PostgreSQL bind at most 64-bit integers)
 
 
 def _json_param(request: Request, name: str, default: Any) -> Any:
@@ -165,16 +166,26 @@ def _coerce(col: Any, value: Any, fname: str) -> Any:
         if isinstance(value, bool) or not isinstance(value, (int, float, str)):
             raise BridgeError(400, f"filter: {fname!r} must be a number")
         try:
-            return py(value)
-        except ValueError:
+            out = py(value)
+        except (ValueError, OverflowError):
             raise BridgeError(400, f"filter: {fname!r} must be a number") from None
+        if not -MAX_INT <= out <= MAX_INT:  # also NaN and infinities
+            raise BridgeError(400, f"filter: {fname!r} is out of range")
+        return out
     if py is datetime:
         try:
             dt = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
         except ValueError:
             raise BridgeError(400, f"filter: {fname!r} must be an ISO 8601 time") from None
         return dt
-    return str(value)
+    return _text(value, fname)
+
+
+def _text(value: Any, fname: str) -> str:
+    s = str(value)
+    if "\x00" in s:  # PostgreSQL refuses NUL in text: a client error, not a database failure
+        raise BridgeError(400, f"filter: {fname!r} contains a NUL character")
+    return s
 
 
 def _where(res: Resource, flt: Any) -> list[Any]:
@@ -188,6 +199,7 @@ def _where(res: Resource, flt: Any) -> list[Any]:
                 continue
             if not isinstance(value, str):
                 raise BridgeError(400, "filter: 'q' must be a string")
+            value = _text(value, "q")
             pat = "%" + value.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
             conds.append(or_(*[res.columns[c].ilike(pat, escape="\\") for c in res.text]))
             continue
@@ -238,8 +250,8 @@ def _range(raw: Any) -> tuple[int, int]:
                                                               for x in raw)):
         raise BridgeError(400, "range: expected [start, end] integers")
     start, end = raw
-    if start < 0 or end < start:
-        raise BridgeError(400, "range: need 0 <= start <= end")
+    if start < 0 or end < start or end > MAX_INT:
+        raise BridgeError(400, "range: need 0 <= start <= end <= 2^53")
     if end - start + 1 > MAX_PAGE:
         raise BridgeError(400, f"range: at most {MAX_PAGE} rows per request")
     return start, end

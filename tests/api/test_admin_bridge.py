@@ -162,6 +162,10 @@ def test_writes_to_read_only_resources_are_405(client, resource):
     ({"filter": '{"page_start_gte":{"$gt":1}}'}, "scalar"),
     ({"filter": '{"q":["a"]}'}, "'q'"),
     ({"filter": '{"id":[{"a":1}]}'}, "scalar"),
+    ({"filter": '{"page_start":100000000000000000000000000000}'}, "out of range"),
+    ({"filter": '{"page_start":NaN}'}, "page_start"),
+    ({"filter": '{"q":"a\\u0000b"}'}, "NUL"),
+    ({"range": '[100000000000000000000000000000,100000000000000000000000000005]'}, "range"),
 ])
 def test_hostile_parameters_are_400_naming_the_problem(client, params, word):
     """fails if a bad sort/range/filter reaches SQL (500 or rows returned) instead of a 400 that names it."""

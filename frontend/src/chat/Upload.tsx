@@ -12,6 +12,7 @@ interface Item {
   status?: string; // the API's document status or ingest status
   detail?: string; // the API's reason (4xx detail, document.error)
   doc?: Doc;
+  ingest?: number; // ingestion progress 0..1 when the API reports one (asynchronous ingestion)
 }
 
 const TERMINAL = new Set(["ready", "failed"]);
@@ -30,8 +31,10 @@ export function Upload({ knowledgeBase, strategy, onChange }: {
 
   const poll = useCallback(async (key: string, id: string) => {
     for (let i = 0; i < 600; i++) {
-      const d = await getJSON<Doc & { progress?: number }>(`/documents/${id}`);
-      patch(key, { status: d.status, doc: d, detail: d.error ?? undefined });
+      const d = await getJSON<Doc & { progress?: number | { done: number; total: number } }>(`/documents/${id}`);
+      const p = d.progress;
+      const ingest = typeof p === "number" ? p : p && p.total ? p.done / p.total : undefined;
+      patch(key, { status: d.status, doc: d, detail: d.error ?? undefined, ingest });
       if (TERMINAL.has(d.status)) {
         patch(key, { state: d.status === "ready" ? "ready" : "failed" });
         onChange();
@@ -87,7 +90,10 @@ export function Upload({ knowledgeBase, strategy, onChange }: {
               <Chip size="small" label={it.state}
                 color={it.state === "ready" ? "success" : it.state === "refused" || it.state === "failed" ? "error" : "default"} />
             </Stack>
-            <LinearProgress variant={it.state === "ingesting" ? "indeterminate" : "determinate"} value={it.progress * 100} />
+            <LinearProgress
+              variant={it.state === "ingesting" && it.ingest === undefined ? "indeterminate" : "determinate"}
+              value={(it.state === "ingesting" && it.ingest !== undefined ? it.ingest : it.progress) * 100} />
+            {it.state === "ingesting" && it.status && <Typography variant="caption">ingestion: {it.status}</Typography>}
             {it.doc && it.state === "ready" && (
               <Typography variant="caption">{it.doc.pages} pages · {it.doc.chunk_count} chunks · {it.status}</Typography>
             )}
