@@ -9,6 +9,7 @@ from pathlib import Path
 from fastapi import FastAPI, Request
 from fastapi.exception_handlers import request_validation_exception_handler
 from fastapi.exceptions import RequestValidationError
+from fastapi_offline import FastAPIOffline
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.staticfiles import StaticFiles
 
@@ -19,7 +20,8 @@ from core.services import get_services
 from core.settings import Settings
 from core.telemetry import TelemetryWriter
 
-from .routes import documents, evaluation, health, metrics, query
+from .admin import create_admin_app
+from .routes import document_files, documents, eval_views, evaluation, health, metrics, query
 
 log = logging.getLogger(__name__)
 FRONTEND_DIST = Path(__file__).resolve().parents[1] / "frontend" / "dist"
@@ -61,7 +63,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         finally:
             telemetry.close(timeout=10.0)
 
-    app = FastAPI(title="ragaudit", version="0.1.0", lifespan=lifespan,
+    # FastAPIOffline: /docs and /redoc load Swagger UI / ReDoc from files shipped in the fastapi-offline
+    # package (served under /static-offline-docs), so they work with no network
+    app = FastAPIOffline(title="ragaudit", version="0.1.0", lifespan=lifespan,
                   description="Self-hosted RAG whose every answer can be audited: cited answers, "
                               "per-retriever ranks, timings and cost.")
     app.state.settings = settings
@@ -78,11 +82,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     app.add_middleware(CORSMiddleware, allow_origins=list(settings.cors_origins),
                        allow_methods=["*"], allow_headers=["*"], expose_headers=["Content-Range"])
+    app.include_router(document_files.router)
     app.include_router(documents.router)
     app.include_router(query.router)
     app.include_router(health.router)
     app.include_router(metrics.router)
     app.include_router(evaluation.router)
+    app.include_router(eval_views.router)
+    # react-admin bridge (ra-data-simple-rest protocol); services exist once the lifespan has run
+    app.mount("/admin/api", create_admin_app(lambda: app.state.services, lambda: app.state.settings), name="admin-api")
     if FRONTEND_DIST.is_dir():
         app.mount("/", StaticFiles(directory=FRONTEND_DIST, html=True), name="frontend")
     return app

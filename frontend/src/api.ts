@@ -1,0 +1,135 @@
+// HTTP helpers for the ragaudit API (same origin). The API key, when the server requires one,
+// is kept in localStorage and sent as X-API-Key on every request.
+export const KEY_STORAGE = "ragaudit.apiKey";
+
+export function authHeaders(): Record<string, string> {
+  const key = localStorage.getItem(KEY_STORAGE);
+  return key ? { "X-API-Key": key } : {};
+}
+
+export class ApiError extends Error {
+  constructor(public status: number, message: string) {
+    super(message);
+  }
+}
+
+async function errorOf(r: Response): Promise<ApiError> {
+  let msg = `${r.status} ${r.statusText}`;
+  try {
+    const body = await r.json();
+    msg = typeof body.detail === "string" ? body.detail : body.message ?? JSON.stringify(body.detail ?? body);
+  } catch {
+    /* not JSON */
+  }
+  return new ApiError(r.status, msg);
+}
+
+export async function getJSON<T>(path: string): Promise<T> {
+  const r = await fetch(path, { headers: authHeaders() });
+  if (!r.ok) throw await errorOf(r);
+  return r.json();
+}
+
+export async function postJSON<T>(path: string, body: unknown): Promise<T> {
+  const r = await fetch(path, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...authHeaders() },
+    body: JSON.stringify(body),
+  });
+  if (!r.ok) throw await errorOf(r);
+  return r.json();
+}
+
+/** multipart upload with upload progress (fetch has no upload progress; XMLHttpRequest does). */
+export function uploadWithProgress<T>(
+  path: string,
+  form: FormData,
+  onProgress: (fraction: number) => void,
+): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const xhr = new XMLHttpRequest();
+    xhr.open("POST", path);
+    for (const [k, v] of Object.entries(authHeaders())) xhr.setRequestHeader(k, v);
+    xhr.upload.onprogress = (e) => e.lengthComputable && onProgress(e.loaded / e.total);
+    xhr.upload.onload = () => onProgress(1);
+    xhr.onerror = () => reject(new ApiError(0, "network error"));
+    xhr.onload = () => {
+      let body: any = null;
+      try {
+        body = JSON.parse(xhr.responseText);
+      } catch {
+        /* not JSON */
+      }
+      if (xhr.status >= 200 && xhr.status < 300) resolve(body as T);
+      else reject(new ApiError(xhr.status, body?.detail ?? body?.message ?? `${xhr.status} ${xhr.statusText}`));
+    };
+    xhr.send(form);
+  });
+}
+
+// ---- shapes (api/schemas.py) ----
+export interface Doc {
+  id: string;
+  doc_name: string;
+  knowledge_base: string;
+  pages: number;
+  chunk_count: number;
+  strategy: string;
+  status: string;
+  error: string | null;
+  ingest_version: number;
+}
+
+export interface Retrieved {
+  rank: number;
+  chunk_id: string;
+  document_id?: string | null;
+  doc_name: string;
+  page_start: number;
+  page_end: number;
+  text: string;
+  score: number;
+  ranks: { vector: number | null; bm25: number | null };
+  scores: Record<string, number | null>;
+  section?: string;
+  strategy?: string | null;
+  neighbor_of?: string | null;
+  n?: number;
+}
+
+export interface Citation {
+  n: number;
+  doc_name: string;
+  page: number;
+  chunk_id: string;
+  quote: string;
+  verified: boolean;
+  [k: string]: unknown;
+}
+
+export interface Answer {
+  query_id: string;
+  question: string;
+  answer: string;
+  label: string;
+  citations: Citation[];
+  retrieved: Retrieved[];
+  mode: string;
+  notes: string[];
+  timings_ms: Record<string, number>;
+  usage: { model: string; prompt_tokens: number; completion_tokens: number; cost_usd: number };
+  cache?: { hit: boolean; original_query_id?: string | null; original_cost_usd?: number | null } | null;
+  top_k?: number;
+  strategy?: string | null;
+}
+
+export interface ScopeIn {
+  knowledge_base?: string;
+  document_ids?: string[];
+  page_min?: number;
+  page_max?: number;
+  strategy?: string;
+}
+
+export const MODES = ["hybrid", "vector", "bm25", "hybrid_rerank"] as const;
+export const STRATEGIES = ["sentence", "heading", "fixed", "semantic"] as const;

@@ -1,0 +1,91 @@
+import { Bar, BarChart, Legend, ResponsiveContainer, Tooltip, XAxis, YAxis } from "recharts";
+import { Box, Chip, Stack, Table, TableBody, TableCell, TableHead, TableRow, Tooltip as MuiTooltip, Typography } from "@mui/material";
+import type { Answer } from "../api";
+
+export const STAGES = ["embed", "vector", "bm25", "fusion", "rerank", "neighbors", "generation"] as const;
+const COLORS = ["#1976d2", "#9c27b0", "#2e7d32", "#ed6c02", "#d32f2f", "#0288d1", "#6d4c41"];
+
+const fmt = (v: number | null | undefined, d = 3) => (v === null || v === undefined ? "–" : Number(v).toFixed(d));
+
+/** One run's X-ray: stage timings as a stacked bar, cost/tokens, cache, and the retrieved chunks
+ * with their rank in the vector list, the BM25 list, fused (and reranked) with scores.
+ * ``previous``: another run of the same question; then each chunk shows how its rank moved. */
+export function XRay({ run, previous, title }: { run: Answer; previous?: Answer; title?: string }) {
+  const t = run.timings_ms ?? {};
+  const row: Record<string, number | string> = { name: "ms" };
+  for (const s of STAGES) row[s] = Number(t[s] ?? 0);
+  const prevRank = new Map(previous?.retrieved.map((r) => [r.chunk_id, r.rank]) ?? []);
+  const cited = new Set(run.citations.map((c) => c.chunk_id));
+  const prevCited = new Set(previous?.citations.map((c) => c.chunk_id) ?? []);
+  return (
+    <Box data-testid="xray" data-mode={run.mode} sx={{ minWidth: 0 }}>
+      <Stack direction="row" spacing={1} alignItems="center" flexWrap="wrap" sx={{ mb: 1 }}>
+        {title && <Typography variant="subtitle2">{title}</Typography>}
+        <Chip size="small" label={`mode ${run.mode}`} />
+        {run.top_k && <Chip size="small" label={`top_k ${run.top_k}`} />}
+        {run.strategy && <Chip size="small" label={`strategy ${run.strategy}`} />}
+        <Chip size="small" label={`total ${fmt(t.total, 0)} ms`} />
+        {t.ttft !== undefined && <Chip size="small" label={`TTFT ${fmt(t.ttft, 0)} ms`} />}
+        <Chip size="small" label={`${run.usage?.model ?? "?"}: ${run.usage?.prompt_tokens ?? 0}+${run.usage?.completion_tokens ?? 0} tokens, $${fmt(run.usage?.cost_usd, 5)}`} />
+        <Chip size="small" data-testid="cache" color={run.cache?.hit ? "success" : "default"}
+          label={run.cache ? (run.cache.hit ? `cache hit (orig. $${fmt(run.cache.original_cost_usd, 5)})` : "cache miss") : "cache: not reported by stream"} />
+      </Stack>
+      <Box sx={{ height: 70 }} data-testid="timings-bar">
+        <ResponsiveContainer width="100%" height="100%">
+          <BarChart data={[row]} layout="vertical" margin={{ left: 0, right: 10 }}>
+            <XAxis type="number" unit=" ms" />
+            <YAxis type="category" dataKey="name" hide />
+            <Tooltip formatter={(v) => `${Number(v).toFixed(1)} ms`} />
+            <Legend wrapperStyle={{ fontSize: 11 }} />
+            {STAGES.map((s, i) => <Bar key={s} dataKey={s} stackId="t" fill={COLORS[i]} isAnimationActive={false} />)}
+          </BarChart>
+        </ResponsiveContainer>
+      </Box>
+      <Table size="small" data-testid="xray-table">
+        <TableHead>
+          <TableRow>
+            <TableCell>#</TableCell>
+            <TableCell>chunk</TableCell>
+            <TableCell>vector</TableCell>
+            <TableCell>bm25</TableCell>
+            <TableCell>fused</TableCell>
+            <TableCell>rerank</TableCell>
+            {previous && <TableCell>moved</TableCell>}
+          </TableRow>
+        </TableHead>
+        <TableBody>
+          {run.retrieved.map((r) => {
+            const before = prevRank.get(r.chunk_id);
+            const moved = previous ? (before === undefined ? "new" : before === r.rank ? "=" : before > r.rank ? `↑${before - r.rank}` : `↓${r.rank - before}`) : null;
+            return (
+              <TableRow key={r.chunk_id + r.rank} data-testid="xray-row" data-chunk={r.chunk_id}
+                sx={{ bgcolor: cited.has(r.chunk_id) ? "rgba(46,125,50,0.08)" : undefined }}>
+                <TableCell>{r.rank}</TableCell>
+                <TableCell sx={{ maxWidth: 260 }}>
+                  <MuiTooltip title={r.text.slice(0, 600)}>
+                    <span>
+                      {r.doc_name} p.{r.page_start}{r.page_end !== r.page_start ? `–${r.page_end}` : ""}
+                      {cited.has(r.chunk_id) ? " (cited)" : ""}
+                      {previous && cited.has(r.chunk_id) !== prevCited.has(r.chunk_id) ? (cited.has(r.chunk_id) ? " +cite" : " −cite") : ""}
+                      {r.neighbor_of ? " (neighbour)" : ""}
+                    </span>
+                  </MuiTooltip>
+                </TableCell>
+                <TableCell data-testid="rank-vector">{r.ranks.vector ?? "–"}<br /><small>{fmt(r.scores.vector)}</small></TableCell>
+                <TableCell data-testid="rank-bm25">{r.ranks.bm25 ?? "–"}<br /><small>{fmt(r.scores.bm25, 2)}</small></TableCell>
+                <TableCell>{r.rank}<br /><small>{fmt(r.scores.rrf ?? r.score, 4)}</small></TableCell>
+                <TableCell>{r.scores.rerank !== undefined && r.scores.rerank !== null ? fmt(r.scores.rerank) : "–"}</TableCell>
+                {previous && <TableCell data-testid="moved">{moved}</TableCell>}
+              </TableRow>
+            );
+          })}
+        </TableBody>
+      </Table>
+      {previous && (
+        <Typography variant="caption" data-testid="citations-diff">
+          citations: {[...cited].filter((c) => !prevCited.has(c)).length} added, {[...prevCited].filter((c) => !cited.has(c)).length} removed
+        </Typography>
+      )}
+    </Box>
+  );
+}

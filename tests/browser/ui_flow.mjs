@@ -1,0 +1,180 @@
+// Browser test of the web UI, driven by tests/browser/test_ui.py (which starts the API and checks
+// the JSON this prints). Headless Debian Chromium through playwright-core; no browser download.
+//
+// usage: node ui_flow.mjs CONFIG.json   (base, good_pdf, bad_pdf, question, expect_answer, expect_page,
+//                                        dataset_jsonl, screenshots, chromium)
+// Prints one JSON object {ok, steps: {...}} on stdout; exits 1 with {ok: false, step, error} on failure.
+import { readFileSync, mkdirSync } from "node:fs";
+import { basename } from "node:path";
+import { createRequire } from "node:module";
+
+const require = createRequire(import.meta.url);
+const cfg = JSON.parse(readFileSync(process.argv[2], "utf8"));
+const { chromium } = require(cfg.playwright_core);
+const base = cfg.base.replace(/\/$/, "");
+const shots = cfg.screenshots;
+if (shots) mkdirSync(shots, { recursive: true });
+const out = { ok: false, steps: {} };
+let step = "launch";
+
+const T = 60_000;
+const browser = await chromium.launch({
+  executablePath: cfg.chromium,
+  headless: true,
+  args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"],
+});
+const page = await browser.newPage({ viewport: { width: 1500, height: 1000 } });
+page.setDefaultTimeout(T);
+const consoleErrors = [];
+page.on("pageerror", (e) => consoleErrors.push(String(e)));
+const shot = async (name) => shots && page.screenshot({ path: `${shots}/${name}.png`, fullPage: false });
+const api = async (path) => {
+  const r = await page.request.get(base + path);
+  return { status: r.status(), headers: r.headers(), json: r.headers()["content-type"]?.includes("json") ? await r.json() : null };
+};
+const check = (cond, msg) => { if (!cond) throw new Error(msg); };
+
+try {
+  // 1. chat: drop a real PDF and a bad file together on the drop zone (a real drop event)
+  step = "upload";
+  await page.goto(`${base}/#/`);
+  await page.getByTestId("dropzone").waitFor();
+  const files = [cfg.good_pdf, cfg.bad_pdf].map((p) => ({ name: basename(p), b64: readFileSync(p).toString("base64") }));
+  const dt = await page.evaluateHandle((fs) => {
+    const d = new DataTransfer();
+    for (const f of fs) {
+      const bytes = Uint8Array.from(atob(f.b64), (c) => c.charCodeAt(0));
+      d.items.add(new File([bytes], f.name, { type: "application/pdf" }));
+    }
+    return d;
+  }, files);
+  await page.getByTestId("dropzone").dispatchEvent("drop", { dataTransfer: dt });
+  const good = page.locator(`[data-testid=upload-item][data-name="${basename(cfg.good_pdf)}"]`);
+  const bad = page.locator(`[data-testid=upload-item][data-name="${basename(cfg.bad_pdf)}"]`);
+  await bad.locator("[data-testid=refusal]").waitFor();
+  out.steps.refusal = await bad.locator("[data-testid=refusal]").innerText();
+  await page.locator(`[data-testid=upload-item][data-name="${basename(cfg.good_pdf)}"][data-state=ready]`).waitFor({ timeout: 180_000 });
+  out.steps.upload = await good.innerText();
+  await page.locator(`[data-testid=doc][data-name="${basename(cfg.good_pdf)}"][data-status=ready]`).waitFor();
+
+  // 2. ask: the answer streams in; citations name document and page
+  step = "ask";
+  await page.getByTestId("question").fill(cfg.question);
+  await page.getByTestId("ask").click();
+  const turn = page.locator("[data-testid=turn]").first();
+  await page.locator("[data-testid=turn][data-status=done]").first().waitFor();
+  out.steps.answer = await turn.getByTestId("answer").innerText();
+  out.steps.label = await turn.getByTestId("label").innerText();
+  const cite = turn.getByTestId("cite").first();
+  out.steps.cite_title = await cite.getAttribute("title");
+  check(out.steps.cite_title?.includes(`page ${cfg.expect_page}`), `first citation is ${out.steps.cite_title}`);
+  await shot("chat");
+
+  // 3. open the citation: chunk with the quote highlighted, link to the PDF at that page
+  step = "citation";
+  await cite.click();
+  const dlg = page.getByTestId("citation-dialog");
+  await dlg.waitFor();
+  out.steps.citation_title = await dlg.locator("h2").innerText();
+  out.steps.quote = await dlg.getByTestId("quote").innerText();
+  const href = await dlg.getByTestId("open-pdf").getAttribute("href");
+  out.steps.pdf_href = href;
+  const pdf = await page.request.get(base + href.split("#")[0]);
+  out.steps.pdf_status = pdf.status();
+  out.steps.pdf_type = pdf.headers()["content-type"];
+  await shot("citation");
+  await dlg.getByRole("button", { name: "Close" }).click();
+
+  // 4. X-ray: re-run in another mode and compare the ranks side by side
+  step = "xray";
+  const before = await turn.locator("[data-testid=xray] [data-testid=xray-row]").evaluateAll((rows) =>
+    rows.map((r) => ({ chunk: r.dataset.chunk, vector: r.querySelector("[data-testid=rank-vector]").innerText.split("\n")[0],
+      bm25: r.querySelector("[data-testid=rank-bm25]").innerText.split("\n")[0] })));
+  await turn.getByTestId("xray-mode").click();
+  await page.getByRole("option", { name: "bm25", exact: true }).click();
+  await turn.getByTestId("rerun").click();
+  await turn.getByTestId("compare").waitFor();
+  const after = await turn.locator("[data-testid=compare] [data-testid=xray][data-mode=bm25] [data-testid=xray-row]").evaluateAll((rows) =>
+    rows.map((r) => ({ chunk: r.dataset.chunk, vector: r.querySelector("[data-testid=rank-vector]").innerText.split("\n")[0],
+      bm25: r.querySelector("[data-testid=rank-bm25]").innerText.split("\n")[0],
+      moved: r.querySelector("[data-testid=moved]").innerText })));
+  out.steps.xray = { before, after };
+  await turn.getByTestId("compare").scrollIntoViewIfNeeded();
+  await shot("xray");
+
+  // 5. admin: chunks of that document (react-admin list filtered through the URL)
+  step = "admin-chunks";
+  const docs = (await api("/documents")).json;
+  const doc = docs.find((d) => d.doc_name === basename(cfg.good_pdf));
+  out.steps.doc = { id: doc.id, chunk_count: doc.chunk_count };
+  await page.goto(`${base}/#/chunks?filter=${encodeURIComponent(JSON.stringify({ document_id: doc.id }))}&perPage=25`);
+  await page.locator(".RaDatagrid-tbody tr").first().waitFor();
+  out.steps.admin_rows = await page.locator(".RaDatagrid-tbody tr").count();
+  out.steps.admin_doc_cells = await page.locator(".RaDatagrid-tbody tr td.column-document_id").allInnerTexts();
+  out.steps.admin_pagination = await page.locator(".MuiTablePagination-displayedRows").innerText();
+  await shot("admin");
+
+  // 6. admin: edit a gold pair with evidence that is not in its chunk -> refused with the reason
+  step = "admin-pair";
+  const pairs = (await api(`/admin/api/qa_pairs?filter=${encodeURIComponent(JSON.stringify({ document_id: doc.id }))}`)).json;
+  check(pairs.length > 0, "no gold pairs for the document");
+  out.steps.pair = pairs[0].id;
+  await page.goto(`${base}/#/qa_pairs/${pairs[0].id}`);
+  const ev = page.getByLabel("Evidence");
+  await ev.waitFor();
+  await ev.fill("a sentence that is nowhere in this chunk");
+  await page.getByRole("button", { name: "Save" }).click();
+  const note = page.locator(".MuiSnackbarContent-message, .MuiAlert-message").filter({ hasText: "verbatim" });
+  await note.first().waitFor();
+  out.steps.pair_refusal = await note.first().innerText();
+  const still = (await api(`/admin/api/qa_pairs/${pairs[0].id}`)).json;
+  out.steps.pair_evidence_kept = still.evidence === pairs[0].evidence;
+  await shot("admin-pair-refused");
+
+  // 7. evaluation: upload a JSONL gold set, start a run, see metrics with intervals
+  step = "evaluation";
+  await page.goto(`${base}/#/evaluation`);
+  await page.getByTestId("dataset-file").setInputFiles(cfg.dataset_jsonl);
+  await page.waitForFunction(() => document.querySelector("[data-testid=dataset] input")?.value?.length > 0);
+  await page.getByTestId("start-eval").click();
+  await page.getByTestId("run-results").waitFor({ timeout: 180_000 });
+  await page.locator("[data-testid=ci-row]").first().waitFor();
+  out.steps.ci_rows = await page.locator("[data-testid=ci-row]").allInnerTexts();
+  out.steps.question_rows = await page.locator("[data-testid=question-row]").count();
+  await page.getByTestId("only-failures").click();
+  out.steps.failure_rows = await page.locator("[data-testid=question-row]").count();
+  out.steps.failure_flags = await page.locator("[data-testid=question-row]").evaluateAll((rs) => rs.map((r) => r.dataset.failed));
+  await page.getByTestId("only-failures").click();
+  await page.evaluate(() => window.scrollTo(0, 0));
+  await shot("evaluation");
+
+  // 8. observability: counts equal /metrics for the same window
+  step = "observability";
+  await page.goto(`${base}/#/observability`);
+  let shown = null, metrics = null;
+  for (let i = 0; i < 20; i++) {
+    await page.getByTestId("refresh").click();
+    await page.waitForTimeout(700);
+    shown = Number(await page.getByTestId("obs-count").innerText());
+    metrics = (await api("/metrics?group_by=mode")).json;
+    if (shown === metrics.overall.count) break;
+  }
+  out.steps.obs = {
+    shown, metrics_count: metrics.overall.count,
+    groups_shown: await page.locator("[data-testid=group-row]").evaluateAll((rs) => rs.map((r) => [r.dataset.key, Number(r.dataset.count)])),
+    groups_metrics: metrics.groups.map((g) => [String(g.key), g.count]),
+    health_rows: await page.locator("[data-testid=health] tr").count(),
+  };
+  await shot("observability");
+  out.steps.page_errors = consoleErrors;
+  out.ok = true;
+} catch (e) {
+  out.step = step;
+  out.error = String(e?.stack ?? e);
+  out.steps.page_errors = consoleErrors;
+  if (shots) await page.screenshot({ path: `${shots}/failure-${step}.png` }).catch(() => {});
+} finally {
+  await browser.close();
+}
+console.log(JSON.stringify(out));
+process.exit(out.ok ? 0 : 1);
