@@ -111,7 +111,8 @@ def test_same_bytes_under_two_names_and_in_two_knowledge_bases(svc):
     assert stored_files(svc) == live_files(svc) == {f"{first.document['sha256']}.pdf"}
 
 
-def test_same_name_in_two_folders_via_cli(tmp_path, monkeypatch, embedder):
+@pytest.mark.parametrize("backend", ["sqlite", pytest.param("postgresql", marks=pytest.mark.integration)])
+def test_same_name_in_two_folders_via_cli(backend, request, tmp_path, monkeypatch, embedder):
     """``ragaudit ingest same-name`` keeps both reports (named by their path below the folder).
     Fails if names are cut to the file name (the second report silently replaced the first)."""
     import json
@@ -123,6 +124,10 @@ def test_same_name_in_two_folders_via_cli(tmp_path, monkeypatch, embedder):
     monkeypatch.setenv("RAGAUDIT_DATA_DIR", str(tmp_path / "cli"))
     for var in ("RAGAUDIT_DATABASE_URL", "RAGAUDIT_QDRANT_URL", "RAGAUDIT_LLM_MODEL"):
         monkeypatch.delenv(var, raising=False)
+    db = {}
+    if backend == "postgresql":
+        db["database_url"] = fresh_pg_database(request.getfixturevalue("pg_url"))
+        monkeypatch.setenv("RAGAUDIT_DATABASE_URL", db["database_url"])
     cli = CliRunner()
     try:
         res = cli.invoke(app, ["ingest", str(SAME_NAME)])
@@ -138,7 +143,7 @@ def test_same_name_in_two_folders_via_cli(tmp_path, monkeypatch, embedder):
                                           "branch_birch/report.pdf", "--json"]).output)
         assert "10 am" in out["answer"] and {c["doc_name"] for c in out["citations"]} == {"branch_birch/report.pdf"}
     finally:
-        release_services(make_settings(tmp_path / "cli"))
+        release_services(make_settings(tmp_path / "cli", **db))
 
 
 def test_same_file_name_given_twice_gets_distinct_names():
