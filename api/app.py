@@ -11,6 +11,7 @@ from fastapi.middleware.cors import CORSMiddleware
 from fastapi.staticfiles import StaticFiles
 
 from core.cache import AnswerCache
+from core.ingest_queue import IngestQueue
 from core.opsmetrics import PrometheusMetrics, TelemetryStatsCollector
 from core.query import QueryService
 from core.services import get_services
@@ -38,9 +39,16 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         prom.registry.register(TelemetryStatsCollector(telemetry))
         app.state.prometheus, app.state.telemetry = prom, telemetry
         app.state.query_service = QueryService(svc, telemetry=telemetry, cache=AnswerCache.from_services(svc))
+        # uploads are ingested by one worker thread (the embedded store has one writer); documents
+        # left queued or half-run by a stopped server are re-queued from SQL here
+        from pipelines.runner import DagsterRunner
+
+        app.state.ingest_queue = IngestQueue(svc, DagsterRunner())
+        app.state.ingest_queue.start()
         try:
             yield
         finally:
+            app.state.ingest_queue.stop(timeout=5.0)
             telemetry.close(timeout=10.0)
 
     app = FastAPI(title="ragaudit", version="0.1.0", lifespan=lifespan,

@@ -12,6 +12,7 @@ import io
 import logging
 import re
 from dataclasses import dataclass
+from typing import Callable
 
 import pdfplumber
 import pypdfium2 as pdfium
@@ -138,7 +139,7 @@ def _pdfium_pages(data: bytes) -> list[Page]:
         doc.close()
 
 
-def extract_pages(data: bytes) -> list[Page]:
+def extract_pages(data: bytes, on_page: Callable[[int, int], None] | None = None) -> list[Page]:
     """Extract the text of every page, 1-based, in order (blank pages give ``text == ""``).
 
     Uses pdfplumber (``page.extract_text``, layout order as pdftotext). Two departures from its
@@ -154,6 +155,7 @@ def extract_pages(data: bytes) -> list[Page]:
     - table-of-contents dot leaders are collapsed (``collapse_leaders``).
 
     If pdfminer cannot parse the file at all, the whole document falls back to pypdfium2.
+    ``on_page(done, total)`` is called after each page (progress).
     Raises the ``PDFError`` subclasses of ``inspect_pdf`` when neither can read it.
     """
     _open_pdfium(data).close()  # uniform errors for empty / non-PDF / encrypted / truncated input
@@ -161,6 +163,8 @@ def extract_pages(data: bytes) -> list[Page]:
         with pdfplumber.open(io.BytesIO(data), password="") as pdf:
             texts, lines = [], []
             for p in pdf.pages:
+                if on_page is not None and texts:
+                    on_page(len(texts), len(pdf.pages))
                 opts = _text_options(p)
                 texts.append(p.extract_text(**opts) or "")
                 try:
