@@ -43,7 +43,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # left queued or half-run by a stopped server are re-queued from SQL here
         from pipelines.runner import DagsterRunner
 
-        app.state.ingest_queue = IngestQueue(svc, DagsterRunner())
+        app.state.ingest_queue = IngestQueue(svc, DagsterRunner(), poll_s=2.0 if settings.embedded else None)
         app.state.ingest_queue.start()
         try:
             yield

@@ -401,6 +401,39 @@ def count_check(svc: Services, document_id: str) -> dict[str, Any]:
             "passed": n_sql == n_q and staged_sql == staged_q}
 
 
+def page_coverage(svc: Services, document_id: str, pages: list[tuple[int, str]]) -> dict[str, Any]:
+    """Pages with text (``pages``: ``[(number, text)]``; at least ``min_text_chars`` non-space
+    characters... or 1 when fewer) that no live chunk of the document's primary strategy spans:
+    ``{pages_with_text, covered, uncovered: [page numbers, at most 50]}``."""
+    with svc.sessions() as s:
+        doc = s.get(Document, document_id)
+        spans = s.execute(select(ChunkRow.page_start, ChunkRow.page_end).where(
+            ChunkRow.document_id == document_id, ChunkRow.live.is_(True),
+            ChunkRow.strategy == (doc.strategy if doc else ChunkRow.strategy))).all()
+    covered = set()
+    for a, b in spans:
+        covered.update(range(a, b + 1))
+    with_text = [n for n, t in pages if t.strip()]
+    missing = [n for n in with_text if n not in covered]
+    return {"pages_with_text": len(with_text), "covered": len(with_text) - len(missing), "uncovered": missing[:50]}
+
+
+def orphans(svc: Services) -> dict[str, Any]:
+    """Points without a chunk row or whose document is gone, and chunk rows without a point
+    (whole index): ``{points, rows, orphan_points, orphan_rows, examples}``. Staged points of a
+    run in progress have their rows and are not orphans."""
+    with svc.sessions() as s:
+        rows = set(s.scalars(select(ChunkRow.id)))
+        docs = set(s.scalars(select(Document.id)))
+    points = {}
+    for pid, payload in svc.store.iter_payloads():
+        points[pid] = payload.get("document_id")
+    orphan_points = [p for p, d in points.items() if p not in rows or d not in docs]
+    orphan_rows = [r for r in rows if r not in points]
+    return {"points": len(points), "rows": len(rows), "orphan_points": len(orphan_points),
+            "orphan_rows": len(orphan_rows), "examples": (orphan_points + orphan_rows)[:10]}
+
+
 def publish(svc: Services, document_id: str, *, strategy: str | None, pages: int, extractor: str,
             title: str) -> dict[str, Any]:
     """Stage 4: make the staged version the document's searchable one (after the count check).
@@ -567,7 +600,11 @@ def run_queued(svc: Services, document_id: str, runner: Runner) -> IngestOutcome
                 return None
             strategy = doc.pending_strategy or doc.strategy
             name = doc.doc_name
-            doc.status = "extracting"
+            # atomic claim: another process (a second API, the Dagster daemon) may claim it too
+            claimed = s.execute(update(Document).where(Document.id == document_id, Document.status == "queued")
+                                .values(status="extracting").execution_options(synchronize_session=False))
+            if claimed.rowcount != 1:
+                return None
         try:
             runner(svc, document_id, strategy)
         except Exception as e:
@@ -592,3 +629,31 @@ def active_documents(svc: Services) -> list[str]:
                 s.execute(update(Document).where(Document.id == d.id).values(status="queued")
                           .execution_options(synchronize_session=False))
         return [d.id for d in docs]
+
+
+def queued_documents(svc: Services) -> list[str]:
+    """Ids of documents in status ``queued``, oldest first."""
+    with svc.sessions() as s:
+        return list(s.scalars(select(Document.id).where(Document.status == "queued")
+                              .order_by(Document.queued_at, Document.created_at)))
+
+
+def run_stages(svc: Services, document_id: str, strategy: str | None = None) -> dict[str, Any]:
+    """All stages of one document in this process, without Dagster: extract, chunk, stage, count
+    check, publish, gold pairs (a ``Runner``; the batch job runs small documents with it so one
+    Dagster run covers many). Raises like the stages; ``IngestError`` (stage ``chunk_counts_match``)
+    when the count check fails (nothing published)."""
+    from .goldgen import generate_for_document
+
+    doc, pages = load_pages(svc, document_id)
+    chunks = build_chunks(svc, doc, pages, strategy)
+    stats = stage_chunks(svc, document_id, chunks, strategy=strategy)
+    check = count_check(svc, document_id)
+    if not check.pop("passed"):
+        raise IngestError(f"asset check chunk_counts_match failed: {check}; the previous version stays searchable",
+                          stage="chunk_counts_match")
+    pub = publish(svc, document_id, strategy=strategy, pages=len(pages),
+                  extractor=pages[0].extractor if pages else "none", title=chunks[0].header if chunks else "")
+    gold = generate_for_document(svc, document_id, chunks)
+    return {**stats, **{k: v for k, v in pub.items() if v is not None}, "pages": len(pages),
+            "gold_pairs": gold.get("kept", 0)}

@@ -13,7 +13,7 @@ import queue
 import threading
 from typing import Callable
 
-from .ingest import IngestOutcome, Runner, active_documents, run_queued
+from .ingest import IngestOutcome, Runner, active_documents, queued_documents, run_queued
 from .services import Services
 
 log = logging.getLogger(__name__)
@@ -24,11 +24,16 @@ class IngestQueue:
 
     ``start()`` recovers queued documents from SQL and starts the worker; ``submit(id)`` adds one;
     ``stop(timeout)`` lets the current run finish (up to ``timeout`` s) and stops. ``on_done``
-    (optional) is called with each ``IngestOutcome`` (for logs and tests).
+    (optional) is called with each ``IngestOutcome`` (for logs and tests). With ``poll_s`` the
+    worker also picks up documents other processes put in status ``queued`` (the landing-folder
+    sensor and the re-ingestion schedule in the embedded mode, where only this process may write
+    the store), checking SQL every ``poll_s`` seconds when idle.
     """
 
     def __init__(self, svc: Services, runner: Runner,
-                 on_done: Callable[[str, IngestOutcome | None], None] | None = None):
+                 on_done: Callable[[str, IngestOutcome | None], None] | None = None,
+                 poll_s: float | None = None):
+        self.poll_s = poll_s
         self.svc = svc
         self.runner = runner
         self.on_done = on_done
@@ -77,9 +82,20 @@ class IngestQueue:
         self._thread.join(timeout)
         self._thread = None
 
+    def _next(self) -> str | None:
+        while True:
+            try:
+                return self._q.get(timeout=self.poll_s)
+            except queue.Empty:
+                try:
+                    for i in queued_documents(self.svc):
+                        self.submit(i)
+                except Exception:  # the database is down: try again at the next poll
+                    log.exception("could not read queued documents")
+
     def _work(self) -> None:
         while True:
-            doc_id = self._q.get()
+            doc_id = self._next()
             if doc_id is None:
                 return
             with self._lock:  # from now on a new upload of this document is queued again

@@ -7,6 +7,7 @@ stored PDFs, Dagster home). Production switches parts on by URL settings only:
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Annotated
 
@@ -99,6 +100,19 @@ class Settings(BaseSettings):
     cache_ttl_s: float = Field(default=300.0, ge=0, description="Time to live of cached answers/retrievals; 0 = no cache")
     cache_max_entries: int = Field(default=1024, gt=0)
 
+    # --- ingestion operations (Dagster sensor and schedule) ---
+    landing_dir: Path | None = Field(default=None, description="Landing folder watched by the Dagster sensor "
+                                     "landing_folder_sensor: new or changed PDFs in any subfolder become documents "
+                                     "named by their path below this folder; empty = no sensor")
+    landing_knowledge_base: str = Field(default="default", description="Knowledge base of landing-folder documents")
+    landing_interval_s: int = Field(default=30, ge=5, description="Seconds between landing-folder scans")
+    landing_batch_max_bytes: int = Field(default=2_000_000, ge=0, description="Landing PDFs up to this size are "
+                                         "ingested several per run (one Dagster run costs seconds of overhead)")
+    landing_batch_size: int = Field(default=20, gt=0, description="At most this many small documents per batch run")
+    reindex_cron: str = Field(default="0 3 * * *", description="Cron of the re-ingestion schedule (UTC)")
+    reindex_schedule_enabled: bool = Field(default=True, description="Initial state of the re-ingestion schedule "
+                                           "(it can be started and stopped in the Dagster UI)")
+
     # --- access ---
     api_keys: Annotated[list[SecretStr], NoDecode] = Field(
         default_factory=list, description="Comma-separated API keys; when set, write and paid endpoints need one "
@@ -128,6 +142,20 @@ class Settings(BaseSettings):
     @classmethod
     def _absolute(cls, v: Path) -> Path:
         return v.expanduser().resolve()
+
+    @field_validator("landing_dir", mode="before")
+    @classmethod
+    def _landing(cls, v):
+        if v is None or (isinstance(v, str) and not v.strip()):
+            return None
+        return Path(v).expanduser().resolve()
+
+    @field_validator("reindex_cron")
+    @classmethod
+    def _cron(cls, v: str) -> str:
+        if not re.fullmatch(r"\s*(\S+\s+){4}\S+\s*", v) or not re.fullmatch(r"[\d*/,\-\sA-Za-z?LW#]+", v):
+            raise ValueError(f"not a valid cron expression: {v!r} (e.g. '0 3 * * *' = daily at 03:00 UTC)")
+        return v
 
     @model_validator(mode="after")
     def _defaults(self) -> "Settings":

@@ -132,7 +132,7 @@ def test_failed_background_ingestion_is_reported_with_its_reason(settings, monke
 
     with TestClient(create_app(settings)) as client:
         monkeypatch.setattr(svc.embedder, "embed", boom)
-        r = client.post("/documents", files={"file": ("dmca.pdf", (SAMPLES / "dmca.pdf").read_bytes(),
+        r = client.post("/documents", files={"file": ("n.pdf", (NTSB / "20080117X00064.pdf").read_bytes(),
                                                       "application/pdf")})
         assert r.status_code == 202
         evs = _events(client, r.json()["document"]["id"])
