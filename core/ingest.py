@@ -390,15 +390,18 @@ def stage_chunks(svc: Services, document_id: str, chunks: list[Chunk], strategy:
 
 def count_check(svc: Services, document_id: str) -> dict[str, Any]:
     """Chunk rows in SQL against points in Qdrant for one document, in total and for the
-    version being staged: ``{sql, qdrant, staged_sql, staged_qdrant, passed}``."""
+    version being staged: ``{sql, qdrant, staged_sql, staged_qdrant, passed}``. ``passed``
+    compares the staged counts while a version is staged, else the totals."""
     with svc.sessions() as s:
         n_sql = s.scalar(select(func.count()).select_from(ChunkRow).where(ChunkRow.document_id == document_id))
         staged_sql = s.scalar(select(func.count()).select_from(ChunkRow).where(
             ChunkRow.document_id == document_id, ChunkRow.live.is_(False)))
     n_q = svc.store.count(document_id)
     staged_q = svc.store.count(document_id, live=False)
-    return {"sql": n_sql, "qdrant": n_q, "staged_sql": staged_sql, "staged_qdrant": staged_q,
-            "passed": n_sql == n_q and staged_sql == staged_q}
+    # during a run the staged version decides (the live one is about to be replaced, and may be
+    # the damaged version being repaired); outside a run, the totals
+    passed = staged_sql == staged_q if staged_sql or staged_q else n_sql == n_q
+    return {"sql": n_sql, "qdrant": n_q, "staged_sql": staged_sql, "staged_qdrant": staged_q, "passed": passed}
 
 
 def page_coverage(svc: Services, document_id: str, pages: list[tuple[int, str]]) -> dict[str, Any]:
