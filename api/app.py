@@ -18,7 +18,7 @@ from core.services import get_services
 from core.settings import Settings
 from core.telemetry import TelemetryWriter
 
-from .routes import documents, evaluation, health, metrics, query
+from .routes import documents, evaluation, health, internal, metrics, query
 
 log = logging.getLogger(__name__)
 FRONTEND_DIST = Path(__file__).resolve().parents[1] / "frontend" / "dist"
@@ -41,9 +41,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.query_service = QueryService(svc, telemetry=telemetry, cache=AnswerCache.from_services(svc))
         # uploads are ingested by one worker thread (the embedded store has one writer); documents
         # left queued or half-run by a stopped server are re-queued from SQL here
-        from pipelines.runner import DagsterRunner
+        from pipelines.runner import DagsterRunner, execute_launched_run
 
-        app.state.ingest_queue = IngestQueue(svc, DagsterRunner(), poll_s=2.0 if settings.embedded else None)
+        app.state.ingest_queue = IngestQueue(svc, DagsterRunner(), poll_s=2.0 if settings.embedded else None,
+                                             run_executor=execute_launched_run)
         app.state.ingest_queue.start()
         try:
             yield
@@ -62,6 +63,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(health.router)
     app.include_router(metrics.router)
     app.include_router(evaluation.router)
+    app.include_router(internal.router)
     if FRONTEND_DIST.is_dir():
         app.mount("/", StaticFiles(directory=FRONTEND_DIST, html=True), name="frontend")
     return app

@@ -11,18 +11,21 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-from typing import Callable
+from typing import Any, Callable
 
 from .ingest import IngestOutcome, Runner, active_documents, queued_documents, run_queued
 from .services import Services
 
 log = logging.getLogger(__name__)
+RUN_PREFIX = "run:"  # queue items that are Dagster runs handed over by the run launcher
 
 
 class IngestQueue:
     """FIFO of document ids run by one daemon thread.
 
     ``start()`` recovers queued documents from SQL and starts the worker; ``submit(id)`` adds one;
+    ``submit_run(run_id)`` adds a Dagster run handed over by the run launcher (executed by
+    ``run_executor(svc, run_id)``, in the same single line as uploads).
     ``stop(timeout)`` lets the current run finish (up to ``timeout`` s) and stops. ``on_done``
     (optional) is called with each ``IngestOutcome`` (for logs and tests). With ``poll_s`` the
     worker also picks up documents other processes put in status ``queued`` (the landing-folder
@@ -32,8 +35,9 @@ class IngestQueue:
 
     def __init__(self, svc: Services, runner: Runner,
                  on_done: Callable[[str, IngestOutcome | None], None] | None = None,
-                 poll_s: float | None = None):
+                 poll_s: float | None = None, run_executor: Callable[[Services, str], Any] | None = None):
         self.poll_s = poll_s
+        self.run_executor = run_executor
         self.svc = svc
         self.runner = runner
         self.on_done = on_done
@@ -64,6 +68,12 @@ class IngestQueue:
             self._queued.add(document_id)
             self._idle.clear()
         self._q.put(document_id)
+
+    def submit_run(self, run_id: str) -> None:
+        """Queue the execution of a Dagster run handed over by the run launcher (``run_executor``)."""
+        if self.run_executor is None:
+            raise RuntimeError("this queue executes no Dagster runs")
+        self.submit(RUN_PREFIX + run_id)
 
     def pending(self) -> int:
         """Documents waiting or running."""
@@ -103,7 +113,10 @@ class IngestQueue:
                 self._running = doc_id
             out = None
             try:
-                out = run_queued(self.svc, doc_id, self.runner)
+                if doc_id.startswith(RUN_PREFIX):
+                    self.run_executor(self.svc, doc_id[len(RUN_PREFIX):])
+                else:
+                    out = run_queued(self.svc, doc_id, self.runner)
             except Exception:  # the worker must survive anything a run throws
                 log.exception("ingestion of %s crashed", doc_id)
             finally:

@@ -84,6 +84,8 @@ class Settings(BaseSettings):
 
     host: str = "127.0.0.1"
     port: int = 8000
+    api_url: str = Field(default="", description="URL at which Dagster processes reach the serving process (run "
+                         "launcher, embedded mode); empty = http://127.0.0.1:<port>")
     max_upload_mb: int = Field(default=100, gt=0)
 
     # --- telemetry (query_logs rows written off the request path) ---
@@ -162,6 +164,11 @@ class Settings(BaseSettings):
         if not self.database_url:
             self.database_url = f"sqlite:///{self.data_dir / 'ragaudit.db'}"
         return self
+
+    @property
+    def internal_api_url(self) -> str:
+        """``api_url``, else ``http://127.0.0.1:<port>``."""
+        return self.api_url or f"http://127.0.0.1:{self.port}"
 
     @property
     def qdrant_path(self) -> Path:
