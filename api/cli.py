@@ -322,17 +322,23 @@ def eval_cmd(
 
 @app.command()
 def serve(
-    host: Annotated[str, typer.Option(help="Bind address")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="Port")] = 8000,
+    host: Annotated[Optional[str], typer.Option(help="Bind address (default RAGAUDIT_HOST, 127.0.0.1)")] = None,
+    port: Annotated[Optional[int], typer.Option(help="Port (default RAGAUDIT_PORT, 8000)")] = None,
 ) -> None:
-    """Serve the HTTP API (and the built frontend, if present) with uvicorn."""
+    """Serve the HTTP API (and the built frontend, if present) with uvicorn. Uploads are ingested
+    by a worker thread of this process, which also executes runs launched from the Dagster UI,
+    sensor and schedule in the embedded mode (see the README)."""
     _quiet()
     import uvicorn
 
     from api.app import create_app
     from core.settings import Settings
 
-    uvicorn.run(create_app(Settings()), host=host, port=port, log_level="info")
+    settings = Settings()
+    if port is not None and port != settings.port:  # the run launcher reaches us at settings.port
+        settings = settings.model_copy(update={"port": port})
+        os.environ["RAGAUDIT_PORT"] = str(port)
+    uvicorn.run(create_app(settings), host=host or settings.host, port=settings.port, log_level="info")
 
 
 def main() -> None:  # pragma: no cover

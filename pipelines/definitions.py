@@ -28,18 +28,18 @@ def _ops_settings():
 
     try:
         s = Settings()
-        return s.reindex_cron, s.reindex_schedule_enabled
+        return s.reindex_cron, s.reindex_schedule_enabled, s.landing_interval_s
     except Exception:
-        return "0 3 * * *", True
+        return "0 3 * * *", True, 30
 
 
-_cron, _enabled = _ops_settings()
+_cron, _enabled, _interval = _ops_settings()
 JOBS = [ingest_job, ingest_batch]
 defs = dg.Definitions(
     assets=INGEST_ASSETS,
     asset_checks=INGEST_CHECKS,
     jobs=JOBS,
-    sensors=[build_sensor(JOBS)],
+    sensors=[build_sensor(JOBS, _interval)],
     schedules=[build_schedule(_cron, _enabled)],
     resources={"ragaudit": RagauditResource()},
     # One process per run: Qdrant local mode is single-process (see README).

@@ -73,8 +73,8 @@ def _requests(svc, queued: list[tuple[str, int]], key: str, batch_all: bool = Fa
     return out
 
 
-def build_sensor(jobs: list) -> dg.SensorDefinition:
-    @dg.sensor(jobs=jobs, name="landing_folder_sensor", minimum_interval_seconds=30,
+def build_sensor(jobs: list, interval_s: int = 30) -> dg.SensorDefinition:
+    @dg.sensor(jobs=jobs, name="landing_folder_sensor", minimum_interval_seconds=interval_s,
                default_status=dg.DefaultSensorStatus.RUNNING,
                description="Landing folder (RAGAUDIT_LANDING_DIR): new or changed PDFs in any subfolder become "
                            "documents named by their path below the folder, and runs (small files batched).")
