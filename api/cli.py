@@ -335,9 +335,9 @@ def serve(
     from core.settings import Settings
 
     settings = Settings()
-    if port is not None and port != settings.port:  # the run launcher reaches us at settings.port
+    if port is not None and port != settings.port:
+        # the Dagster processes' run launcher reaches this process at RAGAUDIT_API_URL or RAGAUDIT_PORT
         settings = settings.model_copy(update={"port": port})
-        os.environ["RAGAUDIT_PORT"] = str(port)
     uvicorn.run(create_app(settings), host=host or settings.host, port=settings.port, log_level="info")
 
 
