@@ -28,6 +28,8 @@ def upgrade() -> None:
         batch_op.add_column(sa.Column("build_fingerprint", sa.String(length=64), nullable=True))
         batch_op.add_column(sa.Column("source_path", sa.Text(), nullable=True))
         batch_op.create_index("ix_documents_status", ["status"])
+    # "pending" (the old in-progress status) is "queued" now: the serving process re-runs them
+    op.execute("UPDATE documents SET status = 'queued' WHERE status = 'pending'")
 
 
 def downgrade() -> None:
