@@ -405,9 +405,9 @@ def count_check(svc: Services, document_id: str) -> dict[str, Any]:
 
 
 def page_coverage(svc: Services, document_id: str, pages: list[tuple[int, str]]) -> dict[str, Any]:
-    """Pages with text (``pages``: ``[(number, text)]``; at least ``min_text_chars`` non-space
-    characters... or 1 when fewer) that no live chunk of the document's primary strategy spans:
-    ``{pages_with_text, covered, uncovered: [page numbers, at most 50]}``."""
+    """Pages with text (``pages``: ``[(number, text)]``, text not blank) that no live chunk of the
+    document's primary strategy spans: ``{pages_with_text, covered, uncovered: [page numbers,
+    at most 50]}``."""
     with svc.sessions() as s:
         doc = s.get(Document, document_id)
         spans = s.execute(select(ChunkRow.page_start, ChunkRow.page_end).where(
