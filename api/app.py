@@ -14,6 +14,7 @@ from fastapi.middleware.cors import CORSMiddleware
 from fastapi.staticfiles import StaticFiles
 
 from core.cache import AnswerCache
+from core.ingest_queue import IngestQueue
 from core.opsmetrics import PrometheusMetrics, TelemetryStatsCollector
 from core.query import QueryService
 from core.services import get_services
@@ -21,7 +22,7 @@ from core.settings import Settings
 from core.telemetry import TelemetryWriter
 
 from .admin import create_admin_app
-from .routes import document_files, documents, eval_views, evaluation, health, metrics, query
+from .routes import document_files, documents, eval_views, evaluation, health, internal, metrics, query
 
 log = logging.getLogger(__name__)
 FRONTEND_DIST = Path(__file__).resolve().parents[1] / "frontend" / "dist"
@@ -58,9 +59,17 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         prom.registry.register(TelemetryStatsCollector(telemetry))
         app.state.prometheus, app.state.telemetry = prom, telemetry
         app.state.query_service = QueryService(svc, telemetry=telemetry, cache=AnswerCache.from_services(svc))
+        # uploads are ingested by one worker thread (the embedded store has one writer); documents
+        # left queued or half-run by a stopped server are re-queued from SQL here
+        from pipelines.runner import DagsterRunner, execute_launched_run
+
+        app.state.ingest_queue = IngestQueue(svc, DagsterRunner(), poll_s=2.0 if settings.embedded else None,
+                                             run_executor=execute_launched_run)
+        app.state.ingest_queue.start()
         try:
             yield
         finally:
+            app.state.ingest_queue.stop(timeout=5.0)
             telemetry.close(timeout=10.0)
 
     # FastAPIOffline: /docs and /redoc load Swagger UI / ReDoc from files shipped in the fastapi-offline
@@ -89,6 +98,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(metrics.router)
     app.include_router(evaluation.router)
     app.include_router(eval_views.router)
+    app.include_router(internal.router)
     # react-admin bridge (ra-data-simple-rest protocol); services exist once the lifespan has run
     app.mount("/admin/api", create_admin_app(lambda: app.state.services, lambda: app.state.settings), name="admin-api")
     if FRONTEND_DIST.is_dir():

@@ -96,7 +96,8 @@ def ingest(
             typer.echo(f"refused   {printable(str(f))}: file not found")
             bad += 1
             continue
-        out = ingest_bytes(svc, f.read_bytes(), name, runner, knowledge_base, strategy)
+        with _Progress(svc, shown):
+            out = ingest_bytes(svc, f.read_bytes(), name, runner, knowledge_base, strategy)
         if out.ok:
             d = out.document or {}
             dups = out.extra.get("duplicate_of") or []
@@ -109,6 +110,100 @@ def ingest(
             typer.echo(f"{out.status:<9} {shown}: {printable(out.message)}")
     if bad:
         typer.echo(f"{bad} of {len(files)} file(s) not ingested", err=True)
+        raise typer.Exit(1)
+
+
+class _Progress:
+    """On a terminal, one self-rewriting stderr line with the running document's stage and
+    progress (read from its row, as the API shows it); silent when stderr is not a terminal."""
+
+    def __init__(self, svc, label: str, interval_s: float = 0.3):
+        import threading
+
+        self.svc, self.label, self.interval_s = svc, label, interval_s
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._watch, daemon=True) if sys.stderr.isatty() else None
+
+    def _watch(self) -> None:
+        from sqlalchemy import select
+
+        from core.db import Document
+        from core.ingest import RUNNING
+
+        last = ""
+        while not self.stop.wait(self.interval_s):
+            with self.svc.sessions() as s:
+                d = s.scalar(select(Document).where(Document.status.in_(RUNNING)).limit(1))
+                p = d.progress() if d is not None else None
+            if p is None:
+                continue
+            pages, chunks = p["pages"], p["chunks"]
+            line = f"{p['status']:<10} {self.label}: pages {pages['done']}/{pages['total']}"
+            if chunks["total"]:
+                line += f", chunks {chunks['done']}/{chunks['total']}"
+            if line != last:
+                sys.stderr.write("\r\x1b[2K" + line[:150])
+                sys.stderr.flush()
+                last = line
+
+    def __enter__(self):
+        if self.thread is not None:
+            self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        if self.thread is not None:
+            self.stop.set()
+            self.thread.join()
+            sys.stderr.write("\r\x1b[2K")
+            sys.stderr.flush()
+        return False
+
+
+@app.command()
+def reindex(
+    all_docs: Annotated[bool, typer.Option("--all", help="Re-ingest every document")] = False,
+    changed: Annotated[bool, typer.Option("--changed", help="Re-ingest documents whose bytes, strategy, embedding "
+                                          "model or settings changed (the default)")] = False,
+    doc: Annotated[Optional[list[str]], typer.Option("--doc", help="Only this document name (repeatable)")] = None,
+    knowledge_base: Annotated[Optional[str], typer.Option("--knowledge-base", "-k")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary JSON")] = False,
+) -> None:
+    """Re-ingest documents whose bytes (landing-folder file), chunking strategy, embedding model or
+    chunk/index settings changed since their last ingestion (--changed, default), or all (--all);
+    unchanged ones are skipped and counted. A failed re-ingestion keeps the previous version
+    searchable; exit 1 if any failed."""
+    _quiet()
+    if all_docs and changed:
+        typer.echo("error: --all and --changed exclude each other", err=True)
+        raise typer.Exit(2)
+    from core import reindex as ri
+    from core.names import printable
+    from pipelines.runner import DagsterRunner
+
+    svc = _services()
+
+    def show(dec, out) -> None:
+        if not as_json:
+            state = "failed" if out is not None and not out.ok else "reingested"
+            why = "; ".join(dec.reasons)
+            msg = f" [{out.seconds:.1f}s] {printable(out.message)}" if out is not None else ""
+            typer.echo(f"{state:<10} {printable(dec.knowledge_base + '/' + dec.doc_name)} ({printable(why)}){msg}")
+
+    try:
+        res = ri.run(svc, DagsterRunner(), all_docs=all_docs, names=doc or None, knowledge_base=knowledge_base,
+                     on_result=show)
+    except KeyError as e:
+        typer.echo(f"error: {e.args[0]}", err=True)
+        raise typer.Exit(2)
+    if as_json:
+        typer.echo(json.dumps(res, indent=2, ensure_ascii=False))
+    else:
+        for name, why in res["skipped"].items():
+            typer.echo(f"{'skipped':<10} {printable(name)}: {printable(why)}")
+        typer.echo(f"{len(res['reingested'])} re-ingested, {len(res['failed'])} failed, {res['unchanged']} unchanged "
+                   f"(skipped), {len(res['skipped'])} not checked")
+    if res["failed"]:
         raise typer.Exit(1)
 
 
@@ -227,17 +322,23 @@ def eval_cmd(
 
 @app.command()
 def serve(
-    host: Annotated[str, typer.Option(help="Bind address")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="Port")] = 8000,
+    host: Annotated[Optional[str], typer.Option(help="Bind address (default RAGAUDIT_HOST, 127.0.0.1)")] = None,
+    port: Annotated[Optional[int], typer.Option(help="Port (default RAGAUDIT_PORT, 8000)")] = None,
 ) -> None:
-    """Serve the HTTP API (and the built frontend, if present) with uvicorn."""
+    """Serve the HTTP API (and the built frontend, if present) with uvicorn. Uploads are ingested
+    by a worker thread of this process, which also executes runs launched from the Dagster UI,
+    sensor and schedule in the embedded mode (see the README)."""
     _quiet()
     import uvicorn
 
     from api.app import create_app
     from core.settings import Settings
 
-    uvicorn.run(create_app(Settings()), host=host, port=port, log_level="info")
+    settings = Settings()
+    if port is not None and port != settings.port:
+        # the Dagster processes' run launcher reaches this process at RAGAUDIT_API_URL or RAGAUDIT_PORT
+        settings = settings.model_copy(update={"port": port})
+    uvicorn.run(create_app(settings), host=host or settings.host, port=settings.port, log_level="info")
 
 
 def main() -> None:  # pragma: no cover

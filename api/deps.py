@@ -19,6 +19,7 @@ from typing import Annotated
 
 from fastapi import Depends, HTTPException, Request
 
+from core.ingest_queue import IngestQueue
 from core.opsmetrics import PrometheusMetrics
 from core.query import QueryService
 from core.services import Services
@@ -46,11 +47,16 @@ def get_prometheus(request: Request) -> PrometheusMetrics:
     return request.app.state.prometheus
 
 
+def get_ingest_queue(request: Request) -> IngestQueue:
+    return request.app.state.ingest_queue
+
+
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 ServicesDep = Annotated[Services, Depends(get_services_dep)]
 QueryServiceDep = Annotated[QueryService, Depends(get_query_service)]
 TelemetryDep = Annotated[TelemetryWriter, Depends(get_telemetry)]
 PrometheusDep = Annotated[PrometheusMetrics, Depends(get_prometheus)]
+IngestQueueDep = Annotated[IngestQueue, Depends(get_ingest_queue)]
 
 
 def presented_key(request: Request) -> str | None:

@@ -106,6 +106,16 @@ class SearchOut(BaseModel):
     cache: CacheOut | None = None
 
 
+class Count(BaseModel):
+    done: int = 0
+    total: int = 0
+
+
+class Progress(BaseModel):
+    pages: Count = Field(default_factory=Count)
+    chunks: Count = Field(default_factory=Count)
+
+
 class DocumentOut(BaseModel):
     id: str
     doc_name: str
@@ -122,10 +132,16 @@ class DocumentOut(BaseModel):
     ingest_version: int
     created_at: str | None
     ingested_at: str | None
+    progress: Progress = Field(default_factory=lambda: Progress(), description="Pages extracted and chunks "
+                               "embedded of the run in progress (or of the last run)")
+    built_with: dict[str, Any] | None = Field(default=None, description="What the live version was built with: "
+                                              "strategy, embedding model, chunk and index settings")
+    source_path: str | None = Field(default=None, description="Landing-folder file the document comes from")
 
 
 class IngestOut(BaseModel):
-    status: str = Field(description="ingested | unchanged")
+    status: str = Field(description="queued (202: runs in the background; follow GET /documents/{id}/events) | "
+                        "ingested (?wait=true) | unchanged")
     message: str
     seconds: float
     document: DocumentOut

@@ -35,7 +35,16 @@ class Document(Base):
     ``doc_name`` is the name as given (shown); ``name_key`` its NFC form (matched, see
     ``core.names``). ``sha256`` is the ingested version; ``pending_sha256`` a new version being
     ingested (the old one stays queryable until it is replaced). ``ingest_version`` counts
-    published versions (chunk and point ids include it). ``status``: pending | ready | failed.
+    published versions (chunk and point ids include it).
+
+    ``status`` follows a run: queued -> extracting -> chunking -> embedding -> indexing -> ready,
+    or failed (``error`` says why). While a new version of a ready document is built, the previous
+    one stays searchable whatever ``status`` shows (searches never read ``status``). Progress:
+    ``pages_done``/``pages_total`` (extraction), ``chunks_done``/``chunks_total`` (embedding).
+    ``pending_strategy``: the chunking strategy a queued run builds. ``built_with``: what the live
+    version was built with (strategy, embedding model, chunk and index settings), and
+    ``build_fingerprint`` its sha256, compared by re-ingestion. ``source_path``: the file a
+    landing-folder document comes from (re-ingestion rereads it).
     """
 
     __tablename__ = "documents"
@@ -53,11 +62,26 @@ class Document(Base):
     strategy: Mapped[str] = mapped_column(String(32), default="sentence")
     extractor: Mapped[str | None] = mapped_column(String(32), nullable=True)
     title: Mapped[str | None] = mapped_column(String(512), nullable=True)
-    status: Mapped[str] = mapped_column(String(16), default="pending")
+    status: Mapped[str] = mapped_column(String(16), default="queued", index=True)
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
     ingest_version: Mapped[int] = mapped_column(Integer, default=0)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     ingested_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    pages_done: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    pages_total: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    chunks_done: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    chunks_total: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    pending_strategy: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    queued_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    built_with: Mapped[dict | None] = mapped_column(JSON, nullable=True)
+    build_fingerprint: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    source_path: Mapped[str | None] = mapped_column(Text, nullable=True)
+
+    def progress(self) -> dict[str, Any]:
+        """``{status, error, pages: {done, total}, chunks: {done, total}}`` (GET /documents/{id}/events)."""
+        return {"id": self.id, "status": self.status, "error": self.error,
+                "pages": {"done": self.pages_done or 0, "total": self.pages_total or 0},
+                "chunks": {"done": self.chunks_done or 0, "total": self.chunks_total or 0}}
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -68,6 +92,9 @@ class Document(Base):
             "ingest_version": self.ingest_version,
             "created_at": self.created_at.isoformat() if self.created_at else None,
             "ingested_at": self.ingested_at.isoformat() if self.ingested_at else None,
+            "progress": {"pages": {"done": self.pages_done or 0, "total": self.pages_total or 0},
+                         "chunks": {"done": self.chunks_done or 0, "total": self.chunks_total or 0}},
+            "built_with": self.built_with, "source_path": self.source_path,
         }
 
 

@@ -11,11 +11,18 @@ SQL rows with Qdrant points per document; only then ``publish`` makes the new ve
 deletes what it replaces. A failed run (``rollback``) deletes its staged points and rows and
 leaves the previous version exactly as it was. Stored files (``files/<sha256>.pdf``) are deleted
 when no document version refers to them any more.
+
+Progress: every stage writes ``documents.status`` (queued -> extracting -> chunking -> embedding ->
+indexing -> ready | failed) and its counters (pages / chunks done of total) with ``set_progress``,
+so the API (``GET /documents/{id}``, ``/events``) shows them whichever process runs the stages.
+Provenance: a published version records what it was built with (``build_info``) and the sha256 of
+that (``fingerprint``); re-ingestion (``core.reindex``) compares them with the current settings.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 import tempfile
@@ -42,8 +49,20 @@ log = logging.getLogger(__name__)
 DEFAULT_KB = "default"
 DEFAULT_STRATEGY = _DEFAULT_STRATEGY.value
 
-# One ingestion at a time per process: Qdrant local mode has a single writer, and runs are short.
+# One ingestion at a time per process: Qdrant local mode has a single writer.
 INGEST_LOCK = threading.Lock()
+# Short critical sections on a document row: registering an upload, and a run claiming a queued
+# document. Never held during a run, so uploads never wait for one.
+REGISTER_LOCK = threading.Lock()
+
+RUNNING = ("extracting", "chunking", "embedding", "indexing")
+ACTIVE = ("queued", *RUNNING)
+PROGRESS_INTERVAL_S = 0.25  # counters are written at most this often (stage changes always)
+EMBED_PROGRESS_BATCH = 64  # texts embedded per call, so progress moves and a failure stops early
+
+
+class DocumentBusyError(RuntimeError):
+    """A new version was uploaded while the document is being ingested (HTTP 409)."""
 
 
 class IngestError(RuntimeError):
@@ -73,6 +92,40 @@ class IngestOutcome:
 
 def sha256_hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+_LAST_PROGRESS: dict[str, float] = {}
+
+
+def set_progress(svc: Services, document_id: str, *, force: bool = False, **values: Any) -> None:
+    """Write ``status`` / ``error`` / progress counters of a document (``pages_done``, ``pages_total``,
+    ``chunks_done``, ``chunks_total``). Counter-only updates are throttled to one per
+    ``PROGRESS_INTERVAL_S`` per document unless ``force``; a ``status`` change is always written.
+
+    A bulk UPDATE, not an ORM flush: progress is not a change of the index, so it does not bump
+    ``index_state`` (the answer cache stays valid)."""
+    now = time.monotonic()
+    if not force and "status" not in values and now - _LAST_PROGRESS.get(document_id, 0.0) < PROGRESS_INTERVAL_S:
+        return
+    _LAST_PROGRESS[document_id] = now
+    with svc.sessions.begin() as s:
+        s.execute(update(Document).where(Document.id == document_id).values(**values)
+                  .execution_options(synchronize_session=False))
+
+
+def build_info(svc: Services, strategy: str) -> dict[str, Any]:
+    """What a version is built with: chunking strategy, embedding model, chunk and index settings
+    (every setting that changes the points). Compared by re-ingestion through ``fingerprint``."""
+    st = svc.settings
+    return {"strategy": strategy, "embedding_model": st.embedding_model,
+            "chunk_max_tokens": st.chunk_max_tokens, "chunk_overlap_sentences": st.chunk_overlap_sentences,
+            "chunk_overlap_fraction": st.chunk_overlap_fraction, "dense_window_tokens": st.dense_window_tokens,
+            "bm25_k1": st.bm25_k1, "bm25_b": st.bm25_b, "bm25_avgdl": st.bm25_avgdl, "collection": st.collection}
+
+
+def fingerprint(info: dict[str, Any]) -> str:
+    """sha256 (hex) of ``info`` as canonical JSON (sorted keys)."""
+    return hashlib.sha256(json.dumps(info, sort_keys=True, default=str).encode()).hexdigest()
 
 
 def store_file(svc: Services, data: bytes, sha: str) -> str:
@@ -119,16 +172,19 @@ def duplicates_of(svc: Services, document_id: str, sha: str) -> list[dict[str, s
 
 
 def register(svc: Services, data: bytes, doc_name: str, knowledge_base: str = DEFAULT_KB,
-             strategy: str = DEFAULT_STRATEGY) -> tuple[Document, bool]:
+             strategy: str = DEFAULT_STRATEGY, source_path: str | None = None) -> tuple[Document, bool]:
     """Validate and register an upload. Returns ``(document, needs_run)``.
 
     ``doc_name`` is the document's name as given (a path such as ``branch_alder/report.pdf``
     is kept: folder ingestion names documents by their path below the folder); it is matched by
     its NFC key. ``needs_run`` is False when the same bytes are already ingested with the same
     strategy (nothing changes: no version bump, no cache invalidation).
+    A document that needs a run is left in status ``queued`` (progress reset). ``source_path``
+    records the file a landing-folder document comes from.
     Raises ``InvalidNameError`` (a ``ValueError``) for a name or knowledge base that cannot be
     stored and ``PDFError`` for bad input; in both cases nothing is stored (the PDF is validated
-    before its bytes are written).
+    before its bytes are written). Raises ``DocumentBusyError`` when a new version arrives while
+    the document's run is past ``queued`` (a queued run simply builds the newest bytes).
     """
     doc_name = validate_name(doc_name)
     knowledge_base = validate_knowledge_base(knowledge_base)
@@ -138,18 +194,39 @@ def register(svc: Services, data: bytes, doc_name: str, knowledge_base: str = DE
     store_file(svc, data, sha)
     for attempt in range(2):
         try:
-            with svc.sessions.begin() as s:
+            with REGISTER_LOCK, svc.sessions.begin() as s:
                 doc = s.scalar(select(Document).where(Document.knowledge_base == knowledge_base,
                                                       Document.name_key == key))
-                if doc is not None and doc.sha256 == sha and doc.status == "ready" and doc.strategy == strategy:
+                if doc is not None and doc.status in RUNNING:
+                    same = target_version(doc) == sha and (doc.pending_strategy or doc.strategy) == strategy
+                    if same:
+                        return doc, False  # this very version is being built: nothing new to do
+                    raise DocumentBusyError(f"{doc.doc_name}: a version is being ingested (status {doc.status}); "
+                                            "upload again when it is ready or failed")
+                if (doc is not None and doc.sha256 == sha and doc.ingest_version > 0 and doc.strategy == strategy
+                        and doc.status != "queued"):
+                    if doc.status != "ready" or doc.pending_sha256:  # a failed newer version: the live one stays
+                        doc.status, doc.error, doc.pending_sha256 = "ready", None, None
+                    if source_path:
+                        doc.source_path = source_path
                     return doc, False  # same bytes, same primary strategy: nothing to do
+                if doc is not None and doc.status == "queued" and target_version(doc) == sha and \
+                        (doc.pending_strategy or doc.strategy) == strategy:
+                    return doc, False  # already queued with these bytes
+                progress = dict(status="queued", error=None, pending_strategy=strategy, queued_at=utcnow(),
+                                pages_done=0, pages_total=0, chunks_done=0, chunks_total=0)
                 if doc is None:
                     doc = Document(doc_name=doc_name, name_key=key, knowledge_base=knowledge_base, sha256=sha,
-                                   size_bytes=len(data), status="pending", strategy=strategy)
+                                   size_bytes=len(data), strategy=strategy, source_path=source_path, **progress)
                     s.add(doc)
                 else:
-                    doc.pending_sha256 = sha
-                    doc.error = None
+                    doc.pending_sha256 = sha if (doc.ingest_version > 0 or sha != doc.sha256) else None
+                    if doc.ingest_version == 0:  # never published: the new bytes are the document
+                        doc.sha256, doc.size_bytes, doc.pending_sha256 = sha, len(data), None
+                    for k, v in progress.items():
+                        setattr(doc, k, v)
+                    if source_path:
+                        doc.source_path = source_path
                 s.flush()
                 return doc, True
         except IntegrityError:  # another process registered the same name meanwhile: take its row
@@ -177,15 +254,22 @@ def document_exists(svc: Services, document_id: str) -> bool:
 
 
 def load_pages(svc: Services, document_id: str) -> tuple[Document, list[Page]]:
-    """Stage 1: the pages of the version being ingested. Raises ``PDFError`` or ``KeyError``."""
+    """Stage 1: the pages of the version being ingested (status ``extracting``, pages done of
+    total as they are read). Raises ``PDFError`` or ``KeyError``."""
     doc = get_document(svc, document_id)
     path = svc.settings.files_dir / f"{target_version(doc)}.pdf"
-    return doc, extract_pages(path.read_bytes())
+    set_progress(svc, document_id, status="extracting", pages_done=0, pages_total=0, chunks_done=0, chunks_total=0)
+    pages = extract_pages(path.read_bytes(),
+                          on_page=lambda done, total: set_progress(svc, document_id, pages_done=done,
+                                                                   pages_total=total))
+    set_progress(svc, document_id, force=True, pages_done=len(pages), pages_total=len(pages))
+    return doc, pages
 
 
 def build_chunks(svc: Services, doc: Document, pages: list[Page], strategy: str | None = None) -> list[Chunk]:
     """Stage 2: chunks of the document with ``strategy`` (default: the document's; see ``core.chunking``)."""
     s = svc.settings
+    set_progress(svc, doc.id, status="chunking")
     title = document_title(doc.doc_name, pages)
     chunks = chunk_document(pages, svc.embedder, title, strategy or doc.strategy, s.chunk_max_tokens,
                             s.chunk_overlap_sentences, embedder=svc.embedder,
@@ -200,7 +284,24 @@ def _unit(v: np.ndarray) -> np.ndarray:
     return v / n if n > 0 else v
 
 
-def embed_windows(svc: Services, chunks: list[Chunk]) -> list[list[Any]]:
+def embed_batched(svc: Services, texts: list[str], owners: list[int] | None = None,
+                  document_id: str | None = None) -> np.ndarray:
+    """Embed ``texts`` in batches of ``EMBED_PROGRESS_BATCH``; after each batch, ``chunks_done``
+    of ``document_id`` becomes the number of chunks whose texts are all embedded (``owners[i]``
+    is the chunk of text i, ascending; None = one text per chunk). Returns (n, dim)."""
+    if not texts:
+        return svc.embedder.embed(texts)
+    parts = []
+    for a in range(0, len(texts), EMBED_PROGRESS_BATCH):
+        parts.append(svc.embedder.embed(texts[a:a + EMBED_PROGRESS_BATCH]))
+        if document_id:
+            end = min(a + EMBED_PROGRESS_BATCH, len(texts))
+            done = end if owners is None else (owners[end - 1] + (1 if end == len(texts) else 0))
+            set_progress(svc, document_id, force=end == len(texts), chunks_done=done)
+    return np.concatenate(parts, axis=0)
+
+
+def embed_windows(svc: Services, chunks: list[Chunk], document_id: str | None = None) -> list[list[Any]]:
     """Per chunk, the embeddings of its sentence windows (``window_spans`` of at most
     ``dense_window_tokens`` word pieces), each prefixed with the chunk's context header, so
     dense retrieval can match one fact in a long chunk (MaxSim). Shape: chunks x windows x dim."""
@@ -210,7 +311,7 @@ def embed_windows(svc: Services, chunks: list[Chunk]) -> list[list[Any]]:
         for a, b in window_spans(c.text, svc.embedder, svc.settings.dense_window_tokens):
             texts.append(f"{c.header}\n{c.text[a:b]}" if c.header else c.text[a:b])
             owners.append(i)
-    vectors = svc.embedder.embed(texts)
+    vectors = embed_batched(svc, texts, owners, document_id)
     out: list[list[Any]] = [[] for _ in chunks]
     for i, v in zip(owners, vectors):
         out[i].append(v)
@@ -244,6 +345,7 @@ def stage_chunks(svc: Services, document_id: str, chunks: list[Chunk], strategy:
     version = staged_version(doc)
     t0 = time.perf_counter()
     texts = [c.indexed_text for c in chunks]
+    set_progress(svc, doc.id, status="embedding", chunks_done=0, chunks_total=len(chunks))
     try:
         svc.store.ensure_collection(svc.embedder.dim)
         _discard_staged(svc, doc.id)
@@ -251,11 +353,12 @@ def stage_chunks(svc: Services, document_id: str, chunks: list[Chunk], strategy:
             # the per-chunk vector (used only with dense_window_tokens=0) is the normalised mean of
             # the chunk's window vectors: embedding every chunk whole again would double the cost.
             # A collection from before windows gets real chunk vectors, like the rest of it.
-            windows = embed_windows(svc, chunks)
+            windows = embed_windows(svc, chunks, doc.id)
             dense = [_unit(np.mean(np.asarray(w), axis=0)) for w in windows]
         else:
-            windows, dense = None, svc.embedder.embed(texts)
+            windows, dense = None, embed_batched(svc, texts, None, doc.id)
         t_embed = (time.perf_counter() - t0) * 1000
+        set_progress(svc, doc.id, status="indexing", chunks_done=len(chunks))
         sparse = [bm25_document_vector(t, st.bm25_k1, st.bm25_b, st.bm25_avgdl) for t in texts]
         ids = [point_id(doc.id, version, strategy, c.index) for c in chunks]
         payloads = [{
@@ -287,15 +390,51 @@ def stage_chunks(svc: Services, document_id: str, chunks: list[Chunk], strategy:
 
 def count_check(svc: Services, document_id: str) -> dict[str, Any]:
     """Chunk rows in SQL against points in Qdrant for one document, in total and for the
-    version being staged: ``{sql, qdrant, staged_sql, staged_qdrant, passed}``."""
+    version being staged: ``{sql, qdrant, staged_sql, staged_qdrant, passed}``. ``passed``
+    compares the staged counts while a version is staged, else the totals."""
     with svc.sessions() as s:
         n_sql = s.scalar(select(func.count()).select_from(ChunkRow).where(ChunkRow.document_id == document_id))
         staged_sql = s.scalar(select(func.count()).select_from(ChunkRow).where(
             ChunkRow.document_id == document_id, ChunkRow.live.is_(False)))
     n_q = svc.store.count(document_id)
     staged_q = svc.store.count(document_id, live=False)
-    return {"sql": n_sql, "qdrant": n_q, "staged_sql": staged_sql, "staged_qdrant": staged_q,
-            "passed": n_sql == n_q and staged_sql == staged_q}
+    # during a run the staged version decides (the live one is about to be replaced, and may be
+    # the damaged version being repaired); outside a run, the totals
+    passed = staged_sql == staged_q if staged_sql or staged_q else n_sql == n_q
+    return {"sql": n_sql, "qdrant": n_q, "staged_sql": staged_sql, "staged_qdrant": staged_q, "passed": passed}
+
+
+def page_coverage(svc: Services, document_id: str, pages: list[tuple[int, str]]) -> dict[str, Any]:
+    """Pages with text (``pages``: ``[(number, text)]``, text not blank) that no live chunk of the
+    document's primary strategy spans: ``{pages_with_text, covered, uncovered: [page numbers,
+    at most 50]}``."""
+    with svc.sessions() as s:
+        doc = s.get(Document, document_id)
+        spans = s.execute(select(ChunkRow.page_start, ChunkRow.page_end).where(
+            ChunkRow.document_id == document_id, ChunkRow.live.is_(True),
+            ChunkRow.strategy == (doc.strategy if doc else ChunkRow.strategy))).all()
+    covered = set()
+    for a, b in spans:
+        covered.update(range(a, b + 1))
+    with_text = [n for n, t in pages if t.strip()]
+    missing = [n for n in with_text if n not in covered]
+    return {"pages_with_text": len(with_text), "covered": len(with_text) - len(missing), "uncovered": missing[:50]}
+
+
+def orphans(svc: Services) -> dict[str, Any]:
+    """Points without a chunk row or whose document is gone, and chunk rows without a point
+    (whole index): ``{points, rows, orphan_points, orphan_rows, examples}``. Staged points of a
+    run in progress have their rows and are not orphans."""
+    with svc.sessions() as s:
+        rows = set(s.scalars(select(ChunkRow.id)))
+        docs = set(s.scalars(select(Document.id)))
+    points = {}
+    for pid, payload in svc.store.iter_payloads():
+        points[pid] = payload.get("document_id")
+    orphan_points = [p for p, d in points.items() if p not in rows or d not in docs]
+    orphan_rows = [r for r in rows if r not in points]
+    return {"points": len(points), "rows": len(rows), "orphan_points": len(orphan_points),
+            "orphan_rows": len(orphan_rows), "examples": (orphan_points + orphan_rows)[:10]}
 
 
 def publish(svc: Services, document_id: str, *, strategy: str | None, pages: int, extractor: str,
@@ -330,7 +469,12 @@ def publish(svc: Services, document_id: str, *, strategy: str | None, pages: int
             d.pages, d.chunk_count, d.extractor = pages, n, extractor
             d.title = title[:512]
             d.status, d.error, d.ingest_version, d.ingested_at = "ready", None, version, utcnow()
-            d.strategy = strategy
+            d.strategy, d.pending_strategy = strategy, None
+            d.built_with = build_info(svc, strategy)
+            d.build_fingerprint = fingerprint(d.built_with)
+            path = file_path(svc, sha)
+            if path.exists():
+                d.size_bytes = path.stat().st_size
     except Exception as e:
         svc.store.set_live(doc.id, version, False)
         raise IngestError(f"{doc.doc_name}: publishing failed: {type(e).__name__}: {e}", stage="live_index") from e
@@ -342,10 +486,13 @@ def publish(svc: Services, document_id: str, *, strategy: str | None, pages: int
     return {"chunks": n, "ingest_version": version, "replaced_sha256": old_sha if old_sha != sha else None}
 
 
-def rollback(svc: Services, document_id: str, error: str) -> None:
-    """Undo a failed run: its staged points and rows are deleted; a new document disappears
-    entirely (and its file, unless another document has the same bytes); an existing one keeps
-    its previous version, points and rows untouched, and records the error."""
+def rollback(svc: Services, document_id: str, error: str, keep_failed: bool = False) -> None:
+    """Undo a failed run: its staged points and rows are deleted; an existing document keeps its
+    previous version, points and rows untouched, and records the error (status ``failed``: its
+    previous version, ``ingest_version`` > 0, stays searchable). A never-published document
+    disappears entirely (and its file, unless another document has the same bytes), or, with
+    ``keep_failed`` (asynchronous uploads, whose client must be able to read why), stays as a row
+    in status ``failed`` with the error and no points."""
     with svc.sessions() as s:
         doc = s.get(Document, document_id)
     if doc is None:
@@ -354,23 +501,31 @@ def rollback(svc: Services, document_id: str, error: str) -> None:
     pending = target_version(doc)
     with svc.sessions.begin() as s:
         d = s.get(Document, document_id)
-        if d.status != "ready":
+        if d.ingest_version == 0 and not keep_failed:
             svc.store.delete_document(d.id)
             s.execute(delete(ChunkRow).where(ChunkRow.document_id == d.id))
             s.delete(d)
         else:
-            d.pending_sha256 = None
-            d.error = error[:2000]
+            if d.ingest_version > 0:
+                d.pending_sha256 = None
+            d.pending_strategy = None
+            d.status, d.error = "failed", error[:2000]
+    _LAST_PROGRESS.pop(document_id, None)
     remove_file_if_unreferenced(svc, pending)
 
 
-def delete_document(svc: Services, document_id: str) -> dict[str, Any]:
+def delete_document(svc: Services, document_id: str, refuse_running: bool = False) -> dict[str, Any]:
     """Remove a document: its Qdrant points, chunk rows, Q&A pairs, row and (when no other
-    document has the same bytes) its stored file. ``KeyError`` if unknown."""
+    document has the same bytes) its stored file. ``KeyError`` if unknown; with
+    ``refuse_running``, ``DocumentBusyError`` while its run is under way (hold ``REGISTER_LOCK``
+    so no run claims it meanwhile)."""
     with svc.sessions.begin() as s:
         doc = s.get(Document, document_id)
         if doc is None:
             raise KeyError(f"document {document_id} not found")
+        if refuse_running and doc.status in RUNNING:
+            raise DocumentBusyError(f"{doc.doc_name}: being ingested (status {doc.status}); delete it when the run "
+                                    "is done")
         info = doc.as_dict()
         shas = {doc.sha256, doc.pending_sha256}
         svc.store.delete_document(doc.id)
@@ -405,6 +560,8 @@ def ingest_bytes(svc: Services, data: bytes, doc_name: str, runner: Runner, know
         except InvalidNameError as e:
             return IngestOutcome(doc_name, "refused", str(e), error_code="invalid_name",
                                  seconds=time.perf_counter() - t)
+        except DocumentBusyError as e:
+            return IngestOutcome(doc_name, "refused", str(e), error_code="busy", seconds=time.perf_counter() - t)
         except ValueError as e:
             return IngestOutcome(doc_name, "refused", str(e), error_code="invalid_request",
                                  seconds=time.perf_counter() - t)
@@ -427,3 +584,79 @@ def ingest_bytes(svc: Services, data: bytes, doc_name: str, runner: Runner, know
         return IngestOutcome(doc.doc_name, "ingested", f"{doc.pages} pages, {doc.chunk_count} chunks",
                              document=doc.as_dict(), seconds=time.perf_counter() - t,
                              extra={"duplicate_of": dups} if dups else {})
+
+
+def run_queued(svc: Services, document_id: str, runner: Runner) -> IngestOutcome | None:
+    """Run the ingestion of a document in status ``queued`` (the background queue's unit of work).
+
+    Claims the document (``queued`` -> ``extracting``) under ``REGISTER_LOCK`` so a concurrent
+    upload of a newer version either lands before the claim (and is what gets built) or gets a
+    409; then runs ``runner`` under ``INGEST_LOCK``. A failure rolls back with ``keep_failed``:
+    the row stays, status ``failed`` with the reason, any previous version searchable.
+    Returns None when the document is gone or no longer queued (nothing to do).
+    """
+    t = time.perf_counter()
+    with INGEST_LOCK:
+        with REGISTER_LOCK, svc.sessions.begin() as s:
+            doc = s.get(Document, document_id)
+            if doc is None or doc.status != "queued":
+                return None
+            strategy = doc.pending_strategy or doc.strategy
+            name = doc.doc_name
+            # atomic claim: another process (a second API, the Dagster daemon) may claim it too
+            claimed = s.execute(update(Document).where(Document.id == document_id, Document.status == "queued")
+                                .values(status="extracting").execution_options(synchronize_session=False))
+            if claimed.rowcount != 1:
+                return None
+        try:
+            runner(svc, document_id, strategy)
+        except Exception as e:
+            log.warning("ingestion of %s failed: %s", document_id, e)
+            rollback(svc, document_id, str(e), keep_failed=True)
+            code = e.code if isinstance(e, PDFError) else "ingest_failed"
+            return IngestOutcome(name, "failed", str(e), error_code=code, seconds=time.perf_counter() - t)
+    doc = get_document(svc, document_id)
+    return IngestOutcome(doc.doc_name, "ingested", f"{doc.pages} pages, {doc.chunk_count} chunks",
+                         document=doc.as_dict(), seconds=time.perf_counter() - t)
+
+
+def active_documents(svc: Services) -> list[str]:
+    """Ids of documents left ``queued`` or in a run stage (e.g. by a stopped server), oldest first.
+    The ones in a run stage are set back to ``queued`` (their staged leftovers are discarded by
+    the next run), so a restart loses no upload."""
+    with REGISTER_LOCK, svc.sessions.begin() as s:
+        docs = list(s.scalars(select(Document).where(Document.status.in_(ACTIVE))
+                              .order_by(Document.queued_at, Document.created_at)))
+        for d in docs:
+            if d.status != "queued":
+                s.execute(update(Document).where(Document.id == d.id).values(status="queued")
+                          .execution_options(synchronize_session=False))
+        return [d.id for d in docs]
+
+
+def queued_documents(svc: Services) -> list[str]:
+    """Ids of documents in status ``queued``, oldest first."""
+    with svc.sessions() as s:
+        return list(s.scalars(select(Document.id).where(Document.status == "queued")
+                              .order_by(Document.queued_at, Document.created_at)))
+
+
+def run_stages(svc: Services, document_id: str, strategy: str | None = None) -> dict[str, Any]:
+    """All stages of one document in this process, without Dagster: extract, chunk, stage, count
+    check, publish, gold pairs (a ``Runner``; the batch job runs small documents with it so one
+    Dagster run covers many). Raises like the stages; ``IngestError`` (stage ``chunk_counts_match``)
+    when the count check fails (nothing published)."""
+    from .goldgen import generate_for_document
+
+    doc, pages = load_pages(svc, document_id)
+    chunks = build_chunks(svc, doc, pages, strategy)
+    stats = stage_chunks(svc, document_id, chunks, strategy=strategy)
+    check = count_check(svc, document_id)
+    if not check.pop("passed"):
+        raise IngestError(f"asset check chunk_counts_match failed: {check}; the previous version stays searchable",
+                          stage="chunk_counts_match")
+    pub = publish(svc, document_id, strategy=strategy, pages=len(pages),
+                  extractor=pages[0].extractor if pages else "none", title=chunks[0].header if chunks else "")
+    gold = generate_for_document(svc, document_id, chunks)
+    return {**stats, **{k: v for k, v in pub.items() if v is not None}, "pages": len(pages),
+            "gold_pairs": gold.get("kept", 0)}

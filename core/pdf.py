@@ -13,6 +13,7 @@ import logging
 import re
 import unicodedata
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
@@ -141,7 +142,7 @@ def _pdfium_pages(data: bytes) -> list[Page]:
         doc.close()
 
 
-def extract_pages(data: bytes) -> list[Page]:
+def extract_pages(data: bytes, on_page: Callable[[int, int], None] | None = None) -> list[Page]:
     """Extract the text of every page, 1-based, in order (blank pages give ``text == ""``).
 
     pdfplumber characters, assembled into lines by pdfplumber's own text map, with these
@@ -168,6 +169,7 @@ def extract_pages(data: bytes) -> list[Page]:
     Quotes are taken from this text, so it keeps the document's own characters (dashes,
     ligatures, full-width forms); matching folds them (``core.sparse.fold``).
     If pdfminer cannot parse the file at all, the whole document falls back to pypdfium2.
+    ``on_page(done, total)`` is called after each page (progress).
     Raises the ``PDFError`` subclasses of ``inspect_pdf`` when neither can read it.
     """
     doc = _open_pdfium(data)  # uniform errors for empty / non-PDF / encrypted / truncated input
@@ -176,6 +178,8 @@ def extract_pages(data: bytes) -> list[Page]:
     try:
         with pdfplumber.open(io.BytesIO(data), password="") as pdf:
             for i, p in enumerate(pdf.pages):
+                if on_page is not None and i:
+                    on_page(i, len(pdf.pages))
                 heights.append(float(p.height))
                 try:
                     page_lines.append(_page_lines(p, _text_options(p), lambda i=i: doc[i]))

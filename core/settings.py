@@ -7,6 +7,7 @@ stored PDFs, Dagster home). Production switches parts on by URL settings only:
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Annotated
 
@@ -86,6 +87,8 @@ class Settings(BaseSettings):
 
     host: str = "127.0.0.1"
     port: int = 8000
+    api_url: str = Field(default="", description="URL at which Dagster processes reach the serving process (run "
+                         "launcher, embedded mode); empty = http://127.0.0.1:<port>")
     max_upload_mb: int = Field(default=100, gt=0)
 
     # --- telemetry (query_logs rows written off the request path) ---
@@ -101,6 +104,19 @@ class Settings(BaseSettings):
     # --- answer and retrieval cache ---
     cache_ttl_s: float = Field(default=300.0, ge=0, description="Time to live of cached answers/retrievals; 0 = no cache")
     cache_max_entries: int = Field(default=1024, gt=0)
+
+    # --- ingestion operations (Dagster sensor and schedule) ---
+    landing_dir: Path | None = Field(default=None, description="Landing folder watched by the Dagster sensor "
+                                     "landing_folder_sensor: new or changed PDFs in any subfolder become documents "
+                                     "named by their path below this folder; empty = no sensor")
+    landing_knowledge_base: str = Field(default="default", description="Knowledge base of landing-folder documents")
+    landing_interval_s: int = Field(default=30, ge=5, description="Seconds between landing-folder scans")
+    landing_batch_max_bytes: int = Field(default=2_000_000, ge=0, description="Landing PDFs up to this size are "
+                                         "ingested several per run (one Dagster run costs seconds of overhead)")
+    landing_batch_size: int = Field(default=20, gt=0, description="At most this many small documents per batch run")
+    reindex_cron: str = Field(default="0 3 * * *", description="Cron of the re-ingestion schedule (UTC)")
+    reindex_schedule_enabled: bool = Field(default=True, description="Initial state of the re-ingestion schedule "
+                                           "(it can be started and stopped in the Dagster UI)")
 
     # --- access ---
     api_keys: Annotated[list[SecretStr], NoDecode] = Field(
@@ -132,11 +148,30 @@ class Settings(BaseSettings):
     def _absolute(cls, v: Path) -> Path:
         return v.expanduser().resolve()
 
+    @field_validator("landing_dir", mode="before")
+    @classmethod
+    def _landing(cls, v):
+        if v is None or (isinstance(v, str) and not v.strip()):
+            return None
+        return Path(v).expanduser().resolve()
+
+    @field_validator("reindex_cron")
+    @classmethod
+    def _cron(cls, v: str) -> str:
+        if not re.fullmatch(r"\s*(\S+\s+){4}\S+\s*", v) or not re.fullmatch(r"[\d*/,\-\sA-Za-z?LW#]+", v):
+            raise ValueError(f"not a valid cron expression: {v!r} (e.g. '0 3 * * *' = daily at 03:00 UTC)")
+        return v
+
     @model_validator(mode="after")
     def _defaults(self) -> "Settings":
         if not self.database_url:
             self.database_url = f"sqlite:///{self.data_dir / 'ragaudit.db'}"
         return self
+
+    @property
+    def internal_api_url(self) -> str:
+        """``api_url``, else ``http://127.0.0.1:<port>``."""
+        return self.api_url or f"http://127.0.0.1:{self.port}"
 
     @property
     def qdrant_path(self) -> Path:

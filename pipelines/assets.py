@@ -6,6 +6,7 @@ Dagster UI shows what every stage did.
 """
 
 
+from contextlib import contextmanager
 from dataclasses import asdict
 
 import dagster as dg
@@ -29,11 +30,27 @@ def _run_strategy(context) -> str | None:
 documents_partitions = dg.DynamicPartitionsDefinition(name="documents")
 
 
+@contextmanager
+def _rollback_on_failure(context, svc):
+    """A stage that raises undoes its run (staged points/rows deleted, status ``failed`` with the
+    reason, the previous version untouched), whoever launched the run (API, CLI, Dagster UI,
+    sensor, schedule)."""
+    try:
+        yield
+    except Exception as e:
+        try:
+            ingest.rollback(svc, context.partition_key, f"{type(e).__name__}: {e}", keep_failed=True)
+        except Exception:  # the database or store is down: the next run cleans up
+            context.log.exception("rollback failed")
+        raise
+
+
 @dg.asset(partitions_def=documents_partitions, group_name="ingestion",
           description="Page texts of the document (pdfplumber, 1-based pages; pypdfium2 fallback).")
 def pdf_pages(context: dg.AssetExecutionContext, ragaudit: RagauditResource) -> dg.Output[list[dict]]:
     svc = ragaudit.services()
-    doc, pages = ingest.load_pages(svc, context.partition_key)
+    with _rollback_on_failure(context, svc):
+        doc, pages = ingest.load_pages(svc, context.partition_key)
     chars = sum(len(p.text) for p in pages)
     return dg.Output(
         [asdict(p) for p in pages],
@@ -48,9 +65,10 @@ def pdf_pages(context: dg.AssetExecutionContext, ragaudit: RagauditResource) -> 
 def chunks(context: dg.AssetExecutionContext, ragaudit: RagauditResource, pdf_pages: list[dict]) -> dg.Output[list[dict]]:
     svc = ragaudit.services()
     doc = ingest.get_document(svc, context.partition_key)
-    strategy = _run_strategy(context) or doc.strategy
-    out = ingest.build_chunks(svc, doc, [Page(**{**p, "headings": tuple(tuple(h) for h in p.get("headings", ()))})
-                                         for p in pdf_pages], strategy)
+    strategy = _run_strategy(context) or doc.pending_strategy or doc.strategy
+    with _rollback_on_failure(context, svc):
+        out = ingest.build_chunks(svc, doc, [Page(**{**p, "headings": tuple(tuple(h) for h in p.get("headings", ()))})
+                                             for p in pdf_pages], strategy)
     tokens = [c.token_count for c in out]
     return dg.Output(
         [asdict(c) for c in out],
@@ -64,7 +82,9 @@ def chunks(context: dg.AssetExecutionContext, ragaudit: RagauditResource, pdf_pa
                       "to SQL as rows of the version being built, not yet searchable (live=false).")
 def chunk_points(context: dg.AssetExecutionContext, ragaudit: RagauditResource, chunks: list[dict]) -> dg.MaterializeResult:
     svc = ragaudit.services()
-    stats = ingest.stage_chunks(svc, context.partition_key, _chunks_from(chunks), strategy=_run_strategy(context))
+    with _rollback_on_failure(context, svc):
+        stats = ingest.stage_chunks(svc, context.partition_key, _chunks_from(chunks),
+                                    strategy=_run_strategy(context) or chunks[0]["strategy"])
     return dg.MaterializeResult(metadata=stats)
 
 
@@ -73,8 +93,12 @@ def chunk_points(context: dg.AssetExecutionContext, ragaudit: RagauditResource, 
                             "being built. Blocking: on a mismatch the version is not published (the previous one "
                             "stays searchable) and the run fails.")
 def chunk_counts_match(context: dg.AssetCheckExecutionContext, ragaudit: RagauditResource) -> dg.AssetCheckResult:
-    st = ingest.count_check(ragaudit.services(), context.partition_key)
-    return dg.AssetCheckResult(passed=st.pop("passed"), severity=dg.AssetCheckSeverity.ERROR, metadata=st)
+    svc = ragaudit.services()
+    st = ingest.count_check(svc, context.partition_key)
+    passed = st.pop("passed")
+    if not passed:  # live_index will not run: undo the staged version here, whoever launched the run
+        ingest.rollback(svc, context.partition_key, f"asset check chunk_counts_match failed: {st}", keep_failed=True)
+    return dg.AssetCheckResult(passed=passed, severity=dg.AssetCheckSeverity.ERROR, metadata=st)
 
 
 @dg.asset(partitions_def=documents_partitions, group_name="ingestion", deps=[chunk_points],
@@ -83,9 +107,10 @@ def chunk_counts_match(context: dg.AssetCheckExecutionContext, ragaudit: Ragaudi
 def live_index(context: dg.AssetExecutionContext, ragaudit: RagauditResource, chunks: list[dict],
                pdf_pages: list[dict]) -> dg.MaterializeResult:
     svc = ragaudit.services()
-    stats = ingest.publish(svc, context.partition_key, strategy=_run_strategy(context), pages=len(pdf_pages),
-                           extractor=pdf_pages[0]["extractor"] if pdf_pages else "none",
-                           title=chunks[0]["header"] if chunks else "")
+    with _rollback_on_failure(context, svc):
+        stats = ingest.publish(svc, context.partition_key, strategy=_run_strategy(context) or chunks[0]["strategy"],
+                               pages=len(pdf_pages), extractor=pdf_pages[0]["extractor"] if pdf_pages else "none",
+                               title=chunks[0]["header"] if chunks else "")
     return dg.MaterializeResult(metadata={k: v for k, v in stats.items() if v is not None})
 
 
@@ -111,3 +136,22 @@ def evidence_spans_verbatim(context: dg.AssetCheckExecutionContext, ragaudit: Ra
 
     st = verify_stored_pairs(ragaudit.services())
     return dg.AssetCheckResult(passed=st["not_verbatim"] == 0 and st["missing_chunk"] == 0, metadata=st)
+
+
+@dg.asset_check(asset=live_index, partitions_def=documents_partitions,
+                additional_ins={"pdf_pages": dg.AssetIn("pdf_pages")},
+                description="Every page with text is spanned by at least one live chunk of the document (a page "
+                            "lost by the chunker cannot be found or cited).")
+def pages_have_chunks(context: dg.AssetCheckExecutionContext, ragaudit: RagauditResource,
+                      pdf_pages: list[dict]) -> dg.AssetCheckResult:
+    st = ingest.page_coverage(ragaudit.services(), context.partition_key,
+                              [(p["number"], p["text"]) for p in pdf_pages])
+    return dg.AssetCheckResult(passed=not st["uncovered"], metadata={**st, "uncovered": str(st["uncovered"])})
+
+
+@dg.asset_check(asset=live_index, description="No Qdrant point without its SQL chunk row and document, and no chunk "
+                "row without its point, over the whole index.")
+def no_orphans(context: dg.AssetCheckExecutionContext, ragaudit: RagauditResource) -> dg.AssetCheckResult:
+    st = ingest.orphans(ragaudit.services())
+    return dg.AssetCheckResult(passed=st["orphan_points"] == 0 and st["orphan_rows"] == 0,
+                               metadata={**st, "examples": str(st["examples"])})

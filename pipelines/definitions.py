@@ -6,11 +6,12 @@ from __future__ import annotations
 import dagster as dg
 
 from .assets import (chunk_counts_match, chunk_points, chunks, documents_partitions, evidence_spans_verbatim,
-                     gold_qa_pairs, live_index, pdf_pages)
+                     gold_qa_pairs, live_index, no_orphans, pages_have_chunks, pdf_pages)
+from .operations import build_schedule, build_sensor, ingest_batch
 from .resources import RagauditResource
 
 INGEST_ASSETS = [pdf_pages, chunks, chunk_points, live_index, gold_qa_pairs]
-INGEST_CHECKS = [chunk_counts_match, evidence_spans_verbatim]
+INGEST_CHECKS = [chunk_counts_match, evidence_spans_verbatim, pages_have_chunks, no_orphans]
 
 ingest_job = dg.define_asset_job(
     "ingest_document",
@@ -20,10 +21,26 @@ ingest_job = dg.define_asset_job(
                 "(partition = document id).",
 )
 
+def _ops_settings():
+    """Schedule settings from the environment (``RAGAUDIT_REINDEX_*``); defaults if they are invalid
+    (the API validates the same settings at start and refuses to start)."""
+    from core.settings import Settings
+
+    try:
+        s = Settings()
+        return s.reindex_cron, s.reindex_schedule_enabled, s.landing_interval_s
+    except Exception:
+        return "0 3 * * *", True, 30
+
+
+_cron, _enabled, _interval = _ops_settings()
+JOBS = [ingest_job, ingest_batch]
 defs = dg.Definitions(
     assets=INGEST_ASSETS,
     asset_checks=INGEST_CHECKS,
-    jobs=[ingest_job],
+    jobs=JOBS,
+    sensors=[build_sensor(JOBS, _interval)],
+    schedules=[build_schedule(_cron, _enabled)],
     resources={"ragaudit": RagauditResource()},
     # One process per run: Qdrant local mode is single-process (see README).
     executor=dg.in_process_executor,

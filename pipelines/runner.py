@@ -113,3 +113,26 @@ def _pdf_error_names() -> dict[str, type[PDFError]]:
 
 
 PDF_ERROR_NAMES = _pdf_error_names()
+
+
+def execute_launched_run(svc: Services, run_id: str) -> str:
+    """Execute a run that the Dagster webserver/daemon created and handed over
+    (``pipelines.launcher.StoreOwnerRunLauncher``), in this process, against the shared instance:
+    the UI follows it like any run. Returns the run's final status name; ``KeyError`` for an
+    unknown run id. Call from the ingestion worker (one writer)."""
+    from dagster._core.execution.api import execute_run
+    from dagster._core.storage.dagster_run import DagsterRunStatus
+    from dagster._utils.hosted_user_process import recon_job_from_origin
+
+    from core.ingest import INGEST_LOCK
+
+    instance = instance_for(svc)
+    run = instance.get_run_by_id(run_id)
+    if run is None:
+        raise KeyError(f"run {run_id} not found in the Dagster instance")
+    if run.status not in (DagsterRunStatus.NOT_STARTED, DagsterRunStatus.STARTING):
+        return run.status.value  # already executed (a repeated hand-over)
+    recon = recon_job_from_origin(run.job_code_origin)
+    with INGEST_LOCK:
+        execute_run(recon, run, instance)
+    return instance.get_run_by_id(run_id).status.value

@@ -201,17 +201,17 @@ def test_api_refuses_bad_names_with_422_and_keeps_folder_names(tmp_path, embedde
     data = (SAME_NAME / "branch_alder" / "report.pdf").read_bytes()
     try:
         with TestClient(create_app(settings)) as client:
-            r = client.post("/documents", files={"file": ("report.pdf", data, "application/pdf")},
+            r = client.post("/documents?wait=true", files={"file": ("report.pdf", data, "application/pdf")},
                             data={"name": "branch_alder/report.pdf"})
             assert r.status_code == 201, r.text
             assert r.json()["document"]["doc_name"] == "branch_alder/report.pdf"
-            r = client.post("/documents", files={"file": ("C:\\Users\\me\\report.pdf", data, "application/pdf")})
+            r = client.post("/documents?wait=true", files={"file": ("C:\\Users\\me\\report.pdf", data, "application/pdf")})
             assert r.status_code == 201 and r.json()["document"]["doc_name"] == "report.pdf"
             assert [d["doc_name"] for d in r.json()["duplicate_of"]] == ["branch_alder/report.pdf"]
             for bad in ("y" * 600, "a\x00b.pdf", "line\nbreak.pdf"):
-                r = client.post("/documents", files={"file": ("x.pdf", data, "application/pdf")}, data={"name": bad})
+                r = client.post("/documents?wait=true", files={"file": ("x.pdf", data, "application/pdf")}, data={"name": bad})
                 assert r.status_code == 422 and "document name" in r.json()["detail"], r.text
-            r = client.post("/documents", files={"file": ("x.pdf", data, "application/pdf")},
+            r = client.post("/documents?wait=true", files={"file": ("x.pdf", data, "application/pdf")},
                             data={"knowledge_base": "k" * 200})
             assert r.status_code == 422 and "knowledge base name" in r.json()["detail"]
             assert len(client.get("/documents").json()) == 2
@@ -306,7 +306,7 @@ def test_count_mismatch_fails_the_ingestion_and_keeps_the_previous_version(svc, 
     assert out.status == "failed" and "chunk_counts_match" in out.message, out
     with svc.sessions() as s:
         doc = s.get(Document, old.document["id"])
-        assert doc.status == "ready" and doc.sha256 == old.document["sha256"] and doc.ingest_version == 1
+        assert doc.status == "failed" and doc.sha256 == old.document["sha256"] and doc.ingest_version == 1
     assert [c.chunk_id for c in QueryService(svc).search(NTSB_Q, top_k=5).chunks] == before
     assert_consistent(svc)
 
@@ -387,13 +387,13 @@ class DocumentLifecycle(RuleBasedStateMachine):
     @rule(name=st.sampled_from(["a.pdf", "b.pdf", "dir1/a.pdf", "dir2/a.pdf"]),
           kb=st.sampled_from(["default", "other"]), content=st.integers(0, len(ARCHIVES) - 1))
     def upload(self, name, kb, content):
-        r = self.client.post("/documents", files={"file": (name.split("/")[-1], archive_pdf(content),
+        r = self.client.post("/documents?wait=true", files={"file": (name.split("/")[-1], archive_pdf(content),
                                                            "application/pdf")},
                              data={"name": name, "knowledge_base": kb})
-        assert r.status_code == 201, r.text
         body = r.json()
         before = self.model.get((kb, name))
         expected = "unchanged" if before and before[1] == content else "ingested"
+        assert r.status_code == (200 if expected == "unchanged" else 201), r.text
         assert body["status"] == expected, (before, content, body)
         if before:
             assert body["document"]["id"] == before[0]  # same document, new version

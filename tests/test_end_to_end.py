@@ -81,7 +81,7 @@ def test_changed_file_replaces_old_version_and_failure_keeps_it(fresh_services, 
     assert set(p for p, _ in svc.store.iter_payloads()) == old_ids
     with svc.sessions() as s:
         doc = s.scalar(select(Document))
-        assert doc.status == "ready" and doc.pending_sha256 is None and "crashed" in doc.error
+        assert doc.status == "failed" and doc.pending_sha256 is None and "crashed" in doc.error
     assert "NYC08CA055" in " ".join(c.text for c in q.search("accident number NYC08CA055", top_k=3).chunks)
 
     # the changed file, ingested for real, replaces the old chunks

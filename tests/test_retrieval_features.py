@@ -178,7 +178,7 @@ def test_sse_stream_end_to_end(tmp_path, embedder):
     settings = make_settings(tmp_path / "sse")
     with TestClient(create_app(settings)) as client:
         with open(SAMPLES / "dmca.pdf", "rb") as f:
-            assert client.post("/documents", files={"file": ("dmca.pdf", f, "application/pdf")}).status_code == 201
+            assert client.post("/documents?wait=true", files={"file": ("dmca.pdf", f, "application/pdf")}).status_code == 201
         with client.stream("POST", "/query/stream", json={"question": DMCA_QUESTION, "top_k": 3}) as r:
             assert r.status_code == 200 and r.headers["content-type"].startswith("text/event-stream")
             body = "".join(r.iter_text())

@@ -1,57 +1,108 @@
-"""Document upload, listing and deletion."""
+"""Document upload (asynchronous by default), listing, ingestion progress (JSON and SSE) and deletion."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter, File, Form, HTTPException, UploadFile, status
+import asyncio
+import json
+import time
+from typing import NoReturn
+
+from fastapi import APIRouter, File, Form, HTTPException, Query, Request, Response, UploadFile, status
 from fastapi.concurrency import run_in_threadpool
 from sqlalchemy import select
+from sse_starlette.sse import EventSourceResponse
 
 from core import ingest
+from core.chunking import Strategy
 from core.db import Document
-from core.names import printable, upload_name
+from core.names import InvalidNameError, printable, upload_name
+from core.pdf import PDFError
 from pipelines.runner import DagsterRunner, remove_partition
 
-from ..deps import RequireReadKey, RequireWriteKey, ServicesDep, SettingsDep
+from ..deps import IngestQueueDep, RequireReadKey, RequireWriteKey, ServicesDep, SettingsDep
 from ..schemas import DocumentOut, ErrorOut, IngestOut
 
 router = APIRouter(prefix="/documents", tags=["documents"])
 
 _STATUS_FOR = {"not_a_pdf": 415, "empty_file": 422, "encrypted": 422, "corrupt": 422, "no_text": 422,
-               "invalid_pdf": 422, "invalid_request": 400, "invalid_name": 422}
+               "invalid_pdf": 422, "invalid_request": 400, "invalid_name": 422, "busy": 409}
 
 
-@router.post("", status_code=status.HTTP_201_CREATED, response_model=IngestOut, dependencies=[RequireWriteKey],
-             responses={400: {"model": ErrorOut}, 413: {"model": ErrorOut}, 415: {"model": ErrorOut},
-                        422: {"model": ErrorOut}, 500: {"model": ErrorOut}})
-async def upload_document(svc: ServicesDep, settings: SettingsDep, file: UploadFile = File(...),
+@router.post("", status_code=status.HTTP_202_ACCEPTED, response_model=IngestOut, dependencies=[RequireWriteKey],
+             responses={200: {"model": IngestOut, "description": "unchanged: the same bytes are already ingested"},
+                         201: {"model": IngestOut, "description": "ingested (with ?wait=true)"},
+                         400: {"model": ErrorOut}, 409: {"model": ErrorOut}, 413: {"model": ErrorOut},
+                         415: {"model": ErrorOut}, 422: {"model": ErrorOut}, 500: {"model": ErrorOut}})
+async def upload_document(svc: ServicesDep, settings: SettingsDep, jobs: IngestQueueDep, response: Response,
+                          file: UploadFile = File(...),
                           knowledge_base: str = Form(ingest.DEFAULT_KB),
                           name: str | None = Form(None, description="Document name (default: the file's name); "
                                                   "may keep folders, e.g. branch_alder/report.pdf. At most 255 "
                                                   "characters, no control characters."),
                           strategy: str = Form(ingest.DEFAULT_STRATEGY,
-                                               description="fixed | sentence | heading | semantic")) -> IngestOut:
-    """Upload a PDF and ingest it (extract, chunk, embed, index) through the Dagster asset job.
+                                               description="fixed | sentence | heading | semantic"),
+                          wait: bool = Query(False, description="true = ingest before answering (201 with the "
+                                             "ready document); default: answer 202 at once and ingest in the "
+                                             "background")) -> IngestOut:
+    """Upload a PDF; it is ingested (extract, chunk, embed, index) by the Dagster asset job.
 
-    Bad input (not a PDF, empty, encrypted, truncated, no text layer) is refused with 4xx and a
-    ``detail`` that says what is wrong; nothing is stored. A document is ``(knowledge_base, name)``:
-    re-uploading identical bytes under the same name returns ``status: unchanged``; a changed file
-    replaces the old version once the new one is indexed; identical bytes under another name or
-    in another knowledge base become a document of their own, listed in ``duplicate_of``.
-    A name that cannot be stored (too long, control characters) gets 422.
+    The upload is validated at once: bad input (not a PDF, empty, encrypted, truncated, no text
+    layer, a bad name) is refused with 4xx and a ``detail`` that says what is wrong; nothing is
+    stored. A valid file is stored and the answer is ``202`` with the document in status
+    ``queued``; a background worker runs the ingestion (one at a time) and the document moves
+    through ``extracting -> chunking -> embedding -> indexing -> ready`` (or ``failed`` with
+    ``error``): poll ``GET /documents/{id}`` or follow ``GET /documents/{id}/events`` (SSE).
+    With ``?wait=true`` the request returns when the ingestion is done (``201``; a failure is
+    4xx/500 and leaves nothing of a new document).
+
+    A document is ``(knowledge_base, name)``: re-uploading identical bytes under the same name
+    answers ``200`` with ``status: unchanged`` at once; a changed file replaces the old version
+    once the new one is indexed (the old one stays searchable until then); a new version sent
+    while one is being built gets ``409``. Identical bytes under another name or in another
+    knowledge base become a document of their own, listed in ``duplicate_of``.
     """
     limit = settings.max_upload_mb * 1024 * 1024
     data = await file.read(limit + 1)
     if len(data) > limit:
         raise HTTPException(413, f"file too large: limit is {settings.max_upload_mb} MB")
     name = name if name is not None else upload_name(file.filename)
-    out = await run_in_threadpool(ingest.ingest_bytes, svc, data, name, DagsterRunner(),
-                                  knowledge_base or ingest.DEFAULT_KB, strategy or ingest.DEFAULT_STRATEGY)
-    if out.status in ("refused", "failed"):
-        code = _STATUS_FOR.get(out.error_code or "", 500 if out.status == "failed" else 422)
-        label = printable(name[:120])
-        raise HTTPException(code, f"{label}: {out.message}", headers={"X-Error-Code": out.error_code or "error"})
-    return IngestOut(status=out.status, message=out.message, seconds=round(out.seconds, 3),
-                     document=DocumentOut(**out.document), duplicate_of=out.extra.get("duplicate_of", []))
+    kb, strategy = knowledge_base or ingest.DEFAULT_KB, strategy or ingest.DEFAULT_STRATEGY
+    if wait:
+        out = await run_in_threadpool(ingest.ingest_bytes, svc, data, name, DagsterRunner(), kb, strategy)
+        if out.status in ("refused", "failed"):
+            _refuse(name, out.status, out.error_code, out.message)
+        response.status_code = 200 if out.status == "unchanged" else 201
+        return IngestOut(status=out.status, message=out.message, seconds=round(out.seconds, 3),
+                         document=DocumentOut(**out.document), duplicate_of=out.extra.get("duplicate_of", []))
+    t = time.perf_counter()
+    try:
+        strategy = Strategy.parse(strategy).value
+        doc, needs_run = await run_in_threadpool(ingest.register, svc, data, name, kb, strategy)
+    except PDFError as e:
+        _refuse(name, "refused", e.code, str(e))
+    except InvalidNameError as e:
+        _refuse(name, "refused", "invalid_name", str(e))
+    except ingest.DocumentBusyError as e:
+        _refuse(name, "refused", "busy", str(e))
+    except ValueError as e:
+        _refuse(name, "refused", "invalid_request", str(e))
+    if needs_run:
+        jobs.submit(doc.id)
+        state, message = "queued", "queued for ingestion; follow /documents/{id}/events"
+    elif doc.status in ingest.ACTIVE:
+        jobs.submit(doc.id)  # already queued or running with these bytes (a no-op when already waiting)
+        state, message = "queued", f"this version is already being ingested (status {doc.status})"
+    else:
+        response.status_code = 200
+        state, message = "unchanged", "same content already ingested; nothing changed"
+    dups = ingest.duplicates_of(svc, doc.id, ingest.target_version(doc))
+    return IngestOut(status=state, message=message, seconds=round(time.perf_counter() - t, 3),
+                     document=DocumentOut(**doc.as_dict()), duplicate_of=dups)
+
+
+def _refuse(name: str, state: str, code: str | None, message: str) -> NoReturn:
+    status_code = _STATUS_FOR.get(code or "", 500 if state == "failed" else 422)
+    raise HTTPException(status_code, f"{printable(name[:120])}: {message}", headers={"X-Error-Code": code or "error"})
 
 
 @router.get("", response_model=list[DocumentOut], dependencies=[RequireReadKey])
@@ -74,14 +125,58 @@ def get_document(document_id: str, svc: ServicesDep) -> DocumentOut:
         return DocumentOut(**doc.as_dict())
 
 
-@router.delete("/{document_id}", response_model=DocumentOut, responses={401: {"model": ErrorOut}, 404: {"model": ErrorOut}},
+@router.get("/{document_id}/events", responses={404: {"model": ErrorOut}}, dependencies=[RequireReadKey],
+            response_class=EventSourceResponse)
+async def document_events(document_id: str, svc: ServicesDep, request: Request,
+                          interval_s: float = Query(0.5, ge=0.05, le=10, description="Poll interval of the row")):
+    """Server-Sent Events of a document's ingestion: an event ``progress`` whenever status or
+    progress changes (data: ``{id, status, error, pages: {done, total}, chunks: {done, total}}``),
+    then one event ``ready`` or ``failed`` (same data) and the stream ends. A document that is
+    already ready or failed gets that one final event at once. The state is read from SQL, so
+    runs executed by any process (API worker, Dagster daemon) are followed alike."""
+
+    def read() -> dict | None:
+        with svc.sessions() as s:
+            doc = s.get(Document, document_id)
+            return doc.progress() if doc is not None else None
+
+    first = await run_in_threadpool(read)
+    if first is None:
+        raise HTTPException(404, f"document {document_id} not found")
+
+    async def stream():
+        last, state = None, first
+        while True:
+            if state is None:
+                yield {"event": "failed", "data": json.dumps({"id": document_id, "status": "deleted",
+                                                              "error": "the document was deleted"})}
+                return
+            if state["status"] not in ingest.ACTIVE:
+                yield {"event": state["status"], "data": json.dumps(state)}
+                return
+            if state != last:
+                yield {"event": "progress", "data": json.dumps(state)}
+                last = state
+            if await request.is_disconnected():
+                return
+            await asyncio.sleep(interval_s)
+            state = await run_in_threadpool(read)
+
+    return EventSourceResponse(stream(), ping=15)
+
+
+@router.delete("/{document_id}", response_model=DocumentOut,
+               responses={401: {"model": ErrorOut}, 404: {"model": ErrorOut}, 409: {"model": ErrorOut}},
                dependencies=[RequireWriteKey])
 def delete_document(document_id: str, svc: ServicesDep) -> DocumentOut:
-    """Delete a document: its Qdrant points, chunk rows, Q&A pairs and its row."""
-    with ingest.INGEST_LOCK:
+    """Delete a document: its Qdrant points, chunk rows, Q&A pairs and its row. A queued document
+    is deleted before it runs; one whose run is under way gets 409 (delete it when it is done)."""
+    with ingest.REGISTER_LOCK:  # a run cannot claim the document meanwhile; other runs go on
         try:
-            info = ingest.delete_document(svc, document_id)
+            info = ingest.delete_document(svc, document_id, refuse_running=True)
         except KeyError:
             raise HTTPException(404, f"document {document_id} not found") from None
-        remove_partition(svc, document_id)
+        except ingest.DocumentBusyError as e:
+            raise HTTPException(409, str(e)) from None
+    remove_partition(svc, document_id)
     return DocumentOut(**info)

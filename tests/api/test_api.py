@@ -19,7 +19,7 @@ def client(tmp_path, embedder):
 
 def _upload(client, path, name=None, **form):
     with open(path, "rb") as f:
-        return client.post("/documents", files={"file": (name or path.name, f, "application/pdf")}, data=form)
+        return client.post("/documents?wait=true", files={"file": (name or path.name, f, "application/pdf")}, data=form)
 
 
 def test_upload_query_delete(client):

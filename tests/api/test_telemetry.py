@@ -34,7 +34,7 @@ def type7(values: list[float], q: float) -> float:
 
 def upload(client, path=DOC, headers=None):
     with open(path, "rb") as f:
-        return client.post("/documents", files={"file": (path.name, f, "application/pdf")}, headers=headers or {})
+        return client.post("/documents?wait=true", files={"file": (path.name, f, "application/pdf")}, headers=headers or {})
 
 
 def run_traffic(client, n=200):

@@ -1,0 +1,193 @@
+"""Ingestion operations: re-ingestion (changed settings, changed bytes, lost points), the
+landing-folder sensor, the batch job, the asset checks and a failure midway through embedding."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+
+import dagster as dg
+import pytest
+from sqlalchemy import func, select
+
+from core import ingest, reindex
+from core.db import ChunkRow, Document, QAPair
+from core.ingest import ingest_bytes
+from core.query import QueryService
+from core.services import services_key
+from pipelines.operations import _requests, scan_landing_folder
+from pipelines.resources import RagauditResource
+from pipelines.runner import DagsterRunner
+from tests.conftest import DATA, SAMPLES
+
+NTSB_A = SAMPLES / "20080102X00002.pdf"  # Reims F172 M, registration FBVIF
+NTSB_B = DATA / "ntsb" / "20080117X00064.pdf"
+QUESTION = "What registration did the Reims F172 M carry?"
+
+
+def _live_state(svc, doc_id: str) -> dict:
+    with svc.sessions() as s:
+        rows = set(s.scalars(select(ChunkRow.id).where(ChunkRow.document_id == doc_id)))
+        pairs = s.scalar(select(func.count()).select_from(QAPair).where(QAPair.document_id == doc_id))
+        pair_chunks = set(s.scalars(select(QAPair.chunk_id).where(QAPair.document_id == doc_id)))
+        doc = s.get(Document, doc_id)
+    points = {p: pl for p, pl in svc.store.iter_payloads() if pl.get("document_id") == doc_id}
+    return {"rows": rows, "points": points, "pairs": pairs, "pair_chunks": pair_chunks, "doc": doc}
+
+
+def _age(path, seconds: float = 10) -> None:
+    t = time.time() - seconds
+    os.utime(path, (t, t))
+
+
+def test_reindex_rebuilds_changed_settings_and_lost_points_and_skips_the_rest(fresh_services, monkeypatch):
+    """A document is rebuilt when a chunk setting changed or a point was lost, and skipped
+    (counted unchanged) otherwise; the rebuild replaces rows, points and gold pairs (no
+    duplicates) and the no_orphans / counts agree after it. Fails if ``built_with`` is not
+    stored or not compared (nothing rebuilt), if unchanged documents are rebuilt, if gold pairs
+    accumulate across versions, or if a lost point goes unnoticed."""
+    svc = fresh_services
+    runner = DagsterRunner()
+    a = ingest_bytes(svc, NTSB_A.read_bytes(), "a.pdf", runner).document
+    b = ingest_bytes(svc, NTSB_B.read_bytes(), "b.pdf", runner).document
+    assert a["built_with"]["chunk_max_tokens"] == svc.settings.chunk_max_tokens
+    p = reindex.plan(svc)
+    assert p.todo == [] and p.unchanged == 2
+    before = _live_state(svc, a["id"])
+    assert before["pairs"] > 0
+
+    monkeypatch.setattr(svc, "settings", svc.settings.model_copy(update={"chunk_max_tokens": 120}))
+    res = reindex.run(svc, runner, names=["a.pdf"])
+    assert [r["doc_name"] for r in res["reingested"]] == ["a.pdf"] and res["unchanged"] == 0
+    assert "chunk_max_tokens: 200 -> 120" in res["reingested"][0]["reasons"]
+    after = _live_state(svc, a["id"])
+    assert after["doc"].ingest_version == 2 and after["doc"].built_with["chunk_max_tokens"] == 120
+    assert set(after["points"]) == after["rows"] and not (after["rows"] & before["rows"])
+    assert {pl["ingest_version"] for pl in after["points"].values()} == {2}
+    assert after["pair_chunks"] <= after["rows"]  # pairs point at the new chunks only: replaced, not added
+    assert after["pairs"] <= len(after["rows"]) * svc.settings.qa_pairs_per_chunk
+    # b still has the old settings -> changed; a is current
+    p = reindex.plan(svc)
+    assert [d.doc_name for d in p.todo] == ["b.pdf"] and p.unchanged == 1
+
+    # a point lost on purpose: no_orphans fails, the document is rebuilt, the check passes again
+    victim = next(iter(_live_state(svc, a["id"])["points"]))
+    svc.store.client.delete(svc.store.collection, points_selector=[victim], wait=True)
+    assert ingest.orphans(svc)["orphan_rows"] == 1
+    p = reindex.plan(svc, names=["a.pdf"])
+    assert p.todo[0].reasons == [f"index incomplete: {len(after['rows'])} chunk rows, {len(after['rows']) - 1} points"]
+    res = reindex.run(svc, runner, names=["a.pdf"])
+    assert res["failed"] == [] and len(res["reingested"]) == 1
+    assert ingest.orphans(svc)["orphan_rows"] == 0 and ingest.orphans(svc)["orphan_points"] == 0
+
+
+def test_landing_sensor_replaces_a_changed_pdf(fresh_services, tmp_path, monkeypatch):
+    """A PDF dropped in a landing subfolder becomes document ``reports/n.pdf``; replacing the file
+    with another version makes the sensor queue it again and the run replaces every old point and
+    row (SQL rows = Qdrant points, none of the old version left, gold pairs not duplicated); an
+    unchanged folder queues nothing. Fails if names are not the path below the landing folder, if
+    a changed file is not seen, or if re-ingestion leaves old points or doubles the gold pairs."""
+    svc = fresh_services
+    landing = tmp_path / "landing"
+    (landing / "reports").mkdir(parents=True)
+    monkeypatch.setattr(svc, "settings", svc.settings.model_copy(update={"landing_dir": landing}))
+    target = landing / "reports" / "n.pdf"
+    shutil.copy(NTSB_A, target)
+    _age(target)
+    resource = RagauditResource(services_key=services_key(svc.settings))
+    instance = dg.DagsterInstance.ephemeral()
+
+    def tick(cursor):
+        ctx = dg.build_sensor_context(instance=instance, cursor=cursor, resources={"ragaudit": resource})
+        return scan_landing_folder(ctx, svc)
+
+    res = tick(None)
+    assert "1 document(s) queued for the serving process" in res.skip_reason.skip_message  # embedded mode
+    (doc_id,) = ingest.queued_documents(svc)
+    assert ingest.run_queued(svc, doc_id, DagsterRunner()).ok  # what the serving process's worker does
+    first = _live_state(svc, doc_id)
+    assert first["doc"].doc_name == "reports/n.pdf" and first["doc"].source_path == str(target)
+    assert "FBVIF" in " ".join(c.text for c in QueryService(svc).search(QUESTION, top_k=3).chunks)
+
+    res = tick(res.cursor)
+    assert "none new or changed" in res.skip_reason.skip_message and ingest.queued_documents(svc) == []
+
+    shutil.copy(NTSB_B, target)  # a changed version of the file
+    _age(target, 5)
+    res = tick(res.cursor)
+    assert ingest.queued_documents(svc) == [doc_id]
+    assert ingest.run_queued(svc, doc_id, DagsterRunner()).ok
+    second = _live_state(svc, doc_id)
+    assert second["doc"].sha256 == ingest.sha256_hex(NTSB_B.read_bytes()) and second["doc"].ingest_version == 2
+    assert set(second["points"]) == second["rows"] and not (second["rows"] & first["rows"])
+    assert {pl["doc_sha256"] for pl in second["points"].values()} == {second["doc"].sha256}
+    assert second["pair_chunks"] <= second["rows"]
+    with svc.sessions() as s:
+        assert s.scalar(select(func.count()).select_from(Document)) == 1
+    assert "FBVIF" not in " ".join(c.text for c in QueryService(svc).search(QUESTION, top_k=3).chunks)
+
+
+def test_small_documents_are_batched_large_ones_run_alone(fresh_services, monkeypatch):
+    """Run requests: files above landing_batch_max_bytes get one partition run each, small ones
+    share ingest_batch runs of at most landing_batch_size. Fails if every file gets its own run
+    (per-run overhead) or if a batch exceeds its size."""
+    svc = fresh_services
+    monkeypatch.setattr(svc, "settings", svc.settings.model_copy(
+        update={"landing_batch_max_bytes": 1000, "landing_batch_size": 2}))
+    reqs = _requests(svc, [("big", 5000), ("s1", 10), ("s2", 20), ("s3", 30)], "k")
+    assert [(r.job_name, r.partition_key) for r in reqs[:1]] == [("ingest_document", "big")]
+    assert [r.run_config["ops"]["ingest_documents"]["config"]["document_ids"] for r in reqs[1:]] == [["s1", "s2"], ["s3"]]
+
+
+def test_batch_job_ingests_queued_documents_in_one_run(fresh_services):
+    """The ingest_batch job ingests several queued documents in one Dagster run, each published
+    on its own, and records a live_index materialization per document. Fails if the batch op
+    skips documents or publishes without the count check."""
+    from pipelines.operations import ingest_batch
+
+    svc = fresh_services
+    ids = [ingest.register(svc, f.read_bytes(), f.name)[0].id for f in (NTSB_A, NTSB_B)]
+    instance = dg.DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions("documents", ids)
+    result = ingest_batch.execute_in_process(
+        run_config={"ops": {"ingest_documents": {"config": {"document_ids": ids}}}}, instance=instance,
+        resources={"ragaudit": RagauditResource(services_key=services_key(svc.settings))})
+    assert result.success
+    mats = [e for e in result.all_events if e.event_type_value == "ASSET_MATERIALIZATION"]
+    assert sorted(e.partition for e in mats) == sorted(ids)
+    for i in ids:
+        st = ingest.count_check(svc, i)
+        assert st["passed"] and st["sql"] > 0 and ingest.get_document(svc, i).status == "ready"
+
+
+def test_failure_on_the_third_embedding_batch_keeps_the_previous_answer(fresh_services, monkeypatch):
+    """A new version whose embedding fails on its third batch: the run fails, and the previous
+    version answers the same question with the same answer and citations. Fails if a failed run
+    publishes its partial version, deletes the previous one, or leaves staged points."""
+    svc = fresh_services
+    runner = DagsterRunner()
+    old = ingest_bytes(svc, NTSB_A.read_bytes(), "report.pdf", runner)
+    q = QueryService(svc)
+    before = q.ask(QUESTION, top_k=3)
+    assert before["citations"] and before["label"] == "answered"
+    real = svc.embedder.embed
+    calls = {"n": 0}
+
+    def third_batch_fails(texts):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise RuntimeError("embedding server died on batch 3")
+        return real(texts)
+
+    monkeypatch.setattr(svc.embedder, "embed", third_batch_fails)
+    out = ingest_bytes(svc, (SAMPLES / "dmca.pdf").read_bytes(), "report.pdf", runner)
+    monkeypatch.setattr(svc.embedder, "embed", real)
+    assert calls["n"] == 3 and out.status == "failed" and "batch 3" in out.message, (calls, out)
+    doc = ingest.get_document(svc, old.document["id"])
+    assert doc.status == "failed" and doc.ingest_version == 1 and doc.sha256 == old.document["sha256"]
+    after = QueryService(svc).ask(QUESTION, top_k=3)
+    assert after["answer"] == before["answer"]
+    assert [(c["doc_name"], c["page"], c["quote"]) for c in after["citations"]] == \
+           [(c["doc_name"], c["page"], c["quote"]) for c in before["citations"]]
+    assert ingest.count_check(svc, doc.id)["staged_qdrant"] == 0
