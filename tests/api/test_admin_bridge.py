@@ -22,7 +22,7 @@ def client(tmp_path_factory, embedder):
     with TestClient(create_app(settings)) as c:
         for name in ("dmca.pdf", "20071229X02007.pdf"):
             with open(SAMPLES / name, "rb") as f:
-                r = c.post("/documents", files={"file": (name, f, "application/pdf")})
+                r = c.post("/documents", params={"wait": "true"}, files={"file": (name, f, "application/pdf")})
             assert r.status_code == 201, r.text
         c.docs = {d["doc_name"]: d for d in c.get("/documents").json()}  # type: ignore[attr-defined]
         yield c
@@ -257,7 +257,7 @@ def test_documents_reingest_and_delete(client):
     unchanged), if another field can be changed through it, or if DELETE leaves the document or its
     chunks behind."""
     with open(SAMPLES / "20080102X00002.pdf", "rb") as f:
-        doc = client.post("/documents", files={"file": ("20080102X00002.pdf", f, "application/pdf")}).json()["document"]
+        doc = client.post("/documents", params={"wait": "true"}, files={"file": ("20080102X00002.pdf", f, "application/pdf")}).json()["document"]
     rec = client.get(f"/admin/api/documents/{doc['id']}").json()
     assert rec["strategy"] == "sentence"
     r = client.put(f"/admin/api/documents/{doc['id']}", json={**rec, "doc_name": "renamed.pdf", "strategy": "fixed"})

@@ -26,7 +26,7 @@ def test_admin_bridge_on_postgres(pg_url, tmp_path, embedder):
     settings = make_settings(tmp_path / "pg-admin", database_url=pg_url)
     with TestClient(create_app(settings)) as c:
         with open(SAMPLES / "dmca.pdf", "rb") as f:
-            r = c.post("/documents", files={"file": ("dmca.pdf", f, "application/pdf")}, data={"knowledge_base": "admin-pg"})
+            r = c.post("/documents", params={"wait": "true"}, files={"file": ("dmca.pdf", f, "application/pdf")}, data={"knowledge_base": "admin-pg"})
         assert r.status_code == 201, r.text
         doc = r.json()["document"]
         try:
