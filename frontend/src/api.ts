@@ -104,6 +104,12 @@ export interface Citation {
   chunk_id: string;
   quote: string;
   verified: boolean;
+  /** the quote supports the sentence that carries the citation (numbers, dates, names present) */
+  supports?: boolean;
+  /** why it supports or what is missing */
+  reason?: string;
+  /** every page the quote is on (two for a sentence across a page break) */
+  pages?: number[];
   [k: string]: unknown;
 }
 

@@ -77,6 +77,8 @@ try {
   await dlg.waitFor();
   out.steps.citation_title = await dlg.locator("h2").innerText();
   out.steps.quote = await dlg.getByTestId("quote").innerText();
+  out.steps.support = await dlg.getByTestId("support").innerText();
+  check(out.steps.support.startsWith("Supports the claim"), `citation support shown as ${out.steps.support}`);
   const href = await dlg.getByTestId("open-pdf").getAttribute("href");
   out.steps.pdf_href = href;
   const pdf = await page.request.get(base + href.split("#")[0]);

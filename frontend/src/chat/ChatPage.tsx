@@ -53,12 +53,17 @@ function CitationDialog({ cite, source, onClose }: { cite: Citation | null; sour
   const pdf = source?.document_id ? `/documents/${source.document_id}/file#page=${cite.page}` : null;
   return (
     <Dialog open onClose={onClose} maxWidth="md" fullWidth data-testid="citation-dialog">
-      <DialogTitle>[{cite.n}] {cite.doc_name}, page {cite.page}</DialogTitle>
+      <DialogTitle>[{cite.n}] {cite.doc_name}, {pagesLabel(cite)}</DialogTitle>
       <DialogContent dividers>
         <Typography variant="caption" display="block" gutterBottom>
           chunk {cite.chunk_id}{source ? ` · pages ${source.page_start}–${source.page_end}` : ""}
           {source?.section ? ` · ${source.section}` : ""} · quote {cite.verified ? "verified in the chunk" : "NOT verified"}
         </Typography>
+        {cite.supports !== undefined && (
+          <Typography variant="body2" gutterBottom data-testid="support" color={cite.supports ? "success.main" : "error.main"}>
+            {cite.supports ? "Supports the claim" : "Does NOT support the claim"}{cite.reason ? `: ${cite.reason}` : ""}
+          </Typography>
+        )}
         {source ? <Highlighted text={source.text} quote={cite.quote} /> : <blockquote>{cite.quote}</blockquote>}
       </DialogContent>
       <DialogActions>
@@ -70,8 +75,14 @@ function CitationDialog({ cite, source, onClose }: { cite: Citation | null; sour
 }
 
 const LABEL_COLOR: Record<string, "success" | "warning" | "error" | "info"> = {
-  answered: "success", refused: "warning", clarifying: "info", uncited: "error",
+  answered: "success", refused: "warning", clarifying: "info", uncited: "error", unsupported: "error",
 };
+
+/** "page 3", or "pages 9–10" for a quote that runs across a page break. */
+function pagesLabel(c: Citation): string {
+  const ps = c.pages && c.pages.length ? c.pages : [c.page];
+  return ps.length > 1 ? `pages ${ps[0]}–${ps[ps.length - 1]}` : `page ${ps[0]}`;
+}
 
 function TurnView({ turn, onRerun }: { turn: Turn; onRerun: (t: Turn, mode: string, topK: number, strategy: string) => void }) {
   const [open, setOpen] = useState<Citation | null>(null);
@@ -119,8 +130,9 @@ function TurnView({ turn, onRerun }: { turn: Turn; onRerun: (t: Turn, mode: stri
                   <Box component="ol" sx={{ pl: 3, my: 0 }} data-testid="citation-list">
                     {first.citations.map((c) => (
                       <li key={c.n} value={c.n}>
-                        <Link component="button" onClick={() => setOpen(c)} data-testid="cite-source">{c.doc_name}, page {c.page}</Link>
+                        <Link component="button" onClick={() => setOpen(c)} data-testid="cite-source">{c.doc_name}, {pagesLabel(c)}</Link>
                         {!c.verified && " (quote not verified)"}
+                        {c.verified && c.supports === false && ` (does not support the claim: ${c.reason ?? "unsupported"})`}
                       </li>
                     ))}
                   </Box>
