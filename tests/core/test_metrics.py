@@ -102,3 +102,64 @@ def test_citation_support_is_supported_over_cited_claims():
         assert math.isnan(citation_support({"claims": 0, "supported_claims": 0}).value)
     with pytest.warns(RuntimeWarning):
         assert math.isnan(citation_support({}).value)
+
+
+@pytest.mark.parametrize("name,call", [
+    ("hit@5", lambda: metrics.hit_at_k(["x"], [], 5)),
+    ("mrr", lambda: metrics.reciprocal_rank(["x"], [])),
+    ("ndcg@10", lambda: metrics.ndcg_at_k(["x"], [], 10)),
+    ("evidence_recall@5", lambda: metrics.evidence_recall_at_k(["x"], [], 5)),
+    ("exact_match", lambda: metrics.exact_match("x", "")),
+    ("f1", lambda: metrics.token_f1("x", "")),
+    ("citation_validity", lambda: metrics.citation_validity([{"doc_name": "a", "page": 1}], [], [])),
+])
+def test_every_undefined_metric_is_nan_with_a_named_warning(name, call):
+    """Fails if a metric's undefined case is not NaN, its warning does not name the metric and
+    the empty input, or the warning points into metrics.py rather than at the caller (stacklevel)."""
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        r = call()
+    assert math.isnan(r.value) and r.reason.endswith("is empty")
+    (warning,) = w
+    assert warning.category is RuntimeWarning and str(warning.message).startswith(f"{name}: ")
+    assert str(warning.message).endswith(" is empty; returning NaN") and warning.filename == __file__
+
+
+def test_ranking_metrics_when_nothing_or_part_is_retrieved():
+    """Fails if MRR gives credit (1.0) when the evidence is missing, evidence recall counts the
+    missing parts instead of the found ones, an empty evidence string matches everything, hit@k
+    accepts a multipart question with one part found, or the reasons stop saying where/why."""
+    ctx = ["alpha beta", "the evidence here"]
+    assert metrics.reciprocal_rank(ctx, ["absent"]).value == 0.0
+    assert metrics.reciprocal_rank(ctx, ["absent"]).reason == "evidence not retrieved"
+    assert metrics.reciprocal_rank(ctx, ["evidence here"]).reason == "evidence complete at rank 2"
+    assert metrics.hit_at_k(ctx, ["evidence here"], 5).reason == "all evidence found by rank 2"
+    assert metrics.hit_at_k(ctx, ["evidence here", "absent"], 5).value == 0.0
+    assert metrics.hit_at_k(ctx, ["absent"], 5).reason == "evidence not retrieved"
+    r = metrics.evidence_recall_at_k(ctx, ["evidence here", "absent", "alpha"], 5)
+    assert r.value == pytest.approx(2 / 3) and r.reason == "2/3 evidence strings in top 5"
+    assert metrics.ndcg_at_k(ctx, ["evidence here", "absent"], 10).reason == "1/2 evidence strings in top 10"
+    assert not metrics.contains_evidence("anything", "   ")
+    # whitespace dropped by an extractor still matches, either way round
+    assert metrics.contains_evidence("the evi dence here", "evidence here")
+    assert metrics.contains_evidence("the evidence here", "evi dence here")
+    assert not metrics.contains_evidence("the evidence", "evidence here")
+
+
+def test_metric_result_json_rounds_and_maps_nan_to_null():
+    """Fails if ``MetricResult.to_json`` stops rounding to 6 places or emits NaN instead of null."""
+    assert metrics.MetricResult(1 / 3, "r").to_json() == {"value": 0.333333, "reason": "r"}
+    assert metrics.MetricResult(float("nan"), "n").to_json() == {"value": None, "reason": "n"}
+    assert metrics.MetricResult(None, "n").to_json() == {"value": None, "reason": "n"}  # type: ignore[arg-type]
+
+
+def test_refusal_correct_both_ways():
+    """Fails if a refusal label is not recognised (refused, clarifying), the comparison is
+    inverted, or the reason stops naming the label and the expectation."""
+    assert metrics.refusal_correct("refused", True).value == 1.0
+    assert metrics.refusal_correct("clarifying", True).value == 1.0
+    assert metrics.refusal_correct("answered", True).value == 0.0
+    assert metrics.refusal_correct("unsupported", False).value == 1.0
+    assert metrics.refusal_correct("refused", False).value == 0.0
+    assert metrics.refusal_correct("refused", False).reason == "label 'refused'; should not refuse"
+    assert metrics.refusal_correct("answered", True).reason == "label 'answered'; should refuse"
