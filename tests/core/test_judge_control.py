@@ -47,3 +47,40 @@ def test_a_lenient_judge_makes_the_control_report_all_failed_false():
     assert by_answer["q1"]["faithfulness"] == 1.0 and by_answer["q1"]["failed"] is False
     # the same quote is not in q1's NTSB context: that control still fails (quotes are verified)
     assert by_answer["q2"]["faithfulness"] == 0.0 and by_answer["q2"]["failed"] is True
+
+
+def test_deterministic_judge_support_rules():
+    """Fails if the offline judge's support rule changes: a claim found verbatim at offset 0 of a
+    cited context is supported with itself as quote (``>= 0`` -> ``> 0``); the last source number
+    is valid (``n <= len`` -> ``n < len``); an invalid [n] does not stop the search (``continue`` ->
+    ``break``); the threshold is inclusive (0.8 of the terms passes, ``>=`` -> ``>``); ties keep the
+    first sentence; the quote and source reported are the best sentence's."""
+    j = DeterministicJudge()
+    ctx = ["Alpha beta gamma delta epsilon. Other words here.",
+           "Filler sentence first. Alpha beta gamma delta zeta. Alpha beta gamma delta eta."]
+    from core.judge import Claim
+
+    assert j._support(Claim(0, "Alpha beta gamma delta epsilon.", [1]), ctx) == (True, "Alpha beta gamma delta epsilon.", 1)
+    # 4 of the 5 terms (0.8) in the first matching sentence of source 2 (the last source), after an invalid [7]
+    assert j._support(Claim(0, "alpha beta gamma delta omega", [7, 2]), ctx) == (
+        True, "Alpha beta gamma delta zeta.", 2)
+    assert j._support(Claim(0, "alpha beta gamma omega psi", [2]), ctx)[0] is False  # 3/5 < 0.8
+    assert j._support(Claim(0, "alpha beta", [9]), ctx) == (False, "", None)
+
+
+def test_deterministic_judge_scores_and_reasons():
+    """Fails if context relevance is not the mean share of question terms per context, the
+    undefined cases are not NaN with their reasons, or faithfulness stops counting claims."""
+    import math
+
+    j = DeterministicJudge()
+    r = j.judge("alpha beta", "Alpha beta gamma delta epsilon [1]. Unrelated made up claim [2].",
+                ["Alpha beta gamma delta epsilon.", "alpha only"])
+    assert r.faithfulness.value == 0.5 and r.faithfulness.reason == "1/2 claims supported by a verified quote"
+    assert r.context_relevance.value == 0.75
+    assert r.context_relevance.reason == "mean share of question terms per context over 2"
+    assert math.isnan(r.answer_relevance.value) and r.answer_relevance.reason == "no answer text or no embedder"
+    assert [c["supported"] for c in r.claims] == [True, False]
+    empty = j.judge("alpha", "Alpha beta [1].", [])
+    assert math.isnan(empty.context_relevance.value) and empty.context_relevance.reason == "no retrieved contexts"
+    assert empty.claims[0]["reason"] == "judge: not supported"
