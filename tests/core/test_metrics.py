@@ -11,6 +11,15 @@ from core.evaluation import paired_bootstrap_ci
 from core.judge import DeterministicJudge, _verify, split_claims
 
 
+def test_squad_reasons_say_what_matched():
+    """Fails if the EM/F1 reasons stop showing the match, the normalised strings or the F1."""
+    assert metrics.exact_match("the NYC08CA055.", "NYC08CA055").reason == "matches gold after SQuAD normalisation"
+    assert metrics.exact_match("NYC08CA056", "NYC08CA055").reason == "'nyc08ca056' != 'nyc08ca055'"
+    assert metrics.token_f1("october 28 extra", "October 28").reason == "token F1 0.80 over 3 answer tokens"
+    # F1 is the harmonic mean 2pr/(p+r): p = 1/4, r = 1/2 -> 1/3
+    assert metrics.token_f1("x b c d", "x e").value == pytest.approx(1 / 3)
+
+
 def test_squad_normalisation_and_scores():
     # SQuAD v1.1 normalize_answer: lower, strip punctuation and articles a/an/the, squeeze spaces
     assert metrics.normalize_answer("The  Cat, a hat!") == "cat hat"
@@ -114,15 +123,15 @@ def test_citation_support_is_supported_over_cited_claims():
     ("citation_validity", lambda: metrics.citation_validity([{"doc_name": "a", "page": 1}], [], [])),
 ])
 def test_every_undefined_metric_is_nan_with_a_named_warning(name, call):
-    """Fails if a metric's undefined case is not NaN, or its warning does not name the metric and
-    the empty input."""
+    """Fails if a metric's undefined case is not NaN, or its reason and warning do not name the
+    metric and the empty input exactly (e.g. ``_nan("mrr", None)``)."""
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
         r = call()
-    assert math.isnan(r.value) and r.reason.endswith("is empty")
+    what = "gold places" if name == "citation_validity" else "reference"
+    assert math.isnan(r.value) and r.reason == f"{what} is empty"
     (warning,) = w
-    assert warning.category is RuntimeWarning and str(warning.message).startswith(f"{name}: ")
-    assert str(warning.message).endswith(" is empty; returning NaN")
+    assert warning.category is RuntimeWarning and str(warning.message) == f"{name}: {what} is empty; returning NaN"
 
 
 def test_ranking_metrics_when_nothing_or_part_is_retrieved():
