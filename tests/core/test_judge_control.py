@@ -84,3 +84,24 @@ def test_deterministic_judge_scores_and_reasons():
     empty = j.judge("alpha", "Alpha beta [1].", [])
     assert math.isnan(empty.context_relevance.value) and empty.context_relevance.reason == "no retrieved contexts"
     assert empty.claims[0]["reason"] == "judge: not supported"
+
+
+def test_uncited_claims_and_judge_errors_never_pass():
+    """Fails if a claim citing no source counts as supported (``sup = True``), if a judge that
+    errors counts as a control that failed as it should (``ok_fail = True`` on exception), or if
+    faithfulness exactly 0.5 counts as failed (``< 0.5`` -> ``<= 0.5``)."""
+    from core.judge import _verify, split_claims
+
+    faith, rows = _verify(split_claims("Alpha beta gamma without a source."), {0: (True, "Alpha beta", None)},
+                          ["Alpha beta gamma"])
+    assert faith.value == 0.0 and rows[0]["reason"] == "claim cites no source"
+    per_q, answers = _answers()
+    broken = judge_control(per_q, answers, LLMJudge("gpt-4o-mini", mock_response="not json"), 3)
+    assert broken["failed"] == 0 and broken["all_failed"] is False
+    assert broken["pairs"][0]["reason"].startswith("judge failed: ValueError")
+    half = json.dumps({"claims": [{"i": 0, "supported": True, "source": 1, "quote": DMCA.split(". ")[0] + "."},
+                                  {"i": 1, "supported": False}], "context_relevance": 1.0, "answer_relevance": 1.0})
+    answers["q1"]["answer"] = "The pilot misjudged the clearance [1]. The airplane struck a fence [1]."
+    out = judge_control(per_q, answers, LLMJudge("gpt-4o-mini", mock_response=half), 3)
+    row = next(p for p in out["pairs"] if p["answer_of"] == "q1")
+    assert row["faithfulness"] == 0.5 and row["failed"] is False
