@@ -6,7 +6,7 @@ Each test's docstring names the mutation of ``core/citations.py`` / ``core/answe
 import pytest
 
 from core.answer import Citation, LLMAnswerer, AnswerResult, audit_answer
-from core.citations import (CitationReport, CitationVerdict, CitedQuote, answer_label, audit_citations,
+from core.citations import (CitationReport, CitationVerdict, CitedQuote, answer_label, audit_citations, check_citations,
                             claim_parts, claim_support, verify_citation)
 from core.retrieval import RetrievedChunk
 
@@ -151,3 +151,64 @@ def test_claim_parts_cut_after_a_citation_followed_by_text():
     """Fails if claims are not cut after an inner citation or short fragments are kept."""
     assert claim_parts("Signed in 1998 [1] and it has five titles [2]. Yes [1].") == [
         ("Signed in 1998", [1]), ("and it has five titles.", [2])]
+
+
+def test_support_edge_rules():
+    """Fails if a name must be a strict subset of the quote's terms (``<`` for ``<=``), a claim with
+    no content term counts as supported (recall 1.0), an acronym opening the claim is not a name,
+    a plain capitalised first word is a name (``i == 1``), "n't" is not a negation, or the
+    reasons are not exact."""
+    assert claim_support("It was Clinton.", "Clinton.").supports
+    assert not claim_support("It is what it is", "Something else entirely.").supports
+    assert claim_support("NASA launched it in 1998", "It was launched in 1998.").missing == ["name NASA"]
+    assert claim_support("Reportedly, it launched in 1998", "It launched in 1998.").supports
+    assert claim_support("It wasn't signed by Clinton", "Clinton signed it.").missing == ["the claim's negation"]
+    assert claim_support("The DMCA was signed by President Bush in 2005", DMCA_P1).reason == (
+        "not in the quote: number 2005; name Bush")
+    assert claim_support("x", "").reason == "no quote"
+    assert claim_support("It was signed in 1998", DMCA_P1).reason.startswith("numbers, dates and names")
+
+
+def test_verdicts_and_reasons_exactly():
+    """Fails if a verdict field or reason of ``verify_citation`` is mutated: a missing chunk is
+    neither verified nor supporting, an unsupported quote found in the chunk stays verified but not
+    supporting even with another quote of the claim, and the joint reason names the others."""
+    assert verify_citation("c", "q", None) == CitationVerdict(False, False, "the cited chunk is not among the sources")
+    assert verify_citation("c d", "zzz", DMCA_P1) == CitationVerdict(
+        False, False, "the quote does not occur in the cited chunk")
+    claim = "Bush signed it in 2005 and hulls get ten years."
+    v = verify_citation(claim, "It has five titles.", DMCA_P1, [(2, "Once registered, protection continues.")])
+    assert (v.verified, v.supports) == (True, False) and v.reason.startswith("not in the quote: ")
+    j = verify_citation("Clinton signed it in 1998 and protection lasts ten years.",
+                        "The DMCA was signed into law by President Clinton on October 28, 1998.", DMCA_P1,
+                        [(2, "Once registered, protection continues for ten years."), (3, "x")])
+    assert j.supports and j.reason.startswith("together with [2][3]: numbers")
+
+
+def test_citation_report_and_audit_details():
+    """Fails if ``check_citations`` counts a 3-word uncited sentence as a fragment (``> 3``), stops
+    at the first uncited fragment (``break``), ``CitationReport.to_json`` renames a key, the audit
+    stops counting claims after one citing only an invalid number, counts a clarification's claims,
+    or renames the keys of an unsupported claim."""
+    rep = check_citations("Yes. Three word sentence. Signed in 1998 [9].", 1)
+    assert rep.uncited_sentences == ["Three word sentence."] and rep.invalid_numbers == [9]
+    assert rep.to_json() == {"ok": False, "cited": [9], "invalid_numbers": [9],
+                             "uncited_sentences": ["Three word sentence."]}
+    src = [(c.chunk_id, c.text) for c in SOURCES]
+    bush = "The DMCA was signed by President Bush in 2005."
+    _, check, label = audit_citations("Made up claim here [9]. " + bush[:-1] + " [1].", "answered",
+                                      [CitedQuote(1, "c1", DMCA_P1.split(". ")[0] + ".", bush)], src)
+    assert check["claims"] == 1 and label == "uncited"
+    assert check["unsupported"] == [{"claim": bush, "cites": [1], "reason": "not in the quote: number 2005; name Bush"}]
+    _, check, label = audit_citations(bush[:-1] + " [1].", "clarifying", [], src)
+    assert label == "clarifying" and check["claims"] == 0
+
+
+def test_find_quote_edges():
+    """Fails if an empty quote is found (``return -1`` -> ``+1``) or the last occurrence is
+    returned instead of the first (``find`` -> ``rfind``)."""
+    from core.citations import find_quote
+
+    assert find_quote("   ", "abc") == -1 and find_quote("", "abc") == -1
+    assert find_quote("ab", "ab  ab") == 0
+    assert find_quote("b c", "a  b\n c") == 3

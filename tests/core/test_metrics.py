@@ -11,6 +11,15 @@ from core.evaluation import paired_bootstrap_ci
 from core.judge import DeterministicJudge, _verify, split_claims
 
 
+def test_squad_reasons_say_what_matched():
+    """Fails if the EM/F1 reasons stop showing the match, the normalised strings or the F1."""
+    assert metrics.exact_match("the NYC08CA055.", "NYC08CA055").reason == "matches gold after SQuAD normalisation"
+    assert metrics.exact_match("NYC08CA056", "NYC08CA055").reason == "'nyc08ca056' != 'nyc08ca055'"
+    assert metrics.token_f1("october 28 extra", "October 28").reason == "token F1 0.80 over 3 answer tokens"
+    # F1 is the harmonic mean 2pr/(p+r): p = 1/4, r = 1/2 -> 1/3
+    assert metrics.token_f1("x b c d", "x e").value == pytest.approx(1 / 3)
+
+
 def test_squad_normalisation_and_scores():
     # SQuAD v1.1 normalize_answer: lower, strip punctuation and articles a/an/the, squeeze spaces
     assert metrics.normalize_answer("The  Cat, a hat!") == "cat hat"
@@ -102,3 +111,64 @@ def test_citation_support_is_supported_over_cited_claims():
         assert math.isnan(citation_support({"claims": 0, "supported_claims": 0}).value)
     with pytest.warns(RuntimeWarning):
         assert math.isnan(citation_support({}).value)
+
+
+@pytest.mark.parametrize("name,call", [
+    ("hit@5", lambda: metrics.hit_at_k(["x"], [], 5)),
+    ("mrr", lambda: metrics.reciprocal_rank(["x"], [])),
+    ("ndcg@10", lambda: metrics.ndcg_at_k(["x"], [], 10)),
+    ("evidence_recall@5", lambda: metrics.evidence_recall_at_k(["x"], [], 5)),
+    ("exact_match", lambda: metrics.exact_match("x", "")),
+    ("f1", lambda: metrics.token_f1("x", "")),
+    ("citation_validity", lambda: metrics.citation_validity([{"doc_name": "a", "page": 1}], [], [])),
+])
+def test_every_undefined_metric_is_nan_with_a_named_warning(name, call):
+    """Fails if a metric's undefined case is not NaN, or its reason and warning do not name the
+    metric and the empty input exactly (e.g. ``_nan("mrr", None)``)."""
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        r = call()
+    what = "gold places" if name == "citation_validity" else "reference"
+    assert math.isnan(r.value) and r.reason == f"{what} is empty"
+    (warning,) = w
+    assert warning.category is RuntimeWarning and str(warning.message) == f"{name}: {what} is empty; returning NaN"
+
+
+def test_ranking_metrics_when_nothing_or_part_is_retrieved():
+    """Fails if MRR gives credit (1.0) when the evidence is missing, evidence recall counts the
+    missing parts instead of the found ones, an empty evidence string matches everything, hit@k
+    accepts a multipart question with one part found, or the reasons stop saying where/why."""
+    ctx = ["alpha beta", "the evidence here"]
+    assert metrics.reciprocal_rank(ctx, ["absent"]).value == 0.0
+    assert metrics.reciprocal_rank(ctx, ["absent"]).reason == "evidence not retrieved"
+    assert metrics.reciprocal_rank(ctx, ["evidence here"]).reason == "evidence complete at rank 2"
+    assert metrics.hit_at_k(ctx, ["evidence here"], 5).reason == "all evidence found by rank 2"
+    assert metrics.hit_at_k(ctx, ["evidence here", "absent"], 5).value == 0.0
+    assert metrics.hit_at_k(ctx, ["absent"], 5).reason == "evidence not retrieved"
+    r = metrics.evidence_recall_at_k(ctx, ["evidence here", "absent", "alpha"], 5)
+    assert r.value == pytest.approx(2 / 3) and r.reason == "2/3 evidence strings in top 5"
+    assert metrics.ndcg_at_k(ctx, ["evidence here", "absent"], 10).reason == "1/2 evidence strings in top 10"
+    assert not metrics.contains_evidence("anything", "   ")
+    # whitespace dropped by an extractor still matches, either way round
+    assert metrics.contains_evidence("the evi dence here", "evidence here")
+    assert metrics.contains_evidence("the evidence here", "evi dence here")
+    assert not metrics.contains_evidence("the evidence", "evidence here")
+
+
+def test_metric_result_json_rounds_and_maps_nan_to_null():
+    """Fails if ``MetricResult.to_json`` stops rounding to 6 places or emits NaN instead of null."""
+    assert metrics.MetricResult(1 / 3, "r").to_json() == {"value": 0.333333, "reason": "r"}
+    assert metrics.MetricResult(float("nan"), "n").to_json() == {"value": None, "reason": "n"}
+    assert metrics.MetricResult(None, "n").to_json() == {"value": None, "reason": "n"}  # type: ignore[arg-type]
+
+
+def test_refusal_correct_both_ways():
+    """Fails if a refusal label is not recognised (refused, clarifying), the comparison is
+    inverted, or the reason stops naming the label and the expectation."""
+    assert metrics.refusal_correct("refused", True).value == 1.0
+    assert metrics.refusal_correct("clarifying", True).value == 1.0
+    assert metrics.refusal_correct("answered", True).value == 0.0
+    assert metrics.refusal_correct("unsupported", False).value == 1.0
+    assert metrics.refusal_correct("refused", False).value == 0.0
+    assert metrics.refusal_correct("refused", False).reason == "label 'refused'; should not refuse"
+    assert metrics.refusal_correct("answered", True).reason == "label 'answered'; should refuse"
