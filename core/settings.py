@@ -42,7 +42,10 @@ class Settings(BaseSettings):
     llm_api_key: SecretStr | None = None
     llm_temperature: float = 0.0
     llm_max_tokens: int = Field(default=512, gt=0)
-    llm_timeout_s: float = Field(default=60.0, gt=0)
+    llm_timeout_s: float = Field(default=60.0, gt=0, description="Bound (s) of one LLM request: per HTTP read, "
+                                 "and /query answers 502 after timeout x (1 + llm_retries)")
+    llm_retries: int = Field(default=0, ge=0, le=5, description="Extra upstream attempts after a failed LLM "
+                             "request (0 = one attempt)")
 
     chunk_max_tokens: int = Field(default=200, gt=16, description="Token budget per chunk, header included")
     chunk_overlap_sentences: int = Field(default=1, ge=0)
