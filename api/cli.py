@@ -144,7 +144,9 @@ def ask(
     typer.echo(f"\n[{out['label']}]")
     for c in out["citations"]:
         typer.echo(f"  [{c['n']}] {c['doc_name']} p.{c['page']}: \"{c['quote'][:160]}\"")
-    typer.echo(f"  {out['timings_ms']['total']:.0f} ms, {out['usage']['model']}, ${out['usage']['cost_usd']:.6f}")
+    cost = out["usage"]["cost_usd"]
+    cost_text = "cost unknown (no price for this model)" if cost is None else f"${cost:.6f}"
+    typer.echo(f"  {out['timings_ms']['total']:.0f} ms, {out['usage']['model']}, {cost_text}")
 
 
 @app.command()

@@ -64,7 +64,7 @@ class Usage(BaseModel):
     model: str
     prompt_tokens: int
     completion_tokens: int
-    cost_usd: float
+    cost_usd: float | None = Field(description="USD; null = unknown (the model has no price in litellm's map)")
 
 
 class CacheOut(BaseModel):
