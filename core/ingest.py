@@ -32,7 +32,8 @@ from .chunking import DEFAULT_STRATEGY as _DEFAULT_STRATEGY
 from .chunking import Chunk, Strategy, chunk_document, document_title, window_spans
 from .db import ChunkRow, Document, QAPair, bump_index_version, utcnow
 from .names import InvalidNameError, name_key, validate_knowledge_base, validate_name
-from .pdf import Page, PDFError, extract_pages, inspect_pdf
+from .pdf import Page, PDFError
+from .pdfguard import extract_pages_bounded, inspect_pdf_bounded
 from .services import Services
 from .sparse import bm25_document_vector
 from .store import point_id
@@ -133,7 +134,7 @@ def register(svc: Services, data: bytes, doc_name: str, knowledge_base: str = DE
     doc_name = validate_name(doc_name)
     knowledge_base = validate_knowledge_base(knowledge_base)
     key = name_key(doc_name)
-    inspect_pdf(data, svc.settings.min_text_chars)
+    inspect_pdf_bounded(data, svc.settings)  # page limit; time/memory bounds (child process)
     sha = sha256_hex(data)
     store_file(svc, data, sha)
     for attempt in range(2):
@@ -180,7 +181,7 @@ def load_pages(svc: Services, document_id: str) -> tuple[Document, list[Page]]:
     """Stage 1: the pages of the version being ingested. Raises ``PDFError`` or ``KeyError``."""
     doc = get_document(svc, document_id)
     path = svc.settings.files_dir / f"{target_version(doc)}.pdf"
-    return doc, extract_pages(path.read_bytes())
+    return doc, extract_pages_bounded(path.read_bytes(), svc.settings)
 
 
 def build_chunks(svc: Services, doc: Document, pages: list[Page], strategy: str | None = None) -> list[Chunk]:

@@ -87,6 +87,10 @@ class Settings(BaseSettings):
     host: str = "127.0.0.1"
     port: int = 8000
     max_upload_mb: int = Field(default=100, gt=0)
+    max_pdf_pages: int = Field(default=5000, ge=0, description="PDFs with more pages are refused (422); 0 = no limit")
+    pdf_parse_timeout_s: float = Field(default=600.0, description="Wall-clock bound (s) on validating and on "
+                                       "extracting one PDF, each in a child process; <= 0 = parse inline, unbounded")
+    pdf_parse_memory_mb: int = Field(default=3072, gt=256, description="Address-space bound (MB) of that child process")
 
     # --- telemetry (query_logs rows written off the request path) ---
     telemetry_store_question: bool = Field(
