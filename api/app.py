@@ -17,6 +17,7 @@ from core.services import get_services
 from core.settings import Settings
 from core.telemetry import TelemetryWriter
 
+from .errors import install_error_handlers
 from .limits import UploadSizeLimit
 from .routes import documents, evaluation, health, metrics, query
 
@@ -50,6 +51,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.add_middleware(CORSMiddleware, allow_origins=list(settings.cors_origins),
                        allow_methods=["*"], allow_headers=["*"], expose_headers=["Content-Range"])
+    install_error_handlers(app)
     app.add_middleware(UploadSizeLimit, max_bytes=settings.max_upload_mb * 1024 * 1024)
     app.include_router(documents.router)
     app.include_router(query.router)

@@ -146,5 +146,8 @@ class IngestOut(BaseModel):
 
 
 class ErrorOut(BaseModel):
-    detail: str
+    """An error: ``detail`` says what is wrong; for a request that fails validation (422) it is
+    FastAPI's list of ``{type, loc, msg, input}`` items."""
+
+    detail: str | list[dict[str, Any]]
     code: str | None = None
