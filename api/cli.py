@@ -212,6 +212,8 @@ def eval_cmd(
     from core.evaluation import EvalParams
     from core.evalruns import create_run, execute_run
 
+    from .progress import Progress
+
     svc = _services()
     params = EvalParams(modes=[m.strip() for m in modes.split(",") if m.strip()], top_k=top_k,
                         answers=not retrieval_only, strategy=strategy, knowledge_base=knowledge_base)
@@ -220,7 +222,11 @@ def eval_cmd(
     except (KeyError, ValueError) as e:
         typer.echo(f"error: {e.args[0] if e.args else e}", err=True)
         raise typer.Exit(2)
-    res = execute_run(svc, run_id)
+    progress = Progress("eval (questions x modes)")
+    try:
+        res = execute_run(svc, run_id, on_progress=progress.update)
+    finally:
+        progress.close()
     if as_json:
         typer.echo(json.dumps(res, indent=2, ensure_ascii=False))
     else:
