@@ -503,6 +503,15 @@ def main(argv: list[str] | None = None) -> None:
     random.Random(0).shuffle(questions)
     result: dict[str, Any] = {"date": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), "machine": machine(),
                               "pdfs": [p.name for p in pdfs]}
+    args.out.mkdir(parents=True, exist_ok=True)
+    path = args.out / f"{result['date'][:10]}-{re.sub(r'[^A-Za-z0-9_.-]', '_', platform.node())}.json"
+
+    def save() -> str:  # after every section: an interrupted run keeps what it measured
+        result["bench_peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+        text = table(result)
+        path.write_text(json.dumps({**result, "table": text}, indent=2))
+        return text
+
     data_dir = Path(tempfile.mkdtemp(prefix="ragaudit-bench-"))
     try:
         print(f"1. ingestion of {len(pdfs)} PDFs", flush=True)
@@ -510,23 +519,21 @@ def main(argv: list[str] | None = None) -> None:
         svc = get_services(Settings(_env_file=None, data_dir=data_dir, cache_ttl_s=0, llm_model=""))
         print("   naive baseline", flush=True)
         result["naive"] = bench_naive(pdfs, svc.embedder)
+        save()
         if "retrieval" not in args.skip:
             print("2. retrieval latency", flush=True)
             sizes = [int(x) for x in args.sizes.split(",")] + ([50000] if args.scale_50k else [])
             result["retrieval"] = bench_retrieval(svc, sizes, questions, args.questions)
+            save()
         release_services(svc.settings)  # frees the Qdrant folder for the API process
         if "concurrency" not in args.skip:
             print("3. concurrency", flush=True)
             result["concurrency"] = bench_concurrency(data_dir, questions, args.concurrency_seconds)
     finally:
         shutil.rmtree(data_dir, ignore_errors=True)
-    result["bench_peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
-    text = table(result)
+    text = save()
     print()
     print(text)
-    args.out.mkdir(parents=True, exist_ok=True)
-    path = args.out / f"{result['date'][:10]}-{re.sub(r'[^A-Za-z0-9_.-]', '_', platform.node())}.json"
-    path.write_text(json.dumps({**result, "table": text}, indent=2))
     print(f"\nwritten {path}")
 
 
