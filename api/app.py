@@ -22,6 +22,8 @@ from core.settings import Settings
 from core.telemetry import TelemetryWriter
 
 from .admin import create_admin_app
+from .errors import install_error_handlers
+from .limits import UploadSizeLimit
 from .routes import document_files, documents, eval_views, evaluation, health, internal, metrics, query
 
 log = logging.getLogger(__name__)
@@ -92,6 +94,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(CORSMiddleware, allow_origins=list(settings.cors_origins),
                        allow_methods=["*"], allow_headers=["*"], expose_headers=["Content-Range"])
     app.include_router(document_files.router)
+    install_error_handlers(app)
+    app.add_middleware(UploadSizeLimit, max_bytes=settings.max_upload_mb * 1024 * 1024)
     app.include_router(documents.router)
     app.include_router(query.router)
     app.include_router(health.router)

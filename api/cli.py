@@ -239,7 +239,9 @@ def ask(
     typer.echo(f"\n[{out['label']}]")
     for c in out["citations"]:
         typer.echo(f"  [{c['n']}] {c['doc_name']} p.{c['page']}: \"{c['quote'][:160]}\"")
-    typer.echo(f"  {out['timings_ms']['total']:.0f} ms, {out['usage']['model']}, ${out['usage']['cost_usd']:.6f}")
+    cost = out["usage"]["cost_usd"]
+    cost_text = "cost unknown (no price for this model)" if cost is None else f"${cost:.6f}"
+    typer.echo(f"  {out['timings_ms']['total']:.0f} ms, {out['usage']['model']}, {cost_text}")
 
 
 @app.command()
@@ -305,6 +307,8 @@ def eval_cmd(
     from core.evaluation import EvalParams
     from core.evalruns import create_run, execute_run
 
+    from .progress import Progress
+
     svc = _services()
     params = EvalParams(modes=[m.strip() for m in modes.split(",") if m.strip()], top_k=top_k,
                         answers=not retrieval_only, strategy=strategy, knowledge_base=knowledge_base)
@@ -313,7 +317,11 @@ def eval_cmd(
     except (KeyError, ValueError) as e:
         typer.echo(f"error: {e.args[0] if e.args else e}", err=True)
         raise typer.Exit(2)
-    res = execute_run(svc, run_id)
+    progress = Progress("eval (questions x modes)")
+    try:
+        res = execute_run(svc, run_id, on_progress=progress.update)
+    finally:
+        progress.close()
     if as_json:
         typer.echo(json.dumps(res, indent=2, ensure_ascii=False))
     else:

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from core.answer import Citation
 from core.retrieval import Mode
 from core.store import Scope
+
+
+# C0 and C1 control characters other than tab, newline and carriage return (and DEL)
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 
 
 class ScopeIn(BaseModel):
@@ -32,9 +37,19 @@ class QueryIn(ScopeIn):
     """A question and where/how to search. ``strategy`` picks one chunking strategy (default:
     each document's primary one)."""
 
-    question: str = Field(min_length=1, max_length=4000)
+    question: str = Field(min_length=1, max_length=4000, description="At most 4,000 characters; no control "
+                          "characters other than tab and newline")
     top_k: int | None = Field(default=None, ge=1, le=100)
     mode: Mode = Mode.hybrid
+
+    @field_validator("question")
+    @classmethod
+    def _no_control_chars(cls, v: str) -> str:
+        bad = _CONTROL.search(v)
+        if bad:
+            raise ValueError(f"question contains a control character (U+{ord(bad.group()):04X} at offset "
+                             f"{bad.start()}); send plain text")
+        return v
 
 
 class Ranks(BaseModel):
@@ -66,7 +81,7 @@ class Usage(BaseModel):
     model: str
     prompt_tokens: int
     completion_tokens: int
-    cost_usd: float
+    cost_usd: float | None = Field(description="USD; null = unknown (the model has no price in litellm's map)")
 
 
 class CacheOut(BaseModel):
@@ -151,5 +166,8 @@ class IngestOut(BaseModel):
 
 
 class ErrorOut(BaseModel):
-    detail: str
+    """An error: ``detail`` says what is wrong; for a request that fails validation (422) it is
+    FastAPI's list of ``{type, loc, msg, input}`` items."""
+
+    detail: str | list[dict[str, Any]]
     code: str | None = None

@@ -5,7 +5,7 @@
   and cites them; faithful by construction, free and deterministic.
 - ``LLMAnswerer``: any litellm model string (OpenAI, Anthropic, Ollama, vLLM...), prompted to
   answer only from the sources and cite ``[n]``; tokens from the response usage, cost from
-  litellm's price map (``completion_cost``; 0 when the model has no price).
+  litellm's price map (``completion_cost``; ``None`` = unknown when the model has no price).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import numpy as np
 from .chunking import sentence_spans
 from .citations import CitedQuote, audit_citations, claim_parts, claim_support, normalize_ws
 from .embedding import Embedder
+from .llmcall import Cancellation, abort_stream, call_with_deadline, completion_cost_or_none, deadline_for
 from .retrieval import RetrievedChunk
 from .sparse import tokenize
 
@@ -70,7 +71,7 @@ class AnswerResult:
     model: str
     prompt_tokens: int = 0
     completion_tokens: int = 0
-    cost_usd: float = 0.0
+    cost_usd: float | None = 0.0  # None = unknown (model not in litellm's price map)
     citation_check: dict[str, Any] = field(default_factory=dict)
 
 
@@ -317,19 +318,21 @@ class LLMAnswerer:
 
         if not sources:
             return AnswerResult(REFUSAL_TEXT, [], "refused", self.model)
-        resp = litellm.completion(model=self.model, messages=self.messages(question, sources), **self.kwargs)
+        messages = self.messages(question, sources)
+        resp = call_with_deadline(lambda: litellm.completion(model=self.model, messages=messages, **self.kwargs),
+                                  deadline_for(self.kwargs.get("timeout"), self.kwargs.get("max_retries")))
         text = (resp.choices[0].message.content or "").strip()
         usage = getattr(resp, "usage", None)
-        try:
-            cost = float(litellm.completion_cost(completion_response=resp) or 0.0)
-        except Exception:  # model not in the price map (local / self-hosted): no known price
-            cost = 0.0
+        cost = completion_cost_or_none(resp)
         return self.finish(text, sources, getattr(usage, "prompt_tokens", 0) or 0,
                            getattr(usage, "completion_tokens", 0) or 0, cost)
 
-    def stream(self, question: str, sources: list[RetrievedChunk]):
+    def stream(self, question: str, sources: list[RetrievedChunk], cancel: Cancellation | None = None):
         """Generator of text deltas; its return value (``StopIteration.value``) is the
-        ``AnswerResult`` (usage and cost rebuilt with ``litellm.stream_chunk_builder``)."""
+        ``AnswerResult`` (usage and cost rebuilt with ``litellm.stream_chunk_builder``).
+
+        ``cancel``: when it fires, the upstream connection is shut down at once (``abort_stream``)
+        and the read in progress raises."""
         import litellm
 
         if not sources:
@@ -337,8 +340,11 @@ class LLMAnswerer:
             return AnswerResult(REFUSAL_TEXT, [], "refused", self.model)
         messages = self.messages(question, sources)
         chunks = []
-        for part in litellm.completion(model=self.model, messages=messages, stream=True,
-                                       stream_options={"include_usage": True}, **self.kwargs):
+        upstream = litellm.completion(model=self.model, messages=messages, stream=True,
+                                      stream_options={"include_usage": True}, **self.kwargs)
+        if cancel is not None:
+            cancel.on_cancel(lambda: abort_stream(upstream))
+        for part in upstream:
             chunks.append(part)
             delta = part.choices[0].delta.content if part.choices else None
             if delta:
@@ -346,15 +352,12 @@ class LLMAnswerer:
         resp = litellm.stream_chunk_builder(chunks, messages=messages)
         text = (resp.choices[0].message.content or "").strip()
         usage = getattr(resp, "usage", None)
-        try:
-            cost = float(litellm.completion_cost(completion_response=resp) or 0.0)
-        except Exception:
-            cost = 0.0
+        cost = completion_cost_or_none(resp)
         return self.finish(text, sources, getattr(usage, "prompt_tokens", 0) or 0,
                            getattr(usage, "completion_tokens", 0) or 0, cost)
 
     def finish(self, text: str, sources: list[RetrievedChunk], prompt_tokens: int, completion_tokens: int,
-               cost: float) -> AnswerResult:
+               cost: float | None) -> AnswerResult:
         """Build citations for ``text`` and audit them (``audit_answer``): each claim's cited [n]
         gets the passage of chunk n (one sentence, or two adjacent ones) that supports the claim
         (``citations.claim_support``), else the sentence sharing most of its terms."""

@@ -222,7 +222,7 @@ class QueryLog(Base):
     total_ms: Mapped[float | None] = mapped_column(Float, nullable=True)
     prompt_tokens: Mapped[int] = mapped_column(Integer, default=0)
     completion_tokens: Mapped[int] = mapped_column(Integer, default=0)
-    cost_usd: Mapped[float] = mapped_column(Float, default=0.0)
+    cost_usd: Mapped[float | None] = mapped_column(Float, nullable=True)  # NULL = unknown price (no ORM default: None must stay None)
     retrieved_ids: Mapped[list | None] = mapped_column(JSON, nullable=True)
     cited_ids: Mapped[list | None] = mapped_column(JSON, nullable=True)
     error_kind: Mapped[str | None] = mapped_column(String(64), nullable=True)

@@ -128,9 +128,11 @@ def create_run(svc: Services, dataset_ref: str, params: EvalParams) -> str:
         return run.id
 
 
-def execute_run(svc: Services, run_id: str, query_service: Any = None) -> dict[str, Any]:
+def execute_run(svc: Services, run_id: str, query_service: Any = None,
+                on_progress: Any = None) -> dict[str, Any]:
     """Run a recorded evaluation to the end, updating its progress, and store the results
-    (``status: done``) or the error (``status: failed``, then re-raised)."""
+    (``status: done``) or the error (``status: failed``, then re-raised). ``on_progress(done,
+    total)``: also called after every question x mode (the CLI's progress bar)."""
     with svc.sessions.begin() as s:
         run = s.get(EvalRun, run_id)
         if run is None:
@@ -143,6 +145,8 @@ def execute_run(svc: Services, run_id: str, query_service: Any = None) -> dict[s
         with svc.sessions.begin() as s2:
             r = s2.get(EvalRun, run_id)
             r.progress_done, r.progress_total = done, total
+        if on_progress is not None:
+            on_progress(done, total)
 
     try:
         name, qs = resolve_dataset(svc, ref)

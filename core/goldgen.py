@@ -208,7 +208,8 @@ def build_generator(svc: Services) -> ExtractiveGenerator | LLMGenerator:
     if s.llm_model:
         return LLMGenerator(s.llm_model, s.qa_pairs_per_chunk, api_base=s.llm_api_base or None,
                             api_key=s.llm_api_key.get_secret_value() if s.llm_api_key else None,
-                            temperature=s.llm_temperature, max_tokens=s.llm_max_tokens, timeout=s.llm_timeout_s)
+                            temperature=s.llm_temperature, max_tokens=s.llm_max_tokens, timeout=s.llm_timeout_s,
+                            max_retries=s.llm_retries)
     return ExtractiveGenerator(s.qa_pairs_per_chunk)
 
 

@@ -39,7 +39,8 @@ from .chunking import DEFAULT_STRATEGY as _DEFAULT_STRATEGY
 from .chunking import Chunk, Strategy, chunk_document, document_title, window_spans
 from .db import ChunkRow, Document, QAPair, bump_index_version, utcnow
 from .names import InvalidNameError, name_key, validate_knowledge_base, validate_name
-from .pdf import Page, PDFError, extract_pages, inspect_pdf
+from .pdf import Page, PDFError
+from .pdfguard import extract_pages_bounded, inspect_pdf_bounded
 from .services import Services
 from .sparse import bm25_document_vector
 from .store import point_id
@@ -189,7 +190,7 @@ def register(svc: Services, data: bytes, doc_name: str, knowledge_base: str = DE
     doc_name = validate_name(doc_name)
     knowledge_base = validate_knowledge_base(knowledge_base)
     key = name_key(doc_name)
-    inspect_pdf(data, svc.settings.min_text_chars)
+    inspect_pdf_bounded(data, svc.settings)  # page limit; time/memory bounds (child process)
     sha = sha256_hex(data)
     store_file(svc, data, sha)
     for attempt in range(2):
@@ -259,9 +260,9 @@ def load_pages(svc: Services, document_id: str) -> tuple[Document, list[Page]]:
     doc = get_document(svc, document_id)
     path = svc.settings.files_dir / f"{target_version(doc)}.pdf"
     set_progress(svc, document_id, status="extracting", pages_done=0, pages_total=0, chunks_done=0, chunks_total=0)
-    pages = extract_pages(path.read_bytes(),
-                          on_page=lambda done, total: set_progress(svc, document_id, pages_done=done,
-                                                                   pages_total=total))
+    # parsed in a child process under time/memory bounds (core.pdfguard): per-page progress
+    # stays there, so the page count is reported when extraction ends
+    pages = extract_pages_bounded(path.read_bytes(), svc.settings)
     set_progress(svc, document_id, force=True, pages_done=len(pages), pages_total=len(pages))
     return doc, pages
 

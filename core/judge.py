@@ -204,7 +204,8 @@ def build_judge(svc: Any) -> DeterministicJudge | LLMJudge:
     if model and model != "deterministic":
         return LLMJudge(model, api_base=s.llm_api_base or None,
                         api_key=s.llm_api_key.get_secret_value() if s.llm_api_key else None,
-                        temperature=0.0, max_tokens=max(s.llm_max_tokens, 1024), timeout=s.llm_timeout_s)
+                        temperature=0.0, max_tokens=max(s.llm_max_tokens, 1024), timeout=s.llm_timeout_s,
+                        max_retries=s.llm_retries)
     return DeterministicJudge(svc.embedder)
 
 

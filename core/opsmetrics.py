@@ -11,6 +11,9 @@ What counts: every logged request in the window (``since <= created_at < until``
 and cache hits included. Latency percentiles of a stage use the rows where that stage ran
 (non-NULL); ``total`` covers every request (a cache hit's total is the time it took to serve it).
 Cost: ``cost_usd`` as logged (0 for cache hits: their original cost is on the original row).
+``total``/``mean`` sum the known costs; rows whose cost is unknown (NULL: the model has no price
+in litellm's map) are counted in ``unknown`` with their models in ``unknown_models``, never
+added as 0.
 """
 
 from __future__ import annotations
@@ -59,7 +62,7 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """Statistics of ``rows`` (dicts with the ``query_logs`` columns used here).
 
     Returns ``{count, errors, error_rate, cache_hits, cache_hit_rate, latency_ms: {stage: {p50,
-    p95, p99, n}}, cost_usd: {total, mean}, tokens: {prompt, completion, total}}``; rates are in
+    p95, p99, n}}, cost_usd: {total, mean, known, unknown, unknown_models}, tokens: {prompt, completion, total}}``; rates are in
     [0, 1], ``None`` when there are no rows.
     """
     n = len(rows)
@@ -69,14 +72,17 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     for stage, col in STAGE_COLUMNS.items():
         vals = [r[col] for r in rows if r[col] is not None]
         latency[stage] = {**percentiles(vals), "n": len(vals)}
-    cost = float(sum(r["cost_usd"] or 0.0 for r in rows))
+    known = [r["cost_usd"] for r in rows if r["cost_usd"] is not None]
+    unknown_models = sorted({str(r["model"]) for r in rows if r["cost_usd"] is None})
+    cost = float(sum(known))
     prompt = int(sum(r["prompt_tokens"] or 0 for r in rows))
     completion = int(sum(r["completion_tokens"] or 0 for r in rows))
     return {
         "count": n, "errors": errors, "error_rate": errors / n if n else None,
         "cache_hits": hits, "cache_hit_rate": hits / n if n else None,
         "latency_ms": latency,
-        "cost_usd": {"total": round(cost, 8), "mean": round(cost / n, 8) if n else None},
+        "cost_usd": {"total": round(cost, 8), "mean": round(cost / len(known), 8) if known else None,
+                     "known": len(known), "unknown": n - len(known), "unknown_models": unknown_models},
         "tokens": {"prompt": prompt, "completion": completion, "total": prompt + completion},
     }
 
@@ -140,6 +146,8 @@ class PrometheusMetrics:
                                buckets=self.BUCKETS, registry=r)
         self.cost = Counter("ragaudit_cost_usd", "LLM/embedding cost in USD", ["model"], registry=r)
         self.tokens = Counter("ragaudit_tokens", "LLM tokens", ["model", "kind"], registry=r)
+        self.cost_unknown = Counter("ragaudit_cost_unknown", "Requests whose cost is unknown (model without a "
+                                    "price in litellm's map)", ["model"], registry=r)
 
     def observe(self, row: dict[str, Any]) -> None:
         """Count one telemetry row (the dict ``TelemetryWriter.record`` builds)."""
@@ -153,7 +161,9 @@ class PrometheusMetrics:
             if stage != "total" and row[col] is not None:
                 self.stage.labels(stage).observe(row[col] / 1000)
         model = row["model"] or "none"
-        if row["cost_usd"]:
+        if row["cost_usd"] is None:
+            self.cost_unknown.labels(model).inc()
+        elif row["cost_usd"]:
             self.cost.labels(model).inc(row["cost_usd"])
         if row["prompt_tokens"]:
             self.tokens.labels(model, "prompt").inc(row["prompt_tokens"])

@@ -184,7 +184,7 @@ def extract_pages(data: bytes, on_page: Callable[[int, int], None] | None = None
                 try:
                     page_lines.append(_page_lines(p, _text_options(p), lambda i=i: doc[i]))
                 finally:
-                    p.close()  # pdfplumber keeps a page's parsed objects until then
+                    p.close()  # pdfplumber keeps a page's parsed objects until then (615 pages: 4.7 GB)
     except Exception as e:  # pdfminer raises many exception types on malformed content
         log.warning("pdfplumber failed (%s: %s); falling back to pypdfium2", type(e).__name__, e)
         doc.close()

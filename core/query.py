@@ -21,6 +21,7 @@ from .answerability import is_vague, missing_anchors
 from .cache import AnswerCache
 from .citations import normalize_ws
 from .db import new_id
+from .llmcall import CLIENT_DISCONNECTED, Cancellation, litellm_kwargs
 from .retrieval import Mode, RetrievalResult, RetrievedChunk, Retriever
 from .services import Services
 from .store import Scope
@@ -39,7 +40,7 @@ def build_answerer(svc: Services) -> ExtractiveAnswerer | LLMAnswerer:
             api_key=s.llm_api_key.get_secret_value() if s.llm_api_key else None,
             temperature=s.llm_temperature,
             max_tokens=s.llm_max_tokens,
-            timeout=s.llm_timeout_s,
+            **litellm_kwargs(s),
         )
     return ExtractiveAnswerer(svc.embedder)
 
@@ -229,11 +230,14 @@ class QueryService:
         return out
 
     def stream(self, question: str, scope: Scope | None = None, top_k: int | None = None,
-               mode: Mode | str = Mode.hybrid, log_query: bool = True) -> Iterator[tuple[str, dict[str, Any]]]:
+               mode: Mode | str = Mode.hybrid, log_query: bool = True,
+               cancel: Cancellation | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
         """Yield ``(event, data)``: ``sources`` (numbered chunks) first, then ``token`` events
         (``{"text": delta}``), then ``done`` (label, citations, timings incl. ``ttft`` ms, usage).
 
-        Errors after the first event are yielded as ``error`` events (and logged).
+        Errors after the first event are yielded as ``error`` events (and logged). ``cancel``
+        (fired when the client goes away) closes the upstream LLM request; a generator cancelled
+        or closed before ``done`` logs its row with ``error_kind`` ``ClientDisconnected``.
         """
         t0 = time.perf_counter()
         try:
@@ -249,6 +253,7 @@ class QueryService:
                           "notes": list(prep.retrieval.notes)}
         t = time.perf_counter()
         ttft = None
+        gen = None
         try:
             if prep.gate is not None or not hasattr(self.answerer, "stream"):
                 ans = self.answer(prep)
@@ -257,7 +262,8 @@ class QueryService:
                         ttft = (time.perf_counter() - t) * 1000
                     yield "token", {"text": piece}
             else:
-                gen = self.answerer.stream(prep.question, prep.sources)
+                gen = (self.answerer.stream(prep.question, prep.sources, cancel=cancel) if cancel is not None
+                       else self.answerer.stream(prep.question, prep.sources))
                 while True:
                     try:
                         piece = next(gen)
@@ -267,10 +273,20 @@ class QueryService:
                     if ttft is None:
                         ttft = (time.perf_counter() - t) * 1000
                     yield "token", {"text": piece}
-        except Exception as e:
+        except GeneratorExit:  # closed by the route: the client went away between two events
+            if gen is not None:
+                gen.close()
             if log_query:
                 self._log(prep.query_id, question, prep.scope, prep.mode, prep.top_k, None, None,
-                          (time.perf_counter() - prep.t0) * 1000, error_kind=type(e).__name__, endpoint="stream")
+                          (time.perf_counter() - prep.t0) * 1000, error_kind=CLIENT_DISCONNECTED, endpoint="stream")
+            raise
+        except Exception as e:
+            kind = CLIENT_DISCONNECTED if cancel is not None and cancel.cancelled else type(e).__name__
+            if log_query:
+                self._log(prep.query_id, question, prep.scope, prep.mode, prep.top_k, None, None,
+                          (time.perf_counter() - prep.t0) * 1000, error_kind=kind, endpoint="stream")
+            if kind == CLIENT_DISCONNECTED:
+                return  # nobody is listening
             yield "error", {"query_id": prep.query_id, "error": type(e).__name__, "detail": str(e)[:500]}
             return
         out = self.result_json(prep, ans, (time.perf_counter() - t) * 1000, ttft)
@@ -289,7 +305,7 @@ class QueryService:
             top_k=top_k, strategy=scope.strategy, model=ans.model if ans else self._model_name(),
             label=ans.label if ans else None, timings_ms=t,
             prompt_tokens=ans.prompt_tokens if ans else 0, completion_tokens=ans.completion_tokens if ans else 0,
-            cost_usd=ans.cost_usd if ans else 0.0,
+            cost_usd=ans.cost_usd if ans else 0.0,  # None = unknown price
             retrieved_ids=[r["chunk_id"] for r in out["retrieved"]] if out else None,
             cited_ids=[c["chunk_id"] for c in out["citations"]] if out else None, error_kind=error_kind)
 

@@ -43,7 +43,10 @@ class Settings(BaseSettings):
     llm_api_key: SecretStr | None = None
     llm_temperature: float = 0.0
     llm_max_tokens: int = Field(default=512, gt=0)
-    llm_timeout_s: float = Field(default=60.0, gt=0)
+    llm_timeout_s: float = Field(default=60.0, gt=0, description="Bound (s) of one LLM request: per HTTP read, "
+                                 "and /query answers 502 after timeout x (1 + llm_retries)")
+    llm_retries: int = Field(default=0, ge=0, le=5, description="Extra upstream attempts after a failed LLM "
+                             "request (0 = one attempt)")
 
     chunk_max_tokens: int = Field(default=200, gt=16, description="Token budget per chunk, header included")
     chunk_overlap_sentences: int = Field(default=1, ge=0)
@@ -90,6 +93,10 @@ class Settings(BaseSettings):
     api_url: str = Field(default="", description="URL at which Dagster processes reach the serving process (run "
                          "launcher, embedded mode); empty = http://127.0.0.1:<port>")
     max_upload_mb: int = Field(default=100, gt=0)
+    max_pdf_pages: int = Field(default=5000, ge=0, description="PDFs with more pages are refused (422); 0 = no limit")
+    pdf_parse_timeout_s: float = Field(default=600.0, description="Wall-clock bound (s) on validating and on "
+                                       "extracting one PDF, each in a child process; <= 0 = parse inline, unbounded")
+    pdf_parse_memory_mb: int = Field(default=3072, gt=256, description="Address-space bound (MB) of that child process")
 
     # --- telemetry (query_logs rows written off the request path) ---
     telemetry_store_question: bool = Field(

@@ -108,14 +108,15 @@ class TelemetryWriter:
                strategy: str | None = None, model: str | None = None, label: str | None = None,
                cache_hit: bool = False, cache_source_id: str | None = None,
                timings_ms: dict[str, float | None] | None = None, prompt_tokens: int = 0,
-               completion_tokens: int = 0, cost_usd: float = 0.0, retrieved_ids: list[str] | None = None,
+               completion_tokens: int = 0, cost_usd: float | None = 0.0, retrieved_ids: list[str] | None = None,
                cited_ids: list[str] | None = None, error_kind: str | None = None,
                query_id: str | None = None, created_at: datetime | None = None) -> str:
         """Record one request; returns its ``query_logs.id`` (``query_id`` if given, else a new one).
 
         ``endpoint``: "query" | "query_stream" | "search". ``timings_ms``: stage -> ms, keys from
         ``STAGE_COLUMNS`` (embed, vector, bm25, fusion, rerank, generation, ttft, total); unknown
-        keys are ignored. ``cost_usd`` in USD (0 for local models; name the model anyway).
+        keys are ignored. ``cost_usd`` in USD (0 for the offline answerer; ``None`` = unknown, a
+        model without a price in litellm's map: stored as NULL, never as 0; name the model anyway).
         ``error_kind``: exception class name for failed requests (``None`` = success). Never raises;
         never blocks (background mode).
         """
@@ -126,7 +127,7 @@ class TelemetryWriter:
             "scope": scope or None, "mode": mode, "top_k": int(top_k), "strategy": strategy, "model": model,
             "label": label, "cache_hit": bool(cache_hit), "cache_source_id": cache_source_id,
             "prompt_tokens": int(prompt_tokens or 0), "completion_tokens": int(completion_tokens or 0),
-            "cost_usd": float(cost_usd or 0.0), "retrieved_ids": retrieved_ids, "cited_ids": cited_ids,
+            "cost_usd": None if cost_usd is None else float(cost_usd), "retrieved_ids": retrieved_ids, "cited_ids": cited_ids,
             "error_kind": error_kind,
         }
         for stage, col in STAGE_COLUMNS.items():

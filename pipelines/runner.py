@@ -107,9 +107,14 @@ def remove_partition(svc: Services, document_id: str) -> None:
 
 
 def _pdf_error_names() -> dict[str, type[PDFError]]:
-    import core.pdf as p
+    import core.pdfguard  # noqa: F401  (its refusals: too many pages, parse bounds exceeded)
 
-    return {c.__name__: c for c in vars(p).values() if isinstance(c, type) and issubclass(c, PDFError)}
+    out, todo = {}, [PDFError]
+    while todo:  # every PDFError subclass, wherever defined
+        c = todo.pop()
+        out[c.__name__] = c
+        todo.extend(c.__subclasses__())
+    return out
 
 
 PDF_ERROR_NAMES = _pdf_error_names()

@@ -41,7 +41,8 @@ def test_cli_eval_json_then_api_run_gives_the_same_results(kb, monkeypatch):
         monkeypatch.delenv(var, raising=False)
     res = CliRunner().invoke(app, ["eval", "--dataset", str(SMALL), "--json"])
     assert res.exit_code == 0, res.output
-    cli = json.loads(res.output)
+    cli = json.loads(res.stdout)
+    assert "eval (questions x modes): 36/36 (100%)" in res.stderr  # progress (plain lines: not a TTY)
 
     assert cli["judge"] == "deterministic" and cli["answerer"] == "extractive"
     assert set(cli["modes"]) == {"vector", "bm25", "hybrid"} and "hybrid_rerank" in cli["skipped_modes"]

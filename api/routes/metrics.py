@@ -12,12 +12,13 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from core.opsmetrics import compute_metrics
 
+from ..schemas import ErrorOut
 from ..deps import PrometheusDep, RequireReadKey, ServicesDep, TelemetryDep
 
 router = APIRouter(tags=["metrics"], dependencies=[RequireReadKey])
 
 
-@router.get("/metrics")
+@router.get("/metrics", responses={400: {"model": ErrorOut}, 503: {"model": ErrorOut}})
 async def metrics(svc: ServicesDep, telemetry: TelemetryDep,
                   since: str | None = Query(None, description="ISO 8601, inclusive; naive = UTC"),
                   until: str | None = Query(None, description="ISO 8601, exclusive; naive = UTC"),

@@ -3,15 +3,38 @@
 from __future__ import annotations
 
 import json
+import threading
+import time
 
 from fastapi import APIRouter, HTTPException
 from fastapi.concurrency import iterate_in_threadpool, run_in_threadpool
 from sse_starlette.sse import EventSourceResponse
 
+from core.llmcall import Cancellation
+
 from ..deps import QueryServiceDep, RequireReadKey
 from ..schemas import AnswerOut, ErrorOut, QueryIn, SearchOut
 
 router = APIRouter(tags=["query"], dependencies=[RequireReadKey])
+
+
+def close_generator_soon(gen, within_s: float = 30.0) -> None:
+    """Close a sync generator from a daemon thread. A worker thread may still be inside its
+    ``next()`` (then ``close()`` raises ``ValueError``); retry until that step returns, so the
+    generator's own cleanup (its query_logs row) always runs."""
+
+    def run() -> None:
+        deadline = time.monotonic() + within_s
+        while True:
+            try:
+                gen.close()
+                return
+            except ValueError:  # "generator already executing"
+                if time.monotonic() > deadline:
+                    return
+                time.sleep(0.02)
+
+    threading.Thread(target=run, name="ragaudit-stream-close", daemon=True).start()
 
 
 @router.post("/query", response_model=AnswerOut, responses={400: {"model": ErrorOut}, 502: {"model": ErrorOut}})
@@ -26,6 +49,7 @@ async def query(body: QueryIn, qs: QueryServiceDep) -> dict:
     except ValueError as e:
         raise HTTPException(400, str(e)) from None
     except Exception as e:  # LLM/API failure: the kind only (provider messages can echo request data)
+        # (timeouts included: RAGAUDIT_LLM_TIMEOUT_S x (1 + RAGAUDIT_LLM_RETRIES) bounds the wait)
         raise HTTPException(502, f"answer generation failed ({type(e).__name__})") from None
 
 
@@ -49,15 +73,24 @@ async def query_stream(body: QueryIn, qs: QueryServiceDep) -> EventSourceRespons
     timings in ms incl. ``ttft`` = time to first token, usage). A failure during generation
     is sent as an ``error`` event.
     """
+    cancel = Cancellation()
     try:
-        events = await run_in_threadpool(lambda: qs.stream(body.question, body.to_scope(), body.top_k, body.mode))
+        events = await run_in_threadpool(lambda: qs.stream(body.question, body.to_scope(), body.top_k, body.mode,
+                                                           cancel=cancel))
         first = await run_in_threadpool(next, events)  # retrieval errors surface as HTTP 400 here
     except ValueError as e:
         raise HTTPException(400, str(e)) from None
 
     async def gen():
-        yield {"event": first[0], "data": json.dumps(first[1], ensure_ascii=False)}
-        async for name, data in iterate_in_threadpool(events):
-            yield {"event": name, "data": json.dumps(data, ensure_ascii=False)}
+        finished = False
+        try:
+            yield {"event": first[0], "data": json.dumps(first[1], ensure_ascii=False)}
+            async for name, data in iterate_in_threadpool(events):
+                yield {"event": name, "data": json.dumps(data, ensure_ascii=False)}
+            finished = True
+        finally:
+            if not finished:  # the client went away (sse-starlette cancelled us): stop upstream, log the row
+                cancel.cancel()
+                close_generator_soon(events)
 
     return EventSourceResponse(gen())

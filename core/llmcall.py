@@ -1,0 +1,155 @@
+"""Bounded, cancellable and priced LLM calls (litellm), shared by the answerer, judge and gold pairs.
+
+* ``litellm_kwargs(settings)``: the keyword arguments every ``litellm.completion`` call gets:
+  ``timeout`` (s, per HTTP attempt) and ``max_retries`` (``llm_retries``, default 0: one
+  upstream attempt; the OpenAI SDK under litellm otherwise retries twice, so a stalled provider
+  answered after 3x the timeout).
+* ``call_with_deadline(fn, seconds)``: a hard wall-clock bound on a blocking call. The HTTP read
+  timeout only bounds the gap between two bytes; a provider that trickles its body slowly would
+  still hold the request. Raises ``LLMDeadlineExceeded`` (a ``TimeoutError``) at the deadline.
+* ``Cancellation`` + ``abort_stream``: when the client of ``/query/stream`` goes away, the
+  upstream streaming request is closed at once (its socket is shut down, which wakes the
+  thread blocked reading it), instead of running to its end.
+* ``completion_cost_or_none(resp)``: the USD cost from litellm's price map, or ``None`` when the
+  model has no price there (unknown is not free: never reported as 0).
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+from typing import Any, Callable, TypeVar
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+#: ``query_logs.error_kind`` of a streamed request whose client disconnected before the end
+CLIENT_DISCONNECTED = "ClientDisconnected"
+
+
+class LLMDeadlineExceeded(TimeoutError):
+    """The LLM call did not finish within its wall-clock deadline."""
+
+
+def litellm_kwargs(settings: Any) -> dict[str, Any]:
+    """``{"timeout": llm_timeout_s, "max_retries": llm_retries}`` for ``litellm.completion``."""
+    return {"timeout": settings.llm_timeout_s, "max_retries": settings.llm_retries}
+
+
+def deadline_for(timeout_s: float | None, max_retries: int | None) -> float | None:
+    """Wall-clock bound (s) of one call: ``timeout_s`` per attempt x attempts, plus 0.5 s of
+    back-off per retry; ``None`` when no timeout is set."""
+    if not timeout_s:
+        return None
+    retries = int(max_retries or 0)
+    return float(timeout_s) * (retries + 1) + 0.5 * retries
+
+
+def call_with_deadline(fn: Callable[[], T], seconds: float | None) -> T:
+    """Run ``fn()`` and return its result, or raise ``LLMDeadlineExceeded`` after ``seconds``.
+
+    ``fn`` runs in a daemon thread; on the deadline the caller gets its answer (an error) at once
+    and the thread is left to end on its own HTTP timeout. Exceptions of ``fn`` propagate.
+    ``seconds=None`` runs ``fn`` inline.
+    """
+    if seconds is None:
+        return fn()
+    box: dict[str, Any] = {}
+    done = threading.Event()
+
+    def run() -> None:
+        try:
+            box["value"] = fn()
+        except BaseException as e:  # handed to the caller
+            box["error"] = e
+        finally:
+            done.set()
+
+    threading.Thread(target=run, name="ragaudit-llm-call", daemon=True).start()
+    if not done.wait(seconds):
+        raise LLMDeadlineExceeded(f"LLM call exceeded {seconds:.1f} s")
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+class Cancellation:
+    """A one-shot cancel signal with callbacks (thread-safe).
+
+    ``on_cancel(fn)`` registers a closer (called at once if already cancelled); ``cancel()`` sets
+    the flag and runs every closer once; closer errors are logged by type and swallowed."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._closers: list[Callable[[], None]] = []
+        self._event = threading.Event()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._event.is_set()
+
+    def on_cancel(self, fn: Callable[[], None]) -> None:
+        with self._lock:
+            if not self._event.is_set():
+                self._closers.append(fn)
+                return
+        self._run(fn)
+
+    def cancel(self) -> None:
+        with self._lock:
+            if self._event.is_set():
+                return
+            self._event.set()
+            closers, self._closers = self._closers, []
+        for fn in closers:
+            self._run(fn)
+
+    @staticmethod
+    def _run(fn: Callable[[], None]) -> None:
+        try:
+            fn()
+        except Exception as e:
+            log.warning("cancel callback failed: %s", type(e).__name__)
+
+
+def _http_response(stream: Any) -> Any:
+    """The ``httpx.Response`` under a litellm stream wrapper (OpenAI-compatible providers), or None."""
+    for obj in (stream, getattr(stream, "completion_stream", None)):
+        resp = getattr(obj, "response", None)
+        if resp is not None and hasattr(resp, "extensions"):
+            return resp
+    return None
+
+
+def abort_stream(stream: Any) -> bool:
+    """Close the connection of a litellm streaming response from any thread.
+
+    Shuts the socket down (``SHUT_RDWR``), which also wakes a thread blocked reading it (closing
+    the file descriptor alone does not on Linux); that thread then gets a read error. Returns
+    True when a socket was found and shut down."""
+    resp = _http_response(stream)
+    if resp is None:
+        return False
+    ns = resp.extensions.get("network_stream")
+    sock = ns.get_extra_info("socket") if ns is not None else None
+    if not isinstance(sock, socket.socket):
+        return False
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:  # already closed
+        pass
+    return True
+
+
+def completion_cost_or_none(resp: Any) -> float | None:
+    """USD cost of a litellm response from litellm's price map; ``None`` when the model is not in
+    it (a local or self-hosted model, or a new name): the cost is unknown, not zero."""
+    import litellm
+
+    try:
+        return float(litellm.completion_cost(completion_response=resp))
+    except Exception as e:  # litellm raises for unmapped models (NotFoundError / ModelNotMappedError)
+        log.info("no price for model %s (%s): cost recorded as unknown",
+                 getattr(resp, "model", "?"), type(e).__name__)
+        return None

@@ -1,0 +1,198 @@
+"""Faults on the LLM path, against a fake OpenAI-compatible server on 127.0.0.1 (tests/fake_llm.py):
+a client leaving /query/stream, a stalled or trickling provider, a 500, a malformed body, and a
+model without a price. The API runs for real (uvicorn in a thread, or TestClient) on a real
+knowledge base (one sample PDF, Qdrant local mode, SQLite, the bundled embedding model)."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+
+import httpx
+import pytest
+import uvicorn
+from fastapi.testclient import TestClient
+from sqlalchemy import select
+
+from api.app import create_app
+from core.db import QueryLog
+from core.llmcall import CLIENT_DISCONNECTED
+from tests.conftest import DMCA_QUESTION, SAMPLES, make_settings
+from tests.fake_llm import FakeLLM
+
+
+@pytest.fixture(scope="module")
+def fake_llm():
+    server = FakeLLM(token_interval=0.2, stall_s=30.0).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def kb_dir(tmp_path_factory, embedder):
+    """A data folder with dmca.pdf ingested (offline settings: no LLM at ingestion)."""
+    from core.ingest import ingest_bytes
+    from core.services import get_services, release_services
+    from pipelines.runner import DagsterRunner
+
+    settings = make_settings(tmp_path_factory.mktemp("llmfaults"))
+    svc = get_services(settings)
+    out = ingest_bytes(svc, (SAMPLES / "dmca.pdf").read_bytes(), "dmca.pdf", DagsterRunner())
+    assert out.status == "ingested", out
+    release_services(settings)
+    return settings.data_dir
+
+
+@pytest.fixture()
+def llm_settings(kb_dir, fake_llm):
+    """Factory of settings on the shared knowledge base pointing at one fake behaviour;
+    releases the services (and the Qdrant folder lock) after the test."""
+    from core.services import release_services
+
+    made = []
+
+    def make(behaviour: str, model: str = "openai/gpt-4o-mini", **kw):
+        release_services(made[-1]) if made else None
+        s = make_settings(kb_dir, llm_model=model, llm_api_base=fake_llm.base(behaviour), llm_api_key="sk-fake",
+                          cache_ttl_s=0, **kw)
+        made.append(s)
+        return s
+
+    yield make
+    for s in made:
+        release_services(s)
+
+
+def rows(app) -> list[QueryLog]:
+    svc = app.state.services
+    app.state.telemetry.flush(10)
+    with svc.sessions() as s:
+        return list(s.scalars(select(QueryLog).order_by(QueryLog.created_at)))
+
+
+class LiveServer:
+    """The real app under uvicorn on a free 127.0.0.1 port, in a thread; stopped by ``stop()``."""
+
+    def __init__(self, app):
+        self.app = app
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        self.sock, self.port = sock, sock.getsockname()[1]
+        self.server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [sock]}, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        deadline = time.monotonic() + 60
+        while not self.server.started:
+            assert time.monotonic() < deadline, "API did not start"
+            time.sleep(0.05)
+        return f"http://127.0.0.1:{self.port}"
+
+    def __exit__(self, *exc):
+        self.server.should_exit = True
+        self.thread.join(20)
+
+
+def test_client_leaving_stream_closes_upstream_and_logs_row(llm_settings, fake_llm):
+    """A client that disconnects mid-stream: the upstream LLM request is closed within 2 s and
+    the request still gets its query_logs row, error_kind ClientDisconnected.
+
+    Fails if the route stops forwarding without cancelling (upstream streams on for 60 s), if
+    ``abort_stream`` no longer wakes the blocked read, or if the stream's GeneratorExit /
+    cancelled-read paths stop logging (no row)."""
+    app = create_app(llm_settings("slow"))
+    before = len(fake_llm.closed_at["slow"])
+    with LiveServer(app) as base:
+        with httpx.Client(timeout=30) as client:
+            with client.stream("POST", f"{base}/query/stream", json={"question": DMCA_QUESTION}) as resp:
+                assert resp.status_code == 200
+                tokens = 0
+                for line in resp.iter_lines():
+                    if line.startswith("event: token"):
+                        tokens += 1
+                        if tokens == 3:
+                            break
+                left_at = time.monotonic()
+            # leaving the with-block closed the connection
+        deadline = left_at + 5
+        while len(fake_llm.closed_at["slow"]) == before and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(fake_llm.closed_at["slow"]) > before, "upstream request still open 5 s after the client left"
+        assert fake_llm.closed_at["slow"][-1] - left_at < 2.0
+        deadline = time.monotonic() + 10
+        found = []
+        while not found and time.monotonic() < deadline:
+            found = [r for r in rows(app) if r.endpoint == "stream"]
+            time.sleep(0.1)
+    assert len(found) == 1, found
+    assert found[0].error_kind == CLIENT_DISCONNECTED
+    assert found[0].model == "openai/gpt-4o-mini" and found[0].question == DMCA_QUESTION
+
+
+@pytest.mark.parametrize("behaviour,retries,attempts", [("stall", 0, 1), ("trickle", 0, 1), ("stall", 1, 2)])
+def test_llm_timeout_bounds_query(llm_settings, fake_llm, behaviour, retries, attempts):
+    """RAGAUDIT_LLM_TIMEOUT_S bounds /query: 502 within timeout x (1 + retries) + 1 s, with
+    exactly 1 + retries upstream attempts; a trickling provider (every read on time) is cut by
+    the wall-clock deadline.
+
+    Fails if max_retries is no longer passed (the OpenAI SDK's default makes 3 attempts), or if
+    ``call_with_deadline`` is removed (the trickle takes ~40 s)."""
+    timeout = 1.0
+    app = create_app(llm_settings(behaviour, llm_timeout_s=timeout, llm_retries=retries))
+    with TestClient(app) as client:
+        client.post("/search", json={"question": "warm up the embedder"})
+        n0 = fake_llm.requests[behaviour]
+        t0 = time.monotonic()
+        r = client.post("/query", json={"question": DMCA_QUESTION})
+        took = time.monotonic() - t0
+        assert r.status_code == 502, r.text
+        assert took < timeout * (1 + retries) + 0.5 * retries + 1.0, took
+        time.sleep(0.3)
+        assert fake_llm.requests[behaviour] - n0 == attempts
+        logged = [x for x in rows(app) if x.endpoint == "query"]
+        assert logged[-1].error_kind in ("Timeout", "LLMDeadlineExceeded", "APITimeoutError")
+
+
+@pytest.mark.parametrize("behaviour", ["error500", "malformed"])
+def test_provider_error_is_502_with_one_attempt(llm_settings, fake_llm, behaviour):
+    """A 500 or a non-JSON body from the provider: 502 naming the error kind, one attempt, a logged row.
+
+    Fails if the route lets the exception become a 500 or retries by default."""
+    app = create_app(llm_settings(behaviour))
+    with TestClient(app) as client:
+        n0 = fake_llm.requests[behaviour]
+        r = client.post("/query", json={"question": DMCA_QUESTION})
+        assert r.status_code == 502 and "answer generation failed" in r.json()["detail"]
+        assert "upstream exploded" not in r.text  # provider messages are not echoed
+        assert fake_llm.requests[behaviour] - n0 == 1
+        assert rows(app)[-1].error_kind
+
+
+def test_unpriced_model_cost_is_unknown_not_zero(llm_settings):
+    """A model missing from litellm's price map: the answer succeeds, cost_usd is null in the
+    response and NULL in query_logs (model named), and /metrics counts it as unknown; a priced
+    model next to it is summed.
+
+    Fails if the cost falls back to 0 (the old ``except: cost = 0.0``) or the request fails."""
+    app = create_app(llm_settings("ok", model="openai/fake-unpriced-model"))
+    with TestClient(app) as client:
+        r = client.post("/query", json={"question": DMCA_QUESTION})
+        assert r.status_code == 200, r.text
+        assert r.json()["usage"]["cost_usd"] is None
+        assert r.json()["usage"]["model"] == "openai/fake-unpriced-model"
+        q = [x for x in rows(app) if x.endpoint == "query"]
+        assert q[-1].cost_usd is None and q[-1].model == "openai/fake-unpriced-model" and q[-1].error_kind is None
+    app = create_app(llm_settings("ok", model="openai/gpt-4o-mini"))
+    with TestClient(app) as client:
+        r = client.post("/query", json={"question": DMCA_QUESTION})
+        assert r.status_code == 200, r.text
+        priced = r.json()["usage"]["cost_usd"]
+        assert priced is not None and priced > 0
+        app.state.telemetry.flush(10)
+        m = client.get("/metrics", params={"endpoint": "query"}).json()["overall"]["cost_usd"]
+        assert m["unknown"] >= 1 and "openai/fake-unpriced-model" in m["unknown_models"]
+        assert m["known"] >= 1 and m["total"] >= priced
+        prom = client.get("/metrics/prometheus").text
+        assert 'ragaudit_cost_usd_total{model="openai/gpt-4o-mini"}' in prom

@@ -1,0 +1,143 @@
+"""A fake OpenAI-compatible chat server on 127.0.0.1 for fault tests of the LLM path.
+
+The behaviour is chosen by the first path segment, so one server serves every fault and the
+model name stays free (a priced name such as ``gpt-4o-mini`` or an unpriced one)::
+
+    api_base = f"{server.url}/ok/v1"         # answers at once (JSON or SSE)
+    api_base = f"{server.url}/slow/v1"       # streams one token every ``token_interval`` s, for ~60 s
+    api_base = f"{server.url}/stall/v1"      # accepts the request, then sends nothing for 60 s
+    api_base = f"{server.url}/error500/v1"   # HTTP 500 with an OpenAI-style error body
+    api_base = f"{server.url}/malformed/v1"  # HTTP 200 whose body is not JSON
+    api_base = f"{server.url}/trickle/v1"    # a valid JSON body sent one byte every ``token_interval`` s
+
+``server.requests[behaviour]`` counts requests received; ``server.closed_at[behaviour]`` holds
+the ``time.monotonic()`` at which each streamed/stalled response was torn down (the client went
+away or the body ended), so a test can tell how soon the upstream request was closed.
+Start with ``FakeLLM().start()``; ``stop()`` shuts uvicorn down and joins its thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import threading
+import time
+from collections import defaultdict
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+ANSWER = "The Act was signed into law on October 28, 1998 [1]."
+
+
+def _completion(model: str, text: str) -> dict:
+    return {"id": "chatcmpl-fake", "object": "chat.completion", "created": int(time.time()), "model": model,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 100, "completion_tokens": 12, "total_tokens": 112}}
+
+
+def _chunk(model: str, delta: dict, finish: str | None = None, usage: dict | None = None) -> str:
+    body = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": int(time.time()), "model": model,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}] if usage is None else []}
+    if usage is not None:
+        body["usage"] = usage
+    return f"data: {json.dumps(body)}\n\n"
+
+
+class FakeLLM:
+    """See the module docstring. ``token_interval`` (s) paces the ``slow`` stream."""
+
+    def __init__(self, token_interval: float = 0.2, stall_s: float = 60.0):
+        self.token_interval = token_interval
+        self.stall_s = stall_s
+        self.requests: dict[str, int] = defaultdict(int)
+        self.closed_at: dict[str, list[float]] = defaultdict(list)
+        self._server: uvicorn.Server | None = None
+        self._thread: threading.Thread | None = None
+        self.port = 0
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def base(self, behaviour: str) -> str:
+        """The ``api_base`` for one behaviour (ok, slow, stall, error500, malformed)."""
+        return f"{self.url}/{behaviour}/v1"
+
+    async def _chat(self, request: Request) -> Response:
+        kind = request.path_params["kind"]
+        body = await request.json()
+        self.requests[kind] += 1
+        model, stream = body.get("model", "fake"), bool(body.get("stream"))
+        if kind == "error500":
+            return JSONResponse({"error": {"message": "upstream exploded", "type": "server_error"}}, 500)
+        if kind == "malformed":
+            return Response("this is not json {", media_type="application/json")
+        if kind == "stall" and not stream:
+            try:
+                await asyncio.sleep(self.stall_s)
+            except asyncio.CancelledError:  # the client went away or the server stops
+                return Response(status_code=499)
+            finally:
+                self.closed_at[kind].append(time.monotonic())
+            return JSONResponse(_completion(model, ANSWER))
+        if kind == "trickle" and not stream:  # a valid body, one byte every token_interval s: no read ever times out
+            payload = json.dumps(_completion(model, ANSWER)).encode()
+
+            async def trickle():
+                try:
+                    for i in range(len(payload)):
+                        yield payload[i:i + 1]
+                        await asyncio.sleep(self.token_interval)
+                finally:
+                    self.closed_at[kind].append(time.monotonic())
+
+            return StreamingResponse(trickle(), media_type="application/json")
+        if not stream:
+            return JSONResponse(_completion(model, ANSWER))
+
+        async def events():
+            try:
+                yield _chunk(model, {"role": "assistant", "content": ""})
+                if kind == "stall":
+                    await asyncio.sleep(self.stall_s)
+                words = ANSWER.split(" ")
+                n = len(words) if kind == "ok" else int(60 / self.token_interval)
+                for i in range(n):
+                    yield _chunk(model, {"content": words[i % len(words)] + " "})
+                    if kind == "slow":
+                        await asyncio.sleep(self.token_interval)
+                yield _chunk(model, {}, "stop")
+                yield _chunk(model, {}, usage={"prompt_tokens": 100, "completion_tokens": n, "total_tokens": 100 + n})
+                yield "data: [DONE]\n\n"
+            finally:
+                self.closed_at[kind].append(time.monotonic())
+
+        return StreamingResponse(events(), media_type="text/event-stream")
+
+    def start(self) -> "FakeLLM":
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        self.port = sock.getsockname()[1]
+        app = Starlette(routes=[Route("/{kind}/v1/chat/completions", self._chat, methods=["POST"])])
+        self._server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
+        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [sock]}, daemon=True)
+        self._thread.start()
+        deadline = time.monotonic() + 10
+        while not self._server.started:
+            if time.monotonic() > deadline:
+                raise RuntimeError("fake LLM server did not start")
+            time.sleep(0.02)
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.should_exit = True
+            self._server.force_exit = True
+        if self._thread is not None:
+            self._thread.join(10)
+        self._server = self._thread = None
