@@ -196,7 +196,10 @@ def extract_pages(data: bytes, on_page: Callable[[int, int], None] | None = None
     for i in garbled:
         extractors[i] = "pypdfium2"
     running = running_lines([ls or [] for ls in page_lines], heights)
-    lines = [[ln for ln in (ls or []) if ln.key not in running or not ln.edge] for ls in page_lines]
+    # a running header stays where it first appears (often the document's title on page 1);
+    # footers go everywhere (a page-1 footer would split a sentence that runs onto page 2)
+    lines = [[ln for ln in (ls or []) if not ln.edge or _where(ln, heights[i]) + ":" + ln.key not in running
+              or running[_where(ln, heights[i]) + ":" + ln.key] == i] for i, ls in enumerate(page_lines)]
     lines = dehyphenate(lines)
     texts = []
     for i, ls in enumerate(lines):
@@ -488,20 +491,28 @@ def column_regions(chars: list[dict], width: float, opts: dict | None = None) ->
     return [r for r in out if r]
 
 
-def running_lines(pages: list[list[_Line]], heights: list[float]) -> set[str]:
-    """Keys of running headers and footers: lines among a page's first or last two (by position)
-    whose text, digits ignored, recurs at the same place on at least two pages and on at least
-    a third of the pages ("Copyright Office Summary December 1998 Page 9")."""
+def _where(line: _Line, height: float) -> str:
+    return "top" if line.top < height / 2 else "bottom"
+
+
+def running_lines(pages: list[list[_Line]], heights: list[float]) -> dict[str, int]:
+    """Running headers and footers: lines among a page's first or last two (by position) whose
+    text, digits ignored, recurs at the same place (top or bottom) on at least two pages and on
+    at least a third of the pages ("Copyright Office Summary December 1998 Page 9").
+
+    Returns ``"top:<key>"`` / ``"bottom:<key>"`` -> the 0-based page where a header should stay
+    (its first page), or -1 for footers, which are removed everywhere."""
     if len(pages) < 2:
-        return set()
-    seen: dict[str, set[int]] = {}
+        return {}
+    seen: dict[str, list[int]] = {}
     for i, (ls, h) in enumerate(zip(pages, heights)):
         for ln in ls:
             if ln.edge:
-                where = "top" if ln.top < h / 2 else "bottom"
-                seen.setdefault(f"{where}:{ln.key}", set()).add(i)
+                key = f"{_where(ln, h)}:{ln.key}"
+                if i not in seen.setdefault(key, []):
+                    seen[key].append(i)
     need = max(2, -(-len(pages) // 3))
-    return {k.split(":", 1)[1] for k, v in seen.items() if len(v) >= need}
+    return {k: (v[0] if k.startswith("top:") else -1) for k, v in seen.items() if len(v) >= need}
 
 
 _HYPHEN_END = re.compile(r"(?<![^\W\d_])([^\W\d_]+)-$")

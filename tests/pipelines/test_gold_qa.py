@@ -16,7 +16,10 @@ def test_gold_pairs_have_verbatim_evidence_and_counts_in_metadata(kb):
         rows = s.execute(select(QAPair, ChunkRow).join(ChunkRow, ChunkRow.id == QAPair.chunk_id)
                          .where(QAPair.document_id == doc.id)).all()
         n_chunks = s.scalar(select(func.count()).select_from(ChunkRow).where(ChunkRow.document_id == doc.id))
-    assert len(rows) >= 2 * (n_chunks // 3)
+    # about 1.5 pairs per sampled chunk; before running headers/footers left page text, 9 of 50 pairs
+    # were cloze questions about them ("Copyright Office Summary December what number Page 2?")
+    assert len(rows) >= 1.5 * (n_chunks // 3)
+    assert not any("Copyright Office Summary" in p.evidence for p, _ in rows)
     for pair, chunk in rows:
         assert find_quote(pair.evidence, chunk.text) >= 0, pair.evidence
         assert pair.answer in pair.evidence and pair.question.endswith("?")
