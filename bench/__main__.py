@@ -244,8 +244,9 @@ def synthetic_store(points: list[Any], n: int, dim: int):
     of a document is named ``<doc_name>#<i>`` (copy 0 keeps the real name)."""
     from qdrant_client import QdrantClient, models
 
-    from core.names import name_key
     from core.store import VectorStore
+
+    from .store_backends import replicate
 
     tmp = tempfile.mkdtemp(prefix="ragaudit-bench-store-")
     store = VectorStore("bench", path=tmp)
@@ -253,16 +254,8 @@ def synthetic_store(points: list[Any], n: int, dim: int):
     store.client = QdrantClient(":memory:")
     store.ensure_collection(dim)
     batch = []
-    for i in range(n):
-        src = points[i % len(points)]
-        copy = i // len(points)
-        payload = dict(src.payload)
-        if copy:
-            payload["doc_name"] = f"{payload['doc_name']}#{copy}"
-            payload["doc_key"] = name_key(payload["doc_name"])
-            payload["document_id"] = f"{payload.get('document_id')}-{copy}"
-        batch.append(models.PointStruct(id=str(uuid.uuid5(uuid.NAMESPACE_URL, f"{src.id}/{copy}")),
-                                        vector=src.vector, payload=payload))
+    for pid, vector, payload in replicate(points, n):
+        batch.append(models.PointStruct(id=pid, vector=vector, payload=payload))
         if len(batch) == 256:
             store.client.upsert("bench", points=batch, wait=True)
             batch = []
