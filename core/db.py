@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import (JSON, Boolean, DateTime, Float, ForeignKey, Index, Integer, String, Text,
-                        UniqueConstraint, create_engine, event, true, update)
+                        UniqueConstraint, create_engine, event, text, true, update)
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, sessionmaker
 
@@ -271,18 +271,39 @@ def make_engine(url: str) -> Engine:
     return create_engine(url, pool_pre_ping=True)
 
 
+_MIGRATION_LOCK_KEY = 0x7261676175646974  # "ragaudit": PostgreSQL advisory lock id for migrations
+
+
 def migrate(engine: Engine) -> None:
-    """Apply the Alembic migrations in ``sql/migrations`` up to head (idempotent)."""
+    """Apply the Alembic migrations in ``sql/migrations`` up to head (idempotent).
+
+    Several processes start at once against one database (the API, the Dagster webserver and
+    daemon, a CLI): they migrate one at a time — a PostgreSQL advisory lock held for the
+    migration transaction, or a file lock beside the SQLite file (``filelock``) — so two of
+    them never upgrade a fresh database together (that left two rows in ``alembic_version``).
+    """
     from alembic import command
     from alembic.config import Config
+    from filelock import FileLock
 
     import sql
 
     cfg = Config()
     cfg.set_main_option("script_location", str(Path(sql.__file__).parent / "migrations"))
-    with engine.begin() as conn:
-        cfg.attributes["connection"] = conn
-        command.upgrade(cfg, "head")
+    url = engine.url
+    lock = None
+    if url.get_backend_name() == "sqlite" and url.database and url.database != ":memory:":
+        lock = FileLock(str(url.database) + ".migrate.lock", timeout=300)
+        lock.acquire()
+    try:
+        with engine.begin() as conn:
+            if conn.dialect.name == "postgresql":
+                conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _MIGRATION_LOCK_KEY})
+            cfg.attributes["connection"] = conn
+            command.upgrade(cfg, "head")
+    finally:
+        if lock is not None:
+            lock.release()
 
 
 def make_sessionmaker(engine: Engine) -> sessionmaker:
