@@ -106,5 +106,22 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # react-admin bridge (ra-data-simple-rest protocol); services exist once the lifespan has run
     app.mount("/admin/api", create_admin_app(lambda: app.state.services, lambda: app.state.settings), name="admin-api")
     if FRONTEND_DIST.is_dir():
-        app.mount("/", StaticFiles(directory=FRONTEND_DIST, html=True), name="frontend")
+        app.mount("/", FrontendFiles(directory=FRONTEND_DIST, html=True), name="frontend")
     return app
+
+
+class FrontendFiles(StaticFiles):
+    """The built web UI at ``/``. Mounted last, it would answer every request no API route took,
+    so ``GET /query`` (a POST-only API path) got the UI's 404; a request whose path is an API
+    route's, with a method that route does not have, gets ``405`` with ``Allow`` (RFC 9110 §15.5.6)."""
+
+    async def __call__(self, scope, receive, send) -> None:
+        from starlette.exceptions import HTTPException as StarletteHTTPException
+        from starlette.routing import Match, Mount
+
+        if scope["type"] == "http":
+            for route in scope["app"].router.routes:  # API routers (not this mount)
+                if not isinstance(route, Mount) and route.matches(scope)[0] == Match.PARTIAL:
+                    # the app's 405 handler (api.errors) adds Allow from the OpenAPI document
+                    raise StarletteHTTPException(405, "Method Not Allowed")
+        await super().__call__(scope, receive, send)

@@ -7,6 +7,7 @@ from fastapi import APIRouter, HTTPException, status
 from pydantic import BaseModel, Field
 
 from ..deps import IngestQueueDep, RequireWriteKey, ServicesDep
+from ..schemas import ErrorOut
 
 router = APIRouter(prefix="/internal", tags=["internal"])
 
@@ -21,7 +22,7 @@ class RunAccepted(BaseModel):
 
 
 @router.post("/dagster/runs", status_code=status.HTTP_202_ACCEPTED, response_model=RunAccepted,
-             dependencies=[RequireWriteKey])
+             dependencies=[RequireWriteKey], responses={400: {"model": ErrorOut}, 404: {"model": ErrorOut}})
 def accept_run(body: RunIn, svc: ServicesDep, jobs: IngestQueueDep) -> RunAccepted:
     """Queue a Dagster run (created by the webserver or daemon) for execution in this process
     (``pipelines.launcher.StoreOwnerRunLauncher``). 404 if the shared Dagster instance does not
