@@ -34,11 +34,10 @@ def _check(value: str, what: str, limit: int) -> str:
         raise InvalidNameError(f"{what} is empty")
     for i, ch in enumerate(value):
         if unicodedata.category(ch) in _FORBIDDEN_CATEGORIES:
-            raise InvalidNameError(f"{what} contains a control character (U+{ord(ch):04X}) at position {i + 1}: "
-                             f"{printable(value[:80])}")
+            raise InvalidNameError(f"{what} contains a control character (U+{ord(ch):04X}) at position {i + 1}")
     n = len(name_key(value))
     if n > limit:
-        raise InvalidNameError(f"{what} is {n} characters long; the limit is {limit}: {printable(value[:60])}…")
+        raise InvalidNameError(f"{what} is {n} characters long; the limit is {limit}")
     return value
 
 

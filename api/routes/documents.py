@@ -102,7 +102,8 @@ async def upload_document(svc: ServicesDep, settings: SettingsDep, jobs: IngestQ
 
 def _refuse(name: str, state: str, code: str | None, message: str) -> NoReturn:
     status_code = _STATUS_FOR.get(code or "", 500 if state == "failed" else 422)
-    raise HTTPException(status_code, f"{printable(name[:120])}: {message}", headers={"X-Error-Code": code or "error"})
+    shown = printable(name if len(name) <= 120 else name[:120] + "…")
+    raise HTTPException(status_code, f"{shown}: {message}", headers={"X-Error-Code": code or "error"})
 
 
 @router.get("", response_model=list[DocumentOut], dependencies=[RequireReadKey])
