@@ -63,7 +63,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.query_service = QueryService(svc, telemetry=telemetry, cache=AnswerCache.from_services(svc))
         # uploads are ingested by one worker thread (the embedded store has one writer); documents
         # left queued or half-run by a stopped server are re-queued from SQL here
-        from pipelines.runner import DagsterRunner, execute_launched_run
+        from pipelines.runner import DagsterRunner, execute_launched_run, instance_for
+
+        # create the Dagster instance's storage now, before anything is served: Dagster's SQLite
+        # storage is not safe to create from several processes at once (the webserver and daemon,
+        # started after the API answers /health, then find it ready)
+        instance_for(svc)
 
         app.state.ingest_queue = IngestQueue(svc, DagsterRunner(), poll_s=2.0 if settings.embedded else None,
                                              run_executor=execute_launched_run)

@@ -100,14 +100,14 @@ def test_reingestion_launched_from_dagster_runs_in_the_api_while_it_serves(tmp_p
     try:
         api = Proc([sys.executable, "-m", "api.cli", "serve", "--port", str(api_port)], env, tmp_path / "api.log")
         procs.append(api)
+        base = f"http://127.0.0.1:{api_port}"
+        _wait(base + "/health", api)  # the API creates the Dagster storage before it serves (as the README says)
         web = Proc([str(BIN / "dagster-webserver"), "-m", "pipelines.definitions", "-h", "127.0.0.1", "-p",
                     str(web_port)], env, tmp_path / "web.log")
         procs.append(web)
         daemon = Proc([str(BIN / "dagster-daemon"), "run", "-m", "pipelines.definitions"], env,
                       tmp_path / "daemon.log")
         procs.append(daemon)
-        base = f"http://127.0.0.1:{api_port}"
-        _wait(base + "/health", api)
         r = httpx.post(base + "/documents", params={"wait": "true"}, timeout=300,
                        files={"file": ("report.pdf", (SAMPLES / "20080102X00002.pdf").read_bytes(), "application/pdf")})
         assert r.status_code == 201, r.text
