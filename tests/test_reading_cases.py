@@ -11,7 +11,6 @@ from pipelines.runner import DagsterRunner
 from tests.conftest import SHARED_CORPUS
 
 CASES = SHARED_CORPUS / "cases"
-pytestmark = pytest.mark.skipif(not CASES.exists(), reason="shared corpus not beside this checkout")
 
 
 def _ingest(svc, name: str) -> None:

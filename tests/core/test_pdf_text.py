@@ -120,8 +120,6 @@ def test_fake_bold_overprint_counts_once():
 def test_fake_bold_case_file():
     """The corpus case (cases/fakebold-overprint.pdf); fails as the test above."""
     path = SHARED_CORPUS / "cases" / "fakebold-overprint.pdf"
-    if not path.exists():
-        pytest.skip("shared corpus not beside this checkout")
     text = extract_pages(path.read_bytes())[0].text
     assert "Quarterly Statement of Accounts" in text
     assert "Closing balance of the reserve fund: 48,215 dollars" in text
@@ -173,8 +171,6 @@ def test_running_header_and_footer_removed_and_sentence_reads_across_the_page_br
 def test_dmca_case_footer_not_between_the_halves_of_a_sentence():
     """cases/dmca-pages-9-10.pdf; fails if the footer "Copyright Office Summary" stays in page text."""
     path = SHARED_CORPUS / "cases" / "dmca-pages-9-10.pdf"
-    if not path.exists():
-        pytest.skip("shared corpus not beside this checkout")
     p1, p2 = extract_pages(path.read_bytes())
     assert "Copyright Office Summary" not in p1.text + p2.text
     assert p1.text.rstrip().endswith("are available to anyone on")
