@@ -52,9 +52,10 @@ DEFAULT_STRATEGY = _DEFAULT_STRATEGY.value
 
 # One ingestion at a time per process: Qdrant local mode has a single writer.
 INGEST_LOCK = threading.Lock()
-# Short critical sections on a document row: registering an upload, and a run claiming a queued
-# document. Never held during a run, so uploads never wait for one.
-REGISTER_LOCK = threading.Lock()
+# Short critical sections on a document row: registering an upload, a run claiming a queued
+# document, deleting a stored file nothing refers to. Never held during a run, so uploads never
+# wait for one. Reentrant: a route holding it may delete a document (which deletes its file).
+REGISTER_LOCK = threading.RLock()
 
 RUNNING = ("extracting", "chunking", "embedding", "indexing")
 ACTIVE = ("queued", *RUNNING)
@@ -149,17 +150,22 @@ def file_path(svc: Services, sha: str):
 
 def remove_file_if_unreferenced(svc: Services, sha: str | None) -> bool:
     """Delete ``files/<sha>.pdf`` when no document refers to that content (as its live or its
-    pending version). Returns True when a file was deleted. Call under ``INGEST_LOCK``."""
+    pending version). Returns True when a file was deleted.
+
+    Holds ``REGISTER_LOCK``, under which ``register`` makes sure the file of the version it
+    records exists: an upload of the same bytes at the same moment either is recorded first (the
+    file is kept) or stores the file again."""
     if not sha:
         return False
-    with svc.sessions() as s:
-        used = s.scalar(select(func.count()).select_from(Document).where(
-            or_(Document.sha256 == sha, Document.pending_sha256 == sha)))
-    path = file_path(svc, sha)
-    if used or not path.exists():
-        return False
-    path.unlink()
-    return True
+    with REGISTER_LOCK:
+        with svc.sessions() as s:
+            used = s.scalar(select(func.count()).select_from(Document).where(
+                or_(Document.sha256 == sha, Document.pending_sha256 == sha)))
+        path = file_path(svc, sha)
+        if used or not path.exists():
+            return False
+        path.unlink(missing_ok=True)
+        return True
 
 
 def duplicates_of(svc: Services, document_id: str, sha: str) -> list[dict[str, str]]:
@@ -193,9 +199,23 @@ def register(svc: Services, data: bytes, doc_name: str, knowledge_base: str = DE
     inspect_pdf_bounded(data, svc.settings)  # page limit; time/memory bounds (child process)
     sha = sha256_hex(data)
     store_file(svc, data, sha)
+    replaced: set[str | None] = set()  # content versions this upload supersedes (their files may go)
+    try:
+        return _register_row(svc, data, sha, doc_name, key, knowledge_base, strategy, source_path, replaced)
+    finally:
+        for old in replaced - {sha}:
+            remove_file_if_unreferenced(svc, old)
+
+
+def _register_row(svc: Services, data: bytes, sha: str, doc_name: str, key: str, knowledge_base: str,
+                  strategy: str, source_path: str | None, replaced: set[str | None]) -> tuple[Document, bool]:
+    """``register``'s row update (under ``REGISTER_LOCK``); adds to ``replaced`` the content
+    versions the document stops referring to (a never-published or queued version superseded)."""
     for attempt in range(2):
         try:
             with REGISTER_LOCK, svc.sessions.begin() as s:
+                if not file_path(svc, sha).exists():  # deleted meanwhile as unreferenced: store it again
+                    store_file(svc, data, sha)
                 doc = s.scalar(select(Document).where(Document.knowledge_base == knowledge_base,
                                                       Document.name_key == key))
                 if doc is not None and doc.status in RUNNING:
@@ -221,6 +241,7 @@ def register(svc: Services, data: bytes, doc_name: str, knowledge_base: str = DE
                                    size_bytes=len(data), strategy=strategy, source_path=source_path, **progress)
                     s.add(doc)
                 else:
+                    replaced.update({doc.pending_sha256} if doc.ingest_version > 0 else {doc.sha256, doc.pending_sha256})
                     doc.pending_sha256 = sha if (doc.ingest_version > 0 or sha != doc.sha256) else None
                     if doc.ingest_version == 0:  # never published: the new bytes are the document
                         doc.sha256, doc.size_bytes, doc.pending_sha256 = sha, len(data), None

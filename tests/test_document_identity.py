@@ -270,6 +270,46 @@ def test_stored_files_follow_live_versions(svc):
     assert_consistent(svc)
 
 
+def test_superseded_unpublished_versions_leave_no_stored_file(svc, monkeypatch):
+    """A document whose first ingestion failed (row kept, ``failed``, never published) uploaded
+    again with new bytes, and a queued new version replaced by a newer upload before it ran:
+    each superseded file is deleted, and once the runs are done only the live bytes are stored.
+    Fails if ``register`` does not delete the file of the version it supersedes (the failed
+    first upload's ``files/<sha>.pdf`` stayed forever), or deletes one still referred to."""
+    from core import ingest
+
+    runner = DagsterRunner()
+    a, b, c = (NTSB.read_bytes(), (SAMPLES / "20071229X02007.pdf").read_bytes(),
+               (SAMPLES / "dmca.pdf").read_bytes())
+    sha = {k: f"{ingest.sha256_hex(v)}.pdf" for k, v in (("a", a), ("b", b), ("c", c))}
+
+    def embedding_down(texts):
+        raise RuntimeError("embedding backend crashed")
+
+    doc, needs = ingest.register(svc, a, "report.pdf")
+    assert needs
+    with monkeypatch.context() as m:  # the first ingestion fails: the row stays, never published
+        m.setattr(svc.embedder, "embed", embedding_down)
+        assert ingest.run_queued(svc, doc.id, runner).status == "failed"
+    failed = ingest.get_document(svc, doc.id)
+    assert failed.status == "failed" and failed.ingest_version == 0
+    assert stored_files(svc) == {sha["a"]}  # its bytes are still its (a retry may rebuild them)
+
+    again, needs = ingest.register(svc, b, "report.pdf")  # uploaded again with new bytes
+    assert needs and again.id == doc.id
+    assert stored_files(svc) == {sha["b"]}, "the failed first version's file was left behind"
+    assert ingest.run_queued(svc, doc.id, runner).ok
+    assert stored_files(svc) == live_files(svc) == {sha["b"]}
+
+    ingest.register(svc, c, "report.pdf")  # a new version queued (pending), then superseded
+    assert stored_files(svc) == {sha["b"], sha["c"]}
+    ingest.register(svc, a, "report.pdf")
+    assert stored_files(svc) == {sha["b"], sha["a"]}, "the superseded queued version's file was left behind"
+    assert ingest.run_queued(svc, doc.id, runner).ok
+    assert stored_files(svc) == live_files(svc) == {sha["a"]}
+    assert_consistent(svc)
+
+
 def test_unchanged_reingest_changes_nothing(svc):
     """Identical bytes, same name and strategy: no run, no version bump, cache not emptied.
     Fails if an unchanged re-ingest bumps ``ingest_version`` or ``index_state``."""
