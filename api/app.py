@@ -70,13 +70,17 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # started after the API answers /health, then find it ready)
         instance_for(svc)
 
-        app.state.ingest_queue = IngestQueue(svc, DagsterRunner(), poll_s=2.0 if settings.embedded else None,
-                                             run_executor=execute_launched_run)
-        app.state.ingest_queue.start()
+        jobs = IngestQueue(svc, DagsterRunner(), poll_s=2.0 if settings.embedded else None,
+                           run_executor=execute_launched_run)
+        app.state.ingest_queue = jobs
+        jobs.start()
         try:
             yield
         finally:
-            app.state.ingest_queue.stop(timeout=5.0)
+            # this lifespan's own queue, not app.state's: a second lifespan of the same app (a test
+            # client's) replaced app.state.ingest_queue, and stopping that one twice left this
+            # worker polling the database after its files were deleted
+            jobs.stop(timeout=5.0)
             telemetry.close(timeout=10.0)
 
     # FastAPIOffline: /docs and /redoc load Swagger UI / ReDoc from files shipped in the fastapi-offline

@@ -48,12 +48,14 @@ class IngestQueue:
         self._thread: threading.Thread | None = None
         self._idle = threading.Event()
         self._idle.set()
+        self._stopping = threading.Event()
 
     def start(self) -> int:
         """Re-queue documents left by a previous process and start the worker; returns how many."""
         ids = active_documents(self.svc)
         for i in ids:
             self.submit(i)
+        self._stopping.clear()
         self._thread = threading.Thread(target=self._work, name="ragaudit-ingest", daemon=True)
         self._thread.start()
         if ids:
@@ -84,19 +86,33 @@ class IngestQueue:
         """Block until nothing is waiting or running; False on timeout."""
         return self._idle.wait(timeout)
 
-    def stop(self, timeout: float = 10.0) -> None:
-        """Stop after the current run (waits up to ``timeout`` s; a run still going is re-queued by the next start)."""
+    def stop(self, timeout: float = 10.0) -> bool:
+        """Stop after the current run: documents still waiting stay ``queued`` in SQL (the next
+        start runs them), none is started now. Waits up to ``timeout`` s for the worker to end;
+        returns False when a run was still going (the worker ends when it finishes; a run cut
+        short by the process exiting is re-queued by the next start)."""
         if self._thread is None:
-            return
+            return True
+        self._stopping.set()
         self._q.put(None)
         self._thread.join(timeout)
+        ended = not self._thread.is_alive()
+        if not ended:
+            log.warning("ingestion worker still running %s after %.0f s; it stops when that run ends",
+                        self._running, timeout)
         self._thread = None
+        return ended
 
     def _next(self) -> str | None:
         while True:
+            if self._stopping.is_set():
+                return None
             try:
-                return self._q.get(timeout=self.poll_s)
+                item = self._q.get(timeout=self.poll_s)
+                return None if self._stopping.is_set() else item
             except queue.Empty:
+                if self._stopping.is_set():
+                    return None
                 try:
                     for i in queued_documents(self.svc):
                         self.submit(i)

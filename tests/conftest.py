@@ -31,6 +31,26 @@ def make_settings(data_dir: Path, **kw):
     return Settings(_env_file=None, **base)
 
 
+@pytest.fixture(scope="module", autouse=True)
+def ingest_workers_stop_with_their_app():
+    """Every ingestion worker thread (``core.ingest_queue``, thread name ``ragaudit-ingest``) a
+    module starts has ended once the module's fixtures are torn down (its app's lifespan
+    stopped it). Fails if an app is left running past its test data: its worker went on polling
+    a deleted database ("could not read queued documents", sqlite "unable to open database
+    file" at the end of the suite)."""
+    import threading
+    import time
+
+    def workers() -> set[threading.Thread]:
+        return {t for t in threading.enumerate() if t.name == "ragaudit-ingest" and t.is_alive()}
+
+    yield  # no app outlives its module (apps started at collection time included)
+    deadline = time.monotonic() + 15  # a stop() may be waiting for a run to finish
+    while (left := workers()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not left, f"{len(left)} ingestion worker thread(s) outlived their app (lifespan never stopped)"
+
+
 @pytest.fixture(scope="session")
 def embedder():
     from core.services import shared_embedder

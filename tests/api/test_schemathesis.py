@@ -35,9 +35,16 @@ schema = schemathesis.openapi.from_asgi("/openapi.json", _app())
 
 @pytest.fixture(scope="module", autouse=True)
 def running_app():
-    """Lifespan started (services, telemetry) for the generated calls; stopped after the module."""
+    """Lifespan started (services, telemetry) for the generated calls; stopped after the module.
+
+    schemathesis' ASGI client starts the app's lifespan a second time (at collection, loading
+    /openapi.json) and keeps it until the interpreter exits: it is shut down here, before the
+    data folder is deleted, or its ingestion worker goes on polling a deleted database."""
+    from schemathesis.python.asgi import shutdown_lifespans
+
     with TestClient(_app()):
         yield
+    shutdown_lifespans()
     release_services(_STATE["settings"])
     _STATE["dir"].cleanup()
 
