@@ -63,7 +63,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.query_service = QueryService(svc, telemetry=telemetry, cache=AnswerCache.from_services(svc))
         # uploads are ingested by one worker thread (the embedded store has one writer); documents
         # left queued or half-run by a stopped server are re-queued from SQL here
-        from pipelines.runner import DagsterRunner, execute_launched_run, instance_for
+        from pipelines.runner import DagsterRunner, execute_launched_run, instance_for, recover_runs
 
         # create the Dagster instance's storage now, before anything is served: Dagster's SQLite
         # storage is not safe to create from several processes at once (the webserver and daemon,
@@ -74,6 +74,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                            run_executor=execute_launched_run)
         app.state.ingest_queue = jobs
         jobs.start()
+        # Dagster runs a stopped process left in progress: failed with the reason, or executed
+        # here if they were handed over and never started
+        try:
+            recovered = recover_runs(svc, jobs.submit_run)
+            if any(recovered.values()):
+                log.warning("Dagster runs left by a stopped process: %d marked failed, %d queued again",
+                            len(recovered["failed"]), len(recovered["requeued"]))
+        except Exception:  # never keep the API from serving
+            log.exception("could not check the Dagster runs left by a stopped process")
         try:
             yield
         finally:

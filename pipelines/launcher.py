@@ -15,18 +15,68 @@ delegates to Dagster's ``DefaultRunLauncher`` unchanged.
 
 If the API cannot be reached the run is marked failed with the reason (start ``ragaudit serve``,
 or use a Qdrant server); nothing is executed behind the API's back.
+
+Run-worker health (Dagster's run monitoring, ``run_monitoring`` in ``dagster.yaml``): a run that
+a ragaudit process executes in-process (the API's worker, or ``ragaudit ingest``/``reindex``)
+carries the tag ``ragaudit/run_worker`` = ``host:pid:process start time`` of that process. The
+daemon's monitoring asks ``check_run_worker_health`` about every ``STARTED`` run: when that process
+is gone (stopped or killed mid-run) the run is reported ``FAILED`` and the daemon marks it failed
+with the reason, instead of leaving it ``STARTED`` forever. ``ragaudit serve`` does the same for
+such runs when it starts (``pipelines.runner.recover_runs``), and executes again the runs that
+were handed to its previous process but never started.
 """
 
 from __future__ import annotations
 
+import os
+import socket
 from collections.abc import Mapping
 from typing import Any
 
-from dagster._core.launcher import DefaultRunLauncher, LaunchRunContext, RunLauncher
+from dagster._core.launcher import (CheckRunHealthResult, DefaultRunLauncher, LaunchRunContext, RunLauncher,
+                                    WorkerStatus)
+from dagster._core.storage.dagster_run import DagsterRun
 from dagster._serdes import ConfigurableClass
 from dagster._serdes.config_class import ConfigurableClassData
 
 INTERNAL_RUNS_PATH = "/internal/dagster/runs"
+WORKER_TAG = "ragaudit/run_worker"  # host:pid:start time of the process executing the run in-process
+HANDED_TAG = "ragaudit/handed_to"  # the serving process (URL) an embedded-mode run was handed to
+
+
+def this_worker() -> str:
+    """This process as a run worker: ``host:pid:start time`` (psutil's ``create_time``, seconds
+    since the epoch, 2 decimals), so a later process reusing the pid is not taken for it."""
+    import psutil
+
+    return f"{socket.gethostname()}:{os.getpid()}:{psutil.Process().create_time():.2f}"
+
+
+def worker_state(worker: str) -> str:
+    """``alive`` / ``gone`` for a ``this_worker()`` value of this host (the process exists with
+    that start time, or not); ``elsewhere`` for another host's process (cannot be checked here)."""
+    import psutil
+
+    try:
+        host, pid, started = worker.rsplit(":", 2)
+        pid_n, started_f = int(pid), float(started)
+    except ValueError:
+        return "gone"  # not a value this code wrote: nothing can be executing it
+    if host != socket.gethostname():
+        return "elsewhere"
+    try:
+        return "alive" if abs(psutil.Process(pid_n).create_time() - started_f) < 0.05 else "gone"
+    except (psutil.NoSuchProcess, psutil.ZombieProcess):
+        return "gone"
+    except psutil.AccessDenied:
+        return "alive"  # exists, owned by another user: assume it is the worker
+
+
+def worker_gone_message(worker: str) -> str:
+    host, pid, _ = worker.rsplit(":", 2)
+    return (f"the process that was executing this run (pid {pid} on {host}: `ragaudit serve`, or a "
+            "`ragaudit ingest`/`reindex` command) stopped before the run finished; documents it was ingesting keep "
+            "their previous version and are ingested again when `ragaudit serve` starts")
 
 
 class StoreOwnerRunLauncher(RunLauncher, ConfigurableClass):
@@ -71,6 +121,9 @@ class StoreOwnerRunLauncher(RunLauncher, ConfigurableClass):
         if settings.api_keys:
             headers["X-API-Key"] = settings.api_keys[0].get_secret_value()
         url = settings.internal_api_url.rstrip("/") + INTERNAL_RUNS_PATH
+        # recorded before the hand-over: a serving process that starts later re-queues the run
+        # if the one that accepted it stopped before executing it
+        self._instance.add_run_tags(run.run_id, {HANDED_TAG: settings.internal_api_url})
         try:
             r = httpx.post(url, json={"run_id": run.run_id}, headers=headers, timeout=30.0)
             r.raise_for_status()
@@ -81,6 +134,25 @@ class StoreOwnerRunLauncher(RunLauncher, ConfigurableClass):
                      "start `ragaudit serve`, or use a Qdrant server (RAGAUDIT_QDRANT_URL)")
             return
         self._instance.report_engine_event(f"run handed to the serving process at {url}", run, cls=self.__class__)
+
+    @property
+    def supports_check_run_worker_health(self) -> bool:
+        return True
+
+    def check_run_worker_health(self, run: DagsterRun) -> CheckRunHealthResult:
+        """Called by the daemon's run monitoring for ``STARTED`` runs. ``FAILED`` (with the reason)
+        when the ragaudit process executing the run in-process is gone; ``RUNNING`` while it
+        lives. Runs executed in a process of Dagster's default launcher (Qdrant server mode) and
+        runs of another host's process are not checked here (``RUNNING``, the message says so);
+        the latter are failed by that host's ``ragaudit serve`` when it starts."""
+        worker = run.tags.get(WORKER_TAG)
+        if not worker:
+            return CheckRunHealthResult(WorkerStatus.RUNNING, "not executed by a ragaudit process: not checked")
+        state = worker_state(worker)
+        if state == "gone":
+            return CheckRunHealthResult(WorkerStatus.FAILED, worker_gone_message(worker), run_worker_id=worker)
+        msg = "run worker alive" if state == "alive" else "run worker on another host: checked when it restarts"
+        return CheckRunHealthResult(WorkerStatus.RUNNING, msg, run_worker_id=worker)
 
     def terminate(self, run_id: str) -> bool:
         if self._default is not None and self._instance.get_run_by_id(run_id) is not None:

@@ -20,6 +20,7 @@ from core.services import Services, services_key
 
 from .assets import STRATEGY_TAG
 from .definitions import INGEST_ASSETS, INGEST_CHECKS
+from .launcher import HANDED_TAG, WORKER_TAG, this_worker, worker_gone_message, worker_state
 from .resources import RagauditResource
 
 _INSTANCES: dict[str, dg.DagsterInstance] = {}
@@ -74,7 +75,8 @@ def run_ingestion(svc: Services, document_id: str, strategy: str | None = None) 
         resources={"ragaudit": RagauditResource(services_key=services_key(svc.settings))},
         raise_on_error=False,
         run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}},
-        tags={"ragaudit/document_id": document_id, **({STRATEGY_TAG: strategy} if strategy else {})},
+        tags={"ragaudit/document_id": document_id, WORKER_TAG: this_worker(),
+              **({STRATEGY_TAG: strategy} if strategy else {})},
     )
     for ev in result.get_asset_check_evaluations():
         if not ev.passed and ev.check_name in BLOCKING_CHECKS:
@@ -139,5 +141,36 @@ def execute_launched_run(svc: Services, run_id: str) -> str:
         return run.status.value  # already executed (a repeated hand-over)
     recon = recon_job_from_origin(run.job_code_origin)
     with INGEST_LOCK:
+        instance.add_run_tags(run_id, {WORKER_TAG: this_worker()})  # run monitoring checks this process
+        run = instance.get_run_by_id(run_id)
+        if run.status not in (DagsterRunStatus.NOT_STARTED, DagsterRunStatus.STARTING):
+            return run.status.value  # failed or canceled while it waited
         execute_run(recon, run, instance)
     return instance.get_run_by_id(run_id).status.value
+
+
+def recover_runs(svc: Services, requeue) -> dict[str, list[str]]:
+    """At the serving process's start: Dagster runs left in progress by stopped processes.
+
+    A ``STARTED``/``STARTING`` run whose in-process worker (tag ``ragaudit/run_worker``) is a
+    process of this host that is gone is reported failed with the reason (the documents it was
+    ingesting are re-queued from SQL by the ingestion queue). In the embedded mode, a run handed
+    to a serving process (tag ``ragaudit/handed_to``) that never started is given to ``requeue``
+    (``IngestQueue.submit_run``): the previous process accepted it and stopped before executing
+    it. Returns ``{failed: [run ids], requeued: [run ids]}``."""
+    from dagster._core.storage.dagster_run import DagsterRunStatus, RunsFilter
+
+    instance = instance_for(svc)
+    out: dict[str, list[str]] = {"failed": [], "requeued": []}
+    statuses = [DagsterRunStatus.STARTED, DagsterRunStatus.STARTING, DagsterRunStatus.NOT_STARTED]
+    for rec in instance.get_run_records(RunsFilter(statuses=statuses)):
+        run = rec.dagster_run
+        worker = run.tags.get(WORKER_TAG)
+        if worker and worker_state(worker) == "gone":
+            instance.report_run_failed(run, worker_gone_message(worker))
+            out["failed"].append(run.run_id)
+        elif not worker and run.tags.get(HANDED_TAG) and run.status != DagsterRunStatus.NOT_STARTED \
+                and svc.settings.embedded:
+            requeue(run.run_id)
+            out["requeued"].append(run.run_id)
+    return out
