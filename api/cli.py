@@ -31,8 +31,10 @@ def _quiet() -> None:
         pass
 
 
-def _services():
-    """The shared services; exits with a one-line message when the embedded store is in use."""
+def _services(busy_ok: bool = False):
+    """The shared services; exits with a one-line message when the embedded store is in use by
+    another process. With ``busy_ok``: returns ``(services, busy)`` instead, ``busy`` True when
+    another process holds the store (the services then must not touch ``store``)."""
     import atexit
 
     from core.services import get_services
@@ -45,11 +47,13 @@ def _services():
     except RuntimeError as e:
         if "already accessed" not in str(e):
             raise
+        if busy_ok:
+            return svc, True
         typer.echo(f"error: {svc.settings.qdrant_path} is in use by another process (probably `ragaudit serve`): "
                    "stop it, or ask the running API (POST /query), or use a Qdrant server "
                    "(RAGAUDIT_QDRANT_URL)", err=True)
         raise typer.Exit(1)
-    return svc
+    return (svc, False) if busy_ok else svc
 
 
 def _pdf_files(paths: list[Path]) -> list[tuple[Path, str]]:
@@ -164,15 +168,20 @@ class _Progress:
 def reindex(
     all_docs: Annotated[bool, typer.Option("--all", help="Re-ingest every document")] = False,
     changed: Annotated[bool, typer.Option("--changed", help="Re-ingest documents whose bytes, strategy, embedding "
-                                          "model or settings changed (the default)")] = False,
-    doc: Annotated[Optional[list[str]], typer.Option("--doc", help="Only this document name (repeatable)")] = None,
+                                          "model or settings changed, or whose index lost points (the default; "
+                                          "with --doc: only the named documents that changed)")] = False,
+    doc: Annotated[Optional[list[str]], typer.Option("--doc", help="Re-ingest this document (repeatable), even if "
+                                                     "nothing is found changed: repairs it")] = None,
     knowledge_base: Annotated[Optional[str], typer.Option("--knowledge-base", "-k")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary JSON")] = False,
 ) -> None:
     """Re-ingest documents whose bytes (landing-folder file), chunking strategy, embedding model or
-    chunk/index settings changed since their last ingestion (--changed, default), or all (--all);
-    unchanged ones are skipped and counted. A failed re-ingestion keeps the previous version
-    searchable; exit 1 if any failed."""
+    chunk/index settings changed since their last ingestion, or whose index lost points or rows
+    (--changed, default), all of them (--all), or the documents named with --doc (rebuilt even if
+    they look unchanged; with --changed only if changed). Unchanged ones are skipped and counted.
+    While `ragaudit serve` holds the embedded store, the documents are queued for it and this
+    waits until they are done. A failed re-ingestion keeps the previous version searchable; exit 1
+    if any failed."""
     _quiet()
     if all_docs and changed:
         typer.echo("error: --all and --changed exclude each other", err=True)
@@ -181,7 +190,7 @@ def reindex(
     from core.names import printable
     from pipelines.runner import DagsterRunner
 
-    svc = _services()
+    svc, busy = _services(busy_ok=True)
 
     def show(dec, out) -> None:
         if not as_json:
@@ -190,9 +199,16 @@ def reindex(
             msg = f" [{out.seconds:.1f}s] {printable(out.message)}" if out is not None else ""
             typer.echo(f"{state:<10} {printable(dec.knowledge_base + '/' + dec.doc_name)} ({printable(why)}){msg}")
 
+    kw = dict(all_docs=all_docs, names=doc or None, knowledge_base=knowledge_base, force=bool(doc) and not changed,
+              on_result=show)
     try:
-        res = ri.run(svc, DagsterRunner(), all_docs=all_docs, names=doc or None, knowledge_base=knowledge_base,
-                     on_result=show)
+        if busy:
+            if not as_json:
+                typer.echo(f"{svc.settings.qdrant_path} is held by the serving process: documents are queued for it "
+                           "(lost points are only detected by the serving process or with --doc)", err=True)
+            res = ri.run_via_queue(svc, **kw)
+        else:
+            res = ri.run(svc, DagsterRunner(), **kw)
     except KeyError as e:
         typer.echo(f"error: {e.args[0]}", err=True)
         raise typer.Exit(2)

@@ -65,12 +65,14 @@ def _changed_settings(built: dict[str, Any] | None, now: dict[str, Any]) -> list
 
 
 def plan(svc: Services, *, all_docs: bool = False, names: list[str] | None = None,
-         knowledge_base: str | None = None, verify_index: bool = True) -> Plan:
+         knowledge_base: str | None = None, verify_index: bool = True, force: bool = False) -> Plan:
     """Decide, for every document (or those named in ``names``, matched by NFC key, optionally of
     one knowledge base), whether it needs re-ingestion. ``verify_index`` also compares its live
     chunk rows with its live points (a lost point makes it incomplete: rebuilt); it opens the
-    vector store, so a process that does not own the embedded store passes False. Raises
-    ``KeyError`` for a name that matches no document."""
+    vector store, so a process that does not own the embedded store passes False. ``force`` (with
+    ``names``): the named documents are rebuilt even when nothing is found changed (an operator
+    repairing a document by name: ``ragaudit reindex --doc NAME``). Raises ``KeyError`` for a
+    name that matches no document."""
     out = Plan()
     with svc.sessions() as s:
         q = select(Document).order_by(Document.knowledge_base, Document.doc_name)
@@ -110,6 +112,8 @@ def plan(svc: Services, *, all_docs: bool = False, names: list[str] | None = Non
                 reasons.append(f"index incomplete: {n_rows} chunk rows, {n_points} points")
         if all_docs and not reasons:
             reasons.append("--all")
+        if force and names and not reasons:
+            reasons.append("named with --doc")
         if reasons:
             out.todo.append(Decision(d.id, d.doc_name, d.knowledge_base, d.strategy, reasons, data, d.source_path))
         else:
@@ -152,12 +156,12 @@ def requeue(svc: Services, document_id: str, strategy: str | None = None) -> boo
 
 
 def run(svc: Services, runner: ingest.Runner, *, all_docs: bool = False, names: list[str] | None = None,
-        knowledge_base: str | None = None,
+        knowledge_base: str | None = None, force: bool = False,
         on_result: Callable[[Decision, ingest.IngestOutcome | None], None] | None = None) -> dict[str, Any]:
-    """Plan and run re-ingestions one by one (blocking; CLI). Returns ``{checked, reingested,
-    failed, unchanged, skipped}`` (``reingested``/``failed``: lists of ``{doc_name, reasons,
-    message}``; ``unchanged``: a count)."""
-    p = plan(svc, all_docs=all_docs, names=names, knowledge_base=knowledge_base)
+    """Plan and run re-ingestions one by one in this process (blocking; CLI). Returns ``{checked,
+    reingested, failed, unchanged, skipped}`` (``reingested``/``failed``: lists of ``{doc_name,
+    reasons, message}``; ``unchanged``: a count). ``force``: see ``plan``."""
+    p = plan(svc, all_docs=all_docs, names=names, knowledge_base=knowledge_base, force=force)
     done, failed = [], []
     for dec in p.todo:
         out = ingest.run_queued(svc, dec.document_id, runner) if enqueue(svc, dec) else None
@@ -168,6 +172,45 @@ def run(svc: Services, runner: ingest.Runner, *, all_docs: bool = False, names: 
             on_result(dec, out)
     return {"checked": len(p.todo) + p.unchanged + len(p.skipped), "reingested": done, "failed": failed,
             "unchanged": p.unchanged, "skipped": p.skipped}
+
+
+def run_via_queue(svc: Services, *, all_docs: bool = False, names: list[str] | None = None,
+                  knowledge_base: str | None = None, force: bool = False, poll_s: float = 0.5,
+                  timeout_s: float | None = None,
+                  on_result: Callable[[Decision, ingest.IngestOutcome | None], None] | None = None) -> dict[str, Any]:
+    """``run`` for a process that may not open the embedded store (``ragaudit serve`` holds it):
+    the documents to re-ingest are put in status ``queued`` in SQL, the serving process's worker
+    (which polls for them) runs them as Dagster runs, and this waits until each is ``ready`` or
+    ``failed`` (``timeout_s``: at most that long; documents still waiting stay queued and are
+    reported in ``skipped``). Lost points cannot be detected without the store (``verify_index``
+    off): ``force`` with ``names`` rebuilds the named documents anyway. Same result shape as ``run``."""
+    p = plan(svc, all_docs=all_docs, names=names, knowledge_base=knowledge_base, verify_index=False, force=force)
+    waiting = [d for d in p.todo if enqueue(svc, d)]
+    done: list[dict[str, Any]] = [{"doc_name": d.doc_name, "knowledge_base": d.knowledge_base, "reasons": d.reasons,
+                                   "message": "nothing to do"} for d in p.todo if d not in waiting]
+    failed: list[dict[str, Any]] = []
+    t0 = time.monotonic()
+    while waiting and (timeout_s is None or time.monotonic() - t0 < timeout_s):
+        time.sleep(poll_s)
+        for dec in list(waiting):
+            doc = ingest.get_document(svc, dec.document_id) if ingest.document_exists(svc, dec.document_id) else None
+            if doc is not None and doc.status in ingest.ACTIVE:
+                continue
+            waiting.remove(dec)
+            ok = doc is not None and doc.status == "ready"
+            msg = (f"{doc.pages} pages, {doc.chunk_count} chunks" if ok else
+                   doc.error or doc.status if doc is not None else "the document was deleted meanwhile")
+            out = ingest.IngestOutcome(dec.doc_name, "ingested" if ok else "failed", msg or "",
+                                       document=doc.as_dict() if doc is not None else None,
+                                       seconds=time.monotonic() - t0)
+            (done if ok else failed).append({"doc_name": dec.doc_name, "knowledge_base": dec.knowledge_base,
+                                             "reasons": dec.reasons, "message": out.message})
+            if on_result is not None:
+                on_result(dec, out)
+    skipped = dict(p.skipped)
+    skipped.update({d.doc_name: "still queued for the serving process" for d in waiting})
+    return {"checked": len(p.todo) + p.unchanged + len(p.skipped), "reingested": done, "failed": failed,
+            "unchanged": p.unchanged, "skipped": skipped}
 
 
 # --- landing folder -----------------------------------------------------------------------------

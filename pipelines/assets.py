@@ -96,7 +96,11 @@ def chunk_counts_match(context: dg.AssetCheckExecutionContext, ragaudit: Ragaudi
     svc = ragaudit.services()
     st = ingest.count_check(svc, context.partition_key)
     passed = st.pop("passed")
-    if not passed:  # live_index will not run: undo the staged version here, whoever launched the run
+    if not passed and (st["staged_sql"] or st["staged_qdrant"]):
+        # a run that staged a version: live_index will not run, so undo the staged version here,
+        # whoever launched the run. A check run on its own (the UI's "Execute checks") staged
+        # nothing: it reports the damaged live version and changes nothing (`ragaudit reindex
+        # --doc NAME` repairs it)
         ingest.rollback(svc, context.partition_key, f"asset check chunk_counts_match failed: {st}", keep_failed=True)
     return dg.AssetCheckResult(passed=passed, severity=dg.AssetCheckSeverity.ERROR, metadata=st)
 
