@@ -700,10 +700,11 @@ def run_stages(svc: Services, document_id: str, strategy: str | None = None, pag
     from .goldgen import generate_for_document
 
     t = {} if timings is None else timings
-    t0 = time.perf_counter()
+    t0, given = time.perf_counter(), pages
     doc, pages = load_pages(svc, document_id, pages)
     t1 = time.perf_counter()
-    t["extract"] = t.get("extract", 0.0) + (t1 - t0)
+    key = "extract" if given is None else "sql"  # pages given: only their progress was written
+    t[key] = t.get(key, 0.0) + (t1 - t0)
     chunks = build_chunks(svc, doc, pages, strategy)
     t2 = time.perf_counter()
     t["chunk"] = t.get("chunk", 0.0) + (t2 - t1)
