@@ -79,7 +79,7 @@ def _register_in_child(settings_kw: dict, data: bytes, barrier, results) -> None
 
     svc = Services(_make(**settings_kw))
     try:
-        barrier.wait(60)
+        barrier.wait(300)
         doc, needs_run = register(svc, data, PDF.name)
         results.put(("ok", doc.id, needs_run))
     except BaseException as e:  # reported to the parent, which fails the test with it
@@ -104,7 +104,7 @@ def test_processes_registering_the_same_bytes_at_once_make_one_document(tmp_path
     try:
         for p in procs:
             p.start()
-        got = [results.get(timeout=180) for _ in procs]
+        got = [results.get(timeout=420) for _ in procs]
     finally:
         for p in procs:
             p.join(30)
