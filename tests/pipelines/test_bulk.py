@@ -84,11 +84,11 @@ def test_bulk_is_one_run_parses_once_ahead_and_builds_the_same_chunks(svc, tmp_p
 
 
 def test_embed_batched_keeps_order_and_reports_progress(svc):
-    """Texts are embedded longest first but returned in their own order, each row equal to
-    embedding that text alone; ``chunks_done`` only grows and ends at the number of chunks.
+    """Texts embedded in slices (several slices here) come back in their own order, each row
+    equal to embedding that text alone; ``chunks_done`` only grows and ends at the number of chunks.
     Fails if the inverse permutation is wrong (vectors attached to the wrong chunk) or progress
     counts a chunk before all its windows are embedded."""
-    texts = [("word " * n).strip() for n in (3, 40, 1, 17, 60, 5, 2, 33)] * 20
+    texts = [("word " * n).strip() for n in (3, 40, 1, 17, 60, 5, 2, 33)] * 80
     owners = sorted(i // 3 for i in range(len(texts)))
     done: list[int] = []
     listener = lambda doc_id, values: done.append(values["chunks_done"]) if "chunks_done" in values else None  # noqa: E731
@@ -107,7 +107,7 @@ def test_embed_batched_keeps_order_and_reports_progress(svc):
         ingest.remove_progress_listener(listener)
     alone = np.stack([svc.embedder.embed([t])[0] for t in texts[:8]])
     assert np.allclose(vecs[:8], alone, atol=1e-5)
-    assert done == sorted(done) and done[-1] == len(set(owners)), done
+    assert done == sorted(done) and len(done) >= 3 and done[-1] == len(set(owners)), done
 
 
 def test_cli_ingest_prints_per_file_and_per_stage_progress(tmp_path, monkeypatch, embedder):
