@@ -75,8 +75,8 @@ def ingest_files(svc: Services, files: Iterable[BulkFile], knowledge_base: str =
     as ``core.ingest.ingest_bytes`` reports them). ``on_outcome(index, outcome)`` is called as
     each file ends. ``timings`` (optional) receives seconds per stage: ``validate`` and
     ``extract`` (measured in the child, overlapped with the other stages), ``wait for parsing``
-    (this thread idle until the next file was parsed), ``register``, ``run_stages``' stages, and
-    ``bulk wall`` (the whole call).
+    (this thread idle until the next file was parsed), ``register``, ``run_stages``' stages,
+    ``bulk wall`` (the whole call), and ``parse child peak rss mb`` (the largest parse child's peak).
     Never raises for bad input."""
     files = list(files)
     t = {} if timings is None else timings
@@ -118,9 +118,10 @@ def _ingest_one(svc: Services, f: BulkFile, data: bytes | None, res: Any, parse_
     if isinstance(res, Exception):
         return IngestOutcome(f.name, "failed", f"{type(res).__name__}: {res}", error_code="ingest_failed",
                              seconds=parse_s)
-    info, pages, child_s = res
-    for k, v in child_s.items():
-        t[k] = t.get(k, 0.0) + v
+    info, pages, child = res
+    for k in ("validate", "extract"):
+        t[k] = t.get(k, 0.0) + child.get(k, 0.0)
+    t["parse child peak rss mb"] = max(t.get("parse child peak rss mb", 0.0), child.get("peak_rss_mb", 0.0))
     with INGEST_LOCK:
         try:
             doc, needs_run = register(svc, data, f.name, knowledge_base, strategy, info=info)

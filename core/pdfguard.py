@@ -139,14 +139,15 @@ def _parse(data: bytes, min_text_chars: int, max_pages: int) -> tuple[PDFInfo, l
     info = _inspect(data, min_text_chars, max_pages)
     t1 = time.perf_counter()
     pages = extract_pages(data)
-    return info, pages, {"validate": t1 - t0, "extract": time.perf_counter() - t1}
+    return info, pages, {"validate": t1 - t0, "extract": time.perf_counter() - t1,
+                         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
 
 def parse_pdf_bounded(data: bytes, settings: Any) -> tuple[PDFInfo, list[Page], dict[str, float]]:
     """Validation (page limit, ``inspect_pdf``) and extraction (``extract_pages``) in ONE child
     process under the bounds of ``settings``: the bytes cross the process boundary once and one
-    fork pays for both (bulk ingestion, ``core.bulk``). Returns ``(info, pages, seconds)`` with
-    ``seconds = {"validate": s, "extract": s}`` measured in the child. Raises like
+    fork pays for both (bulk ingestion, ``core.bulk``). Returns ``(info, pages, stats)`` with
+    ``stats = {"validate": s, "extract": s, "peak_rss_mb": MB}`` measured in the child. Raises like
     ``inspect_pdf_bounded`` and ``extract_pages_bounded``; the time bound covers both steps."""
     args = (data, settings.min_text_chars, settings.max_pdf_pages)
     if settings.pdf_parse_timeout_s <= 0:
