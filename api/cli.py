@@ -77,91 +77,59 @@ def ingest(
     knowledge_base: Annotated[str, typer.Option("--knowledge-base", "-k", help="Knowledge base name")] = "default",
     strategy: Annotated[str, typer.Option("--strategy", help="Chunking: fixed | sentence | heading | semantic")] = "sentence",
 ) -> None:
-    """Ingest PDFs through the Dagster asset job; one line per document; exit 1 if any was refused.
+    """Ingest PDFs in one Dagster run (job ``ingest_files``: each PDF is parsed in a bounded child
+    process ahead of the one being embedded); one result line per document on stdout, per-file
+    and per-stage progress on stderr; exit 1 if any was refused or failed.
 
     A document ingested again with another --strategy keeps its other strategies' chunks (for
     comparison: `ragaudit eval --strategy`); the latest becomes the one searched by default."""
     _quiet()
-    from core.ingest import ingest_bytes
-    from pipelines.runner import DagsterRunner
+    from api.ingest_progress import IngestProgress
+    from core.bulk import BulkFile
+    from core.ingest import add_progress_listener, remove_progress_listener
+    from core.names import printable
+    from pipelines.runner import run_bulk
 
     svc = _services()
-    runner = DagsterRunner()
     files = _pdf_files(paths)
     if not files:
         typer.echo("no PDF files found", err=True)
         raise typer.Exit(2)
-    from core.names import printable
-
     bad = 0
+    todo = []
     for f, name in files:
-        shown = printable(name)
         if not f.exists():
             typer.echo(f"refused   {printable(str(f))}: file not found")
             bad += 1
-            continue
-        with _Progress(svc, shown):
-            out = ingest_bytes(svc, f.read_bytes(), name, runner, knowledge_base, strategy)
+        else:
+            todo.append(BulkFile(f, name))
+    progress = IngestProgress(len(todo))
+
+    def show(_: int, out) -> None:
+        nonlocal bad
+        shown = printable(out.doc_name)
         if out.ok:
             d = out.document or {}
             dups = out.extra.get("duplicate_of") or []
             same = ("; same bytes as " + ", ".join(printable(f"{x['knowledge_base']}/{x['doc_name']}") for x in dups)
                     if dups else "")
-            typer.echo(f"{out.status:<9} {shown}: {d.get('pages')} page{'' if d.get('pages') == 1 else 's'}, "
-                       f"{d.get('chunk_count')} {d.get('strategy')} chunks [{out.seconds:.1f}s] id={d.get('id')}{same}")
+            progress.result(f"{out.status:<9} {shown}: {d.get('pages')} page{'' if d.get('pages') == 1 else 's'}, "
+                            f"{d.get('chunk_count')} {d.get('strategy')} chunks [{out.seconds:.1f}s] "
+                            f"id={d.get('id')}{same}")
         else:
             bad += 1
-            typer.echo(f"{out.status:<9} {shown}: {printable(out.message)}")
+            progress.result(f"{out.status:<9} {shown}: {printable(out.message)}")
+
+    add_progress_listener(progress.listener)
+    try:
+        if todo:
+            run_bulk(svc, todo, knowledge_base, strategy, on_outcome=show)
+    finally:
+        remove_progress_listener(progress.listener)
+        progress.close()
     if bad:
         typer.echo(f"{bad} of {len(files)} file(s) not ingested", err=True)
         raise typer.Exit(1)
-
-
-class _Progress:
-    """On a terminal, one self-rewriting stderr line with the running document's stage and
-    progress (read from its row, as the API shows it); silent when stderr is not a terminal."""
-
-    def __init__(self, svc, label: str, interval_s: float = 0.3):
-        import threading
-
-        self.svc, self.label, self.interval_s = svc, label, interval_s
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._watch, daemon=True) if sys.stderr.isatty() else None
-
-    def _watch(self) -> None:
-        from sqlalchemy import select
-
-        from core.db import Document
-        from core.ingest import RUNNING
-
-        last = ""
-        while not self.stop.wait(self.interval_s):
-            with self.svc.sessions() as s:
-                d = s.scalar(select(Document).where(Document.status.in_(RUNNING)).limit(1))
-                p = d.progress() if d is not None else None
-            if p is None:
-                continue
-            pages, chunks = p["pages"], p["chunks"]
-            line = f"{p['status']:<10} {self.label}: pages {pages['done']}/{pages['total']}"
-            if chunks["total"]:
-                line += f", chunks {chunks['done']}/{chunks['total']}"
-            if line != last:
-                sys.stderr.write("\r\x1b[2K" + line[:150])
-                sys.stderr.flush()
-                last = line
-
-    def __enter__(self):
-        if self.thread is not None:
-            self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        if self.thread is not None:
-            self.stop.set()
-            self.thread.join()
-            sys.stderr.write("\r\x1b[2K")
-            sys.stderr.flush()
-        return False
 
 
 @app.command()

@@ -437,17 +437,9 @@ def table(r: dict[str, Any]) -> str:
     m = r["machine"]
     lines = [f"ragaudit bench {r['date']} on {m['node']}: {m['cpus']} CPUs ({m['cpu']}), {m['memory_gb']} GB RAM, "
              f"load average at start {m['load_avg_at_start']}", ""]
-    ing, nai = r.get("ingestion"), r.get("naive")
-    if ing and nai:
-        lines += ["| Ingestion | pages | chunks / windows | seconds | pages/s |", "|---|---|---|---|---|",
-                  f"| ragaudit (Dagster, end to end) | {ing['pages']} | {ing['chunks']} | {ing['seconds']} | {ing['pages_per_s']} |",
-                  f"| naive baseline (same run) | {nai['pages']} | {nai['windows']} | {nai['seconds']} | {nai['pages_per_s']} |",
-                  f"| ragaudit embedding-only floor ({ing['embedded_texts']} texts, one batched call) | | | "
-                  f"{ing['embedding_floor_s']} | |", "",
-                  f"ragaudit / naive: {round(ing['seconds'] / nai['seconds'], 2)}x; ragaudit / its embedding floor: "
-                  f"{ing['ratio_to_floor']}x", "",
-                  "Stages (s): " + ", ".join(f"{k} {v}" for k, v in sorted(ing["stages_s"].items(), key=lambda kv: -kv[1])),
-                  "Naive stages (s): " + ", ".join(f"{k} {v}" for k, v in nai["stages_s"].items()), ""]
+    from .ingestion import ingestion_table
+
+    lines += ingestion_table(r)
     ret = r.get("retrieval")
     if ret:
         keys = [*MODES, *(f"{m} scoped" for m in MODES), "baseline python bm25+dense rrf",
@@ -481,7 +473,13 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--scale-50k", action="store_true", help="also measure retrieval at 50k chunks")
     ap.add_argument("--concurrency-seconds", type=float, default=20.0)
     ap.add_argument("--sizes", default="1000,10000", help="collection sizes (chunks) for the latency table")
-    ap.add_argument("--skip", action="append", default=[], choices=["retrieval", "concurrency"])
+    ap.add_argument("--skip", action="append", default=[], choices=["retrieval", "concurrency", "synthetic"])
+    ap.add_argument("--synthetic-pages", type=int, default=2000, help="pages of the synthetic ingestion corpus "
+                    "(made from the PDFs; one document of 615 pages)")
+    ap.add_argument("--synthetic-floor-sample", type=float, default=0.1,
+                    help="share of the synthetic corpus's embedded texts embedded for its floor (estimate)")
+    ap.add_argument("--per-document", action="store_true",
+                    help="also ingest the PDFs with one Dagster run per document (the upload path)")
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
     args = ap.parse_args(argv)
 
@@ -507,12 +505,27 @@ def main(argv: list[str] | None = None) -> None:
 
     data_dir = Path(tempfile.mkdtemp(prefix="ragaudit-bench-"))
     try:
+        from .ingestion import bench_bulk_ingestion, bench_synthetic
+
         print(f"1. ingestion of {len(pdfs)} PDFs", flush=True)
-        result["ingestion"] = bench_ingestion(pdfs, data_dir)
+        result["ingestion"] = bench_bulk_ingestion(pdfs, data_dir)
         svc = get_services(Settings(_env_file=None, data_dir=data_dir, cache_ttl_s=0, llm_model=""))
         print("   naive baseline", flush=True)
         result["naive"] = bench_naive(pdfs, svc.embedder)
         save()
+        if args.per_document:
+            print("   one Dagster run per document", flush=True)
+            other = Path(tempfile.mkdtemp(prefix="ragaudit-bench-pd-"))
+            try:
+                result["ingestion_per_document"] = bench_ingestion(pdfs, other)
+                release_services(Settings(_env_file=None, data_dir=other, cache_ttl_s=0, llm_model=""))
+            finally:
+                shutil.rmtree(other, ignore_errors=True)
+            save()
+        if "synthetic" not in args.skip and args.synthetic_pages:
+            print(f"   synthetic corpus of ~{args.synthetic_pages} pages (subprocess)", flush=True)
+            result["synthetic"] = bench_synthetic(pdfs, args.synthetic_pages, args.synthetic_floor_sample)
+            save()
         if "retrieval" not in args.skip:
             print("2. retrieval latency", flush=True)
             sizes = [int(x) for x in args.sizes.split(",")] + ([50000] if args.scale_50k else [])

@@ -39,7 +39,7 @@ from .chunking import DEFAULT_STRATEGY as _DEFAULT_STRATEGY
 from .chunking import Chunk, Strategy, chunk_document, document_title, window_spans
 from .db import ChunkRow, Document, QAPair, bump_index_version, utcnow
 from .names import InvalidNameError, name_key, validate_knowledge_base, validate_name
-from .pdf import Page, PDFError
+from .pdf import Page, PDFError, PDFInfo
 from .pdfguard import extract_pages_bounded, inspect_pdf_bounded
 from .services import Services
 from .sparse import bm25_document_vector
@@ -60,7 +60,7 @@ REGISTER_LOCK = threading.RLock()
 RUNNING = ("extracting", "chunking", "embedding", "indexing")
 ACTIVE = ("queued", *RUNNING)
 PROGRESS_INTERVAL_S = 0.25  # counters are written at most this often (stage changes always)
-EMBED_PROGRESS_BATCH = 64  # texts embedded per call, so progress moves and a failure stops early
+EMBED_PROGRESS_BATCH = 256  # texts embedded per call, so progress moves and a failure stops early
 
 
 class DocumentBusyError(RuntimeError):
@@ -97,6 +97,33 @@ def sha256_hex(data: bytes) -> str:
 
 
 _LAST_PROGRESS: dict[str, float] = {}
+# Process-local observers of progress writes (``ragaudit ingest`` draws its progress from them):
+# each is called as ``listener(document_id, values)`` after ``set_progress`` writes ``values``.
+_LISTENERS: list[Callable[[str | None, dict[str, Any]], None]] = []
+
+
+def add_progress_listener(listener: Callable[[str | None, dict[str, Any]], None]) -> None:
+    """Call ``listener(document_id, values)`` after every progress write in this process (and for
+    ``notify`` events, e.g. ``core.bulk``'s per-file ``parsing``). A listener that raises is
+    logged and ignored: progress display never fails an ingestion."""
+    _LISTENERS.append(listener)
+
+
+def remove_progress_listener(listener: Callable[[str | None, dict[str, Any]], None]) -> None:
+    """Stop calling ``listener`` (no error when it is not registered)."""
+    try:
+        _LISTENERS.remove(listener)
+    except ValueError:
+        pass
+
+
+def notify(document_id: str | None, values: dict[str, Any]) -> None:
+    """Hand a progress event to the listeners (``add_progress_listener``)."""
+    for fn in list(_LISTENERS):
+        try:
+            fn(document_id, values)
+        except Exception:
+            log.exception("progress listener failed")
 
 
 def set_progress(svc: Services, document_id: str, *, force: bool = False, **values: Any) -> None:
@@ -113,6 +140,8 @@ def set_progress(svc: Services, document_id: str, *, force: bool = False, **valu
     with svc.sessions.begin() as s:
         s.execute(update(Document).where(Document.id == document_id).values(**values)
                   .execution_options(synchronize_session=False))
+    if _LISTENERS:
+        notify(document_id, values)
 
 
 def build_info(svc: Services, strategy: str) -> dict[str, Any]:
@@ -179,7 +208,8 @@ def duplicates_of(svc: Services, document_id: str, sha: str) -> list[dict[str, s
 
 
 def register(svc: Services, data: bytes, doc_name: str, knowledge_base: str = DEFAULT_KB,
-             strategy: str = DEFAULT_STRATEGY, source_path: str | None = None) -> tuple[Document, bool]:
+             strategy: str = DEFAULT_STRATEGY, source_path: str | None = None,
+             info: PDFInfo | None = None) -> tuple[Document, bool]:
     """Validate and register an upload. Returns ``(document, needs_run)``.
 
     ``doc_name`` is the document's name as given (a path such as ``branch_alder/report.pdf``
@@ -187,7 +217,8 @@ def register(svc: Services, data: bytes, doc_name: str, knowledge_base: str = DE
     its NFC key. ``needs_run`` is False when the same bytes are already ingested with the same
     strategy (nothing changes: no version bump, no cache invalidation).
     A document that needs a run is left in status ``queued`` (progress reset). ``source_path``
-    records the file a landing-folder document comes from.
+    records the file a landing-folder document comes from. ``info``: the result of validating
+    these very bytes already (``core.pdfguard.parse_pdf_bounded``): they are not parsed again.
     Raises ``InvalidNameError`` (a ``ValueError``) for a name or knowledge base that cannot be
     stored and ``PDFError`` for bad input; in both cases nothing is stored (the PDF is validated
     before its bytes are written). Raises ``DocumentBusyError`` when a new version arrives while
@@ -196,7 +227,8 @@ def register(svc: Services, data: bytes, doc_name: str, knowledge_base: str = DE
     doc_name = validate_name(doc_name)
     knowledge_base = validate_knowledge_base(knowledge_base)
     key = name_key(doc_name)
-    inspect_pdf_bounded(data, svc.settings)  # page limit; time/memory bounds (child process)
+    if info is None:
+        inspect_pdf_bounded(data, svc.settings)  # page limit; time/memory bounds (child process)
     sha = sha256_hex(data)
     store_file(svc, data, sha)
     replaced: set[str | None] = set()  # content versions this upload supersedes (their files may go)
@@ -275,15 +307,17 @@ def document_exists(svc: Services, document_id: str) -> bool:
         return s.get(Document, document_id) is not None
 
 
-def load_pages(svc: Services, document_id: str) -> tuple[Document, list[Page]]:
+def load_pages(svc: Services, document_id: str, pages: list[Page] | None = None) -> tuple[Document, list[Page]]:
     """Stage 1: the pages of the version being ingested (status ``extracting``, pages done of
-    total as they are read). Raises ``PDFError`` or ``KeyError``."""
+    total as they are read). ``pages``: already extracted from these bytes (``core.bulk``
+    parses ahead of the run): only the progress is written. Raises ``PDFError`` or ``KeyError``."""
     doc = get_document(svc, document_id)
     path = svc.settings.files_dir / f"{target_version(doc)}.pdf"
     set_progress(svc, document_id, status="extracting", pages_done=0, pages_total=0, chunks_done=0, chunks_total=0)
     # parsed in a child process under time/memory bounds (core.pdfguard): per-page progress
     # stays there, so the page count is reported when extraction ends
-    pages = extract_pages_bounded(path.read_bytes(), svc.settings)
+    if pages is None:
+        pages = extract_pages_bounded(path.read_bytes(), svc.settings)
     set_progress(svc, document_id, force=True, pages_done=len(pages), pages_total=len(pages))
     return doc, pages
 
@@ -308,19 +342,31 @@ def _unit(v: np.ndarray) -> np.ndarray:
 
 def embed_batched(svc: Services, texts: list[str], owners: list[int] | None = None,
                   document_id: str | None = None) -> np.ndarray:
-    """Embed ``texts`` in batches of ``EMBED_PROGRESS_BATCH``; after each batch, ``chunks_done``
-    of ``document_id`` becomes the number of chunks whose texts are all embedded (``owners[i]``
-    is the chunk of text i, ascending; None = one text per chunk). Returns (n, dim)."""
+    """Embed ``texts`` in slices of ``EMBED_PROGRESS_BATCH`` (one ``encode`` call each, which
+    sorts its texts by length so its padded batches are uniform); after each slice,
+    ``chunks_done`` of ``document_id`` becomes the number of chunks whose texts are all embedded
+    (``owners[i]`` is the chunk of text i; None = one text per chunk). Returns (n, dim) in the
+    order of ``texts``. Slices are large (256 texts, the model's batches are 32: each call pads about
+    as little as one call for the whole document would) yet progress still moves and a failure
+    stops early."""
     if not texts:
         return svc.embedder.embed(texts)
-    parts = []
-    for a in range(0, len(texts), EMBED_PROGRESS_BATCH):
-        parts.append(svc.embedder.embed(texts[a:a + EMBED_PROGRESS_BATCH]))
+    owners = list(range(len(texts))) if owners is None else owners
+    order = list(range(len(texts)))
+    left: dict[int, int] = {}
+    for o in owners:
+        left[o] = left.get(o, 0) + 1
+    n_owners, done = len(left), 0
+    out = np.zeros((len(texts), svc.embedder.dim), dtype=np.float32)
+    for a in range(0, len(order), EMBED_PROGRESS_BATCH):
+        idx = order[a:a + EMBED_PROGRESS_BATCH]
+        out[idx] = svc.embedder.embed([texts[i] for i in idx])
+        for i in idx:
+            left[owners[i]] -= 1
+            done += left[owners[i]] == 0
         if document_id:
-            end = min(a + EMBED_PROGRESS_BATCH, len(texts))
-            done = end if owners is None else (owners[end - 1] + (1 if end == len(texts) else 0))
-            set_progress(svc, document_id, force=end == len(texts), chunks_done=done)
-    return np.concatenate(parts, axis=0)
+            set_progress(svc, document_id, force=done == n_owners, chunks_done=done)
+    return out
 
 
 def embed_windows(svc: Services, chunks: list[Chunk], document_id: str | None = None) -> list[list[Any]]:
@@ -663,15 +709,25 @@ def queued_documents(svc: Services) -> list[str]:
                               .order_by(Document.queued_at, Document.created_at)))
 
 
-def run_stages(svc: Services, document_id: str, strategy: str | None = None) -> dict[str, Any]:
+def run_stages(svc: Services, document_id: str, strategy: str | None = None, pages: list[Page] | None = None,
+               timings: dict[str, float] | None = None) -> dict[str, Any]:
     """All stages of one document in this process, without Dagster: extract, chunk, stage, count
     check, publish, gold pairs (a ``Runner``; the batch job runs small documents with it so one
-    Dagster run covers many). Raises like the stages; ``IngestError`` (stage ``chunk_counts_match``)
-    when the count check fails (nothing published)."""
+    Dagster run covers many). ``pages``: already extracted from the document's bytes (not parsed
+    again). ``timings``: seconds are added per stage (``chunk``, ``embed``, ``upsert``, ``sql``
+    = staging rows, count check and publishing, ``gold pairs``). Raises like the stages;
+    ``IngestError`` (stage ``chunk_counts_match``) when the count check fails (nothing published)."""
     from .goldgen import generate_for_document
 
-    doc, pages = load_pages(svc, document_id)
+    t = {} if timings is None else timings
+    t0, given = time.perf_counter(), pages
+    doc, pages = load_pages(svc, document_id, pages)
+    t1 = time.perf_counter()
+    key = "extract" if given is None else "sql"  # pages given: only their progress was written
+    t[key] = t.get(key, 0.0) + (t1 - t0)
     chunks = build_chunks(svc, doc, pages, strategy)
+    t2 = time.perf_counter()
+    t["chunk"] = t.get("chunk", 0.0) + (t2 - t1)
     stats = stage_chunks(svc, document_id, chunks, strategy=strategy)
     check = count_check(svc, document_id)
     if not check.pop("passed"):
@@ -679,6 +735,12 @@ def run_stages(svc: Services, document_id: str, strategy: str | None = None) -> 
                           stage="chunk_counts_match")
     pub = publish(svc, document_id, strategy=strategy, pages=len(pages),
                   extractor=pages[0].extractor if pages else "none", title=chunks[0].header if chunks else "")
+    t3 = time.perf_counter()
+    embed_s, upsert_s = stats["embed_ms"] / 1000, stats["upsert_ms"] / 1000
+    t["embed"] = t.get("embed", 0.0) + embed_s
+    t["upsert"] = t.get("upsert", 0.0) + upsert_s
+    t["sql"] = t.get("sql", 0.0) + max(0.0, (t3 - t2) - embed_s - upsert_s)
     gold = generate_for_document(svc, document_id, chunks)
+    t["gold pairs"] = t.get("gold pairs", 0.0) + (time.perf_counter() - t3)
     return {**stats, **{k: v for k, v in pub.items() if v is not None}, "pages": len(pages),
             "gold_pairs": gold.get("kept", 0)}

@@ -130,3 +130,27 @@ def extract_pages_bounded(data: bytes, settings: Any) -> list[Page]:
         return extract_pages(data)
     return run_bounded(extract_pages, (data,), timeout_s=settings.pdf_parse_timeout_s,
                        memory_mb=settings.pdf_parse_memory_mb, what="extracting text")
+
+
+def _parse(data: bytes, min_text_chars: int, max_pages: int) -> tuple[PDFInfo, list[Page], dict[str, float]]:
+    import time
+
+    t0 = time.perf_counter()
+    info = _inspect(data, min_text_chars, max_pages)
+    t1 = time.perf_counter()
+    pages = extract_pages(data)
+    return info, pages, {"validate": t1 - t0, "extract": time.perf_counter() - t1,
+                         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+
+
+def parse_pdf_bounded(data: bytes, settings: Any) -> tuple[PDFInfo, list[Page], dict[str, float]]:
+    """Validation (page limit, ``inspect_pdf``) and extraction (``extract_pages``) in ONE child
+    process under the bounds of ``settings``: the bytes cross the process boundary once and one
+    fork pays for both (bulk ingestion, ``core.bulk``). Returns ``(info, pages, stats)`` with
+    ``stats = {"validate": s, "extract": s, "peak_rss_mb": MB}`` measured in the child. Raises like
+    ``inspect_pdf_bounded`` and ``extract_pages_bounded``; the time bound covers both steps."""
+    args = (data, settings.min_text_chars, settings.max_pdf_pages)
+    if settings.pdf_parse_timeout_s <= 0:
+        return _parse(*args)
+    return run_bounded(_parse, args, timeout_s=settings.pdf_parse_timeout_s,
+                       memory_mb=settings.pdf_parse_memory_mb, what="validating and extracting text")

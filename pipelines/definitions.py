@@ -7,6 +7,7 @@ import dagster as dg
 
 from .assets import (chunk_counts_match, chunk_points, chunks, documents_partitions, evidence_spans_verbatim,
                      gold_qa_pairs, live_index, no_orphans, pages_have_chunks, pdf_pages)
+from .bulk import ingest_files_job
 from .operations import build_schedule, build_sensor, ingest_batch
 from .resources import RagauditResource
 
@@ -34,12 +35,12 @@ def _ops_settings():
 
 
 _cron, _enabled, _interval = _ops_settings()
-JOBS = [ingest_job, ingest_batch]
+JOBS = [ingest_job, ingest_batch, ingest_files_job]
 defs = dg.Definitions(
     assets=INGEST_ASSETS,
     asset_checks=INGEST_CHECKS,
     jobs=JOBS,
-    sensors=[build_sensor(JOBS, _interval)],
+    sensors=[build_sensor([ingest_job, ingest_batch], _interval)],
     schedules=[build_schedule(_cron, _enabled)],
     resources={"ragaudit": RagauditResource()},
     # One process per run: Qdrant local mode is single-process (see README).

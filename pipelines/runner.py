@@ -174,3 +174,39 @@ def recover_runs(svc: Services, requeue) -> dict[str, list[str]]:
             requeue(run.run_id)
             out["requeued"].append(run.run_id)
     return out
+
+
+def run_bulk(svc: Services, files: list, knowledge_base: str = "default", strategy: str = "sentence", *,
+             on_outcome=None, timings: dict | None = None) -> list:
+    """Ingest ``files`` (``core.bulk.BulkFile``) in ONE Dagster run of ``ingest_files_job`` in this
+    process (the shared instance records it; the UI shows one ``live_index`` materialization per
+    document). Returns the ``IngestOutcome`` per file, in order; ``on_outcome(index, outcome)``
+    and ``timings`` as in ``core.bulk.ingest_files``. Raises ``IngestError`` (stage ``run``) if the
+    run itself fails (a document's failure is an outcome, not an exception)."""
+    import uuid
+
+    from .bulk import BULK_OP, ingest_files_job, pop_hooks, register_hooks
+
+    key = uuid.uuid4().hex
+    hooks = {"on_outcome": on_outcome, "timings": {} if timings is None else timings}
+    register_hooks(key, hooks)
+    try:
+        result = ingest_files_job.execute_in_process(
+            run_config={"ops": {BULK_OP: {"config": {
+                "files": [{"path": str(f.path), "name": f.name} for f in files],
+                "knowledge_base": knowledge_base, "strategy": strategy, "hooks": key}}},
+                "loggers": {"console": {"config": {"log_level": "WARNING"}}}},
+            instance=instance_for(svc),
+            resources={"ragaudit": RagauditResource(services_key=services_key(svc.settings))},
+            raise_on_error=False,
+            tags={"ragaudit/documents": str(len(files)), WORKER_TAG: this_worker()},
+        )
+    finally:
+        hooks = pop_hooks(key)
+    if not result.success or "outcomes" not in hooks:
+        msg = "ingestion run failed"
+        for ev in result.all_events:
+            if ev.is_step_failure and ev.step_failure_data.error is not None:
+                msg = f"ingestion run failed: {ev.step_failure_data.error.message.strip().splitlines()[-1]}"
+        raise IngestError(msg, stage="run")
+    return hooks["outcomes"]

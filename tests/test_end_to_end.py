@@ -119,7 +119,7 @@ def test_cli_ingest_bad_and_edge_files(tmp_path, monkeypatch, embedder):
             continue
         res = runner.invoke(app, ["ingest", str(f)])
         assert res.exit_code == 1, (f.name, res.output)
-        assert res.output.startswith("refused") and f.name in res.output
+        assert res.stdout.startswith("refused") and f.name in res.stdout
     res = runner.invoke(app, ["ingest", str(EDGE / "copy-protected.pdf"), str(EDGE / "zen_of_python_corrupted.pdf")])
     assert res.exit_code == 0, res.output
     res = runner.invoke(app, ["documents", "--json"])
