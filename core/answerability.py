@@ -1,16 +1,31 @@
 """Deciding whether a question can be answered from the retrieved sources, before answering.
 
 Similarity scores alone cannot decide this (scores of good and off-topic matches overlap), so
-the check is on content: the question's *anchors* -- full dates, proper names and acronyms --
-must occur in the documents the sources come from. A question whose anchors are absent asks
-about something the knowledge base does not contain (``refused``); a question with no content
-words left after removing function and deictic words has no referent (``clarifying``).
+the check is on content the system can show (``assess``):
+
+- the question's *anchors* -- full dates, proper names and acronyms -- must occur in the
+  documents the sources come from. Names are matched case-, dash- and spacing-insensitively
+  ("Pepsico" = "PepsiCo", "PC-12" = "PC–12"), an acronym also by the initials of a capitalised
+  phrase ("AGM" = "Annual General Meeting", one inner letter may be left out: "Annual
+  Meeting"), and a capitalised word that only qualifies a lower-case one ("American-registered",
+  "French-built") is a description, not a name. A person-like name (two or more capitalised
+  words) none of whose words occurs is missing whatever else the question names;
+- the question's *subject terms* that are rare words (``wordfreq`` Zipf frequency below 3, e.g.
+  a drug name) must occur in the searched documents, or a word close to it must occur in the
+  best passages (a paraphrase: "reseller" for "distributor"; cosine of the bundled embedding
+  model's word vectors);
+- a question whose every content word is a generic measure ("What was the total?") does not say
+  what it asks about (``clarifying``), as does one with no content word left after removing
+  function and deictic words.
+
+The reason returned says what is missing.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from .citations import normalize_ws
 from .sparse import STOP_WORDS, tokenize
@@ -24,6 +39,14 @@ _QUESTION_WORDS = {"what", "which", "who", "whom", "whose", "when", "where", "wh
 _VAGUE = {"tell", "more", "about", "that", "this", "it", "they", "them", "those", "these", "there", "thing", "things",
           "something", "anything", "stuff", "explain", "info", "information", "detail", "details", "say", "said",
           "know", "please", "else", "elaborate", "further", "go", "on", "me", "you", "can", "could", "what", "about"}
+
+
+# a capitalised word joined to a lower-case one describes it ("American-registered", "U.S.-based"):
+# an adjective, not the name of something the documents must contain
+_QUALIFIER = re.compile(r"^[A-Z][\w.'’]*(?:-[a-z][a-z-]*)+$")
+
+
+_TITLE_ABBR = re.compile(r"\b(?:Dr|Mr|Mrs|Ms|Prof|St|Sen|Rep|Gen|Capt|Sgt|Jr|Sr)\.$")
 
 
 @dataclass(frozen=True)
@@ -41,10 +64,11 @@ def question_anchors(question: str) -> list[Anchor]:
     for m in _CAP_RUN.finditer(masked):
         phrase = re.sub(r"['’]s$", "", m.group(0)).strip(" .-'’")
         words = phrase.split()
-        if (m.start() == 0 or masked[: m.start()].rstrip().endswith(("?", ".", "!"))) and words \
+        before = masked[: m.start()].rstrip()
+        if (m.start() == 0 or (before.endswith(("?", ".", "!")) and not _TITLE_ABBR.search(before))) and words \
                 and not words[0].isupper():
             words = words[1:]  # sentence-initial capital, not a name
-        words = [w for w in words if w.lower() not in _QUESTION_WORDS]
+        words = [w for w in words if w.lower() not in _QUESTION_WORDS and not _QUALIFIER.match(w)]
         if not words or any(ch.isdigit() for ch in "".join(words)):
             continue
         phrase = " ".join(words)
@@ -53,16 +77,58 @@ def question_anchors(question: str) -> list[Anchor]:
     return anchors
 
 
-def _present(anchor: Anchor, text_lower: str, terms: set[str]) -> bool:
+def _folded_pattern(word: str) -> re.Pattern:
+    """``word`` with any dashes, dots, spaces or case between its letters ("pepsico" finds
+    "PepsiCo", "Pepsi-Co"; "pc1247e" finds "PC–12/47E"), as a whole word."""
+    chars = [re.escape(c) for c in re.sub(r"[\W_]+", "", word.lower())]
+    return re.compile(r"(?<![^\W_])" + r"[\s\-‐‑‒–—_./’']?".join(chars) + r"(?![^\W_])", re.I)
+
+
+def _acronym_found(acro: str, text: str) -> bool:
+    """``acro`` (2-6 capitals) spelled by the initials of consecutive capitalised words of ``text``
+    ("AGM": "Annual General Meeting"; "of", "and", "the", "for", "&" may come between), or, for 3
+    or more letters, with one inner letter left out ("Annual Meeting")."""
+    letters = list(acro.upper())
+    variants = [letters] + ([letters[:i] + letters[i + 1:] for i in range(1, len(letters) - 1)]
+                            if len(letters) >= 3 else [])
+    glue = r"(?:[\s\-]+(?:of|and|the|for|on|&)\b)?[\s\-]+"
+    for v in variants:
+        pat = r"\b" + glue.join(rf"{c}[a-z]+" for c in v) + r"\b"
+        if re.search(pat, text):
+            return True
+    return False
+
+
+def _word_found(word: str, text: str, text_lower: str, terms: set[str]) -> bool:
+    word = re.sub(r"['’]s$", "", word.strip(".,'’"))
+    toks = [t for t in tokenize(word) if t not in STOP_WORDS]
+    if toks and all(t in terms for t in toks):
+        return True
+    if word.lower() in text_lower or _folded_pattern(word).search(text):
+        return True
+    return bool(re.fullmatch(r"[A-Z]{2,6}s?", word)) and _acronym_found(word.rstrip("s"), text)
+
+
+def _present(anchor: Anchor, text_lower: str, terms: set[str], text: str = "") -> bool:
     if anchor.kind == "date":
         return normalize_ws(anchor.text).lower() in text_lower
-    words = [w for w in tokenize(anchor.text) if w not in STOP_WORDS]
+    words = [w for w in re.findall(r"[^\s]+", anchor.text) if w.lower().strip(".,'’") not in STOP_WORDS]
     if not words:
         return True
-    if normalize_ws(anchor.text).lower() in text_lower:
+    if normalize_ws(anchor.text).lower() in text_lower or _folded_pattern(anchor.text).search(text):
         return True
-    found = sum(1 for w in words if w in terms)
-    return found / len(words) >= 0.6
+    found = [_word_found(w, text, text_lower, terms) for w in words]
+    if any(not f and re.fullmatch(r"[A-Z]{2,6}(?:['’]?s)?", w.strip(".,")) for w, f in zip(words, found)):
+        return False  # an acronym names one specific thing: it must be found itself
+    return sum(found) / len(words) >= 0.6
+
+
+def _absent_name(anchor: Anchor, text_lower: str, terms: set[str], text: str) -> bool:
+    """A name of two or more capitalised words (a person, an organisation) none of whose words
+    occurs in the documents."""
+    words = [w.strip(".,'’") for w in anchor.text.split() if w[:1].isupper() and w.lower() not in STOP_WORDS]
+    return anchor.kind == "name" and len(words) >= 2 and \
+        not any(_word_found(w, text, text_lower, terms) for w in words)
 
 
 _MONTH_WORDS = set(_MONTHS.lower().split("|"))
@@ -98,9 +164,22 @@ def missing_anchors(question: str, document_texts: list[str], source_passages: l
     anchors = [a for a in question_anchors(question) if a.text.lower() not in _MONTH_WORDS]
     if not anchors:
         return []
-    text = normalize_ws(" ".join(document_texts)).lower()
+    raw = normalize_ws(" ".join(document_texts))
+    text = raw.lower()
     terms = set(tokenize(text))
-    missing = [a for a in anchors if not _present(a, text, terms)]
+    missing = [a for a in anchors if not _present(a, text, terms, raw)]
+
+    def shown(ms: list[Anchor]) -> list[str]:  # an acronym not found, rather than the run it is in
+        out = []
+        for a in ms:
+            words = [w for w in a.text.split() if w.lower().strip(".,'’") not in STOP_WORDS]
+            gone = [w for w in words if not _word_found(w, raw, text, terms)
+                    and re.fullmatch(r"[A-Z]{2,6}(?:['’]?s)?", w.strip(".,"))] if a.kind == "name" else []
+            out.append(" ".join(gone) if gone and len(gone) < len(words) else a.text)
+        return out
+
+    if any(_absent_name(a, text, terms, raw) for a in missing):
+        return shown(missing)
     if source_passages is not None:
         q_terms = content_terms(question)
         sent_texts = [normalize_ws(x).lower() for x in source_passages]
@@ -117,10 +196,10 @@ def missing_anchors(question: str, document_texts: list[str], source_passages: l
             if others and not _supported(a, others, sent_terms, sent_texts):
                 missing.append(a)
     if any(a.kind == "date" for a in missing):
-        return [a.text for a in missing]
+        return shown(missing)
     names = [a for a in anchors if a.kind == "name"]
     if names and sum(1 for a in missing if a.kind == "name") / len(names) >= 0.5:
-        return [a.text for a in missing]
+        return shown(missing)
     return []
 
 
@@ -128,3 +207,90 @@ def is_vague(question: str) -> bool:
     """True when no content word is left after removing function, question and deictic words."""
     words = [w for w in re.findall(r"[^\W_]+", question.lower()) if w not in STOP_WORDS and w not in _VAGUE]
     return len(words) == 0
+
+
+# measures and other words that say *what kind* of value is wanted but not of what: a question
+# made only of them ("What was the total?") does not say what it asks about
+_GENERIC = {"total", "amount", "number", "value", "sum", "figure", "figures", "result", "results", "count", "price",
+            "cost", "rate", "date", "time", "name", "thing", "part", "item", "answer", "level", "percentage",
+            "percent", "quantity", "size", "much", "many", "final", "overall", "exact", "current", "new", "old",
+            "main", "big", "biggest", "largest", "highest", "lowest", "first", "last", "number", "one", "ones",
+            "happen", "happened", "happens", "mean", "means", "meaning", "get", "got", "say", "says"}
+_GENERIC_TERMS = {t for w in _GENERIC for t in tokenize(w)}
+RARE_ZIPF = 3.0  # wordfreq Zipf frequency below which an English word is rare (about 1 per million words)
+
+
+@dataclass
+class Verdict:
+    """``label``: None (answer), ``refused`` or ``clarifying``; ``missing``: the anchors or terms
+    the searched documents lack; ``reason``: what is missing, for the user."""
+
+    label: str | None
+    missing: list[str]
+    reason: str = ""
+
+
+def is_underspecified(question: str) -> bool:
+    """True when every content word is a generic measure ("What was the total?", "What is the
+    date?") and the question names nothing (no anchor)."""
+    if question_anchors(question) or re.search(r"\d", question):
+        return False
+    terms = content_terms(question)
+    return bool(terms) and terms <= _GENERIC_TERMS
+
+
+def rare_terms(question: str) -> list[str]:
+    """Lower-case words of ``question`` that are rare in English (``wordfreq`` Zipf frequency
+    below ``RARE_ZIPF``; Speer et al., wordfreq 3, 2022), e.g. a drug or product name; words of
+    anchors, numbers and stop words excluded."""
+    from wordfreq import zipf_frequency
+
+    out = []
+    for m in re.finditer(r"(?<![\w-])[a-z][a-z-]{3,}(?![\w-])", question):
+        w = m.group(0)
+        if w in STOP_WORDS or w in _QUESTION_WORDS or w in _VAGUE:
+            continue
+        if zipf_frequency(w, "en") < RARE_ZIPF and w not in out:
+            out.append(w)
+    return out
+
+
+def assess(question: str, document_texts: list[str], source_passages: list[str] | None = None,
+           similar: Any = None) -> Verdict:
+    """Decide whether ``question`` can be answered from the searched documents.
+
+    ``document_texts``: full texts of the documents the sources come from; ``source_passages``:
+    the retrieved passages (header + text); ``similar(term, passages) -> (word, cosine)``: the
+    passages' word closest to ``term`` (embedding cosine), used to accept a rare question word the
+    documents phrase otherwise. Order: no content word (``clarifying``), only generic measures
+    (``clarifying``), missing anchors (``missing_anchors``; ``refused``), rare subject words found
+    in no document and close to no passage word (``refused``). Returns ``Verdict``.
+    """
+    if is_vague(question):
+        return Verdict("clarifying", [], "the question names nothing to look up")
+    if is_underspecified(question):
+        what = ", ".join(sorted(w for w in re.findall(r"[a-z]+", question.lower()) if set(tokenize(w)) & _GENERIC_TERMS))
+        return Verdict("clarifying", [], f"the question asks for a {what or 'value'} but does not say of what")
+    missing = missing_anchors(question, document_texts, source_passages)
+    if missing:
+        return Verdict("refused", missing, "the searched documents do not mention " +
+                       ", ".join(f"“{m}”" for m in missing))
+    raw = normalize_ws(" ".join(document_texts))
+    terms = set(tokenize(raw.lower()))
+    absent = []
+    for w in rare_terms(question):
+        toks = [t for t in tokenize(w) if t not in STOP_WORDS]
+        if (toks and all(t in terms for t in toks)) or _folded_pattern(w).search(raw):
+            continue
+        if similar is not None and source_passages:
+            near, cos = similar(w, source_passages)
+            if near is not None and cos >= SIMILAR_WORD:
+                continue
+        absent.append(w)
+    if absent:
+        return Verdict("refused", absent, "the searched documents do not mention " +
+                       ", ".join(f"“{m}”" for m in absent))
+    return Verdict(None, [])
+
+
+SIMILAR_WORD = 0.6  # cosine of two words' embeddings above which one paraphrases the other
