@@ -173,9 +173,9 @@ def missing_anchors(question: str, document_texts: list[str], source_passages: l
         out = []
         for a in ms:
             words = [w for w in a.text.split() if w.lower().strip(".,'’") not in STOP_WORDS]
-            gone = [w for w in words if not _word_found(w, raw, text, terms)
-                    and re.fullmatch(r"[A-Z]{2,6}(?:['’]?s)?", w.strip(".,"))] if a.kind == "name" else []
-            out.append(" ".join(gone) if gone and len(gone) < len(words) else a.text)
+            gone = [w for w in words if not _word_found(w, raw, text, terms)] if a.kind == "name" else []
+            acro = any(re.fullmatch(r"[A-Z]{2,6}(?:['’]?s)?", w.strip(".,")) for w in gone)
+            out.append(" ".join(gone) if acro and len(gone) < len(words) else a.text)
         return out
 
     if any(_absent_name(a, text, terms, raw) for a in missing):

@@ -6,9 +6,10 @@ wh-phrase: a date ("when", "on what date"), a duration ("how long", "for how man
 percentage ("what percent", "what rate"), an amount of money ("how much ... spend / revenue /
 cost"), a count or number ("how many", "how old", "what ... score"), an identifier ("what is
 the ... number", "which command / statement / registration"), a name ("who", "which library /
-company / authority"). Every span of that type in the sentence is a candidate; the one closest
-after a question term wins (a table row reads label, then cells: the first cell after the row
-label), then the earliest. No gold answer is involved: this is what EM / F1 are computed on
+company / authority"). Every span of that type in the sentence is a candidate; one right after a
+colon wins (a form field's value), else the one with most question terms around it, then the
+nearest one (a table row reads label, then cells: the first cell after the row label), then
+the earliest. No gold answer is involved: this is what EM / F1 are computed on
 (``metrics.concise_answer`` is the gold-guided upper bound).
 """
 
@@ -37,12 +38,15 @@ TYPES: dict[str, re.Pattern] = {
     "name": re.compile(r"\b[A-Z][\w&.'-]*(?:\s+(?:of\s+|de\s+|&\s+)?[A-Z][\w&.'-]*)*"),
 }
 
+_PRONOUNS = {"we", "i", "you", "he", "she", "they", "it", "this", "that", "these", "those", "our", "their", "his",
+             "her", "its", "table", "figure", "section", "page", "note", "item", "part"}
+
 _Q_TYPES: list[tuple[str, re.Pattern]] = [
     ("duration", re.compile(r"\bhow long\b(?!.*\b(feet|foot|meters?|miles?|wide|tall)\b)|\bfor how many "
                             r"(years|months|weeks|days)\b|\bwhat (period|duration|term|time ?frame)\b|"
                             r"\bwithin what time\b", re.I)),
     ("date", re.compile(r"\b(when|what date|on what (calendar )?date|which day|what day)\b", re.I)),
-    ("percent", re.compile(r"\b(what (percent(age)?|share|proportion|fraction)|how much of|(what|which) [\w-]+ "
+    ("percent", re.compile(r"\b(what (percent(age)?|share|proportion|fraction)|how much of|(what|which)( [\w-]+){1,3} "
                            r"(rate|margin|accuracy|share)|what (rate|margin|accuracy))\b|%", re.I)),
     ("money", re.compile(r"\bhow much\b.*\b(spen[dt]|cost|pay|paid|revenue|sales|income|earn|expense|price|"
                          r"generate|bring in|worth|fee|budget|capital)|\bwhat (amount|price|cost)\b|"
@@ -50,7 +54,7 @@ _Q_TYPES: list[tuple[str, re.Pattern]] = [
     ("number", re.compile(r"\bhow (many|much|old|far|large|big|often|fast|high|tall)\b|\bwhat (number|score|"
                           r"value|threshold|size|total|age|count|speed)\b|\b(what|which) [\w-]+ (score|value|"
                           r"threshold|number|count)\b|\bon which line\b", re.I)),
-    ("identifier", re.compile(r"\b(what|which) (is the )?[\w\s'’.-]{0,40}?\b(number|no\.?|id|identifier|code|"
+    ("identifier", re.compile(r"\b(what|which) (is the )?[\w\s'’.-]{0,60}?\b(number|no\.?|id|identifier|code|"
                               r"command|statement|registration|metric|type|call|key|exhibit|line|instance)\b", re.I)),
     ("name", re.compile(r"\b(who|whom|whose)\b|\b(which|what) (library|company|firm|authority|agency|person|"
                         r"provider|tool|vendor|country|city|state|organi[sz]ation|bank|auditor)\b", re.I)),
@@ -92,9 +96,17 @@ def concise_span(question: str, sentence: str) -> str | None:
                 continue
             if typ == "identifier" and not re.search(r"\d|[A-Z]{2}|_", span):
                 continue
-            before = [m.start() - e for s, e in positions if e <= m.start()]
-            gap = min(before) if before else 10_000
-            cands.append((gap, m.start(), span))
+            if typ == "name" and (span.lower() in STOP_WORDS or span.lower() in _PRONOUNS
+                                  or (not sentence[:m.start()].strip() and " " not in span)):
+                continue  # "We ...", a capitalised first word: not a name
+            # a form field's value follows its label's colon; else the span with most question terms
+            # around it (60 characters before, 30 after), then the nearest one
+            after_colon = sentence[:m.start()].rstrip().endswith(":")
+            near = len({sentence[a:b].lower() for a, b in positions if b > m.start() - 60 and a < m.end() + 30
+                        and (b <= m.start() or a >= m.end())})
+            gaps = [m.start() - e for s, e in positions if e <= m.start()] + \
+                   [s - m.end() for s, e in positions if s >= m.end()]
+            cands.append((not after_colon, -near, min(gaps) if gaps else 10_000, m.start(), span))
         if cands:
-            return min(cands)[2]
+            return min(cands)[4]
     return None
