@@ -69,11 +69,20 @@ def question_anchors(question: str) -> list[Anchor]:
                 and not words[0].isupper():
             words = words[1:]  # sentence-initial capital, not a name
         words = [w for w in words if w.lower() not in _QUESTION_WORDS and not _QUALIFIER.match(w)]
-        if not words or any(ch.isdigit() for ch in "".join(words)):
-            continue
-        phrase = " ".join(words)
-        if len(phrase) >= 3:
-            anchors.append(Anchor(phrase, "name"))
+        # a possessive ends one name ("Apple Inc.'s IRS Employer Identification Number": the owner
+        # and what it owns are two things to find)
+        groups: list[list[str]] = [[]]
+        for w in words:
+            owner = re.search(r"['’]s$", w)
+            groups[-1].append(re.sub(r"['’]s$", "", w) if owner else w)
+            if owner:
+                groups.append([])
+        for g in groups:
+            if not g or any(ch.isdigit() for ch in "".join(g)):
+                continue
+            phrase = " ".join(g).strip(" .-'’")
+            if len(phrase) >= 3:
+                anchors.append(Anchor(phrase, "name"))
     return anchors
 
 
