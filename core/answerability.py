@@ -46,6 +46,12 @@ _VAGUE = {"tell", "more", "about", "that", "this", "it", "they", "them", "those"
 _QUALIFIER = re.compile(r"^[A-Z][\w.'’]*(?:-[a-z][a-z-]*)+$")
 
 
+# an identifier: letters and digits mixed, or words joined by "_" ("1040NR", "F172", "PA-22-150",
+# "CLIENT_IPADDR"); a fiscal period ("FY2023", "Q3", "2023Q4") or a filing form ("10-Q") is not one
+_IDENT = re.compile(r"(?<![\w-])(?=[\w./-]*\d)(?=[\w./-]*[A-Za-z])[A-Za-z0-9][\w./-]*[A-Za-z0-9]|"
+                    r"(?<![\w-])[A-Za-z0-9]+(?:_[A-Za-z0-9]+)+")
+_PERIOD = re.compile(r"(?i)(?:fy|cy|q[1-4]|h[12])[\s-]?\d{2,4}|\d{4}[\s-]?(?:q[1-4]|h[12])|\d{1,2}-[a-z]|"
+                     r"\d+(?:st|nd|rd|th|s)")
 _TITLE_ABBR = re.compile(r"\b(?:Dr|Mr|Mrs|Ms|Prof|St|Sen|Rep|Gen|Capt|Sgt|Jr|Sr)\.$")
 
 
@@ -61,6 +67,10 @@ def question_anchors(question: str) -> list[Anchor]:
     """Full dates and proper names / acronyms of ``question`` (not its first word, no digits)."""
     anchors = [Anchor(m.group(0), "date") for m in _DATE.finditer(question)]
     masked = _DATE.sub(" ", question)
+    for m in _IDENT.finditer(masked):
+        tok = m.group(0).strip(".-/")
+        if len(re.sub(r"[\W_]", "", tok)) >= 4 and not _PERIOD.fullmatch(tok):
+            anchors.append(Anchor(tok, "id"))
     for m in _CAP_RUN.finditer(masked):
         phrase = re.sub(r"['’]s$", "", m.group(0)).strip(" .-'’")
         words = phrase.split()
@@ -68,7 +78,8 @@ def question_anchors(question: str) -> list[Anchor]:
         if (m.start() == 0 or (before.endswith(("?", ".", "!")) and not _TITLE_ABBR.search(before))) and words \
                 and not words[0].isupper():
             words = words[1:]  # sentence-initial capital, not a name
-        words = [w for w in words if w.lower() not in _QUESTION_WORDS and not _QUALIFIER.match(w)]
+        words = [w for w in words if w.lower() not in _QUESTION_WORDS and not _QUALIFIER.match(w)
+                 and not re.fullmatch(r"I['’]\w+", w)]  # "I'm", "I've": the asker, not a name
         # a possessive ends one name ("Apple Inc.'s IRS Employer Identification Number": the owner
         # and what it owns are two things to find)
         groups: list[list[str]] = [[]]
@@ -121,14 +132,19 @@ def _word_found(word: str, text: str, text_lower: str, terms: set[str]) -> bool:
 def _present(anchor: Anchor, text_lower: str, terms: set[str], text: str = "") -> bool:
     if anchor.kind == "date":
         return normalize_ws(anchor.text).lower() in text_lower
+    if anchor.kind == "id":
+        return anchor.text.lower() in text_lower or bool(_folded_pattern(anchor.text).search(text))
     words = [w for w in re.findall(r"[^\s]+", anchor.text) if w.lower().strip(".,'’") not in STOP_WORDS]
     if not words:
         return True
     if normalize_ws(anchor.text).lower() in text_lower or _folded_pattern(anchor.text).search(text):
         return True
     found = [_word_found(w, text, text_lower, terms) for w in words]
-    if any(not f and re.fullmatch(r"[A-Z]{2,6}(?:['’]?s)?", w.strip(".,")) for w, f in zip(words, found)):
-        return False  # an acronym names one specific thing: it must be found itself
+    from wordfreq import zipf_frequency
+
+    if any(not f and (re.fullmatch(r"[A-Z]{2,6}(?:['’]?s)?", w.strip(".,"))
+                      or zipf_frequency(w.strip(".,'’").lower(), "en") < RARE_ZIPF) for w, f in zip(words, found)):
+        return False  # an acronym or a rare word ("Preemptive") names one specific thing: it must be found itself
     return sum(found) / len(words) >= 0.6
 
 
@@ -204,7 +220,7 @@ def missing_anchors(question: str, document_texts: list[str], source_passages: l
             others = q_terms - set(tokenize(a.text))
             if others and not _supported(a, others, sent_terms, sent_texts):
                 missing.append(a)
-    if any(a.kind == "date" for a in missing):
+    if any(a.kind in ("date", "id") for a in missing):
         return shown(missing)
     names = [a for a in anchors if a.kind == "name"]
     if names and sum(1 for a in missing if a.kind == "name") / len(names) >= 0.5:
@@ -226,7 +242,10 @@ _GENERIC = {"total", "amount", "number", "value", "sum", "figure", "figures", "r
             "main", "big", "biggest", "largest", "highest", "lowest", "first", "last", "number", "one", "ones",
             "happen", "happened", "happens", "mean", "means", "meaning", "get", "got", "say", "says"}
 _GENERIC_TERMS = {t for w in _GENERIC for t in tokenize(w)}
-RARE_ZIPF = 3.0  # wordfreq Zipf frequency below which an English word is rare (about 1 per million words)
+RARE_ZIPF = 3.0  # wordfreq Zipf frequency below which a word of a name is rare (about 1 per million words)
+# below which a lower-case question word is taken for a name of its own (a drug: "metformin" 2.55,
+# "atorvastatin" 1.93) rather than a paraphrase ("fiddling" 2.94, "scraper" 2.76)
+RARE_TERM_ZIPF = 2.6
 
 
 @dataclass
@@ -250,7 +269,7 @@ def is_underspecified(question: str) -> bool:
 
 def rare_terms(question: str) -> list[str]:
     """Lower-case words of ``question`` that are rare in English (``wordfreq`` Zipf frequency
-    below ``RARE_ZIPF``; Speer et al., wordfreq 3, 2022), e.g. a drug or product name; words of
+    below ``RARE_TERM_ZIPF``; Speer et al., wordfreq 3, 2022), e.g. a drug or product name; words of
     anchors, numbers and stop words excluded."""
     from wordfreq import zipf_frequency
 
@@ -259,7 +278,7 @@ def rare_terms(question: str) -> list[str]:
         w = m.group(0)
         if w in STOP_WORDS or w in _QUESTION_WORDS or w in _VAGUE:
             continue
-        if zipf_frequency(w, "en") < RARE_ZIPF and w not in out:
+        if zipf_frequency(w, "en") < RARE_TERM_ZIPF and w not in out:
             out.append(w)
     return out
 
@@ -299,7 +318,47 @@ def assess(question: str, document_texts: list[str], source_passages: list[str] 
     if absent:
         return Verdict("refused", absent, "the searched documents do not mention " +
                        ", ".join(f"“{m}”" for m in absent))
+    subject = subject_words(question)
+    gone = [w for w in subject if not _word_found(w, raw, raw.lower(), terms)]
+    if similar is not None and source_passages and len(subject) >= 2 and len(gone) / len(subject) >= SUBJECT_ABSENT:
+        gone = [w for w in gone if not (w.isalpha() and similar(w, source_passages)[1] >= SIMILAR_WORD)]
+    if len(subject) >= 2 and len(gone) / len(subject) >= SUBJECT_ABSENT:
+        return Verdict("refused", gone, f"the searched documents mention {len(subject) - len(gone)} of the "
+                       f"{len(subject)} words naming what the question is about; not " +
+                       ", ".join(f"“{m}”" for m in gone))
     return Verdict(None, [])
+
+
+# words that phrase a question rather than name its subject
+_PHRASING = {"report", "reported", "reports", "according", "mention", "mentioned", "mentions", "say", "said", "state",
+             "stated", "describe", "described", "paper", "document", "documents", "filing", "use", "used", "using",
+             "uses", "give", "given", "gives", "show", "shown", "shows", "list", "listed", "provide", "provided", "take",
+             "took", "make", "made", "kind", "type", "way", "reach", "reached", "reaches"}
+
+
+def subject_words(question: str) -> list[str]:
+    """Words naming what ``question`` is about: its content words (not stop, question, deictic,
+    generic-measure or phrasing words; 3+ letters or with a digit), in order, without repeats."""
+    from wordfreq import zipf_frequency
+
+    out: list[str] = []
+    for w in re.findall(r"[^\W_][\w&'’.-]*[^\W_]|[^\W_]", question):
+        w = re.sub(r"['’]s$", "", w)
+        low = w.lower()
+        if re.search(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]", w):
+            continue  # CJK text has no spaces: its words are not delimited here
+        if (low in STOP_WORDS or low in _QUESTION_WORDS or low in _VAGUE or low in _GENERIC or low in _PHRASING
+                or low in _MONTH_WORDS or (len(w) < 3 and not any(c.isdigit() for c in w))):
+            continue
+        if (set(tokenize(low)) and set(tokenize(low)) <= _GENERIC_TERMS) or zipf_frequency(low, "en") >= COMMON_ZIPF:
+            continue
+        if w not in out:
+            out.append(w)
+    return out
+
+
+COMMON_ZIPF = 5.8  # wordfreq Zipf frequency from which a word is too common to name a subject ("his", "while")
+SUBJECT_ABSENT = 0.5  # share of a question's subject words the searched documents lack, from which it is refused
 
 
 SIMILAR_WORD = 0.6  # cosine of two words' embeddings above which one paraphrases the other

@@ -76,3 +76,13 @@ def test_underspecified_question_asks_for_clarification():
         assert "does not say of what" in v.reason
     for q in ("What was the total net revenue?", "What was the total in 2023?", "What was PepsiCo's total?"):
         assert not is_underspecified(q), q
+
+
+def test_question_about_another_subject_is_refused_with_the_missing_words():
+    """Fails if a question whose subject words are mostly absent from the searched documents (a
+    DMCA question asked of an accident report: no anchor to miss) is answered, or if the reason
+    does not name the missing words; a paraphrase that keeps most subject words passes."""
+    q = "If I file to protect the shape of my boat's hull, for how long am I covered?"
+    v = assess(q, [NTSB])
+    assert v.label == "refused" and {"boat", "hull"} <= set(v.missing) and "“hull”" in v.reason
+    assert assess("How badly was the Piper damaged when it landed at the private airstrip?", [NTSB]).label is None
