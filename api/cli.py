@@ -220,6 +220,8 @@ def ask(
         typer.echo(json.dumps(out, indent=2, ensure_ascii=False))
         return
     typer.echo(out["answer"])
+    if out.get("concise_answer"):
+        typer.echo(f"\nConcise answer: {out['concise_answer']}")
     typer.echo(f"\n[{out['label']}]")
     for c in out["citations"]:
         typer.echo(f"  [{c['n']}] {c['doc_name']} p.{c['page']}: \"{c['quote'][:160]}\"")
@@ -258,7 +260,7 @@ def _print_eval_table(res: dict) -> None:
                                         for k in ("hit@1", "hit@5", "hit@10", "mrr", "ndcg@10", "evidence_recall@5"))
                    + f"{v['n']:>5}")
     for m, v in (res.get("answers") or {}).items():
-        parts = ", ".join(f"{k} {v[k]:.3f}" for k in ("exact_match", "f1", "refusal_accuracy", "citation_validity", "answered_cited",
+        parts = ", ".join(f"{k} {v[k]:.3f}" for k in ("exact_match", "f1", "f1_gold_guided", "refusal_accuracy", "citation_validity", "answered_cited",
                                                       "faithfulness") if v.get(k) is not None)
         typer.echo(f"answers {m}: {parts}; {v['latency_ms']['mean'] if v['latency_ms'] else 0:.0f} ms/question, "
                    f"${v['cost_usd']['total']:.6f}")

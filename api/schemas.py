@@ -95,6 +95,9 @@ class AnswerOut(BaseModel):
     query_id: str
     question: str
     answer: str
+    concise_answer: str = Field(default="", description="The span of the answer that answers the question's type "
+                                "(a number, date, name, identifier or table cell), else the best sentence; "
+                                "empty when refused or clarifying")
     label: str = Field(description="answered | refused | clarifying | uncited (a sentence cites nothing or a "
                        "[n] names no source) | unsupported (a citation's quote is not in its chunk or does "
                        "not support its claim: see each citation's verified, supports and reason)")

@@ -19,7 +19,8 @@ from typing import Any
 import numpy as np
 
 from .chunking import sentence_spans
-from .citations import CitedQuote, audit_citations, claim_parts, claim_support, normalize_ws
+from .concise import concise_span
+from .citations import CitedQuote, audit_citations, claim_parts, claim_support, normalize_ws, strip_citations
 from .embedding import Embedder
 from .llmcall import Cancellation, abort_stream, call_with_deadline, completion_cost_or_none, deadline_for
 from .retrieval import RetrievedChunk
@@ -73,6 +74,7 @@ class AnswerResult:
     completion_tokens: int = 0
     cost_usd: float | None = 0.0  # None = unknown (model not in litellm's price map)
     citation_check: dict[str, Any] = field(default_factory=dict)
+    concise: str = ""  # the span answering the question's type (core.concise), "" when refused
 
 
 def audit_answer(ans: AnswerResult, sources: list[RetrievedChunk]) -> AnswerResult:
@@ -277,7 +279,10 @@ class ExtractiveAnswerer:
             parts.append(f"{normalize_ws(s.text)} [{s.n}]")
             cites.append(_citation(s))
         text = " ".join(parts)
-        return audit_answer(AnswerResult(text, cites, "answered", self.name), sources)
+        ranked = [s for _, s in scored if any(s is p for p in picked)] + picked
+        concise = next((c for s in ranked if (c := concise_span(question, normalize_ws(s.text)))),
+                       normalize_ws(scored[0][1].text))
+        return audit_answer(AnswerResult(text, cites, "answered", self.name, concise=concise), sources)
 
 
 SYSTEM_PROMPT = (
@@ -325,7 +330,7 @@ class LLMAnswerer:
         usage = getattr(resp, "usage", None)
         cost = completion_cost_or_none(resp)
         return self.finish(text, sources, getattr(usage, "prompt_tokens", 0) or 0,
-                           getattr(usage, "completion_tokens", 0) or 0, cost)
+                           getattr(usage, "completion_tokens", 0) or 0, cost, question=question)
 
     def stream(self, question: str, sources: list[RetrievedChunk], cancel: Cancellation | None = None):
         """Generator of text deltas; its return value (``StopIteration.value``) is the
@@ -354,13 +359,15 @@ class LLMAnswerer:
         usage = getattr(resp, "usage", None)
         cost = completion_cost_or_none(resp)
         return self.finish(text, sources, getattr(usage, "prompt_tokens", 0) or 0,
-                           getattr(usage, "completion_tokens", 0) or 0, cost)
+                           getattr(usage, "completion_tokens", 0) or 0, cost, question=question)
 
     def finish(self, text: str, sources: list[RetrievedChunk], prompt_tokens: int, completion_tokens: int,
-               cost: float | None) -> AnswerResult:
+               cost: float | None, question: str = "") -> AnswerResult:
         """Build citations for ``text`` and audit them (``audit_answer``): each claim's cited [n]
         gets the passage of chunk n (one sentence, or two adjacent ones) that supports the claim
-        (``citations.claim_support``), else the sentence sharing most of its terms."""
+        (``citations.claim_support``), else the sentence sharing most of its terms. ``concise``: the
+        span of the answer that answers ``question``'s type (``concise.concise_span``), else the
+        whole citation-free answer."""
         if normalize_ws(text).rstrip(".") == REFUSAL_TEXT.rstrip(".") or not text:
             return AnswerResult(text or REFUSAL_TEXT, [], "refused", self.model, prompt_tokens, completion_tokens, cost)
         cites: list[Citation] = []
@@ -375,8 +382,9 @@ class LLMAnswerer:
                     continue
                 quote = c.text[span[0]:span[1]]
                 cites.append(Citation(n, c.doc_name, c.page_at(span[0]), c.chunk_id, normalize_ws(quote), claim))
-        return audit_answer(AnswerResult(text, cites, "answered", self.model, prompt_tokens, completion_tokens, cost),
-                            sources)
+        plain = normalize_ws(strip_citations(text))
+        return audit_answer(AnswerResult(text, cites, "answered", self.model, prompt_tokens, completion_tokens, cost,
+                                         concise=concise_span(question, plain) or plain), sources)
 
 
 def best_quote_span(claim: str, claim_terms: set[str], text: str) -> tuple[int, int] | None:

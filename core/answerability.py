@@ -1,16 +1,31 @@
 """Deciding whether a question can be answered from the retrieved sources, before answering.
 
 Similarity scores alone cannot decide this (scores of good and off-topic matches overlap), so
-the check is on content: the question's *anchors* -- full dates, proper names and acronyms --
-must occur in the documents the sources come from. A question whose anchors are absent asks
-about something the knowledge base does not contain (``refused``); a question with no content
-words left after removing function and deictic words has no referent (``clarifying``).
+the check is on content the system can show (``assess``):
+
+- the question's *anchors* -- full dates, proper names and acronyms -- must occur in the
+  documents the sources come from. Names are matched case-, dash- and spacing-insensitively
+  ("Pepsico" = "PepsiCo", "PC-12" = "PC–12"), an acronym also by the initials of a capitalised
+  phrase ("AGM" = "Annual General Meeting", one inner letter may be left out: "Annual
+  Meeting"), and a capitalised word that only qualifies a lower-case one ("American-registered",
+  "French-built") is a description, not a name. A person-like name (two or more capitalised
+  words) none of whose words occurs is missing whatever else the question names;
+- the question's *subject terms* that are rare words (``wordfreq`` Zipf frequency below 3, e.g.
+  a drug name) must occur in the searched documents, or a word close to it must occur in the
+  best passages (a paraphrase: "reseller" for "distributor"; cosine of the bundled embedding
+  model's word vectors);
+- a question whose every content word is a generic measure ("What was the total?") does not say
+  what it asks about (``clarifying``), as does one with no content word left after removing
+  function and deictic words.
+
+The reason returned says what is missing.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from .citations import normalize_ws
 from .sparse import STOP_WORDS, tokenize
@@ -26,6 +41,20 @@ _VAGUE = {"tell", "more", "about", "that", "this", "it", "they", "them", "those"
           "know", "please", "else", "elaborate", "further", "go", "on", "me", "you", "can", "could", "what", "about"}
 
 
+# a capitalised word joined to a lower-case one describes it ("American-registered", "U.S.-based"):
+# an adjective, not the name of something the documents must contain
+_QUALIFIER = re.compile(r"^[A-Z][\w.'’]*(?:-[a-z][a-z-]*)+$")
+
+
+# an identifier: letters and digits mixed, or words joined by "_" ("1040NR", "F172", "PA-22-150",
+# "CLIENT_IPADDR"); a fiscal period ("FY2023", "Q3", "2023Q4") or a filing form ("10-Q") is not one
+_IDENT = re.compile(r"(?<![\w-])(?=[\w./-]*\d)(?=[\w./-]*[A-Za-z])[A-Za-z0-9][\w./-]*[A-Za-z0-9]|"
+                    r"(?<![\w-])[A-Za-z0-9]+(?:_[A-Za-z0-9]+)+")
+_PERIOD = re.compile(r"(?i)(?:fy|cy|q[1-4]|h[12])[\s-]?\d{2,4}|\d{4}[\s-]?(?:q[1-4]|h[12])|\d{1,2}-[a-z]|"
+                     r"\d+(?:st|nd|rd|th|s)")
+_TITLE_ABBR = re.compile(r"\b(?:Dr|Mr|Mrs|Ms|Prof|St|Sen|Rep|Gen|Capt|Sgt|Jr|Sr)\.$")
+
+
 @dataclass(frozen=True)
 class Anchor:
     """A phrase the sources must contain: ``kind`` is date | name."""
@@ -38,31 +67,93 @@ def question_anchors(question: str) -> list[Anchor]:
     """Full dates and proper names / acronyms of ``question`` (not its first word, no digits)."""
     anchors = [Anchor(m.group(0), "date") for m in _DATE.finditer(question)]
     masked = _DATE.sub(" ", question)
+    for m in _IDENT.finditer(masked):
+        tok = m.group(0).strip(".-/")
+        if len(re.sub(r"[\W_]", "", tok)) >= 4 and not _PERIOD.fullmatch(tok):
+            anchors.append(Anchor(tok, "id"))
     for m in _CAP_RUN.finditer(masked):
         phrase = re.sub(r"['’]s$", "", m.group(0)).strip(" .-'’")
         words = phrase.split()
-        if (m.start() == 0 or masked[: m.start()].rstrip().endswith(("?", ".", "!"))) and words \
+        before = masked[: m.start()].rstrip()
+        if (m.start() == 0 or (before.endswith(("?", ".", "!")) and not _TITLE_ABBR.search(before))) and words \
                 and not words[0].isupper():
             words = words[1:]  # sentence-initial capital, not a name
-        words = [w for w in words if w.lower() not in _QUESTION_WORDS]
-        if not words or any(ch.isdigit() for ch in "".join(words)):
-            continue
-        phrase = " ".join(words)
-        if len(phrase) >= 3:
-            anchors.append(Anchor(phrase, "name"))
+        words = [w for w in words if w.lower() not in _QUESTION_WORDS and not _QUALIFIER.match(w)
+                 and not re.fullmatch(r"I['’]\w+", w)]  # "I'm", "I've": the asker, not a name
+        # a possessive ends one name ("Apple Inc.'s IRS Employer Identification Number": the owner
+        # and what it owns are two things to find)
+        groups: list[list[str]] = [[]]
+        for w in words:
+            owner = re.search(r"['’]s$", w)
+            groups[-1].append(re.sub(r"['’]s$", "", w) if owner else w)
+            if owner:
+                groups.append([])
+        for g in groups:
+            if not g or any(ch.isdigit() for ch in "".join(g)):
+                continue
+            phrase = " ".join(g).strip(" .-'’")
+            if len(phrase) >= 3:
+                anchors.append(Anchor(phrase, "name"))
     return anchors
 
 
-def _present(anchor: Anchor, text_lower: str, terms: set[str]) -> bool:
+def _folded_pattern(word: str) -> re.Pattern:
+    """``word`` with any dashes, dots, spaces or case between its letters ("pepsico" finds
+    "PepsiCo", "Pepsi-Co"; "pc1247e" finds "PC–12/47E"), as a whole word."""
+    chars = [re.escape(c) for c in re.sub(r"[\W_]+", "", word.lower())]
+    return re.compile(r"(?<![^\W_])" + r"[\s\-‐‑‒–—_./’']?".join(chars) + r"(?![^\W_])", re.I)
+
+
+def _acronym_found(acro: str, text: str) -> bool:
+    """``acro`` (2-6 capitals) spelled by the initials of consecutive capitalised words of ``text``
+    ("AGM": "Annual General Meeting"; "of", "and", "the", "for", "&" may come between), or, for 3
+    or more letters, with one inner letter left out ("Annual Meeting")."""
+    letters = list(acro.upper())
+    variants = [letters] + ([letters[:i] + letters[i + 1:] for i in range(1, len(letters) - 1)]
+                            if len(letters) >= 3 else [])
+    glue = r"(?:[\s\-]+(?:of|and|the|for|on|&)\b)?[\s\-]+"
+    for v in variants:
+        pat = r"\b" + glue.join(rf"{c}[a-z]+" for c in v) + r"\b"
+        if re.search(pat, text):
+            return True
+    return False
+
+
+def _word_found(word: str, text: str, text_lower: str, terms: set[str]) -> bool:
+    word = re.sub(r"['’]s$", "", word.strip(".,'’"))
+    toks = [t for t in tokenize(word) if t not in STOP_WORDS]
+    if toks and all(t in terms for t in toks):
+        return True
+    if word.lower() in text_lower or _folded_pattern(word).search(text):
+        return True
+    return bool(re.fullmatch(r"[A-Z]{2,6}s?", word)) and _acronym_found(word.rstrip("s"), text)
+
+
+def _present(anchor: Anchor, text_lower: str, terms: set[str], text: str = "") -> bool:
     if anchor.kind == "date":
         return normalize_ws(anchor.text).lower() in text_lower
-    words = [w for w in tokenize(anchor.text) if w not in STOP_WORDS]
+    if anchor.kind == "id":
+        return anchor.text.lower() in text_lower or bool(_folded_pattern(anchor.text).search(text))
+    words = [w for w in re.findall(r"[^\s]+", anchor.text) if w.lower().strip(".,'’") not in STOP_WORDS]
     if not words:
         return True
-    if normalize_ws(anchor.text).lower() in text_lower:
+    if normalize_ws(anchor.text).lower() in text_lower or _folded_pattern(anchor.text).search(text):
         return True
-    found = sum(1 for w in words if w in terms)
-    return found / len(words) >= 0.6
+    found = [_word_found(w, text, text_lower, terms) for w in words]
+    from wordfreq import zipf_frequency
+
+    if any(not f and (re.fullmatch(r"[A-Z]{2,6}(?:['’]?s)?", w.strip(".,"))
+                      or zipf_frequency(w.strip(".,'’").lower(), "en") < RARE_ZIPF) for w, f in zip(words, found)):
+        return False  # an acronym or a rare word ("Preemptive") names one specific thing: it must be found itself
+    return sum(found) / len(words) >= 0.6
+
+
+def _absent_name(anchor: Anchor, text_lower: str, terms: set[str], text: str) -> bool:
+    """A name of two or more capitalised words (a person, an organisation) none of whose words
+    occurs in the documents."""
+    words = [w.strip(".,'’") for w in anchor.text.split() if w[:1].isupper() and w.lower() not in STOP_WORDS]
+    return anchor.kind == "name" and len(words) >= 2 and \
+        not any(_word_found(w, text, text_lower, terms) for w in words)
 
 
 _MONTH_WORDS = set(_MONTHS.lower().split("|"))
@@ -98,9 +189,22 @@ def missing_anchors(question: str, document_texts: list[str], source_passages: l
     anchors = [a for a in question_anchors(question) if a.text.lower() not in _MONTH_WORDS]
     if not anchors:
         return []
-    text = normalize_ws(" ".join(document_texts)).lower()
+    raw = normalize_ws(" ".join(document_texts))
+    text = raw.lower()
     terms = set(tokenize(text))
-    missing = [a for a in anchors if not _present(a, text, terms)]
+    missing = [a for a in anchors if not _present(a, text, terms, raw)]
+
+    def shown(ms: list[Anchor]) -> list[str]:  # an acronym not found, rather than the run it is in
+        out = []
+        for a in ms:
+            words = [w for w in a.text.split() if w.lower().strip(".,'’") not in STOP_WORDS]
+            gone = [w for w in words if not _word_found(w, raw, text, terms)] if a.kind == "name" else []
+            acro = any(re.fullmatch(r"[A-Z]{2,6}(?:['’]?s)?", w.strip(".,")) for w in gone)
+            out.append(" ".join(gone) if acro and len(gone) < len(words) else a.text)
+        return out
+
+    if any(_absent_name(a, text, terms, raw) for a in missing):
+        return shown(missing)
     if source_passages is not None:
         q_terms = content_terms(question)
         sent_texts = [normalize_ws(x).lower() for x in source_passages]
@@ -116,11 +220,11 @@ def missing_anchors(question: str, document_texts: list[str], source_passages: l
             others = q_terms - set(tokenize(a.text))
             if others and not _supported(a, others, sent_terms, sent_texts):
                 missing.append(a)
-    if any(a.kind == "date" for a in missing):
-        return [a.text for a in missing]
+    if any(a.kind in ("date", "id") for a in missing):
+        return shown(missing)
     names = [a for a in anchors if a.kind == "name"]
     if names and sum(1 for a in missing if a.kind == "name") / len(names) >= 0.5:
-        return [a.text for a in missing]
+        return shown(missing)
     return []
 
 
@@ -128,3 +232,133 @@ def is_vague(question: str) -> bool:
     """True when no content word is left after removing function, question and deictic words."""
     words = [w for w in re.findall(r"[^\W_]+", question.lower()) if w not in STOP_WORDS and w not in _VAGUE]
     return len(words) == 0
+
+
+# measures and other words that say *what kind* of value is wanted but not of what: a question
+# made only of them ("What was the total?") does not say what it asks about
+_GENERIC = {"total", "amount", "number", "value", "sum", "figure", "figures", "result", "results", "count", "price",
+            "cost", "rate", "date", "time", "name", "thing", "part", "item", "answer", "level", "percentage",
+            "percent", "quantity", "size", "much", "many", "final", "overall", "exact", "current", "new", "old",
+            "main", "big", "biggest", "largest", "highest", "lowest", "first", "last", "number", "one", "ones",
+            "happen", "happened", "happens", "mean", "means", "meaning", "get", "got", "say", "says"}
+_GENERIC_TERMS = {t for w in _GENERIC for t in tokenize(w)}
+RARE_ZIPF = 3.0  # wordfreq Zipf frequency below which a word of a name is rare (about 1 per million words)
+# below which a lower-case question word is taken for a name of its own (a drug: "metformin" 2.55,
+# "atorvastatin" 1.93) rather than a paraphrase ("fiddling" 2.94, "scraper" 2.76)
+RARE_TERM_ZIPF = 2.6
+
+
+@dataclass
+class Verdict:
+    """``label``: None (answer), ``refused`` or ``clarifying``; ``missing``: the anchors or terms
+    the searched documents lack; ``reason``: what is missing, for the user."""
+
+    label: str | None
+    missing: list[str]
+    reason: str = ""
+
+
+def is_underspecified(question: str) -> bool:
+    """True when every content word is a generic measure ("What was the total?", "What is the
+    date?") and the question names nothing (no anchor)."""
+    if question_anchors(question) or re.search(r"\d", question):
+        return False
+    terms = content_terms(question)
+    return bool(terms) and terms <= _GENERIC_TERMS
+
+
+def rare_terms(question: str) -> list[str]:
+    """Lower-case words of ``question`` that are rare in English (``wordfreq`` Zipf frequency
+    below ``RARE_TERM_ZIPF``; Speer et al., wordfreq 3, 2022), e.g. a drug or product name; words of
+    anchors, numbers and stop words excluded."""
+    from wordfreq import zipf_frequency
+
+    out = []
+    for m in re.finditer(r"(?<![\w-])[a-z][a-z-]{3,}(?![\w-])", question):
+        w = m.group(0)
+        if w in STOP_WORDS or w in _QUESTION_WORDS or w in _VAGUE:
+            continue
+        if zipf_frequency(w, "en") < RARE_TERM_ZIPF and w not in out:
+            out.append(w)
+    return out
+
+
+def assess(question: str, document_texts: list[str], source_passages: list[str] | None = None,
+           similar: Any = None) -> Verdict:
+    """Decide whether ``question`` can be answered from the searched documents.
+
+    ``document_texts``: full texts of the documents the sources come from; ``source_passages``:
+    the retrieved passages (header + text); ``similar(term, passages) -> (word, cosine)``: the
+    passages' word closest to ``term`` (embedding cosine), used to accept a rare question word the
+    documents phrase otherwise. Order: no content word (``clarifying``), only generic measures
+    (``clarifying``), missing anchors (``missing_anchors``; ``refused``), rare subject words found
+    in no document and close to no passage word (``refused``). Returns ``Verdict``.
+    """
+    if is_vague(question):
+        return Verdict("clarifying", [], "the question names nothing to look up")
+    if is_underspecified(question):
+        what = ", ".join(sorted(w for w in re.findall(r"[a-z]+", question.lower()) if set(tokenize(w)) & _GENERIC_TERMS))
+        return Verdict("clarifying", [], f"the question asks for a {what or 'value'} but does not say of what")
+    missing = missing_anchors(question, document_texts, source_passages)
+    if missing:
+        return Verdict("refused", missing, "the searched documents do not mention " +
+                       ", ".join(f"“{m}”" for m in missing))
+    raw = normalize_ws(" ".join(document_texts))
+    terms = set(tokenize(raw.lower()))
+    absent = []
+    for w in rare_terms(question):
+        toks = [t for t in tokenize(w) if t not in STOP_WORDS]
+        if (toks and all(t in terms for t in toks)) or _folded_pattern(w).search(raw):
+            continue
+        if similar is not None and source_passages:
+            near, cos = similar(w, source_passages)
+            if near is not None and cos >= SIMILAR_WORD:
+                continue
+        absent.append(w)
+    if absent:
+        return Verdict("refused", absent, "the searched documents do not mention " +
+                       ", ".join(f"“{m}”" for m in absent))
+    subject = subject_words(question)
+    gone = [w for w in subject if not _word_found(w, raw, raw.lower(), terms)]
+    if similar is not None and source_passages and len(subject) >= 2 and len(gone) / len(subject) >= SUBJECT_ABSENT:
+        gone = [w for w in gone if not (w.isalpha() and similar(w, source_passages)[1] >= SIMILAR_WORD)]
+    if len(subject) >= 2 and len(gone) / len(subject) >= SUBJECT_ABSENT:
+        return Verdict("refused", gone, f"the searched documents mention {len(subject) - len(gone)} of the "
+                       f"{len(subject)} words naming what the question is about; not " +
+                       ", ".join(f"“{m}”" for m in gone))
+    return Verdict(None, [])
+
+
+# words that phrase a question rather than name its subject
+_PHRASING = {"report", "reported", "reports", "according", "mention", "mentioned", "mentions", "say", "said", "state",
+             "stated", "describe", "described", "paper", "document", "documents", "filing", "use", "used", "using",
+             "uses", "give", "given", "gives", "show", "shown", "shows", "list", "listed", "provide", "provided", "take",
+             "took", "make", "made", "kind", "type", "way", "reach", "reached", "reaches"}
+
+
+def subject_words(question: str) -> list[str]:
+    """Words naming what ``question`` is about: its content words (not stop, question, deictic,
+    generic-measure or phrasing words; 3+ letters or with a digit), in order, without repeats."""
+    from wordfreq import zipf_frequency
+
+    out: list[str] = []
+    for w in re.findall(r"[^\W_][\w&'’.-]*[^\W_]|[^\W_]", question):
+        w = re.sub(r"['’]s$", "", w)
+        low = w.lower()
+        if re.search(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]", w):
+            continue  # CJK text has no spaces: its words are not delimited here
+        if (low in STOP_WORDS or low in _QUESTION_WORDS or low in _VAGUE or low in _GENERIC or low in _PHRASING
+                or low in _MONTH_WORDS or (len(w) < 3 and not any(c.isdigit() for c in w))):
+            continue
+        if (set(tokenize(low)) and set(tokenize(low)) <= _GENERIC_TERMS) or zipf_frequency(low, "en") >= COMMON_ZIPF:
+            continue
+        if w not in out:
+            out.append(w)
+    return out
+
+
+COMMON_ZIPF = 5.8  # wordfreq Zipf frequency from which a word is too common to name a subject ("his", "while")
+SUBJECT_ABSENT = 0.5  # share of a question's subject words the searched documents lack, from which it is refused
+
+
+SIMILAR_WORD = 0.6  # cosine of two words' embeddings above which one paraphrases the other

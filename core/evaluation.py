@@ -8,7 +8,8 @@ document the evaluation dashboard reads::
      "judge": "deterministic" | <litellm model>, "answerer": "extractive" | <model>,
      "modes":   {<mode>: {"hit@1", "hit@5", "hit@10", "mrr", "ndcg@10", "evidence_recall@5",
                           "evidence_recall@10", "n"}},                       # retrieval, no LLM
-     "answers": {<mode>: {"n", "exact_match", "f1", "f1_full", "refusal_accuracy",
+     "answers": {<mode>: {"n", "exact_match", "f1", "exact_match_gold_guided", "f1_gold_guided",
+                          "f1_full", "refusal_accuracy",
                           "citation_validity", "answered_cited", "citation_support",
                           "faithfulness", "context_relevance",
                           "answer_relevance", "labels": {label: count},
@@ -21,10 +22,14 @@ document the evaluation dashboard reads::
      "questions": [{"id", "kind", "question", "gold": {...}, "ranks": {<mode>: rank | null},
                     "retrieval": {<mode>: {"rank", "list_ranks": {"vector", "bm25", "fused"},
                                            "retrieved_chunk_ids", "metrics": {...}}},
-                    "answers": {<mode>: {"answer", "concise_answer", "label", "citations",
+                    "answers": {<mode>: {"answer", "concise_answer", "concise_answer_gold_guided",
+                                         "label", "citations",
                                          "metrics": {<name>: {"value", "reason"}}, "claims",
                                          "retrieved_chunk_ids", "latency_ms", "cost_usd"}}}]}
 
+EM / F1 are computed on the answerer's own ``concise_answer`` (the span answering the question's
+type, ``core.concise``; no gold guidance); ``*_gold_guided`` on the span of the whole answer that
+best matches the gold answer (``metrics.concise_answer``), an upper bound.
 Retrieval metrics are means over the non-``refuse`` questions; answer metrics over the questions
 they apply to (EM/F1/citation validity: questions with a gold answer; faithfulness and
 relevance: answers that were not refused; citation support: answers with a cited claim);
@@ -150,7 +155,7 @@ def hit_rank(q: GoldQuestion, texts: list[str]) -> int | None:
 
 
 RETRIEVAL_KEYS = ("hit@1", "hit@5", "hit@10", "mrr", "ndcg@10", "evidence_recall@5", "evidence_recall@10")
-ANSWER_KEYS = ("exact_match", "f1", "f1_full", "refusal_accuracy", "citation_validity", "answered_cited",
+ANSWER_KEYS = ("exact_match", "f1", "exact_match_gold_guided", "f1_gold_guided", "f1_full", "refusal_accuracy", "citation_validity", "answered_cited",
                "citation_support", "faithfulness", "context_relevance", "answer_relevance")
 SCHEMA_VERSION = 1
 
@@ -309,11 +314,16 @@ def _answer_record(q: GoldQuestion, out: dict[str, Any], judge: Any) -> dict[str
     m: dict[str, Any] = {}
     refused = label in metrics.REFUSAL_LABELS
     m["refusal_accuracy"] = metrics.refusal_correct(label, q.is_refusal).to_json()
-    concise = ""
+    concise = "" if refused else (out.get("concise_answer") or "")
+    guided = ""
     if not q.is_refusal and q.answer:
-        concise = metrics.concise_answer(answer, q.answer) if not refused else ""
+        # EM / F1 of the answerer's own concise answer (no gold guidance); the gold-guided span
+        # (the best-matching span of the whole answer) is kept as an upper bound
+        guided = metrics.concise_answer(answer, q.answer) if not refused else ""
         m["exact_match"] = metrics.exact_match(concise, q.answer).to_json()
         m["f1"] = metrics.token_f1(concise, q.answer).to_json()
+        m["exact_match_gold_guided"] = metrics.exact_match(guided, q.answer).to_json()
+        m["f1_gold_guided"] = metrics.token_f1(guided, q.answer).to_json()
         m["f1_full"] = metrics.token_f1("" if refused else strip_citations(answer), q.answer).to_json()
     places = q.gold_places()
     if places:
@@ -337,7 +347,7 @@ def _answer_record(q: GoldQuestion, out: dict[str, Any], judge: Any) -> dict[str
         except Exception as e:  # a judge API error or invalid judge output: recorded, run goes on
             for k in ("faithfulness", "context_relevance", "answer_relevance"):
                 m[k] = {"value": None, "reason": f"judge failed: {type(e).__name__}: {str(e)[:200]}"}
-    return {"answer": answer, "concise_answer": concise, "label": label,
+    return {"answer": answer, "concise_answer": concise, "concise_answer_gold_guided": guided, "label": label,
             "citations": [{"n": c["n"], "doc_name": c["doc_name"], "page": c["page"], "chunk_id": c["chunk_id"],
                            "verified": c.get("verified"), "supports": c.get("supports")} for c in out["citations"]],
             "metrics": m, "claims": claims, "retrieved_chunk_ids": [r["chunk_id"] for r in out["retrieved"]],

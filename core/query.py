@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator
 
 from .answer import REFUSAL_TEXT, AnswerResult, ExtractiveAnswerer, LLMAnswerer, _citation, audit_answer
-from .answerability import is_vague, missing_anchors
+from .answerability import assess, is_underspecified, is_vague
 from .cache import AnswerCache
 from .citations import normalize_ws
 from .db import new_id
@@ -93,6 +93,7 @@ class QueryService:
         # re-ingestion adds a version and a server runs for months
         self._doc_texts: LRUCache = LRUCache(maxsize=256)
         self._doc_texts_lock = threading.Lock()
+        self._word_vecs: LRUCache = LRUCache(maxsize=100_000)  # word -> embedding, for paraphrase checks
         self.telemetry = telemetry or TelemetryWriter.from_services(svc, background=False)
         self.cache = cache
 
@@ -132,6 +133,22 @@ class QueryService:
         out.extend(c.payload.get("header", "") for c in chunks)
         return out
 
+    def _closest_word(self, term: str, passages: list[str]) -> tuple[str | None, float]:
+        """The word of ``passages`` whose embedding is closest to ``term``'s, with the cosine
+        (word vectors cached); ``(None, 0.0)`` when the passages have no word of 4+ letters."""
+        import numpy as np
+
+        words = sorted({w.lower() for p in passages for w in re.findall(r"[^\W\d_]{4,}", p)} - {term.lower()})
+        if not words:
+            return None, 0.0
+        missing = [w for w in [term.lower(), *words] if w not in self._word_vecs]
+        if missing:
+            for w, v in zip(missing, self.svc.embedder.embed(missing)):
+                self._word_vecs[w] = v
+        sims = np.stack([self._word_vecs[w] for w in words]) @ self._word_vecs[term.lower()]
+        i = int(np.argmax(sims))
+        return words[i], float(sims[i])
+
     def prepare(self, question: str, scope: Scope | None = None, top_k: int | None = None,
                 mode: Mode | str = Mode.hybrid) -> Prepared:
         """Retrieve and decide whether to answer. Raises ``ValueError`` for bad input."""
@@ -145,13 +162,17 @@ class QueryService:
         model = getattr(self.answerer, "name", "extractive")
         if is_vague(question):
             gate = AnswerResult(CLARIFY_TEXT, [], "clarifying", model)
+        elif is_underspecified(question):
+            why = assess(question, []).reason
+            gate = AnswerResult(f"Your question does not say what it is about ({why}): which document, item or "
+                                "period do you mean?", [], "clarifying", model)
         elif not sources:
             gate = AnswerResult(REFUSAL_TEXT + " Nothing in the searched documents matches it.", [], "refused", model)
         else:
             passages = [f"{c.payload.get('header', '')}\n{c.text}" for c in sources]
-            missing = missing_anchors(question, self._document_texts(sources), passages)
-            if missing:
-                gate = self._refusal(question, sources, missing, model)
+            verdict = assess(question, self._document_texts(sources), passages, self._closest_word)
+            if verdict.label == "refused":
+                gate = self._refusal(question, sources, verdict.missing, model)
         return Prepared(new_id(), question, scope, mode, top_k, res, sources, gate, t0)
 
     def _refusal(self, question: str, sources: list[RetrievedChunk], missing: list[str], model: str) -> AnswerResult:
@@ -183,6 +204,7 @@ class QueryService:
             "query_id": prep.query_id,
             "question": prep.question,
             "answer": ans.answer,
+            "concise_answer": "" if ans.label in ("refused", "clarifying") else ans.concise,
             "label": ans.label,
             "citations": [c.to_json() for c in ans.citations],
             "citation_check": ans.citation_check,
@@ -293,7 +315,7 @@ class QueryService:
         if log_query:
             self._log(prep.query_id, question, prep.scope, prep.mode, prep.top_k, out, ans, out["timings_ms"]["total"],
                       endpoint="stream")
-        done = {k: out[k] for k in ("query_id", "answer", "label", "citations", "citation_check", "timings_ms", "usage")}
+        done = {k: out[k] for k in ("query_id", "answer", "concise_answer", "label", "citations", "citation_check", "timings_ms", "usage")}
         yield "done", done
 
     def _log(self, qid: str, question: str, scope: Scope, mode: Mode, top_k: int, out: dict | None,

@@ -65,8 +65,13 @@ def test_cli_eval_json_then_api_run_gives_the_same_results(kb, monkeypatch):
 
     q = {x["id"]: x for x in cli["questions"]}
     dmca = q["dev-001"]
-    assert dmca["answers"]["hybrid"]["concise_answer"] == "october 28 1998"
+    # EM / F1 on the answerer's own concise answer; the gold-guided span is kept beside it as an upper bound
+    assert dmca["answers"]["hybrid"]["concise_answer"] == "October 28, 1998"
+    assert dmca["answers"]["hybrid"]["concise_answer_gold_guided"] == "october 28 1998"
     assert dmca["answers"]["hybrid"]["metrics"]["exact_match"]["value"] == 1.0
+    assert dmca["answers"]["hybrid"]["metrics"]["exact_match_gold_guided"]["value"] == 1.0
+    for a in cli["answers"].values():
+        assert a["f1_gold_guided"] >= a["f1"] and a["exact_match_gold_guided"] >= a["exact_match"]
     assert set(dmca["retrieval"]["hybrid"]["list_ranks"]) == {"fused", "vector", "bm25"}
     assert dmca["retrieval"]["hybrid"]["list_ranks"]["fused"] == dmca["ranks"]["hybrid"]
     assert len(dmca["retrieval"]["hybrid"]["retrieved_chunk_ids"]) == 10

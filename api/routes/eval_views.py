@@ -23,8 +23,8 @@ from ..schemas import ErrorOut
 router = APIRouter(tags=["evaluation"], dependencies=[RequireReadKey])
 
 RETRIEVAL = ("hit@1", "hit@5", "hit@10", "mrr", "ndcg@10", "evidence_recall@5", "evidence_recall@10")
-ANSWER = ("exact_match", "f1", "refusal_accuracy", "citation_validity", "answered_cited", "faithfulness",
-          "context_relevance", "answer_relevance")
+ANSWER = ("exact_match", "f1", "exact_match_gold_guided", "f1_gold_guided", "refusal_accuracy", "citation_validity",
+          "answered_cited", "faithfulness", "context_relevance", "answer_relevance")
 
 
 def mean_ci(values: list[float], resamples: int = 2000, seed: int = 0) -> dict[str, Any]:
