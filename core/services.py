@@ -18,7 +18,7 @@ from sqlalchemy.orm import sessionmaker
 from .db import make_engine, make_sessionmaker, migrate
 from .embedding import Embedder
 from .settings import Settings
-from .store import VectorStore
+from .store import VectorStore, open_store
 
 
 @dataclass
@@ -42,10 +42,10 @@ class Services:
     def store(self) -> VectorStore:
         s = self.settings
         if s.qdrant_url:
-            return VectorStore(s.collection, url=s.qdrant_url,
-                               api_key=s.qdrant_api_key.get_secret_value() if s.qdrant_api_key else None)
+            return open_store(s.collection, url=s.qdrant_url,
+                              api_key=s.qdrant_api_key.get_secret_value() if s.qdrant_api_key else None)
         s.qdrant_path.mkdir(parents=True, exist_ok=True)
-        return VectorStore(s.collection, path=str(s.qdrant_path))
+        return open_store(s.collection, backend=s.store_backend, path=str(s.qdrant_path))
 
     @cached_property
     def embedder(self) -> Embedder:
@@ -85,7 +85,7 @@ _REGISTRY_LOCK = threading.Lock()
 
 def _key(settings: Settings) -> tuple:
     return (str(settings.data_dir), settings.database_url, settings.qdrant_url, settings.collection,
-            settings.embedding_model)
+            settings.embedding_model, settings.store_backend)
 
 
 def shared_embedder(model: str, batch_size: int = 32) -> Embedder:
