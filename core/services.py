@@ -45,7 +45,10 @@ class Services:
             return open_store(s.collection, url=s.qdrant_url,
                               api_key=s.qdrant_api_key.get_secret_value() if s.qdrant_api_key else None)
         s.qdrant_path.mkdir(parents=True, exist_ok=True)
-        return open_store(s.collection, backend=s.store_backend, path=str(s.qdrant_path))
+        store = open_store(s.collection, backend=s.store_backend, path=str(s.qdrant_path))
+        if s.store_backend == "edge" and not store.exists():
+            _import_local_mode(store, s.data_dir / "qdrant", s.collection)
+        return store
 
     @cached_property
     def embedder(self) -> Embedder:
@@ -76,6 +79,31 @@ class Services:
             del self.__dict__["store"]
         if "engine" in self.__dict__:
             self.engine.dispose()
+
+
+def _import_local_mode(store: VectorStore, folder, collection: str) -> None:
+    """Copy a collection of qdrant-client local mode (the embedded store before Qdrant Edge) in
+    ``folder`` into the empty Edge ``store``, once; logged. A folder held by another process is
+    left alone (logged): ``ragaudit reindex`` rebuilds the points from the stored PDFs."""
+    import logging
+
+    from .store import copy_points
+
+    log = logging.getLogger(__name__)
+    if not (folder / "collection" / collection).is_dir():
+        return
+    try:
+        src = VectorStore(collection, path=str(folder))
+    except RuntimeError as e:
+        log.warning("local-mode store %s not imported into Qdrant Edge: %s", folder, e)
+        return
+    try:
+        n = copy_points(src, store)
+        store.flush()
+        log.warning("imported %d points of local-mode store %s into Qdrant Edge (%s); the old folder "
+                    "can be deleted", n, folder, store.location)
+    finally:
+        src.close()
 
 
 _REGISTRY: dict[str, Services] = {}

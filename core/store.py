@@ -587,6 +587,35 @@ def edge_filter(flt: Any):
     return qe.Filter(must=conds(flt.must), should=conds(flt.should), must_not=conds(flt.must_not))
 
 
+def copy_points(src: VectorStore, dst: VectorStore, batch: int = 256) -> int:
+    """Copy every point of ``src`` (payloads, dense, window and sparse vectors; ids kept) into
+    ``dst``, creating ``dst``'s collection with ``src``'s shape; returns the number copied. Used
+    once to move a local-mode store into Qdrant Edge when the default backend changed."""
+    if not src.exists():
+        return 0
+    dst.ensure_collection(src._dense_size(), windows=src.has_windows())
+    names = [DENSE, SPARSE] + ([WINDOWS] if src.has_windows() else [])
+    n = 0
+    rows: list[tuple[str, dict]] = []
+
+    def flush_rows() -> int:
+        vecs = src.get_vectors([pid for pid, _ in rows], names)
+        keep = [(pid, pl) for pid, pl in rows if pid in vecs]
+        dst.upsert([pid for pid, _ in keep], [vecs[pid][DENSE] for pid, _ in keep],
+                   [vecs[pid][SPARSE] for pid, _ in keep], [pl for _, pl in keep],
+                   windows=[vecs[pid][WINDOWS] for pid, _ in keep] if WINDOWS in names else None)
+        return len(keep)
+
+    for row in src.iter_payloads(batch=batch):
+        rows.append(row)
+        if len(rows) == batch:
+            n += flush_rows()
+            rows = []
+    if rows:
+        n += flush_rows()
+    return n
+
+
 def open_store(collection: str, *, backend: str = "edge", path: str | None = None, url: str | None = None,
                api_key: str | None = None) -> VectorStore:
     """The store for these settings: a Qdrant server when ``url`` is set (``backend`` is then

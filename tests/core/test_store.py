@@ -223,3 +223,30 @@ def test_unknown_backend_and_untranslatable_filter_are_refused(tmp_path):
         edge_filter(models.Filter(must=[models.FieldCondition(key="text", match=models.MatchText(text="x"))]))
     with pytest.raises(TypeError, match="no Qdrant Edge translation"):
         edge_filter(models.Filter(must=[models.HasIdCondition(has_id=[1])]))
+
+
+def test_a_local_mode_store_is_imported_into_edge_once(tmp_path):
+    """A data folder from before Qdrant Edge (local mode in data_dir/qdrant) keeps its index: the
+    first Edge open copies every point (payloads, chunk, window and sparse vectors, staged flags)
+    and searches return the same ids and scores. Fails if the import is skipped or drops a vector
+    or a flag (a staged point would become searchable)."""
+    from core.services import get_services, release_services
+    from tests.conftest import make_settings
+
+    settings = make_settings(tmp_path / "data", store_backend="edge")
+    old = open_store(settings.collection, backend="local", path=str(tmp_path / "data" / "qdrant"))
+    old.ensure_collection(DIM)
+    ids = add(old, "a", 5) + add(old, "b", 3, live=False)
+    q = unit(0.5, 1.0)
+    want = sorted((h.id, round(h.score, 5)) for h in old.search_dense(q, Scope().to_filter(), 10, windows=True))
+    want_sparse = sorted((h.id, round(h.score, 5)) for h in old.search_sparse(SparseVector([1], [1.0]), None, 10))
+    old.close()
+    svc = get_services(settings)
+    try:
+        store = svc.store
+        assert store.backend == "edge" and store.count() == len(ids) and store.count("b", live=False) == 3
+        assert sorted((h.id, round(h.score, 5)) for h in store.search_dense(q, Scope().to_filter(), 10, windows=True)) == want
+        assert sorted((h.id, round(h.score, 5)) for h in store.search_sparse(SparseVector([1], [1.0]), None, 10)) == want_sparse
+        assert len(want) == 5 and len(want_sparse) == 8
+    finally:
+        release_services(settings)
