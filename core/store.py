@@ -434,6 +434,10 @@ class EdgeVectorStore(VectorStore):
     def upsert(self, ids, dense, sparse, payloads, batch_size: int = 0, windows=None) -> None:
         super().upsert(ids, dense, sparse, payloads, batch_size or self.upsert_batch, windows)
 
+    def delete_replaced(self, document_id: str, version: int, sha256: str, strategy: str) -> None:
+        super().delete_replaced(document_id, version, sha256, strategy)
+        self.flush()  # once per published document: the WAL is applied to the segments and truncated
+
     # ------------------------------------------------------------------ primitives
     def exists(self) -> bool:
         return self.shard is not None
