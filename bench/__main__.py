@@ -388,20 +388,6 @@ def bench_retrieval(svc, sizes: list[int], questions: list[dict], n_q: int, loca
         res["edge_build_s"] = round(time.perf_counter() - t, 1)
         try:
             res["edge"] = _cells(retriever(store), qs)
-            if n > store.maxsim_exact_max:  # the two-stage windows leg against the exact one
-                from core.store import Scope
-
-                same5, over20 = [], []
-                for q in qs:
-                    qv = svc.embedder.embed([q["question"]])[0]
-                    ex = [h.id for h in store.search_dense(qv, Scope().to_filter(), 20, windows=True, exact=True)]
-                    ts = [h.id for h in store.search_dense(qv, Scope().to_filter(), 20, windows=True)]
-                    same5.append(ex[:5] == ts[:5])
-                    over20.append(len(set(ex) & set(ts)) / max(len(ex), 1))
-                res["edge_two_stage_vs_exact_maxsim"] = {
-                    "same top-5 (share of questions)": round(sum(same5) / len(same5), 3),
-                    "top-20 overlap (mean)": round(sum(over20) / len(over20), 3),
-                    "top-20 overlap (min)": round(min(over20), 3), "prefetch": store.maxsim_prefetch}
         finally:
             close_synthetic(store)
         if n in local_sizes:

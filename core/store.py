@@ -389,12 +389,6 @@ class EdgeVectorStore(VectorStore):
 
     backend = "edge"
     upsert_batch = 64  # an Edge call holds the GIL: small batches let searches run in between
-    # Without optimize() the window multivector is searched by brute force: MaxSim over every
-    # window of every candidate point (65 ms at 10k chunks x 4 windows here, linear in size).
-    # Above ``maxsim_exact_max`` points the windows leg is two-stage: the chunk vectors' top
-    # ``maxsim_prefetch`` (one vector per point: ~4x less work, and exact) re-scored by MaxSim.
-    maxsim_exact_max = 20000
-    maxsim_prefetch = 400
 
     def __init__(self, collection: str, *, path: str):
         import qdrant_edge as qe
@@ -439,24 +433,6 @@ class EdgeVectorStore(VectorStore):
 
     def upsert(self, ids, dense, sparse, payloads, batch_size: int = 0, windows=None) -> None:
         super().upsert(ids, dense, sparse, payloads, batch_size or self.upsert_batch, windows)
-
-    def search_dense(self, vector, flt, limit: int, windows: bool = False, *, exact: bool | None = None):
-        """As ``VectorStore.search_dense``; the windows (MaxSim) leg is exact up to
-        ``maxsim_exact_max`` points, else two-stage (see the class attributes); ``exact`` forces
-        either. Scores are MaxSim scores in both cases."""
-        if not (windows and self.has_windows()):
-            return super().search_dense(vector, flt, limit, windows)
-        if exact is None:
-            exact = self._count(None) <= self.maxsim_exact_max
-        if exact:
-            return super().search_dense(vector, flt, limit, windows)
-        qe = self.qe
-        q = _floats(vector)
-        pre = qe.Prefetch(limit=max(self.maxsim_prefetch, limit), query=qe.Query.Nearest(q, using=DENSE),
-                          filter=edge_filter(flt))
-        res = self.shard.query(qe.QueryRequest(limit=limit, prefetches=[pre], query=qe.Query.Nearest([q], using=WINDOWS),
-                                               filter=edge_filter(flt), with_payload=True))
-        return [PointHit(str(p.id), float(p.score), _without_shadows(p.payload)) for p in res]
 
     def delete_replaced(self, document_id: str, version: int, sha256: str, strategy: str) -> None:
         super().delete_replaced(document_id, version, sha256, strategy)

@@ -251,26 +251,3 @@ def test_a_local_mode_store_is_imported_into_edge_once(tmp_path):
     finally:
         release_services(settings)
 
-
-def test_edge_two_stage_maxsim_rescores_the_chunk_vector_candidates(tmp_path):
-    """Above ``maxsim_exact_max`` points, Edge's windows leg re-scores the chunk vectors' top
-    candidates by MaxSim: with the prefetch covering every point it returns exactly the exact
-    leg's ids and scores, under the same filter. Fails if the two-stage query loses the filter (a staged
-    or out-of-scope point would appear) or the re-scoring is not MaxSim."""
-    store = open_store("chunks", backend="edge", path=str(tmp_path))
-    try:
-        store.ensure_collection(DIM)
-        add(store, "a", 6)
-        add(store, "b", 4, live=False)
-        add(store, "c", 5, name="c.pdf")
-        q = unit(0.4, 1.0, 0.2)
-        store.maxsim_exact_max, store.maxsim_prefetch = 0, 100
-        for scope in (Scope(), Scope(doc_names=["c.pdf"])):
-            exact = store.search_dense(q, scope.to_filter(), 20, windows=True, exact=True)
-            staged = store.search_dense(q, scope.to_filter(), 20, windows=True)
-            # (the copies have tied scores: compared as sets; the score order itself is Qdrant's)
-            assert sorted((h.id, round(h.score, 5)) for h in staged) == sorted((h.id, round(h.score, 5)) for h in exact)
-            assert [round(h.score, 5) for h in staged] == sorted((round(h.score, 5) for h in staged), reverse=True)
-            assert all(admits(scope, h.payload) for h in staged) and staged
-    finally:
-        store.close()
