@@ -402,34 +402,68 @@ class EdgeVectorStore(VectorStore):
         self.meta_path = self.folder / f"{collection}.json"
         self.location = f"edge:{path}"
         self.local = True
-        self._lock = threading.RLock()
         self._has_windows = None
-        self._file_lock = FileLock(str(self.folder / f"{collection}.lock"))
-        try:
-            self._file_lock.acquire(timeout=0)
-        except Timeout:
-            raise StoreInUseError(
-                f"Storage folder {path} is already accessed by another instance of ragaudit's "
-                "embedded store (Qdrant Edge allows one process per folder)") from None
-        self._meta: dict[str, Any] = {}
-        self.shard = None
-        try:
-            if self.meta_path.exists() and self.shard_dir.exists():
-                import json
+        self._closed = False
+        key = str((self.folder.resolve() / collection))
+        with _EDGE_HANDLES_LOCK:  # one shard per folder per process, shared by this process's stores
+            h = _EDGE_HANDLES.get(key)
+            if h is None:
+                # thread_local=False: the API opens the store in one thread and closes it in another
+                h = _EdgeHandle(FileLock(str(self.folder / f"{collection}.lock"), thread_local=False))
+                try:
+                    h.file_lock.acquire(timeout=0)
+                except Timeout:
+                    raise StoreInUseError(
+                        f"Storage folder {path} is already accessed by another instance of ragaudit's "
+                        "embedded store (Qdrant Edge allows one process per folder)") from None
+                try:
+                    if self.meta_path.exists() and self.shard_dir.exists():
+                        import json
 
-                self._meta = json.loads(self.meta_path.read_text())
-                self.shard = qe.EdgeShard.load(str(self.shard_dir))
-        except BaseException:
-            self._file_lock.release()
-            raise
+                        h.meta = json.loads(self.meta_path.read_text())
+                        h.shard = qe.EdgeShard.load(str(self.shard_dir))
+                except BaseException:
+                    h.file_lock.release()
+                    raise
+                _EDGE_HANDLES[key] = h
+            h.refs += 1
+        self._key, self._h = key, h
+        self._lock = h.lock
+
+    @property
+    def shard(self):
+        return self._h.shard
+
+    @shard.setter
+    def shard(self, value) -> None:
+        self._h.shard = value
+
+    @property
+    def _meta(self) -> dict[str, Any]:
+        return self._h.meta
+
+    @_meta.setter
+    def _meta(self, value: dict[str, Any]) -> None:
+        self._h.meta = value
 
     def close(self) -> None:
-        with self._lock:
-            if self.shard is not None:
-                self.shard.flush()
-                self.shard.close()
-                self.shard = None
-            self._file_lock.release()
+        """Release this store; the last store of the process on the folder flushes and closes the
+        shard and releases the folder lock."""
+        with _EDGE_HANDLES_LOCK:
+            if self._closed:
+                return
+            self._closed = True
+            h = self._h
+            h.refs -= 1
+            if h.refs > 0:
+                return
+            _EDGE_HANDLES.pop(self._key, None)
+        with h.lock:
+            if h.shard is not None:
+                h.shard.flush()
+                h.shard.close()
+                h.shard = None
+            h.file_lock.release()
 
     def upsert(self, ids, dense, sparse, payloads, batch_size: int = 0, windows=None) -> None:
         super().upsert(ids, dense, sparse, payloads, batch_size or self.upsert_batch, windows)
@@ -535,6 +569,23 @@ class EdgeVectorStore(VectorStore):
         with self._lock:
             if self.shard is not None:
                 self.shard.flush()
+
+
+class _EdgeHandle:
+    """The open shard of one folder in this process: the file lock, the shard, its metadata, the
+    write lock and how many ``EdgeVectorStore`` objects use it (qdrant-client's local mode also
+    lets one process open its folder more than once; Edge must not be opened twice)."""
+
+    def __init__(self, file_lock: Any):
+        self.file_lock = file_lock
+        self.shard: Any = None
+        self.meta: dict[str, Any] = {}
+        self.lock = threading.RLock()
+        self.refs = 0
+
+
+_EDGE_HANDLES: dict[str, _EdgeHandle] = {}
+_EDGE_HANDLES_LOCK = threading.Lock()
 
 
 def _with_shadows(payload: dict[str, Any]) -> dict[str, Any]:
