@@ -12,15 +12,20 @@ the same run, and written to ``bench/results/<date>-<machine>.json`` plus a prin
    the naive pipeline of comparable projects (pdfplumber ``extract_text()`` per page, 512-word
    windows, one ``encode`` call and one Qdrant upsert per window).
 2. **Retrieval-only latency** (``Retriever.retrieve``, query embedding included) P50/P95 per mode
-   (vector, bm25, hybrid), unscoped and scoped to one document, at 1k and 10k chunks
-   (``--scale-50k`` adds 50k) in the embedded mode (Qdrant local mode). The larger collections
-   replicate the ingested points (real embeddings) under new document names, in an in-memory
-   local-mode collection (query code path identical to the on-disk one). Baseline, same run:
-   BM25 in Python over all chunks (rank_bm25 ``BM25Okapi``) + brute-force numpy cosine + RRF.
-3. **Concurrency**: the API (uvicorn subprocess on the ingested data) under 1 client, then 8
-   concurrent clients for a fixed time (/search hybrid, every 4th request /query): throughput,
-   P50/P95 (ms), errors; the API's peak RSS (VmHWM).
-4. **Memory**: peak RSS of this process and of the API process.
+   (vector, bm25, hybrid), unscoped and scoped to one document, at 1k, 10k and 50k chunks in the
+   embedded mode: Qdrant Edge (the default), and qdrant-client local mode (the previous default)
+   at 1k and 10k with fewer questions (its filtered queries take seconds). The collections
+   replicate the ingested points (real embeddings) under new document names, written through
+   ``VectorStore.upsert``. Baseline, same run: BM25 in Python over all chunks (rank_bm25
+   ``BM25Okapi``) + brute-force numpy cosine + RRF. Ratios: scoped / unscoped, baseline / Edge.
+3. **Concurrency**: the API (uvicorn subprocess, embedded Edge store filled to ``--api-chunks``
+   = 50k chunks) under 1 client, then 8 concurrent clients for a fixed time (/search hybrid,
+   every 4th request /query): throughput, P50/P95 (ms), errors. Then /search from 1 client
+   idle, and again while the API ingests a large PDF (the corpus concatenated, ``--big-pages``).
+4. **Memory**: peak RSS (VmHWM) of the API process at 50k chunks, and of this process.
+
+The load average is recorded with each section: on a shared machine, compare ratios (measured
+in the same run) rather than absolute numbers.
 
 Percentiles: numpy 'linear' (Hyndman & Fan type 7).
 """
@@ -228,41 +233,71 @@ def bench_naive(pdfs: list[Path], embedder) -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------- 2. retrieval at scale
-def load_points(store) -> list[Any]:
-    """Every live point of the ingested collection, with vectors."""
-    out, offset = [], None
-    while True:
-        pts, offset = store.client.scroll(store.collection, limit=256, offset=offset, with_payload=True,
-                                          with_vectors=True)
-        out += pts
-        if offset is None:
-            return out
+class StoredPoint:
+    """A point read back from a store: ``vector`` = {dense, dense_windows, bm25 (SparseVector)}."""
+
+    __slots__ = ("id", "vector", "payload")
+
+    def __init__(self, pid: str, vector: dict[str, Any], payload: dict[str, Any]):
+        self.id, self.vector, self.payload = pid, vector, payload
 
 
-def synthetic_store(points: list[Any], n: int, dim: int):
-    """A VectorStore (Qdrant local mode, in memory) of ``n`` points replicating ``points``; copy i
-    of a document is named ``<doc_name>#<i>`` (copy 0 keeps the real name)."""
-    from qdrant_client import QdrantClient, models
+def load_points(store) -> list[StoredPoint]:
+    """Every point of the ingested collection, with its vectors (through the store interface, so
+    any backend)."""
+    from core.store import DENSE, SPARSE, WINDOWS
 
-    from core.store import VectorStore
+    rows = list(store.iter_payloads())
+    names = [DENSE, SPARSE] + ([WINDOWS] if store.has_windows() else [])
+    out = []
+    for i in range(0, len(rows), 256):
+        part = rows[i:i + 256]
+        vecs = store.get_vectors([pid for pid, _ in part], names)
+        out += [StoredPoint(pid, vecs[pid], pl) for pid, pl in part if pid in vecs]
+    return out
+
+
+def fill_store(store, points: list[StoredPoint], n: int, skip: int = 0, batch: int = 256) -> float:
+    """Upsert replicated copies ``skip .. n-1`` of ``points`` (see ``replicate``) into ``store``
+    through ``VectorStore.upsert`` (the ingestion path); returns seconds."""
+    from core.store import DENSE, SPARSE, WINDOWS
 
     from .store_backends import replicate
 
-    tmp = tempfile.mkdtemp(prefix="ragaudit-bench-store-")
-    store = VectorStore("bench", path=tmp)
-    store.client.close()
-    store.client = QdrantClient(":memory:")
+    rows = replicate(points, n)[skip:]
+    t = time.perf_counter()
+    for i in range(0, len(rows), batch):
+        part = rows[i:i + batch]
+        store.upsert([r[0] for r in part], [r[1][DENSE] for r in part], [r[1][SPARSE] for r in part],
+                     [r[2] for r in part], windows=[r[1].get(WINDOWS) or [r[1][DENSE]] for r in part])
+    if hasattr(store, "flush"):
+        store.flush()
+    return time.perf_counter() - t
+
+
+def synthetic_store(points: list[StoredPoint], n: int, dim: int, backend: str = "edge"):
+    """A VectorStore of ``n`` points replicating ``points``; copy i of a document is named
+    ``<doc_name>#<i>`` (copy 0 keeps the real name). ``backend``: ``edge`` (a temporary folder) or
+    ``local`` (qdrant-client local mode in memory: the query code path of the on-disk local mode
+    without its one-SQLite-commit-per-point upserts)."""
+    from qdrant_client import QdrantClient
+
+    from core.store import open_store
+
+    tmp = tempfile.mkdtemp(prefix=f"ragaudit-bench-{backend}-")
+    store = open_store("bench", backend=backend, path=tmp)
+    if backend == "local":
+        store.client.close()
+        store.client = QdrantClient(":memory:")
     store.ensure_collection(dim)
-    batch = []
-    for pid, vector, payload in replicate(points, n):
-        batch.append(models.PointStruct(id=pid, vector=vector, payload=payload))
-        if len(batch) == 256:
-            store.client.upsert("bench", points=batch, wait=True)
-            batch = []
-    if batch:
-        store.client.upsert("bench", points=batch, wait=True)
-    shutil.rmtree(tmp, ignore_errors=True)
+    fill_store(store, points, n)
+    store.bench_tmp = tmp
     return store
+
+
+def close_synthetic(store) -> None:
+    store.close()
+    shutil.rmtree(getattr(store, "bench_tmp", ""), ignore_errors=True)
 
 
 class PythonBaseline:
@@ -281,6 +316,7 @@ class PythonBaseline:
             self.docs.append(p.payload.get("doc_name") if i < len(points) else f"{p.payload.get('doc_name')}#{i // len(points)}")
         self.bm25 = BM25Okapi([self.tok(t) for t in texts])
         self.vecs = np.asarray(vecs, dtype=np.float32)
+        self.docs_arr = np.asarray(self.docs, dtype=object)
 
     @staticmethod
     def tok(text: str) -> list[str]:
@@ -291,7 +327,7 @@ class PythonBaseline:
         bm = self.bm25.get_scores(self.tok(question))
         dense = self.vecs @ qv
         if doc is not None:
-            mask = np.asarray([d == doc for d in self.docs])
+            mask = self.docs_arr == doc
             bm = np.where(mask, bm, -np.inf)
             dense = np.where(mask, dense, -np.inf)
         fused: dict[int, float] = defaultdict(float)
@@ -301,43 +337,95 @@ class PythonBaseline:
         return sorted(fused, key=lambda i: -fused[i])[:5]
 
 
-def bench_retrieval(svc, sizes: list[int], questions: list[dict], n_q: int) -> dict[str, Any]:
-    from core.retrieval import Retriever
+def _cells(retr, qs: list[dict], modes=MODES) -> dict[str, Any]:
     from core.store import Scope
 
-    points = load_points(svc.store)
-    points = [p for p in points if p.payload.get("live", True) is not False]
+    res: dict[str, Any] = {}
+    for q in qs[:2]:  # warm-up (first calls load lazily built state)
+        retr.retrieve(q["question"], Scope(doc_names=[q["doc_name"]]), 5, "hybrid")
+    for scoped in (False, True):
+        for mode in modes:
+            lat, store_lat, embed_lat = [], [], []
+            for q in qs:
+                scope = Scope(doc_names=[q["doc_name"]]) if scoped else Scope()
+                t = time.perf_counter()
+                r = retr.retrieve(q["question"], scope, 5, mode)
+                lat.append((time.perf_counter() - t) * 1000)
+                store_lat.append(r.timings_ms.get("vector", 0.0) + r.timings_ms.get("bm25", 0.0))
+                embed_lat.append(r.timings_ms.get("embed", 0.0))
+            cell = pct(lat)
+            cell["store_p95"] = pct(store_lat)["p95"]  # the two store queries only (no embedding, no fusion)
+            cell["embed_p95"] = pct(embed_lat)["p95"]
+            res[f"{mode}{' scoped' if scoped else ''}"] = cell
+    return res
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    return round(a / b, 2) if a and b else None
+
+
+def bench_retrieval(svc, sizes: list[int], questions: list[dict], n_q: int, local_sizes: list[int],
+                    local_q: int) -> dict[str, Any]:
+    """Per size: Retriever.retrieve P50/P95 on the embedded default (Qdrant Edge), on local mode
+    (sizes in ``local_sizes``, ``local_q`` questions: ~1 s per filtered query at 10k) and the
+    Python baseline, plus the ratios the targets are stated in."""
+    from core.retrieval import Retriever
+
+    points = [p for p in load_points(svc.store) if p.payload.get("live", True) is not False]
     qs = questions[:n_q]
-    out: dict[str, Any] = {"source_points": len(points), "questions": len(qs), "sizes": {}}
+    out: dict[str, Any] = {"source_points": len(points), "questions": len(qs), "local_mode_questions": local_q,
+                           "sizes": {}}
     s = svc.settings
-    for n in sizes:
-        t = time.perf_counter()
-        store = synthetic_store(points, n, svc.embedder.dim)
-        build_s = time.perf_counter() - t
-        retr = Retriever(store, svc.embedder, rrf_k=s.rrf_k, candidates=s.candidates,
+
+    def retriever(store):
+        return Retriever(store, svc.embedder, rrf_k=s.rrf_k, candidates=s.candidates,
                          dense_skip_scripts=s.dense_skip_scripts, dense_windows=s.dense_window_tokens > 0)
-        res: dict[str, Any] = {"build_s": round(build_s, 1)}
-        for scoped in (False, True):
-            for mode in MODES:
-                lat = []
-                for q in qs:
-                    scope = Scope(doc_names=[q["doc_name"]]) if scoped else Scope()
-                    t = time.perf_counter()
-                    retr.retrieve(q["question"], scope, 5, mode)
-                    lat.append((time.perf_counter() - t) * 1000)
-                res[f"{mode}{' scoped' if scoped else ''}"] = pct(lat)
-        store.close()
+
+    for n in sizes:
+        res: dict[str, Any] = {}
+        t = time.perf_counter()
+        store = synthetic_store(points, n, svc.embedder.dim, "edge")
+        res["edge_build_s"] = round(time.perf_counter() - t, 1)
+        try:
+            res["edge"] = _cells(retriever(store), qs)
+        finally:
+            close_synthetic(store)
+        if n in local_sizes:
+            t = time.perf_counter()
+            store = synthetic_store(points, n, svc.embedder.dim, "local")
+            res["local_build_s"] = round(time.perf_counter() - t, 1)
+            try:
+                res["local"] = _cells(retriever(store), qs[:local_q])
+            finally:
+                close_synthetic(store)
+        t = time.perf_counter()
         base = PythonBaseline(points, n, svc.embedder)
+        res["baseline_build_s"] = round(time.perf_counter() - t, 1)
+        res["baseline"] = {}
         for scoped in (False, True):
             lat = []
             for q in qs:
                 t = time.perf_counter()
                 base.search(q["question"], q["doc_name"] if scoped else None)
                 lat.append((time.perf_counter() - t) * 1000)
-            res[f"baseline python bm25+dense rrf{' scoped' if scoped else ''}"] = pct(lat)
+            res["baseline"][f"hybrid{' scoped' if scoped else ''}"] = pct(lat)
+        del base
+        e = res["edge"]
+        res["ratios"] = {
+            "edge hybrid scoped / unscoped (P95)": _ratio(e["hybrid scoped"]["p95"], e["hybrid"]["p95"]),
+            "python baseline / edge hybrid (P95)": _ratio(res["baseline"]["hybrid"]["p95"], e["hybrid"]["p95"]),
+            "python baseline / edge hybrid scoped (P95)": _ratio(res["baseline"]["hybrid scoped"]["p95"],
+                                                                 e["hybrid scoped"]["p95"]),
+        }
+        if "local" in res:
+            res["ratios"]["local mode / edge hybrid scoped (P95)"] = _ratio(res["local"]["hybrid scoped"]["p95"],
+                                                                            e["hybrid scoped"]["p95"])
+        res["load_avg"] = [round(x, 2) for x in os.getloadavg()]
         out["sizes"][str(n)] = res
-        print(f"  retrieval at {n} chunks: hybrid P95 {res['hybrid']['p95']} ms, scoped {res['hybrid scoped']['p95']} ms, "
-              f"python baseline {res['baseline python bm25+dense rrf']['p95']} ms", flush=True)
+        print(f"  retrieval at {n} chunks (Qdrant Edge): hybrid P95 {e['hybrid']['p95']} ms, scoped "
+              f"{e['hybrid scoped']['p95']} ms; local mode hybrid scoped P95 "
+              f"{res.get('local', {}).get('hybrid scoped', {}).get('p95')} ms; python baseline P95 "
+              f"{res['baseline']['hybrid']['p95']} ms; load {res['load_avg']}", flush=True)
     return out
 
 
@@ -358,7 +446,39 @@ def vm_hwm_mb(pid: int) -> float | None:
     return None
 
 
-def bench_concurrency(data_dir: Path, questions: list[dict], seconds: float) -> dict[str, Any]:
+def big_pdf(folder: Path, out: Path, max_pages: int) -> int:
+    """Concatenate the PDFs of ``folder`` (sorted, repeated if needed) into ``out`` up to
+    ``max_pages`` pages; returns the page count. A large document made of real pages."""
+    from pypdf import PdfReader, PdfWriter
+
+    writer = PdfWriter()
+    files = sorted(folder.glob("*.pdf"))
+    n = 0
+    while n < max_pages and files:
+        before = n
+        for f in files:
+            try:
+                reader = PdfReader(f)  # owner-password files (empty user password) open as they are
+                for page in reader.pages:
+                    if n >= max_pages:
+                        break
+                    writer.add_page(page)
+                    n += 1
+            except Exception:  # a PDF pypdf cannot read is skipped: the page count says what was built
+                continue
+        if n == before:
+            break
+    with out.open("wb") as fh:
+        writer.write(fh)
+    return n
+
+
+def bench_concurrency(data_dir: Path, questions: list[dict], seconds: float, big: Path | None = None,
+                      ingest_seconds: float = 60.0) -> dict[str, Any]:
+    """Against the API (uvicorn subprocess on ``data_dir``): 1 client, then 8 concurrent clients
+    for ``seconds`` each (/search hybrid, every 4th request /query); then, with ``big`` uploaded
+    (202, ingested by the API's background worker), 1 client's /search while it ingests, for up
+    to ``ingest_seconds``. The API's peak RSS (VmHWM) at the end."""
     import httpx
 
     port = free_port()
@@ -379,22 +499,27 @@ def bench_concurrency(data_dir: Path, questions: list[dict], seconds: float) -> 
                 raise RuntimeError("API did not start")
             time.sleep(0.5)
         with httpx.Client(timeout=60) as c:  # warm up
+            points = c.get(f"{base}/health").json()["parts"]["qdrant"].get("points")
             for q in questions[:3]:
                 c.post(f"{base}/search", json={"question": q["question"]})
                 c.post(f"{base}/query", json={"question": q["question"]})
+        rss_before_ingest = vm_hwm_mb(proc.pid)
 
-        def run(clients: int) -> dict[str, Any]:
+        def run(clients: int, until: Callable[[], bool] | None = None, search_only: bool = False) -> dict[str, Any]:
             lat: dict[str, list[float]] = defaultdict(list)
-            errors = defaultdict(int)
+            errors: dict[str, int] = defaultdict(int)
             stop_at = time.monotonic() + seconds
+
+            def done() -> bool:
+                return until() if until else time.monotonic() >= stop_at
 
             def client(idx: int) -> None:
                 rnd = random.Random(idx)
                 i = 0
                 with httpx.Client(timeout=60) as c:
-                    while time.monotonic() < stop_at:
+                    while not done():
                         q = rnd.choice(questions)["question"]
-                        path = "/query" if i % 4 == 3 else "/search"
+                        path = "/query" if i % 4 == 3 and not search_only else "/search"
                         i += 1
                         t = time.perf_counter()
                         try:
@@ -415,14 +540,51 @@ def bench_concurrency(data_dir: Path, questions: list[dict], seconds: float) -> 
             wall = time.perf_counter() - t0
             n = sum(len(v) for v in lat.values())
             return {"clients": clients, "seconds": round(wall, 1), "requests": n, "throughput_rps": round(n / wall, 2),
-                    "errors": sum(errors.values()), "search_ms": pct(lat["/search"]), "query_ms": pct(lat["/query"])}
+                    "errors": sum(errors.values()), "search_ms": pct(lat["/search"]), "query_ms": pct(lat["/query"]),
+                    "load_avg": [round(x, 2) for x in os.getloadavg()]}
 
         single = run(1)
         print(f"  1 client: {single['throughput_rps']} req/s, /search P95 {single['search_ms']['p95']} ms", flush=True)
         eight = run(8)
         print(f"  8 clients: {eight['throughput_rps']} req/s, /search P95 {eight['search_ms']['p95']} ms, "
               f"errors {eight['errors']}", flush=True)
-        return {"single": single, "eight": eight, "api_peak_rss_mb": vm_hwm_mb(proc.pid)}
+        out: dict[str, Any] = {"api_points": points, "single": single, "eight": eight,
+                               "api_peak_rss_mb_before_ingestion": rss_before_ingest,
+                               "ratios": {"8 clients / 1 client /search P95": _ratio(eight["search_ms"]["p95"],
+                                                                                      single["search_ms"]["p95"])}}
+        if big is not None:
+            idle = run(1, search_only=True)
+            with httpx.Client(timeout=120) as c:
+                r = c.post(f"{base}/documents", files={"file": (big.name, big.read_bytes(), "application/pdf")})
+                r.raise_for_status()
+                doc_id = r.json()["document"]["id"]
+            statuses: list[str] = []
+            t_up = time.monotonic()
+            last = [0.0]
+
+            def ingest_over() -> bool:
+                if time.monotonic() - t_up > ingest_seconds:
+                    return True
+                if time.monotonic() - last[0] > 1.0:
+                    last[0] = time.monotonic()
+                    try:
+                        st = httpx.get(f"{base}/documents/{doc_id}", timeout=30).json().get("status")
+                    except httpx.HTTPError:
+                        st = "unknown"
+                    statuses.append(st)
+                    return st in ("ready", "failed")
+                return False
+
+            during = run(1, until=ingest_over, search_only=True)
+            during["document_statuses_seen"] = sorted(set(statuses))
+            during["ingestion_finished"] = bool(statuses) and statuses[-1] in ("ready", "failed")
+            out.update(idle_search=idle, search_during_ingestion=during, big_pdf=big.name)
+            out["ratios"]["/search P95 during ingestion / idle"] = _ratio(during["search_ms"]["p95"],
+                                                                          idle["search_ms"]["p95"])
+            print(f"  /search during the ingestion of {big.name}: P95 {during['search_ms']['p95']} ms vs idle "
+                  f"{idle['search_ms']['p95']} ms (statuses {during['document_statuses_seen']})", flush=True)
+        out["api_peak_rss_mb"] = vm_hwm_mb(proc.pid)
+        return out
     finally:
         proc.send_signal(signal.SIGTERM)
         try:
@@ -442,26 +604,67 @@ def table(r: dict[str, Any]) -> str:
     lines += ingestion_table(r)
     ret = r.get("retrieval")
     if ret:
-        keys = [*MODES, *(f"{m} scoped" for m in MODES), "baseline python bm25+dense rrf",
-                "baseline python bm25+dense rrf scoped"]
-        lines += ["| Retrieval-only P50 / P95 ms (query embedding included) | " +
-                  " | ".join(f"{n} chunks" for n in ret["sizes"]) + " |",
-                  "|---|" + "---|" * len(ret["sizes"])]
-        for k in keys:
-            lines.append(f"| {k} | " + " | ".join(f"{v[k]['p50']} / {v[k]['p95']}" for v in ret["sizes"].values()) + " |")
+        sizes = list(ret["sizes"])
+        lines += ["| Retrieval-only P50 / P95 ms (query embedding included; store = P95 of the store queries alone) | " +
+                  " | ".join(f"{n} chunks" for n in sizes) + " |", "|---|" + "---|" * len(sizes)]
+        rows = [("Qdrant Edge (embedded default)", "edge", m) for m in [*MODES, *(f"{m} scoped" for m in MODES)]]
+        rows += [("local mode (before)", "local", m) for m in [*MODES, *(f"{m} scoped" for m in MODES)]]
+        rows += [("baseline: Python BM25 + numpy cosine + RRF", "baseline", m) for m in ("hybrid", "hybrid scoped")]
+        for label, key, mode in rows:
+            cells = [(v.get(key) or {}).get(mode) for v in ret["sizes"].values()]
+            if any(cells):
+                lines.append(f"| {label}: {mode} | " + " | ".join(
+                    (f"{c['p50']} / {c['p95']}" + (f" (store {c['store_p95']})" if c.get("store_p95") is not None else ""))
+                    if c else "-" for c in cells) + " |")
+        for k in next(iter(ret["sizes"].values()))["ratios"]:
+            lines.append(f"| ratio {k} | " + " | ".join(str(v["ratios"].get(k, "-")) for v in ret["sizes"].values()) + " |")
+        lines.append("| load average (1, 5, 15 min) after the size | " +
+                     " | ".join(str(v["load_avg"]) for v in ret["sizes"].values()) + " |")
         lines.append("")
     con = r.get("concurrency")
     if con:
-        lines += ["| API (uvicorn, /search + every 4th /query) | req/s | /search P50 / P95 ms | /query P50 / P95 ms | errors |",
-                  "|---|---|---|---|---|"]
-        for k in ("single", "eight"):
-            c = con[k]
-            lines.append(f"| {c['clients']} client(s), {c['seconds']} s | {c['throughput_rps']} | "
-                         f"{c['search_ms']['p50']} / {c['search_ms']['p95']} | {c['query_ms']['p50']} / {c['query_ms']['p95']} | "
-                         f"{c['errors']} |")
+        lines += [f"| API on {con.get('api_points')} chunks (uvicorn, /search + every 4th /query) | req/s | "
+                  "/search P50 / P95 ms | /query P50 / P95 ms | errors | load average |", "|---|---|---|---|---|---|"]
+        for k, label in (("single", "1 client"), ("eight", "8 clients"), ("idle_search", "1 client, /search only, idle"),
+                         ("search_during_ingestion", f"1 client, /search only, while {con.get('big_pdf')} ingests")):
+            c = con.get(k)
+            if c:
+                lines.append(f"| {label}, {c['seconds']} s | {c['throughput_rps']} | "
+                             f"{c['search_ms']['p50']} / {c['search_ms']['p95']} | {c['query_ms']['p50']} / "
+                             f"{c['query_ms']['p95']} | {c['errors']} | {c['load_avg']} |")
         lines.append("")
-        lines.append(f"Peak RSS: API process {con['api_peak_rss_mb']} MB; bench process {r['bench_peak_rss_mb']} MB")
+        lines += [f"Ratio {k}: {v}" for k, v in con["ratios"].items()]
+        lines.append(f"Peak RSS: API process {con['api_peak_rss_mb']} MB ({con['api_peak_rss_mb_before_ingestion']} MB "
+                     f"before the ingestion); bench process {r['bench_peak_rss_mb']} MB")
+    targets = r.get("targets")
+    if targets:
+        lines += ["", "| Target | measured | met |", "|---|---|---|"]
+        lines += [f"| {t['target']} | {t['measured']} | {t['met']} |" for t in targets]
     return "\n".join(lines)
+
+
+def check_targets(r: dict[str, Any]) -> list[dict[str, Any]]:
+    """The issue's latency targets against this run's numbers (None = not measured)."""
+    out = []
+
+    def add(target: str, measured: float | None, ok: Callable[[float], bool]) -> None:
+        out.append({"target": target, "measured": measured, "met": None if measured is None else bool(ok(measured))})
+
+    sizes = (r.get("retrieval") or {}).get("sizes", {})
+    for n, limit in (("10000", 50), ("50000", 150)):
+        e = sizes.get(n, {}).get("edge", {})
+        add(f"hybrid P95 <= {limit} ms at {n} chunks (embedded)", (e.get("hybrid") or {}).get("p95"), lambda v, x=limit: v <= x)
+        add(f"scoped hybrid P95 <= 1.5x unscoped at {n}", sizes.get(n, {}).get("ratios", {}).get(
+            "edge hybrid scoped / unscoped (P95)"), lambda v: v <= 1.5)
+    add("python BM25 baseline / embedded hybrid P95 >= 10 at 50000",
+        sizes.get("50000", {}).get("ratios", {}).get("python baseline / edge hybrid (P95)"), lambda v: v >= 10)
+    con = r.get("concurrency") or {}
+    add("/search P95 during ingestion <= 3x idle", con.get("ratios", {}).get("/search P95 during ingestion / idle"),
+        lambda v: v <= 3)
+    add("8 clients: 0 errors", (con.get("eight") or {}).get("errors"), lambda v: v == 0)
+    add("8 clients /search P95 <= 3x single client", con.get("ratios", {}).get("8 clients / 1 client /search P95"),
+        lambda v: v <= 3)
+    return out
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -470,16 +673,24 @@ def main(argv: list[str] | None = None) -> None:
                     help="folder of PDFs (default: the shared corpus)")
     ap.add_argument("--all", action="store_true", help="every PDF in the folder, not only those behind dev-001..039")
     ap.add_argument("--questions", type=int, default=20, help="questions per latency cell")
-    ap.add_argument("--scale-50k", action="store_true", help="also measure retrieval at 50k chunks")
+    ap.add_argument("--sizes", default="1000,10000,50000", help="collection sizes (chunks) for the latency table")
+    ap.add_argument("--local-sizes", default="1000,10000",
+                    help="sizes also measured on qdrant-client local mode (~1-3 s per filtered query from 10k up)")
+    ap.add_argument("--local-questions", type=int, default=8, help="questions per local-mode cell")
+    ap.add_argument("--api-chunks", type=int, default=50000,
+                    help="chunks in the API's store for the concurrency and memory section (replicas of the ingested)")
+    ap.add_argument("--big-pages", type=int, default=400,
+                    help="pages of the large PDF (the corpus concatenated) ingested while /search is measured")
+    ap.add_argument("--ingest-seconds", type=float, default=60.0, help="longest /search window during that ingestion")
     ap.add_argument("--concurrency-seconds", type=float, default=20.0)
-    ap.add_argument("--sizes", default="1000,10000", help="collection sizes (chunks) for the latency table")
-    ap.add_argument("--skip", action="append", default=[], choices=["retrieval", "concurrency", "synthetic"])
     ap.add_argument("--synthetic-pages", type=int, default=2000, help="pages of the synthetic ingestion corpus "
                     "(made from the PDFs; one document of 615 pages)")
     ap.add_argument("--synthetic-floor-sample", type=float, default=0.1,
                     help="share of the synthetic corpus's embedded texts embedded for its floor (estimate)")
     ap.add_argument("--per-document", action="store_true",
                     help="also ingest the PDFs with one Dagster run per document (the upload path)")
+    ap.add_argument("--skip", action="append", default=[],
+                    choices=["retrieval", "concurrency", "synthetic", "ingestion-load"])
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
     args = ap.parse_args(argv)
 
@@ -492,18 +703,24 @@ def main(argv: list[str] | None = None) -> None:
     questions = [q for q in dev_questions() if (args.pdfs / q["doc_name"]).exists() and q["doc_name"] in
                  {p.name for p in pdfs}] or dev_questions()
     random.Random(0).shuffle(questions)
+    settings_probe = Settings(_env_file=None)
     result: dict[str, Any] = {"date": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), "machine": machine(),
-                              "pdfs": [p.name for p in pdfs]}
+                              "pdfs": [p.name for p in pdfs], "store_backend": settings_probe.store_backend}
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / f"{result['date'][:10]}-{re.sub(r'[^A-Za-z0-9_.-]', '_', platform.node())}.json"
+    t_start = time.perf_counter()
 
     def save() -> str:  # after every section: an interrupted run keeps what it measured
         result["bench_peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+        result["seconds"] = round(time.perf_counter() - t_start, 1)
+        result["load_avg_at_end"] = [round(x, 2) for x in os.getloadavg()]
+        result["targets"] = check_targets(result)
         text = table(result)
         path.write_text(json.dumps({**result, "table": text}, indent=2))
         return text
 
     data_dir = Path(tempfile.mkdtemp(prefix="ragaudit-bench-"))
+    work = Path(tempfile.mkdtemp(prefix="ragaudit-bench-files-"))
     try:
         from .ingestion import bench_bulk_ingestion, bench_synthetic
 
@@ -528,15 +745,30 @@ def main(argv: list[str] | None = None) -> None:
             save()
         if "retrieval" not in args.skip:
             print("2. retrieval latency", flush=True)
-            sizes = [int(x) for x in args.sizes.split(",")] + ([50000] if args.scale_50k else [])
-            result["retrieval"] = bench_retrieval(svc, sizes, questions, args.questions)
+            sizes = [int(x) for x in args.sizes.split(",") if x]
+            local = [int(x) for x in args.local_sizes.split(",") if x]
+            result["retrieval"] = bench_retrieval(svc, sizes, questions, args.questions, local, args.local_questions)
             save()
-        release_services(svc.settings)  # frees the Qdrant folder for the API process
         if "concurrency" not in args.skip:
-            print("3. concurrency", flush=True)
-            result["concurrency"] = bench_concurrency(data_dir, questions, args.concurrency_seconds)
+            if args.api_chunks > svc.store.count():
+                points = [p for p in load_points(svc.store) if p.payload.get("live", True) is not False]
+                secs = fill_store(svc.store, points, args.api_chunks, skip=len(points))
+                print(f"   the API's store filled to {svc.store.count()} chunks in {secs:.0f} s", flush=True)
+            big = None
+            if "ingestion-load" not in args.skip:
+                big = work / "large.pdf"
+                pages = big_pdf(args.pdfs, big, args.big_pages)
+                result["big_pdf_pages"] = pages
+            release_services(svc.settings)  # frees the embedded store's folder for the API process
+            print("3. concurrency" + (f" and /search during a {result['big_pdf_pages']}-page ingestion" if big else ""),
+                  flush=True)
+            result["concurrency"] = bench_concurrency(data_dir, questions, args.concurrency_seconds, big,
+                                                      args.ingest_seconds)
+        else:
+            release_services(svc.settings)
     finally:
         shutil.rmtree(data_dir, ignore_errors=True)
+        shutil.rmtree(work, ignore_errors=True)
     text = save()
     print()
     print(text)

@@ -70,8 +70,9 @@ class LocalBackend:
         from qdrant_client import models
 
         for i in range(0, len(rows), 256):
-            self.store.client.upsert("bench", points=[models.PointStruct(id=pid, vector=vec, payload=pl)
-                                                      for pid, vec, pl in rows[i:i + 256]], wait=True)
+            self.store.client.upsert("bench", points=[models.PointStruct(id=pid, vector={
+                k: (models.SparseVector(indices=v.indices, values=v.values) if k == "bm25" else v) for k, v in vec.items()},
+                payload=pl) for pid, vec, pl in rows[i:i + 256]], wait=True)
 
     def dense(self, qvec, doc_key: str | None, limit=20):
         from core.store import Scope
@@ -186,11 +187,11 @@ def main(argv=None) -> None:
         from pipelines.runner import DagsterRunner
 
         tmp = Path(tempfile.mkdtemp(prefix="bench-backends-"))
-        svc = get_services(Settings(_env_file=None, data_dir=tmp, llm_model=""))
+        svc = get_services(Settings(_env_file=None, data_dir=tmp, llm_model="", store_backend="local"))
         for pdf in sorted((ROOT / "samples").glob("*.pdf")):
             ingest_bytes(svc, pdf.read_bytes(), pdf.name, DagsterRunner())
     else:
-        svc = get_services(Settings(_env_file=None, data_dir=args.data_dir, llm_model=""))
+        svc = get_services(Settings(_env_file=None, data_dir=args.data_dir, llm_model=""))  # RAGAUDIT_STORE_BACKEND
     points = [p for p in load_points(svc.store) if p.payload.get("live", True) is not False]
     docs = sorted({p.payload["doc_key"] for p in points})
     qs = dev_questions()[: args.questions]

@@ -18,7 +18,7 @@ from sqlalchemy.orm import sessionmaker
 from .db import make_engine, make_sessionmaker, migrate
 from .embedding import Embedder
 from .settings import Settings
-from .store import VectorStore
+from .store import VectorStore, open_store
 
 
 @dataclass
@@ -42,10 +42,13 @@ class Services:
     def store(self) -> VectorStore:
         s = self.settings
         if s.qdrant_url:
-            return VectorStore(s.collection, url=s.qdrant_url,
-                               api_key=s.qdrant_api_key.get_secret_value() if s.qdrant_api_key else None)
+            return open_store(s.collection, url=s.qdrant_url,
+                              api_key=s.qdrant_api_key.get_secret_value() if s.qdrant_api_key else None)
         s.qdrant_path.mkdir(parents=True, exist_ok=True)
-        return VectorStore(s.collection, path=str(s.qdrant_path))
+        store = open_store(s.collection, backend=s.store_backend, path=str(s.qdrant_path))
+        if s.store_backend == "edge" and not store.exists():
+            _import_local_mode(store, s.data_dir / "qdrant", s.collection)
+        return store
 
     @cached_property
     def embedder(self) -> Embedder:
@@ -78,6 +81,31 @@ class Services:
             self.engine.dispose()
 
 
+def _import_local_mode(store: VectorStore, folder, collection: str) -> None:
+    """Copy a collection of qdrant-client local mode (the embedded store before Qdrant Edge) in
+    ``folder`` into the empty Edge ``store``, once; logged. A folder held by another process is
+    left alone (logged): ``ragaudit reindex`` rebuilds the points from the stored PDFs."""
+    import logging
+
+    from .store import copy_points
+
+    log = logging.getLogger(__name__)
+    if not (folder / "collection" / collection).is_dir():
+        return
+    try:
+        src = VectorStore(collection, path=str(folder))
+    except RuntimeError as e:
+        log.warning("local-mode store %s not imported into Qdrant Edge: %s", folder, e)
+        return
+    try:
+        n = copy_points(src, store)
+        store.flush()
+        log.warning("imported %d points of local-mode store %s into Qdrant Edge (%s); the old folder "
+                    "can be deleted", n, folder, store.location)
+    finally:
+        src.close()
+
+
 _REGISTRY: dict[str, Services] = {}
 _EMBEDDERS: dict[tuple[str, int], Embedder] = {}
 _REGISTRY_LOCK = threading.Lock()
@@ -85,7 +113,7 @@ _REGISTRY_LOCK = threading.Lock()
 
 def _key(settings: Settings) -> tuple:
     return (str(settings.data_dir), settings.database_url, settings.qdrant_url, settings.collection,
-            settings.embedding_model)
+            settings.embedding_model, settings.store_backend)
 
 
 def shared_embedder(model: str, batch_size: int = 32) -> Embedder:

@@ -12,7 +12,7 @@ from core.ingest import ingest_bytes
 from core.query import QueryService
 from core.store import Scope
 from pipelines.runner import DagsterRunner
-from tests.conftest import BAD, DMCA_QUESTION, EDGE, SAMPLES
+from tests.conftest import BAD, DMCA_QUESTION, EDGE, ROOT, SAMPLES
 
 
 def test_dmca_question_cites_page_one(kb):
@@ -141,20 +141,27 @@ def test_cli_help_renders(command):
     assert "Usage" in res.output
 
 
-def test_cli_says_when_the_embedded_store_is_in_use(tmp_path, monkeypatch):
-    """Qdrant local mode is single-process: the CLI names the problem instead of a traceback."""
+@pytest.mark.parametrize("backend", ["edge", "local"])
+def test_cli_says_when_the_embedded_store_is_in_use(tmp_path, monkeypatch, backend):
+    """The embedded stores are single-process: the CLI names the problem in one line instead of a
+    traceback. Fails if the Edge store opens without its folder lock or the error is not caught."""
     import subprocess
     import sys
 
-    store = tmp_path / "busy" / "qdrant"
+    from core.settings import Settings
+
+    store = Settings(_env_file=None, data_dir=tmp_path / "busy", store_backend=backend).qdrant_path
     store.mkdir(parents=True)
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time; from qdrant_client import QdrantClient; "
-                               f"c = QdrantClient(path={str(store)!r}); print('ready', flush=True); time.sleep(120)"],
+        [sys.executable, "-c", f"import sys, time; sys.path.insert(0, {str(ROOT)!r}); "
+                               "from core.store import open_store; "
+                               f"c = open_store('ragaudit_chunks', backend={backend!r}, path={str(store)!r}); "
+                               "print('ready', flush=True); time.sleep(120)"],
         stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "ready"
         monkeypatch.setenv("RAGAUDIT_DATA_DIR", str(tmp_path / "busy"))
+        monkeypatch.setenv("RAGAUDIT_STORE_BACKEND", backend)
         for var in ("RAGAUDIT_DATABASE_URL", "RAGAUDIT_QDRANT_URL"):
             monkeypatch.delenv(var, raising=False)
         res = CliRunner().invoke(app, ["ask", "anything at all?"])

@@ -41,9 +41,9 @@ def test_dense_leg_scores_a_chunk_by_its_best_sentence_window(kb):
     res = QueryService(kb).search(q, Scope(doc_names=["dmca.pdf"]), top_k=3, mode="vector")
     assert not res.notes
     top = res.chunks[0]
-    p = kb.store.client.retrieve(kb.store.collection, ids=[top.chunk_id], with_vectors=[WINDOWS])[0]
+    stored = kb.store.get_vectors([top.chunk_id], [WINDOWS])[top.chunk_id][WINDOWS]
     spans = window_spans(top.text, kb.embedder, kb.settings.dense_window_tokens)
-    assert len(p.vector[WINDOWS]) == len(spans) > 1
+    assert len(stored) == len(spans) > 1
     header = top.payload["header"]
     wins = kb.embedder.embed([f"{header}\n{top.text[a:b]}" for a, b in spans])
     qv = kb.embedder.embed([q])[0]
@@ -115,15 +115,11 @@ def test_collection_from_before_windows_still_searches_and_says_so(fresh_service
     """A collection created before window vectors (one dense vector per chunk) keeps working:
     ingestion skips the windows, the vector leg uses the chunk vectors and ``notes`` says why."""
     import numpy as np
-    from qdrant_client import models
 
-    from core.store import DENSE, SPARSE
+    from core.store import DENSE
 
     svc = fresh_services
-    svc.store.client.create_collection(
-        svc.store.collection,
-        vectors_config={DENSE: models.VectorParams(size=svc.embedder.dim, distance=models.Distance.COSINE)},
-        sparse_vectors_config={SPARSE: models.SparseVectorParams(modifier=models.Modifier.IDF)})
+    svc.store.ensure_collection(svc.embedder.dim, windows=False)  # as created before windows existed
     assert ingest_bytes(svc, (SAMPLES / "dmca.pdf").read_bytes(), "dmca.pdf", DagsterRunner()).status == "ingested"
     assert not svc.store.has_windows()
     res = QueryService(svc).search(DMCA_QUESTION, top_k=3, mode="vector")
@@ -131,9 +127,9 @@ def test_collection_from_before_windows_still_searches_and_says_so(fresh_service
     assert any("one vector per chunk" in n for n in res.notes)
     # its chunk vectors are real chunk embeddings (header + passage), like the rest of such a collection
     top = res.chunks[0]
-    p = svc.store.client.retrieve(svc.store.collection, ids=[top.chunk_id], with_vectors=[DENSE])[0]
+    stored = svc.store.get_vectors([top.chunk_id], [DENSE])[top.chunk_id][DENSE]
     want = svc.embedder.embed([f"{top.payload['header']}\n{top.text}"])[0]
-    assert float(np.dot(p.vector[DENSE], want)) == pytest.approx(1.0, abs=1e-3)
+    assert float(np.dot(stored, want)) == pytest.approx(1.0, abs=1e-3)
 
 
 def test_strategies_coexist_and_latest_is_primary(fresh_services):

@@ -169,7 +169,7 @@ def test_broken_check_fails_in_dagster_graphql_and_passes_after_reindex(tmp_path
 
                 # break it on purpose: one point of the document deleted from Qdrant
                 victim = next(pid for pid, pl in svc.store.iter_payloads() if pl.get("document_id") == doc["id"])
-                svc.store.client.delete(svc.store.collection, points_selector=[victim], wait=True)
+                svc.store.delete_points([victim])
                 run_id = execute_checks()
                 broken = latest()
                 assert {n: (c["status"], c["run"]) for n, c in broken.items()} == \

@@ -54,7 +54,7 @@ def test_gold_pairs_have_verbatim_evidence_and_counts_in_metadata(kb):
 
 def _chunk_dict(c, svc):
     """A chunk row as the ``chunks`` asset emits it (page breaks from the Qdrant payload)."""
-    payload = dict(svc.store.client.retrieve(svc.store.collection, [c.id], with_payload=True)[0].payload)
+    payload = dict(svc.store.get_payloads([c.id])[0][1])
     return {"index": c.index, "text": c.text, "header": payload.get("header", ""), "page_start": c.page_start,
             "page_end": c.page_end, "char_start": c.char_start, "char_end": c.char_end,
             "token_count": c.token_count, "page_breaks": payload.get("page_breaks", []),

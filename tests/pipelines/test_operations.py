@@ -73,7 +73,7 @@ def test_reindex_rebuilds_changed_settings_and_lost_points_and_skips_the_rest(fr
 
     # a point lost on purpose: no_orphans fails, the document is rebuilt, the check passes again
     victim = next(iter(_live_state(svc, a["id"])["points"]))
-    svc.store.client.delete(svc.store.collection, points_selector=[victim], wait=True)
+    svc.store.delete_points([victim])
     assert ingest.orphans(svc)["orphan_rows"] == 1
     p = reindex.plan(svc, names=["a.pdf"])
     assert p.todo[0].reasons == [f"index incomplete: {len(after['rows'])} chunk rows, {len(after['rows']) - 1} points"]
