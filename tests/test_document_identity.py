@@ -132,15 +132,15 @@ def test_same_name_in_two_folders_via_cli(backend, request, tmp_path, monkeypatc
     try:
         res = cli.invoke(app, ["ingest", str(SAME_NAME)])
         assert res.exit_code == 0, res.output
-        lines = res.output.strip().splitlines()
+        lines = res.stdout.strip().splitlines()  # result lines; progress goes to stderr
         assert [ln.split()[1].rstrip(":") for ln in lines] == ["branch_alder/report.pdf", "branch_birch/report.pdf"]
-        docs = json.loads(cli.invoke(app, ["documents", "--json"]).output)
+        docs = json.loads(cli.invoke(app, ["documents", "--json"]).stdout)
         assert sorted(d["doc_name"] for d in docs) == ["branch_alder/report.pdf", "branch_birch/report.pdf"]
-        out = json.loads(cli.invoke(app, ["ask", "When does the Alder branch open on weekdays?", "--json"]).output)
+        out = json.loads(cli.invoke(app, ["ask", "When does the Alder branch open on weekdays?", "--json"]).stdout)
         assert out["label"] == "answered" and "8 am" in out["answer"], out["answer"]
         assert {c["doc_name"] for c in out["citations"]} == {"branch_alder/report.pdf"}
         out = json.loads(cli.invoke(app, ["ask", "When does the branch open on weekdays?", "--doc",
-                                          "branch_birch/report.pdf", "--json"]).output)
+                                          "branch_birch/report.pdf", "--json"]).stdout)
         assert "10 am" in out["answer"] and {c["doc_name"] for c in out["citations"]} == {"branch_birch/report.pdf"}
     finally:
         release_services(make_settings(tmp_path / "cli", **db))

@@ -181,6 +181,8 @@ def test_failure_on_the_third_embedding_batch_keeps_the_previous_answer(fresh_se
         return real(texts)
 
     monkeypatch.setattr(svc.embedder, "embed", third_batch_fails)
+    # slices of 32 texts, so the dmca version (~180 windows) is embedded in several calls
+    monkeypatch.setattr("core.ingest.EMBED_PROGRESS_BATCH", 32)
     out = ingest_bytes(svc, (SAMPLES / "dmca.pdf").read_bytes(), "report.pdf", runner)
     monkeypatch.setattr(svc.embedder, "embed", real)
     assert calls["n"] == 3 and out.status == "failed" and "batch 3" in out.message, (calls, out)
