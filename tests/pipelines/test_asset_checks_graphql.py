@@ -23,21 +23,11 @@ import pytest
 import uvicorn
 
 from tests.conftest import ROOT, SAMPLES
+from tests.dagster_gql import LAUNCH, RUN
 
 pytestmark = pytest.mark.slow
 PDF = SAMPLES / "20080102X00002.pdf"
 
-LAUNCH = """
-mutation Launch($params: ExecutionParams!) {
-  launchRun(executionParams: $params) {
-    __typename
-    ... on LaunchRunSuccess { run { runId status } }
-    ... on PythonError { message }
-    ... on RunConfigValidationInvalid { errors { message } }
-    ... on InvalidSubsetError { message }
-  }
-}"""
-RUN = """query Run($id: ID!) { runOrError(runId: $id) { __typename ... on Run { status } } }"""
 # what the UI's asset page shows for each check: its latest execution (status, metadata)
 EXECUTIONS = """
 query Executions($key: AssetKeyInput!, $name: String!) {

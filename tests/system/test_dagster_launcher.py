@@ -20,6 +20,7 @@ import httpx
 import pytest
 
 from tests.conftest import ROOT, SAMPLES
+from tests.dagster_gql import LAUNCH, RUN
 
 pytestmark = pytest.mark.slow
 BIN = Path(sys.executable).parent
@@ -67,17 +68,6 @@ def _wait(url: str, proc: Proc, timeout: float = 120.0) -> None:
     raise AssertionError(f"{url} did not come up:\n{proc.tail()}")
 
 
-LAUNCH = """
-mutation Launch($params: ExecutionParams!) {
-  launchRun(executionParams: $params) {
-    __typename
-    ... on LaunchRunSuccess { run { runId status } }
-    ... on PythonError { message }
-    ... on RunConfigValidationInvalid { errors { message } }
-    ... on InvalidSubsetError { message }
-  }
-}"""
-RUN = """query Run($id: ID!) { runOrError(runId: $id) { __typename ... on Run { status } } }"""
 LOCATION = """{ workspaceOrError { ... on Workspace { locationEntries { name } } } }"""
 
 
