@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .citations import normalize_ws
-from .sparse import STOP_WORDS, tokenize
+from .sparse import CJK_CHAR, STOP_WORDS, tokenize
 
 _MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December"
 _DATE = re.compile(rf"\b(?:{_MONTHS})\s+\d{{1,2}},\s+\d{{4}}\b")
@@ -174,6 +174,17 @@ def _supported(anchor: Anchor, others: set[str], sentences: list[set[str]], sent
     return False
 
 
+OPENING_CHARS = 600  # the opening of a document's text: its title, authors or issuer (a paper's author block, a filing's cover)
+
+
+def _in_opening(anchor: Anchor, docs_lower: list[str]) -> bool:
+    """Every word of ``anchor`` (stop words aside) occurs in the first ``OPENING_CHARS``
+    characters of one document ("Shinyama and Sekine": the paper's author line "Yusuke Shinyama
+    Satoshi Sekine")."""
+    words = {t for t in tokenize(anchor.text) if t not in STOP_WORDS}
+    return bool(words) and any(words <= set(tokenize(d[:OPENING_CHARS])) for d in docs_lower)
+
+
 def missing_anchors(question: str, document_texts: list[str], source_passages: list[str] | None = None) -> list[str]:
     """Anchors of ``question`` the knowledge base cannot answer about, or [] when answerable.
 
@@ -217,6 +228,8 @@ def missing_anchors(question: str, document_texts: list[str], source_passages: l
             needle = normalize_ws(a.text).lower()
             if max((d.count(needle) for d in docs_lower), default=0) > 2:
                 continue  # a subject of the documents (e.g. the company), not a passing mention
+            if _in_opening(a, docs_lower):
+                continue  # named where a document says what it is and who wrote it: its subject or author
             others = q_terms - set(tokenize(a.text))
             if others and not _supported(a, others, sent_terms, sent_texts):
                 missing.append(a)
@@ -319,9 +332,12 @@ def assess(question: str, document_texts: list[str], source_passages: list[str] 
         return Verdict("refused", absent, "the searched documents do not mention " +
                        ", ".join(f"“{m}”" for m in absent))
     subject = subject_words(question)
-    gone = [w for w in subject if not _word_found(w, raw, raw.lower(), terms)]
+    cjk_raw = _cjk_fold(raw) if any(CJK_CHAR.search(w) for w in subject) else ""
+    gone = [w for w in subject if not (w in cjk_raw if CJK_CHAR.search(w) else _word_found(w, raw, raw.lower(), terms))]
     if similar is not None and source_passages and len(subject) >= 2 and len(gone) / len(subject) >= SUBJECT_ABSENT:
-        gone = [w for w in gone if not (w.isalpha() and similar(w, source_passages)[1] >= SIMILAR_WORD)]
+        # the bundled embedding model is English: CJK words are not compared by their vectors
+        gone = [w for w in gone if not (w.isalpha() and not CJK_CHAR.search(w)
+                                        and similar(w, source_passages)[1] >= SIMILAR_WORD)]
     if len(subject) >= 2 and len(gone) / len(subject) >= SUBJECT_ABSENT:
         return Verdict("refused", gone, f"the searched documents mention {len(subject) - len(gone)} of the "
                        f"{len(subject)} words naming what the question is about; not " +
@@ -345,8 +361,11 @@ def subject_words(question: str) -> list[str]:
     for w in re.findall(r"[^\W_][\w&'’.-]*[^\W_]|[^\W_]", question):
         w = re.sub(r"['’]s$", "", w)
         low = w.lower()
-        if re.search(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]", w):
-            continue  # CJK text has no spaces: its words are not delimited here
+        if CJK_CHAR.search(w):
+            for cw in cjk_subject_words(w):
+                if cw not in out:
+                    out.append(cw)
+            continue
         if (low in STOP_WORDS or low in _QUESTION_WORDS or low in _VAGUE or low in _GENERIC or low in _PHRASING
                 or low in _MONTH_WORDS or (len(w) < 3 and not any(c.isdigit() for c in w))):
             continue
@@ -357,6 +376,50 @@ def subject_words(question: str) -> list[str]:
     return out
 
 
+# interrogatives of Chinese questions ("how much", "what", "which", "how", "why", "whether", "who",
+# "when", "where"): they phrase the question, they do not name its subject
+_QUESTION_WORDS_ZH = {"多少", "什么", "哪些", "哪个", "哪里", "哪儿", "如何", "怎么", "怎样", "为什么", "为何", "是否",
+                      "是不是", "有没有", "几个", "谁", "何时", "什么时候", "多大", "多长", "请问"}
+
+
+def cjk_subject_words(text: str) -> list[str]:
+    """Subject words of a CJK run of a question (``text`` without spaces, e.g.
+    "截至2023年3月末，发行人的各类授信额度总额是多少"): its words as segmented by ``wordfreq``'s
+    Chinese tokenizer (jieba with wordfreq's dictionary; Speer et al., wordfreq 3) that have two or
+    more CJK characters, are not interrogatives and are not common (Zipf frequency in Chinese below
+    ``COMMON_ZIPF_ZH``): ``["月末", "发行人", "各类", "额度", "总额"]``. Latin or digit pieces glued
+    to the CJK text ("IREXの基準") go through the English rules of ``subject_words``. Kana text is
+    segmented the same way (no Japanese dictionary ships as a package here)."""
+    from wordfreq import tokenize as wf_tokenize
+    from wordfreq import zipf_frequency
+
+    out: list[str] = []
+    for piece in re.split(r"([\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]+)", text):
+        if not CJK_CHAR.search(piece):
+            out.extend(w for w in subject_words(piece) if w not in out)
+            continue
+        out.extend(w for w in _cjk_words(piece, wf_tokenize, zipf_frequency) if w not in out)
+    return out
+
+
+def _cjk_words(piece: str, wf_tokenize: Any, zipf_frequency: Any) -> list[str]:
+    out: list[str] = []
+    for tok in wf_tokenize(piece, "zh"):
+        if len(tok) < 2 or tok in _QUESTION_WORDS_ZH or zipf_frequency(tok, "zh") >= COMMON_ZIPF_ZH:
+            continue
+        if tok not in out:
+            out.append(tok)
+    return out
+
+
+def _cjk_fold(text: str) -> str:
+    """``text`` lower-cased without whitespace next to a CJK character (PDF text often spaces
+    CJK characters apart: "访 问" is "访问")."""
+    return re.sub(r"\s+(?=[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af])|"
+                  r"(?<=[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af])\s+", "", text.lower())
+
+
+COMMON_ZIPF_ZH = 5.0  # Zipf frequency in Chinese from which a segmented word is too common to name a subject ("使用")
 COMMON_ZIPF = 5.8  # wordfreq Zipf frequency from which a word is too common to name a subject ("his", "while")
 SUBJECT_ABSENT = 0.5  # share of a question's subject words the searched documents lack, from which it is refused
 
