@@ -32,7 +32,7 @@ from .sparse import CJK_CHAR, STOP_WORDS, tokenize
 
 _MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December"
 _DATE = re.compile(rf"\b(?:{_MONTHS})\s+\d{{1,2}},\s+\d{{4}}\b")
-_CAP_RUN = re.compile(r"\b(?:[A-Z][A-Za-z&.'’\-]*[A-Za-z]|[A-Z]{2,})(?:\s+(?:of\s+|and\s+|&\s+)?(?:[A-Z][A-Za-z&.'’\-]*[A-Za-z]|[A-Z]{2,}))*")
+_CAP_RUN = re.compile(r"\b(?:[A-Z][A-Za-z&.'’\-]*[A-Za-z]|[A-Z]{2,})(?:\s+(?:of\s+|and\s+|&\s+)?(?:[A-Z][A-Za-z&.'’\-]*[A-Za-z]|[A-Z]{2,}|[A-Z]\.(?=\s+[A-Z])))*")
 _QUESTION_WORDS = {"what", "which", "who", "whom", "whose", "when", "where", "why", "how", "is", "are", "was", "were",
                    "do", "does", "did", "can", "could", "would", "should", "will", "according", "in", "on", "for",
                    "if", "the", "a", "an", "i", "my", "give", "list", "tell", "please", "explain", "describe", "to"}
@@ -52,7 +52,7 @@ _IDENT = re.compile(r"(?<![\w-])(?=[\w./-]*\d)(?=[\w./-]*[A-Za-z])[A-Za-z0-9][\w
                     r"(?<![\w-])[A-Za-z0-9]+(?:_[A-Za-z0-9]+)+")
 _PERIOD = re.compile(r"(?i)(?:fy|cy|q[1-4]|h[12])[\s-]?\d{2,4}|\d{4}[\s-]?(?:q[1-4]|h[12])|\d{1,2}-[a-z]|"
                      r"\d+(?:st|nd|rd|th|s)")
-_TITLE_ABBR = re.compile(r"\b(?:Dr|Mr|Mrs|Ms|Prof|St|Sen|Rep|Gen|Capt|Sgt|Jr|Sr)\.$")
+_TITLE_ABBR = re.compile(r"\b(?:Dr|Mr|Mrs|Ms|Prof|St|Sen|Rep|Gen|Capt|Sgt|Jr|Sr|[A-Z])\.$")  # a title or an initial
 
 
 @dataclass(frozen=True)
@@ -92,7 +92,7 @@ def question_anchors(question: str) -> list[Anchor]:
             if not g or any(ch.isdigit() for ch in "".join(g)):
                 continue
             phrase = " ".join(g).strip(" .-'’")
-            if len(phrase) >= 3:
+            if len(phrase) >= 3 or (re.fullmatch(r"[A-Z]{2}", phrase) and phrase.lower() not in STOP_WORDS):
                 anchors.append(Anchor(phrase, "name"))
     return anchors
 
@@ -151,7 +151,8 @@ def _present(anchor: Anchor, text_lower: str, terms: set[str], text: str = "") -
 def _absent_name(anchor: Anchor, text_lower: str, terms: set[str], text: str) -> bool:
     """A name of two or more capitalised words (a person, an organisation) none of whose words
     occurs in the documents."""
-    words = [w.strip(".,'’") for w in anchor.text.split() if w[:1].isupper() and w.lower() not in STOP_WORDS]
+    words = [w.strip(".,'’") for w in anchor.text.split() if w[:1].isupper() and w.lower() not in STOP_WORDS
+             and not re.fullmatch(r"[A-Z]\.?", w)]  # an initial ("Michelle L. Collins") is no evidence
     return anchor.kind == "name" and len(words) >= 2 and \
         not any(_word_found(w, text, text_lower, terms) for w in words)
 
@@ -167,8 +168,9 @@ def content_terms(question: str) -> set[str]:
 def _supported(anchor: Anchor, others: set[str], sentences: list[set[str]], sentence_texts: list[str]) -> bool:
     """The anchor occurs in a source passage together with another content term of the question."""
     words = set(tokenize(anchor.text))
+    pattern = _folded_pattern(anchor.text)  # as a whole word: "DPR" is not in "DPRA"
     for terms, text in zip(sentences, sentence_texts):
-        has = (normalize_ws(anchor.text).lower() in text) or (words and len(words & terms) / len(words) >= 0.6)
+        has = bool(pattern.search(text)) or (words and len(words & terms) / len(words) >= 0.6)
         if has and (not others or (terms - words) & others):
             return True
     return False
@@ -183,6 +185,17 @@ def _in_opening(anchor: Anchor, docs_lower: list[str]) -> bool:
     Satoshi Sekine")."""
     words = {t for t in tokenize(anchor.text) if t not in STOP_WORDS}
     return bool(words) and any(words <= set(tokenize(d[:OPENING_CHARS])) for d in docs_lower)
+
+
+def _specific(anchor: Anchor) -> bool:
+    """A one-word name that names one specific thing: an acronym ("DMCA", "HP") or a word rare
+    in English ("CuratedTREC"; ``wordfreq`` Zipf below ``RARE_ZIPF``). Missing, it cannot be
+    outweighed by the question's other, commoner names ("Table", "Public Law")."""
+    from wordfreq import zipf_frequency
+
+    word = anchor.text.strip(".,'’")
+    return anchor.kind == "name" and " " not in word and (
+        bool(re.fullmatch(r"[A-Z]{2,6}s?", word)) or zipf_frequency(word.lower(), "en") < RARE_ZIPF)
 
 
 def missing_anchors(question: str, document_texts: list[str], source_passages: list[str] | None = None) -> list[str]:
@@ -225,15 +238,15 @@ def missing_anchors(question: str, document_texts: list[str], source_passages: l
         for a in (names if len(names) == 1 else []):  # a question about one named thing
             if a in missing:
                 continue
-            needle = normalize_ws(a.text).lower()
-            if max((d.count(needle) for d in docs_lower), default=0) > 2:
+            needle = _folded_pattern(a.text)
+            if max((len(needle.findall(d)) for d in docs_lower), default=0) > 2:
                 continue  # a subject of the documents (e.g. the company), not a passing mention
             if _in_opening(a, docs_lower):
                 continue  # named where a document says what it is and who wrote it: its subject or author
             others = q_terms - set(tokenize(a.text))
             if others and not _supported(a, others, sent_terms, sent_texts):
                 missing.append(a)
-    if any(a.kind in ("date", "id") for a in missing):
+    if any(a.kind in ("date", "id") or _specific(a) for a in missing):
         return shown(missing)
     names = [a for a in anchors if a.kind == "name"]
     if names and sum(1 for a in missing if a.kind == "name") / len(names) >= 0.5:
@@ -253,7 +266,7 @@ _GENERIC = {"total", "amount", "number", "value", "sum", "figure", "figures", "r
             "cost", "rate", "date", "time", "name", "thing", "part", "item", "answer", "level", "percentage",
             "percent", "quantity", "size", "much", "many", "final", "overall", "exact", "current", "new", "old",
             "main", "big", "biggest", "largest", "highest", "lowest", "first", "last", "number", "one", "ones",
-            "happen", "happened", "happens", "mean", "means", "meaning", "get", "got", "say", "says"}
+            "calendar", "happen", "happened", "happens", "mean", "means", "meaning", "get", "got", "say", "says"}
 _GENERIC_TERMS = {t for w in _GENERIC for t in tokenize(w)}
 RARE_ZIPF = 3.0  # wordfreq Zipf frequency below which a word of a name is rare (about 1 per million words)
 # below which a lower-case question word is taken for a name of its own (a drug: "metformin" 2.55,
@@ -342,7 +355,35 @@ def assess(question: str, document_texts: list[str], source_passages: list[str] 
         return Verdict("refused", gone, f"the searched documents mention {len(subject) - len(gone)} of the "
                        f"{len(subject)} words naming what the question is about; not " +
                        ", ".join(f"“{m}”" for m in gone))
+    wanted = asked_for(question)
+    if wanted and source_passages is not None:
+        text = normalize_ws(" ".join(source_passages))
+        low, p_terms = text.lower(), set(tokenize(text.lower()))
+        lacking = [w for w in wanted if not _word_found(w, text, low, p_terms)]
+        if similar is not None:
+            lacking = [w for w in lacking if not (w.isalpha() and similar(w, source_passages)[1] >= SIMILAR_WORD)]
+        if len(lacking) * 2 > len(wanted):
+            return Verdict("refused", lacking, "none of the best passages mentions " +
+                           ", ".join(f"“{m}”" for m in lacking) + ", which the question asks for")
     return Verdict(None, [])
+
+
+_AUX = r"(?:is|are|was|were|do|does|did|has|have|had|can|could|will|would|should|must|may|might)"
+_ASKED = re.compile(rf"(?i)\b(?:what|which)\s+(?!{_AUX}\b)(.+?)\s+{_AUX}\b")
+
+
+def asked_for(question: str) -> list[str]:
+    """The words of the noun phrase a "What/Which ..." question asks for -- between the question
+    word and its auxiliary verb ("What *capital expenditure range* did Ulta guide to?" ->
+    ``["capital", "expenditure", "range"]``; "Which *library* does DPR use?" -> ``["library"]``)
+    -- without stop, generic-measure ("number", "amount") and phrasing words ("kind", "type").
+    ``[]`` when the question has no such phrase ("What is ...", "How many ...")."""
+    m = _ASKED.search(question)
+    if not m:
+        return []
+    words = re.findall(r"[^\W_][\w'’.-]*[^\W_]|[^\W_]", m.group(1))[:-1]  # the head noun is the answer's type
+    return [w for w in words if w.lower() not in STOP_WORDS and w.lower() not in _GENERIC
+            and w.lower() not in _PHRASING and w.lower() not in _QUESTION_WORDS and not CJK_CHAR.search(w)]
 
 
 # words that phrase a question rather than name its subject
