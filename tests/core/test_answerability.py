@@ -86,3 +86,122 @@ def test_question_about_another_subject_is_refused_with_the_missing_words():
     v = assess(q, [NTSB])
     assert v.label == "refused" and {"boat", "hull"} <= set(v.missing) and "“hull”" in v.reason
     assert assess("How badly was the Piper damaged when it landed at the private airstrip?", [NTSB]).label is None
+
+
+# --- rules measured on the generated refusal set (bench/answer_quality.py), on real PDFs ---
+
+from functools import lru_cache  # noqa: E402
+
+from core.answerability import asked_for, subject_words  # noqa: E402
+from core.pdf import extract_pages  # noqa: E402
+from tests.conftest import DATA, SAMPLES, SHARED_CORPUS  # noqa: E402
+
+
+@lru_cache(maxsize=None)
+def _pages(path: str) -> tuple[str, ...]:
+    from pathlib import Path
+
+    return tuple(p.text for p in extract_pages(Path(path).read_bytes()))
+
+
+def _text(path) -> str:
+    return "\n".join(_pages(str(path)))
+
+
+def test_chinese_question_is_split_into_subject_words():
+    """Fails if CJK text is skipped when collecting subject words (then a Chinese question has
+    none and is answered from any document: it was, from an NTSB report and from the Chinese
+    slides of another issuer), or if words are matched by script rather than by word (the
+    Chinese table that holds the answer must still answer it)."""
+    q = "截至2023年3月末，发行人的各类授信额度总额是多少？"
+    words = subject_words(q)
+    assert {"发行人", "额度", "总额"} <= set(words) and "多少" not in words  # an interrogative is no subject
+    table = _text(DATA / "chinese-tables.pdf")
+    assert assess(q, [table], list(_pages(str(DATA / "chinese-tables.pdf")))).label is None
+    ntsb = _text(SAMPLES / "20071229X02007.pdf")
+    v = assess(q, [ntsb])
+    assert v.label == "refused" and "发行人" in v.missing
+    slides = _text(SHARED_CORPUS / "pdfs" / "kcd-beijing-2025-model-serving.pdf")
+    v = assess(q, [slides])
+    assert v.label == "refused" and {"发行人", "额度"} <= set(v.missing), v
+    # Latin glued to CJK keeps its own word
+    assert subject_words("IREXの基準は何ですか") [0] == "IREX"
+
+
+def test_author_named_in_the_opening_is_not_a_passing_mention():
+    """Fails if the authors of a paper ("Shinyama and Sekine", named only in its author block)
+    are taken for a passing mention that the retrieved passage must repeat: the question about
+    the paper's own threshold was refused (dev-065). A name that is neither in a document's
+    opening nor in a passage with the question's other words is still refused."""
+    path = SHARED_CORPUS / "pdfs" / "naacl06-shinyama.pdf"
+    doc, pages = _text(path), _pages(str(path))
+    passage = next(p for p in pages if "threshold (0.65" in " ".join(p.split()))
+    assert "Shinyama" not in passage and "Sekine" not in passage
+    q = "What similarity threshold did Shinyama and Sekine use to group news articles into basic clusters?"
+    assert missing_anchors(q, [doc], [passage]) == []
+    assert assess(q, [doc], [passage]).label is None
+    # "Riloff" (cited in the background section) is named in the paper's body, not its opening, and not in the passage
+    assert "Riloff" in doc and "Riloff" not in doc[:600] and "Riloff" not in passage
+    q2 = "What similarity threshold did Riloff use to group news articles into basic clusters?"
+    assert missing_anchors(q2, [doc], [passage]) == ["Riloff"]
+
+
+def test_a_missing_acronym_or_rare_name_is_not_outweighed_by_common_names():
+    """Fails if a missing acronym ("DMCA") or rare one-word name ("CuratedTREC") lets the
+    question through because its commoner names ("Public Law", "Statutes", "Table") occur: a
+    DMCA question asked of an NTSB report, a DPR-paper question asked of another paper."""
+    ntsb = _text(SAMPLES / "20071229X02007.pdf") + " This Public Law applies to Statutes at Large."
+    v = assess("What is the Public Law number and Statutes at Large citation of the DMCA?", [ntsb])
+    assert v.label == "refused" and v.missing == ["DMCA"]
+    dmca = _text(SAMPLES / "dmca.pdf")
+    assert missing_anchors("What is the Public Law number and Statutes at Large citation of the DMCA?", [dmca]) == []
+    paper = _text(SHARED_CORPUS / "pdfs" / "naacl06-shinyama.pdf")
+    q = "How many test questions does the CuratedTREC dataset have according to Table 1 of the DPR paper?"
+    assert "CuratedTREC" in missing_anchors(q, [paper])
+
+
+def test_two_letter_acronyms_and_initials_belong_to_names():
+    """Fails if "HP" (two letters) is not an anchor, or if a middle initial ends a person's name
+    ("Michelle L. Collins" became "Michelle", and the initial "L" was then found in any text):
+    a question about a director's votes was answered from an earnings release that never names her."""
+    assert [a.text for a in question_anchors("Which public cloud provider is HP's internal cloud built on?")] == ["HP"]
+    q = ("Whom did Ulta Beauty's stockholders elect as Class I directors in 2023, and how many votes for did "
+         "Michelle L. Collins receive?")
+    assert "Michelle L. Collins" in [a.text for a in question_anchors(q)]
+    release = _text(SHARED_CORPUS / "pdfs" / "ULTABEAUTY_2023Q4_EARNINGS.pdf")
+    assert "Collins" not in release
+    v = assess(q, [release])
+    assert v.label == "refused" and any("Collins" in m for m in v.missing), v
+    vote = ("At the Annual Meeting, Ulta Beauty's stockholders elected the Class I directors: Michelle L. Collins "
+            "received 41,262,102 votes for, 2,101,004 against.")
+    assert assess(q, [vote], [vote]).label is None
+
+
+def test_acronym_is_matched_as_a_whole_word_in_the_passages():
+    """Fails if the passing-mention check finds an acronym inside a longer one: "DPR" in the DMCA
+    summary's "(DPRA)" made a DPR-paper question answerable from it."""
+    dmca = _text(SAMPLES / "dmca.pdf")
+    passage = next(p for p in _pages(str(SAMPLES / "dmca.pdf")) if "(DPRA)" in p)
+    q = "Which library does DPR use to index the passage embeddings offline?"
+    assert missing_anchors(q, [dmca], [passage]) == ["DPR"]
+
+
+def test_modifiers_of_what_the_question_asks_for_must_be_in_the_best_passages():
+    """Fails if "What capital expenditure range ..." is answered from passages that mention
+    neither "capital" nor "expenditure" (an 8-K's signature and exhibit pages, found by the
+    company's name), or if the answer type itself (the head noun "range", "library", "date") is
+    required: the passage gives the value, not the type's name."""
+    assert asked_for("What capital expenditure range did Ulta Beauty guide to for fiscal 2023?") == \
+        ["capital", "expenditure"]
+    assert asked_for("Which library does DPR use to index the passage embeddings offline?") == []
+    assert asked_for("On what calendar date does the ban take effect?") == []
+    assert asked_for("What is the capital of Australia?") == []
+    q = "What capital expenditure range did Ulta Beauty guide to for fiscal 2023?"
+    release = _text(SHARED_CORPUS / "pdfs" / "ULTABEAUTY_2023Q4_EARNINGS.pdf")
+    guidance = next(p for p in _pages(str(SHARED_CORPUS / "pdfs" / "ULTABEAUTY_2023Q4_EARNINGS.pdf"))
+                    if "capital expenditures" in " ".join(p.split()).lower())
+    assert assess(q, [release], [guidance]).label is None
+    signatures = ("SIGNATURES Pursuant to the requirements of the Securities Exchange Act of 1934, the registrant has "
+                  "duly caused this report to be signed on its behalf by Ulta Beauty, Inc. for fiscal 2023.")
+    v = assess(q, [release + " " + signatures], [signatures])
+    assert v.label == "refused" and set(v.missing) == {"capital", "expenditure"} and "asks for" in v.reason
