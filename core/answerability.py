@@ -8,12 +8,23 @@ the check is on content the system can show (``assess``):
   ("Pepsico" = "PepsiCo", "PC-12" = "PC–12"), an acronym also by the initials of a capitalised
   phrase ("AGM" = "Annual General Meeting", one inner letter may be left out: "Annual
   Meeting"), and a capitalised word that only qualifies a lower-case one ("American-registered",
-  "French-built") is a description, not a name. A person-like name (two or more capitalised
-  words) none of whose words occurs is missing whatever else the question names;
+  "French-built") is a description, not a name. Two-letter acronyms ("HP") are names; a middle
+  initial stays inside its name ("Michelle L. Collins"). A person-like name (two or more
+  capitalised words) none of whose words occurs is missing whatever else the question names, and
+  so is a one-word acronym or rare name ("DMCA", "CuratedTREC"), however many commoner names
+  ("Table", "Public Law") occur. A name of one thing mentioned in passing must occur (as a whole
+  word) in a retrieved passage with another of the question's words, unless it is a subject of
+  its document: named more than twice, or in the document's opening (title, authors, issuer);
 - the question's *subject terms* that are rare words (``wordfreq`` Zipf frequency below 3, e.g.
   a drug name) must occur in the searched documents, or a word close to it must occur in the
   best passages (a paraphrase: "reseller" for "distributor"; cosine of the bundled embedding
   model's word vectors);
+- the question's subject words (content words that are not common: Zipf below 5.8; Chinese
+  text segmented by ``wordfreq``/jieba, see ``cjk_subject_words``) -- at least half must occur
+  in the searched documents, or be close to a passage word;
+- what a "What/Which X Y ..." question asks for: the modifiers ``X`` of its answer-type noun
+  ``Y`` ("What *capital expenditure* range ...") -- at least half must occur in the retrieved
+  passages themselves (or a word close to it), not merely somewhere in their documents;
 - a question whose every content word is a generic measure ("What was the total?") does not say
   what it asks about (``clarifying``), as does one with no content word left after removing
   function and deictic words.
@@ -318,7 +329,9 @@ def assess(question: str, document_texts: list[str], source_passages: list[str] 
     passages' word closest to ``term`` (embedding cosine), used to accept a rare question word the
     documents phrase otherwise. Order: no content word (``clarifying``), only generic measures
     (``clarifying``), missing anchors (``missing_anchors``; ``refused``), rare subject words found
-    in no document and close to no passage word (``refused``). Returns ``Verdict``.
+    in no document and close to no passage word (``refused``), half or more of the subject words
+    absent (``subject_words``; ``refused``), half or more of what a "What/Which X Y" question asks
+    for absent from the passages (``asked_for``; ``refused``). Returns ``Verdict``.
     """
     if is_vague(question):
         return Verdict("clarifying", [], "the question names nothing to look up")
@@ -439,17 +452,10 @@ def cjk_subject_words(text: str) -> list[str]:
         if not CJK_CHAR.search(piece):
             out.extend(w for w in subject_words(piece) if w not in out)
             continue
-        out.extend(w for w in _cjk_words(piece, wf_tokenize, zipf_frequency) if w not in out)
-    return out
-
-
-def _cjk_words(piece: str, wf_tokenize: Any, zipf_frequency: Any) -> list[str]:
-    out: list[str] = []
-    for tok in wf_tokenize(piece, "zh"):
-        if len(tok) < 2 or tok in _QUESTION_WORDS_ZH or zipf_frequency(tok, "zh") >= COMMON_ZIPF_ZH:
-            continue
-        if tok not in out:
-            out.append(tok)
+        for tok in wf_tokenize(piece, "zh"):
+            if len(tok) >= 2 and tok not in _QUESTION_WORDS_ZH and zipf_frequency(tok, "zh") < COMMON_ZIPF_ZH \
+                    and tok not in out:
+                out.append(tok)
     return out
 
 
