@@ -62,3 +62,17 @@ def test_generated_cases_are_refused_and_answerable_ones_are_not(kb):
         if not q.is_refusal:
             out = svc.ask(q.question, q.scope(), log_query=False)
             assert out["label"] not in ("refused", "clarifying"), (q.id, out["answer"][:200])
+
+
+def test_chinese_question_and_missing_acronym_refused_through_the_query_service(kb):
+    """Fails if a Chinese question is answered from a knowledge base with no Chinese document
+    (its words were not segmented, so no subject word was checked and it was answered), or if a question about the "DMCA" scoped to an accident report is answered,
+    or if the same question is refused where the DMCA summary is searched (false refusal)."""
+    svc = QueryService(kb)
+    out = svc.ask("截至2023年3月末，发行人的各类授信额度总额是多少？", log_query=False)
+    assert out["label"] == "refused" and "发行人" in out["answer"], out["answer"][:200]
+    q = "What is the Public Law number and Statutes at Large citation of the DMCA?"
+    out = svc.ask(q, Scope(doc_names=["20071229X02007.pdf"]), log_query=False)
+    assert out["label"] == "refused" and "DMCA" in out["answer"], out["answer"][:200]
+    out = svc.ask(q, Scope(doc_names=["dmca.pdf"]), log_query=False)
+    assert out["label"] not in ("refused", "clarifying"), out["answer"][:300]
