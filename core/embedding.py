@@ -11,7 +11,7 @@ import contextlib
 import os
 import threading
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 import numpy as np
 
@@ -38,6 +38,26 @@ def cores_busy(n: int = 1) -> Iterator[None]:
     finally:
         with _BUSY_LOCK:
             _BUSY -= n
+
+
+def _malloc_trim() -> Callable[[], None]:
+    """glibc's ``malloc_trim(0)`` (returns freed heap pages to the OS), or a no-op elsewhere."""
+    try:
+        import ctypes
+        import ctypes.util
+
+        fn = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
+        fn.argtypes, fn.restype = [ctypes.c_size_t], ctypes.c_int
+    except (OSError, AttributeError):  # not glibc
+        return lambda: None
+
+    def trim() -> None:
+        fn(0)
+
+    return trim
+
+
+TRIM_AFTER_TEXTS = 64  # encode calls this large give their freed activations back (see Embedder.embed)
 
 
 def busy_cores() -> int:
@@ -93,6 +113,7 @@ class Embedder:
         getdim = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
         self.dim: int = int(getdim())
         self._lock = threading.Lock()
+        self._trim = _malloc_trim()
         import torch
 
         self._torch = torch
@@ -128,6 +149,17 @@ class Embedder:
         back to the model within a few batches."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
+        try:
+            return self._embed(texts)
+        finally:
+            if len(texts) >= TRIM_AFTER_TEXTS:
+                # glibc keeps the freed activations of a large encode in the heap: measured on the
+                # bench's 1,626 windows in slices of 256, RSS went from 504 to 955 MB and stayed
+                # there (high-water 1,014 MB); trimming after each slice kept it at 550 MB between
+                # slices (high-water 808 MB). A query (one text) never pays for the trim.
+                self._trim()
+
+    def _embed(self, texts: list[str]) -> np.ndarray:
         with self._lock:
             if busy_cores() == 0 and self._torch.get_num_threads() == self.threads:
                 return self._encode(texts).astype(np.float32)
