@@ -204,7 +204,8 @@ def ingestion_table(r: dict[str, Any]) -> list[str]:
 
     def row(label: str, x: dict[str, Any]) -> str:
         rss = x.get("peak_rss_mb") or {}
-        mem = f"{rss['process']} / {rss.get('parse_child', '?')}" if rss else ""
+        grew = f" (+{rss['process_growth']} over {rss['process_ready']} ready)" if "process_growth" in rss else ""
+        mem = f"{rss['process']}{grew} / {rss.get('parse_child', '?')}" if rss else ""
         return (f"| {label} | {x['pages']} | {x['chunks']} | {x['seconds']} | {x['pages_per_s']} | "
                 f"{x.get('chunks_per_s', '')} | {x['embedding_floor_s']} ({x['embedded_texts']} texts"
                 f"{', estimated from a sample' if (x.get('embedding_floor') or {}).get('estimated') else ''}) | "
