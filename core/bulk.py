@@ -7,7 +7,8 @@ Per file, in the given order:
    sent once, one fork pays for both, and the text is exactly what the per-document job
    extracts. A background thread keeps up to ``lookahead`` files parsed ahead, so the child
    process parses file *i + 1* on one core while this process chunks and embeds file *i* (the
-   model's matrix products release the GIL).
+   model's matrix products release the GIL) with one thread fewer (``cores_busy``); a second
+   parser runs only while the embedding side has nothing to do (``_ParseAhead``).
 2. **register** (``core.ingest.register`` with the validation result: not parsed again).
 3. **stages** in this process (``core.ingest.run_stages`` with the extracted pages): chunk,
    embed + stage, count check, publish, gold pairs; a failure rolls back that document only
@@ -19,7 +20,6 @@ whole batch is one Dagster run when started through ``pipelines.runner.run_bulk`
 
 from __future__ import annotations
 
-import queue
 import threading
 import time
 from dataclasses import dataclass
@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from .chunking import Strategy
+from .embedding import cores_busy
 from .ingest import (DEFAULT_KB, DEFAULT_STRATEGY, INGEST_LOCK, DocumentBusyError, IngestOutcome, duplicates_of, get_document, notify, register, rollback, run_stages)
 from .names import InvalidNameError
 from .pdf import PDFError
@@ -42,28 +43,79 @@ class BulkFile:
     name: str
 
 
-def _parse_ahead(svc: Services, files: list[BulkFile], lookahead: int, out: "queue.Queue[tuple]",
-                 stop: threading.Event) -> None:
-    """Producer thread: ``(index, data | None, result | exception, seconds)`` per file, in order,
-    at most ``lookahead`` ahead of the consumer (the queue's bound)."""
-    for i, f in enumerate(files):
-        if stop.is_set():
-            return
-        notify(None, {"file": f.name, "index": i, "total": len(files), "status": "parsing"})
-        t = time.perf_counter()
-        data: bytes | None = None
-        try:
-            data = f.path.read_bytes()
-            res: Any = parse_pdf_bounded(data, svc.settings)
-        except Exception as e:  # PDFError (refusal), OSError (unreadable file), a child crash
-            res = e
-        item = (i, data, res, time.perf_counter() - t)
-        while not stop.is_set():
+class _ParseAhead:
+    """Parses ``files`` in bounded child processes ahead of the consumer, results handed out in order.
+
+    One worker thread parses file after file, at most ``lookahead`` files past the one the
+    consumer is on. A second worker parses only while the consumer is starving (waiting for a
+    file that is not parsed yet and has nothing else to do): then both cores parse instead of one
+    sitting idle (at the start of a batch, and when a long document follows short ones). While a
+    child runs, its core is declared busy (``core.embedding.cores_busy``) so the model in this
+    process uses one thread fewer instead of contending with it."""
+
+    def __init__(self, svc: Services, files: list[BulkFile], lookahead: int, workers: int = 2):
+        self.svc, self.files, self.lookahead = svc, files, max(1, lookahead)
+        self.cond = threading.Condition()
+        self.next = 0          # next file index to claim
+        self.wanted = 0        # the index the consumer needs next
+        self.waiting = False   # the consumer is blocked in get()
+        self.results: dict[int, tuple] = {}
+        self.stopped = False
+        self.threads = [threading.Thread(target=self._work, args=(k,), name=f"ragaudit-parse-ahead-{k}", daemon=True)
+                        for k in range(max(1, workers))]
+
+    def start(self) -> "_ParseAhead":
+        for th in self.threads:
+            th.start()
+        return self
+
+    def _may_claim(self, worker: int) -> bool:
+        if self.next >= len(self.files) or self.next > self.wanted + self.lookahead:
+            return False
+        return worker == 0 or (self.waiting and self.wanted not in self.results)
+
+    def _work(self, worker: int) -> None:
+        while True:
+            with self.cond:
+                while not self.stopped and self.next < len(self.files) and not self._may_claim(worker):
+                    self.cond.wait(0.5)
+                if self.stopped or self.next >= len(self.files):
+                    return
+                i = self.next
+                self.next += 1
+            f = self.files[i]
+            notify(None, {"file": f.name, "index": i, "total": len(self.files), "status": "parsing"})
+            t = time.perf_counter()
+            data: bytes | None = None
             try:
-                out.put(item, timeout=0.5)
-                break
-            except queue.Full:
-                continue
+                data = f.path.read_bytes()
+                with cores_busy():
+                    res: Any = parse_pdf_bounded(data, self.svc.settings)
+            except Exception as e:  # PDFError (refusal), OSError (unreadable file), a child crash
+                res = e
+            with self.cond:
+                self.results[i] = (i, data, res, time.perf_counter() - t)
+                self.cond.notify_all()
+
+    def get(self, i: int) -> tuple:
+        """``(index, data | None, result | exception, seconds)`` of file ``i`` (blocks until parsed)."""
+        with self.cond:
+            self.wanted = i
+            self.cond.notify_all()
+            while i not in self.results:
+                self.waiting = True
+                self.cond.notify_all()
+                self.cond.wait(0.5)
+            self.waiting = False
+            self.cond.notify_all()
+            return self.results.pop(i)
+
+    def stop(self) -> None:
+        with self.cond:
+            self.stopped = True
+            self.cond.notify_all()
+        for th in self.threads:
+            th.join(timeout=5)
 
 
 def ingest_files(svc: Services, files: Iterable[BulkFile], knowledge_base: str = DEFAULT_KB,
@@ -84,25 +136,20 @@ def ingest_files(svc: Services, files: Iterable[BulkFile], knowledge_base: str =
         strategy = Strategy.parse(strategy).value
     except ValueError as e:
         return [IngestOutcome(f.name, "refused", str(e), error_code="invalid_request") for f in files]
-    results: queue.Queue[tuple] = queue.Queue(maxsize=max(1, lookahead))
-    stop = threading.Event()
-    producer = threading.Thread(target=_parse_ahead, args=(svc, files, lookahead, results, stop),
-                                name="ragaudit-parse-ahead", daemon=True)
-    producer.start()
+    parser = _ParseAhead(svc, files, lookahead).start()
     outcomes: list[IngestOutcome] = []
     t_start = time.perf_counter()
     try:
-        for _ in files:
+        for k in range(len(files)):
             t0 = time.perf_counter()
-            i, data, res, parse_s = results.get()
+            i, data, res, parse_s = parser.get(k)
             t["wait for parsing"] = t.get("wait for parsing", 0.0) + (time.perf_counter() - t0)
             out = _ingest_one(svc, files[i], data, res, parse_s, knowledge_base, strategy, t, i, len(files))
             outcomes.append(out)
             if on_outcome is not None:
                 on_outcome(i, out)
     finally:
-        stop.set()
-        producer.join(timeout=5)
+        parser.stop()
         t["bulk wall"] = t.get("bulk wall", 0.0) + (time.perf_counter() - t_start)
     return outcomes
 

@@ -52,14 +52,20 @@ def _child(conn: Any, memory_mb: int, fn: Callable, args: tuple) -> None:
     try:
         limit = int(memory_mb) * 1024 * 1024
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-        conn.send(("ok", fn(*args)))
-    except MemoryError:
-        conn.send(("memory", None))
-    except BaseException as e:  # a PDFError (refusal) or a parser crash: hand it to the parent
         try:
-            conn.send(("error", e))
-        except Exception:
-            conn.send(("error", RuntimeError(f"{type(e).__name__}: {str(e)[:300]}")))
+            out: tuple = ("ok", fn(*args))
+        except MemoryError:
+            out = ("memory", None)
+        except BaseException as e:  # a PDFError (refusal) or a parser crash: hand it to the parent
+            out = ("error", e)
+        try:
+            conn.send(out)
+        except (BrokenPipeError, ConnectionResetError, EOFError):
+            pass  # the parent stopped waiting (timeout, shutdown): nobody is left to tell
+        except Exception:  # an exception that does not pickle: send its text instead
+            conn.send(("error", RuntimeError(f"{type(out[1]).__name__}: {str(out[1])[:300]}")))
+    except (BrokenPipeError, ConnectionResetError):
+        pass
     finally:
         conn.close()
 

@@ -94,6 +94,24 @@ def test_run_bounded_time_memory_and_errors():
     assert run_bounded(len, (b"abc",), timeout_s=30, memory_mb=300) == 3
 
 
+@pytest.mark.parametrize("fn,args", [(len, (b"abc",)), (refuse, ())])
+def test_parse_child_whose_parent_stopped_listening_exits_quietly(fn, args):
+    """The bounded child finishing after its parent went away (the server stopped mid-ingestion,
+    or the parent's timeout closed the pipe) exits with code 0 instead of dying on BrokenPipeError
+    with a traceback on the server's stderr, for a result and for a refusal alike.
+    Fails if the child's send to a closed pipe is not caught (exit code 1)."""
+    from core.pdfguard import _child, _context
+
+    ctx = _context()
+    reader, writer = ctx.Pipe(duplex=False)
+    reader.close()
+    proc = ctx.Process(target=_child, args=(writer, 512, fn, args), daemon=True)
+    proc.start()
+    writer.close()
+    proc.join(60)
+    assert proc.exitcode == 0
+
+
 def test_refusals_raised_in_the_dagster_stage_keep_their_code():
     """Bounds hit during extraction (inside the Dagster run) come back as the same refusal.
     Fails if the runner's error map misses the guard's classes (the upload would become a 500)."""

@@ -132,3 +132,45 @@ def test_cli_ingest_prints_per_file_and_per_stage_progress(tmp_path, monkeypatch
         assert re.search(rf"\[1/2\] {re.escape(FILES[0].name)}: embedding \d+/9 chunks", err), err
     finally:
         release_services(make_settings(tmp_path / "cli"))
+
+
+def test_parse_ahead_is_bounded_in_order_and_adds_a_parser_only_when_the_consumer_starves(svc, monkeypatch):
+    """``core.bulk._ParseAhead`` with lookahead 1 on four real PDFs: while nobody consumes,
+    only the first worker parses and stops after files 0 and 1; results come out in file order
+    with each file's own pages; once the consumer waits for a file that is not parsed, the
+    second worker parses too (two files in flight at once). Fails if parsing runs unbounded
+    ahead, the second parser runs while the consumer is busy, or results are handed out of order."""
+    import threading
+    import time
+
+    from core import bulk
+    from core.pdf import extract_pages
+
+    files = [SAMPLES / "20071229X02007.pdf", SAMPLES / "20080102X00002.pdf", SAMPLES / "dmca.pdf",
+             SAMPLES / "20071229X02007.pdf"]
+    calls: list[tuple[str, int]] = []
+    real = bulk.parse_pdf_bounded
+
+    def recording(data, settings):
+        idx = next(i for i, f in enumerate(files) if f.read_bytes() == data)
+        calls.append((threading.current_thread().name, idx))
+        return real(data, settings)
+
+    monkeypatch.setattr(bulk, "parse_pdf_bounded", recording)
+    p = bulk._ParseAhead(svc, [BulkFile(f, f.name) for f in files], lookahead=1).start()
+    try:
+        deadline = time.monotonic() + 120
+        while len(p.results) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(1.0)  # room to (wrongly) claim more
+        assert sorted(p.results) == [0, 1] and p.next == 2, (sorted(p.results), p.next)
+        assert {name for name, _ in calls} == {"ragaudit-parse-ahead-0"}, calls
+        got = [p.get(i) for i in range(len(files))]
+    finally:
+        p.stop()
+    assert [g[0] for g in got] == [0, 1, 2, 3]
+    for (i, data, res, _), f in zip(got, files):
+        info, pages, stats = res
+        assert data == f.read_bytes() and [pg.text for pg in pages] == [pg.text for pg in extract_pages(data)]
+        assert info.pages == len(pages) and stats["extract"] > 0
+    assert "ragaudit-parse-ahead-1" in {name for name, _ in calls}, calls
