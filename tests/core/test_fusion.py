@@ -66,3 +66,42 @@ def test_distribution_based_score_fusion():
     assert fused["a"] > fused["b"]  # top of the dense list and present in BM25
     with pytest.raises(ValueError, match="rrf, rrf_fill, dbsf"):
         Fusion.parse("borda")
+
+
+def _hits(scores: dict[str, float]):
+    from core.store import PointHit
+
+    return {pid: PointHit(pid, s, {}) for pid, s in scores.items()}
+
+
+def test_bm25_clear_hit_is_ranked_first_after_fusion():
+    """fails if ``keep_clear_hit`` leaves BM25's clear best hit (score 1.6x the second's) where
+    rank fusion put it (behind chunks both retrievers rank in the middle), drops it, breaks the
+    descending score order, or does not report the move."""
+    from core.retrieval import keep_clear_hit
+
+    lists = {"vector": [f"v{i}" for i in range(20)] , "bm25": ["clear"] + [f"v{i}" for i in range(1, 20, 2)]}
+    fused = reciprocal_rank_fusion(lists, k=60)
+    assert [p for p, _ in fused].index("clear") > 4  # the failure mode: absent from the dense top-N
+    bm25 = _hits({"clear": 33.2, "v1": 20.7, "v3": 17.7})
+    out, moved = keep_clear_hit(fused, bm25, 1.5)
+    assert out[0][0] == "clear" and sorted(p for p, _ in out) == sorted(p for p, _ in fused)
+    assert [s for _, s in out] == sorted((s for _, s in out), reverse=True)
+    assert moved["clear"][0] == pytest.approx(33.2 / 20.7, abs=1e-3)
+    assert moved["clear"][1] == pytest.approx(dict(fused)["clear"])
+    assert [p for p, _ in out[1:]] == [p for p, _ in fused if p != "clear"]  # the rest keeps its order
+
+
+def test_bm25_hit_without_a_clear_margin_stays_where_fusion_put_it():
+    """fails if the clear-hit rule fires without a margin (ratio below the setting), with only one
+    BM25 hit, when switched off (0), or moves anything when the hit is already first."""
+    from core.retrieval import Retriever, keep_clear_hit
+
+    fused = [("a", 0.03), ("b", 0.02), ("c", 0.01)]
+    assert keep_clear_hit(fused, _hits({"c": 30.0, "b": 21.0}), 1.5) == (fused, {})  # 1.43x
+    assert keep_clear_hit(fused, _hits({"c": 30.0}), 1.5) == (fused, {})
+    assert keep_clear_hit(fused, _hits({"c": 60.0, "b": 20.0}), 0) == (fused, {})
+    assert keep_clear_hit(fused, _hits({"a": 60.0, "b": 20.0}), 1.5) == (fused, {})
+    assert keep_clear_hit(fused, _hits({"c": 60.0, "b": 20.0}), 1.5)[0][0][0] == "c"
+    with pytest.raises(ValueError, match="clear_hit_ratio"):
+        Retriever(None, None, clear_hit_ratio=-1)
