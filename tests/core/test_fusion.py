@@ -105,3 +105,35 @@ def test_bm25_hit_without_a_clear_margin_stays_where_fusion_put_it():
     assert keep_clear_hit(fused, _hits({"c": 60.0, "b": 20.0}), 1.5)[0][0][0] == "c"
     with pytest.raises(ValueError, match="clear_hit_ratio"):
         Retriever(None, None, clear_hit_ratio=-1)
+
+
+def test_retriever_ranks_bm25s_clear_hit_first_on_real_documents(kb):
+    """Three sample PDFs ingested for real, hybrid retrieval with and without the rule.
+    fails if ``Retriever.retrieve`` does not apply ``keep_clear_hit`` (at a ratio just above 1,
+    every BM25 top hit ahead of its second must be the hybrid top hit, reported with its ratio),
+    or if the rule changes nothing: without it, some of these questions rank another chunk first."""
+    from core.query import QueryService
+
+    r = QueryService(kb).retriever
+    questions = ["What was the airframe total time?", "What is the accident number?", "When was the last inspection?",
+                 "Who was the registered owner of the airplane?", "Which engine model was installed?"]
+    changed = 0
+    try:
+        for q in questions:
+            bm = r.retrieve(q, top_k=2, mode="bm25").chunks
+            r.clear_hit_ratio = 0
+            plain = r.retrieve(q, top_k=5).chunks
+            r.clear_hit_ratio = 1.0001
+            ruled = r.retrieve(q, top_k=5).chunks
+            if len(bm) == 2 and bm[0].score >= 1.0001 * bm[1].score:
+                assert ruled[0].chunk_id == bm[0].chunk_id, q
+                if plain[0].chunk_id != bm[0].chunk_id:
+                    changed += 1
+                    assert ruled[0].scores["clear_hit_ratio"] == pytest.approx(bm[0].score / bm[1].score, abs=1e-3)
+                    rest = [c.chunk_id for c in plain if c.chunk_id != bm[0].chunk_id]
+                    assert [c.chunk_id for c in ruled[1:]] == rest[:4]
+            else:
+                assert [c.chunk_id for c in ruled] == [c.chunk_id for c in plain], q
+    finally:
+        r.clear_hit_ratio = kb.settings.clear_hit_ratio
+    assert changed >= 1
