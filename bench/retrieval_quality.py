@@ -44,6 +44,10 @@ def main() -> int:
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--bulk", action="store_true", help="ingest as `ragaudit ingest` does (one Dagster run, "
                     "parsing overlapped with embedding) instead of one run per document")
+    ap.add_argument("--data-dir", type=Path, help="data folder to ingest into (default: a new temporary one)")
+    ap.add_argument("--reuse", action="store_true",
+                    help="skip ingestion and score the index already in --data-dir (same chunking only: "
+                    "fusion and re-scoring changes need no re-ingestion)")
     args = ap.parse_args()
     for path in (args.pdfs, args.dataset):
         if not path.exists():
@@ -63,7 +67,10 @@ def main() -> int:
 
     strategies = [s for s in args.strategies.split(",") if s]
     modes = [m for m in args.modes.split(",") if m]
-    data_dir = Path(tempfile.mkdtemp(prefix="ragaudit-bench-"))
+    if args.reuse and not args.data_dir:
+        ap.error("--reuse needs --data-dir")
+    data_dir = args.data_dir or Path(tempfile.mkdtemp(prefix="ragaudit-bench-"))
+    data_dir.mkdir(parents=True, exist_ok=True)
     svc = get_services(Settings(_env_file=None, data_dir=data_dir, database_url="", qdrant_url="", llm_model=""))
     questions = load_dataset(args.dataset)
     pdfs = sorted(args.pdfs.glob("*.pdf"))
@@ -72,7 +79,9 @@ def main() -> int:
     ingest_s: dict[str, float] = {}
     for strategy in strategies:
         t = time.perf_counter()
-        if args.bulk:
+        if args.reuse:
+            outs = []
+        elif args.bulk:
             from core.bulk import BulkFile
             from pipelines.runner import run_bulk
 

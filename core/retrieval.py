@@ -155,6 +155,35 @@ def distribution_score_fusion(scores: dict[str, dict[str, float]]) -> list[tuple
     return sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))
 
 
+def keep_clear_hit(fused: list[tuple[str, float]], bm25: dict[str, PointHit],
+                   ratio: float) -> tuple[list[tuple[str, float]], dict[str, tuple[float, float]]]:
+    """Put BM25's clear best hit first in the fused list.
+
+    A BM25 top hit scoring at least ``ratio`` x the second hit's score matches the question's
+    rare terms as no other chunk does (BM25 scores are sums of IDF-weighted term weights, so a
+    ratio compares how much of the question each chunk matches, independent of the question's
+    length); rank fusion would otherwise let chunks that both retrievers rank in the middle
+    outvote it (a chunk first in BM25 and absent from the dense top-N ended at fused rank 8).
+    Dense cosine scores of one query sit in a narrow band (top-1 / top-2 rarely above 1.2), so
+    no such rule is applied to them.
+
+    ``fused``: ``(id, score)`` best first; ``bm25``: id -> hit, best first (insertion order);
+    ``ratio`` 0 disables the rule. Returns the new list (the clear hit takes the first place
+    with the first place's score, so the order stays descending) and ``{id: (score ratio,
+    its own fused score)}`` for the moved hit (empty when nothing moved).
+    """
+    if ratio <= 0 or len(bm25) < 2 or not fused:
+        return fused, {}
+    (top, h1), (_, h2) = list(bm25.items())[:2]
+    if h2.score <= 0 or h1.score / h2.score < ratio or fused[0][0] == top:
+        return fused, {}
+    own = next((sc for pid, sc in fused if pid == top), None)
+    if own is None:
+        return fused, {}
+    rest = [(pid, sc) for pid, sc in fused if pid != top]
+    return [(top, fused[0][1])] + rest, {top: (round(h1.score / h2.score, 3), own)}
+
+
 def identifier_matches(question: str, text: str) -> int:
     """How many of the question's identifier tokens (tokens with a digit or a joiner, e.g.
     ``ppr-9087``, ``10-q``, ``hr_schema.employees``) occur as tokens of ``text``."""
@@ -187,13 +216,16 @@ class Retriever:
     multivector with MaxSim as in ColBERT, Khattab & Zaharia, SIGIR 2020 -- here one vector per
     window of ~64 word pieces): one vector per 200-token chunk blurs the single fact a question asks for.
 
+    ``clear_hit_ratio``: BM25's top hit scoring this many times its second is ranked first after
+    fusion (``keep_clear_hit``; 0 = off).
+
     ``reranker``: optional object with ``predict(list[tuple[str, str]]) -> scores``
     (a sentence-transformers ``CrossEncoder``).
     """
 
     def __init__(self, store: VectorStore, embedder: Embedder, *, rrf_k: int = 60, candidates: int = 20,
                  reranker: Any = None, rerank_candidates: int = 30, dense_skip_scripts: str = "",
-                 dense_windows: bool = True, fusion: "Fusion | str" = "rrf"):
+                 dense_windows: bool = True, fusion: "Fusion | str" = "rrf", clear_hit_ratio: float = 1.5):
         self.store = store
         self.embedder = embedder
         self.rrf_k = rrf_k
@@ -203,6 +235,9 @@ class Retriever:
         self.dense_skip_scripts = {x.strip() for x in dense_skip_scripts.split(",") if x.strip()}
         self.dense_windows = dense_windows
         self.fusion = Fusion.parse(fusion)
+        if clear_hit_ratio < 0:
+            raise ValueError("clear_hit_ratio must be >= 0 (0 = off)")
+        self.clear_hit_ratio = clear_hit_ratio
 
     def retrieve(self, question: str, scope: Scope | None = None, top_k: int = 5,
                  mode: Mode | str = Mode.hybrid, neighbors: int | None = None) -> RetrievalResult:
@@ -252,11 +287,13 @@ class Retriever:
             timings["bm25"] = (time.perf_counter() - t) * 1000
         t = time.perf_counter()
         ranked_ids = {name: list(h) for name, h in hits.items()}
+        clear: dict[str, tuple[float, float]] = {}
         if len(hits) == 1:
             (name, only), = hits.items()
             fused = [(pid, h.score) for pid, h in only.items()]
         else:
             fused = self._fuse(question, hits, ranked_ids)
+            fused, clear = keep_clear_hit(fused, hits.get("bm25", {}), self.clear_hit_ratio)
         rank_of = {name: {pid: r for r, pid in enumerate(ids, start=1)} for name, ids in ranked_ids.items()}
         out: list[RetrievedChunk] = []
         for pid, score in fused:
@@ -269,6 +306,9 @@ class Retriever:
             ))
             if len(hits) > 1:
                 out[-1].scores["rrf"] = float(score)
+                if pid in clear:  # ranked first as BM25's clear hit; its own fused score stays in "rrf"
+                    out[-1].scores["rrf"] = float(clear[pid][1])
+                    out[-1].scores["clear_hit_ratio"] = clear[pid][0]
         timings["fusion"] = (time.perf_counter() - t) * 1000
         if mode is Mode.hybrid_rerank and out:
             t = time.perf_counter()

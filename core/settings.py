@@ -78,6 +78,9 @@ class Settings(BaseSettings):
     fusion: str = Field(default="rrf", pattern="^(rrf|rrf_fill|dbsf)$", description="Fusion of the dense and "
                         "BM25 lists: rrf | rrf_fill (a chunk missing from a list ranked just below its end) | dbsf "
                         "(distribution-based score fusion); exact ties go to identifier matches, then BM25 score")
+    clear_hit_ratio: float = Field(default=1.5, ge=0, description="BM25's top hit scoring at least this many "
+                                   "times BM25's second is ranked first after fusion (a clear lexical match that "
+                                   "rank fusion would let middling chunks outvote); 0 = off")
     candidates: int = Field(default=20, gt=0, description="top-N taken from each retriever before fusion "
                             "(measured on the dev set: 10-20 beat 25-50, where chunks at middling ranks in both "
                             "lists collect a second RRF vote and push out one retriever's clear best)")

@@ -66,3 +66,74 @@ def test_distribution_based_score_fusion():
     assert fused["a"] > fused["b"]  # top of the dense list and present in BM25
     with pytest.raises(ValueError, match="rrf, rrf_fill, dbsf"):
         Fusion.parse("borda")
+
+
+def _hits(scores: dict[str, float]):
+    from core.store import PointHit
+
+    return {pid: PointHit(pid, s, {}) for pid, s in scores.items()}
+
+
+def test_bm25_clear_hit_is_ranked_first_after_fusion():
+    """fails if ``keep_clear_hit`` leaves BM25's clear best hit (score 1.6x the second's) where
+    rank fusion put it (behind chunks both retrievers rank in the middle), drops it, breaks the
+    descending score order, or does not report the move."""
+    from core.retrieval import keep_clear_hit
+
+    lists = {"vector": [f"v{i}" for i in range(20)] , "bm25": ["clear"] + [f"v{i}" for i in range(1, 20, 2)]}
+    fused = reciprocal_rank_fusion(lists, k=60)
+    assert [p for p, _ in fused].index("clear") > 4  # the failure mode: absent from the dense top-N
+    bm25 = _hits({"clear": 33.2, "v1": 20.7, "v3": 17.7})
+    out, moved = keep_clear_hit(fused, bm25, 1.5)
+    assert out[0][0] == "clear" and sorted(p for p, _ in out) == sorted(p for p, _ in fused)
+    assert [s for _, s in out] == sorted((s for _, s in out), reverse=True)
+    assert moved["clear"][0] == pytest.approx(33.2 / 20.7, abs=1e-3)
+    assert moved["clear"][1] == pytest.approx(dict(fused)["clear"])
+    assert [p for p, _ in out[1:]] == [p for p, _ in fused if p != "clear"]  # the rest keeps its order
+
+
+def test_bm25_hit_without_a_clear_margin_stays_where_fusion_put_it():
+    """fails if the clear-hit rule fires without a margin (ratio below the setting), with only one
+    BM25 hit, when switched off (0), or moves anything when the hit is already first."""
+    from core.retrieval import Retriever, keep_clear_hit
+
+    fused = [("a", 0.03), ("b", 0.02), ("c", 0.01)]
+    assert keep_clear_hit(fused, _hits({"c": 30.0, "b": 21.0}), 1.5) == (fused, {})  # 1.43x
+    assert keep_clear_hit(fused, _hits({"c": 30.0}), 1.5) == (fused, {})
+    assert keep_clear_hit(fused, _hits({"c": 60.0, "b": 20.0}), 0) == (fused, {})
+    assert keep_clear_hit(fused, _hits({"a": 60.0, "b": 20.0}), 1.5) == (fused, {})
+    assert keep_clear_hit(fused, _hits({"c": 60.0, "b": 20.0}), 1.5)[0][0][0] == "c"
+    with pytest.raises(ValueError, match="clear_hit_ratio"):
+        Retriever(None, None, clear_hit_ratio=-1)
+
+
+def test_retriever_ranks_bm25s_clear_hit_first_on_real_documents(kb):
+    """Three sample PDFs ingested for real, hybrid retrieval with and without the rule.
+    fails if ``Retriever.retrieve`` does not apply ``keep_clear_hit`` (at a ratio just above 1,
+    every BM25 top hit ahead of its second must be the hybrid top hit, reported with its ratio),
+    or if the rule changes nothing: without it, some of these questions rank another chunk first."""
+    from core.query import QueryService
+
+    r = QueryService(kb).retriever
+    questions = ["What was the airframe total time?", "What is the accident number?", "When was the last inspection?",
+                 "Who was the registered owner of the airplane?", "Which engine model was installed?"]
+    changed = 0
+    try:
+        for q in questions:
+            bm = r.retrieve(q, top_k=2, mode="bm25").chunks
+            r.clear_hit_ratio = 0
+            plain = r.retrieve(q, top_k=5).chunks
+            r.clear_hit_ratio = 1.0001
+            ruled = r.retrieve(q, top_k=5).chunks
+            if len(bm) == 2 and bm[0].score >= 1.0001 * bm[1].score:
+                assert ruled[0].chunk_id == bm[0].chunk_id, q
+                if plain[0].chunk_id != bm[0].chunk_id:
+                    changed += 1
+                    assert ruled[0].scores["clear_hit_ratio"] == pytest.approx(bm[0].score / bm[1].score, abs=1e-3)
+                    rest = [c.chunk_id for c in plain if c.chunk_id != bm[0].chunk_id]
+                    assert [c.chunk_id for c in ruled[1:]] == rest[:4]
+            else:
+                assert [c.chunk_id for c in ruled] == [c.chunk_id for c in plain], q
+    finally:
+        r.clear_hit_ratio = kb.settings.clear_hit_ratio
+    assert changed >= 1
