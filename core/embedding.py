@@ -40,12 +40,27 @@ def resolve_model_path(name: str) -> Path:
     return p
 
 
+class _PendingQuery:
+    """One caller's text waiting in ``Embedder.embed_query``'s queue, and its outcome."""
+
+    __slots__ = ("text", "vector", "error", "done")
+
+    def __init__(self, text: str):
+        self.text = text
+        self.vector: np.ndarray | None = None
+        self.error: BaseException | None = None
+        self.done = False
+
+
 class Embedder:
     """Sentence-transformers encoder on CPU.
 
     ``embed(texts)`` -> float32 array of shape (len(texts), dim), L2-normalised (cosine = dot).
+    ``embed_query(text)`` -> one such row; concurrent callers share one ``encode`` call.
     ``count_tokens(texts)`` -> word-piece counts without special tokens (the unit of chunk budgets).
     """
+
+    query_batch_max = 32  # texts per combined query encode (one padded batch of short questions)
 
     def __init__(self, model: str = BUNDLED_EMBEDDING_MODEL, batch_size: int = 32):
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -64,6 +79,9 @@ class Embedder:
         getdim = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
         self.dim: int = int(getdim())
         self._lock = threading.Lock()
+        self._queries: list[_PendingQuery] = []  # embed_query callers waiting for a leader
+        self._queries_cv = threading.Condition()
+        self._query_leader = False  # a caller is encoding a combined batch right now
 
     @property
     def max_content_tokens(self) -> int:
@@ -95,3 +113,61 @@ class Embedder:
                 show_progress_bar=False,
             )
         return vecs.astype(np.float32)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """Embed one query text; returns a (dim,) float32 unit vector. Thread-safe.
+
+        Concurrent callers are micro-batched without a thread of our own (flat combining:
+        Hendler, Incze, Shavit & Tzafrir, SPAA 2010): a caller queues its text; if no caller is
+        encoding, it becomes the leader, takes up to ``query_batch_max`` queued texts and encodes
+        them in ONE ``encode`` call, then hands each caller its own row and wakes them. Texts that
+        arrive while a batch is encoding form the next batch. A lone caller pays nothing extra.
+        On CPU one padded batch of 8 short questions costs a fraction of 8 single calls.
+
+        If the combined call raises, each text of the batch is retried alone, so an error reaches
+        only the caller whose text caused it (re-raised in that caller's thread).
+        """
+        me = _PendingQuery(text)
+        with self._queries_cv:
+            self._queries.append(me)
+        while True:
+            with self._queries_cv:
+                while not me.done and self._query_leader:
+                    self._queries_cv.wait()
+                if me.done:
+                    break
+                self._query_leader = True
+                batch = self._queries[: self.query_batch_max]
+                del self._queries[: len(batch)]
+            try:
+                self._encode_queries(batch)
+            finally:
+                with self._queries_cv:
+                    for p in batch:  # never leave a follower waiting (e.g. KeyboardInterrupt mid-encode)
+                        if not p.done:
+                            p.error, p.done = RuntimeError("query embedding was interrupted"), True
+                    self._query_leader = False
+                    self._queries_cv.notify_all()
+            if me.done:
+                break
+        if me.error is not None:
+            raise me.error
+        return me.vector
+
+    def _encode_queries(self, batch: list[_PendingQuery]) -> None:
+        """Encode ``batch`` in one call; if that raises, each text alone (its own vector or error)."""
+        try:
+            vecs = self.embed([p.text for p in batch])
+        except Exception as e:  # noqa: BLE001 -- handed to the caller(s) whose text failed
+            if len(batch) == 1:
+                batch[0].error, batch[0].done = e, True
+                return
+            for p in batch:
+                try:
+                    p.vector = self.embed([p.text])[0]
+                except Exception as e1:  # noqa: BLE001
+                    p.error = e1
+                p.done = True
+            return
+        for p, v in zip(batch, vecs):
+            p.vector, p.done = v, True

@@ -237,7 +237,7 @@ class Retriever:
                          "does not cover (RAGAUDIT_DENSE_SKIP_SCRIPTS); BM25 only")
         if use_dense:
             t = time.perf_counter()
-            qvec = self.embedder.embed([question])[0]
+            qvec = self.embedder.embed_query(question)
             timings["embed"] = (time.perf_counter() - t) * 1000
             t = time.perf_counter()
             windows = self.dense_windows and self.store.has_windows()
