@@ -377,9 +377,10 @@ def bench_retrieval(svc, sizes: list[int], questions: list[dict], n_q: int, loca
                            "sizes": {}}
     s = svc.settings
 
-    def retriever(store):
+    def retriever(store, dense_prefetch: int = s.dense_prefetch):
         return Retriever(store, svc.embedder, rrf_k=s.rrf_k, candidates=s.candidates,
-                         dense_skip_scripts=s.dense_skip_scripts, dense_windows=s.dense_window_tokens > 0)
+                         dense_skip_scripts=s.dense_skip_scripts, dense_windows=s.dense_window_tokens > 0,
+                         fusion=s.fusion, dense_prefetch=dense_prefetch)
 
     for n in sizes:
         res: dict[str, Any] = {}
@@ -388,6 +389,8 @@ def bench_retrieval(svc, sizes: list[int], questions: list[dict], n_q: int, loca
         res["edge_build_s"] = round(time.perf_counter() - t, 1)
         try:
             res["edge"] = _cells(retriever(store), qs)
+            if s.dense_prefetch:  # the one-stage exact MaxSim scan (before two-stage dense), same store and run
+                res["edge_exact_scan"] = _cells(retriever(store, 0), qs, modes=("vector", "hybrid"))
         finally:
             close_synthetic(store)
         if n in local_sizes:
@@ -417,6 +420,11 @@ def bench_retrieval(svc, sizes: list[int], questions: list[dict], n_q: int, loca
             "python baseline / edge hybrid scoped (P95)": _ratio(res["baseline"]["hybrid scoped"]["p95"],
                                                                  e["hybrid scoped"]["p95"]),
         }
+        if "edge_exact_scan" in res:
+            x = res["edge_exact_scan"]
+            res["ratios"]["edge exact scan / two-stage: hybrid (P95)"] = _ratio(x["hybrid"]["p95"], e["hybrid"]["p95"])
+            res["ratios"]["python baseline / edge exact scan hybrid (P95)"] = _ratio(res["baseline"]["hybrid"]["p95"],
+                                                                                      x["hybrid"]["p95"])
         if "local" in res:
             res["ratios"]["local mode / edge hybrid scoped (P95)"] = _ratio(res["local"]["hybrid scoped"]["p95"],
                                                                             e["hybrid scoped"]["p95"])
@@ -608,6 +616,8 @@ def table(r: dict[str, Any]) -> str:
         lines += ["| Retrieval-only P50 / P95 ms (query embedding included; store = P95 of the store queries alone) | " +
                   " | ".join(f"{n} chunks" for n in sizes) + " |", "|---|" + "---|" * len(sizes)]
         rows = [("Qdrant Edge (embedded default)", "edge", m) for m in [*MODES, *(f"{m} scoped" for m in MODES)]]
+        rows += [("Qdrant Edge, exact MaxSim scan (before two-stage dense)", "edge_exact_scan", m)
+                 for m in ("vector", "hybrid", "vector scoped", "hybrid scoped")]
         rows += [("local mode (before)", "local", m) for m in [*MODES, *(f"{m} scoped" for m in MODES)]]
         rows += [("baseline: Python BM25 + numpy cosine + RRF", "baseline", m) for m in ("hybrid", "hybrid scoped")]
         for label, key, mode in rows:

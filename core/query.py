@@ -85,7 +85,8 @@ class QueryService:
         self.retriever = Retriever(svc.store, svc.embedder, rrf_k=s.rrf_k, candidates=s.candidates,
                                    reranker=reranker if reranker is not None else svc.reranker,
                                    rerank_candidates=s.rerank_candidates, dense_skip_scripts=s.dense_skip_scripts,
-                                   dense_windows=s.dense_window_tokens > 0, fusion=s.fusion)
+                                   dense_windows=s.dense_window_tokens > 0, fusion=s.fusion,
+                                   dense_prefetch=s.dense_prefetch)
         self.answerer = answerer or build_answerer(svc)
         from cachetools import LRUCache
 
