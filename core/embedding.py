@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import threading
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -78,7 +79,10 @@ class Embedder:
         self.max_seq_length: int = int(self.model.max_seq_length)
         getdim = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
         self.dim: int = int(getdim())
-        self._lock = threading.Lock()
+        self._model_cv = threading.Condition()  # the model runs one encode at a time (both cores)
+        self._model_busy = False
+        self._urgent_waiting = 0  # query batches waiting for the model: they go before bulk slices
+        self._tls = threading.local()  # .urgent: this thread's embed() call is a query batch
         self._queries: list[_PendingQuery] = []  # embed_query callers waiting for a leader
         self._queries_cv = threading.Condition()
         self._query_leader = False  # a caller is encoding a combined batch right now
@@ -100,19 +104,52 @@ class Embedder:
         enc = self.tokenizer(text, add_special_tokens=False, truncation=False, return_offsets_mapping=True)
         return [tuple(o) for o in enc["offset_mapping"]]
 
+    @contextmanager
+    def _model_turn(self, urgent: bool):
+        """Hold the model for one encode call. ``urgent`` (query batches) waiters go before
+        non-urgent ones, so a question waits for at most one bulk slice, not a whole document."""
+        with self._model_cv:
+            if urgent:
+                self._urgent_waiting += 1
+            try:
+                while self._model_busy or (not urgent and self._urgent_waiting):
+                    self._model_cv.wait()
+            finally:
+                if urgent:
+                    self._urgent_waiting -= 1
+            self._model_busy = True
+        try:
+            yield
+        finally:
+            with self._model_cv:
+                self._model_busy = False
+                self._model_cv.notify_all()
+
+    def _encode(self, texts: list[str]) -> np.ndarray:
+        return self.model.encode(texts, batch_size=self.batch_size, normalize_embeddings=True,
+                                 convert_to_numpy=True, show_progress_bar=False)
+
     def embed(self, texts: list[str]) -> np.ndarray:
-        """Embed ``texts``; returns (n, dim) float32, unit-norm rows. Thread-safe."""
+        """Embed ``texts``; returns (n, dim) float32, unit-norm rows. Thread-safe.
+
+        More than ``batch_size`` texts are encoded one padded batch at a time, in the order
+        sentence-transformers' own ``encode`` batches them (longest first), taking the model per
+        batch: the vectors are the same, and waiting query embeddings (``embed_query``) run in
+        between instead of after the whole list.
+        """
+        urgent = getattr(self._tls, "urgent", False)
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        with self._lock:
-            vecs = self.model.encode(
-                texts,
-                batch_size=self.batch_size,
-                normalize_embeddings=True,
-                convert_to_numpy=True,
-                show_progress_bar=False,
-            )
-        return vecs.astype(np.float32)
+        if len(texts) <= self.batch_size:
+            with self._model_turn(urgent):
+                return self._encode(texts).astype(np.float32)
+        order = np.argsort([-len(t) for t in texts])  # as SentenceTransformer.encode sorts str inputs
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        for i in range(0, len(texts), self.batch_size):
+            idx = order[i:i + self.batch_size]
+            with self._model_turn(urgent):
+                out[idx] = self._encode([texts[j] for j in idx])
+        return out
 
     def embed_query(self, text: str) -> np.ndarray:
         """Embed one query text; returns a (dim,) float32 unit vector. Thread-safe.
@@ -154,17 +191,25 @@ class Embedder:
             raise me.error
         return me.vector
 
+    def _embed_urgent(self, texts: list[str]) -> np.ndarray:
+        """``embed(texts)`` ahead of waiting bulk batches (a query batch)."""
+        self._tls.urgent = True
+        try:
+            return self.embed(texts)
+        finally:
+            self._tls.urgent = False
+
     def _encode_queries(self, batch: list[_PendingQuery]) -> None:
         """Encode ``batch`` in one call; if that raises, each text alone (its own vector or error)."""
         try:
-            vecs = self.embed([p.text for p in batch])
+            vecs = self._embed_urgent([p.text for p in batch])
         except Exception as e:  # noqa: BLE001 -- handed to the caller(s) whose text failed
             if len(batch) == 1:
                 batch[0].error, batch[0].done = e, True
                 return
             for p in batch:
                 try:
-                    p.vector = self.embed([p.text])[0]
+                    p.vector = self._embed_urgent([p.text])[0]
                 except Exception as e1:  # noqa: BLE001
                     p.error = e1
                 p.done = True

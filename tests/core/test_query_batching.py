@@ -1,6 +1,6 @@
 """Micro-batching of concurrent query embeddings (``Embedder.embed_query``), on the real bundled model.
 
-The tests make batching deterministic without timing: they hold the model lock (``_lock``) so the
+The tests make batching deterministic without timing: they hold the model (``_model_turn``) so the
 first caller (the leader) blocks inside ``encode`` while the others queue, then release it."""
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ def _run_queued(embedder, texts: list[str]):
             errors[i] = e
 
     threads = [threading.Thread(target=worker, args=(i,)) for i in range(len(texts))]
-    with embedder._lock:
+    with embedder._model_turn(urgent=False):
         threads[0].start()
         _wait_for(lambda: embedder._query_leader)  # the leader is inside encode, blocked on the lock
         for t in threads[1:]:
@@ -127,3 +127,32 @@ def test_interrupted_leader_releases_its_followers(embedder, monkeypatch):
     assert len(errors) == 3
     assert sum(isinstance(e, KeyboardInterrupt) for e in errors.values()) == 1  # the new leader's own
     assert sum(isinstance(e, RuntimeError) and "interrupted" in str(e) for e in errors.values()) == 2
+
+
+def test_a_query_runs_between_the_slices_of_a_long_embed(embedder, monkeypatch):
+    """A long ``embed`` (ingestion, an answer's sentences) takes the model one ``batch_size`` slice
+    at a time; a query arriving meanwhile is encoded before the next slice. Fails if the long list
+    holds the model for its whole length (the question waits behind every slice), or if slicing
+    changes the vectors (another order or padding than one ``encode`` call)."""
+    texts = [f"sentence number {i} " + "word " * (i % 17) for i in range(3 * embedder.batch_size)]
+    whole = embedder.model.encode(texts, batch_size=embedder.batch_size, normalize_embeddings=True,
+                                  convert_to_numpy=True, show_progress_bar=False)
+    calls: list[int] = []
+    real = embedder._encode
+    got: dict[str, np.ndarray] = {}
+    query = threading.Thread(target=lambda: got.setdefault("q", embedder.embed_query(QUESTIONS[0])))
+
+    def encode(batch):
+        calls.append(len(batch))
+        if len(calls) == 1:  # the first slice is running: a question arrives and waits
+            query.start()
+            _wait_for(lambda: embedder._urgent_waiting == 1)
+        return real(batch)
+
+    monkeypatch.setattr(embedder, "_encode", encode)
+    vecs = embedder.embed(texts)
+    query.join(60)
+    b = embedder.batch_size
+    assert calls == [b, 1, b, b]
+    assert np.allclose(vecs, whole, atol=1e-6)
+    assert np.allclose(got["q"], real([QUESTIONS[0]])[0], atol=1e-4)
