@@ -17,7 +17,9 @@ the same run, and written to ``bench/results/<date>-<machine>.json`` plus a prin
    at 1k and 10k with fewer questions (its filtered queries take seconds). The collections
    replicate the ingested points (real embeddings) under new document names, written through
    ``VectorStore.upsert``. Baseline, same run: BM25 in Python over all chunks (rank_bm25
-   ``BM25Okapi``) + brute-force numpy cosine + RRF. Ratios: scoped / unscoped, baseline / Edge.
+   ``BM25Okapi``) + brute-force numpy cosine + RRF, and Edge with the exact MaxSim scan of every
+   sentence window (the dense leg before two-stage prefetch), both interleaved question by question
+   with the default so that load changes hit all alike. Ratios: scoped / unscoped, baseline / Edge.
 3. **Concurrency**: the API (uvicorn subprocess, embedded Edge store filled to ``--api-chunks``
    = 50k chunks) under 1 client, then 8 concurrent clients for a fixed time (/search hybrid,
    every 4th request /query): throughput, P50/P95 (ms), errors. Then /search from 1 client
@@ -360,6 +362,47 @@ def _cells(retr, qs: list[dict], modes=MODES) -> dict[str, Any]:
     return res
 
 
+def _cells_interleaved(variants: dict[str, tuple[Any, tuple[str, ...]]], qs: list[dict]) -> dict[str, dict[str, Any]]:
+    """Like ``_cells`` for several variants at once, interleaved question by question (the order
+    alternates per question), so a load change on a shared machine hits every variant alike and
+    their ratios hold. ``variants``: name -> (a ``Retriever``, or a ``PythonBaseline`` (hybrid
+    only), modes to measure). Returns name -> cell -> P50/P95 (+ store/embed P95 for retrievers)."""
+    from core.store import Scope
+
+    for obj, _ in variants.values():
+        if hasattr(obj, "retrieve"):
+            for q in qs[:2]:  # warm-up (first calls load lazily built state)
+                obj.retrieve(q["question"], Scope(doc_names=[q["doc_name"]]), 5, "hybrid")
+    out: dict[str, dict[str, Any]] = {name: {} for name in variants}
+    for scoped in (False, True):
+        for mode in MODES:
+            names = [n for n, (_, modes) in variants.items() if mode in modes]
+            if not names:
+                continue
+            lat: dict[str, list[float]] = defaultdict(list)
+            store_lat: dict[str, list[float]] = defaultdict(list)
+            embed_lat: dict[str, list[float]] = defaultdict(list)
+            for i, q in enumerate(qs):
+                for name in (names if i % 2 == 0 else names[::-1]):
+                    obj = variants[name][0]
+                    t = time.perf_counter()
+                    if hasattr(obj, "retrieve"):
+                        r = obj.retrieve(q["question"], Scope(doc_names=[q["doc_name"]]) if scoped else Scope(), 5, mode)
+                        lat[name].append((time.perf_counter() - t) * 1000)
+                        store_lat[name].append(r.timings_ms.get("vector", 0.0) + r.timings_ms.get("bm25", 0.0))
+                        embed_lat[name].append(r.timings_ms.get("embed", 0.0))
+                    else:
+                        obj.search(q["question"], q["doc_name"] if scoped else None)
+                        lat[name].append((time.perf_counter() - t) * 1000)
+            for name in names:
+                cell = pct(lat[name])
+                if store_lat[name]:
+                    cell["store_p95"] = pct(store_lat[name])["p95"]
+                    cell["embed_p95"] = pct(embed_lat[name])["p95"]
+                out[name][f"{mode}{' scoped' if scoped else ''}"] = cell
+    return out
+
+
 def _ratio(a: float | None, b: float | None) -> float | None:
     return round(a / b, 2) if a and b else None
 
@@ -387,12 +430,18 @@ def bench_retrieval(svc, sizes: list[int], questions: list[dict], n_q: int, loca
         t = time.perf_counter()
         store = synthetic_store(points, n, svc.embedder.dim, "edge")
         res["edge_build_s"] = round(time.perf_counter() - t, 1)
-        try:
-            res["edge"] = _cells(retriever(store), qs)
-            if s.dense_prefetch:  # the one-stage exact MaxSim scan (before two-stage dense), same store and run
-                res["edge_exact_scan"] = _cells(retriever(store, 0), qs, modes=("vector", "hybrid"))
+        t = time.perf_counter()
+        base = PythonBaseline(points, n, svc.embedder)
+        res["baseline_build_s"] = round(time.perf_counter() - t, 1)
+        try:  # Edge, Edge with the exact MaxSim scan (before two-stage dense) and the baseline, interleaved
+            variants: dict[str, tuple[Any, tuple[str, ...]]] = {"edge": (retriever(store), MODES),
+                                                                "baseline": (base, ("hybrid",))}
+            if s.dense_prefetch:
+                variants["edge_exact_scan"] = (retriever(store, 0), ("vector", "hybrid"))
+            res.update(_cells_interleaved(variants, qs))
         finally:
             close_synthetic(store)
+            del base
         if n in local_sizes:
             t = time.perf_counter()
             store = synthetic_store(points, n, svc.embedder.dim, "local")
@@ -401,18 +450,6 @@ def bench_retrieval(svc, sizes: list[int], questions: list[dict], n_q: int, loca
                 res["local"] = _cells(retriever(store), qs[:local_q])
             finally:
                 close_synthetic(store)
-        t = time.perf_counter()
-        base = PythonBaseline(points, n, svc.embedder)
-        res["baseline_build_s"] = round(time.perf_counter() - t, 1)
-        res["baseline"] = {}
-        for scoped in (False, True):
-            lat = []
-            for q in qs:
-                t = time.perf_counter()
-                base.search(q["question"], q["doc_name"] if scoped else None)
-                lat.append((time.perf_counter() - t) * 1000)
-            res["baseline"][f"hybrid{' scoped' if scoped else ''}"] = pct(lat)
-        del base
         e = res["edge"]
         res["ratios"] = {
             "edge hybrid scoped / unscoped (P95)": _ratio(e["hybrid scoped"]["p95"], e["hybrid"]["p95"]),
