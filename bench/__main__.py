@@ -17,7 +17,9 @@ the same run, and written to ``bench/results/<date>-<machine>.json`` plus a prin
    at 1k (``--local-sizes``) with fewer questions (its filtered queries take seconds). The collections
    replicate the ingested points (real embeddings) under new document names, written through
    ``VectorStore.upsert``. Baseline, same run: BM25 in Python over all chunks (rank_bm25
-   ``BM25Okapi``) + brute-force numpy cosine + RRF. Ratios: scoped / unscoped, baseline / Edge.
+   ``BM25Okapi``) + brute-force numpy cosine + RRF, and Edge with the exact MaxSim scan of every
+   sentence window (the dense leg before two-stage prefetch), both interleaved question by question
+   with the default so that load changes hit all alike. Ratios: scoped / unscoped, baseline / Edge.
 3. **Concurrency**: the API (uvicorn subprocess, embedded Edge store filled to ``--api-chunks``
    = 50k chunks) under 1 client, then 8 concurrent clients for a fixed time (/search hybrid,
    every 4th request /query): throughput, P50/P95 (ms), errors. Then /search from 1 client
@@ -360,6 +362,47 @@ def _cells(retr, qs: list[dict], modes=MODES) -> dict[str, Any]:
     return res
 
 
+def _cells_interleaved(variants: dict[str, tuple[Any, tuple[str, ...]]], qs: list[dict]) -> dict[str, dict[str, Any]]:
+    """Like ``_cells`` for several variants at once, interleaved question by question (the order
+    alternates per question), so a load change on a shared machine hits every variant alike and
+    their ratios hold. ``variants``: name -> (a ``Retriever``, or a ``PythonBaseline`` (hybrid
+    only), modes to measure). Returns name -> cell -> P50/P95 (+ store/embed P95 for retrievers)."""
+    from core.store import Scope
+
+    for obj, _ in variants.values():
+        if hasattr(obj, "retrieve"):
+            for q in qs[:2]:  # warm-up (first calls load lazily built state)
+                obj.retrieve(q["question"], Scope(doc_names=[q["doc_name"]]), 5, "hybrid")
+    out: dict[str, dict[str, Any]] = {name: {} for name in variants}
+    for scoped in (False, True):
+        for mode in MODES:
+            names = [n for n, (_, modes) in variants.items() if mode in modes]
+            if not names:
+                continue
+            lat: dict[str, list[float]] = defaultdict(list)
+            store_lat: dict[str, list[float]] = defaultdict(list)
+            embed_lat: dict[str, list[float]] = defaultdict(list)
+            for i, q in enumerate(qs):
+                for name in (names if i % 2 == 0 else names[::-1]):
+                    obj = variants[name][0]
+                    t = time.perf_counter()
+                    if hasattr(obj, "retrieve"):
+                        r = obj.retrieve(q["question"], Scope(doc_names=[q["doc_name"]]) if scoped else Scope(), 5, mode)
+                        lat[name].append((time.perf_counter() - t) * 1000)
+                        store_lat[name].append(r.timings_ms.get("vector", 0.0) + r.timings_ms.get("bm25", 0.0))
+                        embed_lat[name].append(r.timings_ms.get("embed", 0.0))
+                    else:
+                        obj.search(q["question"], q["doc_name"] if scoped else None)
+                        lat[name].append((time.perf_counter() - t) * 1000)
+            for name in names:
+                cell = pct(lat[name])
+                if store_lat[name]:
+                    cell["store_p95"] = pct(store_lat[name])["p95"]
+                    cell["embed_p95"] = pct(embed_lat[name])["p95"]
+                out[name][f"{mode}{' scoped' if scoped else ''}"] = cell
+    return out
+
+
 def _ratio(a: float | None, b: float | None) -> float | None:
     return round(a / b, 2) if a and b else None
 
@@ -377,19 +420,28 @@ def bench_retrieval(svc, sizes: list[int], questions: list[dict], n_q: int, loca
                            "sizes": {}}
     s = svc.settings
 
-    def retriever(store):
+    def retriever(store, dense_prefetch: int = s.dense_prefetch):
         return Retriever(store, svc.embedder, rrf_k=s.rrf_k, candidates=s.candidates,
-                         dense_skip_scripts=s.dense_skip_scripts, dense_windows=s.dense_window_tokens > 0)
+                         dense_skip_scripts=s.dense_skip_scripts, dense_windows=s.dense_window_tokens > 0,
+                         fusion=s.fusion, dense_prefetch=dense_prefetch)
 
     for n in sizes:
         res: dict[str, Any] = {}
         t = time.perf_counter()
         store = synthetic_store(points, n, svc.embedder.dim, "edge")
         res["edge_build_s"] = round(time.perf_counter() - t, 1)
-        try:
-            res["edge"] = _cells(retriever(store), qs)
+        t = time.perf_counter()
+        base = PythonBaseline(points, n, svc.embedder)
+        res["baseline_build_s"] = round(time.perf_counter() - t, 1)
+        try:  # Edge, Edge with the exact MaxSim scan (before two-stage dense) and the baseline, interleaved
+            variants: dict[str, tuple[Any, tuple[str, ...]]] = {"edge": (retriever(store), MODES),
+                                                                "baseline": (base, ("hybrid",))}
+            if s.dense_prefetch:
+                variants["edge_exact_scan"] = (retriever(store, 0), ("vector", "hybrid"))
+            res.update(_cells_interleaved(variants, qs))
         finally:
             close_synthetic(store)
+            del base
         if n in local_sizes:
             t = time.perf_counter()
             store = synthetic_store(points, n, svc.embedder.dim, "local")
@@ -398,18 +450,6 @@ def bench_retrieval(svc, sizes: list[int], questions: list[dict], n_q: int, loca
                 res["local"] = _cells(retriever(store), qs[:local_q])
             finally:
                 close_synthetic(store)
-        t = time.perf_counter()
-        base = PythonBaseline(points, n, svc.embedder)
-        res["baseline_build_s"] = round(time.perf_counter() - t, 1)
-        res["baseline"] = {}
-        for scoped in (False, True):
-            lat = []
-            for q in qs:
-                t = time.perf_counter()
-                base.search(q["question"], q["doc_name"] if scoped else None)
-                lat.append((time.perf_counter() - t) * 1000)
-            res["baseline"][f"hybrid{' scoped' if scoped else ''}"] = pct(lat)
-        del base
         e = res["edge"]
         res["ratios"] = {
             "edge hybrid scoped / unscoped (P95)": _ratio(e["hybrid scoped"]["p95"], e["hybrid"]["p95"]),
@@ -417,6 +457,11 @@ def bench_retrieval(svc, sizes: list[int], questions: list[dict], n_q: int, loca
             "python baseline / edge hybrid scoped (P95)": _ratio(res["baseline"]["hybrid scoped"]["p95"],
                                                                  e["hybrid scoped"]["p95"]),
         }
+        if "edge_exact_scan" in res:
+            x = res["edge_exact_scan"]
+            res["ratios"]["edge exact scan / two-stage: hybrid (P95)"] = _ratio(x["hybrid"]["p95"], e["hybrid"]["p95"])
+            res["ratios"]["python baseline / edge exact scan hybrid (P95)"] = _ratio(res["baseline"]["hybrid"]["p95"],
+                                                                                      x["hybrid"]["p95"])
         if "local" in res:
             res["ratios"]["local mode / edge hybrid scoped (P95)"] = _ratio(res["local"]["hybrid scoped"]["p95"],
                                                                             e["hybrid scoped"]["p95"])
@@ -633,6 +678,8 @@ def table(r: dict[str, Any]) -> str:
         lines += ["| Retrieval-only P50 / P95 ms (query embedding included; store = P95 of the store queries alone) | " +
                   " | ".join(f"{n} chunks" for n in sizes) + " |", "|---|" + "---|" * len(sizes)]
         rows = [("Qdrant Edge (embedded default)", "edge", m) for m in [*MODES, *(f"{m} scoped" for m in MODES)]]
+        rows += [("Qdrant Edge, exact MaxSim scan (before two-stage dense)", "edge_exact_scan", m)
+                 for m in ("vector", "hybrid", "vector scoped", "hybrid scoped")]
         rows += [("local mode (before)", "local", m) for m in [*MODES, *(f"{m} scoped" for m in MODES)]]
         rows += [("baseline: Python BM25 + numpy cosine + RRF", "baseline", m) for m in ("hybrid", "hybrid scoped")]
         for label, key, mode in rows:

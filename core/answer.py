@@ -203,7 +203,7 @@ class ExtractiveAnswerer:
             norm = 1.2 * (0.25 + 0.75 * len(toks) / avgdl)
             bm25.append(sum(idf[t] * tf[t] * 2.2 / (tf[t] + norm) for t in q_terms if tf[t]))
         top = max(bm25) or 1.0
-        qvec = self.embedder.embed([question])[0]
+        qvec = self.embedder.embed_query(question)
         dense = self._sentence_vectors(sents) @ qvec
         fused = [max(float(c.score), 0.0) for c in sources]
         best_fused = max(fused) or 1.0

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from .citations import normalize_ws
@@ -209,6 +210,22 @@ def _specific(anchor: Anchor) -> bool:
         bool(re.fullmatch(r"[A-Z]{2,6}s?", word)) or zipf_frequency(word.lower(), "en") < RARE_ZIPF)
 
 
+@lru_cache(maxsize=32)
+def _piece_terms(piece: str) -> frozenset[str]:
+    return frozenset(tokenize(piece))
+
+
+def text_terms(texts: list[str]) -> set[str]:
+    """``set(tokenize(normalize_ws(" ".join(texts)).lower()))``, computed text by text and cached
+    per text: no token spans whitespace, so the union over the texts is the same set, and a whole
+    document's text (the same on every question about it) is tokenized once, not on every
+    /query (hundreds of milliseconds of GIL-holding Python for a long document)."""
+    out: set[str] = set()
+    for t in texts:
+        out |= _piece_terms(normalize_ws(t).lower())
+    return out
+
+
 def missing_anchors(question: str, document_texts: list[str], source_passages: list[str] | None = None) -> list[str]:
     """Anchors of ``question`` the knowledge base cannot answer about, or [] when answerable.
 
@@ -226,7 +243,7 @@ def missing_anchors(question: str, document_texts: list[str], source_passages: l
         return []
     raw = normalize_ws(" ".join(document_texts))
     text = raw.lower()
-    terms = set(tokenize(text))
+    terms = text_terms(document_texts)
     missing = [a for a in anchors if not _present(a, text, terms, raw)]
 
     def shown(ms: list[Anchor]) -> list[str]:  # an acronym not found, rather than the run it is in
@@ -343,7 +360,7 @@ def assess(question: str, document_texts: list[str], source_passages: list[str] 
         return Verdict("refused", missing, "the searched documents do not mention " +
                        ", ".join(f"“{m}”" for m in missing))
     raw = normalize_ws(" ".join(document_texts))
-    terms = set(tokenize(raw.lower()))
+    terms = text_terms(document_texts)
     absent = []
     for w in rare_terms(question):
         toks = [t for t in tokenize(w) if t not in STOP_WORDS]

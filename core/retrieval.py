@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -184,15 +185,30 @@ def keep_clear_hit(fused: list[tuple[str, float]], bm25: dict[str, PointHit],
     return [(top, fused[0][1])] + rest, {top: (round(h1.score / h2.score, 3), own)}
 
 
-def identifier_matches(question: str, text: str) -> int:
-    """How many of the question's identifier tokens (tokens with a digit or a joiner, e.g.
-    ``ppr-9087``, ``10-q``, ``hr_schema.employees``) occur as tokens of ``text``."""
+def question_identifiers(question: str) -> frozenset[str]:
+    """The question's identifier tokens: tokens with a digit or a joiner (``ppr-9087``, ``10-q``,
+    ``hr_schema.employees``)."""
     from .sparse import tokenize
 
-    ids = {t for t in tokenize(question) if any(ch.isdigit() for ch in t) or re.search(r"[._\-/:]", t)}
+    return frozenset(t for t in tokenize(question) if any(ch.isdigit() for ch in t) or re.search(r"[._\-/:]", t))
+
+
+@lru_cache(maxsize=4096)
+def _token_set(text: str) -> frozenset[str]:
+    """``set(tokenize(text))``, cached: a chunk's text never changes, and tokenizing one costs
+    milliseconds (stemming), paid again for every tie it is in."""
+    from .sparse import tokenize
+
+    return frozenset(tokenize(text))
+
+
+def identifier_matches(question: str, text: str, ids: frozenset[str] | None = None) -> int:
+    """How many of the question's identifier tokens (``question_identifiers``; pass ``ids`` when
+    already computed) occur as tokens of ``text``."""
+    ids = question_identifiers(question) if ids is None else ids
     if not ids:
         return 0
-    return len(ids & set(tokenize(text)))
+    return len(ids & _token_set(text))
 
 
 class Fusion(ChoiceEnum):
@@ -215,6 +231,8 @@ class Retriever:
     The dense leg scores a chunk by its best sentence window (``dense_windows``, Qdrant
     multivector with MaxSim as in ColBERT, Khattab & Zaharia, SIGIR 2020 -- here one vector per
     window of ~64 word pieces): one vector per 200-token chunk blurs the single fact a question asks for.
+    ``dense_prefetch`` > 0: MaxSim re-scores only the top ``dense_prefetch`` chunks by their single
+    chunk vector (two stages, ``VectorStore.search_dense``) instead of scanning every window.
 
     ``clear_hit_ratio``: BM25's top hit scoring this many times its second is ranked first after
     fusion (``keep_clear_hit``; 0 = off).
@@ -225,7 +243,8 @@ class Retriever:
 
     def __init__(self, store: VectorStore, embedder: Embedder, *, rrf_k: int = 60, candidates: int = 20,
                  reranker: Any = None, rerank_candidates: int = 30, dense_skip_scripts: str = "",
-                 dense_windows: bool = True, fusion: "Fusion | str" = "rrf", clear_hit_ratio: float = 1.5):
+                 dense_windows: bool = True, fusion: "Fusion | str" = "rrf", clear_hit_ratio: float = 1.5,
+                 dense_prefetch: int = 0):
         self.store = store
         self.embedder = embedder
         self.rrf_k = rrf_k
@@ -238,6 +257,7 @@ class Retriever:
         if clear_hit_ratio < 0:
             raise ValueError("clear_hit_ratio must be >= 0 (0 = off)")
         self.clear_hit_ratio = clear_hit_ratio
+        self.dense_prefetch = dense_prefetch
 
     def retrieve(self, question: str, scope: Scope | None = None, top_k: int = 5,
                  mode: Mode | str = Mode.hybrid, neighbors: int | None = None) -> RetrievalResult:
@@ -272,14 +292,15 @@ class Retriever:
                          "does not cover (RAGAUDIT_DENSE_SKIP_SCRIPTS); BM25 only")
         if use_dense:
             t = time.perf_counter()
-            qvec = self.embedder.embed([question])[0]
+            qvec = self.embedder.embed_query(question)
             timings["embed"] = (time.perf_counter() - t) * 1000
             t = time.perf_counter()
             windows = self.dense_windows and self.store.has_windows()
             if self.dense_windows and not windows:
                 notes.append("vector leg: this collection has one vector per chunk (created before sentence "
                              "windows); re-ingest into a new collection for window-level (MaxSim) dense retrieval")
-            hits["vector"] = {h.id: h for h in self.store.search_dense(qvec, flt, n, windows=windows)}
+            hits["vector"] = {h.id: h for h in self.store.search_dense(qvec, flt, n, windows=windows,
+                                                                        prefetch=self.dense_prefetch)}
             timings["vector"] = (time.perf_counter() - t) * 1000
         if mode in (Mode.bm25, Mode.hybrid, Mode.hybrid_rerank):
             t = time.perf_counter()
@@ -345,13 +366,14 @@ class Retriever:
         if all(len(g) == 1 for g in groups.values()):
             return fused
         tb = {}
+        ids = question_identifiers(question)
         for g in groups.values():
             if len(g) < 2:
                 continue
             for pid in g:
                 h = next(hs[pid] for hs in hits.values() if pid in hs)
                 text = f"{h.payload.get('header', '')}\n{h.payload.get('text', '')}"
-                tb[pid] = (identifier_matches(question, text),
+                tb[pid] = (identifier_matches(question, text, ids),
                            hits.get("bm25", {}).get(pid).score if pid in hits.get("bm25", {}) else 0.0,
                            hits.get("vector", {}).get(pid).score if pid in hits.get("vector", {}) else 0.0)
         return sorted(fused, key=lambda kv: (-round(kv[1], 12), tuple(-x for x in tb.get(kv[0], ())), kv[0]))

@@ -182,11 +182,17 @@ class VectorStore:
     def _count(self, flt: models.Filter | None) -> int:
         return self.client.count(self.collection, count_filter=flt, exact=True).count
 
-    def _query(self, using: str, query: Any, flt: models.Filter | None, limit: int) -> list[PointHit]:
+    def _query(self, using: str, query: Any, flt: models.Filter | None, limit: int,
+               prefetch: tuple[str, Any, int] | None = None) -> list[PointHit]:
+        """Top-``limit`` points by ``query`` on vector ``using`` under ``flt``; with ``prefetch`` =
+        ``(using, query, limit)``, only that first stage's top points (same filter) are scored."""
         if using == SPARSE:
             query = models.SparseVector(indices=query.indices, values=query.values)
+        pre = None
+        if prefetch is not None:
+            pre = models.Prefetch(query=prefetch[1], using=prefetch[0], filter=flt, limit=prefetch[2])
         res = self.client.query_points(self.collection, query=query, using=using, query_filter=flt, limit=limit,
-                                       with_payload=True)
+                                       prefetch=pre, with_payload=True)
         return [PointHit(str(p.id), float(p.score), p.payload or {}) for p in res.points]
 
     def _scroll(self, flt: models.Filter | None, limit: int, offset: Any) -> tuple[list[tuple[str, dict]], Any]:
@@ -335,11 +341,19 @@ class VectorStore:
         return self._count(flt)
 
     def search_dense(self, vector: Sequence[float], flt: models.Filter | None, limit: int,
-                     windows: bool = False) -> list[PointHit]:
+                     windows: bool = False, prefetch: int = 0) -> list[PointHit]:
         """Top-``limit`` by cosine similarity of the dense vector; with ``windows`` (and a collection
-        that has them), by MaxSim: the cosine of the chunk's best sentence window."""
+        that has them), by MaxSim: the cosine of the chunk's best sentence window.
+
+        ``prefetch`` > ``limit`` (with ``windows``): two stages, the standard Qdrant multivector
+        pattern -- the top ``prefetch`` chunks by their single chunk vector (one dot product per
+        chunk), then MaxSim over those only, instead of an exact MaxSim scan of every window of
+        every chunk in the filter. 0 = the exact scan."""
         if windows and self.has_windows():
-            return self._query(WINDOWS, [_floats(vector)], flt, limit)
+            vec = _floats(vector)
+            if prefetch > limit:
+                return self._query(WINDOWS, [vec], flt, limit, prefetch=(DENSE, vec, prefetch))
+            return self._query(WINDOWS, [vec], flt, limit)
         return self._query(DENSE, _floats(vector), flt, limit)
 
     def search_sparse(self, vector: SparseVector, flt: models.Filter | None, limit: int) -> list[PointHit]:
@@ -529,12 +543,17 @@ class EdgeVectorStore(VectorStore):
     def _count(self, flt: models.Filter | None) -> int:
         return self.shard.count(self.qe.CountRequest(exact=True, filter=edge_filter(flt)))
 
-    def _query(self, using: str, query: Any, flt: models.Filter | None, limit: int) -> list[PointHit]:
+    def _query(self, using: str, query: Any, flt: models.Filter | None, limit: int,
+               prefetch: tuple[str, Any, int] | None = None) -> list[PointHit]:
         qe = self.qe
         if using == SPARSE:
             query = qe.SparseVector(indices=list(query.indices), values=[float(y) for y in query.values])
+        eflt = edge_filter(flt)
+        pre = None
+        if prefetch is not None:
+            pre = [qe.Prefetch(limit=prefetch[2], query=qe.Query.Nearest(prefetch[1], using=prefetch[0]), filter=eflt)]
         res = self.shard.query(qe.QueryRequest(limit=limit, query=qe.Query.Nearest(query, using=using),
-                                               filter=edge_filter(flt), with_payload=True))
+                                               prefetches=pre, filter=eflt, with_payload=True))
         return [PointHit(str(p.id), float(p.score), _without_shadows(p.payload)) for p in res]
 
     def _scroll(self, flt, limit, offset):

@@ -129,6 +129,36 @@ def test_dense_windows_score_by_maxsim(store):
     assert store.search_dense(q, None, 1)[0].score == pytest.approx(float(np.dot(vec["dense"], q)), abs=1e-5)
 
 
+def test_two_stage_dense_rescores_only_the_prefetched_chunks(store):
+    """``search_dense(windows=True, prefetch=M)``: MaxSim is computed over the top-M chunks by their
+    single chunk vector, under the scope filter, and scored exactly as the one-stage query. Fails if
+    the prefetch is ignored (a chunk outside the first stage wins on its window), if the prefetch
+    stage drops the filter (another document's or a staged point comes back), or if the scores
+    differ from the exact MaxSim scan."""
+    a_ids = add(store, "a", 4)
+    staged = add(store, "c", 2, live=False)
+    # chunk "b"/0: a chunk vector far from the query, but one window exactly on it
+    pid = point_id("b", 1, "sentence", 0)
+    store.upsert([pid], [unit(0.0, 0.0, 0.0, 1.0)], [SparseVector([1], [1.0])],
+                 [{"document_id": "b", "doc_name": "b.pdf", "doc_key": "b.pdf", "knowledge_base": "default",
+                   "strategy": "sentence", "doc_sha256": "s", "ingest_version": 1, "chunk_index": 0,
+                   "page_start": 1, "page_end": 1, "live": True, "primary": True, "text": "b"}],
+                 windows=[[unit(0.0, 0.0, 0.0, 1.0), unit(0.0, 0.0, 0.0, 0.0, 1.0)]])
+    q = unit(0.1, 0.0, 0.0, 0.0, 1.0)  # no exact ties between the other chunks' best windows
+    flt = Scope().to_filter()
+    exact = store.search_dense(q, flt, 3, windows=True)
+    assert exact[0].id == pid and exact[0].score == pytest.approx(float(np.dot(q, unit(0, 0, 0, 0, 1.0))), abs=1e-5)
+    everything = store.search_dense(q, flt, 3, windows=True, prefetch=50)  # first stage covers all
+    assert [(h.id, round(h.score, 5)) for h in everything] == [(h.id, round(h.score, 5)) for h in exact]
+    q2 = unit(0.6, 0.0, 0.0, 0.0, 1.0)  # "b" wins on its window, loses on its chunk vector
+    assert store.search_dense(q2, flt, 2, windows=True)[0].id == pid
+    narrow = store.search_dense(q2, flt, 2, windows=True, prefetch=3)
+    assert pid not in {h.id for h in narrow} and len(narrow) == 2  # "b" is not in the chunk-vector top 3
+    scoped = store.search_dense(q, Scope(doc_names=["a.pdf"]).to_filter(), 10, windows=True, prefetch=20)
+    assert {h.id for h in scoped} == set(a_ids)
+    assert not ({h.id for h in store.search_dense(q, flt, 10, windows=True, prefetch=20)} & set(staged))
+
+
 def test_delete_by_document_and_by_id(store):
     """Deleting a document removes its points only (``keep_sha256`` spares one content version);
     ``delete_points`` removes exactly the ids given; ``get_payloads`` skips missing ids. Fails if
