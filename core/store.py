@@ -352,7 +352,11 @@ class VectorStore:
         if windows and self.has_windows():
             vec = _floats(vector)
             if prefetch > limit:
-                return self._query(WINDOWS, [vec], flt, limit, prefetch=(DENSE, vec, prefetch))
+                # exact ties come back from the rescoring stage in no fixed order (the CLI and API
+                # evaluations of one knowledge base differed until they were ordered): ties by id,
+                # a few spare hits so that a tie at the cut does not decide which one is kept
+                hits = self._query(WINDOWS, [vec], flt, min(prefetch, limit + 20), prefetch=(DENSE, vec, prefetch))
+                return sorted(hits, key=lambda h: (-h.score, h.id))[:limit]
             return self._query(WINDOWS, [vec], flt, limit)
         return self._query(DENSE, _floats(vector), flt, limit)
 
