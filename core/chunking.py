@@ -227,6 +227,7 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
             rs = len(seg.rstrip())
             if rs > ls:
                 spans.append((base + s + ls, base + s + rs))
+    spans = _join_abbreviations(text, spans)
     # CJK sentences end in 。！？ without a following space: split them too
     out = []
     for s, e in spans:
@@ -237,6 +238,25 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
                 out.append((cut, end))
                 cut = end
         out.append((cut, e))
+    return out
+
+
+_ABBR_END = re.compile(r"(?<![\w.])[A-Z][a-z]{0,3}\.$")
+_NUMBER_START = re.compile(r"(?:\d|[A-Z][a-z]{0,3}\.\s*\d)")
+
+
+def _join_abbreviations(text: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Undo a sentence split after an abbreviation that introduces a number on the same line
+    ("Cat. | No. 11364D", "Fig. | 3", "Sec. | 512"): pysbd ends a sentence at a capitalised
+    short word with a period; a following number (or another such abbreviation and a number)
+    shows the period was an abbreviation's."""
+    out: list[tuple[int, int]] = []
+    for s, e in spans:
+        if (out and _ABBR_END.search(text[out[-1][0]:out[-1][1]]) and "\n" not in text[out[-1][1]:s]
+                and _NUMBER_START.match(text, s)):
+            out[-1] = (out[-1][0], e)
+        else:
+            out.append((s, e))
     return out
 
 

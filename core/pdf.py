@@ -217,9 +217,7 @@ def extract_pages(data: bytes, on_page: Callable[[int, int], None] | None = None
 class _Line:
     """One extracted line: text, median font size pt, characters, vertical position (pt from the
     page top), whether it is among the page's first or last lines (``edge``) and its ``key`` for
-    running header/footer detection (spaces removed, digit runs as ``#``, lower-cased; a line opening
-    with a page label such as "Page 2 of 4" keys as the label alone, so a footer that adds the
-    report number on some pages only is still one running footer)."""
+    running header/footer detection (spaces removed, digit runs as ``#``, lower-cased)."""
 
     text: str
     size: float
@@ -230,13 +228,7 @@ class _Line:
 
     @property
     def key(self) -> str:
-        if _PAGE_LABEL.match(self.text):  # "Page 1 of 4" and "Page 2 of 4 NYC08CA055" are one footer
-            return "#page-label#"
         return re.sub(r"\d+", "#", re.sub(r"\s+", "", self.text)).lower()
-
-
-# a page label opening a header/footer line: "Page 3", "Page 3 of 12", "Pg. 3", "3 of 12", "3/12"
-_PAGE_LABEL = re.compile(r"^\s*(?:(?:page|pg\.?)\s*\d+(?:\s*(?:of|/)\s*\d+)?(?!\S)|\d+\s*(?:of|/)\s*\d+\s*$)", re.I)
 
 
 # spacing accents (as TeX and many PDF producers draw them: a separate glyph over the letter)

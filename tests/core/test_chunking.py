@@ -7,7 +7,7 @@ import pytest
 from core.chunking import (Strategy, chunk_document, chunk_sentences, document_text, document_title, sentence_spans,
                            window_spans)
 from core.pdf import extract_pages
-from tests.conftest import DATA, SAMPLES
+from tests.conftest import DATA, SAMPLES, SHARED_CORPUS
 
 
 @pytest.fixture(scope="module")
@@ -145,3 +145,27 @@ def test_window_spans_pack_whole_sentences(dmca_pages, embedder):
             n = embedder.count_tokens([c.text[a:b]])[0]
             one_sentence = sum(1 for s, e in sentences if a <= s and e <= b) == 1
             assert n <= 64 + 2 or one_sentence
+
+
+def test_abbreviation_before_a_number_does_not_end_a_sentence():
+    """fails if ``_join_abbreviations`` is removed: pysbd ends a sentence at "Cat." and the
+    catalogue number then starts the next sentence, so a chunk boundary can fall between them."""
+    text = "For the Privacy Act Notice, see page 32. Cat. No. 11364D Form 1040NR (2007)\nNext line here."
+    spans = [text[s:e] for s, e in sentence_spans(text)]
+    assert spans[0] == "For the Privacy Act Notice, see page 32."
+    assert spans[1].startswith("Cat. No. 11364D Form 1040NR (2007)")
+    # a real sentence end before a number on the next line is kept
+    text2 = "The vote was held in May.\n2023 results follow."
+    assert [text2[s:e] for s, e in sentence_spans(text2)][0] == "The vote was held in May."
+
+
+def test_catalogue_number_of_a_real_form_stays_whole_in_a_chunk(embedder):
+    """IRS Form 1040NR (2007) from the shared corpus, chunked as ingestion does. fails if a chunk
+    boundary falls between "Cat." and "No. 11364D" (the abbreviation taken for a sentence end)."""
+    from core.chunking import DEFAULT_STRATEGY
+
+    path = SHARED_CORPUS / "pdfs" / "f1040nr.pdf"
+    pages = extract_pages(path.read_bytes())
+    chunks = chunk_document(pages, embedder, document_title(path.name, pages), DEFAULT_STRATEGY, 200)
+    assert any("Cat. No. 11364D" in " ".join(c.text.split()) for c in chunks)
+    assert not any(" ".join(c.text.split()).endswith("Cat.") for c in chunks)

@@ -10,7 +10,7 @@ import pytest
 from fpdf import FPDF
 
 from core.pdf import extract_pages
-from tests.conftest import DATA, SAMPLES, SHARED_CORPUS
+from tests.conftest import DATA, SHARED_CORPUS
 
 LOREM_LEFT = [
     "alpha one the left column starts here and",
@@ -175,29 +175,6 @@ def test_dmca_case_footer_not_between_the_halves_of_a_sentence():
     assert "Copyright Office Summary" not in p1.text + p2.text
     assert p1.text.rstrip().endswith("are available to anyone on")
     assert p2.text.startswith("reasonable nondiscriminatory terms")
-
-
-def test_page_label_footer_removed_when_only_some_pages_add_the_report_number():
-    """NTSB reports print "Page 1 of 4" on page 1 and "Page 2 of 4 NYC08CA055" on the others.
-    fails if a line opening with a page label is not one running footer (``_Line.key``): page 1
-    then keeps "Page 1 of 4" in its text, where the chunker takes it for a heading."""
-    path = SAMPLES / "20071229X02007.pdf"
-    pages = extract_pages(path.read_bytes())
-    assert len(pages) == 4
-    for p in pages:
-        assert not re.search(r"^Page \d+ of 4", p.text, re.M), p.text[-200:]
-    assert pages[0].text.rstrip().endswith("PILOT IN COMMAND")  # the last finding, not the footer
-    assert pages[1].text.startswith("Factual Information")
-
-
-def test_page_labels_recognised_but_not_text_that_merely_starts_with_page():
-    """fails if the page-label pattern misses a common form or takes a sentence for a label."""
-    from core.pdf import _Line
-
-    for label in ("Page 3", "Page 3 of 12", "page 12 of 40 NYC08CA055", "Pg. 3", "3 of 12", "3/12"):
-        assert _Line(label, 9, 9, 750, 760).key == "#page-label#", label
-    for text in ("Page layout matters", "Pages 3 to 5 describe it", "3 of the 12 tables", "Page3x"):
-        assert _Line(text, 9, 9, 750, 760).key != "#page-label#", text
 
 
 def test_spacing_accents_are_composed():
