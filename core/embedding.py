@@ -119,6 +119,7 @@ class Embedder:
         from transformers.utils import logging as hf_logging
 
         hf_logging.set_verbosity_error()  # we count long texts on purpose (budgets); no length warnings
+        hf_logging.disable_progress_bar()  # transformers' 'Loading weights' bar: our CLI prints its own progress
 
         self.name = model
         self.path = resolve_model_path(model)
