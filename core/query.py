@@ -234,6 +234,7 @@ class QueryService:
         hit = self.cache.get(ckey) if ckey else None
         if hit is not None:
             return self._serve_cached(hit, new_id(), question, scope, mode_v, top_k or self.svc.settings.top_k, t0)
+        prep = None
         try:
             prep = self.prepare(question, scope, top_k, mode_v)
             t = time.perf_counter()
@@ -241,8 +242,12 @@ class QueryService:
             gen_ms = (time.perf_counter() - t) * 1000
         except Exception as e:
             if log_query:
-                self._log(new_id(), question, scope, mode_v, top_k or self.svc.settings.top_k, None, None,
-                          (time.perf_counter() - t0) * 1000, error_kind=type(e).__name__)
+                if prep is None:  # retrieval failed: nothing to show but the time spent
+                    self._log(new_id(), question, scope, mode_v, top_k or self.svc.settings.top_k, None, None,
+                              (time.perf_counter() - t0) * 1000, error_kind=type(e).__name__)
+                else:  # the answerer failed: the row keeps what retrieval did and how long generation ran
+                    self._log(prep.query_id, question, prep.scope, prep.mode, prep.top_k, self._partial(prep, t), None,
+                              (time.perf_counter() - t0) * 1000, error_kind=type(e).__name__)
             raise
         out = self.result_json(prep, ans, gen_ms)
         if log_query:
@@ -300,13 +305,13 @@ class QueryService:
             if gen is not None:
                 gen.close()
             if log_query:
-                self._log(prep.query_id, question, prep.scope, prep.mode, prep.top_k, None, None,
+                self._log(prep.query_id, question, prep.scope, prep.mode, prep.top_k, self._partial(prep, t, ttft), None,
                           (time.perf_counter() - prep.t0) * 1000, error_kind=CLIENT_DISCONNECTED, endpoint="stream")
             raise
         except Exception as e:
             kind = CLIENT_DISCONNECTED if cancel is not None and cancel.cancelled else type(e).__name__
             if log_query:
-                self._log(prep.query_id, question, prep.scope, prep.mode, prep.top_k, None, None,
+                self._log(prep.query_id, question, prep.scope, prep.mode, prep.top_k, self._partial(prep, t, ttft), None,
                           (time.perf_counter() - prep.t0) * 1000, error_kind=kind, endpoint="stream")
             if kind == CLIENT_DISCONNECTED:
                 return  # nobody is listening
@@ -318,6 +323,17 @@ class QueryService:
                       endpoint="stream")
         done = {k: out[k] for k in ("query_id", "answer", "concise_answer", "label", "citations", "citation_check", "timings_ms", "usage")}
         yield "done", done
+
+    @staticmethod
+    def _partial(prep: Prepared, gen_t0: float, ttft_ms: float | None = None) -> dict[str, Any]:
+        """What a request that failed (or lost its client) after retrieval still logs: the retrieval
+        stage timings (ms), the generation time up to the failure (ms), ttft when a token was sent,
+        and the retrieved chunk ids, so a failed row says which stage failed and after how long."""
+        timings = {k: round(v, 2) for k, v in prep.retrieval.timings_ms.items()}
+        timings["generation"] = round((time.perf_counter() - gen_t0) * 1000, 2)
+        if ttft_ms is not None:
+            timings["ttft"] = round(ttft_ms, 2)
+        return {"timings_ms": timings, "retrieved": prep.sources_json(), "citations": []}
 
     def _log(self, qid: str, question: str, scope: Scope, mode: Mode, top_k: int, out: dict | None,
              ans: AnswerResult | None, total_ms: float, error_kind: str | None = None, endpoint: str = "query") -> None:

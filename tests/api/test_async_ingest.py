@@ -41,8 +41,8 @@ def _events(client, doc_id: str) -> list[tuple[str, dict]]:
 
 
 def test_five_uploads_at_once_answer_202_and_all_end_ready(settings):
-    """Five PDFs posted concurrently: each POST answers 202 (status queued) within 2 s while the
-    worker ingests, the SSE stream of each reports stage progress in order and ends ``ready``,
+    """Five PDFs posted concurrently: each POST answers 202 (status queued) before its document is
+    ingested (most are still waiting when the last POST returns), the SSE stream of each reports stage progress in order and ends ``ready``,
     and every document is searchable. Fails if POST waits for the ingestion (it took 5-20 s per
     file before), if stages are not written by the stage functions (the stream would jump from
     queued to ready), if runs are lost or not serialised, or if the stream never ends."""
@@ -62,7 +62,11 @@ def test_five_uploads_at_once_answer_202_and_all_end_ready(settings):
         for th in threads:
             th.join()
         assert {n: a[0] for n, a in answers.items()} == {f.name: 202 for f in files}, answers
-        assert max(a[1] for a in answers.values()) < 2.0, {n: a[1] for n, a in answers.items()}
+        # no clock bound (it missed under load): POST must return before the ingestion of its
+        # document, so when the last POST has returned, one worker running documents one at a time
+        # cannot have finished most of them; a POST that waited for its ingestion leaves all 5 ready
+        waiting = [d for d in client.get("/documents").json() if d["status"] != "ready"]
+        assert len(waiting) >= 3, ({n: round(a[1], 2) for n, a in answers.items()}, waiting)
         assert all(a[2]["status"] == "queued" and a[2]["document"]["status"] == "queued" for a in answers.values())
 
         # the first document is followed from the start: every stage appears, in order
