@@ -14,11 +14,34 @@ from typing import Any
 from sqlalchemy import (JSON, Boolean, DateTime, Float, ForeignKey, Index, Integer, String, Text,
                         UniqueConstraint, create_engine, event, text, true, update)
 from sqlalchemy.engine import Engine
+from sqlalchemy.types import TypeDecorator
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, sessionmaker
 
 
 def utcnow() -> datetime:
     return datetime.now(timezone.utc)
+
+
+class UTCDateTime(TypeDecorator):
+    """``DateTime(timezone=True)`` that always reads back timezone-aware UTC datetimes.
+
+    PostgreSQL's ``timestamptz`` returns aware values; SQLite stores the text without an offset
+    and returns naive ones, so the same row was ``...T10:00:00+00:00`` in production and
+    ``...T10:00:00`` (no zone) in the embedded mode. Aware values are stored converted to UTC;
+    naive ones are taken as UTC. Same DDL as ``DateTime(timezone=True)`` (no migration)."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Any) -> datetime | None:
+        if value is not None and value.tzinfo is not None:
+            value = value.astimezone(timezone.utc)
+        return value
+
+    def process_result_value(self, value: datetime | None, dialect: Any) -> datetime | None:
+        if value is not None and value.tzinfo is None:
+            value = value.replace(tzinfo=timezone.utc)
+        return value
 
 
 def new_id() -> str:
@@ -65,14 +88,14 @@ class Document(Base):
     status: Mapped[str] = mapped_column(String(16), default="queued", index=True)
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
     ingest_version: Mapped[int] = mapped_column(Integer, default=0)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
-    ingested_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
+    ingested_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
     pages_done: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     pages_total: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     chunks_done: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     chunks_total: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     pending_strategy: Mapped[str | None] = mapped_column(String(32), nullable=True)
-    queued_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    queued_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
     built_with: Mapped[dict | None] = mapped_column(JSON, nullable=True)
     build_fingerprint: Mapped[str | None] = mapped_column(String(64), nullable=True)
     source_path: Mapped[str | None] = mapped_column(Text, nullable=True)
@@ -137,7 +160,7 @@ class QAPair(Base):
     evidence: Mapped[str] = mapped_column(Text)
     generator: Mapped[str] = mapped_column(String(32))
     model: Mapped[str | None] = mapped_column(String(128), nullable=True)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
 
 
 class EvalDataset(Base):
@@ -149,7 +172,7 @@ class EvalDataset(Base):
     name: Mapped[str] = mapped_column(String(256), unique=True)
     source: Mapped[str] = mapped_column(String(32), default="upload")
     n_questions: Mapped[int] = mapped_column(Integer, default=0)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
 
     def as_dict(self) -> dict[str, Any]:
         return {"id": self.id, "name": self.name, "source": self.source, "n_questions": self.n_questions,
@@ -182,8 +205,8 @@ class EvalRun(Base):
     progress_total: Mapped[int] = mapped_column(Integer, default=0)
     results: Mapped[dict | None] = mapped_column(JSON, nullable=True)
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, index=True)
-    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow, index=True)
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
 
     def as_dict(self, with_results: bool = True) -> dict[str, Any]:
         d = {"id": self.id, "dataset": self.dataset, "params": self.params, "status": self.status,
@@ -201,7 +224,7 @@ class QueryLog(Base):
     __tablename__ = "query_logs"
 
     id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, index=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow, index=True)
     endpoint: Mapped[str] = mapped_column(String(32), default="query")
     question: Mapped[str | None] = mapped_column(Text, nullable=True)
     question_hash: Mapped[str] = mapped_column(String(64))
