@@ -106,7 +106,8 @@ def test_ui_end_to_end(server, tmp_path):
     fails if: the upload never reaches ready or the bad file's reason is not shown; the answer lacks
     the gold answer or its citation names another page; the citation dialog lacks the highlighted
     quote or its PDF link is not the stored PDF at that page; switching the X-ray to bm25 does not
-    change the ranks (vector ranks must vanish); the admin list shows chunks of another document or
+    change the ranks (vector ranks must vanish); the scope picker's document and page range are not
+    sent or a chunk outside them is shown; the admin list shows chunks of another document or
     a wrong total; a non-verbatim evidence edit is saved; the evaluation shows no per-mode interval;
     the observability count differs from /metrics.
     """
@@ -148,6 +149,12 @@ def test_ui_end_to_end(server, tmp_path):
     assert any(r["vector"] != "–" for r in before) and all(r["vector"] == "–" for r in after)
     assert all(r["bm25"] != "–" for r in after)
     assert [r["chunk"] for r in before] != [r["chunk"] for r in after] or any(r["moved"] != "=" for r in after)
+    # scope picker: the request carries the picked document and page range, and every retrieved
+    # chunk (the X-ray's "DOC p.N" cells) is that document at that page
+    sc = s["scope"]
+    assert sc["body"]["document_ids"] == [s["doc"]["id"]], sc["body"]
+    assert sc["body"]["page_min"] == sc["page"] == sc["body"]["page_max"], sc["body"]
+    assert sc["rows"] and all(r.startswith(f"{DOC} p.{sc['page']}") for r in sc["rows"]), sc["rows"]
     # admin: chunks of that document only, total = its chunk count
     n = s["doc"]["chunk_count"]
     assert s["admin_rows"] == min(n, 25) and set(s["admin_doc_cells"]) == {DOC}

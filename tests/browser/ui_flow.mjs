@@ -104,6 +104,32 @@ try {
   await turn.getByTestId("compare").scrollIntoViewIfNeeded();
   await shot("xray");
 
+  // 4b. scope: pick the document and a page range without the answer's page in the side panel and
+  // ask again; the request carries the scope and every retrieved chunk lies inside it
+  step = "scope";
+  const other = cfg.expect_page === 1 ? 2 : 1;
+  let scopedBody = null;
+  const onRequest = (r) => { if (r.url().endsWith("/query/stream")) scopedBody = r.postData(); };
+  page.on("request", onRequest);
+  await page.getByLabel("from page").fill(String(other));
+  await page.getByLabel("to page").fill(String(other));
+  await page.getByLabel("documents (all when empty)").click();
+  await page.getByRole("option", { name: new RegExp(basename(cfg.good_pdf).replace(".", "\\.")) }).click();
+  await page.keyboard.press("Escape");
+  await page.getByTestId("question").fill(cfg.question);
+  await page.getByTestId("ask").click();
+  await page.locator("[data-testid=turn]").nth(1).waitFor();
+  const scoped = page.locator("[data-testid=turn]").first();
+  await page.locator("[data-testid=turn]").first().and(page.locator("[data-status=done]")).waitFor();
+  page.off("request", onRequest);
+  out.steps.scope = {
+    page: other,
+    body: scopedBody ? JSON.parse(scopedBody) : null,
+    label: await scoped.getByTestId("label").innerText(),
+    rows: await scoped.locator("[data-testid=xray] [data-testid=xray-row] td:nth-child(2)").allInnerTexts(),
+  };
+  await shot("scope");
+
   // 5. admin: chunks of that document (react-admin list filtered through the URL)
   step = "admin-chunks";
   const docs = (await api("/documents")).json;
