@@ -107,7 +107,8 @@ def test_ui_end_to_end(server, tmp_path):
     the gold answer or its citation names another page; the citation dialog lacks the highlighted
     quote or its PDF link is not the stored PDF at that page; switching the X-ray to bm25 does not
     change the ranks (vector ranks must vanish); the scope picker's document and page range are not
-    sent or a chunk outside them is shown; the admin list shows chunks of another document or
+    sent or a chunk outside them is shown; two quotes of one source are listed alike or one inline
+    citation opens another's quote; the admin list shows chunks of another document or
     a wrong total; a non-verbatim evidence edit is saved; the evaluation shows no per-mode interval;
     the observability count differs from /metrics.
     """
@@ -155,6 +156,9 @@ def test_ui_end_to_end(server, tmp_path):
     assert sc["body"]["document_ids"] == [s["doc"]["id"]], sc["body"]
     assert sc["body"]["page_min"] == sc["page"] == sc["body"]["page_max"], sc["body"]
     assert sc["rows"] and all(r.startswith(f"{DOC} p.{sc['page']}") for r in sc["rows"]), sc["rows"]
+    # an answer quoting two sentences of one source lists and opens each quote, not the last one twice
+    assert len(set(sc["cite_list"])) == len(sc["cite_list"]), sc["cite_list"]
+    assert len(sc["opened"]) == sc["citations"] and len(set(sc["opened"])) == len(sc["cite_list"]), sc
     # admin: chunks of that document only, total = its chunk count
     n = s["doc"]["chunk_count"]
     assert s["admin_rows"] == min(n, 25) and set(s["admin_doc_cells"]) == {DOC}

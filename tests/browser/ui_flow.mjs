@@ -127,7 +127,19 @@ try {
     body: scopedBody ? JSON.parse(scopedBody) : null,
     label: await scoped.getByTestId("label").innerText(),
     rows: await scoped.locator("[data-testid=xray] [data-testid=xray-row] td:nth-child(2)").allInnerTexts(),
+    cite_list: await scoped.locator("[data-testid=citation-list] li").allInnerTexts(),
+    citations: (await scoped.getByTestId("cite").count()),
   };
+  // every inline [n] opens its own quote: the k-th [n] is the k-th citation of source n
+  out.steps.scope.opened = [];
+  for (let i = 0; i < out.steps.scope.citations; i++) {
+    await scoped.getByTestId("cite").nth(i).click();
+    const d = page.getByTestId("citation-dialog");
+    await d.waitFor();
+    out.steps.scope.opened.push(await d.getByTestId("quote").innerText());
+    await d.getByRole("button", { name: "Close" }).click();
+    await d.waitFor({ state: "hidden" });
+  }
   await shot("scope");
 
   // 5. admin: chunks of that document (react-admin list filtered through the URL)

@@ -30,8 +30,21 @@ const loadHistory = (): Turn[] => {
 
 /** "[1]" / "[1, 2]" in the answer become markdown links #cite-n (opened in a dialog). */
 export function linkCitations(text: string): string {
+  // the k-th "[n]" links to the k-th citation of source n: an answer can quote two sentences of one source
+  const seen = new Map<string, number>();
   return text.replace(/\[(\d+(?:\s*,\s*\d+)*)\]/g, (_m, nums: string) =>
-    nums.split(",").map((n) => `[[${n.trim()}]](#cite-${n.trim()})`).join(""));
+    nums.split(",").map((raw) => {
+      const n = raw.trim();
+      const k = seen.get(n) ?? 0;
+      seen.set(n, k + 1);
+      return `[[${n}]](#cite-${n}-${k})`;
+    }).join(""));
+}
+
+/** Excerpt of a quote for the citation list (the list tells two quotes of one source apart). */
+function excerpt(quote: string, max = 70): string {
+  const q = quote.trim();
+  return q.length <= max ? q : `${q.slice(0, max).replace(/\s+\S*$/, "")}…`;
 }
 
 /** The chunk text with the quoted sentence highlighted (whitespace-insensitive match). */
@@ -92,7 +105,8 @@ function TurnView({ turn, onRerun }: { turn: Turn; onRerun: (t: Turn, mode: stri
   const [topK, setTopK] = useState(run?.top_k ?? 5);
   const [strategy, setStrategy] = useState(run?.strategy ?? "");
   const byChunk = new Map(first?.retrieved.map((r) => [r.chunk_id, r]) ?? []);
-  const cites = new Map(first?.citations.map((c) => [c.n, c]) ?? []);
+  const cites = new Map<number, Citation[]>();  // source n -> its citations, in answer order
+  for (const c of first?.citations ?? []) cites.set(c.n, [...(cites.get(c.n) ?? []), c]);
   const [a, b] = turn.runs.length >= 2 ? [turn.runs[turn.runs.length - 2], turn.runs[turn.runs.length - 1]] : [first, undefined];
   return (
     <Card variant="outlined" sx={{ mb: 2 }} data-testid="turn" data-status={turn.status}>
@@ -110,9 +124,10 @@ function TurnView({ turn, onRerun }: { turn: Turn; onRerun: (t: Turn, mode: stri
                   <Markdown
                     components={{
                       a: ({ href, children }) => {
-                        const m = /^#cite-(\d+)$/.exec(href ?? "");
+                        const m = /^#cite-(\d+)-(\d+)$/.exec(href ?? "");
                         if (!m) return <a href={href}>{children}</a>;
-                        const c = cites.get(Number(m[1]));
+                        const group = cites.get(Number(m[1])) ?? [];
+                        const c = group[Math.min(Number(m[2]), group.length - 1)];
                         return (
                           <Link component="button" data-testid="cite" data-n={m[1]}
                             title={c ? `${c.doc_name}, page ${c.page}` : undefined}
@@ -128,9 +143,10 @@ function TurnView({ turn, onRerun }: { turn: Turn; onRerun: (t: Turn, mode: stri
                 </Box>
                 {first.citations.length > 0 && (
                   <Box component="ol" sx={{ pl: 3, my: 0 }} data-testid="citation-list">
-                    {first.citations.map((c) => (
-                      <li key={c.n} value={c.n}>
+                    {first.citations.map((c, i) => (
+                      <li key={`${c.n}-${i}`} value={c.n}>
                         <Link component="button" onClick={() => setOpen(c)} data-testid="cite-source">{c.doc_name}, {pagesLabel(c)}</Link>
+                        {(cites.get(c.n)?.length ?? 0) > 1 && <small data-testid="cite-excerpt">{` “${excerpt(c.quote)}”`}</small>}
                         {!c.verified && " (quote not verified)"}
                         {c.verified && c.supports === false && ` (does not support the claim: ${c.reason ?? "unsupported"})`}
                       </li>
