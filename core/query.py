@@ -103,24 +103,35 @@ class QueryService:
         """Retrieval only. See ``Retriever.retrieve``."""
         return self.retriever.retrieve(question, scope, top_k or self.svc.settings.top_k, mode)
 
-    def _document_texts(self, chunks: list[RetrievedChunk]) -> list[str]:
+    def _document_texts(self, chunks: list[RetrievedChunk], scope: Scope | None = None) -> list[str]:
         """Full text of each document the chunks come from, rebuilt from its chunks of the same
-        strategy without the overlaps (cached per version and strategy), plus the chunk headers."""
+        strategy without the overlaps (cached per version, strategy and page range), plus the chunk
+        headers. With a page range in ``scope`` only the searched pages count: the chunks that lie
+        inside the range, and the retrieved chunks (already cut to it). A name found only on a page
+        outside the range is then missing, and the question is refused ("the searched documents do
+        not mention ...") instead of answered from in-range pages about something else."""
         from sqlalchemy import select
 
         from .db import ChunkRow
 
+        pmin = scope.page_min if scope is not None else None
+        pmax = scope.page_max if scope is not None else None
         out = []
-        keys = {(c.payload.get("document_id"), c.payload.get("doc_sha256"), c.payload.get("strategy")) for c in chunks}
+        keys = {(c.payload.get("document_id"), c.payload.get("doc_sha256"), c.payload.get("strategy"), pmin, pmax)
+                for c in chunks}
         for key in keys:
             with self._doc_texts_lock:
                 text = self._doc_texts.get(key)
             if text is None:
+                where = [ChunkRow.document_id == key[0], ChunkRow.doc_sha256 == key[1], ChunkRow.strategy == key[2],
+                         ChunkRow.live.is_(True)]
+                if pmin is not None:
+                    where.append(ChunkRow.page_start >= pmin)
+                if pmax is not None:
+                    where.append(ChunkRow.page_end <= pmax)
                 with self.svc.sessions() as s:
-                    rows = s.execute(select(ChunkRow.char_start, ChunkRow.char_end, ChunkRow.text).where(
-                        ChunkRow.document_id == key[0], ChunkRow.doc_sha256 == key[1], ChunkRow.strategy == key[2],
-                        ChunkRow.live.is_(True))
-                        .order_by(ChunkRow.char_start)).all()
+                    rows = s.execute(select(ChunkRow.char_start, ChunkRow.char_end, ChunkRow.text).where(*where)
+                                     .order_by(ChunkRow.char_start)).all()
                 parts, end = [], 0
                 for cs, ce, chunk_text in rows:
                     if ce <= end:
@@ -131,6 +142,8 @@ class QueryService:
                 with self._doc_texts_lock:
                     self._doc_texts[key] = text
             out.append(text)
+        if pmin is not None or pmax is not None:
+            out.extend(c.text for c in chunks)  # cut to the range; a chunk across its edge is in no row above
         out.extend(c.payload.get("header", "") for c in chunks)
         return out
 
@@ -171,7 +184,7 @@ class QueryService:
             gate = AnswerResult(REFUSAL_TEXT + " Nothing in the searched documents matches it.", [], "refused", model)
         else:
             passages = [f"{c.payload.get('header', '')}\n{c.text}" for c in sources]
-            verdict = assess(question, self._document_texts(sources), passages, self._closest_word)
+            verdict = assess(question, self._document_texts(sources, scope), passages, self._closest_word)
             if verdict.label == "refused":
                 gate = self._refusal(question, sources, verdict.missing, model)
         return Prepared(new_id(), question, scope, mode, top_k, res, sources, gate, t0)

@@ -194,3 +194,20 @@ def test_sse_stream_end_to_end(tmp_path, embedder):
         assert stream["count"] == 1
         assert client.post("/query/stream", json={"question": "x", "mode": "bogus"}).status_code == 422
     release_services(settings)
+
+
+def test_a_page_range_scope_refuses_what_only_other_pages_name(kb):
+    """Scoped to page 2 of the NTSB brief, "What is the NTSB accident number of the December 2007
+    accident in Tallahassee, Florida?" is refused naming "Tallahassee" (only page 1 has the
+    location and the number); scoped to page 1 or unscoped it is answered with NYC08CA055.
+    Fails if the answerability check reads the whole document under a page scope: page 2's
+    airworthiness lines were given as the answer (seen in the browser)."""
+    qs = QueryService(kb)
+    q = "What is the NTSB accident number of the December 2007 accident in Tallahassee, Florida?"
+    doc = ["20071229X02007.pdf"]
+    out = qs.ask(q, Scope(doc_names=doc, page_min=2, page_max=2), log_query=False)
+    assert out["label"] == "refused" and "Tallahassee" in out["answer"], out["answer"]
+    assert all(r["page_start"] == 2 for r in out["retrieved"])
+    for scope in (Scope(doc_names=doc, page_min=1, page_max=1), Scope(doc_names=doc), None):
+        out = qs.ask(q, scope, log_query=False)
+        assert out["label"] == "answered" and "NYC08CA055" in out["answer"], (scope, out["answer"])
