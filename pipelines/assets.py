@@ -6,6 +6,7 @@ Dagster UI shows what every stage did.
 """
 
 
+import warnings
 from contextlib import contextmanager
 from dataclasses import asdict
 
@@ -16,6 +17,12 @@ from core.chunking import Chunk
 from core.pdf import Page
 
 from .resources import RagauditResource
+
+# The per-document asset checks use partitioned checks, a Dagster preview feature chosen on
+# purpose (a check result per document); its PreviewWarning printed twice on every CLI and server
+# start, burying the real output. Only that one message is silenced.
+warnings.filterwarnings("ignore", message="Specifying a partitions_def on an AssetCheckSpec",
+                        category=dg.PreviewWarning)
 
 STRATEGY_TAG = "ragaudit/strategy"  # set by pipelines.runner; absent = the document's strategy
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dagster as dg
 
-from .assets import (chunk_counts_match, chunk_points, chunks, documents_partitions, evidence_spans_verbatim,
+from .assets import (chunk_counts_match, chunk_points, chunks, evidence_spans_verbatim,
                      gold_qa_pairs, live_index, no_orphans, pages_have_chunks, pdf_pages)
 from .bulk import ingest_files_job
 from .operations import build_schedule, build_sensor, ingest_batch
@@ -16,8 +16,7 @@ INGEST_CHECKS = [chunk_counts_match, evidence_spans_verbatim, pages_have_chunks,
 
 ingest_job = dg.define_asset_job(
     "ingest_document",
-    selection=dg.AssetSelection.assets(*INGEST_ASSETS),
-    partitions_def=documents_partitions,
+    selection=dg.AssetSelection.assets(*INGEST_ASSETS),  # partitioned by document (inferred from the assets)
     description="Extract, chunk, embed and index one document, then generate its gold Q&A pairs "
                 "(partition = document id).",
 )
