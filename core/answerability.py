@@ -359,6 +359,9 @@ def assess(question: str, document_texts: list[str], source_passages: list[str] 
     if missing:
         return Verdict("refused", missing, "the searched documents do not mention " +
                        ", ".join(f"“{m}”" for m in missing))
+    if (years := missing_years(question, document_texts, source_passages)):
+        return Verdict("refused", years, "the searched documents do not speak of " + ", ".join(years) +
+                       " for what the question names (only of other years)")
     raw = normalize_ws(" ".join(document_texts))
     terms = text_terms(document_texts)
     absent = []
@@ -387,13 +390,16 @@ def assess(question: str, document_texts: list[str], source_passages: list[str] 
                        ", ".join(f"“{m}”" for m in gone))
     wanted = asked_for(question)
     if wanted and source_passages is not None:
-        text = normalize_ws(" ".join(source_passages))
+        own = subject_passages(question, document_texts, source_passages)
+        text = normalize_ws(" ".join(own))
         low, p_terms = text.lower(), set(tokenize(text.lower()))
         lacking = [w for w in wanted if not _word_found(w, text, low, p_terms)]
         if similar is not None:
-            lacking = [w for w in lacking if not (w.isalpha() and similar(w, source_passages)[1] >= SIMILAR_WORD)]
+            lacking = [w for w in lacking if not (w.isalpha() and similar(w, own)[1] >= SIMILAR_WORD)]
         if len(lacking) * 2 > len(wanted):
-            return Verdict("refused", lacking, "none of the best passages mentions " +
+            where = "none of the best passages" if len(own) == len(source_passages) else \
+                "none of the best passages from the documents that name what the question is about"
+            return Verdict("refused", lacking, f"{where} mentions " +
                            ", ".join(f"“{m}”" for m in lacking) + ", which the question asks for")
     return Verdict(None, [])
 
@@ -489,3 +495,70 @@ SUBJECT_ABSENT = 0.5  # share of a question's subject words the searched documen
 
 
 SIMILAR_WORD = 0.6  # cosine of two words' embeddings above which one paraphrases the other
+
+
+_YEAR = re.compile(r"(?<![\d.,$])(?:19|20)\d\d(?![\d,])")
+
+
+def _qualifier_words(question: str, start: int, end: int) -> list[str]:
+    """The content words right before and after a year of ``question`` ("fiscal", "annual" in
+    "fiscal 2022", "2022 annual meeting")."""
+    before = re.findall(r"[A-Za-z]+", question[:start])[-1:]
+    after = re.findall(r"[A-Za-z]+", question[end:])[:1]
+    return [w.lower() for w in before + after if w.lower() not in STOP_WORDS and w.lower() not in _QUESTION_WORDS]
+
+
+def missing_years(question: str, document_texts: list[str], source_passages: list[str]) -> list[str]:
+    """Years the question names that the searched documents cannot speak for: a year (1900-2099,
+    also in "FY2022") found in no searched document, or one whose qualifier -- the content word
+    right before or after it in the question ("2022 *annual* meeting", "*fiscal* 2022") -- the
+    documents or passages pair only with other years ("2023 annual meeting", never 2022 within
+    three words of "annual"). A year inside a full date of the question is the date's
+    (``missing_anchors`` checks those)."""
+    texts = normalize_ws(" ".join([*document_texts, *(source_passages or [])])).lower()
+    out = []
+    masked = _DATE.sub(lambda m: " " * len(m.group(0)), question)
+    for m in _YEAR.finditer(masked):
+        year = m.group(0)
+        if year in out:
+            continue
+        if not re.search(rf"(?<!\d){year}(?!\d)", texts):
+            out.append(year)
+            continue
+        for w in _qualifier_words(masked, m.start(), m.end()):
+            w = re.escape(w)
+            other = re.search(rf"(?<!\d)(?!{year})(?:19|20)\d\d\s+{w}\b|\b{w}\s+(?:year\s+)?(?!{year})(?:19|20)\d\d(?!\d)",
+                              texts)
+            near = re.search(rf"(?<!\d){year}(?!\d)(?:\W+\w+){{0,3}}?\W+{w}\b|\b{w}(?:\W+\w+){{0,3}}?\W+{year}(?!\d)",
+                             texts)
+            if other and not near:
+                out.append(year)
+                break
+    return out
+
+
+def subject_passages(question: str, document_texts: list[str], source_passages: list[str]) -> list[str]:
+    """The ``source_passages`` that come from a document naming everything the question names
+    (its multi-word names, acronyms, rare names and identifiers: "Vance W. Amory Airport", "St.
+    Kitts"), when only some of the searched documents do; else all of them. What the question
+    asks for must then be found where its subject is ("What probable cause ... for the accident
+    at Vance W. Amory Airport": another accident's report giving a probable cause does not
+    answer it). A passage belongs to the document holding its last 80 characters."""
+    names = [a for a in question_anchors(question) if a.kind == "id" or (a.kind == "name" and
+             (len(a.text.split()) >= 2 or _specific(a)))]
+    if not names or not source_passages:
+        return source_passages
+    docs = [normalize_ws(d) for d in document_texts]
+    holds = []
+    for d in docs:
+        low, terms = d.lower(), text_terms([d])
+        holds.append(all(_present(a, low, terms, d) for a in names))
+    if not any(holds) or all(holds):
+        return source_passages
+    out = []
+    for p in source_passages:
+        tail = normalize_ws(p)[-80:]
+        owner = [i for i, d in enumerate(docs) if tail in d]
+        if not owner or any(holds[i] for i in owner):
+            out.append(p)
+    return out
