@@ -22,9 +22,15 @@ the check is on content the system can show (``assess``):
 - the question's subject words (content words that are not common: Zipf below 5.8; Chinese
   text segmented by ``wordfreq``/jieba, see ``cjk_subject_words``) -- at least half must occur
   in the searched documents, or be close to a passage word;
+- a year the question names (1900-2099) must occur in the searched documents, and not only
+  beside other years where the question's qualifier stands ("2022 *annual* meeting" asked, the
+  documents give the "2023 annual meeting": ``missing_years``);
 - what a "What/Which X Y ..." question asks for: the modifiers ``X`` of its answer-type noun
   ``Y`` ("What *capital expenditure* range ...") -- at least half must occur in the retrieved
-  passages themselves (or a word close to it), not merely somewhere in their documents;
+  passages themselves (or a word close to it), not merely somewhere in their documents, and in
+  the passages of the documents that name the question's subject when only some do ("What
+  *probable* cause ... at Vance W. Amory Airport": another accident's report does not count;
+  ``subject_passages``);
 - a question whose every content word is a generic measure ("What was the total?") does not say
   what it asks about (``clarifying``), as does one with no content word left after removing
   function and deictic words.
@@ -347,8 +353,10 @@ def assess(question: str, document_texts: list[str], source_passages: list[str] 
     documents phrase otherwise. Order: no content word (``clarifying``), only generic measures
     (``clarifying``), missing anchors (``missing_anchors``; ``refused``), rare subject words found
     in no document and close to no passage word (``refused``), half or more of the subject words
-    absent (``subject_words``; ``refused``), half or more of what a "What/Which X Y" question asks
-    for absent from the passages (``asked_for``; ``refused``). Returns ``Verdict``.
+    absent (``subject_words``; ``refused``), a year the documents do not speak of for what the
+    question names (``missing_years``; ``refused``), half or more of what a "What/Which X Y"
+    question asks for absent from the passages of the documents that name its subject
+    (``asked_for``, ``subject_passages``; ``refused``). Returns ``Verdict``.
     """
     if is_vague(question):
         return Verdict("clarifying", [], "the question names nothing to look up")
@@ -359,9 +367,6 @@ def assess(question: str, document_texts: list[str], source_passages: list[str] 
     if missing:
         return Verdict("refused", missing, "the searched documents do not mention " +
                        ", ".join(f"“{m}”" for m in missing))
-    if (years := missing_years(question, document_texts, source_passages)):
-        return Verdict("refused", years, "the searched documents do not speak of " + ", ".join(years) +
-                       " for what the question names (only of other years)")
     raw = normalize_ws(" ".join(document_texts))
     terms = text_terms(document_texts)
     absent = []
@@ -388,6 +393,9 @@ def assess(question: str, document_texts: list[str], source_passages: list[str] 
         return Verdict("refused", gone, f"the searched documents mention {len(subject) - len(gone)} of the "
                        f"{len(subject)} words naming what the question is about; not " +
                        ", ".join(f"“{m}”" for m in gone))
+    if (years := missing_years(question, document_texts, source_passages)):
+        return Verdict("refused", years, "the searched documents do not speak of " + ", ".join(years) +
+                       " for what the question names (only of other years)")
     wanted = asked_for(question)
     if wanted and source_passages is not None:
         own = subject_passages(question, document_texts, source_passages)
