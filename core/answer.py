@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from .chunking import sentence_spans
-from .concise import concise_span
+from .concise import concise_answer, concise_span
 from .citations import CitedQuote, audit_citations, claim_parts, claim_support, normalize_ws, strip_citations
 from .embedding import Embedder
 from .llmcall import Cancellation, abort_stream, call_with_deadline, completion_cost_or_none, deadline_for
@@ -259,6 +259,23 @@ class ExtractiveAnswerer:
             out.append(s)
         return out
 
+    @staticmethod
+    def _concise(question: str, scored: list[tuple[float, _Sentence]], picked: list[_Sentence], best_doc: str) -> str:
+        """The concise answer (``concise.concise_answer``) over the best document's sentences with
+        their scores (a quoted sentence takes the score of a quoted neighbour in its chunk when
+        higher: a caption's value line, a lead-in's completion), else the best sentence."""
+        score_of = {(s.chunk.chunk_id, s.start): sc for sc, s in scored}
+        own = [score_of.get((s.chunk.chunk_id, s.start), 0.0) for s in picked]
+        pool: list[tuple[float, str, str]] = []
+        for i, s in enumerate(picked):
+            # a caption's value line or a lead-in's completion is quoted with it: it takes its score
+            near = [own[j] for j in (i - 1, i + 1) if 0 <= j < len(picked) and picked[j].chunk is s.chunk]
+            pool.append((max([own[i], *near]), normalize_ws(s.text), s.chunk.text[max(0, s.start - 1500):s.start]))
+        pool += [(sc, normalize_ws(s.text), s.chunk.text[max(0, s.start - 1500):s.start]) for sc, s in scored
+                 if s.chunk.doc_name == best_doc and not any(s is p for p in picked)]
+        pool.sort(key=lambda x: -x[0])
+        return concise_answer(question, pool) or normalize_ws(scored[0][1].text)
+
     def answer(self, question: str, sources: list[RetrievedChunk]) -> AnswerResult:
         """Answer from ``sources`` (numbered 1..n in order); ``refused`` when there are none."""
         scored = self.score_sentences(question, sources)
@@ -279,9 +296,7 @@ class ExtractiveAnswerer:
             parts.append(f"{normalize_ws(s.text)} [{s.n}]")
             cites.append(_citation(s))
         text = " ".join(parts)
-        ranked = [s for _, s in scored if any(s is p for p in picked)] + picked
-        concise = next((c for s in ranked if (c := concise_span(question, normalize_ws(s.text)))),
-                       normalize_ws(scored[0][1].text))
+        concise = self._concise(question, scored, picked, best_doc)
         return audit_answer(AnswerResult(text, cites, "answered", self.name, concise=concise), sources)
 
 

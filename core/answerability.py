@@ -22,9 +22,15 @@ the check is on content the system can show (``assess``):
 - the question's subject words (content words that are not common: Zipf below 5.8; Chinese
   text segmented by ``wordfreq``/jieba, see ``cjk_subject_words``) -- at least half must occur
   in the searched documents, or be close to a passage word;
+- a year the question names (1900-2099) must occur in the searched documents, and not only
+  beside other years where the question's qualifier stands ("2022 *annual* meeting" asked, the
+  documents give the "2023 annual meeting": ``missing_years``);
 - what a "What/Which X Y ..." question asks for: the modifiers ``X`` of its answer-type noun
   ``Y`` ("What *capital expenditure* range ...") -- at least half must occur in the retrieved
-  passages themselves (or a word close to it), not merely somewhere in their documents;
+  passages themselves (or a word close to it), not merely somewhere in their documents, and in
+  the passages of the documents that name the question's subject when only some do ("What
+  *probable* cause ... at Vance W. Amory Airport": another accident's report does not count;
+  ``subject_passages``);
 - a question whose every content word is a generic measure ("What was the total?") does not say
   what it asks about (``clarifying``), as does one with no content word left after removing
   function and deictic words.
@@ -347,8 +353,10 @@ def assess(question: str, document_texts: list[str], source_passages: list[str] 
     documents phrase otherwise. Order: no content word (``clarifying``), only generic measures
     (``clarifying``), missing anchors (``missing_anchors``; ``refused``), rare subject words found
     in no document and close to no passage word (``refused``), half or more of the subject words
-    absent (``subject_words``; ``refused``), half or more of what a "What/Which X Y" question asks
-    for absent from the passages (``asked_for``; ``refused``). Returns ``Verdict``.
+    absent (``subject_words``; ``refused``), a year the documents do not speak of for what the
+    question names (``missing_years``; ``refused``), half or more of what a "What/Which X Y"
+    question asks for absent from the passages of the documents that name its subject
+    (``asked_for``, ``subject_passages``; ``refused``). Returns ``Verdict``.
     """
     if is_vague(question):
         return Verdict("clarifying", [], "the question names nothing to look up")
@@ -385,15 +393,21 @@ def assess(question: str, document_texts: list[str], source_passages: list[str] 
         return Verdict("refused", gone, f"the searched documents mention {len(subject) - len(gone)} of the "
                        f"{len(subject)} words naming what the question is about; not " +
                        ", ".join(f"“{m}”" for m in gone))
+    if (years := missing_years(question, document_texts, source_passages)):
+        return Verdict("refused", years, "the searched documents do not speak of " + ", ".join(years) +
+                       " for what the question names (only of other years)")
     wanted = asked_for(question)
     if wanted and source_passages is not None:
-        text = normalize_ws(" ".join(source_passages))
+        own = subject_passages(question, document_texts, source_passages)
+        text = normalize_ws(" ".join(own))
         low, p_terms = text.lower(), set(tokenize(text.lower()))
         lacking = [w for w in wanted if not _word_found(w, text, low, p_terms)]
         if similar is not None:
-            lacking = [w for w in lacking if not (w.isalpha() and similar(w, source_passages)[1] >= SIMILAR_WORD)]
+            lacking = [w for w in lacking if not (w.isalpha() and similar(w, own)[1] >= SIMILAR_WORD)]
         if len(lacking) * 2 > len(wanted):
-            return Verdict("refused", lacking, "none of the best passages mentions " +
+            where = "none of the best passages" if len(own) == len(source_passages) else \
+                "none of the best passages from the documents that name what the question is about"
+            return Verdict("refused", lacking, f"{where} mentions " +
                            ", ".join(f"“{m}”" for m in lacking) + ", which the question asks for")
     return Verdict(None, [])
 
@@ -489,3 +503,70 @@ SUBJECT_ABSENT = 0.5  # share of a question's subject words the searched documen
 
 
 SIMILAR_WORD = 0.6  # cosine of two words' embeddings above which one paraphrases the other
+
+
+_YEAR = re.compile(r"(?<![\d.,$])(?:19|20)\d\d(?![\d,])")
+
+
+def _qualifier_words(question: str, start: int, end: int) -> list[str]:
+    """The content words right before and after a year of ``question`` ("fiscal", "annual" in
+    "fiscal 2022", "2022 annual meeting")."""
+    before = re.findall(r"[A-Za-z]+", question[:start])[-1:]
+    after = re.findall(r"[A-Za-z]+", question[end:])[:1]
+    return [w.lower() for w in before + after if w.lower() not in STOP_WORDS and w.lower() not in _QUESTION_WORDS]
+
+
+def missing_years(question: str, document_texts: list[str], source_passages: list[str]) -> list[str]:
+    """Years the question names that the searched documents cannot speak for: a year (1900-2099,
+    also in "FY2022") found in no searched document, or one whose qualifier -- the content word
+    right before or after it in the question ("2022 *annual* meeting", "*fiscal* 2022") -- the
+    documents or passages pair only with other years ("2023 annual meeting", never 2022 within
+    three words of "annual"). A year inside a full date of the question is the date's
+    (``missing_anchors`` checks those)."""
+    texts = normalize_ws(" ".join([*document_texts, *(source_passages or [])])).lower()
+    out = []
+    masked = _DATE.sub(lambda m: " " * len(m.group(0)), question)
+    for m in _YEAR.finditer(masked):
+        year = m.group(0)
+        if year in out:
+            continue
+        if not re.search(rf"(?<!\d){year}(?!\d)", texts):
+            out.append(year)
+            continue
+        for w in _qualifier_words(masked, m.start(), m.end()):
+            w = re.escape(w)
+            other = re.search(rf"(?<!\d)(?!{year})(?:19|20)\d\d\s+{w}\b|\b{w}\s+(?:year\s+)?(?!{year})(?:19|20)\d\d(?!\d)",
+                              texts)
+            near = re.search(rf"(?<!\d){year}(?!\d)(?:\W+\w+){{0,3}}?\W+{w}\b|\b{w}(?:\W+\w+){{0,3}}?\W+{year}(?!\d)",
+                             texts)
+            if other and not near:
+                out.append(year)
+                break
+    return out
+
+
+def subject_passages(question: str, document_texts: list[str], source_passages: list[str]) -> list[str]:
+    """The ``source_passages`` that come from a document naming everything the question names
+    (its multi-word names, acronyms, rare names and identifiers: "Vance W. Amory Airport", "St.
+    Kitts"), when only some of the searched documents do; else all of them. What the question
+    asks for must then be found where its subject is ("What probable cause ... for the accident
+    at Vance W. Amory Airport": another accident's report giving a probable cause does not
+    answer it). A passage belongs to the document holding its last 80 characters."""
+    names = [a for a in question_anchors(question) if a.kind == "id" or (a.kind == "name" and
+             (len(a.text.split()) >= 2 or _specific(a)))]
+    if not names or not source_passages:
+        return source_passages
+    docs = [normalize_ws(d) for d in document_texts]
+    holds = []
+    for d in docs:
+        low, terms = d.lower(), text_terms([d])
+        holds.append(all(_present(a, low, terms, d) for a in names))
+    if not any(holds) or all(holds):
+        return source_passages
+    out = []
+    for p in source_passages:
+        tail = normalize_ws(p)[-80:]
+        owner = [i for i, d in enumerate(docs) if tail in d]
+        if not owner or any(holds[i] for i in owner):
+            out.append(p)
+    return out

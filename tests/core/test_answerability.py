@@ -205,3 +205,49 @@ def test_modifiers_of_what_the_question_asks_for_must_be_in_the_best_passages():
                   "duly caused this report to be signed on its behalf by Ulta Beauty, Inc. for fiscal 2023.")
     v = assess(q, [release + " " + signatures], [signatures])
     assert v.label == "refused" and set(v.missing) == {"capital", "expenditure"} and "asks for" in v.reason
+
+
+def test_a_year_the_documents_pair_only_with_other_years_is_refused():
+    """Fails if a question about the 2022 annual meeting is answered from the 8-K of the 2023
+    annual meeting (dev-084: the earnings release among the searched documents says "fiscal
+    2022", so the year alone is found), if a year found in no document is tolerated, or if the
+    2023 meeting's own question (the year next to "annual meeting") or a date the document
+    prints with the day between month and year ("July 2023" vs "July 30, 2023") is refused."""
+    from core.answerability import missing_years
+
+    eight_k = _text(SHARED_CORPUS / "pdfs" / "ULTABEAUTY_2023_8K_dated-2023-06-07.pdf")
+    release = _text(SHARED_CORPUS / "pdfs" / "ULTABEAUTY_2023Q4_EARNINGS.pdf")
+    assert "2022" not in eight_k and "fiscal 2022" in release.lower() and "2023 annual meeting" in eight_k
+    passage = next(p for p in _pages(str(SHARED_CORPUS / "pdfs" / "ULTABEAUTY_2023_8K_dated-2023-06-07.pdf"))
+                   if "Executive Compensation" in p)
+    q = "How many votes were cast against Ulta Beauty's say-on-pay proposal at its 2022 annual meeting?"
+    assert missing_years(q, [eight_k, release], [passage]) == ["2022"]
+    v = assess(q, [eight_k, release], [passage])
+    assert v.label == "refused" and v.missing == ["2022"] and "2022" in v.reason
+    assert missing_years(q.replace("2022", "2019"), [eight_k], [passage]) == ["2019"]  # in no document
+    ok = q.replace("2022", "2023")
+    assert missing_years(ok, [eight_k, release], [passage]) == [] and assess(ok, [eight_k, release], [passage]).label is None
+    nvda = _text(SHARED_CORPUS / "pdfs" / "2023 Q2 NVDA.pdf")
+    assert missing_years("In NVIDIA's quarter ended July 2023, how much of total sales came from a single "
+                         "reseller of data-center products?", [nvda], [nvda[:3000]]) == []
+
+
+def test_what_the_question_asks_for_must_be_in_the_document_naming_its_subject():
+    """Fails if "What probable cause ... for the Global 5000 accident at Vance W. Amory Airport"
+    is answered because another accident's final report among the passages gives a probable
+    cause (dev-085: the St. Kitts report is factual only), or if the same question about the
+    accident that report covers (named by its place) is refused."""
+    from core.answerability import subject_passages
+
+    factual = _pages(str(SHARED_CORPUS / "pdfs" / "20080117X00064.pdf"))
+    final = _pages(str(SHARED_CORPUS / "pdfs" / "20080116X00055.pdf"))
+    docs = ["\n".join(factual), "\n".join(final)]
+    assert "probable" not in docs[0].lower() and "probable cause" in docs[1].lower()
+    passages = [factual[0], next(p for p in final if "probable cause" in p.lower())]
+    q = "What probable cause did the NTSB determine for the Global 5000 accident at Vance W. Amory Airport, St. Kitts?"
+    assert subject_passages(q, docs, passages) == [passages[0]]
+    v = assess(q, docs, passages)
+    assert v.label == "refused" and v.missing == ["probable"] and "name what the question is about" in v.reason
+    q2 = "What probable cause did the NTSB determine for the Air Tractor accident near Soledad, California?"
+    assert subject_passages(q2, docs, passages) == [passages[1]]
+    assert assess(q2, docs, passages).label is None
