@@ -61,6 +61,9 @@ RUNNING = ("extracting", "chunking", "embedding", "indexing")
 ACTIVE = ("queued", *RUNNING)
 PROGRESS_INTERVAL_S = 0.25  # counters are written at most this often (stage changes always)
 EMBED_PROGRESS_BATCH = 256  # texts embedded per call, so progress moves and a failure stops early
+# chunks embedded, indexed and written per step of stage_chunks (~100 KB of text, ~300 windows):
+# what a document holds in memory at once beyond its pages and chunks
+STAGE_BATCH_CHUNKS = 96
 
 
 class DocumentBusyError(RuntimeError):
@@ -403,6 +406,11 @@ def stage_chunks(svc: Services, document_id: str, chunks: list[Chunk], strategy:
     being built, not yet searchable (``live`` false). Leftovers of an interrupted run of this
     document are removed first; nothing of any other document is touched.
 
+    Streams: ``STAGE_BATCH_CHUNKS`` chunks at a time are embedded, BM25-weighted, upserted and
+    written as rows (one SQL transaction per batch, all rows staged) before the next batch is
+    embedded, so the window texts, vectors, payloads and ORM rows held at once are one batch's,
+    whatever the document's length (a 615-page PDF has ~2,700 chunks and ~8,000 windows).
+
     Returns counts and timings (ms). On failure this run's points and rows are removed again
     and the previous version stays as it was; raises ``IngestError`` (stage ``chunk_points``).
     """
@@ -411,49 +419,59 @@ def stage_chunks(svc: Services, document_id: str, chunks: list[Chunk], strategy:
     sha = target_version(doc)
     strategy = strategy or doc.strategy
     version = staged_version(doc)
-    t0 = time.perf_counter()
-    texts = [c.indexed_text for c in chunks]
+    t_embed = t_upsert = 0.0
+    ids: list[str] = []
     set_progress(svc, doc.id, status="embedding", chunks_done=0, chunks_total=len(chunks))
     try:
         svc.store.ensure_collection(svc.embedder.dim)
         _discard_staged(svc, doc.id)
-        if st.dense_window_tokens and svc.store.has_windows():
-            # the per-chunk vector (used only with dense_window_tokens=0) is the normalised mean of
-            # the chunk's window vectors: embedding every chunk whole again would double the cost.
-            # A collection from before windows gets real chunk vectors, like the rest of it.
-            windows = embed_windows(svc, chunks, doc.id)
-            dense = [_unit(np.mean(np.asarray(w), axis=0)) for w in windows]
-        else:
-            windows, dense = None, embed_batched(svc, texts, None, doc.id)
-        t_embed = (time.perf_counter() - t0) * 1000
+        use_windows = bool(st.dense_window_tokens) and svc.store.has_windows()
+        for a in range(0, len(chunks), STAGE_BATCH_CHUNKS):
+            part = chunks[a:a + STAGE_BATCH_CHUNKS]
+            t0 = time.perf_counter()
+            texts = [c.indexed_text for c in part]
+            if use_windows:
+                # the per-chunk vector (used only with dense_window_tokens=0) is the normalised mean of
+                # the chunk's window vectors: embedding every chunk whole again would double the cost.
+                # A collection from before windows gets real chunk vectors, like the rest of it.
+                windows = embed_windows(svc, part)
+                dense = [_unit(np.mean(np.asarray(w), axis=0)) for w in windows]
+            else:
+                windows, dense = None, embed_batched(svc, texts)
+            t_embed += time.perf_counter() - t0
+            done = a + len(part)
+            set_progress(svc, doc.id, force=done == len(chunks), chunks_done=done)
+            sparse = [bm25_document_vector(t, st.bm25_k1, st.bm25_b, st.bm25_avgdl) for t in texts]
+            part_ids = [point_id(doc.id, version, strategy, c.index) for c in part]
+            payloads = [{
+                "document_id": doc.id, "doc_name": doc.doc_name, "doc_key": doc.name_key,
+                "knowledge_base": doc.knowledge_base, "doc_sha256": sha, "strategy": strategy,
+                "chunk_index": c.index, "page_start": c.page_start, "page_end": c.page_end,
+                "page_breaks": [list(b) for b in c.page_breaks], "char_start": c.char_start,
+                "char_end": c.char_end, "section": c.section, "header": c.header, "text": c.text,
+                "token_count": c.token_count, "ingest_version": version, "primary": True, "live": False,
+            } for c in part]
+            t1 = time.perf_counter()
+            svc.store.upsert(part_ids, dense, sparse, payloads, windows=windows)
+            t_upsert += time.perf_counter() - t1
+            with svc.sessions.begin() as s:
+                s.add_all(ChunkRow(id=i, document_id=doc.id, index=c.index, strategy=strategy,
+                                   page_start=c.page_start, page_end=c.page_end, char_start=c.char_start,
+                                   char_end=c.char_end, section=c.section, text=c.text, token_count=c.token_count,
+                                   doc_sha256=sha, ingest_version=version, live=False)
+                          for i, c in zip(part_ids, part))
+            ids += part_ids
+            del windows, dense, sparse, payloads
         set_progress(svc, doc.id, status="indexing", chunks_done=len(chunks))
-        sparse = [bm25_document_vector(t, st.bm25_k1, st.bm25_b, st.bm25_avgdl) for t in texts]
-        ids = [point_id(doc.id, version, strategy, c.index) for c in chunks]
-        payloads = [{
-            "document_id": doc.id, "doc_name": doc.doc_name, "doc_key": doc.name_key,
-            "knowledge_base": doc.knowledge_base, "doc_sha256": sha, "strategy": strategy, "chunk_index": c.index,
-            "page_start": c.page_start, "page_end": c.page_end, "page_breaks": [list(b) for b in c.page_breaks],
-            "char_start": c.char_start, "char_end": c.char_end, "section": c.section,
-            "header": c.header, "text": c.text, "token_count": c.token_count, "ingest_version": version,
-            "primary": True, "live": False,
-        } for c in chunks]
-        t1 = time.perf_counter()
-        svc.store.upsert(ids, dense, sparse, payloads, windows=windows)
-        t_upsert = (time.perf_counter() - t1) * 1000
-        with svc.sessions.begin() as s:
-            s.add_all(ChunkRow(id=i, document_id=doc.id, index=c.index, strategy=strategy, page_start=c.page_start,
-                               page_end=c.page_end, char_start=c.char_start, char_end=c.char_end, section=c.section,
-                               text=c.text, token_count=c.token_count, doc_sha256=sha, ingest_version=version,
-                               live=False)
-                      for i, c in zip(ids, chunks))
     except Exception as e:
         try:
             _discard_staged(svc, doc.id)
         except Exception:  # the store is down: the next run of this document removes the leftovers
             log.exception("could not remove the staged chunks of %s", doc.id)
         raise IngestError(f"{doc.doc_name}: indexing failed: {type(e).__name__}: {e}", stage="chunk_points") from e
-    return {"chunks": len(chunks), "points": len(ids), "ingest_version": version, "embed_ms": round(t_embed, 1),
-            "upsert_ms": round(t_upsert, 1), "max_tokens": max(c.token_count for c in chunks)}
+    return {"chunks": len(chunks), "points": len(ids), "ingest_version": version,
+            "embed_ms": round(t_embed * 1000, 1), "upsert_ms": round(t_upsert * 1000, 1),
+            "max_tokens": max(c.token_count for c in chunks)}
 
 
 def count_check(svc: Services, document_id: str) -> dict[str, Any]:
