@@ -123,6 +123,14 @@ def _sentences(sources: list[RetrievedChunk]) -> list[_Sentence]:
     return out
 
 
+def _window_of(spans: list[tuple[int, int]], start: int) -> int | None:
+    """Index of the window span holding character ``start``, ``None`` when none does."""
+    for k, (a, b) in enumerate(spans):
+        if a <= start < b:
+            return k
+    return None
+
+
 def _citation(sent: _Sentence) -> Citation:
     quote = normalize_ws(sent.text)
     return Citation(n=sent.n, doc_name=sent.chunk.doc_name, page=sent.chunk.page_at(sent.start),
@@ -177,17 +185,29 @@ class ExtractiveAnswerer:
 
     name = "extractive"
 
-    def __init__(self, embedder: Embedder, max_sentences: int = 3, relative: float = 0.7, rank_weight: float = 0.3):
+    def __init__(self, embedder: Embedder, max_sentences: int = 3, relative: float = 0.7, rank_weight: float = 0.3,
+                 store: Any = None, window_tokens: int = 0):
+        """``store`` (a ``VectorStore``): a sentence's dense score is read from the stored vector of
+        the sentence window holding it (``dense_windows``, embedded at ingestion), so a question
+        embeds nothing but itself; sentences of chunks without usable stored windows are embedded
+        (``_sentence_vectors``). ``window_tokens``: the ingestion setting the windows were cut with,
+        to recompute the spans of chunks stored before their payload carried ``window_spans`` (0 =
+        do not recompute)."""
         self.embedder = embedder
         self.max_sentences = max_sentences
         self.relative = relative
         self.rank_weight = rank_weight
+        self.store = store
+        self.window_tokens = window_tokens
         from cachetools import LRUCache
 
         self._vec_cache: LRUCache = LRUCache(maxsize=50_000)  # ~77 MB at 384-d float32
+        self._spans_cache: LRUCache = LRUCache(maxsize=20_000)  # recomputed window spans per (chunk id, text)
 
-    def score_sentences(self, question: str, sources: list[RetrievedChunk]) -> list[tuple[float, _Sentence]]:
-        """All source sentences with their scores, best first."""
+    def score_sentences(self, question: str, sources: list[RetrievedChunk],
+                        query_vector: np.ndarray | None = None) -> list[tuple[float, _Sentence]]:
+        """All source sentences with their scores, best first. ``query_vector``: the question's
+        embedding when the caller has it (retrieval's), else it is embedded here."""
         sents = _sentences(sources)
         if not sents:
             return []
@@ -203,8 +223,8 @@ class ExtractiveAnswerer:
             norm = 1.2 * (0.25 + 0.75 * len(toks) / avgdl)
             bm25.append(sum(idf[t] * tf[t] * 2.2 / (tf[t] + norm) for t in q_terms if tf[t]))
         top = max(bm25) or 1.0
-        qvec = self.embedder.embed_query(question)
-        dense = self._sentence_vectors(sents) @ qvec
+        qvec = self.embedder.embed_query(question) if query_vector is None else np.asarray(query_vector)
+        dense = self._dense_scores(qvec, sents, sources)
         fused = [max(float(c.score), 0.0) for c in sources]
         best_fused = max(fused) or 1.0
         scored = []
@@ -216,6 +236,53 @@ class ExtractiveAnswerer:
             scored.append((0.5 * float(d) + b / top + typed + self.rank_weight * weight, s))
         scored.sort(key=lambda x: -x[0])
         return scored
+
+    def _dense_scores(self, qvec: np.ndarray, sents: list[_Sentence], sources: list[RetrievedChunk]) -> np.ndarray:
+        """Cosine of the question to each sentence, (n,). A sentence of a chunk with stored window
+        vectors scores the cosine of the window holding it (the window the dense retriever's MaxSim
+        scored, header included); the others are embedded (``_sentence_vectors``)."""
+        out = np.zeros(len(sents), dtype=np.float32)
+        stored = self.stored_windows(sources)
+        todo: list[int] = []
+        for i, s in enumerate(sents):
+            w = stored.get(s.chunk.chunk_id)
+            k = _window_of(w[0], s.start) if w is not None else None
+            if k is None:
+                todo.append(i)
+            else:
+                out[i] = float(w[1][k] @ qvec)
+        if todo:
+            out[todo] = self._sentence_vectors([sents[i] for i in todo]) @ qvec
+        return out
+
+    def stored_windows(self, chunks: list[RetrievedChunk]) -> dict[str, tuple[list[tuple[int, int]], np.ndarray]]:
+        """``{chunk id: (window spans, (windows, dim) vectors)}`` for the chunks whose window
+        vectors are in the store (one ``get_vectors`` call), with spans from the payload's
+        ``window_spans`` (written at ingestion) or recomputed with ``window_tokens`` for points
+        stored before it. Left out (their sentences are embedded): chunks cut to a page range
+        (their text is not the stored one), chunks whose spans and vectors disagree in number, and
+        every chunk when there is no store or the collection has no window vectors."""
+        if self.store is None or not chunks or not self.store.has_windows():
+            return {}
+        from .store import WINDOWS
+
+        usable = [c for c in chunks if "clipped_pages" not in c.payload]
+        got = self.store.get_vectors(list(dict.fromkeys(c.chunk_id for c in usable)), (WINDOWS,))
+        out: dict[str, tuple[list[tuple[int, int]], np.ndarray]] = {}
+        for c in usable:
+            vecs = (got.get(c.chunk_id) or {}).get(WINDOWS)
+            spans = c.payload.get("window_spans")
+            if spans is None and self.window_tokens:
+                key = (c.chunk_id, c.text)
+                spans = self._spans_cache.get(key)
+                if spans is None:
+                    from .chunking import window_spans
+
+                    spans = self._spans_cache[key] = window_spans(c.text, self.embedder, self.window_tokens)
+            if not vecs or not spans or len(spans) != len(vecs):
+                continue
+            out[c.chunk_id] = ([(int(a), int(b)) for a, b in spans], np.asarray(vecs, dtype=np.float32))
+        return out
 
     def _sentence_vectors(self, sents: list[_Sentence]) -> np.ndarray:
         """Embeddings of the sentences, (n, dim); cached per (chunk id, sentence) so a chunk's
@@ -259,9 +326,11 @@ class ExtractiveAnswerer:
             out.append(s)
         return out
 
-    def answer(self, question: str, sources: list[RetrievedChunk]) -> AnswerResult:
-        """Answer from ``sources`` (numbered 1..n in order); ``refused`` when there are none."""
-        scored = self.score_sentences(question, sources)
+    def answer(self, question: str, sources: list[RetrievedChunk],
+               query_vector: np.ndarray | None = None) -> AnswerResult:
+        """Answer from ``sources`` (numbered 1..n in order); ``refused`` when there are none.
+        ``query_vector``: the question's embedding if already computed (see ``score_sentences``)."""
+        scored = self.score_sentences(question, sources, query_vector)
         if not scored:
             return AnswerResult(REFUSAL_TEXT, [], "refused", self.name)
         best = scored[0][0]

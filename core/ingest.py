@@ -369,14 +369,20 @@ def embed_batched(svc: Services, texts: list[str], owners: list[int] | None = No
     return out
 
 
-def embed_windows(svc: Services, chunks: list[Chunk], document_id: str | None = None) -> list[list[Any]]:
+def embed_windows(svc: Services, chunks: list[Chunk], document_id: str | None = None,
+                  spans_out: list[list[list[int]]] | None = None) -> list[list[Any]]:
     """Per chunk, the embeddings of its sentence windows (``window_spans`` of at most
     ``dense_window_tokens`` word pieces), each prefixed with the chunk's context header, so
-    dense retrieval can match one fact in a long chunk (MaxSim). Shape: chunks x windows x dim."""
+    dense retrieval can match one fact in a long chunk (MaxSim). Shape: chunks x windows x dim.
+    ``spans_out``: when given, gets each chunk's window spans ``[[start, end], ...]`` (character
+    offsets in ``chunk.text``, one per vector; stored in the payload for the answerer)."""
     texts: list[str] = []
     owners: list[int] = []
     for i, c in enumerate(chunks):
-        for a, b in window_spans(c.text, svc.embedder, svc.settings.dense_window_tokens):
+        spans = window_spans(c.text, svc.embedder, svc.settings.dense_window_tokens)
+        if spans_out is not None:
+            spans_out.append([[a, b] for a, b in spans])
+        for a, b in spans:
             texts.append(f"{c.header}\n{c.text[a:b]}" if c.header else c.text[a:b])
             owners.append(i)
     vectors = embed_batched(svc, texts, owners, document_id)
@@ -421,10 +427,11 @@ def stage_chunks(svc: Services, document_id: str, chunks: list[Chunk], strategy:
             # the per-chunk vector (used only with dense_window_tokens=0) is the normalised mean of
             # the chunk's window vectors: embedding every chunk whole again would double the cost.
             # A collection from before windows gets real chunk vectors, like the rest of it.
-            windows = embed_windows(svc, chunks, doc.id)
+            spans: list[list[list[int]]] = []
+            windows = embed_windows(svc, chunks, doc.id, spans)
             dense = [_unit(np.mean(np.asarray(w), axis=0)) for w in windows]
         else:
-            windows, dense = None, embed_batched(svc, texts, None, doc.id)
+            spans, windows, dense = [], None, embed_batched(svc, texts, None, doc.id)
         t_embed = (time.perf_counter() - t0) * 1000
         set_progress(svc, doc.id, status="indexing", chunks_done=len(chunks))
         sparse = [bm25_document_vector(t, st.bm25_k1, st.bm25_b, st.bm25_avgdl) for t in texts]
@@ -436,7 +443,10 @@ def stage_chunks(svc: Services, document_id: str, chunks: list[Chunk], strategy:
             "char_start": c.char_start, "char_end": c.char_end, "section": c.section,
             "header": c.header, "text": c.text, "token_count": c.token_count, "ingest_version": version,
             "primary": True, "live": False,
-        } for c in chunks]
+            # the window vectors' spans: the extractive answerer scores sentences with them (no
+            # embedding per question)
+            **({"window_spans": spans[k]} if spans else {}),
+        } for k, c in enumerate(chunks)]
         t1 = time.perf_counter()
         svc.store.upsert(ids, dense, sparse, payloads, windows=windows)
         t_upsert = (time.perf_counter() - t1) * 1000

@@ -99,6 +99,7 @@ class RetrievalResult:
     mode: Mode
     candidates: dict[str, list[str]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    query_vector: np.ndarray | None = None  # the question's embedding when the dense leg ran (dim,)
 
 
 
@@ -348,7 +349,7 @@ class Retriever:
             out += self.neighbors(out, neighbors)
             timings["neighbors"] = (time.perf_counter() - t) * 1000
         out, scope_notes = enforce_scope(scope, out)
-        return RetrievalResult(out, timings, mode, ranked_ids, notes + scope_notes)
+        return RetrievalResult(out, timings, mode, ranked_ids, notes + scope_notes, qvec if use_dense else None)
 
     def _fuse(self, question: str, hits: dict[str, dict[str, PointHit]],
               ranked_ids: dict[str, list[str]]) -> list[tuple[str, float]]:
