@@ -13,7 +13,9 @@ from __future__ import annotations
 import math
 import os
 import re
+import threading
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -112,10 +114,27 @@ def _heading_like(text: str) -> bool:
     return len(words) >= 2 and sum(w[0].isupper() for w in words) / len(words) >= 0.8
 
 
+@lru_cache(maxsize=8192)
+def _text_sentence_spans(text: str) -> tuple[tuple[int, int], ...]:
+    """``sentence_spans(text)``, cached: segmenting a chunk costs milliseconds (pysbd), and a
+    chunk's text never changes."""
+    return tuple(sentence_spans(text))
+
+
+def source_sentence_spans(chunk: RetrievedChunk) -> list[tuple[int, int]]:
+    """Sentence spans of ``chunk.text``: the payload's ``sentence_spans`` (written at ingestion)
+    unless the chunk was cut to a page range (then its text is not the stored one), else
+    segmented here (cached per text). Same spans as ``chunking.sentence_spans``."""
+    stored = chunk.payload.get("sentence_spans")
+    if stored is not None and "clipped_pages" not in chunk.payload:
+        return [(int(a), int(b)) for a, b in stored]
+    return list(_text_sentence_spans(chunk.text))
+
+
 def _sentences(sources: list[RetrievedChunk]) -> list[_Sentence]:
     out = []
     for n, c in enumerate(sources, start=1):
-        for s, e in sentence_spans(c.text):
+        for s, e in source_sentence_spans(c):
             t = c.text[s:e]
             words = len(t.split())
             if (words >= 5 or (words >= 2 and any(ch.isdigit() for ch in t))) and not _heading_like(t):
@@ -202,7 +221,8 @@ class ExtractiveAnswerer:
         from cachetools import LRUCache
 
         self._vec_cache: LRUCache = LRUCache(maxsize=50_000)  # ~77 MB at 384-d float32
-        self._spans_cache: LRUCache = LRUCache(maxsize=20_000)  # recomputed window spans per (chunk id, text)
+        self._spans_cache: LRUCache = LRUCache(maxsize=20_000)  # recomputed window spans per chunk text
+        self._cache_lock = threading.Lock()  # requests run in threads; LRUCache is not thread-safe
 
     def score_sentences(self, question: str, sources: list[RetrievedChunk],
                         query_vector: np.ndarray | None = None) -> list[tuple[float, _Sentence]]:
@@ -273,12 +293,14 @@ class ExtractiveAnswerer:
             vecs = (got.get(c.chunk_id) or {}).get(WINDOWS)
             spans = c.payload.get("window_spans")
             if spans is None and self.window_tokens:
-                key = (c.chunk_id, c.text)
-                spans = self._spans_cache.get(key)
+                with self._cache_lock:
+                    spans = self._spans_cache.get(c.text)
                 if spans is None:
                     from .chunking import window_spans
 
-                    spans = self._spans_cache[key] = window_spans(c.text, self.embedder, self.window_tokens)
+                    spans = window_spans(c.text, self.embedder, self.window_tokens, source_sentence_spans(c))
+                    with self._cache_lock:
+                        self._spans_cache[c.text] = spans
             if not vecs or not spans or len(spans) != len(vecs):
                 continue
             out[c.chunk_id] = ([(int(a), int(b)) for a, b in spans], np.asarray(vecs, dtype=np.float32))
@@ -288,12 +310,15 @@ class ExtractiveAnswerer:
         """Embeddings of the sentences, (n, dim); cached per (chunk id, sentence) so a chunk's
         sentences are embedded once, not on every question that retrieves it."""
         keys = [(s.chunk.chunk_id, s.text) for s in sents]  # text, not offsets: a chunk cut to a page range
-        missing = [i for i, k in enumerate(keys) if k not in self._vec_cache]
+        with self._cache_lock:
+            have = {k: v for k in keys if (v := self._vec_cache.get(k)) is not None}
+        missing = [i for i, k in enumerate(keys) if k not in have]
         if missing:
             fresh = self.embedder.embed([sents[i].text for i in missing])
-            for i, v in zip(missing, fresh):
-                self._vec_cache[keys[i]] = v
-        return np.stack([self._vec_cache[k] for k in keys])
+            with self._cache_lock:
+                for i, v in zip(missing, fresh):
+                    self._vec_cache[keys[i]] = have[keys[i]] = v
+        return np.stack([have[k] for k in keys])
 
     @staticmethod
     def _complete_lead_ins(picked: list[_Sentence]) -> list[_Sentence]:
@@ -303,7 +328,7 @@ class ExtractiveAnswerer:
         for s in picked:
             out.append(s)
             if s.text.rstrip().endswith(":"):
-                spans = [(a, b) for a, b in sentence_spans(s.chunk.text) if a >= s.end]
+                spans = [(a, b) for a, b in source_sentence_spans(s.chunk) if a >= s.end]
                 if spans and not any(p.chunk is s.chunk and p.start == spans[0][0] for p in picked):
                     a, b = spans[0]
                     out.append(_Sentence(s.n, s.chunk, a, b, s.chunk.text[a:b]))
@@ -317,7 +342,7 @@ class ExtractiveAnswerer:
         for s in picked:
             t = s.text.strip()
             if t.startswith("(") and t.endswith(")"):
-                before = [(a, b) for a, b in sentence_spans(s.chunk.text) if b <= s.start]
+                before = [(a, b) for a, b in source_sentence_spans(s.chunk) if b <= s.start]
                 if before:
                     a, b = before[-1]
                     gap = s.chunk.text[b:s.start]
