@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 import uuid
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
@@ -407,6 +409,7 @@ class EdgeVectorStore(VectorStore):
 
     backend = "edge"
     upsert_batch = 64  # an Edge call holds the GIL: small batches let searches run in between
+    RECOUNT_S = 0.5  # see all_searchable
 
     def __init__(self, collection: str, *, path: str):
         import qdrant_edge as qe
@@ -527,6 +530,7 @@ class EdgeVectorStore(VectorStore):
         tmp = self.meta_path.with_suffix(".json.tmp")
         tmp.write_text(json.dumps(self._meta))
         tmp.replace(self.meta_path)  # the collection exists once its metadata does
+        self._h.writes += 1
         self.shard = shard
 
     def _upsert_points(self, ids, vectors, payloads) -> None:
@@ -536,12 +540,15 @@ class EdgeVectorStore(VectorStore):
             v = {k: (qe.SparseVector(indices=list(x.indices), values=[float(y) for y in x.values]) if k == SPARSE
                      else x) for k, x in vec.items()}
             points.append(qe.Point(pid, v, _with_shadows(pl)))
+        self._h.writes += 1  # before the write: see _query
         self.shard.update(qe.UpdateOperation.upsert_points(points))
 
     def _delete(self, flt: models.Filter) -> None:
+        self._h.writes += 1  # before the write: see _query
         self.shard.update(self.qe.UpdateOperation.delete_points_by_filter(edge_filter(flt)))
 
     def _set_payload(self, flt: models.Filter, payload: dict[str, Any]) -> None:
+        self._h.writes += 1  # before the write: see _query
         self.shard.update(self.qe.UpdateOperation.set_payload_by_filter(edge_filter(flt), _with_shadows(payload)))
 
     def _count(self, flt: models.Filter | None) -> int:
@@ -549,16 +556,50 @@ class EdgeVectorStore(VectorStore):
 
     def _query(self, using: str, query: Any, flt: models.Filter | None, limit: int,
                prefetch: tuple[str, Any, int] | None = None) -> list[PointHit]:
+        """As ``VectorStore._query``. The unscoped filter (``Scope().to_filter()``: not staged, each
+        document's primary strategy) is left out of the request while the shard holds no point it
+        excludes (``all_searchable``): it then selects every point, and evaluating it point by
+        point is a fifth of a dense scan at 50k points (measured: 20 vs 25 ms P50). Exact: the
+        count is taken at a write generation, and a query during which a write began (the
+        generation moved) is run again with the filter."""
         qe = self.qe
         if using == SPARSE:
             query = qe.SparseVector(indices=list(query.indices), values=[float(y) for y in query.values])
-        eflt = edge_filter(flt)
-        pre = None
-        if prefetch is not None:
-            pre = [qe.Prefetch(limit=prefetch[2], query=qe.Query.Nearest(prefetch[1], using=prefetch[0]), filter=eflt)]
-        res = self.shard.query(qe.QueryRequest(limit=limit, query=qe.Query.Nearest(query, using=using),
-                                               prefetches=pre, filter=eflt, with_payload=True))
-        return [PointHit(str(p.id), float(p.score), _without_shadows(p.payload)) for p in res]
+
+        def run(eflt: Any) -> list[PointHit]:
+            pre = None
+            if prefetch is not None:
+                pre = [qe.Prefetch(limit=prefetch[2], query=qe.Query.Nearest(prefetch[1], using=prefetch[0]),
+                                   filter=eflt)]
+            res = self.shard.query(qe.QueryRequest(limit=limit, query=qe.Query.Nearest(query, using=using),
+                                                   prefetches=pre, filter=eflt, with_payload=True))
+            return [PointHit(str(p.id), float(p.score), _without_shadows(p.payload)) for p in res]
+
+        if flt is not None and flt == _searchable_filter():
+            gen = self._h.writes
+            if self.all_searchable(gen):
+                hits = run(None)
+                if self._h.writes == gen:
+                    return hits
+        return run(edge_filter(flt))
+
+    def all_searchable(self, gen: int | None = None) -> bool:
+        """True when no point of the shard is staged (``live: false``) or of a non-primary
+        strategy, as counted at write generation ``gen`` (default: now). The count is cached per
+        generation; while writes keep coming (an ingestion) it is retaken at most every
+        ``RECOUNT_S`` seconds, and False in between."""
+        h = self._h
+        gen = h.writes if gen is None else gen
+        if h.unsearchable_at != gen:
+            now = time.monotonic()
+            if now - h.counted_at < self.RECOUNT_S:
+                return False
+            h.counted_at = now
+            n = self._count(_unsearchable_filter())
+            if h.writes != gen:
+                return False
+            h.unsearchable, h.unsearchable_at = n, gen
+        return h.unsearchable == 0
 
     def _scroll(self, flt, limit, offset):
         recs, nxt = self.shard.scroll(self.qe.ScrollRequest(offset=offset, limit=limit, filter=edge_filter(flt),
@@ -585,6 +626,7 @@ class EdgeVectorStore(VectorStore):
 
     def delete_points(self, ids: list[str]) -> None:
         with self._lock:
+            self._h.writes += 1
             self.shard.update(self.qe.UpdateOperation.delete_points(list(ids)))
 
     def flush(self) -> None:
@@ -605,10 +647,26 @@ class _EdgeHandle:
         self.meta: dict[str, Any] = {}
         self.lock = threading.RLock()
         self.refs = 0
+        self.writes = 0  # write generation: bumped before every write to the shard
+        self.unsearchable = -1  # points the unscoped filter excludes, counted at generation unsearchable_at
+        self.unsearchable_at: int | None = None
+        self.counted_at = float("-inf")
 
 
 _EDGE_HANDLES: dict[str, _EdgeHandle] = {}
 _EDGE_HANDLES_LOCK = threading.Lock()
+
+
+@lru_cache(maxsize=1)
+def _searchable_filter() -> models.Filter:
+    """The filter of an unscoped search (``Scope().to_filter()``)."""
+    return Scope().to_filter()
+
+
+@lru_cache(maxsize=1)
+def _unsearchable_filter() -> models.Filter:
+    """Points an unscoped search never returns: staged, or of a non-primary strategy."""
+    return models.Filter(should=[_live_only(), models.FieldCondition(key="primary", match=models.MatchValue(value=False))])
 
 
 def _with_shadows(payload: dict[str, Any]) -> dict[str, Any]:
