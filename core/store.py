@@ -185,16 +185,17 @@ class VectorStore:
         return self.client.count(self.collection, count_filter=flt, exact=True).count
 
     def _query(self, using: str, query: Any, flt: models.Filter | None, limit: int,
-               prefetch: tuple[str, Any, int] | None = None) -> list[PointHit]:
+               prefetch: tuple[str, Any, int] | None = None, with_payload: bool = True) -> list[PointHit]:
         """Top-``limit`` points by ``query`` on vector ``using`` under ``flt``; with ``prefetch`` =
-        ``(using, query, limit)``, only that first stage's top points (same filter) are scored."""
+        ``(using, query, limit)``, only that first stage's top points (same filter) are scored.
+        ``with_payload=False``: hits with empty payloads (fetch the ones kept with ``get_payloads``)."""
         if using == SPARSE:
             query = models.SparseVector(indices=query.indices, values=query.values)
         pre = None
         if prefetch is not None:
             pre = models.Prefetch(query=prefetch[1], using=prefetch[0], filter=flt, limit=prefetch[2])
         res = self.client.query_points(self.collection, query=query, using=using, query_filter=flt, limit=limit,
-                                       prefetch=pre, with_payload=True)
+                                       prefetch=pre, with_payload=with_payload)
         return [PointHit(str(p.id), float(p.score), p.payload or {}) for p in res.points]
 
     def _scroll(self, flt: models.Filter | None, limit: int, offset: Any) -> tuple[list[tuple[str, dict]], Any]:
@@ -343,30 +344,33 @@ class VectorStore:
         return self._count(flt)
 
     def search_dense(self, vector: Sequence[float], flt: models.Filter | None, limit: int,
-                     windows: bool = False, prefetch: int = 0) -> list[PointHit]:
+                     windows: bool = False, prefetch: int = 0, with_payload: bool = True) -> list[PointHit]:
         """Top-``limit`` by cosine similarity of the dense vector; with ``windows`` (and a collection
         that has them), by MaxSim: the cosine of the chunk's best sentence window.
 
         ``prefetch`` > ``limit`` (with ``windows``): two stages, the standard Qdrant multivector
         pattern -- the top ``prefetch`` chunks by their single chunk vector (one dot product per
         chunk), then MaxSim over those only, instead of an exact MaxSim scan of every window of
-        every chunk in the filter. 0 = the exact scan."""
+        every chunk in the filter. 0 = the exact scan. ``with_payload=False``: empty payloads."""
         if windows and self.has_windows():
             vec = _floats(vector)
             if prefetch > limit:
                 # exact ties come back from the rescoring stage in no fixed order (the CLI and API
                 # evaluations of one knowledge base differed until they were ordered): ties by id,
                 # a few spare hits so that a tie at the cut does not decide which one is kept
-                hits = self._query(WINDOWS, [vec], flt, min(prefetch, limit + 20), prefetch=(DENSE, vec, prefetch))
+                hits = self._query(WINDOWS, [vec], flt, min(prefetch, limit + 20), prefetch=(DENSE, vec, prefetch),
+                                   with_payload=with_payload)
                 return sorted(hits, key=lambda h: (-h.score, h.id))[:limit]
-            return self._query(WINDOWS, [vec], flt, limit)
-        return self._query(DENSE, _floats(vector), flt, limit)
+            return self._query(WINDOWS, [vec], flt, limit, with_payload=with_payload)
+        return self._query(DENSE, _floats(vector), flt, limit, with_payload=with_payload)
 
-    def search_sparse(self, vector: SparseVector, flt: models.Filter | None, limit: int) -> list[PointHit]:
-        """Top-``limit`` by BM25 (sparse dot product with IDF modifier); empty query gives []."""
+    def search_sparse(self, vector: SparseVector, flt: models.Filter | None, limit: int,
+                      with_payload: bool = True) -> list[PointHit]:
+        """Top-``limit`` by BM25 (sparse dot product with IDF modifier); empty query gives [].
+        ``with_payload=False``: empty payloads."""
         if not vector.indices:
             return []
-        return self._query(SPARSE, vector, flt, limit)
+        return self._query(SPARSE, vector, flt, limit, with_payload=with_payload)
 
     def iter_payloads(self, flt: models.Filter | None = None, batch: int = 512) -> Iterable[tuple[str, dict]]:
         """``(point id, payload)`` of every point matching ``flt`` (nothing before the collection exists)."""
@@ -555,7 +559,7 @@ class EdgeVectorStore(VectorStore):
         return self.shard.count(self.qe.CountRequest(exact=True, filter=edge_filter(flt)))
 
     def _query(self, using: str, query: Any, flt: models.Filter | None, limit: int,
-               prefetch: tuple[str, Any, int] | None = None) -> list[PointHit]:
+               prefetch: tuple[str, Any, int] | None = None, with_payload: bool = True) -> list[PointHit]:
         """As ``VectorStore._query``. The unscoped filter (``Scope().to_filter()``: not staged, each
         document's primary strategy) is left out of the request while the shard holds no point it
         excludes (``all_searchable``): it then selects every point, and evaluating it point by
@@ -572,7 +576,9 @@ class EdgeVectorStore(VectorStore):
                 pre = [qe.Prefetch(limit=prefetch[2], query=qe.Query.Nearest(prefetch[1], using=prefetch[0]),
                                    filter=eflt)]
             res = self.shard.query(qe.QueryRequest(limit=limit, query=qe.Query.Nearest(query, using=using),
-                                                   prefetches=pre, filter=eflt, with_payload=True))
+                                                   prefetches=pre, filter=eflt, with_payload=with_payload))
+            if not with_payload:
+                return [PointHit(str(p.id), float(p.score), {}) for p in res]
             return [PointHit(str(p.id), float(p.score), _without_shadows(p.payload)) for p in res]
 
         if flt is not None and flt == _searchable_filter():
