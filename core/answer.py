@@ -204,14 +204,17 @@ class ExtractiveAnswerer:
 
     name = "extractive"
 
+    refine = 4  # sentences rescored with their own embedding per round (see score_sentences)
+    refine_rounds = 3
+
     def __init__(self, embedder: Embedder, max_sentences: int = 3, relative: float = 0.7, rank_weight: float = 0.3,
                  store: Any = None, window_tokens: int = 0):
-        """``store`` (a ``VectorStore``): a sentence's dense score is read from the stored vector of
-        the sentence window holding it (``dense_windows``, embedded at ingestion), so a question
-        embeds nothing but itself; sentences of chunks without usable stored windows are embedded
-        (``_sentence_vectors``). ``window_tokens``: the ingestion setting the windows were cut with,
-        to recompute the spans of chunks stored before their payload carried ``window_spans`` (0 =
-        do not recompute)."""
+        """``store`` (a ``VectorStore``): sentences are first scored with the stored vector of the
+        sentence window holding them (``dense_windows``, embedded at ingestion) and only the best
+        few get their own embedding (``score_sentences``); sentences of chunks without usable
+        stored windows are embedded (``_sentence_vectors``). ``window_tokens``: the ingestion
+        setting the windows were cut with, to recompute the spans of chunks stored before their
+        payload carried ``window_spans`` (0 = do not recompute)."""
         self.embedder = embedder
         self.max_sentences = max_sentences
         self.relative = relative
@@ -227,7 +230,14 @@ class ExtractiveAnswerer:
     def score_sentences(self, question: str, sources: list[RetrievedChunk],
                         query_vector: np.ndarray | None = None) -> list[tuple[float, _Sentence]]:
         """All source sentences with their scores, best first. ``query_vector``: the question's
-        embedding when the caller has it (retrieval's), else it is embedded here."""
+        embedding when the caller has it (retrieval's), else it is embedded here.
+
+        With stored windows, the dense term is first the cosine of the sentence's window; then
+        the ``refine`` best sentences not yet exact get their own embedding's cosine (cached per
+        text) and the list is re-sorted, for up to ``refine_rounds`` rounds or until the top
+        ``refine`` are all exact: the sentences that can be picked are ranked as with every
+        sentence embedded (same answers on the dev set's two halves, ``bench/answer_quality.py``),
+        for 4-12 short embeddings per cold question instead of all of the sources' sentences."""
         sents = _sentences(sources)
         if not sents:
             return []
@@ -244,23 +254,37 @@ class ExtractiveAnswerer:
             bm25.append(sum(idf[t] * tf[t] * 2.2 / (tf[t] + norm) for t in q_terms if tf[t]))
         top = max(bm25) or 1.0
         qvec = self.embedder.embed_query(question) if query_vector is None else np.asarray(query_vector)
-        dense = self._dense_scores(qvec, sents, sources)
+        dense, exact = self._dense_scores(qvec, sents, sources)
         fused = [max(float(c.score), 0.0) for c in sources]
         best_fused = max(fused) or 1.0
-        scored = []
-        for s, b, d in zip(sents, bm25, dense):
+        parts = []
+        for s, b in zip(sents, bm25):
             # the source's weight is its retrieval score relative to the best source (near-ties
             # between sources stay near-ties), not its ordinal rank
             weight = fused[s.n - 1] / best_fused if sources[s.n - 1].neighbor_of is None else 0.0
-            typed = answer_type_bonus(question, s.text)
-            scored.append((0.5 * float(d) + b / top + typed + self.rank_weight * weight, s))
-        scored.sort(key=lambda x: -x[0])
+            parts.append((b / top, answer_type_bonus(question, s.text), self.rank_weight * weight))
+
+        def ranked() -> list[tuple[float, _Sentence]]:
+            scored = [(0.5 * float(d) + b + typed + w, s) for s, d, (b, typed, w) in zip(sents, dense, parts)]
+            return sorted(scored, key=lambda x: -x[0])  # stable: ties stay in source order
+
+        scored = ranked()
+        index = {id(s): i for i, s in enumerate(sents)}
+        for _ in range(self.refine_rounds):
+            todo = [index[id(s)] for _, s in scored[: self.refine] if not exact[index[id(s)]]]
+            if not todo:
+                break
+            dense[todo] = self._sentence_vectors([sents[i] for i in todo]) @ qvec
+            exact[todo] = True
+            scored = ranked()
         return scored
 
-    def _dense_scores(self, qvec: np.ndarray, sents: list[_Sentence], sources: list[RetrievedChunk]) -> np.ndarray:
-        """Cosine of the question to each sentence, (n,). A sentence of a chunk with stored window
-        vectors scores the cosine of the window holding it (the window the dense retriever's MaxSim
-        scored, header included); the others are embedded (``_sentence_vectors``)."""
+    def _dense_scores(self, qvec: np.ndarray, sents: list[_Sentence],
+                      sources: list[RetrievedChunk]) -> tuple[np.ndarray, np.ndarray]:
+        """``(cosines (n,), exact (n,) bool)``: the question's cosine to each sentence. A sentence of
+        a chunk with stored window vectors scores the cosine of the window holding it (the window
+        the dense retriever's MaxSim scored, header included; ``exact`` False); the others are
+        embedded (``_sentence_vectors``; ``exact`` True)."""
         out = np.zeros(len(sents), dtype=np.float32)
         stored = self.stored_windows(sources)
         todo: list[int] = []
@@ -273,7 +297,9 @@ class ExtractiveAnswerer:
                 out[i] = float(w[1][k] @ qvec)
         if todo:
             out[todo] = self._sentence_vectors([sents[i] for i in todo]) @ qvec
-        return out
+        exact = np.zeros(len(sents), dtype=bool)
+        exact[todo] = True
+        return out, exact
 
     def stored_windows(self, chunks: list[RetrievedChunk]) -> dict[str, tuple[list[tuple[int, int]], np.ndarray]]:
         """``{chunk id: (window spans, (windows, dim) vectors)}`` for the chunks whose window
@@ -307,9 +333,9 @@ class ExtractiveAnswerer:
         return out
 
     def _sentence_vectors(self, sents: list[_Sentence]) -> np.ndarray:
-        """Embeddings of the sentences, (n, dim); cached per (chunk id, sentence) so a chunk's
-        sentences are embedded once, not on every question that retrieves it."""
-        keys = [(s.chunk.chunk_id, s.text) for s in sents]  # text, not offsets: a chunk cut to a page range
+        """Embeddings of the sentences, (n, dim); cached per sentence text (the vector depends on
+        nothing else) so a sentence is embedded once, not on every question that retrieves it."""
+        keys = [s.text for s in sents]
         with self._cache_lock:
             have = {k: v for k in keys if (v := self._vec_cache.get(k)) is not None}
         missing = [i for i, k in enumerate(keys) if k not in have]
