@@ -13,7 +13,9 @@ from __future__ import annotations
 import math
 import os
 import re
+import threading
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -112,15 +114,40 @@ def _heading_like(text: str) -> bool:
     return len(words) >= 2 and sum(w[0].isupper() for w in words) / len(words) >= 0.8
 
 
+@lru_cache(maxsize=8192)
+def _text_sentence_spans(text: str) -> tuple[tuple[int, int], ...]:
+    """``sentence_spans(text)``, cached: segmenting a chunk costs milliseconds (pysbd), and a
+    chunk's text never changes."""
+    return tuple(sentence_spans(text))
+
+
+def source_sentence_spans(chunk: RetrievedChunk) -> list[tuple[int, int]]:
+    """Sentence spans of ``chunk.text``: the payload's ``sentence_spans`` (written at ingestion)
+    unless the chunk was cut to a page range (then its text is not the stored one), else
+    segmented here (cached per text). Same spans as ``chunking.sentence_spans``."""
+    stored = chunk.payload.get("sentence_spans")
+    if stored is not None and "clipped_pages" not in chunk.payload:
+        return [(int(a), int(b)) for a, b in stored]
+    return list(_text_sentence_spans(chunk.text))
+
+
 def _sentences(sources: list[RetrievedChunk]) -> list[_Sentence]:
     out = []
     for n, c in enumerate(sources, start=1):
-        for s, e in sentence_spans(c.text):
+        for s, e in source_sentence_spans(c):
             t = c.text[s:e]
             words = len(t.split())
             if (words >= 5 or (words >= 2 and any(ch.isdigit() for ch in t))) and not _heading_like(t):
                 out.append(_Sentence(n, c, s, e, t))
     return out
+
+
+def _window_of(spans: list[tuple[int, int]], start: int) -> int | None:
+    """Index of the window span holding character ``start``, ``None`` when none does."""
+    for k, (a, b) in enumerate(spans):
+        if a <= start < b:
+            return k
+    return None
 
 
 def _citation(sent: _Sentence) -> Citation:
@@ -177,17 +204,40 @@ class ExtractiveAnswerer:
 
     name = "extractive"
 
-    def __init__(self, embedder: Embedder, max_sentences: int = 3, relative: float = 0.7, rank_weight: float = 0.3):
+    refine = 4  # sentences rescored with their own embedding per round (see score_sentences)
+    refine_rounds = 3
+
+    def __init__(self, embedder: Embedder, max_sentences: int = 3, relative: float = 0.7, rank_weight: float = 0.3,
+                 store: Any = None, window_tokens: int = 0):
+        """``store`` (a ``VectorStore``): sentences are first scored with the stored vector of the
+        sentence window holding them (``dense_windows``, embedded at ingestion) and only the best
+        few get their own embedding (``score_sentences``); sentences of chunks without usable
+        stored windows are embedded (``_sentence_vectors``). ``window_tokens``: the ingestion
+        setting the windows were cut with, to recompute the spans of chunks stored before their
+        payload carried ``window_spans`` (0 = do not recompute)."""
         self.embedder = embedder
         self.max_sentences = max_sentences
         self.relative = relative
         self.rank_weight = rank_weight
+        self.store = store
+        self.window_tokens = window_tokens
         from cachetools import LRUCache
 
         self._vec_cache: LRUCache = LRUCache(maxsize=50_000)  # ~77 MB at 384-d float32
+        self._spans_cache: LRUCache = LRUCache(maxsize=20_000)  # recomputed window spans per chunk text
+        self._cache_lock = threading.Lock()  # requests run in threads; LRUCache is not thread-safe
 
-    def score_sentences(self, question: str, sources: list[RetrievedChunk]) -> list[tuple[float, _Sentence]]:
-        """All source sentences with their scores, best first."""
+    def score_sentences(self, question: str, sources: list[RetrievedChunk],
+                        query_vector: np.ndarray | None = None) -> list[tuple[float, _Sentence]]:
+        """All source sentences with their scores, best first. ``query_vector``: the question's
+        embedding when the caller has it (retrieval's), else it is embedded here.
+
+        With stored windows, the dense term is first the cosine of the sentence's window; then
+        the ``refine`` best sentences not yet exact get their own embedding's cosine (cached per
+        text) and the list is re-sorted, for up to ``refine_rounds`` rounds or until the top
+        ``refine`` are all exact: the sentences that can be picked are ranked as with every
+        sentence embedded (same answers on the dev set's two halves, ``bench/answer_quality.py``),
+        for 4-12 short embeddings per cold question instead of all of the sources' sentences."""
         sents = _sentences(sources)
         if not sents:
             return []
@@ -203,30 +253,98 @@ class ExtractiveAnswerer:
             norm = 1.2 * (0.25 + 0.75 * len(toks) / avgdl)
             bm25.append(sum(idf[t] * tf[t] * 2.2 / (tf[t] + norm) for t in q_terms if tf[t]))
         top = max(bm25) or 1.0
-        qvec = self.embedder.embed_query(question)
-        dense = self._sentence_vectors(sents) @ qvec
+        qvec = self.embedder.embed_query(question) if query_vector is None else np.asarray(query_vector)
+        dense, exact = self._dense_scores(qvec, sents, sources)
         fused = [max(float(c.score), 0.0) for c in sources]
         best_fused = max(fused) or 1.0
-        scored = []
-        for s, b, d in zip(sents, bm25, dense):
+        parts = []
+        for s, b in zip(sents, bm25):
             # the source's weight is its retrieval score relative to the best source (near-ties
             # between sources stay near-ties), not its ordinal rank
             weight = fused[s.n - 1] / best_fused if sources[s.n - 1].neighbor_of is None else 0.0
-            typed = answer_type_bonus(question, s.text)
-            scored.append((0.5 * float(d) + b / top + typed + self.rank_weight * weight, s))
-        scored.sort(key=lambda x: -x[0])
+            parts.append((b / top, answer_type_bonus(question, s.text), self.rank_weight * weight))
+
+        def ranked() -> list[tuple[float, _Sentence]]:
+            scored = [(0.5 * float(d) + b + typed + w, s) for s, d, (b, typed, w) in zip(sents, dense, parts)]
+            return sorted(scored, key=lambda x: -x[0])  # stable: ties stay in source order
+
+        scored = ranked()
+        index = {id(s): i for i, s in enumerate(sents)}
+        for _ in range(self.refine_rounds):
+            todo = [index[id(s)] for _, s in scored[: self.refine] if not exact[index[id(s)]]]
+            if not todo:
+                break
+            dense[todo] = self._sentence_vectors([sents[i] for i in todo]) @ qvec
+            exact[todo] = True
+            scored = ranked()
         return scored
 
+    def _dense_scores(self, qvec: np.ndarray, sents: list[_Sentence],
+                      sources: list[RetrievedChunk]) -> tuple[np.ndarray, np.ndarray]:
+        """``(cosines (n,), exact (n,) bool)``: the question's cosine to each sentence. A sentence of
+        a chunk with stored window vectors scores the cosine of the window holding it (the window
+        the dense retriever's MaxSim scored, header included; ``exact`` False); the others are
+        embedded (``_sentence_vectors``; ``exact`` True)."""
+        out = np.zeros(len(sents), dtype=np.float32)
+        stored = self.stored_windows(sources)
+        todo: list[int] = []
+        for i, s in enumerate(sents):
+            w = stored.get(s.chunk.chunk_id)
+            k = _window_of(w[0], s.start) if w is not None else None
+            if k is None:
+                todo.append(i)
+            else:
+                out[i] = float(w[1][k] @ qvec)
+        if todo:
+            out[todo] = self._sentence_vectors([sents[i] for i in todo]) @ qvec
+        exact = np.zeros(len(sents), dtype=bool)
+        exact[todo] = True
+        return out, exact
+
+    def stored_windows(self, chunks: list[RetrievedChunk]) -> dict[str, tuple[list[tuple[int, int]], np.ndarray]]:
+        """``{chunk id: (window spans, (windows, dim) vectors)}`` for the chunks whose window
+        vectors are in the store (one ``get_vectors`` call), with spans from the payload's
+        ``window_spans`` (written at ingestion) or recomputed with ``window_tokens`` for points
+        stored before it. Left out (their sentences are embedded): chunks cut to a page range
+        (their text is not the stored one), chunks whose spans and vectors disagree in number, and
+        every chunk when there is no store or the collection has no window vectors."""
+        if self.store is None or not chunks or not self.store.has_windows():
+            return {}
+        from .store import WINDOWS
+
+        usable = [c for c in chunks if "clipped_pages" not in c.payload]
+        got = self.store.get_vectors(list(dict.fromkeys(c.chunk_id for c in usable)), (WINDOWS,))
+        out: dict[str, tuple[list[tuple[int, int]], np.ndarray]] = {}
+        for c in usable:
+            vecs = (got.get(c.chunk_id) or {}).get(WINDOWS)
+            spans = c.payload.get("window_spans")
+            if spans is None and self.window_tokens:
+                with self._cache_lock:
+                    spans = self._spans_cache.get(c.text)
+                if spans is None:
+                    from .chunking import window_spans
+
+                    spans = window_spans(c.text, self.embedder, self.window_tokens, source_sentence_spans(c))
+                    with self._cache_lock:
+                        self._spans_cache[c.text] = spans
+            if not vecs or not spans or len(spans) != len(vecs):
+                continue
+            out[c.chunk_id] = ([(int(a), int(b)) for a, b in spans], np.asarray(vecs, dtype=np.float32))
+        return out
+
     def _sentence_vectors(self, sents: list[_Sentence]) -> np.ndarray:
-        """Embeddings of the sentences, (n, dim); cached per (chunk id, sentence) so a chunk's
-        sentences are embedded once, not on every question that retrieves it."""
-        keys = [(s.chunk.chunk_id, s.text) for s in sents]  # text, not offsets: a chunk cut to a page range
-        missing = [i for i, k in enumerate(keys) if k not in self._vec_cache]
+        """Embeddings of the sentences, (n, dim); cached per sentence text (the vector depends on
+        nothing else) so a sentence is embedded once, not on every question that retrieves it."""
+        keys = [s.text for s in sents]
+        with self._cache_lock:
+            have = {k: v for k in keys if (v := self._vec_cache.get(k)) is not None}
+        missing = [i for i, k in enumerate(keys) if k not in have]
         if missing:
             fresh = self.embedder.embed([sents[i].text for i in missing])
-            for i, v in zip(missing, fresh):
-                self._vec_cache[keys[i]] = v
-        return np.stack([self._vec_cache[k] for k in keys])
+            with self._cache_lock:
+                for i, v in zip(missing, fresh):
+                    self._vec_cache[keys[i]] = have[keys[i]] = v
+        return np.stack([have[k] for k in keys])
 
     @staticmethod
     def _complete_lead_ins(picked: list[_Sentence]) -> list[_Sentence]:
@@ -236,7 +354,7 @@ class ExtractiveAnswerer:
         for s in picked:
             out.append(s)
             if s.text.rstrip().endswith(":"):
-                spans = [(a, b) for a, b in sentence_spans(s.chunk.text) if a >= s.end]
+                spans = [(a, b) for a, b in source_sentence_spans(s.chunk) if a >= s.end]
                 if spans and not any(p.chunk is s.chunk and p.start == spans[0][0] for p in picked):
                     a, b = spans[0]
                     out.append(_Sentence(s.n, s.chunk, a, b, s.chunk.text[a:b]))
@@ -250,7 +368,7 @@ class ExtractiveAnswerer:
         for s in picked:
             t = s.text.strip()
             if t.startswith("(") and t.endswith(")"):
-                before = [(a, b) for a, b in sentence_spans(s.chunk.text) if b <= s.start]
+                before = [(a, b) for a, b in source_sentence_spans(s.chunk) if b <= s.start]
                 if before:
                     a, b = before[-1]
                     gap = s.chunk.text[b:s.start]
@@ -276,9 +394,11 @@ class ExtractiveAnswerer:
         pool.sort(key=lambda x: -x[0])
         return concise_answer(question, pool) or normalize_ws(scored[0][1].text)
 
-    def answer(self, question: str, sources: list[RetrievedChunk]) -> AnswerResult:
-        """Answer from ``sources`` (numbered 1..n in order); ``refused`` when there are none."""
-        scored = self.score_sentences(question, sources)
+    def answer(self, question: str, sources: list[RetrievedChunk],
+               query_vector: np.ndarray | None = None) -> AnswerResult:
+        """Answer from ``sources`` (numbered 1..n in order); ``refused`` when there are none.
+        ``query_vector``: the question's embedding if already computed (see ``score_sentences``)."""
+        scored = self.score_sentences(question, sources, query_vector)
         if not scored:
             return AnswerResult(REFUSAL_TEXT, [], "refused", self.name)
         best = scored[0][0]

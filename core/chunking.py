@@ -591,11 +591,13 @@ def chunk_document(pages: list[Page], counter: TokenCounter, title: str, strateg
                  overlap_fraction if overlap else 0.0, hard_max=counter.max_content_tokens)
 
 
-def window_spans(text: str, counter: TokenCounter, max_tokens: int) -> list[tuple[int, int]]:
+def window_spans(text: str, counter: TokenCounter, max_tokens: int,
+                 sentences: list[tuple[int, int]] | None = None) -> list[tuple[int, int]]:
     """Character spans of ``text`` cut into windows of whole sentences of at most ``max_tokens``
     word pieces (a longer sentence is a window of its own), in order, covering every sentence.
-    An empty or sentence-less text gives one window over all of it."""
-    spans = sentence_spans(text)
+    An empty or sentence-less text gives one window over all of it. ``sentences``: the text's
+    ``sentence_spans`` when the caller already has them."""
+    spans = sentence_spans(text) if sentences is None else sentences
     if not spans:
         return [(0, len(text))]
     counts = counter.count_tokens([text[s:e] for s, e in spans])

@@ -36,7 +36,7 @@ from sqlalchemy import delete, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
 from .chunking import DEFAULT_STRATEGY as _DEFAULT_STRATEGY
-from .chunking import Chunk, Strategy, chunk_document, document_title, window_spans
+from .chunking import Chunk, Strategy, chunk_document, document_title, sentence_spans, window_spans
 from .db import ChunkRow, Document, QAPair, bump_index_version, utcnow
 from .names import InvalidNameError, name_key, validate_knowledge_base, validate_name
 from .pdf import Page, PDFError, PDFInfo
@@ -372,14 +372,23 @@ def embed_batched(svc: Services, texts: list[str], owners: list[int] | None = No
     return out
 
 
-def embed_windows(svc: Services, chunks: list[Chunk], document_id: str | None = None) -> list[list[Any]]:
+def embed_windows(svc: Services, chunks: list[Chunk], document_id: str | None = None,
+                  spans_out: list[dict[str, Any]] | None = None) -> list[list[Any]]:
     """Per chunk, the embeddings of its sentence windows (``window_spans`` of at most
     ``dense_window_tokens`` word pieces), each prefixed with the chunk's context header, so
-    dense retrieval can match one fact in a long chunk (MaxSim). Shape: chunks x windows x dim."""
+    dense retrieval can match one fact in a long chunk (MaxSim). Shape: chunks x windows x dim.
+    ``spans_out``: when given, gets per chunk ``{"window_spans": [[start, end], ...] (one per
+    vector), "sentence_spans": [[start, end], ...]}`` (character offsets in ``chunk.text``; stored
+    in the payload, so the answerer neither embeds nor segments a source per question)."""
     texts: list[str] = []
     owners: list[int] = []
     for i, c in enumerate(chunks):
-        for a, b in window_spans(c.text, svc.embedder, svc.settings.dense_window_tokens):
+        sentences = sentence_spans(c.text)
+        spans = window_spans(c.text, svc.embedder, svc.settings.dense_window_tokens, sentences)
+        if spans_out is not None:
+            spans_out.append({"window_spans": [[a, b] for a, b in spans],
+                              "sentence_spans": [[a, b] for a, b in sentences]})
+        for a, b in spans:
             texts.append(f"{c.header}\n{c.text[a:b]}" if c.header else c.text[a:b])
             owners.append(i)
     vectors = embed_batched(svc, texts, owners, document_id)
@@ -434,10 +443,11 @@ def stage_chunks(svc: Services, document_id: str, chunks: list[Chunk], strategy:
                 # the per-chunk vector (used only with dense_window_tokens=0) is the normalised mean of
                 # the chunk's window vectors: embedding every chunk whole again would double the cost.
                 # A collection from before windows gets real chunk vectors, like the rest of it.
-                windows = embed_windows(svc, part)
+                spans: list[dict[str, Any]] = []
+                windows = embed_windows(svc, part, None, spans)
                 dense = [_unit(np.mean(np.asarray(w), axis=0)) for w in windows]
             else:
-                windows, dense = None, embed_batched(svc, texts)
+                spans, windows, dense = [], None, embed_batched(svc, texts)
             t_embed += time.perf_counter() - t0
             done = a + len(part)
             set_progress(svc, doc.id, force=done == len(chunks), chunks_done=done)
@@ -450,7 +460,10 @@ def stage_chunks(svc: Services, document_id: str, chunks: list[Chunk], strategy:
                 "page_breaks": [list(b) for b in c.page_breaks], "char_start": c.char_start,
                 "char_end": c.char_end, "section": c.section, "header": c.header, "text": c.text,
                 "token_count": c.token_count, "ingest_version": version, "primary": True, "live": False,
-            } for c in part]
+                # the window vectors' and sentences' spans: the extractive answerer scores sentences
+                # with them (no embedding or sentence segmentation per question)
+                **(spans[k] if spans else {}),
+            } for k, c in enumerate(part)]
             t1 = time.perf_counter()
             svc.store.upsert(part_ids, dense, sparse, payloads, windows=windows)
             t_upsert += time.perf_counter() - t1
@@ -461,7 +474,7 @@ def stage_chunks(svc: Services, document_id: str, chunks: list[Chunk], strategy:
                                    doc_sha256=sha, ingest_version=version, live=False)
                           for i, c in zip(part_ids, part))
             ids += part_ids
-            del windows, dense, sparse, payloads
+            del windows, dense, sparse, payloads, spans
         set_progress(svc, doc.id, status="indexing", chunks_done=len(chunks))
     except Exception as e:
         try:

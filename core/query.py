@@ -13,6 +13,7 @@ import logging
 import re
 import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Iterator
 
@@ -21,6 +22,7 @@ from .answerability import assess, is_underspecified, is_vague
 from .cache import AnswerCache
 from .citations import normalize_ws
 from .db import new_id
+from .embedding import cores_busy
 from .llmcall import CLIENT_DISCONNECTED, Cancellation, litellm_kwargs
 from .retrieval import Mode, RetrievalResult, RetrievedChunk, Retriever
 from .services import Services
@@ -30,8 +32,43 @@ from .telemetry import TelemetryWriter
 log = logging.getLogger(__name__)
 
 
+_IN_FLIGHT = 0
+_IN_FLIGHT_LOCK = threading.Lock()
+_IN_FLIGHT_BUSY: Any = None  # the cores_busy() declaration held while requests overlap
+
+
+@contextmanager
+def request_in_flight() -> Iterator[None]:
+    """Count a request (retrieval and answering) as running; while two or more run at once, one
+    core is declared busy (``embedding.cores_busy``), so the model's query batches run with one
+    intra-op thread fewer. The other requests' Python and store work (which holds the GIL, about
+    one core) runs beside the model: a 2-thread matrix product sharing 2 cores with it waits at
+    every op for its displaced thread (measured with ``bench.concurrency_compare``: see the
+    README's benchmark notes). A lone request keeps every thread."""
+    global _IN_FLIGHT, _IN_FLIGHT_BUSY
+    with _IN_FLIGHT_LOCK:
+        _IN_FLIGHT += 1
+        if _IN_FLIGHT == 2:
+            _IN_FLIGHT_BUSY = cores_busy()
+            _IN_FLIGHT_BUSY.__enter__()
+    try:
+        yield
+    finally:
+        with _IN_FLIGHT_LOCK:
+            _IN_FLIGHT -= 1
+            if _IN_FLIGHT == 1 and _IN_FLIGHT_BUSY is not None:
+                _IN_FLIGHT_BUSY.__exit__(None, None, None)
+                _IN_FLIGHT_BUSY = None
+
+
+def requests_in_flight() -> int:
+    """Requests inside ``request_in_flight`` right now (0 when idle)."""
+    return _IN_FLIGHT
+
+
 def build_answerer(svc: Services) -> ExtractiveAnswerer | LLMAnswerer:
-    """The LLM answerer when ``llm_model`` is set, else the offline extractive one."""
+    """The LLM answerer when ``llm_model`` is set, else the offline extractive one (scoring
+    sentences with the store's window vectors, ``ExtractiveAnswerer``)."""
     s = svc.settings
     if s.llm_model:
         return LLMAnswerer(
@@ -42,7 +79,7 @@ def build_answerer(svc: Services) -> ExtractiveAnswerer | LLMAnswerer:
             max_tokens=s.llm_max_tokens,
             **litellm_kwargs(s),
         )
-    return ExtractiveAnswerer(svc.embedder)
+    return ExtractiveAnswerer(svc.embedder, store=svc.store, window_tokens=s.dense_window_tokens)
 
 
 @dataclass
@@ -186,15 +223,16 @@ class QueryService:
             passages = [f"{c.payload.get('header', '')}\n{c.text}" for c in sources]
             verdict = assess(question, self._document_texts(sources, scope), passages, self._closest_word)
             if verdict.label == "refused":
-                gate = self._refusal(question, sources, verdict.missing, model)
+                gate = self._refusal(question, sources, verdict.missing, model, res.query_vector)
         return Prepared(new_id(), question, scope, mode, top_k, res, sources, gate, t0)
 
-    def _refusal(self, question: str, sources: list[RetrievedChunk], missing: list[str], model: str) -> AnswerResult:
+    def _refusal(self, question: str, sources: list[RetrievedChunk], missing: list[str], model: str,
+                 query_vector: Any = None) -> AnswerResult:
         what = ", ".join(f"“{m}”" for m in missing)
         text = f"{REFUSAL_TEXT} The searched documents do not mention {what}."
         cites = []
         if isinstance(self.answerer, ExtractiveAnswerer):
-            scored = self.answerer.score_sentences(question, sources)
+            scored = self.answerer.score_sentences(question, sources, query_vector)
             if scored:
                 best = scored[0][1]
                 cites = [_citation(best)]
@@ -206,6 +244,9 @@ class QueryService:
         audited (``answer.audit_answer``: verified, supports, label)."""
         if prep.gate is not None:
             return audit_answer(prep.gate, prep.sources)
+        if isinstance(self.answerer, ExtractiveAnswerer):  # the question's vector from retrieval, not again
+            return audit_answer(self.answerer.answer(prep.question, prep.sources, prep.retrieval.query_vector),
+                                prep.sources)
         return audit_answer(self.answerer.answer(prep.question, prep.sources), prep.sources)
 
     def result_json(self, prep: Prepared, ans: AnswerResult, gen_ms: float, ttft_ms: float | None = None) -> dict[str, Any]:
@@ -249,10 +290,11 @@ class QueryService:
             return self._serve_cached(hit, new_id(), question, scope, mode_v, top_k or self.svc.settings.top_k, t0)
         prep = None
         try:
-            prep = self.prepare(question, scope, top_k, mode_v)
-            t = time.perf_counter()
-            ans = self.answer(prep)
-            gen_ms = (time.perf_counter() - t) * 1000
+            with request_in_flight():
+                prep = self.prepare(question, scope, top_k, mode_v)
+                t = time.perf_counter()
+                ans = self.answer(prep)
+                gen_ms = (time.perf_counter() - t) * 1000
         except Exception as e:
             if log_query:
                 if prep is None:  # retrieval failed: nothing to show but the time spent
@@ -282,7 +324,8 @@ class QueryService:
         """
         t0 = time.perf_counter()
         try:
-            prep = self.prepare(question, scope, top_k, mode)
+            with request_in_flight():
+                prep = self.prepare(question, scope, top_k, mode)
         except Exception as e:
             if log_query:
                 self._log(new_id(), question, scope or Scope(), mode if isinstance(mode, Mode) else Mode.hybrid,
@@ -405,7 +448,8 @@ class QueryService:
             ckey = self._cache_key("search", question, scope, mode, top_k, model)
             hit = self.cache.get(ckey) if ckey else None
             if hit is None:
-                res = self.retriever.retrieve(question, scope, top_k, mode)
+                with request_in_flight():
+                    res = self.retriever.retrieve(question, scope, top_k, mode)
         except Exception as e:
             self.telemetry.record(**row, mode=str(getattr(mode, "value", mode))[:16],
                                   timings_ms={"total": (time.perf_counter() - t0) * 1000}, error_kind=type(e).__name__)

@@ -99,6 +99,7 @@ class RetrievalResult:
     mode: Mode
     candidates: dict[str, list[str]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    query_vector: np.ndarray | None = None  # the question's embedding when the dense leg ran (dim,)
 
 
 
@@ -290,6 +291,9 @@ class Retriever:
             use_dense = False
             notes.append(f"vector leg skipped: the question is in {script} script, which the embedding model "
                          "does not cover (RAGAUDIT_DENSE_SKIP_SCRIPTS); BM25 only")
+        # the legs return ids and scores only; payloads are fetched for the chunks kept (one call),
+        # not converted for every candidate of both lists (the reranker reads its whole pool)
+        lazy = mode is not Mode.hybrid_rerank
         if use_dense:
             t = time.perf_counter()
             qvec = self.embedder.embed_query(question)
@@ -300,11 +304,13 @@ class Retriever:
                 notes.append("vector leg: this collection has one vector per chunk (created before sentence "
                              "windows); re-ingest into a new collection for window-level (MaxSim) dense retrieval")
             hits["vector"] = {h.id: h for h in self.store.search_dense(qvec, flt, n, windows=windows,
-                                                                        prefetch=self.dense_prefetch)}
+                                                                        prefetch=self.dense_prefetch,
+                                                                        with_payload=not lazy)}
             timings["vector"] = (time.perf_counter() - t) * 1000
         if mode in (Mode.bm25, Mode.hybrid, Mode.hybrid_rerank):
             t = time.perf_counter()
-            hits["bm25"] = {h.id: h for h in self.store.search_sparse(bm25_query_vector(question), flt, n)}
+            hits["bm25"] = {h.id: h for h in self.store.search_sparse(bm25_query_vector(question), flt, n,
+                                                                       with_payload=not lazy)}
             timings["bm25"] = (time.perf_counter() - t) * 1000
         t = time.perf_counter()
         ranked_ids = {name: list(h) for name, h in hits.items()}
@@ -317,8 +323,13 @@ class Retriever:
             fused, clear = keep_clear_hit(fused, hits.get("bm25", {}), self.clear_hit_ratio)
         rank_of = {name: {pid: r for r, pid in enumerate(ids, start=1)} for name, ids in ranked_ids.items()}
         out: list[RetrievedChunk] = []
+        if lazy:
+            fused = fused[:top_k]
+            self._fill_payloads(hits, [pid for pid, _ in fused])
         for pid, score in fused:
             src = next(h[pid] for h in hits.values() if pid in h)
+            if lazy and not src.payload:  # deleted between the query and the fetch
+                continue
             out.append(RetrievedChunk(
                 rank=0, chunk_id=pid, score=float(score), payload=src.payload,
                 ranks={name: rank_of.get(name, {}).get(pid) for name in ("vector", "bm25")},
@@ -348,7 +359,20 @@ class Retriever:
             out += self.neighbors(out, neighbors)
             timings["neighbors"] = (time.perf_counter() - t) * 1000
         out, scope_notes = enforce_scope(scope, out)
-        return RetrievalResult(out, timings, mode, ranked_ids, notes + scope_notes)
+        return RetrievalResult(out, timings, mode, ranked_ids, notes + scope_notes, qvec if use_dense else None)
+
+    def _fill_payloads(self, hits: dict[str, dict[str, PointHit]], ids: list[str]) -> None:
+        """Fetch (one ``get_payloads`` call) the payloads of ``ids`` whose hits have none, and set
+        them on every hit of those ids."""
+        want = [pid for pid in dict.fromkeys(ids)
+                if not any(pid in hs and hs[pid].payload for hs in hits.values())]
+        if not want:
+            return
+        got = dict(self.store.get_payloads(want))
+        for hs in hits.values():
+            for pid in want:
+                if pid in hs and pid in got:
+                    hs[pid].payload = got[pid]
 
     def _fuse(self, question: str, hits: dict[str, dict[str, PointHit]],
               ranked_ids: dict[str, list[str]]) -> list[tuple[str, float]]:
@@ -367,6 +391,7 @@ class Retriever:
             return fused
         tb = {}
         ids = question_identifiers(question)
+        self._fill_payloads(hits, [pid for g in groups.values() if len(g) > 1 for pid in g])
         for g in groups.values():
             if len(g) < 2:
                 continue

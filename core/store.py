@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 import uuid
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
@@ -183,16 +185,17 @@ class VectorStore:
         return self.client.count(self.collection, count_filter=flt, exact=True).count
 
     def _query(self, using: str, query: Any, flt: models.Filter | None, limit: int,
-               prefetch: tuple[str, Any, int] | None = None) -> list[PointHit]:
+               prefetch: tuple[str, Any, int] | None = None, with_payload: bool = True) -> list[PointHit]:
         """Top-``limit`` points by ``query`` on vector ``using`` under ``flt``; with ``prefetch`` =
-        ``(using, query, limit)``, only that first stage's top points (same filter) are scored."""
+        ``(using, query, limit)``, only that first stage's top points (same filter) are scored.
+        ``with_payload=False``: hits with empty payloads (fetch the ones kept with ``get_payloads``)."""
         if using == SPARSE:
             query = models.SparseVector(indices=query.indices, values=query.values)
         pre = None
         if prefetch is not None:
             pre = models.Prefetch(query=prefetch[1], using=prefetch[0], filter=flt, limit=prefetch[2])
         res = self.client.query_points(self.collection, query=query, using=using, query_filter=flt, limit=limit,
-                                       prefetch=pre, with_payload=True)
+                                       prefetch=pre, with_payload=with_payload)
         return [PointHit(str(p.id), float(p.score), p.payload or {}) for p in res.points]
 
     def _scroll(self, flt: models.Filter | None, limit: int, offset: Any) -> tuple[list[tuple[str, dict]], Any]:
@@ -341,30 +344,33 @@ class VectorStore:
         return self._count(flt)
 
     def search_dense(self, vector: Sequence[float], flt: models.Filter | None, limit: int,
-                     windows: bool = False, prefetch: int = 0) -> list[PointHit]:
+                     windows: bool = False, prefetch: int = 0, with_payload: bool = True) -> list[PointHit]:
         """Top-``limit`` by cosine similarity of the dense vector; with ``windows`` (and a collection
         that has them), by MaxSim: the cosine of the chunk's best sentence window.
 
         ``prefetch`` > ``limit`` (with ``windows``): two stages, the standard Qdrant multivector
         pattern -- the top ``prefetch`` chunks by their single chunk vector (one dot product per
         chunk), then MaxSim over those only, instead of an exact MaxSim scan of every window of
-        every chunk in the filter. 0 = the exact scan."""
+        every chunk in the filter. 0 = the exact scan. ``with_payload=False``: empty payloads."""
         if windows and self.has_windows():
             vec = _floats(vector)
             if prefetch > limit:
                 # exact ties come back from the rescoring stage in no fixed order (the CLI and API
                 # evaluations of one knowledge base differed until they were ordered): ties by id,
                 # a few spare hits so that a tie at the cut does not decide which one is kept
-                hits = self._query(WINDOWS, [vec], flt, min(prefetch, limit + 20), prefetch=(DENSE, vec, prefetch))
+                hits = self._query(WINDOWS, [vec], flt, min(prefetch, limit + 20), prefetch=(DENSE, vec, prefetch),
+                                   with_payload=with_payload)
                 return sorted(hits, key=lambda h: (-h.score, h.id))[:limit]
-            return self._query(WINDOWS, [vec], flt, limit)
-        return self._query(DENSE, _floats(vector), flt, limit)
+            return self._query(WINDOWS, [vec], flt, limit, with_payload=with_payload)
+        return self._query(DENSE, _floats(vector), flt, limit, with_payload=with_payload)
 
-    def search_sparse(self, vector: SparseVector, flt: models.Filter | None, limit: int) -> list[PointHit]:
-        """Top-``limit`` by BM25 (sparse dot product with IDF modifier); empty query gives []."""
+    def search_sparse(self, vector: SparseVector, flt: models.Filter | None, limit: int,
+                      with_payload: bool = True) -> list[PointHit]:
+        """Top-``limit`` by BM25 (sparse dot product with IDF modifier); empty query gives [].
+        ``with_payload=False``: empty payloads."""
         if not vector.indices:
             return []
-        return self._query(SPARSE, vector, flt, limit)
+        return self._query(SPARSE, vector, flt, limit, with_payload=with_payload)
 
     def iter_payloads(self, flt: models.Filter | None = None, batch: int = 512) -> Iterable[tuple[str, dict]]:
         """``(point id, payload)`` of every point matching ``flt`` (nothing before the collection exists)."""
@@ -407,6 +413,7 @@ class EdgeVectorStore(VectorStore):
 
     backend = "edge"
     upsert_batch = 64  # an Edge call holds the GIL: small batches let searches run in between
+    RECOUNT_S = 0.5  # see all_searchable
 
     def __init__(self, collection: str, *, path: str):
         import qdrant_edge as qe
@@ -527,6 +534,7 @@ class EdgeVectorStore(VectorStore):
         tmp = self.meta_path.with_suffix(".json.tmp")
         tmp.write_text(json.dumps(self._meta))
         tmp.replace(self.meta_path)  # the collection exists once its metadata does
+        self._h.writes += 1
         self.shard = shard
 
     def _upsert_points(self, ids, vectors, payloads) -> None:
@@ -536,29 +544,68 @@ class EdgeVectorStore(VectorStore):
             v = {k: (qe.SparseVector(indices=list(x.indices), values=[float(y) for y in x.values]) if k == SPARSE
                      else x) for k, x in vec.items()}
             points.append(qe.Point(pid, v, _with_shadows(pl)))
+        self._h.writes += 1  # before the write: see _query
         self.shard.update(qe.UpdateOperation.upsert_points(points))
 
     def _delete(self, flt: models.Filter) -> None:
+        self._h.writes += 1  # before the write: see _query
         self.shard.update(self.qe.UpdateOperation.delete_points_by_filter(edge_filter(flt)))
 
     def _set_payload(self, flt: models.Filter, payload: dict[str, Any]) -> None:
+        self._h.writes += 1  # before the write: see _query
         self.shard.update(self.qe.UpdateOperation.set_payload_by_filter(edge_filter(flt), _with_shadows(payload)))
 
     def _count(self, flt: models.Filter | None) -> int:
         return self.shard.count(self.qe.CountRequest(exact=True, filter=edge_filter(flt)))
 
     def _query(self, using: str, query: Any, flt: models.Filter | None, limit: int,
-               prefetch: tuple[str, Any, int] | None = None) -> list[PointHit]:
+               prefetch: tuple[str, Any, int] | None = None, with_payload: bool = True) -> list[PointHit]:
+        """As ``VectorStore._query``. The unscoped filter (``Scope().to_filter()``: not staged, each
+        document's primary strategy) is left out of the request while the shard holds no point it
+        excludes (``all_searchable``): it then selects every point, and evaluating it point by
+        point is a fifth of a dense scan at 50k points (measured: 20 vs 25 ms P50). Exact: the
+        count is taken at a write generation, and a query during which a write began (the
+        generation moved) is run again with the filter."""
         qe = self.qe
         if using == SPARSE:
             query = qe.SparseVector(indices=list(query.indices), values=[float(y) for y in query.values])
-        eflt = edge_filter(flt)
-        pre = None
-        if prefetch is not None:
-            pre = [qe.Prefetch(limit=prefetch[2], query=qe.Query.Nearest(prefetch[1], using=prefetch[0]), filter=eflt)]
-        res = self.shard.query(qe.QueryRequest(limit=limit, query=qe.Query.Nearest(query, using=using),
-                                               prefetches=pre, filter=eflt, with_payload=True))
-        return [PointHit(str(p.id), float(p.score), _without_shadows(p.payload)) for p in res]
+
+        def run(eflt: Any) -> list[PointHit]:
+            pre = None
+            if prefetch is not None:
+                pre = [qe.Prefetch(limit=prefetch[2], query=qe.Query.Nearest(prefetch[1], using=prefetch[0]),
+                                   filter=eflt)]
+            res = self.shard.query(qe.QueryRequest(limit=limit, query=qe.Query.Nearest(query, using=using),
+                                                   prefetches=pre, filter=eflt, with_payload=with_payload))
+            if not with_payload:
+                return [PointHit(str(p.id), float(p.score), {}) for p in res]
+            return [PointHit(str(p.id), float(p.score), _without_shadows(p.payload)) for p in res]
+
+        if flt is not None and flt == _searchable_filter():
+            gen = self._h.writes
+            if self.all_searchable(gen):
+                hits = run(None)
+                if self._h.writes == gen:
+                    return hits
+        return run(edge_filter(flt))
+
+    def all_searchable(self, gen: int | None = None) -> bool:
+        """True when no point of the shard is staged (``live: false``) or of a non-primary
+        strategy, as counted at write generation ``gen`` (default: now). The count is cached per
+        generation; while writes keep coming (an ingestion) it is retaken at most every
+        ``RECOUNT_S`` seconds, and False in between."""
+        h = self._h
+        gen = h.writes if gen is None else gen
+        if h.unsearchable_at != gen:
+            now = time.monotonic()
+            if now - h.counted_at < self.RECOUNT_S:
+                return False
+            h.counted_at = now
+            n = self._count(_unsearchable_filter())
+            if h.writes != gen:
+                return False
+            h.unsearchable, h.unsearchable_at = n, gen
+        return h.unsearchable == 0
 
     def _scroll(self, flt, limit, offset):
         recs, nxt = self.shard.scroll(self.qe.ScrollRequest(offset=offset, limit=limit, filter=edge_filter(flt),
@@ -585,6 +632,7 @@ class EdgeVectorStore(VectorStore):
 
     def delete_points(self, ids: list[str]) -> None:
         with self._lock:
+            self._h.writes += 1
             self.shard.update(self.qe.UpdateOperation.delete_points(list(ids)))
 
     def flush(self) -> None:
@@ -605,10 +653,26 @@ class _EdgeHandle:
         self.meta: dict[str, Any] = {}
         self.lock = threading.RLock()
         self.refs = 0
+        self.writes = 0  # write generation: bumped before every write to the shard
+        self.unsearchable = -1  # points the unscoped filter excludes, counted at generation unsearchable_at
+        self.unsearchable_at: int | None = None
+        self.counted_at = float("-inf")
 
 
 _EDGE_HANDLES: dict[str, _EdgeHandle] = {}
 _EDGE_HANDLES_LOCK = threading.Lock()
+
+
+@lru_cache(maxsize=1)
+def _searchable_filter() -> models.Filter:
+    """The filter of an unscoped search (``Scope().to_filter()``)."""
+    return Scope().to_filter()
+
+
+@lru_cache(maxsize=1)
+def _unsearchable_filter() -> models.Filter:
+    """Points an unscoped search never returns: staged, or of a non-primary strategy."""
+    return models.Filter(should=[_live_only(), models.FieldCondition(key="primary", match=models.MatchValue(value=False))])
 
 
 def _with_shadows(payload: dict[str, Any]) -> dict[str, Any]:
