@@ -10,7 +10,9 @@ it (so a quote maps back to its exact page), and the heading path of its section
 - ``sentence``: whole sentences (pysbd, rule-based sentence boundary disambiguation,
   Sadvilkar & Neumann 2020, over paragraphs rebuilt from PDF lines) packed up to the budget,
   with whole-sentence overlap. Table rows are units of their own; chunks holding rows of a
-  table repeat its caption and header rows in their context header.
+  table repeat its caption and header rows in their context header. A SQL statement and a list
+  item are one unit while they fit in a chunk; a longer statement is cut between clauses only, a
+  longer item at sentence ends only.
 - ``heading``: like ``sentence`` but a new chunk starts at every heading (headings come from
   font sizes, see ``core.pdf``); long sections are packed as in ``sentence``.
 - ``semantic``: sentences are embedded and a chunk ends where the cosine similarity of
@@ -102,8 +104,9 @@ class Chunk:
 @dataclass(frozen=True)
 class Unit:
     """A sentence, table row or heading (or a piece of an over-long sentence): document offsets,
-    page, word pieces, kind (text | row | table | heading), table id and section path; ``table``
-    is a whole small table (header lines and rows) kept as one unit."""
+    page, word pieces, kind (text | row | table | code | heading), table id and section path;
+    ``table`` is a whole small table (header lines and rows) kept as one unit, ``code`` a SQL
+    statement or one of its clauses."""
 
     start: int
     end: int
