@@ -373,6 +373,7 @@ def _whole_small_tables(raw: list[tuple], counts: list[int], extents: list[tuple
 _SQL_START = re.compile(r"^\s*(?:CREATE|ALTER|SELECT|INSERT|UPDATE|DELETE|DROP|GRANT|REVOKE|DECLARE|SET|CALL|WITH|"
                         r"MERGE|COMMENT|BEGIN)\b")
 _PROSE = re.compile(r"(?:\b[a-z]{2,}\b[ ,]+){4}")
+_SQL_COMMENT = re.compile(r"^\s*(?:/\*.*\*/|--.*)\s*$")
 _CLAUSE_CONT = re.compile(r"^\s*(?:THEN|AND|OR|NOT|IN|IS|[(),=<>+*/|-])")
 
 
@@ -395,10 +396,11 @@ def code_statements(page_text: str) -> list[tuple[int, int]]:
     upper-case statement keyword (``CREATE``, ``SELECT``, ``ALTER`` ...; the line mostly upper
     case) to the first line ending in ``;`` (at most 60 lines), every line in between code-like
     (mostly upper case or punctuation, or a ``--`` comment; no run of four lower-case prose words).
+    Comment lines (``/* ... */``, ``-- ...``) right above the keyword line are part of the statement.
     A keyword line never closed by ``;`` is not taken as a statement."""
     lines = _lines(page_text)
     out: list[tuple[int, int]] = []
-    i = 0
+    i, last = 0, -1
     while i < len(lines):
         ln = lines[i][2]
         if not (_SQL_START.match(ln) and _upper_share(ln) >= 0.7):
@@ -415,7 +417,11 @@ def code_statements(page_text: str) -> list[tuple[int, int]]:
         if end is None:
             i += 1
             continue
-        out.append((lines[i][0] + len(ln) - len(ln.lstrip()), lines[end][1]))
+        first = i
+        while first - 1 > last and _SQL_COMMENT.match(lines[first - 1][2]):
+            first -= 1  # comment lines right above a statement document it: they are part of it
+        out.append((lines[first][0] + len(lines[first][2]) - len(lines[first][2].lstrip()), lines[end][1]))
+        last = end
         i = end + 1
     return out
 

@@ -72,6 +72,15 @@ def test_sql_statement_and_clauses_are_found():
     assert code_statements(f"Then run this:\n{one}\nDone.") == [(15, 15 + len(one))]
 
 
+def test_comment_lines_above_a_statement_belong_to_it():
+    """fails if the ``/* ... */`` or ``--`` comment lines that document a statement are left out
+    of it (``_SQL_COMMENT``): a chunk could then end with the comments and start the next with
+    the statement they describe."""
+    lead = "Run the SQL statements that are shown in the example.\n"
+    code = "/* Active Row Access Control (permissions) */\n-- and the masks\nALTER TABLE HR.EMPLOYEES\nACTIVATE ROW ACCESS CONTROL;"
+    assert code_statements(lead + code + "\nThen look at the table.") == [(len(lead), len(lead) + len(code))]
+
+
 @pytest.mark.parametrize("max_tokens", [220, 256])
 def test_sql_statement_whole_when_it_fits(embedder, max_tokens):
     """fails if a SQL statement that fits in a chunk is not one unit: the sentence splitter cuts
