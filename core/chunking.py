@@ -10,9 +10,10 @@ it (so a quote maps back to its exact page), and the heading path of its section
 - ``sentence``: whole sentences (pysbd, rule-based sentence boundary disambiguation,
   Sadvilkar & Neumann 2020, over paragraphs rebuilt from PDF lines) packed up to the budget,
   with whole-sentence overlap. Table rows are units of their own; chunks holding rows of a
-  table repeat its caption and header rows in their context header. A SQL statement and a list
-  item are one unit while they fit in a chunk; a longer statement is cut between clauses only, a
-  longer item at sentence ends only.
+  table repeat its caption and header rows in their context header. With ``atomic_units`` (off by
+  default, it lost quality on the dev set) a SQL statement and a list item are one unit while
+  they fit in a chunk; a longer statement is cut between clauses only, a longer item at sentence
+  ends only.
 - ``heading``: like ``sentence`` but a new chunk starts at every heading (headings come from
   font sizes, see ``core.pdf``); long sections are packed as in ``sentence``.
 - ``semantic``: sentences are embedded and a chunk ends where the cosine similarity of
@@ -545,8 +546,14 @@ def _merge_spans(raw: list[tuple], counts: list[int], spans: list[tuple[int, int
     return out, out_n
 
 
-def document_units(pages: list[Page], counter: TokenCounter, budget: int) -> tuple[str, list[Unit], list[Table]]:
-    """Document text, its units (each at most ``budget`` word pieces, in order) and its tables."""
+def document_units(pages: list[Page], counter: TokenCounter, budget: int,
+                   atomic_units: bool = False) -> tuple[str, list[Unit], list[Table]]:
+    """Document text, its units (each at most ``budget`` word pieces, in order) and its tables.
+
+    ``atomic_units``: a SQL statement (else each of its clauses) and a list item are one unit
+    while they fit in ``budget`` (off by default: measured on the dev set it lost hit@5 on the
+    tune part through the SQL rule and one citation / own-answer F1 per part through the list
+    rule; see README)."""
     text, starts = document_text(pages)
     raw: list[tuple[int, int, int, str, int | None]] = []
     all_tables: list[Table] = []
@@ -566,7 +573,8 @@ def document_units(pages: list[Page], counter: TokenCounter, budget: int) -> tup
         for off, level, htext, *_ in page.headings:
             heading_at[start + off] = (int(level), str(htext))
         first = True
-        for s, e in _code_lines(page.text, sentence_spans(page.text), stmts):
+        spans = sentence_spans(page.text)
+        for s, e in (_code_lines(page.text, spans, stmts) if atomic_units else spans):
             kind, tid = "text", None
             if s in row_at:
                 kind, tid = "row", row_at[s]
@@ -582,10 +590,11 @@ def document_units(pages: list[Page], counter: TokenCounter, budget: int) -> tup
     raw, counts = _whole_small_tables(raw, counts, extents, int(0.8 * budget))
     # a SQL statement, else each of its clauses, and a list item are one unit while they fit in a
     # chunk; longer ones stay cut between clauses or at sentence ends
-    protect = set(heading_at)
-    raw, counts = _merge_spans(raw, counts, code, budget, "code", protect)
-    raw, counts = _merge_spans(raw, counts, clauses, budget, "code", protect)
-    raw, counts = _merge_spans(raw, counts, items, budget, "text", protect)
+    if atomic_units:
+        protect = set(heading_at)
+        raw, counts = _merge_spans(raw, counts, code, budget, "code", protect)
+        raw, counts = _merge_spans(raw, counts, clauses, budget, "code", protect)
+        raw, counts = _merge_spans(raw, counts, items, budget, "text", protect)
     units: list[Unit] = []
     stack: list[tuple[int, str]] = []
     for (s, e, pno, kind, tid), n in zip(raw, counts):
@@ -753,11 +762,12 @@ def _semantic_breaks(units: list[Unit], text: str, embedder, percentile: float =
 
 def chunk_document(pages: list[Page], counter: TokenCounter, title: str, strategy: Strategy | str = DEFAULT_STRATEGY,
                    max_tokens: int = 200, overlap_sentences: int = 1, embedder=None,
-                   overlap_fraction: float = 0.0) -> list[Chunk]:
+                   overlap_fraction: float = 0.0, atomic_units: bool = False) -> list[Chunk]:
     """Chunk a document with ``strategy``; chunks have ``index`` 0..n-1 in document order.
 
     ``max_tokens`` (word pieces, header included) is capped at the model's ``max_content_tokens``.
-    ``embedder`` is needed by ``semantic``. Raises ``ValueError`` for an unknown strategy or when
+    ``atomic_units`` keeps SQL statements and list items whole (see ``document_units``; off by
+    default). ``embedder`` is needed by ``semantic``. Raises ``ValueError`` for an unknown strategy or when
     the header alone leaves no room for text.
     """
     strategy = Strategy.parse(strategy)
@@ -767,7 +777,7 @@ def chunk_document(pages: list[Page], counter: TokenCounter, title: str, strateg
     budget = max_tokens - counter.count_tokens([title])[0] - 8
     if budget < 16:
         raise ValueError(f"chunk budget too small: the title header leaves {budget} of {max_tokens} tokens")
-    text, units, tables = document_units(pages, counter, budget)
+    text, units, tables = document_units(pages, counter, budget, atomic_units)
     _, page_starts = document_text(pages)
     headers = _Headers(counter, title, tables, use_sections=strategy is not Strategy.fixed)
     breaks: set[int] = set()

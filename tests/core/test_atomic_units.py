@@ -85,7 +85,7 @@ def test_comment_lines_above_a_statement_belong_to_it():
 def test_sql_statement_whole_when_it_fits(embedder, max_tokens):
     """fails if a SQL statement that fits in a chunk is not one unit: the sentence splitter cuts
     it at "THEN C ." and the packer closes a chunk between its lines."""
-    chunks = chunk_document(_pdf([FILLER[:5] + SQL + FILLER[5:]]), embedder, "redp", "sentence", max_tokens)
+    chunks = chunk_document(_pdf([FILLER[:5] + SQL + FILLER[5:]]), embedder, "redp", "sentence", max_tokens, atomic_units=True)
     holding = _holding(chunks, "CREATE MASK")
     assert holding and all("ENABLE ;" in c.text and "THEN C . TAX_ID" in c.text for c in holding)
 
@@ -95,7 +95,7 @@ def test_long_sql_statement_is_cut_between_clauses(embedder, max_tokens):
     """fails if a statement too long for one chunk is cut inside a clause (``code_clauses``
     not merged): the ``WHEN ... AND ... THEN ( 'XXX-XX-' CONCAT ... )`` arm must be whole in a
     chunk, and no chunk starts with a clause's continuation or ends inside a bracket."""
-    chunks = chunk_document(_pdf([FILLER[:3] + SQL + FILLER[3:]]), embedder, "redp", "sentence", max_tokens)
+    chunks = chunk_document(_pdf([FILLER[:3] + SQL + FILLER[3:]]), embedder, "redp", "sentence", max_tokens, atomic_units=True)
     assert not any("CREATE MASK" in c.text and "ENABLE ;" in c.text for c in chunks), "the statement should not fit"
     assert any(ARM in c.text for c in chunks)
     for c in chunks:
@@ -114,7 +114,7 @@ LIST = ["The rules to enforce include the following ones:",
 @pytest.mark.parametrize("max_tokens", [60, 80, 100, 120])
 def test_list_item_of_several_sentences_stays_whole(embedder, max_tokens):
     """fails if the sentences of one list item (``list_items``) can be packed into two chunks."""
-    chunks = chunk_document(_pdf([FILLER[:3] + LIST + FILLER[3:]]), embedder, "redp", "sentence", max_tokens)
+    chunks = chunk_document(_pdf([FILLER[:3] + LIST + FILLER[3:]]), embedder, "redp", "sentence", max_tokens, atomic_units=True)
     holding = _holding(chunks, "Managers see")
     assert holding and all("XXX-XX-1234 is what a manager sees on the screen." in c.text for c in holding)
 
@@ -143,7 +143,7 @@ def test_list_item_longer_than_a_chunk_is_cut_at_sentence_ends(embedder):
     items = document_list_items(pages)
     assert [text[a:b][:10] for a, b in items] == ["1. Quorum.", "2. Notice."]
     assert " ".join(text[items[0][0]:items[0][1]].split()).endswith("Clause 12 of the quorum rule applies to each meeting of the board.")
-    chunks = chunk_document(pages, embedder, "bylaws", "sentence", 80)
+    chunks = chunk_document(pages, embedder, "bylaws", "sentence", 80, atomic_units=True)
     a, b = items[0]
     assert not any(c.char_start <= a and b <= c.char_end for c in chunks), "the item should not fit in one chunk"
     for c in chunks:
@@ -164,6 +164,6 @@ def test_list_item_over_a_page_break_counts_with_its_continuation(embedder):
     items = document_list_items(pages)
     assert text[items[0][0]:items[0][1]].endswith("three percent of the shares.")
     for max_tokens in (80, 100, 140):
-        chunks = chunk_document(pages, embedder, "bylaws", "sentence", max_tokens)
+        chunks = chunk_document(pages, embedder, "bylaws", "sentence", max_tokens, atomic_units=True)
         assert any(c.char_start <= items[0][0] and items[0][1] <= c.char_end for c in chunks), max_tokens
         assert any(c.page_start == 1 and c.page_end == 2 for c in chunks if "(a) Eligibility" in c.text)
