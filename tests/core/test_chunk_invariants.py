@@ -1,12 +1,15 @@
 """Chunks never cut an atomic unit, checked on every PDF of the shared corpus: a table row, a
 small table (header with its rows: a vote tally, a key-value block), the real header row repeated
-over each part of a long table, and no ``(cid:NN)`` codes or running footers in chunk text."""
+over each part of a long table, a SQL statement (one longer than a chunk: each clause), a list item
+(one longer than a chunk: cut at sentence ends only), and no ``(cid:NN)`` codes or running footers
+in chunk text."""
 
 from __future__ import annotations
 
 import pytest
 
-from core.chunking import DEFAULT_STRATEGY, _tables, chunk_document, document_text, document_title
+from core.chunking import (DEFAULT_STRATEGY, _tables, chunk_document, code_clauses, code_statements, continues,
+                            document_list_items, document_text, document_title, sentence_spans)
 from core.pdf import extract_pages
 from tests.conftest import SHARED_CORPUS
 
@@ -14,9 +17,10 @@ PDFS = sorted((SHARED_CORPUS / "pdfs").glob("*.pdf"))
 pytestmark = pytest.mark.slow  # the shared corpus is required (CI lays it beside the checkout)
 
 
-def check_invariants(pages, chunks, counter, budget_tokens: int) -> list[str]:
+def check_invariants(pages, chunks, counter, budget_tokens: int, atomic: bool = False) -> list[str]:
     """Violations (empty when every invariant holds). ``budget_tokens``: the unit budget the
-    chunker used (tables up to 80% of it must be whole)."""
+    chunker used (tables up to 80% of it must be whole). ``atomic``: check SQL statements and
+    list items too (the chunker's ``atomic_units`` option)."""
     problems = []
     text, starts = document_text(pages)
     spans = [(c.char_start, c.char_end) for c in chunks]
@@ -40,10 +44,55 @@ def check_invariants(pages, chunks, counter, budget_tokens: int) -> list[str]:
                                   for ra, rb, tid in rows if tables[tid] is t)
                     if has_row and t.header not in c.header and t.header not in c.text:
                         problems.append(f"p.{page.number}: chunk {c.index} has rows without the header {t.header[:60]!r}")
+        if not atomic:
+            continue
+        # SQL: a statement that fits is whole in a chunk; a longer one is cut between clauses only
+        # (a clause longer than a chunk is the documented exception)
+        stmts = code_statements(page.text)
+        for a, b in stmts:
+            n = counter.count_tokens([page.text[a:b]])[0]
+            if n <= budget_tokens and not inside(start + a, start + b):
+                problems.append(f"p.{page.number}: SQL statement ({n} word pieces) cut: {page.text[a:b][:60]!r}")
+            elif n > budget_tokens:
+                for ca, cb in code_clauses(page.text, [(a, b)]):
+                    m = counter.count_tokens([page.text[ca:cb]])[0]
+                    if m <= budget_tokens and not inside(start + ca, start + cb):
+                        problems.append(f"p.{page.number}: SQL clause cut: {page.text[ca:cb][:60]!r}")
+    # list items: one that fits is whole in a chunk; a longer one is cut at sentence ends only (a
+    # sentence longer than a chunk is the documented exception)
+    sentences: list[tuple[int, int]] = []
+    items = document_list_items(pages) if atomic else []  # document offsets; a sentence broken by a page break is one
+    for page, start in zip(pages, starts):
+        for k, (a, b) in enumerate(sentence_spans(page.text)):
+            if k == 0 and sentences and continues(text[sentences[-1][0]:sentences[-1][1]], page.text[a:b]):
+                sentences[-1] = (sentences[-1][0], start + b)
+            else:
+                sentences.append((start + a, start + b))
+    sentence_ends = {b for _, b in sentences}
+    long_sentences = [(a, b) for (a, b), n in zip(sentences, counter.count_tokens([text[a:b] for a, b in sentences]))
+                      if n > budget_tokens]
+    for a, b in items:
+        n = counter.count_tokens([text[a:b]])[0]
+        if n <= budget_tokens:
+            if not inside(a, b):
+                problems.append(f"list item ({n} word pieces) cut: {text[a:b][:60]!r}")
+            continue
+        for c in chunks:
+            if a < c.char_end < b and c.char_end not in sentence_ends and not any(
+                    x <= c.char_end <= y for x, y in long_sentences):
+                problems.append(f"long list item cut mid-sentence: {text[c.char_end - 40:c.char_end]!r}")
     for c in chunks:
         if "(cid:" in c.text:
             problems.append(f"chunk {c.index}: (cid:NN) in text")
     return problems
+
+
+def _chunks(path, embedder, atomic: bool):
+    pages = extract_pages(path.read_bytes())
+    title = document_title(path.name, pages)
+    max_tokens = 200
+    chunks = chunk_document(pages, embedder, title, DEFAULT_STRATEGY, max_tokens, atomic_units=atomic)
+    return pages, chunks, max_tokens - embedder.count_tokens([title])[0] - 8
 
 
 @pytest.mark.parametrize("path", PDFS, ids=[p.name for p in PDFS])
@@ -51,10 +100,16 @@ def test_chunks_keep_rows_and_small_tables_whole(path, embedder):
     """fails if a chunk boundary falls inside a table row, splits a table small enough for one
     chunk (header from its rows), leaves rows of a long table without its header row, or keeps
     ``(cid:NN)`` codes."""
-    pages = extract_pages(path.read_bytes())
-    title = document_title(path.name, pages)
-    max_tokens = 200
-    chunks = chunk_document(pages, embedder, title, DEFAULT_STRATEGY, max_tokens)
-    budget = max_tokens - embedder.count_tokens([title])[0] - 8
+    pages, chunks, budget = _chunks(path, embedder, atomic=False)
     problems = check_invariants(pages, chunks, embedder, budget)
+    assert not problems, "\n".join(problems[:20])
+
+
+@pytest.mark.parametrize("path", PDFS, ids=[p.name for p in PDFS])
+def test_atomic_units_keep_sql_statements_and_list_items_whole(path, embedder):
+    """With ``atomic_units``: fails if a chunk boundary cuts a SQL statement that fits in a chunk
+    (or a clause of a longer one), cuts a list item that fits (or a longer one mid-sentence), or
+    breaks any table invariant above. (Without the option 7 of the 18 PDFs fail.)"""
+    pages, chunks, budget = _chunks(path, embedder, atomic=True)
+    problems = check_invariants(pages, chunks, embedder, budget, atomic=True)
     assert not problems, "\n".join(problems[:20])
