@@ -154,7 +154,9 @@ def build_info(svc: Services, strategy: str) -> dict[str, Any]:
     return {"strategy": strategy, "embedding_model": st.embedding_model,
             "chunk_max_tokens": st.chunk_max_tokens, "chunk_overlap_sentences": st.chunk_overlap_sentences,
             "chunk_overlap_fraction": st.chunk_overlap_fraction, "dense_window_tokens": st.dense_window_tokens,
-            "bm25_k1": st.bm25_k1, "bm25_b": st.bm25_b, "bm25_avgdl": st.bm25_avgdl, "collection": st.collection}
+            "bm25_k1": st.bm25_k1, "bm25_b": st.bm25_b, "bm25_avgdl": st.bm25_avgdl, "collection": st.collection,
+            # only when on: versions built before the setting existed keep their fingerprint
+            **({"chunk_atomic_units": True} if st.chunk_atomic_units else {})}
 
 
 def fingerprint(info: dict[str, Any]) -> str:
@@ -332,7 +334,7 @@ def build_chunks(svc: Services, doc: Document, pages: list[Page], strategy: str 
     title = document_title(doc.doc_name, pages)
     chunks = chunk_document(pages, svc.embedder, title, strategy or doc.strategy, s.chunk_max_tokens,
                             s.chunk_overlap_sentences, embedder=svc.embedder,
-                            overlap_fraction=s.chunk_overlap_fraction)
+                            overlap_fraction=s.chunk_overlap_fraction, atomic_units=s.chunk_atomic_units)
     if not chunks:
         raise IngestError(f"{doc.doc_name}: no text to index", stage="chunks")
     return chunks

@@ -167,3 +167,46 @@ def test_list_item_over_a_page_break_counts_with_its_continuation(embedder):
         chunks = chunk_document(pages, embedder, "bylaws", "sentence", max_tokens, atomic_units=True)
         assert any(c.char_start <= items[0][0] and items[0][1] <= c.char_end for c in chunks), max_tokens
         assert any(c.page_start == 1 and c.page_end == 2 for c in chunks if "(a) Eligibility" in c.text)
+
+
+def test_chunk_atomic_units_setting_reaches_ingestion(tmp_path, embedder):
+    """``RAGAUDIT_CHUNK_ATOMIC_UNITS=true`` ingests dmca.pdf with the atomic-unit chunker (its
+    chunks equal ``chunk_document(..., atomic_units=True)``, which differ from the default's) and
+    records it in the build info; off, the build info has no such key (fingerprints of versions
+    built before the setting are unchanged). Fails if the setting is not passed to the chunker
+    or is left out of the fingerprint when on."""
+    from sqlalchemy import select
+
+    from core.chunking import document_title
+    from core.db import ChunkRow
+    from core.ingest import build_info, ingest_bytes
+    from core.services import get_services, release_services
+    from pipelines.runner import DagsterRunner
+    from tests.conftest import SAMPLES, make_settings
+
+    settings = make_settings(tmp_path / "on", chunk_atomic_units=True)
+    svc = get_services(settings)
+    try:
+        data = (SAMPLES / "dmca.pdf").read_bytes()
+        out = ingest_bytes(svc, data, "dmca.pdf", DagsterRunner())
+        assert out.status == "ingested", out
+        with svc.sessions() as s:
+            stored = [t for t in s.scalars(select(ChunkRow.text).where(ChunkRow.live.is_(True))
+                                            .order_by(ChunkRow.index))]
+        assert build_info(svc, "sentence")["chunk_atomic_units"] is True
+    finally:
+        release_services(settings)
+    pages = extract_pages(data)
+    title = document_title("dmca.pdf", pages)
+    st = settings
+    kw = dict(embedder=embedder, overlap_fraction=st.chunk_overlap_fraction)
+    on = chunk_document(pages, embedder, title, "sentence", st.chunk_max_tokens, st.chunk_overlap_sentences,
+                        atomic_units=True, **kw)
+    off = chunk_document(pages, embedder, title, "sentence", st.chunk_max_tokens, st.chunk_overlap_sentences, **kw)
+    assert stored == [c.text for c in on] and stored != [c.text for c in off]
+    off_settings = make_settings(tmp_path / "off")
+    svc = get_services(off_settings)
+    try:
+        assert "chunk_atomic_units" not in build_info(svc, "sentence")
+    finally:
+        release_services(off_settings)
