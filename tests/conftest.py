@@ -4,9 +4,17 @@ SQLite, bundled embedding model) and, for integration tests, a real PostgreSQL s
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 
 import pytest
+
+# A suite started with SIGTERM ignored (some job runners and `trap '' TERM` wrappers do that)
+# passes the ignore on to every process it starts: Dagster's compute-log `tail -F` readers then
+# survive their terminate() (each run waited its 30 s timeout, and the readers outlived the suite),
+# and the servers the tests stop with SIGTERM would not stop. The default action is restored.
+if signal.getsignal(signal.SIGTERM) == signal.SIG_IGN:
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
