@@ -9,12 +9,27 @@ from pathlib import Path
 
 import pytest
 
-# A suite started with SIGTERM ignored (some job runners and `trap '' TERM` wrappers do that)
-# passes the ignore on to every process it starts: Dagster's compute-log `tail -F` readers then
-# survive their terminate() (each run waited its 30 s timeout, and the readers outlived the suite),
-# and the servers the tests stop with SIGTERM would not stop. The default action is restored.
-if signal.getsignal(signal.SIGTERM) == signal.SIG_IGN:
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+def _sigterm_not_ignored() -> None:
+    """Restore SIGTERM's default action if it is ignored. It gets ignored when the suite runs as a
+    background job (the shell ignores SIGINT there) and Dagster's ``setup_interrupt_handlers`` maps
+    SIGTERM to SIGINT's disposition; every process started afterwards inherits the ignore: Dagster's
+    compute-log ``tail -F`` readers then survive their terminate() (each run waited its 30 s
+    cleanup timeout, and the readers outlived the suite), and a server stopped with SIGTERM would
+    not stop."""
+    if signal.getsignal(signal.SIGTERM) == signal.SIG_IGN:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+_sigterm_not_ignored()
+
+
+@pytest.fixture(autouse=True)
+def sigterm_default_action():
+    """Each test starts (and ends) with SIGTERM at its default action (``_sigterm_not_ignored``)."""
+    _sigterm_not_ignored()
+    yield
+    _sigterm_not_ignored()
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
