@@ -11,7 +11,8 @@ import pytest
 
 
 def _sigterm_not_ignored() -> None:
-    """Restore SIGTERM's default action if it is ignored. It gets ignored when the suite runs as a
+    """Restore SIGTERM's default action if it is ignored, and give an ignored SIGINT Python's
+    handler. SIGTERM gets ignored when the suite runs as a
     background job (the shell ignores SIGINT there) and Dagster's ``setup_interrupt_handlers`` maps
     SIGTERM to SIGINT's disposition; every process started afterwards inherits the ignore: Dagster's
     compute-log ``tail -F`` readers then survive their terminate() (each run waited its 30 s
@@ -19,6 +20,10 @@ def _sigterm_not_ignored() -> None:
     not stop."""
     if signal.getsignal(signal.SIGTERM) == signal.SIG_IGN:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        # Python's own Ctrl-C handler, as in a foreground run: what Dagster copies onto SIGTERM is then
+        # a handler, which processes started later do not inherit (an ignore they would)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 _sigterm_not_ignored()
