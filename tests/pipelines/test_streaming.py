@@ -12,17 +12,14 @@ from sqlalchemy import func, select
 from core import ingest
 from core.chunking import window_spans
 from core.db import ChunkRow
-from core.services import get_services, release_services
 from pipelines.runner import DagsterRunner
-from tests.conftest import SAMPLES, make_settings
+from tests.conftest import SAMPLES
 
 
 @pytest.fixture()
-def svc(tmp_path, embedder):
-    settings = make_settings(tmp_path / "stream")
-    s = get_services(settings)
-    yield s
-    release_services(settings)
+def svc(fresh_services):
+    """An empty knowledge base of its own (``conftest.fresh_services``)."""
+    return fresh_services
 
 
 def test_a_long_document_is_embedded_and_upserted_in_bounded_interleaved_batches(svc, monkeypatch):
