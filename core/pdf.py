@@ -269,6 +269,8 @@ def page_chars(page) -> list[dict]:
     kinds: dict[type, str] = {}
     names: dict[str, str] = {}
     plain = _PLAIN
+    class_attrs = {cs for cs in ("ncs", "scs") if hasattr(LTChar, cs)}  # else hasattr == "in __dict__"
+    plain_get_text = LTChar.get_text.__code__.co_names == ("_text",)  # pdfminer's "return self._text"
     out: list[dict] = []
 
     def walk(objs) -> None:
@@ -285,15 +287,16 @@ def page_chars(page) -> list[dict]:
             if cls is not LTChar:
                 out.append(page.process_object(obj))
                 continue
-            attr = {k: v for k, v in obj.__dict__.items() if k in ALL_ATTRS}
-            for k, v in attr.items():
-                t = type(v)
-                if t not in plain and not (t is tuple and plain.issuperset(map(type, v))):
+            d = obj.__dict__
+            attr = {k: v for k, v in d.items() if k in ALL_ATTRS}
+            for k in [k for k, v in attr.items() if type(v) not in plain]:  # usually only the matrix
+                v = attr[k]
+                if not (type(v) is tuple and plain.issuperset(map(type, v))):
                     attr[k] = resolve_all(v)
             attr["object_type"] = kind
             attr["page_number"] = page_number
             for cs in ("ncs", "scs"):
-                if hasattr(obj, cs):
+                if cs in d if cs not in class_attrs else hasattr(obj, cs):
                     name = getattr(obj, cs).name
                     if type(name) is str:
                         if name not in names:
@@ -301,7 +304,7 @@ def page_chars(page) -> list[dict]:
                         attr[cs] = names[name]
                     else:
                         attr[cs] = resolve_and_decode(name)
-            attr["text"] = obj.get_text()
+            attr["text"] = d["_text"] if plain_get_text else obj.get_text()
             gs = obj.graphicstate
             attr["stroking_color"] = gs.scolor if isinstance(gs.scolor, tuple) else (gs.scolor,)
             attr["non_stroking_color"] = gs.ncolor if isinstance(gs.ncolor, tuple) else (gs.ncolor,)
