@@ -182,7 +182,8 @@ def extract_pages(data: bytes, on_page: Callable[[int, int], None] | None = None
                     on_page(i, len(pdf.pages))
                 heights.append(float(p.height))
                 try:
-                    page_lines.append(_page_lines(p, _text_options(p), lambda i=i: doc[i]))
+                    chars = page_chars(p)
+                    page_lines.append(_page_lines(p, _text_options(chars), lambda i=i: doc[i], chars))
                 finally:
                     p.close()  # pdfplumber keeps a page's parsed objects until then (615 pages: 4.7 GB)
     except Exception as e:  # pdfminer raises many exception types on malformed content
@@ -239,11 +240,95 @@ _ACCENTS = {"\u00a8": "\u0308", "\u00b4": "\u0301", "\u02c6": "\u0302", "\u02dc"
 _CID_CHAR = re.compile(r"^\(cid:\d+\)$")
 
 
-def _page_lines(page, opts: dict, pdfium_page) -> list[_Line] | None:
+_PLAIN = frozenset({float, int, str, bool, type(None)})
+
+
+def page_chars(page) -> list[dict]:
+    """``page.chars`` of a pdfplumber page, equal dict for dict (same keys, same order, same values),
+    built about 6x faster: only the characters are turned into dicts (pdfplumber's
+    ``Page.parse_objects`` also converts every rect, line and curve), and values that are already
+    plain Python numbers and strings skip pdfplumber's recursive ``resolve_all``.
+
+    This mirrors ``pdfplumber.page.Page.process_object`` for ``LTChar`` (pdfplumber 0.11); anything
+    else -- a cropped page, ``unicode_norm``/``laparams`` set, a value that is not a plain number,
+    string or tuple of them (e.g. an indirect reference) -- goes through pdfplumber's own code.
+    ``tests/core/test_pdf_chars.py`` compares the two on corpus pages, so a pdfplumber upgrade that
+    changes its char dicts fails there. Profile (9 bench PDFs): building ``page.chars`` was 35% of
+    extraction CPU, pdfminer's content-stream interpretation 40%.
+    """
+    from pdfminer.layout import LTChar, LTContainer
+    from pdfplumber.page import ALL_ATTRS, fix_fontname_bytes, lt_pat
+    from pdfplumber.utils.pdfinternals import resolve_all, resolve_and_decode
+
+    pdf = page.pdf
+    if type(page) is not pdfplumber.page.Page or pdf.unicode_norm is not None or pdf.laparams is not None:
+        return page.chars
+    height = page.height
+    mb_x0, mb_top = page.mediabox[:2]
+    page_number, doctop0 = page.page_number, page.initial_doctop
+    kinds: dict[type, str] = {}
+    names: dict[str, str] = {}
+    plain = _PLAIN
+    class_attrs = {cs for cs in ("ncs", "scs") if hasattr(LTChar, cs)}  # else hasattr == "in __dict__"
+    plain_get_text = LTChar.get_text.__code__.co_names == ("_text",)  # pdfminer's "return self._text"
+    out: list[dict] = []
+
+    def walk(objs) -> None:
+        for obj in objs:
+            if isinstance(obj, LTContainer):  # a form XObject (LTFigure): its children, as pdfplumber does
+                walk(obj._objs)
+                continue
+            cls = type(obj)
+            kind = kinds.get(cls)
+            if kind is None:
+                kind = kinds[cls] = re.sub(lt_pat, "", cls.__name__).lower()
+            if kind != "char":
+                continue
+            if cls is not LTChar:
+                out.append(page.process_object(obj))
+                continue
+            d = obj.__dict__
+            attr = {k: v for k, v in d.items() if k in ALL_ATTRS}
+            for k in [k for k, v in attr.items() if type(v) not in plain]:  # usually only the matrix
+                v = attr[k]
+                if not (type(v) is tuple and plain.issuperset(map(type, v))):
+                    attr[k] = resolve_all(v)
+            attr["object_type"] = kind
+            attr["page_number"] = page_number
+            for cs in ("ncs", "scs"):
+                if cs in d if cs not in class_attrs else hasattr(obj, cs):
+                    name = getattr(obj, cs).name
+                    if type(name) is str:
+                        if name not in names:
+                            names[name] = resolve_and_decode(name)
+                        attr[cs] = names[name]
+                    else:
+                        attr[cs] = resolve_and_decode(name)
+            attr["text"] = d["_text"] if plain_get_text else obj.get_text()
+            gs = obj.graphicstate
+            attr["stroking_color"] = gs.scolor if isinstance(gs.scolor, tuple) else (gs.scolor,)
+            attr["non_stroking_color"] = gs.ncolor if isinstance(gs.ncolor, tuple) else (gs.ncolor,)
+            if isinstance(attr["fontname"], bytes):
+                attr["fontname"] = fix_fontname_bytes(attr["fontname"])
+            if "y0" in attr:
+                attr["top"] = (height - attr["y1"]) + mb_top
+                attr["bottom"] = (height - attr["y0"]) + mb_top
+                attr["doctop"] = doctop0 + attr["top"]
+            if "x0" in attr and mb_x0 != 0:
+                attr["x0"] = attr["x0"] + mb_x0
+                attr["x1"] = attr["x1"] + mb_x0
+            out.append(attr)
+
+    walk(page.layout._objs)
+    return out
+
+
+def _page_lines(page, opts: dict, pdfium_page, chars: list[dict] | None = None) -> list[_Line] | None:
     """Lines of one pdfplumber page in reading order, or ``None`` when most of its glyphs have no
     Unicode map (the caller takes the page from pypdfium2). ``pdfium_page()`` opens the same page
-    in pypdfium2 (used only to read ``(cid:NN)`` glyphs)."""
-    chars = dedupe_chars(page.chars)
+    in pypdfium2 (used only to read ``(cid:NN)`` glyphs). ``chars``: ``page_chars(page)`` if
+    already built."""
+    chars = dedupe_chars(page_chars(page) if chars is None else chars)
     cids = sum(1 for c in chars if _CID_CHAR.match(c.get("text", "")))
     if cids and 9 * cids >= 20 and 9 * cids >= 0.05 * (len(chars) + 8 * cids):
         return None
@@ -253,8 +338,9 @@ def _page_lines(page, opts: dict, pdfium_page) -> list[_Line] | None:
     upright = [c for c in chars if c.get("upright", True)]
     rotated = [c for c in chars if not c.get("upright", True)]
     out: list[_Line] = []
-    for region in column_regions(upright, float(page.width), opts):
-        out.extend(_lines_of(region, opts))
+    regions, words = _column_regions(upright, float(page.width), opts)
+    for region in regions:
+        out.extend(_lines_of(region, opts, words if region is upright else None))
     for group in _turn_upright(rotated, float(page.width), float(page.height)):
         for ln in _lines_of(group, opts):
             ln.top = ln.bottom = -1.0  # no place among the page's upright lines
@@ -269,9 +355,47 @@ def dedupe_chars(chars: list[dict], tolerance: float = 1.0) -> list[dict]:
     """Drop overprinted duplicates: characters with the same text, font, size and orientation
     drawn within ``tolerance`` pt of another ("fake bold"), keeping the first in drawing order.
 
-    The grouping is pdfplumber's ``utils.dedupe_chars``; this version keeps the page order
-    in linear time (pdfplumber re-sorts with ``list.index``, quadratic: 1 s per page of a paper).
+    The grouping is pdfplumber's ``utils.dedupe_chars``: per group, ``cluster_objects`` on
+    ``doctop``, then on ``x0`` (chains of sorted values, each ``<= previous + tolerance``), keeping
+    each cluster's first char by ``(doctop, x0)``. This version keeps the page order and runs the
+    chaining as numpy sorts over the whole page (pdfplumber re-sorts with ``list.index``,
+    quadratic: 1 s per page of a paper; its per-object dicts cost 5x the CPU of this).
     """
+    n = len(chars)
+    if n < 2:
+        return list(chars)
+    gid: dict[tuple, int] = {}
+    g = np.fromiter((gid.setdefault((c.get("upright"), c.get("text"), c.get("fontname"), c.get("size")), len(gid))
+                     for c in chars), dtype=np.int64, count=n)
+    if len(gid) == n:
+        return list(chars)
+    y = np.fromiter((c["doctop"] for c in chars), dtype=np.float64, count=n)
+    x = np.fromiter((c["x0"] for c in chars), dtype=np.float64, count=n)
+    if np.isnan(y).any() or np.isnan(x).any():  # NaN sorts differently in numpy: pdfplumber's own clustering
+        return _dedupe_chars_clustered(chars, tolerance)
+    idx = np.arange(n)
+    # chains of doctop within each group
+    o = np.lexsort((idx, y, g))
+    brk = np.empty(n, dtype=bool)
+    brk[0] = True
+    brk[1:] = (g[o][1:] != g[o][:-1]) | (y[o][1:] > y[o][:-1] + tolerance)
+    yc = np.empty(n, dtype=np.int64)
+    yc[o] = np.cumsum(brk)
+    # chains of x0 within each doctop chain
+    o = np.lexsort((idx, x, yc))
+    brk[1:] = (yc[o][1:] != yc[o][:-1]) | (x[o][1:] > x[o][:-1] + tolerance)
+    xc = np.empty(n, dtype=np.int64)
+    xc[o] = np.cumsum(brk)
+    # per x0 chain: the first char by (doctop, x0), ties to the first drawn
+    o = np.lexsort((idx, x, y, xc))
+    first = np.empty(n, dtype=bool)
+    first[0] = True
+    first[1:] = xc[o][1:] != xc[o][:-1]
+    return [chars[i] for i in np.sort(o[first]).tolist()]
+
+
+def _dedupe_chars_clustered(chars: list[dict], tolerance: float) -> list[dict]:
+    """``dedupe_chars`` with pdfplumber's ``cluster_objects`` (the reference; used for NaN positions)."""
     from operator import itemgetter
 
     from pdfplumber.utils import cluster_objects
@@ -284,18 +408,31 @@ def dedupe_chars(chars: list[dict], tolerance: float = 1.0) -> list[dict]:
         if len(idx) == 1:
             keep.add(idx[0])
             continue
-        items = [(chars[i]["doctop"], chars[i]["x0"], i) for i in idx]
-        objs = [{"doctop": d, "x0": x, "i": i} for d, x, i in items]
+        objs = [{"doctop": chars[i]["doctop"], "x0": chars[i]["x0"], "i": i} for i in idx]
         for ycl in cluster_objects(objs, itemgetter("doctop"), tolerance):
             for xcl in cluster_objects(ycl, itemgetter("x0"), tolerance):
                 keep.add(min(xcl, key=lambda o: (o["doctop"], o["x0"]))["i"])
     return [c for i, c in enumerate(chars) if i in keep]
 
 
-def _lines_of(chars: list[dict], opts: dict) -> list[_Line]:
+def _textmap(chars: list[dict], opts: dict, words: list | None = None):
+    """``pdfplumber.utils.chars_to_textmap(chars, **opts)``; ``words``: the ``(word, chars)`` tuples
+    of ``WordExtractor(**opts).iter_extract_tuples(chars)`` when already built (by ``column_regions``
+    on the same characters), so the page's words are not extracted twice."""
+    from pdfplumber.utils.text import TEXTMAP_KWARGS, WordMap
+
+    if words is None:
+        return pdfplumber.utils.chars_to_textmap(chars, **opts)
+    # the body of chars_to_textmap (pdfplumber 0.11) after its word extraction
+    kwargs = {**opts, "presorted": True,
+              "layout_bbox": opts.get("layout_bbox") or pdfplumber.utils.objects_to_bbox(chars)}
+    return WordMap(words).to_textmap(**{k: kwargs[k] for k in TEXTMAP_KWARGS if k in kwargs})
+
+
+def _lines_of(chars: list[dict], opts: dict, words: list | None = None) -> list[_Line]:
     if not chars:
         return []
-    tm = pdfplumber.utils.chars_to_textmap(chars, **opts)
+    tm = _textmap(chars, opts, words)
     out = []
     for ln in tm.extract_text_lines(strip=True, return_chars=True):
         sizes = sorted(round(float(c.get("size", 0.0)), 1) for c in ln["chars"])
@@ -391,11 +528,18 @@ def column_regions(chars: list[dict], width: float, opts: dict | None = None) ->
     sides: its rows stay rows); every other run of lines is read left column first, then right.
     Any other page is one region. Returns lists of the input characters (page order kept within each).
     """
+    return _column_regions(chars, width, opts)[0]
+
+
+def _column_regions(chars: list[dict], width: float, opts: dict | None = None) -> tuple[list[list[dict]], list | None]:
+    """``column_regions`` and the ``(word, chars)`` tuples of all ``chars`` if it built them (else
+    ``None``); a one-region page returns ``chars`` itself as its region."""
     if len(chars) < 200:
-        return [chars]
-    words = pdfplumber.utils.extract_words(chars, return_chars=True, **(opts or {}))
+        return [chars], None
+    tuples = list(pdfplumber.utils.text.WordExtractor(**(opts or {})).iter_extract_tuples(chars))
+    words = [{**w, "chars": wc} for w, wc in tuples]  # = pdfplumber.utils.extract_words(chars, return_chars=True)
     if len(words) < 60:
-        return [chars]
+        return [chars], tuples
     x0 = np.array([w["x0"] for w in words])
     x1 = np.array([w["x1"] for w in words])
     xs = np.arange(0.3 * width, 0.7 * width, 1.0)
@@ -411,7 +555,7 @@ def column_regions(chars: list[dict], width: float, opts: dict | None = None) ->
         lines[-1].append(k)
         last = mid
     if cross.min() > 0.1 * len(lines):
-        return [chars]
+        return [chars], tuples
     # the gutter: the widest strip crossed by (almost) the fewest words -- a figure's tick labels
     # may stand in it
     low = list(cross <= cross.min() + max(1.0, 0.03 * len(lines))) + [False]
@@ -452,7 +596,7 @@ def column_regions(chars: list[dict], width: float, opts: dict | None = None) ->
         else:
             kinds.append("other")
     if min(sides) < 5:
-        return [chars]
+        return [chars], tuples
     # a table across both columns: a maximal run of non-prose lines with 2+ rows
     full = [k == "span" for k in kinds]
     i = 0
@@ -488,7 +632,7 @@ def column_regions(chars: list[dict], width: float, opts: dict | None = None) ->
         r = char_region.get(id(c))
         if r is not None:
             out[r].append(c)
-    return [r for r in out if r]
+    return [r for r in out if r], None
 
 
 def _where(line: _Line, height: float) -> str:
@@ -567,9 +711,8 @@ def collapse_leaders(text: str) -> str:
     return _LEADERS.sub(" …", text)
 
 
-def _text_options(page) -> dict:
-    """pdfplumber text options for one page: a font-relative word gap, except on CJK pages."""
-    chars = page.chars
+def _text_options(chars: list[dict]) -> dict:
+    """pdfplumber text options for a page's characters: a font-relative word gap, except on CJK pages."""
     cjk = sum(1 for c in chars[:2000] if CJK_CHAR.match(c.get("text", "")))
     if chars and cjk >= 0.2 * min(len(chars), 2000):
         return {}

@@ -1,0 +1,146 @@
+"""The extraction speed-ups in ``core.pdf`` give exactly what the pdfplumber calls they replace
+give: ``page_chars`` vs ``page.chars``, ``dedupe_chars`` vs pdfplumber's ``dedupe_chars``, the text
+map built from ``column_regions``' words vs ``chars_to_textmap``; and ``extract_pages`` on three
+corpus PDFs still produces the text, headings and extractor recorded from main before the
+speed-ups (``tests/data/extraction_pins.json``; after an intended change of the extracted text,
+regenerate it as its ``how`` field says)."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+
+import pdfplumber
+import pytest
+
+from core.pdf import (_column_regions, _dedupe_chars_clustered, _text_options, _textmap, dedupe_chars,
+                      extract_pages, page_chars)
+from tests.conftest import DATA, SHARED_CORPUS
+
+# two-column paper (rotated arXiv stamp, (cid:NN) glyphs, a form XObject), a sampled IBM Redbook
+# (overprinted duplicates, rotated text, many form XObjects, garbled pages), a CJK page
+PDFS = [DATA / "karpukhin2020-dpr.pdf", DATA / "redp5110_sampled.pdf", DATA / "chinese-tables.pdf"]
+
+
+def _pages(path):
+    with pdfplumber.open(path, password="") as pdf:
+        for p in pdf.pages:
+            yield p
+            p.close()
+
+
+def _items(chars):
+    return [list(c.items()) for c in chars]
+
+
+@pytest.mark.parametrize("path", PDFS, ids=lambda p: p.name)
+def test_page_chars_equal_pdfplumber_chars(path):
+    """fails if ``page_chars`` drops, adds or reorders a character, or differs from pdfplumber's
+    ``page.chars`` in any key, key order or value (a pdfplumber upgrade changing its dicts fails here)."""
+    n = 0
+    for p in _pages(path):
+        fast = page_chars(p)
+        assert _items(fast) == _items(p.chars), f"page {p.page_number}"
+        n += len(fast)
+    assert n > 500
+
+
+def test_page_chars_with_offset_mediabox():
+    """fails if ``page_chars`` ignores a MediaBox that does not start at (0, 0) (x shifted, top from
+    the box), which pdfplumber applies to every char."""
+    from pypdf import PdfReader, PdfWriter
+
+    reader = PdfReader(DATA / "karpukhin2020-dpr.pdf")
+    writer = PdfWriter()
+    page = writer.add_page(reader.pages[0])
+    page.mediabox.lower_left = (30, 40)
+    buf = io.BytesIO()
+    writer.write(buf)
+    with pdfplumber.open(io.BytesIO(buf.getvalue())) as pdf:
+        p = pdf.pages[0]
+        assert p.mediabox[0] == 30
+        fast = page_chars(p)
+        assert fast and _items(fast) == _items(p.chars)
+
+
+def test_page_chars_falls_back_for_cropped_pages():
+    """fails if a cropped page (whose chars pdfplumber filters by the crop box) is built by the
+    fast path instead of pdfplumber's own code."""
+    with pdfplumber.open(DATA / "karpukhin2020-dpr.pdf") as pdf:
+        crop = pdf.pages[0].crop((0, 0, 300, 400))
+        assert _items(page_chars(crop)) == _items(crop.chars)
+        assert len(crop.chars) < len(pdf.pages[0].chars)
+
+
+@pytest.mark.parametrize("path", PDFS, ids=lambda p: p.name)
+def test_dedupe_chars_equals_pdfplumber(path):
+    """fails if the numpy ``dedupe_chars`` keeps or drops a different character than pdfplumber's
+    clustering (its own ``utils.dedupe_chars`` and the per-group ``cluster_objects`` version), or
+    changes the page order."""
+    dropped = 0
+    for p in _pages(path):
+        chars = page_chars(p)
+        for tol in (1.0, 3.0):
+            fast = dedupe_chars(chars, tol)
+            ref = _dedupe_chars_clustered(chars, tol)
+            assert [id(c) for c in fast] == [id(c) for c in ref], f"page {p.page_number} tolerance {tol}"
+        if p.page_number <= 3:  # pdfplumber's own version is quadratic: a few pages only
+            assert dedupe_chars(chars) == pdfplumber.utils.dedupe_chars(chars), f"page {p.page_number}"
+        dropped += len(chars) - len(dedupe_chars(chars))
+    if path.name == "redp5110_sampled.pdf":
+        assert dropped > 0  # the corpus file with overprinted glyphs: the test exercises dropping
+
+
+def test_dedupe_chars_chained_clusters():
+    """fails if clustering is not chained like pdfplumber's (values 0.8 pt apart chain into one
+    cluster although the ends are 1.6 pt apart) or the kept char is not the first by (doctop, x0)."""
+    def ch(x0, doctop, text="e"):
+        return {"upright": True, "text": text, "fontname": "F", "size": 10.0, "x0": x0, "doctop": doctop}
+
+    chars = [ch(10.0, 100.0), ch(10.5, 100.8), ch(10.2, 101.6), ch(50.0, 100.0), ch(10.0, 100.0, "f"),
+             ch(9.9, 101.6), ch(10.0, 100.0)]
+    assert dedupe_chars(chars) == _dedupe_chars_clustered(chars, 1.0) == pdfplumber.utils.dedupe_chars(chars)
+    assert [c["x0"] for c in dedupe_chars(chars)] == [10.0, 50.0, 10.0]
+
+
+@pytest.mark.parametrize("path", PDFS, ids=lambda p: p.name)
+def test_textmap_from_column_words_equals_chars_to_textmap(path):
+    """fails if reusing ``column_regions``' words gives a text map (text or line chars) other than
+    ``pdfplumber.utils.chars_to_textmap`` on the same characters."""
+    reused = split = 0
+    for p in _pages(path):
+        chars = [c for c in dedupe_chars(page_chars(p)) if c.get("upright", True)]
+        if not chars:
+            continue
+        opts = _text_options(chars)
+        regions, words = _column_regions(chars, float(p.width), opts)
+        if words is None:
+            split += len(regions) > 1
+            continue
+        reused += 1
+        a, b = _textmap(chars, opts, words), pdfplumber.utils.chars_to_textmap(chars, **opts)
+        assert a.as_string == b.as_string, f"page {p.page_number}"
+        la, lb = a.extract_text_lines(return_chars=True), b.extract_text_lines(return_chars=True)
+        assert [(x["text"], x["top"], [id(c) for c in x["chars"]]) for x in la] == \
+               [(x["text"], x["top"], [id(c) for c in x["chars"]]) for x in lb]
+    # the two-column paper is read column by column (its regions are re-extracted, nothing reused)
+    assert split > 0 if path.name == "karpukhin2020-dpr.pdf" else reused > 0
+
+
+PINS = json.loads((DATA / "extraction_pins.json").read_text())
+
+
+@pytest.mark.parametrize("name", sorted(PINS["files"]))
+def test_extract_pages_matches_pins(name):
+    """fails if ``extract_pages`` changes any page's text, headings or extractor on these files
+    from what main produced before the speed-ups (sha256 of each, per page)."""
+    path = next(p for p in [*PDFS, DATA / "ntsb" / name, SHARED_CORPUS / "pdfs" / name] if p.name == name)
+    pages = extract_pages(path.read_bytes())
+    got = [{"text": hashlib.sha256(pg.text.encode()).hexdigest(), "extractor": pg.extractor,
+            "headings": hashlib.sha256(json.dumps([list(h) for h in pg.headings]).encode()).hexdigest()}
+           for pg in pages]
+    want = PINS["files"][name]
+    assert len(got) == len(want)
+    for i, (g, w) in enumerate(zip(got, want), 1):
+        assert g == {k: w[k] for k in g}, f"page {i}: {w['start']!r}"
