@@ -182,7 +182,7 @@ def extract_pages(data: bytes, on_page: Callable[[int, int], None] | None = None
                     on_page(i, len(pdf.pages))
                 heights.append(float(p.height))
                 try:
-                    chars = page_chars(p)
+                    chars = p.chars
                     page_lines.append(_page_lines(p, _text_options(chars), lambda i=i: doc[i], chars))
                 finally:
                     p.close()  # pdfplumber keeps a page's parsed objects until then (615 pages: 4.7 GB)
@@ -240,95 +240,12 @@ _ACCENTS = {"\u00a8": "\u0308", "\u00b4": "\u0301", "\u02c6": "\u0302", "\u02dc"
 _CID_CHAR = re.compile(r"^\(cid:\d+\)$")
 
 
-_PLAIN = frozenset({float, int, str, bool, type(None)})
-
-
-def page_chars(page) -> list[dict]:
-    """``page.chars`` of a pdfplumber page, equal dict for dict (same keys, same order, same values),
-    built about 6x faster: only the characters are turned into dicts (pdfplumber's
-    ``Page.parse_objects`` also converts every rect, line and curve), and values that are already
-    plain Python numbers and strings skip pdfplumber's recursive ``resolve_all``.
-
-    This mirrors ``pdfplumber.page.Page.process_object`` for ``LTChar`` (pdfplumber 0.11); anything
-    else -- a cropped page, ``unicode_norm``/``laparams`` set, a value that is not a plain number,
-    string or tuple of them (e.g. an indirect reference) -- goes through pdfplumber's own code.
-    ``tests/core/test_pdf_chars.py`` compares the two on corpus pages, so a pdfplumber upgrade that
-    changes its char dicts fails there. Profile (9 bench PDFs): building ``page.chars`` was 35% of
-    extraction CPU, pdfminer's content-stream interpretation 40%.
-    """
-    from pdfminer.layout import LTChar, LTContainer
-    from pdfplumber.page import ALL_ATTRS, fix_fontname_bytes, lt_pat
-    from pdfplumber.utils.pdfinternals import resolve_all, resolve_and_decode
-
-    pdf = page.pdf
-    if type(page) is not pdfplumber.page.Page or pdf.unicode_norm is not None or pdf.laparams is not None:
-        return page.chars
-    height = page.height
-    mb_x0, mb_top = page.mediabox[:2]
-    page_number, doctop0 = page.page_number, page.initial_doctop
-    kinds: dict[type, str] = {}
-    names: dict[str, str] = {}
-    plain = _PLAIN
-    class_attrs = {cs for cs in ("ncs", "scs") if hasattr(LTChar, cs)}  # else hasattr == "in __dict__"
-    plain_get_text = LTChar.get_text.__code__.co_names == ("_text",)  # pdfminer's "return self._text"
-    out: list[dict] = []
-
-    def walk(objs) -> None:
-        for obj in objs:
-            if isinstance(obj, LTContainer):  # a form XObject (LTFigure): its children, as pdfplumber does
-                walk(obj._objs)
-                continue
-            cls = type(obj)
-            kind = kinds.get(cls)
-            if kind is None:
-                kind = kinds[cls] = re.sub(lt_pat, "", cls.__name__).lower()
-            if kind != "char":
-                continue
-            if cls is not LTChar:
-                out.append(page.process_object(obj))
-                continue
-            d = obj.__dict__
-            attr = {k: v for k, v in d.items() if k in ALL_ATTRS}
-            for k in [k for k, v in attr.items() if type(v) not in plain]:  # usually only the matrix
-                v = attr[k]
-                if not (type(v) is tuple and plain.issuperset(map(type, v))):
-                    attr[k] = resolve_all(v)
-            attr["object_type"] = kind
-            attr["page_number"] = page_number
-            for cs in ("ncs", "scs"):
-                if cs in d if cs not in class_attrs else hasattr(obj, cs):
-                    name = getattr(obj, cs).name
-                    if type(name) is str:
-                        if name not in names:
-                            names[name] = resolve_and_decode(name)
-                        attr[cs] = names[name]
-                    else:
-                        attr[cs] = resolve_and_decode(name)
-            attr["text"] = d["_text"] if plain_get_text else obj.get_text()
-            gs = obj.graphicstate
-            attr["stroking_color"] = gs.scolor if isinstance(gs.scolor, tuple) else (gs.scolor,)
-            attr["non_stroking_color"] = gs.ncolor if isinstance(gs.ncolor, tuple) else (gs.ncolor,)
-            if isinstance(attr["fontname"], bytes):
-                attr["fontname"] = fix_fontname_bytes(attr["fontname"])
-            if "y0" in attr:
-                attr["top"] = (height - attr["y1"]) + mb_top
-                attr["bottom"] = (height - attr["y0"]) + mb_top
-                attr["doctop"] = doctop0 + attr["top"]
-            if "x0" in attr and mb_x0 != 0:
-                attr["x0"] = attr["x0"] + mb_x0
-                attr["x1"] = attr["x1"] + mb_x0
-            out.append(attr)
-
-    walk(page.layout._objs)
-    return out
-
-
 def _page_lines(page, opts: dict, pdfium_page, chars: list[dict] | None = None) -> list[_Line] | None:
     """Lines of one pdfplumber page in reading order, or ``None`` when most of its glyphs have no
     Unicode map (the caller takes the page from pypdfium2). ``pdfium_page()`` opens the same page
-    in pypdfium2 (used only to read ``(cid:NN)`` glyphs). ``chars``: ``page_chars(page)`` if
-    already built."""
-    chars = dedupe_chars(page_chars(page) if chars is None else chars)
+    in pypdfium2 (used only to read ``(cid:NN)`` glyphs). ``chars``: ``page.chars`` if already
+    read."""
+    chars = dedupe_chars(page.chars if chars is None else chars)
     cids = sum(1 for c in chars if _CID_CHAR.match(c.get("text", "")))
     if cids and 9 * cids >= 20 and 9 * cids >= 0.05 * (len(chars) + 8 * cids):
         return None

@@ -1,5 +1,5 @@
 """The extraction speed-ups in ``core.pdf`` give exactly what the pdfplumber calls they replace
-give: ``page_chars`` vs ``page.chars``, ``dedupe_chars`` vs pdfplumber's ``dedupe_chars``, the text
+give: ``dedupe_chars`` vs pdfplumber's ``dedupe_chars``, the text
 map built from ``column_regions``' words vs ``chars_to_textmap``; and ``extract_pages`` on three
 corpus PDFs still produces the text, headings and extractor recorded from main before the
 speed-ups (``tests/data/extraction_pins.json``; after an intended change of the extracted text,
@@ -8,14 +8,13 @@ regenerate it as its ``how`` field says)."""
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 
 import pdfplumber
 import pytest
 
 from core.pdf import (_column_regions, _dedupe_chars_clustered, _text_options, _textmap, dedupe_chars,
-                      extract_pages, page_chars)
+                      extract_pages)
 from tests.conftest import DATA, SHARED_CORPUS
 
 # two-column paper (rotated arXiv stamp, (cid:NN) glyphs, a form XObject), a sampled IBM Redbook
@@ -35,52 +34,13 @@ def _items(chars):
 
 
 @pytest.mark.parametrize("path", PDFS, ids=lambda p: p.name)
-def test_page_chars_equal_pdfplumber_chars(path):
-    """fails if ``page_chars`` drops, adds or reorders a character, or differs from pdfplumber's
-    ``page.chars`` in any key, key order or value (a pdfplumber upgrade changing its dicts fails here)."""
-    n = 0
-    for p in _pages(path):
-        fast = page_chars(p)
-        assert _items(fast) == _items(p.chars), f"page {p.page_number}"
-        n += len(fast)
-    assert n > 500
-
-
-def test_page_chars_with_offset_mediabox():
-    """fails if ``page_chars`` ignores a MediaBox that does not start at (0, 0) (x shifted, top from
-    the box), which pdfplumber applies to every char."""
-    from pypdf import PdfReader, PdfWriter
-
-    reader = PdfReader(DATA / "karpukhin2020-dpr.pdf")
-    writer = PdfWriter()
-    page = writer.add_page(reader.pages[0])
-    page.mediabox.lower_left = (30, 40)
-    buf = io.BytesIO()
-    writer.write(buf)
-    with pdfplumber.open(io.BytesIO(buf.getvalue())) as pdf:
-        p = pdf.pages[0]
-        assert p.mediabox[0] == 30
-        fast = page_chars(p)
-        assert fast and _items(fast) == _items(p.chars)
-
-
-def test_page_chars_falls_back_for_cropped_pages():
-    """fails if a cropped page (whose chars pdfplumber filters by the crop box) is built by the
-    fast path instead of pdfplumber's own code."""
-    with pdfplumber.open(DATA / "karpukhin2020-dpr.pdf") as pdf:
-        crop = pdf.pages[0].crop((0, 0, 300, 400))
-        assert _items(page_chars(crop)) == _items(crop.chars)
-        assert len(crop.chars) < len(pdf.pages[0].chars)
-
-
-@pytest.mark.parametrize("path", PDFS, ids=lambda p: p.name)
 def test_dedupe_chars_equals_pdfplumber(path):
     """fails if the numpy ``dedupe_chars`` keeps or drops a different character than pdfplumber's
     clustering (its own ``utils.dedupe_chars`` and the per-group ``cluster_objects`` version), or
     changes the page order."""
     dropped = 0
     for p in _pages(path):
-        chars = page_chars(p)
+        chars = p.chars
         for tol in (1.0, 3.0):
             fast = dedupe_chars(chars, tol)
             ref = _dedupe_chars_clustered(chars, tol)
@@ -110,7 +70,7 @@ def test_textmap_from_column_words_equals_chars_to_textmap(path):
     ``pdfplumber.utils.chars_to_textmap`` on the same characters."""
     reused = split = 0
     for p in _pages(path):
-        chars = [c for c in dedupe_chars(page_chars(p)) if c.get("upright", True)]
+        chars = [c for c in dedupe_chars(p.chars) if c.get("upright", True)]
         if not chars:
             continue
         opts = _text_options(chars)
