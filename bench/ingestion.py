@@ -24,6 +24,7 @@ import resource
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,54 @@ def peak_rss_mb() -> dict[str, float]:
     processes; the parse children are the forkserver's, reported by ``core.bulk`` instead)."""
     return {"process": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
             "largest_child": round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1)}
+
+
+class StageRSS:
+    """This process's RSS sampled every ``every`` seconds on a daemon thread, each sample labelled
+    with the stage the ingestion is in (the last ``status`` written by ``core.ingest.set_progress``:
+    extracting, chunking, embedding, indexing = count check + publish + gold pairs; ``waiting for
+    parsing`` before the first). ``result()``:
+    per stage in order of appearance, ``{"peak": MB, "end": MB}`` (its highest and its last sample),
+    so a peak can be attributed to the stage that made it."""
+
+    def __init__(self, every: float = 0.01):
+        self.every, self.label = every, "waiting for parsing"
+        self.stages: dict[str, list[float]] = {}
+        self._stop = threading.Event()
+        self._page = os.sysconf("SC_PAGE_SIZE")
+        self._thread = threading.Thread(target=self._run, name="bench-rss", daemon=True)
+
+    def rss_mb(self) -> float:
+        with open("/proc/self/statm") as f:  # resident pages; cheaper than psutil at 100 Hz
+            return int(f.read().split()[1]) * self._page / 2**20
+
+    def listener(self, document_id: str | None, values: dict[str, Any]) -> None:
+        if document_id is not None and values.get("status"):
+            self.label = str(values["status"])
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            r = self.rss_mb()
+            st = self.stages.setdefault(self.label, [r, r])
+            st[0], st[1] = max(st[0], r), r
+            self._stop.wait(self.every)
+
+    def __enter__(self) -> "StageRSS":
+        from core.ingest import add_progress_listener
+
+        add_progress_listener(self.listener)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        from core.ingest import remove_progress_listener
+
+        self._stop.set()
+        self._thread.join()
+        remove_progress_listener(self.listener)
+
+    def result(self) -> dict[str, dict[str, float]]:
+        return {k: {"peak": round(v[0], 1), "end": round(v[1], 1)} for k, v in self.stages.items()}
 
 
 @contextlib.contextmanager
@@ -102,7 +151,7 @@ def bench_bulk_ingestion(pdfs: list[Path], data_dir: Path, *, floor_sample: floa
         print(f"  {out.status} {out.doc_name}: {d.get('pages')} pages, {d.get('chunk_count')} chunks", flush=True)
 
     t = time.perf_counter()
-    with capture_embedded(texts):
+    with capture_embedded(texts), StageRSS() as stage_rss:
         run_bulk(svc, [BulkFile(p, p.name) for p in pdfs], on_outcome=done, timings=timings)
     total = time.perf_counter() - t
     pages = sum(d["pages"] or 0 for d in per_doc)
@@ -119,7 +168,8 @@ def bench_bulk_ingestion(pdfs: list[Path], data_dir: Path, *, floor_sample: floa
             "embedding_floor_s": floor["seconds"], "embedding_floor": floor,
             "ratio_to_floor": round(total / floor["seconds"], 2) if floor["seconds"] else None,
             "peak_rss_mb": {**rss, "parse_child": child_rss, "process_ready": rss_ready,
-                            "process_growth": round(rss["process"] - rss_ready, 1)},
+                            "process_growth": round(rss["process"] - rss_ready, 1),
+                            "process_by_stage": stage_rss.result()},
             "load_avg_after": [round(x, 2) for x in os.getloadavg()]}
 
 
