@@ -2,14 +2,19 @@
 Linear layers (``RAGAUDIT_EMBEDDING_PRECISION=int8``, ``core.embedding.quantize_linear_int8``),
 on real texts, in one process and one run:
 
-    .venv/bin/python -m bench.embedding_precision [--reps 3] [--threads 1,2] [--out DIR]
+    .venv/bin/python -m bench.embedding_precision [--reps 3] [--threads 1,2] [--windows 400]
+        [--questions 40] [--candidates int8,int8_per_tensor,int8_no_ffn_out] [--out DIR]
 
 - the texts ingestion embeds for the bench's 9 PDFs (those behind dev-001..dev-039: the sentence
   windows of every chunk with its context header, made by ``core.ingest.embed_windows`` itself;
-  the ``embedding floor`` of ``python -m bench``), embedded with ``Embedder.embed`` as ingestion
-  does;
-- the dev set's questions as queries: one at a time (``/search``'s single client) and in batches
-  of 8 (what ``embed_query`` combines under 8 concurrent clients).
+  the ``embedding floor`` of ``python -m bench``; a seeded sample of ``--windows`` of them, all
+  with 0), embedded with ``Embedder.embed`` as ingestion does;
+- dev-set questions (a seeded sample of ``--questions``) as queries: one at a time
+  (``/search``'s single client) and in batches of 8 (what ``embed_query`` combines under 8
+  concurrent clients).
+
+Variants (``load_variant``): ``int8`` is what the setting loads (per-channel weight scales);
+``int8_per_tensor`` and ``int8_no_ffn_out`` are measured for the record only.
 
 Each repetition times every precision back to back, the order alternating between repetitions
 (so a load change on the shared machine hits both alike), at each intra-op thread count. Printed:
@@ -26,6 +31,7 @@ import argparse
 import json
 import os
 import platform
+import random
 import re
 import sys
 import time
@@ -106,6 +112,40 @@ def _top10_overlap(q_ref: np.ndarray, w_ref: np.ndarray, q_new: np.ndarray, w_ne
             "same_top1": round(float(np.mean(ref[:, 0] == new[:, 0])), 4), "questions": int(len(ref))}
 
 
+VARIANTS = ("fp32", "int8", "int8_per_tensor", "int8_no_ffn_out")
+
+
+def load_variant(name: str):
+    """An ``Embedder`` for ``name``: ``fp32`` and ``int8`` as the setting loads them
+    (``RAGAUDIT_EMBEDDING_PRECISION``); two int8 variants the setting does not offer, for the
+    record: ``int8_per_tensor`` (one weight scale per layer, ``default_dynamic_qconfig``) and
+    ``int8_no_ffn_out`` (per-channel, every Linear but each layer's FFN output projection, whose
+    input - the GELU output - has the widest range)."""
+    import warnings
+
+    import torch
+
+    from core.embedding import Embedder
+
+    if name in ("fp32", "int8"):
+        return Embedder(precision=name)
+    e = Embedder(precision="fp32")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from torch.ao.quantization import default_dynamic_qconfig, per_channel_dynamic_qconfig, quantize_dynamic
+
+        if name == "int8_per_tensor":
+            spec: Any = {torch.nn.Linear: default_dynamic_qconfig}
+        elif name == "int8_no_ffn_out":
+            spec = {n: per_channel_dynamic_qconfig for n, m in e.model.named_modules()
+                    if isinstance(m, torch.nn.Linear) and not (n.endswith("output.dense") and "attention" not in n)}
+        else:
+            raise ValueError(f"unknown variant {name!r}: one of {VARIANTS}")
+        quantize_dynamic(e.model, spec, dtype=torch.qint8, inplace=True)
+    e.precision = name
+    return e
+
+
 def measure(embedders: dict[str, Any], texts: list[str], questions: list[str], threads: list[int],
             reps: int) -> dict[str, Any]:
     """Per thread count and precision: seconds of ``embed(texts)`` and ms per single / batch-of-8
@@ -164,7 +204,11 @@ def main() -> int:
     ap.add_argument("--dataset", type=Path, default=SHARED / "dev_questions.jsonl")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--threads", default="1,2", help="intra-op thread counts, comma list")
-    ap.add_argument("--candidates", default="int8", help="precisions compared with fp32, comma list")
+    ap.add_argument("--candidates", default="int8,int8_per_tensor,int8_no_ffn_out",
+                    help=f"variants compared with fp32, comma list of {VARIANTS[1:]}")
+    ap.add_argument("--windows", type=int, default=400, help="seeded random sample of the window texts "
+                    "timed and compared (0 = all; all ~1,600 take ~4x longer)")
+    ap.add_argument("--questions", type=int, default=40, help="seeded random sample of the dev questions (0 = all 85)")
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
     args = ap.parse_args()
     for path in (args.pdfs, args.dataset):
@@ -173,18 +217,23 @@ def main() -> int:
     import torch
 
     from bench.__main__ import default_pdfs, machine
-    from core.embedding import Embedder
     from core.evaluation import load_dataset
 
     load_start = os.getloadavg()
     pdfs = default_pdfs(args.pdfs, False)
-    embedders = {"fp32": Embedder(precision="fp32")}
+    embedders = {"fp32": load_variant("fp32")}
     for c in [c.strip() for c in args.candidates.split(",") if c.strip()]:
-        embedders[c] = Embedder(precision=c)
+        embedders[c] = load_variant(c)
     t0 = time.perf_counter()
-    texts = window_texts(pdfs, embedders["fp32"])
-    print(f"{len(texts)} window texts from {len(pdfs)} PDFs ({time.perf_counter() - t0:.0f} s to extract and chunk)")
+    all_texts = window_texts(pdfs, embedders["fp32"])
+    texts = all_texts
+    if 0 < args.windows < len(all_texts):
+        texts = random.Random(0).sample(all_texts, args.windows)
+    print(f"{len(all_texts)} window texts from {len(pdfs)} PDFs ({time.perf_counter() - t0:.0f} s to extract and "
+          f"chunk); {len(texts)} timed")
     questions = [q.question for q in load_dataset(args.dataset)]
+    if 0 < args.questions < len(questions):
+        questions = random.Random(0).sample(questions, args.questions)
     for e in embedders.values():
         e.embed(["warm up", "warm up the model once"])
     threads = [int(x) for x in args.threads.split(",")]
@@ -204,7 +253,8 @@ def main() -> int:
               "load_avg_at_start": [round(x, 2) for x in load_start],
               "load_avg_at_end": [round(x, 2) for x in os.getloadavg()],
               "torch": torch.__version__, "quantized_engine": torch.backends.quantized.engine,
-              "pdfs": [p.name for p in pdfs], "window_texts": len(texts), "questions": len(questions),
+              "pdfs": [p.name for p in pdfs], "window_texts_ingested": len(all_texts), "window_texts": len(texts),
+              "window_sample_seed": 0, "questions": len(questions),
               "reps": args.reps, "timings": m["timings"], "agreement": agreement}
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / f"{result['date'][:10]}-{re.sub(r'[^A-Za-z0-9_.-]', '_', platform.node())}-embedding-precision.json"
@@ -217,7 +267,8 @@ def main() -> int:
 def table(r: dict[str, Any]) -> str:
     """Markdown table of ``main``'s result: per thread count and precision, medians and ratios."""
     lines = [f"load average at start {r['load_avg_at_start']}, at end {r['load_avg_at_end']}; "
-             f"{r['window_texts']} window texts, {r['questions']} questions, {r['reps']} repetitions",
+             f"{r['window_texts']} of the {r['window_texts_ingested']} window texts ingestion embeds (seeded sample), "
+             f"{r['questions']} questions, {r['reps']} repetitions",
              "", "| threads | precision | windows s (median) | texts/s | × fp32 | query 1 P50 / P95 ms | × fp32 P50 | "
              "query batch of 8 P50 / P95 ms | × fp32 P50 |", "|---|---|---|---|---|---|---|---|---|"]
     for tk, res in r["timings"].items():
