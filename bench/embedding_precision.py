@@ -1,6 +1,5 @@
 """Embedding model precision on this CPU: fp32 as shipped against int8 dynamic quantization of its
-Linear layers (``RAGAUDIT_EMBEDDING_PRECISION=int8``, ``core.embedding.quantize_linear_int8``),
-on real texts, in one process and one run:
+Linear layers (torch ``quantize_dynamic``; ``quantize``), on real texts, in one process and one run:
 
     .venv/bin/python -m bench.embedding_precision [--reps 3] [--threads 1,2] [--windows 400]
         [--questions 40] [--candidates int8,int8_per_tensor,int8_no_ffn_out] [--out DIR]
@@ -13,15 +12,20 @@ on real texts, in one process and one run:
   (``/search``'s single client) and in batches of 8 (what ``embed_query`` combines under 8
   concurrent clients).
 
-Variants (``load_variant``): ``int8`` is what the setting loads (per-channel weight scales);
-``int8_per_tensor`` and ``int8_no_ffn_out`` are measured for the record only.
+Variants (``quantize``): ``int8`` (per-channel weight scales), ``int8_per_tensor``,
+``int8_no_ffn_out``.
 
 Each repetition times every precision back to back, the order alternating between repetitions
 (so a load change on the shared machine hits both alike), at each intra-op thread count. Printed:
 median seconds / ms per precision and the ratio fp32 / candidate measured in the same run;
 vector agreement (cosine of each candidate vector with the fp32 vector of the same text: min,
 1st percentile, mean; fp32 at 1 vs 2 threads as the noise floor); top-10 windows per question
-shared with fp32. Retrieval and answer quality: ``bench/answer_quality.py`` with the setting on
+shared with fp32. Retrieval and answer quality: ``bench/answer_quality.py`` with every embedding
+made by the same variant:
+
+    .venv/bin/python -m bench.embedding_precision --answer-quality int8 -- --data FRESH_DIR
+        --save RUN.json --compare BASE.json
+
 (README, Benchmarks). Writes ``bench/results/<date>-<machine>-embedding-precision.json``.
 """
 
@@ -115,35 +119,62 @@ def _top10_overlap(q_ref: np.ndarray, w_ref: np.ndarray, q_new: np.ndarray, w_ne
 VARIANTS = ("fp32", "int8", "int8_per_tensor", "int8_no_ffn_out")
 
 
-def load_variant(name: str):
-    """An ``Embedder`` for ``name``: ``fp32`` and ``int8`` as the setting loads them
-    (``RAGAUDIT_EMBEDDING_PRECISION``); two int8 variants the setting does not offer, for the
-    record: ``int8_per_tensor`` (one weight scale per layer, ``default_dynamic_qconfig``) and
-    ``int8_no_ffn_out`` (per-channel, every Linear but each layer's FFN output projection, whose
-    input - the GELU output - has the widest range)."""
+def quantize(model, variant: str):
+    """Quantize ``model``'s Linear layers in place for ``variant`` and return it (eager-mode dynamic
+    quantization, ``torch.ao.quantization.quantize_dynamic``: int8 weights, activations quantized
+    per call per tensor, int8 matrix products by the quantized engine, fbgemm / x86 here;
+    deprecated in favour of torchao but shipped in the installed torch; Zafrir et al., "Q8BERT",
+    2019). ``int8``: every Linear, one weight scale per output channel; ``int8_per_tensor``: every
+    Linear, one weight scale per layer; ``int8_no_ffn_out``: per-channel, every Linear but each
+    layer's FFN output projection (its input, the GELU output, has the widest range)."""
     import warnings
 
     import torch
 
-    from core.embedding import Embedder
-
-    if name in ("fp32", "int8"):
-        return Embedder(precision=name)
-    e = Embedder(precision="fp32")
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+        warnings.simplefilter("ignore")  # the torch.ao deprecation notice
         from torch.ao.quantization import default_dynamic_qconfig, per_channel_dynamic_qconfig, quantize_dynamic
 
-        if name == "int8_per_tensor":
-            spec: Any = {torch.nn.Linear: default_dynamic_qconfig}
-        elif name == "int8_no_ffn_out":
-            spec = {n: per_channel_dynamic_qconfig for n, m in e.model.named_modules()
-                    if isinstance(m, torch.nn.Linear) and not (n.endswith("output.dense") and "attention" not in n)}
+        linears = [n for n, m in model.named_modules() if isinstance(m, torch.nn.Linear)]
+        if variant == "int8":
+            spec: Any = {n: per_channel_dynamic_qconfig for n in linears}
+        elif variant == "int8_per_tensor":
+            spec = {n: default_dynamic_qconfig for n in linears}
+        elif variant == "int8_no_ffn_out":
+            spec = {n: per_channel_dynamic_qconfig for n in linears
+                    if not (n.endswith("output.dense") and "attention" not in n)}
         else:
-            raise ValueError(f"unknown variant {name!r}: one of {VARIANTS}")
-        quantize_dynamic(e.model, spec, dtype=torch.qint8, inplace=True)
-    e.precision = name
+            raise ValueError(f"unknown variant {variant!r}: one of {VARIANTS[1:]}")
+        return quantize_dynamic(model, spec, dtype=torch.qint8, inplace=True)
+
+
+def load_variant(name: str):
+    """The bundled model as ``core.embedding.Embedder`` loads it, then ``quantize``d unless
+    ``name`` is ``fp32``. Raises ``ValueError`` for an unknown name."""
+    from core.embedding import Embedder
+
+    if name not in VARIANTS:
+        raise ValueError(f"unknown variant {name!r}: one of {VARIANTS}")
+    e = Embedder()
+    if name != "fp32":
+        quantize(e.model, name)
+    e.variant = name
     return e
+
+
+def answer_quality(variant: str, argv: list[str]) -> int:
+    """``bench/answer_quality.py`` with ``argv`` (its own options: ``--data`` a fresh folder,
+    ``--save``, ``--compare``...), every embedding of the run (ingestion and questions) made by
+    ``variant``: the shared embedder of the bundled model is replaced before anything loads it."""
+    import core.services
+    from bench import answer_quality as aq
+
+    emb = load_variant(variant)
+    orig = core.services.shared_embedder
+    core.services.shared_embedder = lambda model, batch_size=32: (
+        emb if model == "bundled:all-MiniLM-L6-v2" else orig(model, batch_size))
+    sys.argv = ["bench/answer_quality.py", *argv]
+    return aq.main()
 
 
 def measure(embedders: dict[str, Any], texts: list[str], questions: list[str], threads: list[int],
@@ -210,7 +241,15 @@ def main() -> int:
                     "timed and compared (0 = all; all ~1,600 take ~4x longer)")
     ap.add_argument("--questions", type=int, default=40, help="seeded random sample of the dev questions (0 = all 85)")
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
-    args = ap.parse_args()
+    ap.add_argument("--answer-quality", metavar="VARIANT", choices=VARIANTS, help="instead: run "
+                    "bench/answer_quality.py with this variant; the options after -- are its own")
+    argv = sys.argv[1:]
+    rest: list[str] = []
+    if "--" in argv:
+        argv, rest = argv[:argv.index("--")], argv[argv.index("--") + 1:]
+    args = ap.parse_args(argv)
+    if args.answer_quality:
+        return answer_quality(args.answer_quality, rest)
     for path in (args.pdfs, args.dataset):
         if not path.exists():
             ap.error(f"{path} not found: pass --pdfs DIR and --dataset FILE")

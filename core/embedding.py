@@ -90,30 +90,6 @@ def resolve_model_path(name: str) -> Path:
     return p
 
 
-PRECISIONS = ("fp32", "int8")
-
-
-def quantize_linear_int8(model):
-    """Replace every ``torch.nn.Linear`` of ``model`` (in place) by torch's dynamically quantized
-    int8 Linear: weights int8 with one scale per output channel, activations quantized per call
-    (per tensor), int8 matrix products by the quantized engine (fbgemm / x86 here); everything
-    else stays fp32. Per-channel weights: on the bench windows their vectors agree with fp32
-    better than per-tensor weights at the same speed (``bench/embedding_precision.py``).
-    Returns ``model``. Source: ``torch.ao.quantization.quantize_dynamic`` with
-    ``per_channel_dynamic_qconfig`` (eager-mode dynamic quantization, deprecated in favour of
-    torchao but shipped and working in the installed torch); Zafrir et al., "Q8BERT", 2019."""
-    import warnings
-
-    import torch
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the torch.ao deprecation notice, once per load
-        from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
-
-        return quantize_dynamic(model, {torch.nn.Linear: per_channel_dynamic_qconfig}, dtype=torch.qint8,
-                                inplace=True)
-
-
 class _PendingQuery:
     """One caller's text waiting in ``Embedder.embed_query``'s queue, and its outcome."""
 
@@ -138,12 +114,7 @@ class Embedder:
     # texts x padded length² per model batch (see _batches): 32 texts of 128 word pieces; 8 of 256
     attention_budget = 32 * 128 * 128
 
-    def __init__(self, model: str = BUNDLED_EMBEDDING_MODEL, batch_size: int = 32, precision: str = "fp32"):
-        """Load ``model`` (see ``resolve_model_path``) on CPU. ``precision``: ``"fp32"`` as shipped,
-        ``"int8"`` = its Linear layers quantized (``quantize_linear_int8``). Raises
-        ``ModelNotFoundError`` or ``ValueError`` (unknown precision)."""
-        if precision not in PRECISIONS:
-            raise ValueError(f"embedding precision {precision!r}: expected one of {PRECISIONS}")
+    def __init__(self, model: str = BUNDLED_EMBEDDING_MODEL, batch_size: int = 32):
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         from sentence_transformers import SentenceTransformer
@@ -156,9 +127,6 @@ class Embedder:
         self.path = resolve_model_path(model)
         self.batch_size = batch_size
         self.model = SentenceTransformer(str(self.path), device="cpu", local_files_only=True)
-        self.precision = precision
-        if precision == "int8":
-            quantize_linear_int8(self.model)
         self.tokenizer = self.model.tokenizer
         self.max_seq_length: int = int(self.model.max_seq_length)
         getdim = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension

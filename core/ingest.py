@@ -156,9 +156,7 @@ def build_info(svc: Services, strategy: str) -> dict[str, Any]:
             "chunk_overlap_fraction": st.chunk_overlap_fraction, "dense_window_tokens": st.dense_window_tokens,
             "bm25_k1": st.bm25_k1, "bm25_b": st.bm25_b, "bm25_avgdl": st.bm25_avgdl, "collection": st.collection,
             # only when on: versions built before the setting existed keep their fingerprint
-            **({"chunk_atomic_units": True} if st.chunk_atomic_units else {}),
-            # only when not fp32 (same reason): int8 vectors differ, so fp32 builds are stale under it
-            **({"embedding_precision": st.embedding_precision} if st.embedding_precision != "fp32" else {})}
+            **({"chunk_atomic_units": True} if st.chunk_atomic_units else {})}
 
 
 def fingerprint(info: dict[str, Any]) -> str:

@@ -52,8 +52,7 @@ class Services:
 
     @cached_property
     def embedder(self) -> Embedder:
-        return shared_embedder(self.settings.embedding_model, self.settings.embedding_batch_size,
-                               self.settings.embedding_precision)
+        return shared_embedder(self.settings.embedding_model, self.settings.embedding_batch_size)
 
     @cached_property
     def reranker(self):
@@ -108,21 +107,21 @@ def _import_local_mode(store: VectorStore, folder, collection: str) -> None:
 
 
 _REGISTRY: dict[str, Services] = {}
-_EMBEDDERS: dict[tuple[str, int, str], Embedder] = {}
+_EMBEDDERS: dict[tuple[str, int], Embedder] = {}
 _REGISTRY_LOCK = threading.Lock()
 
 
 def _key(settings: Settings) -> tuple:
     return (str(settings.data_dir), settings.database_url, settings.qdrant_url, settings.collection,
-            settings.embedding_model, settings.embedding_precision, settings.store_backend)
+            settings.embedding_model, settings.store_backend)
 
 
-def shared_embedder(model: str, batch_size: int = 32, precision: str = "fp32") -> Embedder:
-    """One loaded model per (model, batch size, precision) per process: weights are read-only and thread-safe."""
+def shared_embedder(model: str, batch_size: int = 32) -> Embedder:
+    """One loaded model per (model, batch size) per process: weights are read-only and thread-safe."""
     with _REGISTRY_LOCK:
-        emb = _EMBEDDERS.get((model, batch_size, precision))
+        emb = _EMBEDDERS.get((model, batch_size))
         if emb is None:
-            emb = _EMBEDDERS[(model, batch_size, precision)] = Embedder(model, batch_size, precision)
+            emb = _EMBEDDERS[(model, batch_size)] = Embedder(model, batch_size)
         return emb
 
 

@@ -42,10 +42,6 @@ class Settings(BaseSettings):
         "or a local sentence-transformers folder",
     )
     embedding_batch_size: int = Field(default=32, gt=0)
-    embedding_precision: Literal["fp32", "int8"] = Field(
-        default="fp32", description="'fp32' = the model as shipped; 'int8' = its nn.Linear layers dynamically "
-        "quantized to int8 at load (torch quantize_dynamic; vectors change slightly, so the build fingerprint "
-        "changes and re-ingestion re-embeds). Measured by bench/embedding_precision.py (README, Benchmarks)")
 
     llm_model: str = Field(default="", description="litellm model string; empty = offline extractive answerer")
     llm_api_base: str = ""

@@ -56,7 +56,6 @@ def make_settings(data_dir: Path, **kw):
     # explicit values: the tests never depend on the developer's RAGAUDIT_* environment
     # RAGAUDIT_TEST_STORE_BACKEND=local runs the suite on qdrant-client's local mode instead of Qdrant Edge
     base = dict(data_dir=data_dir, database_url="", qdrant_url="", llm_model="", embedding_model="bundled:all-MiniLM-L6-v2",
-                embedding_precision="fp32",
                 store_backend=os.environ.get("RAGAUDIT_TEST_STORE_BACKEND", "edge"))
     base.update(kw)
     return Settings(_env_file=None, **base)
