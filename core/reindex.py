@@ -61,7 +61,10 @@ class Plan:
 def _changed_settings(built: dict[str, Any] | None, now: dict[str, Any]) -> list[str]:
     if not built:
         return ["no build record (ingested before builds were recorded)"]
-    return [f"{k}: {built.get(k)!r} -> {now[k]!r}" for k in sorted(now) if built.get(k) != now[k]]
+    # keys of both: a setting recorded only when not at its default (chunk_atomic_units,
+    # embedding_precision) is a change when it is dropped again, too
+    return [f"{k}: {built.get(k)!r} -> {now.get(k)!r}" for k in sorted(set(now) | set(built))
+            if built.get(k) != now.get(k)]
 
 
 def plan(svc: Services, *, all_docs: bool = False, names: list[str] | None = None,
