@@ -344,6 +344,21 @@ def _tables(page_text: str) -> tuple[list[tuple[int, int, int]], list[Table]]:
     return rows, tables
 
 
+def _close_run(out: list[tuple], out_n: list[int], raw: list[tuple], counts: list[int], i: int, j: int,
+               kind: str | None, limit: int) -> None:
+    """Append the run ``raw[i:j]`` (units with word-piece ``counts``) to ``out`` / ``out_n``: as one
+    unit of ``kind`` (first unit's start and page, last unit's end) when ``kind`` is given, the run
+    has more than one unit and totals at most ``limit`` word pieces; else unit by unit, unchanged.
+    Shared by the merges of small tables and of atomic units (statements, clauses, list items)."""
+    n = sum(counts[i:j])
+    if kind is not None and j - i > 1 and n <= limit:
+        out.append((raw[i][0], raw[j - 1][1], raw[i][2], kind, None))
+        out_n.append(n)
+    else:
+        out.extend(raw[i:j])
+        out_n.extend(counts[i:j])
+
+
 def _whole_small_tables(raw: list[tuple], counts: list[int], extents: list[tuple[int, int]],
                         limit: int) -> tuple[list[tuple], list[int]]:
     """Merge the units of each table (header lines, rows, wrapped labels) into one unit of kind
@@ -361,12 +376,7 @@ def _whole_small_tables(raw: list[tuple], counts: list[int], extents: list[tuple
         j = i + 1
         while t is not None and j < len(raw) and which[j] == t:
             j += 1
-        if t is not None and j - i > 1 and sum(counts[i:j]) <= limit:
-            out.append((raw[i][0], raw[j - 1][1], raw[i][2], "table", None))
-            out_n.append(sum(counts[i:j]))
-        else:
-            out.extend(raw[i:j])
-            out_n.extend(counts[i:j])
+        _close_run(out, out_n, raw, counts, i, j, "table" if t is not None else None, limit)
         i = j
     return out, out_n
 
@@ -536,12 +546,7 @@ def _merge_spans(raw: list[tuple], counts: list[int], spans: list[tuple[int, int
         while (ext is not None and j < len(raw) and raw[j][0] < ext[1] and raw[j][0] not in protect
                and raw[j][3] == "text"):
             j += 1
-        if ext is not None and j - i > 1 and raw[i][3] == "text" and sum(counts[i:j]) <= limit:
-            out.append((raw[i][0], raw[j - 1][1], raw[i][2], kind, None))
-            out_n.append(sum(counts[i:j]))
-        else:
-            out.extend(raw[i:j])
-            out_n.extend(counts[i:j])
+        _close_run(out, out_n, raw, counts, i, j, kind if ext is not None and raw[i][3] == "text" else None, limit)
         i = j
     return out, out_n
 
