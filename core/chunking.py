@@ -678,13 +678,16 @@ def _make_chunk(index: int, text: str, page_starts: list[int], units: list[Unit]
 
 def _pack(text: str, page_starts: list[int], units: list[Unit], headers: _Headers, max_tokens: int,
           overlap: int, strategy: str, breaks_before: set[int] | None = None,
-          overlap_fraction: float = 0.0, hard_max: int | None = None) -> list[Chunk]:
+          overlap_fraction: float = 0.0, hard_max: int | None = None, full_tail: bool = False) -> list[Chunk]:
     """Greedy packing of units into chunks of at most ``max_tokens`` (header included).
 
     The next chunk repeats the last ``overlap`` sentences, and more while the repeated part stays
     within ``overlap_fraction * max_tokens`` word pieces. A document's tail shorter than a third
     of the budget joins the last chunk if the result stays within ``hard_max`` (the model's limit),
-    so the last chunk alone may exceed ``max_tokens``, never ``hard_max``."""
+    so the last chunk alone may exceed ``max_tokens``, never ``hard_max``; otherwise a short tail is
+    filled backwards to 70% of ``max_tokens``. With ``full_tail`` every last chunk is filled
+    backwards to ``hard_max`` (the document's last full window, independent of earlier packing;
+    its context header kept whole) and chunks before it whose units it all holds are dropped."""
     chunks: list[Chunk] = []
     current: list[Unit] = []
     breaks_before = breaks_before or set()
@@ -692,8 +695,8 @@ def _pack(text: str, page_starts: list[int], units: list[Unit], headers: _Header
     def cost(us: list[Unit]) -> int:  # with the full header: close a chunk rather than drop its table context
         return headers.tokens(headers.build(us)) + sum(u.tokens for u in us)
 
-    def emit(us: list[Unit]) -> None:
-        h = headers.build(us, max_tokens)
+    def emit(us: list[Unit], limit: int = max_tokens) -> None:
+        h = headers.build(us, limit)
         chunks.append(_make_chunk(len(chunks), text, page_starts, us, h, headers.tokens(h), strategy))
 
     for i, u in enumerate(units):
@@ -710,24 +713,38 @@ def _pack(text: str, page_starts: list[int], units: list[Unit], headers: _Header
             current = list(keep)
         current.append(u)
     if current:
-        # no tiny last chunk: a document's last lines (a back cover's publication number, a
-        # signature) join the previous chunk when that stays under the model's hard limit;
-        # otherwise the tail is extended backwards with the sentences before it (up to 70% budget)
-        if chunks and cost(current) < max_tokens // 3 and breaks_before is not None:
+        # the last chunk: a document's last lines (a back cover's publication number, a signature)
+        # join the previous chunk when they are few (under a third of the budget) and that stays
+        # under the model's hard limit; otherwise the tail is filled backwards with the units before
+        # it, up to 70% of the budget (``full_tail``: every last chunk, up to the model's limit, so it
+        # is the document's last full window: its start depends on the document's end only, not on
+        # where greedy packing upstream stopped -- a statement kept whole pages earlier moves every
+        # later boundary -- and the closing lines keep the text that says what they belong to; a
+        # chunk before it left with nothing of its own is dropped)
+        if chunks and breaks_before is not None and (full_tail or cost(current) < max_tokens // 3):
             first = next(i for i, u in enumerate(units) if u is current[0])
             prev = chunks[-1]
             prev_units = [u for u in units[:first] if u.start >= prev.char_start]
             fresh = [u for u in current if u.start >= prev.char_end]
-            if (hard_max and prev_units and fresh and first not in breaks_before
+            if (cost(current) < max_tokens // 3 and hard_max and prev_units and fresh and first not in breaks_before
                     and cost(prev_units + fresh) <= hard_max):
                 chunks.pop()
                 current = prev_units + fresh
             else:
                 j = first
-                while j > 0 and (j not in breaks_before) and cost(units[j - 1:first] + current) <= 0.7 * max_tokens:
+                fill = (hard_max or max_tokens) if full_tail else 0.7 * max_tokens
+                while j > 0 and (j not in breaks_before) and cost(units[j - 1:first] + current) <= fill:
                     j -= 1
                 current = units[j:first] + current
-        emit(current)
+                while full_tail and chunks:  # a chunk whose own units all sit in the last one repeats it
+                    prev = chunks[-1]
+                    before = chunks[-2].char_end if len(chunks) > 1 else -1
+                    own = [u for u in units[:first] if prev.char_start <= u.start and u.end <= prev.char_end
+                           and u.start >= before]
+                    if own and own[0].start < current[0].start:
+                        break
+                    chunks.pop()
+        emit(current, hard_max if full_tail and hard_max else max_tokens)
     return chunks
 
 
@@ -793,7 +810,7 @@ def chunk_document(pages: list[Page], counter: TokenCounter, title: str, strateg
         breaks = _semantic_breaks(units, text, embedder if embedder is not None else counter)
         overlap = 0
     return _pack(text, page_starts, units, headers, max_tokens, overlap, strategy.value, breaks,
-                 overlap_fraction if overlap else 0.0, hard_max=counter.max_content_tokens)
+                 overlap_fraction if overlap else 0.0, hard_max=counter.max_content_tokens, full_tail=atomic_units)
 
 
 def window_spans(text: str, counter: TokenCounter, max_tokens: int,
