@@ -10,10 +10,11 @@ it (so a quote maps back to its exact page), and the heading path of its section
 - ``sentence``: whole sentences (pysbd, rule-based sentence boundary disambiguation,
   Sadvilkar & Neumann 2020, over paragraphs rebuilt from PDF lines) packed up to the budget,
   with whole-sentence overlap. Table rows are units of their own; chunks holding rows of a
-  table repeat its caption and header rows in their context header. With ``atomic_units`` (off by
-  default, it lost quality on the dev set) a SQL statement and a list item are one unit while
-  they fit in a chunk; a longer statement is cut between clauses only, a longer item at sentence
-  ends only.
+  table repeat its caption and header rows in their context header. With ``atomic_units`` (off
+  by default: its list-item rule still costs own-answer F1 and a citation on the dev set, see
+  README) a SQL statement and a list item are one unit while they fit in a chunk (a longer
+  statement is cut between clauses only, a longer item at sentence ends only), and a document's
+  last chunk is its last full window, up to the model's limit.
 - ``heading``: like ``sentence`` but a new chunk starts at every heading (headings come from
   font sizes, see ``core.pdf``); long sections are packed as in ``sentence``.
 - ``semantic``: sentences are embedded and a chunk ends where the cosine similarity of
@@ -57,6 +58,7 @@ class Strategy(ChoiceEnum):
 
 
 DEFAULT_STRATEGY = Strategy.sentence
+DEFAULT_ATOMIC_UNITS = False  # on: SQL statements and list items kept whole, the last chunk a full window
 
 
 class TokenCounter(Protocol):
@@ -552,13 +554,11 @@ def _merge_spans(raw: list[tuple], counts: list[int], spans: list[tuple[int, int
 
 
 def document_units(pages: list[Page], counter: TokenCounter, budget: int,
-                   atomic_units: bool = False) -> tuple[str, list[Unit], list[Table]]:
+                   atomic_units: bool = DEFAULT_ATOMIC_UNITS) -> tuple[str, list[Unit], list[Table]]:
     """Document text, its units (each at most ``budget`` word pieces, in order) and its tables.
 
-    ``atomic_units``: a SQL statement (else each of its clauses) and a list item are one unit
-    while they fit in ``budget`` (off by default: measured on the dev set it lost hit@5 on the
-    tune part through the SQL rule and one citation / own-answer F1 per part through the list
-    rule; see README)."""
+    ``atomic_units`` (off by default, see ``chunk_document``): a SQL statement (else each of its clauses) and a list item are
+    one unit while they fit in ``budget``; off, the earlier units (sentences, rows, small tables)."""
     text, starts = document_text(pages)
     raw: list[tuple[int, int, int, str, int | None]] = []
     all_tables: list[Table] = []
@@ -784,12 +784,13 @@ def _semantic_breaks(units: list[Unit], text: str, embedder, percentile: float =
 
 def chunk_document(pages: list[Page], counter: TokenCounter, title: str, strategy: Strategy | str = DEFAULT_STRATEGY,
                    max_tokens: int = 200, overlap_sentences: int = 1, embedder=None,
-                   overlap_fraction: float = 0.0, atomic_units: bool = False) -> list[Chunk]:
+                   overlap_fraction: float = 0.0, atomic_units: bool = DEFAULT_ATOMIC_UNITS) -> list[Chunk]:
     """Chunk a document with ``strategy``; chunks have ``index`` 0..n-1 in document order.
 
     ``max_tokens`` (word pieces, header included) is capped at the model's ``max_content_tokens``.
-    ``atomic_units`` keeps SQL statements and list items whole (see ``document_units``; off by
-    default). ``embedder`` is needed by ``semantic``. Raises ``ValueError`` for an unknown strategy or when
+    ``atomic_units`` (off by default) keeps SQL statements and list items whole (see ``document_units``)
+    and makes the last chunk the document's last full window (see ``_pack``); off gives the earlier
+    chunker's chunks byte for byte. ``embedder`` is needed by ``semantic``. Raises ``ValueError`` for an unknown strategy or when
     the header alone leaves no room for text.
     """
     strategy = Strategy.parse(strategy)
