@@ -59,6 +59,10 @@ class Strategy(ChoiceEnum):
 
 DEFAULT_STRATEGY = Strategy.sentence
 DEFAULT_ATOMIC_UNITS = False  # on: SQL statements and list items kept whole, the last chunk a full window
+# what ``atomic_units`` builds, recorded in a version's build info: 2 = statements, clauses and list
+# items whole + the last chunk as the document's last full window (1, recorded as ``True``, had no
+# last-window rule), so versions built by an earlier revision are re-chunked by reindex
+ATOMIC_UNITS_REVISION = 2
 
 
 class TokenCounter(Protocol):
@@ -557,8 +561,9 @@ def document_units(pages: list[Page], counter: TokenCounter, budget: int,
                    atomic_units: bool = DEFAULT_ATOMIC_UNITS) -> tuple[str, list[Unit], list[Table]]:
     """Document text, its units (each at most ``budget`` word pieces, in order) and its tables.
 
-    ``atomic_units`` (off by default, see ``chunk_document``): a SQL statement (else each of its clauses) and a list item are
-    one unit while they fit in ``budget``; off, the earlier units (sentences, rows, small tables)."""
+    ``atomic_units`` (off by default, see ``chunk_document``): a SQL statement (else each of its
+    clauses) and a list item are one unit while they fit in ``budget``; off, the earlier units
+    (sentences, rows, small tables)."""
     text, starts = document_text(pages)
     raw: list[tuple[int, int, int, str, int | None]] = []
     all_tables: list[Table] = []
@@ -790,8 +795,8 @@ def chunk_document(pages: list[Page], counter: TokenCounter, title: str, strateg
     ``max_tokens`` (word pieces, header included) is capped at the model's ``max_content_tokens``.
     ``atomic_units`` (off by default) keeps SQL statements and list items whole (see ``document_units``)
     and makes the last chunk the document's last full window (see ``_pack``); off gives the earlier
-    chunker's chunks byte for byte. ``embedder`` is needed by ``semantic``. Raises ``ValueError`` for an unknown strategy or when
-    the header alone leaves no room for text.
+    chunker's chunks byte for byte. ``embedder`` is needed by ``semantic``. Raises ``ValueError``
+    for an unknown strategy or when the header alone leaves no room for text.
     """
     strategy = Strategy.parse(strategy)
     max_tokens = min(max_tokens, counter.max_content_tokens)

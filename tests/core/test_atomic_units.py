@@ -8,7 +8,8 @@ from __future__ import annotations
 import pytest
 from fpdf import FPDF
 
-from core.chunking import chunk_document, code_clauses, code_statements, document_list_items, document_text
+from core.chunking import (ATOMIC_UNITS_REVISION, chunk_document, code_clauses, code_statements, document_list_items,
+                           document_text)
 from core.pdf import extract_pages
 
 FILLER = [f"Paragraph {i} says something about the annual meeting and the board of the company." for i in range(1, 9)]
@@ -203,9 +204,11 @@ def test_last_chunk_is_the_documents_last_window(embedder):
 def test_chunk_atomic_units_setting_reaches_ingestion(tmp_path, embedder):
     """``RAGAUDIT_CHUNK_ATOMIC_UNITS=true`` ingests dmca.pdf with the atomic-unit chunker (its
     chunks equal ``chunk_document(..., atomic_units=True)``, which differ from the default's) and
-    records it in the build info; off, the build info has no such key (fingerprints of versions
-    built before the setting are unchanged). Fails if the setting is not passed to the chunker
-    or is left out of the fingerprint when on."""
+    records it in the build info as the chunker's revision (``ATOMIC_UNITS_REVISION``, so a version
+    built by the revision without the last-window rule, recorded as ``True``, is re-chunked); off,
+    the build info has no such key (fingerprints of versions built before the setting are
+    unchanged). Fails if the setting is not passed to the chunker or is left out of the
+    fingerprint when on, or if the recorded value matches the first revision's."""
     from sqlalchemy import select
 
     from core.chunking import document_title
@@ -224,7 +227,8 @@ def test_chunk_atomic_units_setting_reaches_ingestion(tmp_path, embedder):
         with svc.sessions() as s:
             stored = [t for t in s.scalars(select(ChunkRow.text).where(ChunkRow.live.is_(True))
                                             .order_by(ChunkRow.index))]
-        assert build_info(svc, "sentence")["chunk_atomic_units"] is True
+        recorded = build_info(svc, "sentence")["chunk_atomic_units"]
+        assert recorded == ATOMIC_UNITS_REVISION and recorded is not True and recorded != 1
     finally:
         release_services(settings)
     pages = extract_pages(data)
