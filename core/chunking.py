@@ -10,10 +10,11 @@ it (so a quote maps back to its exact page), and the heading path of its section
 - ``sentence``: whole sentences (pysbd, rule-based sentence boundary disambiguation,
   Sadvilkar & Neumann 2020, over paragraphs rebuilt from PDF lines) packed up to the budget,
   with whole-sentence overlap. Table rows are units of their own; chunks holding rows of a
-  table repeat its caption and header rows in their context header. With ``atomic_units`` (off by
-  default, it lost quality on the dev set) a SQL statement and a list item are one unit while
-  they fit in a chunk; a longer statement is cut between clauses only, a longer item at sentence
-  ends only.
+  table repeat its caption and header rows in their context header. With ``atomic_units`` (off
+  by default: its list-item rule still costs own-answer F1 and a citation on the dev set, see
+  README) a SQL statement and a list item are one unit while they fit in a chunk (a longer
+  statement is cut between clauses only, a longer item at sentence ends only), and a document's
+  last chunk is its last full window, up to the model's limit.
 - ``heading``: like ``sentence`` but a new chunk starts at every heading (headings come from
   font sizes, see ``core.pdf``); long sections are packed as in ``sentence``.
 - ``semantic``: sentences are embedded and a chunk ends where the cosine similarity of
@@ -57,6 +58,11 @@ class Strategy(ChoiceEnum):
 
 
 DEFAULT_STRATEGY = Strategy.sentence
+DEFAULT_ATOMIC_UNITS = False  # on: SQL statements and list items kept whole, the last chunk a full window
+# what ``atomic_units`` builds, recorded in a version's build info: 2 = statements, clauses and list
+# items whole + the last chunk as the document's last full window (1, recorded as ``True``, had no
+# last-window rule), so versions built by an earlier revision are re-chunked by reindex
+ATOMIC_UNITS_REVISION = 2
 
 
 class TokenCounter(Protocol):
@@ -344,6 +350,21 @@ def _tables(page_text: str) -> tuple[list[tuple[int, int, int]], list[Table]]:
     return rows, tables
 
 
+def _close_run(out: list[tuple], out_n: list[int], raw: list[tuple], counts: list[int], i: int, j: int,
+               kind: str | None, limit: int) -> None:
+    """Append the run ``raw[i:j]`` (units with word-piece ``counts``) to ``out`` / ``out_n``: as one
+    unit of ``kind`` (first unit's start and page, last unit's end) when ``kind`` is given, the run
+    has more than one unit and totals at most ``limit`` word pieces; else unit by unit, unchanged.
+    Shared by the merges of small tables and of atomic units (statements, clauses, list items)."""
+    n = sum(counts[i:j])
+    if kind is not None and j - i > 1 and n <= limit:
+        out.append((raw[i][0], raw[j - 1][1], raw[i][2], kind, None))
+        out_n.append(n)
+    else:
+        out.extend(raw[i:j])
+        out_n.extend(counts[i:j])
+
+
 def _whole_small_tables(raw: list[tuple], counts: list[int], extents: list[tuple[int, int]],
                         limit: int) -> tuple[list[tuple], list[int]]:
     """Merge the units of each table (header lines, rows, wrapped labels) into one unit of kind
@@ -361,12 +382,7 @@ def _whole_small_tables(raw: list[tuple], counts: list[int], extents: list[tuple
         j = i + 1
         while t is not None and j < len(raw) and which[j] == t:
             j += 1
-        if t is not None and j - i > 1 and sum(counts[i:j]) <= limit:
-            out.append((raw[i][0], raw[j - 1][1], raw[i][2], "table", None))
-            out_n.append(sum(counts[i:j]))
-        else:
-            out.extend(raw[i:j])
-            out_n.extend(counts[i:j])
+        _close_run(out, out_n, raw, counts, i, j, "table" if t is not None else None, limit)
         i = j
     return out, out_n
 
@@ -536,24 +552,18 @@ def _merge_spans(raw: list[tuple], counts: list[int], spans: list[tuple[int, int
         while (ext is not None and j < len(raw) and raw[j][0] < ext[1] and raw[j][0] not in protect
                and raw[j][3] == "text"):
             j += 1
-        if ext is not None and j - i > 1 and raw[i][3] == "text" and sum(counts[i:j]) <= limit:
-            out.append((raw[i][0], raw[j - 1][1], raw[i][2], kind, None))
-            out_n.append(sum(counts[i:j]))
-        else:
-            out.extend(raw[i:j])
-            out_n.extend(counts[i:j])
+        _close_run(out, out_n, raw, counts, i, j, kind if ext is not None and raw[i][3] == "text" else None, limit)
         i = j
     return out, out_n
 
 
 def document_units(pages: list[Page], counter: TokenCounter, budget: int,
-                   atomic_units: bool = False) -> tuple[str, list[Unit], list[Table]]:
+                   atomic_units: bool = DEFAULT_ATOMIC_UNITS) -> tuple[str, list[Unit], list[Table]]:
     """Document text, its units (each at most ``budget`` word pieces, in order) and its tables.
 
-    ``atomic_units``: a SQL statement (else each of its clauses) and a list item are one unit
-    while they fit in ``budget`` (off by default: measured on the dev set it lost hit@5 on the
-    tune part through the SQL rule and one citation / own-answer F1 per part through the list
-    rule; see README)."""
+    ``atomic_units`` (off by default, see ``chunk_document``): a SQL statement (else each of its
+    clauses) and a list item are one unit while they fit in ``budget``; off, the earlier units
+    (sentences, rows, small tables)."""
     text, starts = document_text(pages)
     raw: list[tuple[int, int, int, str, int | None]] = []
     all_tables: list[Table] = []
@@ -673,13 +683,16 @@ def _make_chunk(index: int, text: str, page_starts: list[int], units: list[Unit]
 
 def _pack(text: str, page_starts: list[int], units: list[Unit], headers: _Headers, max_tokens: int,
           overlap: int, strategy: str, breaks_before: set[int] | None = None,
-          overlap_fraction: float = 0.0, hard_max: int | None = None) -> list[Chunk]:
+          overlap_fraction: float = 0.0, hard_max: int | None = None, full_tail: bool = False) -> list[Chunk]:
     """Greedy packing of units into chunks of at most ``max_tokens`` (header included).
 
     The next chunk repeats the last ``overlap`` sentences, and more while the repeated part stays
     within ``overlap_fraction * max_tokens`` word pieces. A document's tail shorter than a third
     of the budget joins the last chunk if the result stays within ``hard_max`` (the model's limit),
-    so the last chunk alone may exceed ``max_tokens``, never ``hard_max``."""
+    so the last chunk alone may exceed ``max_tokens``, never ``hard_max``; otherwise a short tail is
+    filled backwards to 70% of ``max_tokens``. With ``full_tail`` every last chunk is filled
+    backwards to ``hard_max`` (the document's last full window, independent of earlier packing;
+    its context header kept whole) and chunks before it whose units it all holds are dropped."""
     chunks: list[Chunk] = []
     current: list[Unit] = []
     breaks_before = breaks_before or set()
@@ -687,8 +700,8 @@ def _pack(text: str, page_starts: list[int], units: list[Unit], headers: _Header
     def cost(us: list[Unit]) -> int:  # with the full header: close a chunk rather than drop its table context
         return headers.tokens(headers.build(us)) + sum(u.tokens for u in us)
 
-    def emit(us: list[Unit]) -> None:
-        h = headers.build(us, max_tokens)
+    def emit(us: list[Unit], limit: int = max_tokens) -> None:
+        h = headers.build(us, limit)
         chunks.append(_make_chunk(len(chunks), text, page_starts, us, h, headers.tokens(h), strategy))
 
     for i, u in enumerate(units):
@@ -705,24 +718,38 @@ def _pack(text: str, page_starts: list[int], units: list[Unit], headers: _Header
             current = list(keep)
         current.append(u)
     if current:
-        # no tiny last chunk: a document's last lines (a back cover's publication number, a
-        # signature) join the previous chunk when that stays under the model's hard limit;
-        # otherwise the tail is extended backwards with the sentences before it (up to 70% budget)
-        if chunks and cost(current) < max_tokens // 3 and breaks_before is not None:
+        # the last chunk: a document's last lines (a back cover's publication number, a signature)
+        # join the previous chunk when they are few (under a third of the budget) and that stays
+        # under the model's hard limit; otherwise the tail is filled backwards with the units before
+        # it, up to 70% of the budget (``full_tail``: every last chunk, up to the model's limit, so it
+        # is the document's last full window: its start depends on the document's end only, not on
+        # where greedy packing upstream stopped -- a statement kept whole pages earlier moves every
+        # later boundary -- and the closing lines keep the text that says what they belong to; a
+        # chunk before it left with nothing of its own is dropped)
+        if chunks and breaks_before is not None and (full_tail or cost(current) < max_tokens // 3):
             first = next(i for i, u in enumerate(units) if u is current[0])
             prev = chunks[-1]
             prev_units = [u for u in units[:first] if u.start >= prev.char_start]
             fresh = [u for u in current if u.start >= prev.char_end]
-            if (hard_max and prev_units and fresh and first not in breaks_before
+            if (cost(current) < max_tokens // 3 and hard_max and prev_units and fresh and first not in breaks_before
                     and cost(prev_units + fresh) <= hard_max):
                 chunks.pop()
                 current = prev_units + fresh
             else:
                 j = first
-                while j > 0 and (j not in breaks_before) and cost(units[j - 1:first] + current) <= 0.7 * max_tokens:
+                fill = (hard_max or max_tokens) if full_tail else 0.7 * max_tokens
+                while j > 0 and (j not in breaks_before) and cost(units[j - 1:first] + current) <= fill:
                     j -= 1
                 current = units[j:first] + current
-        emit(current)
+                while full_tail and chunks:  # a chunk whose own units all sit in the last one repeats it
+                    prev = chunks[-1]
+                    before = chunks[-2].char_end if len(chunks) > 1 else -1
+                    own = [u for u in units[:first] if prev.char_start <= u.start and u.end <= prev.char_end
+                           and u.start >= before]
+                    if own and own[0].start < current[0].start:
+                        break
+                    chunks.pop()
+        emit(current, hard_max if full_tail and hard_max else max_tokens)
     return chunks
 
 
@@ -762,13 +789,14 @@ def _semantic_breaks(units: list[Unit], text: str, embedder, percentile: float =
 
 def chunk_document(pages: list[Page], counter: TokenCounter, title: str, strategy: Strategy | str = DEFAULT_STRATEGY,
                    max_tokens: int = 200, overlap_sentences: int = 1, embedder=None,
-                   overlap_fraction: float = 0.0, atomic_units: bool = False) -> list[Chunk]:
+                   overlap_fraction: float = 0.0, atomic_units: bool = DEFAULT_ATOMIC_UNITS) -> list[Chunk]:
     """Chunk a document with ``strategy``; chunks have ``index`` 0..n-1 in document order.
 
     ``max_tokens`` (word pieces, header included) is capped at the model's ``max_content_tokens``.
-    ``atomic_units`` keeps SQL statements and list items whole (see ``document_units``; off by
-    default). ``embedder`` is needed by ``semantic``. Raises ``ValueError`` for an unknown strategy or when
-    the header alone leaves no room for text.
+    ``atomic_units`` (off by default) keeps SQL statements and list items whole (see ``document_units``)
+    and makes the last chunk the document's last full window (see ``_pack``); off gives the earlier
+    chunker's chunks byte for byte. ``embedder`` is needed by ``semantic``. Raises ``ValueError``
+    for an unknown strategy or when the header alone leaves no room for text.
     """
     strategy = Strategy.parse(strategy)
     max_tokens = min(max_tokens, counter.max_content_tokens)
@@ -788,7 +816,7 @@ def chunk_document(pages: list[Page], counter: TokenCounter, title: str, strateg
         breaks = _semantic_breaks(units, text, embedder if embedder is not None else counter)
         overlap = 0
     return _pack(text, page_starts, units, headers, max_tokens, overlap, strategy.value, breaks,
-                 overlap_fraction if overlap else 0.0, hard_max=counter.max_content_tokens)
+                 overlap_fraction if overlap else 0.0, hard_max=counter.max_content_tokens, full_tail=atomic_units)
 
 
 def window_spans(text: str, counter: TokenCounter, max_tokens: int,

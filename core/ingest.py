@@ -36,7 +36,8 @@ from sqlalchemy import delete, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
 from .chunking import DEFAULT_STRATEGY as _DEFAULT_STRATEGY
-from .chunking import Chunk, Strategy, chunk_document, document_title, sentence_spans, window_spans
+from .chunking import (ATOMIC_UNITS_REVISION, Chunk, Strategy, chunk_document, document_title, sentence_spans,
+                       window_spans)
 from .db import ChunkRow, Document, QAPair, bump_index_version, utcnow
 from .names import InvalidNameError, name_key, validate_knowledge_base, validate_name
 from .pdf import Page, PDFError, PDFInfo
@@ -155,8 +156,9 @@ def build_info(svc: Services, strategy: str) -> dict[str, Any]:
             "chunk_max_tokens": st.chunk_max_tokens, "chunk_overlap_sentences": st.chunk_overlap_sentences,
             "chunk_overlap_fraction": st.chunk_overlap_fraction, "dense_window_tokens": st.dense_window_tokens,
             "bm25_k1": st.bm25_k1, "bm25_b": st.bm25_b, "bm25_avgdl": st.bm25_avgdl, "collection": st.collection,
-            # only when on: versions built before the setting existed keep their fingerprint
-            **({"chunk_atomic_units": True} if st.chunk_atomic_units else {})}
+            # only when on: versions built before the setting existed keep their fingerprint; on, the
+            # chunker's revision (a version built by an earlier one, recorded as True, is re-chunked)
+            **({"chunk_atomic_units": ATOMIC_UNITS_REVISION} if st.chunk_atomic_units else {})}
 
 
 def fingerprint(info: dict[str, Any]) -> str:

@@ -8,7 +8,8 @@ from __future__ import annotations
 import pytest
 from fpdf import FPDF
 
-from core.chunking import chunk_document, code_clauses, code_statements, document_list_items, document_text
+from core.chunking import (ATOMIC_UNITS_REVISION, chunk_document, code_clauses, code_statements, document_list_items,
+                           document_text)
 from core.pdf import extract_pages
 
 FILLER = [f"Paragraph {i} says something about the annual meeting and the board of the company." for i in range(1, 9)]
@@ -169,12 +170,45 @@ def test_list_item_over_a_page_break_counts_with_its_continuation(embedder):
         assert any(c.page_start == 1 and c.page_end == 2 for c in chunks if "(a) Eligibility" in c.text)
 
 
+BACK_COVER = ["Back cover",
+              "This paper describes how row and column access control protects the columns of a table.",
+              "It offers examples of row permissions and column masks for each kind of user.",
+              "Readers should know object level security and the SQL language.",
+              "Experts from around the world", "wrote this paper", "from their own projects.",
+              "For more information:", "example.com/papers", "REDP-9999-00"]
+MORE = [f"Section {i} explains one more rule of the board about the annual meeting." for i in range(1, 12)]
+
+
+def test_last_chunk_is_the_documents_last_window(embedder):
+    """The last chunk is the document's last window up to the model's limit: the same text
+    whether an early page holds a SQL statement kept whole or not (whole statements move every
+    later boundary; on redp5110 the back cover's publication number was left in a tail chunk
+    without the text saying what the publication is). Fails if the tail is left where greedy
+    packing ends it (``_pack(full_tail=False)``), if it passes the model's limit, or if a chunk
+    whose own units all sit in the last chunk is kept (a near-duplicate)."""
+    lasts = []
+    for first in (FILLER + MORE, FILLER[:3] + SQL + FILLER[3:] + MORE):
+        pages = _pdf([first, BACK_COVER])
+        text, _ = document_text(pages)
+        chunks = chunk_document(pages, embedder, "redp", "sentence", 200, atomic_units=True)
+        last = chunks[-1]
+        assert last.text.endswith("REDP-9999-00") and "This paper describes" in last.text
+        assert embedder.count_tokens([last.indexed_text])[0] <= embedder.max_content_tokens
+        for prev, c in zip([None] + chunks[:-2], chunks[:-1]):
+            own_from = max(c.char_start, prev.char_end if prev else 0)
+            assert text[own_from:last.char_start].strip(), f"chunk {c.index} repeats the last chunk"
+        lasts.append(last.text)
+    assert lasts[0] == lasts[1]
+
+
 def test_chunk_atomic_units_setting_reaches_ingestion(tmp_path, embedder):
     """``RAGAUDIT_CHUNK_ATOMIC_UNITS=true`` ingests dmca.pdf with the atomic-unit chunker (its
     chunks equal ``chunk_document(..., atomic_units=True)``, which differ from the default's) and
-    records it in the build info; off, the build info has no such key (fingerprints of versions
-    built before the setting are unchanged). Fails if the setting is not passed to the chunker
-    or is left out of the fingerprint when on."""
+    records it in the build info as the chunker's revision (``ATOMIC_UNITS_REVISION``, so a version
+    built by the revision without the last-window rule, recorded as ``True``, is re-chunked); off,
+    the build info has no such key (fingerprints of versions built before the setting are
+    unchanged). Fails if the setting is not passed to the chunker or is left out of the
+    fingerprint when on, or if the recorded value matches the first revision's."""
     from sqlalchemy import select
 
     from core.chunking import document_title
@@ -193,7 +227,8 @@ def test_chunk_atomic_units_setting_reaches_ingestion(tmp_path, embedder):
         with svc.sessions() as s:
             stored = [t for t in s.scalars(select(ChunkRow.text).where(ChunkRow.live.is_(True))
                                             .order_by(ChunkRow.index))]
-        assert build_info(svc, "sentence")["chunk_atomic_units"] is True
+        recorded = build_info(svc, "sentence")["chunk_atomic_units"]
+        assert recorded == ATOMIC_UNITS_REVISION and recorded is not True and recorded != 1
     finally:
         release_services(settings)
     pages = extract_pages(data)

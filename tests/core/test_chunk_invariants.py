@@ -84,14 +84,23 @@ def check_invariants(pages, chunks, counter, budget_tokens: int, atomic: bool = 
     for c in chunks:
         if "(cid:" in c.text:
             problems.append(f"chunk {c.index}: (cid:NN) in text")
+    if atomic and len(chunks) > 1:
+        # the last chunk is the document's last full window: no chunk before it is left with
+        # nothing of its own (all its text past the chunk before it inside the last one)
+        last = chunks[-1]
+        for prev, c in zip([None] + chunks[:-2], chunks[:-1]):
+            if not text[max(c.char_start, prev.char_end if prev else 0):last.char_start].strip():
+                problems.append(f"chunk {c.index} repeats the last chunk")
     return problems
 
 
-def _chunks(path, embedder, atomic: bool):
+def _chunks(path, embedder, atomic: bool | None):
+    """Chunks of ``path`` with ``atomic_units`` (None: the chunker's default) and the unit budget."""
     pages = extract_pages(path.read_bytes())
     title = document_title(path.name, pages)
     max_tokens = 200
-    chunks = chunk_document(pages, embedder, title, DEFAULT_STRATEGY, max_tokens, atomic_units=atomic)
+    kw = {} if atomic is None else {"atomic_units": atomic}
+    chunks = chunk_document(pages, embedder, title, DEFAULT_STRATEGY, max_tokens, **kw)
     return pages, chunks, max_tokens - embedder.count_tokens([title])[0] - 8
 
 
@@ -99,7 +108,7 @@ def _chunks(path, embedder, atomic: bool):
 def test_chunks_keep_rows_and_small_tables_whole(path, embedder):
     """fails if a chunk boundary falls inside a table row, splits a table small enough for one
     chunk (header from its rows), leaves rows of a long table without its header row, or keeps
-    ``(cid:NN)`` codes."""
+    ``(cid:NN)`` codes. Checked with ``atomic_units`` off (the earlier chunker, still a setting)."""
     pages, chunks, budget = _chunks(path, embedder, atomic=False)
     problems = check_invariants(pages, chunks, embedder, budget)
     assert not problems, "\n".join(problems[:20])
@@ -108,8 +117,9 @@ def test_chunks_keep_rows_and_small_tables_whole(path, embedder):
 @pytest.mark.parametrize("path", PDFS, ids=[p.name for p in PDFS])
 def test_atomic_units_keep_sql_statements_and_list_items_whole(path, embedder):
     """With ``atomic_units``: fails if a chunk boundary cuts a SQL statement that fits in a chunk
-    (or a clause of a longer one), cuts a list item that fits (or a longer one mid-sentence), or
-    breaks any table invariant above. (Without the option 7 of the 18 PDFs fail.)"""
+    (or a clause of a longer one), cuts a list item that fits (or a longer one mid-sentence),
+    breaks any table invariant above, or leaves a chunk before the last with nothing of its own
+    (the last chunk is the document's last full window). (Without the option 7 of the 18 PDFs fail.)"""
     pages, chunks, budget = _chunks(path, embedder, atomic=True)
     problems = check_invariants(pages, chunks, embedder, budget, atomic=True)
     assert not problems, "\n".join(problems[:20])
