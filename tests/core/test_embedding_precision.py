@@ -57,19 +57,20 @@ def test_bench_int8_variants_quantize_linears_and_stay_close_to_fp32(embedder):
 def test_reindex_notices_a_non_default_setting_dropped_again(fresh_services, monkeypatch):
     """A document built with ``chunk_atomic_units`` on (recorded in ``build_info`` only when on)
     is stale once the setting is off again: ``reindex.plan`` names it with the reason
-    ``chunk_atomic_units: True -> None``; with the setting still on it is unchanged. Fails if
+    ``chunk_atomic_units: <revision> -> None`` (build info records the chunker's atomic-units
+    revision, ``core.ingest.ATOMIC_UNITS_REVISION``); with the setting still on it is unchanged. Fails if
     ``_changed_settings`` compares only the keys of the current build info (the on -> off change
     went unnoticed: chunks built with the other chunker stayed)."""
     from core import reindex
-    from core.ingest import ingest_bytes
+    from core.ingest import ATOMIC_UNITS_REVISION, ingest_bytes
     from pipelines.runner import DagsterRunner
 
     svc = fresh_services
     off = svc.settings
     monkeypatch.setattr(svc, "settings", off.model_copy(update={"chunk_atomic_units": True}))
     doc = ingest_bytes(svc, (SAMPLES / "20080102X00002.pdf").read_bytes(), "a.pdf", DagsterRunner()).document
-    assert doc["built_with"]["chunk_atomic_units"] is True
+    assert doc["built_with"]["chunk_atomic_units"] == ATOMIC_UNITS_REVISION
     assert reindex.plan(svc).todo == []
     monkeypatch.setattr(svc, "settings", off)
     p = reindex.plan(svc)
-    assert [(d.doc_name, d.reasons) for d in p.todo] == [("a.pdf", ["chunk_atomic_units: True -> None"])]
+    assert [(d.doc_name, d.reasons) for d in p.todo] == [("a.pdf", [f"chunk_atomic_units: {ATOMIC_UNITS_REVISION} -> None"])]
