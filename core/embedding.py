@@ -148,7 +148,6 @@ class Embedder:
     def __init__(self, model: str = BUNDLED_EMBEDDING_MODEL, batch_size: int = 32):
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-        self.mmap_threshold_fixed = fix_mmap_threshold()  # before the model allocates anything
         from sentence_transformers import SentenceTransformer
         from transformers.utils import logging as hf_logging
 

@@ -16,7 +16,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import sessionmaker
 
 from .db import make_engine, make_sessionmaker, migrate
-from .embedding import Embedder
+from .embedding import Embedder, fix_mmap_threshold
 from .settings import Settings
 from .store import VectorStore, open_store
 
@@ -52,6 +52,9 @@ class Services:
 
     @cached_property
     def embedder(self) -> Embedder:
+        mb = self.settings.embedding_mmap_threshold_mb
+        if mb:  # process-wide, before the model allocates: see Settings.embedding_mmap_threshold_mb
+            fix_mmap_threshold(int(mb * (1 << 20)))
         return shared_embedder(self.settings.embedding_model, self.settings.embedding_batch_size)
 
     @cached_property

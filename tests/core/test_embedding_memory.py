@@ -22,15 +22,33 @@ def _is_mmapped(ptr: int) -> bool:
     return bool(ctypes.c_size_t.from_address(ptr - ctypes.sizeof(ctypes.c_size_t)).value & 2)
 
 
-def test_large_blocks_keep_their_own_mapping_after_the_embedder_loads(embedder):
-    """Once an ``Embedder`` exists, a 2 MB block is still mapped on its own after an 8 MB mapped
+def test_the_setting_fixes_the_threshold_and_the_default_leaves_glibcs(tmp_path, monkeypatch):
+    """``embedding_mmap_threshold_mb`` > 0 makes ``Services.embedder`` call ``fix_mmap_threshold``
+    with that many bytes before the model is used; the default 0 never calls it (a fixed threshold cost
+    ~40% more embedding CPU on a quiet machine, so it is opt-in). Fails if the setting is not wired or
+    the default turns the fixed threshold on."""
+    from core import services as services_mod
+    from core.settings import Settings
+
+    calls: list[int] = []
+    monkeypatch.setattr(services_mod, "fix_mmap_threshold", lambda n: calls.append(n) or True)
+    for mb, want in ((0.0, []), (1.0, [1 << 20])):
+        calls.clear()
+        st = Settings(_env_file=None, data_dir=tmp_path / f"d{mb}", embedding_mmap_threshold_mb=mb)
+        services_mod.Services(st).embedder
+        assert calls == want, (mb, calls)
+    assert Settings(_env_file=None, data_dir=tmp_path).embedding_mmap_threshold_mb == 0
+
+
+def test_large_blocks_keep_their_own_mapping_once_the_threshold_is_fixed():
+    """After ``fix_mmap_threshold()`` a 2 MB block is still mapped on its own after an 8 MB mapped
     block was freed, while a 512 KB block comes from the heap (the threshold is the fixed
     ``MMAP_THRESHOLD_BYTES``, 1 MB).
-    Fails if ``Embedder`` stops calling ``fix_mmap_threshold`` (glibc's dynamic threshold then
+    Fails if the binding is a silent no-op on this glibc machine (glibc's dynamic threshold then
     rises to 8 MB at that free, and the 2 MB block, like the model's activation tensors, comes from
-    the heap that kept 206 MB of freed activations on the bench's windows), if the binding is a
-    silent no-op on this glibc machine, or if the threshold is set far from 1 MB."""
-    assert embedder.mmap_threshold_fixed is True
+    the heap that kept 206 MB of freed activations on the bench's windows), or if the threshold is
+    set far from 1 MB."""
+    assert embedding.fix_mmap_threshold() is True
     assert embedding.MMAP_THRESHOLD_BYTES == 1 << 20
     libc = _libc()
     big = libc.malloc(8 << 20)
