@@ -143,7 +143,8 @@ def _sentences(sources: list[RetrievedChunk]) -> list[_Sentence]:
 
 
 def _is_caption(text: str) -> bool:
-    """A form caption: a parenthesised line ("(I.R.S. Employer Identification No.)") naming the value printed above it."""
+    """A form caption: a parenthesised line ("(I.R.S. Employer Identification No.)") naming the
+    value printed above it."""
     t = text.strip()
     return t.startswith("(") and t.endswith(")")
 
@@ -387,7 +388,8 @@ class ExtractiveAnswerer:
     def _concise(question: str, scored: list[tuple[float, _Sentence]], picked: list[_Sentence], best_doc: str) -> str:
         """The concise answer (``concise.concise_answer``) over the best document's sentences with
         their scores (a quoted sentence takes the score of a quoted neighbour in its chunk when
-        higher: a caption's value line, a lead-in's completion), else the best sentence."""
+        higher: a caption's value line, a lead-in's completion; a value line's form caption as its
+        label), else the best sentence of ``best_doc``."""
         score_of = {(s.chunk.chunk_id, s.start): sc for sc, s in scored}
         own = [score_of.get((s.chunk.chunk_id, s.start), 0.0) for s in picked]
         pool: list[tuple[float, str, str]] = []
@@ -404,7 +406,9 @@ class ExtractiveAnswerer:
         pool += [(sc, normalize_ws(s.text), s.chunk.text[max(0, s.start - 1500):s.start], "") for sc, s in scored
                  if s.chunk.doc_name == best_doc and not any(s is p for p in picked)]
         pool.sort(key=lambda x: -x[0])
-        return concise_answer(question, pool) or normalize_ws(scored[0][1].text)
+        # else the best sentence of the answer's document (``select_sentences`` may quote another than the best's)
+        fallback = next(s for _, s in scored if s.chunk.doc_name == best_doc)
+        return concise_answer(question, pool) or normalize_ws(fallback.text)
 
     def select_sentences(self, scored: list[tuple[float, _Sentence]]) -> list[_Sentence]:
         """The sentences to quote (``scored``: ``score_sentences``' output, best first): up to
