@@ -142,6 +142,13 @@ def _sentences(sources: list[RetrievedChunk]) -> list[_Sentence]:
     return out
 
 
+def _is_caption(text: str) -> bool:
+    """A form caption: a parenthesised line ("(I.R.S. Employer Identification No.)") naming the
+    value printed above it."""
+    t = text.strip()
+    return t.startswith("(") and t.endswith(")")
+
+
 def _window_of(spans: list[tuple[int, int]], start: int) -> int | None:
     """Index of the window span holding character ``start``, ``None`` when none does."""
     for k, (a, b) in enumerate(spans):
@@ -199,7 +206,8 @@ class ExtractiveAnswerer:
     bonus (``answer_type_bonus``: 0.3 for the expected type, 0.15 for any number) +
     ``rank_weight`` x the source's retrieval score / the best source's (retrieval ranks whole
     passages with both retrievers, a stronger signal than one sentence). Up to ``max_sentences`` sentences scoring at
-    least ``relative`` x the best are returned in source order.
+    least ``relative`` x the best, of the document of the highest-ranked passage among them
+    (``select_sentences``), are returned in source order.
     """
 
     name = "extractive"
@@ -366,8 +374,7 @@ class ExtractiveAnswerer:
         value on the line above it, as on SEC cover pages: quote that line with it."""
         out: list[_Sentence] = []
         for s in picked:
-            t = s.text.strip()
-            if t.startswith("(") and t.endswith(")"):
+            if _is_caption(s.text):
                 before = [(a, b) for a, b in source_sentence_spans(s.chunk) if b <= s.start]
                 if before:
                     a, b = before[-1]
@@ -381,18 +388,52 @@ class ExtractiveAnswerer:
     def _concise(question: str, scored: list[tuple[float, _Sentence]], picked: list[_Sentence], best_doc: str) -> str:
         """The concise answer (``concise.concise_answer``) over the best document's sentences with
         their scores (a quoted sentence takes the score of a quoted neighbour in its chunk when
-        higher: a caption's value line, a lead-in's completion), else the best sentence."""
+        higher: a caption's value line, a lead-in's completion; a value line's form caption as its
+        label), else the best sentence of ``best_doc``."""
         score_of = {(s.chunk.chunk_id, s.start): sc for sc, s in scored}
         own = [score_of.get((s.chunk.chunk_id, s.start), 0.0) for s in picked]
         pool: list[tuple[float, str, str]] = []
         for i, s in enumerate(picked):
             # a caption's value line or a lead-in's completion is quoted with it: it takes its score
             near = [own[j] for j in (i - 1, i + 1) if 0 <= j < len(picked) and picked[j].chunk is s.chunk]
-            pool.append((max([own[i], *near]), normalize_ws(s.text), s.chunk.text[max(0, s.start - 1500):s.start]))
-        pool += [(sc, normalize_ws(s.text), s.chunk.text[max(0, s.start - 1500):s.start]) for sc, s in scored
+            # a value line quoted with the form caption under it (``_complete_captions``): the caption labels it
+            label = ""
+            if i + 1 < len(picked) and picked[i + 1].chunk is s.chunk and _is_caption(picked[i + 1].text) \
+                    and s.end <= picked[i + 1].start:
+                label = normalize_ws(picked[i + 1].text.strip()[1:-1])
+            pool.append((max([own[i], *near]), normalize_ws(s.text), s.chunk.text[max(0, s.start - 1500):s.start],
+                         label))
+        pool += [(sc, normalize_ws(s.text), s.chunk.text[max(0, s.start - 1500):s.start], "") for sc, s in scored
                  if s.chunk.doc_name == best_doc and not any(s is p for p in picked)]
         pool.sort(key=lambda x: -x[0])
-        return concise_answer(question, pool) or normalize_ws(scored[0][1].text)
+        # else the best sentence of the answer's document (``select_sentences`` may quote another than the best's)
+        fallback = next(s for _, s in scored if s.chunk.doc_name == best_doc)
+        return concise_answer(question, pool) or normalize_ws(fallback.text)
+
+    def select_sentences(self, scored: list[tuple[float, _Sentence]]) -> list[_Sentence]:
+        """The sentences to quote (``scored``: ``score_sentences``' output, best first): up to
+        ``max_sentences`` of one document scoring at least ``relative`` x the best, plus the
+        top-ranked passage's best sentence when it scores at least 0.6 x the best; [] for none.
+
+        The document is that of the highest-ranked passage (retrieval rank, 1 = best) among the
+        sentences good enough to quote (``relative`` x the best), not that of the single best
+        sentence: retrieval ranks whole passages with both retrievers over the whole collection,
+        while sentence scores within that band are near-ties that move with which other passages
+        were retrieved (BM25 over the candidate sentences; a bigger or different fifth passage
+        changes every sentence's normalised term weight). A tie inside a band is broken by the
+        second, steadier signal, as fused ranks are (``retrieval``). When the best sentence is
+        in the top passage's document this is the best sentence's document, as before."""
+        if not scored:
+            return []
+        best = scored[0][0]
+        good = [(sc, s) for sc, s in scored if sc >= self.relative * best]
+        doc = min(good, key=lambda x: x[1].n)[1].chunk.doc_name  # stable: the best sentence of that passage
+        picked = [s for sc, s in good if s.chunk.doc_name == doc][: self.max_sentences]
+        if not any(s.n == 1 for s in picked):  # the top-ranked passage's best sentence, if close enough
+            top1 = next(((sc, s) for sc, s in scored if s.n == 1), None)
+            if top1 is not None and top1[0] >= 0.6 * best and top1[1].chunk.doc_name == doc:
+                picked.append(top1[1])
+        return picked
 
     def answer(self, question: str, sources: list[RetrievedChunk],
                query_vector: np.ndarray | None = None) -> AnswerResult:
@@ -401,14 +442,8 @@ class ExtractiveAnswerer:
         scored = self.score_sentences(question, sources, query_vector)
         if not scored:
             return AnswerResult(REFUSAL_TEXT, [], "refused", self.name)
-        best = scored[0][0]
-        best_doc = scored[0][1].chunk.doc_name  # an answer quotes one document: no stray sentences from others
-        picked = [s for sc, s in scored if sc >= self.relative * best and s.chunk.doc_name == best_doc]
-        picked = picked[: self.max_sentences]
-        if not any(s.n == 1 for s in picked):  # the top-ranked passage's best sentence, if close enough
-            top1 = next(((sc, s) for sc, s in scored if s.n == 1), None)
-            if top1 is not None and top1[0] >= 0.6 * best and top1[1].chunk.doc_name == best_doc:
-                picked.append(top1[1])
+        picked = self.select_sentences(scored)
+        best_doc = picked[0].chunk.doc_name  # an answer quotes one document: no stray sentences from others
         picked.sort(key=lambda s: (s.n, s.start))
         picked = self._complete_captions(self._complete_lead_ins(picked))
         parts, cites = [], []

@@ -10,9 +10,9 @@ it (so a quote maps back to its exact page), and the heading path of its section
 - ``sentence``: whole sentences (pysbd, rule-based sentence boundary disambiguation,
   Sadvilkar & Neumann 2020, over paragraphs rebuilt from PDF lines) packed up to the budget,
   with whole-sentence overlap. Table rows are units of their own; chunks holding rows of a
-  table repeat its caption and header rows in their context header. With ``atomic_units`` (off
-  by default: its list-item rule still costs own-answer F1 and a citation on the dev set, see
-  README) a SQL statement and a list item are one unit while they fit in a chunk (a longer
+  table repeat its caption and header rows in their context header. With ``atomic_units`` (on
+  by default since session 8; off gives the earlier chunker's chunks byte for byte, see README)
+  a SQL statement and a list item are one unit while they fit in a chunk (a longer
   statement is cut between clauses only, a longer item at sentence ends only), and a document's
   last chunk is its last full window, up to the model's limit.
 - ``heading``: like ``sentence`` but a new chunk starts at every heading (headings come from
@@ -58,7 +58,7 @@ class Strategy(ChoiceEnum):
 
 
 DEFAULT_STRATEGY = Strategy.sentence
-DEFAULT_ATOMIC_UNITS = False  # on: SQL statements and list items kept whole, the last chunk a full window
+DEFAULT_ATOMIC_UNITS = True  # as settings.chunk_atomic_units; on: SQL statements and list items kept whole, the last chunk a full window
 # what ``atomic_units`` builds, recorded in a version's build info: 2 = statements, clauses and list
 # items whole + the last chunk as the document's last full window (1, recorded as ``True``, had no
 # last-window rule), so versions built by an earlier revision are re-chunked by reindex
@@ -561,7 +561,7 @@ def document_units(pages: list[Page], counter: TokenCounter, budget: int,
                    atomic_units: bool = DEFAULT_ATOMIC_UNITS) -> tuple[str, list[Unit], list[Table]]:
     """Document text, its units (each at most ``budget`` word pieces, in order) and its tables.
 
-    ``atomic_units`` (off by default, see ``chunk_document``): a SQL statement (else each of its
+    ``atomic_units`` (on by default, see ``chunk_document``): a SQL statement (else each of its
     clauses) and a list item are one unit while they fit in ``budget``; off, the earlier units
     (sentences, rows, small tables)."""
     text, starts = document_text(pages)
@@ -793,7 +793,7 @@ def chunk_document(pages: list[Page], counter: TokenCounter, title: str, strateg
     """Chunk a document with ``strategy``; chunks have ``index`` 0..n-1 in document order.
 
     ``max_tokens`` (word pieces, header included) is capped at the model's ``max_content_tokens``.
-    ``atomic_units`` (off by default) keeps SQL statements and list items whole (see ``document_units``)
+    ``atomic_units`` (on by default) keeps SQL statements and list items whole (see ``document_units``)
     and makes the last chunk the document's last full window (see ``_pack``); off gives the earlier
     chunker's chunks byte for byte. ``embedder`` is needed by ``semantic``. Raises ``ValueError``
     for an unknown strategy or when the header alone leaves no room for text.

@@ -11,7 +11,9 @@ identifier ("what is the ... number", "which command / statement / registration"
 ``concise_answer`` looks at the answerer's best sentences (not only the first): every span of the
 type in each of them is a candidate, scored by the sentence's own score (relative to the best
 sentence), the question terms around the span, and whether it is a form field's value whose
-label names the question's terms ("Commission file number: 0-23985"). A span is the value with
+label, or the caption printed under its line, names the question's terms ("Commission file
+number: 0-23985"; "94-2404110" over "(I.R.S. Employer Identification No.)"), a form's "line 22"
+being no value but a place on the form, like "page 4". A span is the value with
 what belongs to it: an approximate qualifier ("about 56 feet"), a range ("$400 million to $475
 million"), a rate's denominator ("$145 per record"), the question's head noun in front of an
 identifier ("Grant IIS-00325657"). A question without such a type gets, in order: the value of
@@ -195,7 +197,9 @@ def _typed_spans(question: str, sentence: str, t: str) -> list[tuple[int, int, i
     return out
 
 
-_STRUCTURE = re.compile(r"(?i)\b(?:table|figure|fig\.|section|chapter|appendix|note|page|pages|p\.|item|part)\s*$")
+# a form's "line 22" numbers the form's structure as "page 4" numbers a document's
+_STRUCTURE = re.compile(r"(?i)\b(?:table|figure|fig\.|section|chapter|appendix|note|page|pages|p\.|item|part|line|lines)"
+                        r"\s*$")
 
 
 def _structure_ref(question: str, sentence: str, start: int, span: str) -> bool:
@@ -227,18 +231,28 @@ def _near_terms(sentence: str, start: int, end: int, q_terms: set[str], idf: dic
     return sum(idf.get(t, 1.0) if idf is not None else 1.0 for t in seen)
 
 
-def _label_match(sentence: str, start: int, q_terms: set[str]) -> float:
-    """When the span is a field's value (it follows a colon): 0.5 + 0.5 x the share of the
-    label's last two words that are question terms ("Commission file number: 0-23985"), or 0
-    when they name none of them (another field: "Accident Number: DEN08WA042" for a question
-    about a registration); 0 when the span follows no colon."""
-    before = sentence[:start].rstrip()
-    if not before.endswith(":"):
-        return 0.0
-    words = re.findall(r"[^\W_][\w/().&'-]*", before[:-1])[-2:]
+def _label_words_match(label: str, q_terms: set[str]) -> float:
+    """0.5 + 0.5 x the share of the last two words of a field's ``label`` that are question
+    terms, or 0 when they name none of them."""
+    words = re.findall(r"[^\W_][\w/().&'-]*", label)[-2:]
     terms = set(tokenize(" ".join(words))) - STOP_WORDS
     share = len(terms & q_terms) / len(terms) if terms else 0.0
     return 0.5 + 0.5 * share if share else 0.0
+
+
+def _label_match(sentence: str, start: int, q_terms: set[str], caption: str = "") -> float:
+    """When the span is a field's value (it follows a colon): 0.5 + 0.5 x the share of the
+    label's last two words that are question terms ("Commission file number: 0-23985"), or 0
+    when they name none of them (another field: "Accident Number: DEN08WA042" for a question
+    about a registration); 0 when the span follows no colon. ``caption``: the form caption
+    printed under the sentence's line, which labels the values on it as SEC cover pages print
+    them ("California 94-2404110" over "(State or other jurisdiction (I.R.S. Employer
+    Identification No.)"); its last two words count as a label too (the larger match wins)."""
+    from_caption = _label_words_match(caption, q_terms) if caption else 0.0
+    before = sentence[:start].rstrip()
+    if not before.endswith(":"):
+        return from_caption
+    return max(from_caption, _label_words_match(before[:-1], q_terms))
 
 
 def _untyped_span(question: str, sentence: str, q_terms: set[str]) -> tuple[float, str] | None:
@@ -312,48 +326,50 @@ LABEL_WEIGHT = 0.5  # weight of a form field's label naming the question's terms
 
 
 def concise_answer(question: str, sentences: list[tuple]) -> str | None:
-    """The span answering ``question`` among ``sentences`` (``(score, text)`` or ``(score, text,
-    context)``, best first; the score is the answerer's sentence score, any scale; ``context`` the
-    text before the sentence in its chunk, for ``table_cell``), or None when none has one.
+    """The span answering ``question`` among ``sentences`` (``(score, text)``, ``(score, text,
+    context)`` or ``(score, text, context, caption)``, best first; the score is the answerer's
+    sentence score, any scale; ``context`` the text before the sentence in its chunk, for
+    ``table_cell``; ``caption`` the form caption printed under the sentence's line, which labels
+    its values, for ``_label_match``), or None when none has one.
 
     Candidates come from the sentences scoring at least ``RELATIVE_POOL`` x the best. A table
     row's cell under the column the question names (``table_cell``) comes first. A typed
     question (``question_type``) takes the span of its own type if any sentence has one, else of
     a fallback type (a count may be printed as money); among those the highest of: the sentence's
     relative score + ``NEAR_WEIGHT`` x distinct question terms around the span + ``LABEL_WEIGHT``
-    x a form label's share of question terms (``_label_match``), then the nearest to a question
+    x a form label's (or caption's) share of question terms (``_label_match``), then the nearest to a question
     term, then the best sentence, then the earliest. An untyped question gets ``_untyped_span``
     of the best sentence that has one. Spans whose words all occur in the question are skipped
     (they restate it: "fiscal 2023" in "... for fiscal 2023?")."""
     if not sentences:
         return None
     top = max(x[0] for x in sentences) or 1.0
-    wide = [(x[0] / top if top > 0 else 1.0, x[1], x[2] if len(x) > 2 else "") for x in sentences
-            if x[0] >= WIDE_POOL * top or x[0] == top]
+    wide = [(x[0] / top if top > 0 else 1.0, x[1], x[2] if len(x) > 2 else "", x[3] if len(x) > 3 else "")
+            for x in sentences if x[0] >= WIDE_POOL * top or x[0] == top]
     pool = [x for x in wide if x[0] >= RELATIVE_POOL]
     t = question_type(question)
     q_terms = _q_terms(question)
     if t in (None, "number", "money", "percent"):
-        for rel, text, context in pool:
+        for rel, text, context, _ in pool:
             if context and (cell := table_cell(question, text, context)):
                 return cell
     if t is None:
-        found = [(rel, i, u) for i, (rel, text, _) in enumerate(pool) if (u := _untyped_span(question, text, q_terms))]
+        found = [(rel, i, u) for i, (rel, text, _, _) in enumerate(pool) if (u := _untyped_span(question, text, q_terms))]
         if not found:
             return None
         return max(found, key=lambda x: (x[0] + 0.5 * x[2][0], -x[1]))[2][1]
     import math
 
     n = len(wide)
-    df = {q: sum(1 for _, text, _ in wide if q in set(tokenize(text))) for q in q_terms}
+    df = {q: sum(1 for _, text, _, _ in wide if q in set(tokenize(text))) for q in q_terms}
     idf = {q: math.log((n + 1) / (df[q] + 0.5)) / math.log((n + 1) / 0.5) for q in q_terms}
     cands = []
-    for i, (rel, text, _) in enumerate(wide):
+    for i, (rel, text, _, caption) in enumerate(wide):
         for tier, start, end, span in _typed_spans(question, text, t):
             if tier > 0 and rel < RELATIVE_POOL:
                 continue  # another type than asked for: only from the best sentences
             near = _near_terms(text, start, end, q_terms, idf)
-            value = rel + NEAR_WEIGHT * near + LABEL_WEIGHT * _label_match(text, start, q_terms)
+            value = rel + NEAR_WEIGHT * near + LABEL_WEIGHT * _label_match(text, start, q_terms, caption)
             cands.append((tier, -value, i, start, span))
     if not cands:
         return None

@@ -85,11 +85,12 @@ class Settings(BaseSettings):
                                     "them use BM25 only, and say so. Empty for a multilingual model.")
     chunk_overlap_fraction: float = Field(default=0.0, ge=0, le=0.5, description="Sentence overlap between "
                                           "chunks grows up to this share of the chunk budget")
-    chunk_atomic_units: bool = Field(default=False, description="Keep SQL statements (else each clause) and "
+    chunk_atomic_units: bool = Field(default=True, description="Keep SQL statements (else each clause) and "
                                      "list items whole in one chunk, and make a document's last chunk its last full "
-                                     "window (core.chunking). Off by default: on the dev set it was not neutral on "
-                                     "both tuning parts (see README, Chunking); changes the build fingerprint only "
-                                     "when on (recording the chunker's revision)")
+                                     "window (core.chunking). On by default since session 8: neutral or better on "
+                                     "both tuning parts of the dev set (see README, Chunking). Recorded in the build "
+                                     "info only when on (the chunker's revision), so versions built with it off, "
+                                     "the earlier default, are re-chunked by reindex")
     rrf_k: int = Field(default=60, gt=0, description="RRF constant k (Cormack et al., SIGIR 2009)")
     fusion: str = Field(default="rrf", pattern="^(rrf|rrf_fill|dbsf)$", description="Fusion of the dense and "
                         "BM25 lists: rrf | rrf_fill (a chunk missing from a list ranked just below its end) | dbsf "

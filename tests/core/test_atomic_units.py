@@ -203,7 +203,7 @@ def test_last_chunk_is_the_documents_last_window(embedder):
 
 def test_chunk_atomic_units_setting_reaches_ingestion(tmp_path, embedder):
     """``RAGAUDIT_CHUNK_ATOMIC_UNITS=true`` ingests dmca.pdf with the atomic-unit chunker (its
-    chunks equal ``chunk_document(..., atomic_units=True)``, which differ from the default's) and
+    chunks equal ``chunk_document(..., atomic_units=True)``, which differ from those with it off) and
     records it in the build info as the chunker's revision (``ATOMIC_UNITS_REVISION``, so a version
     built by the revision without the last-window rule, recorded as ``True``, is re-chunked); off,
     the build info has no such key (fingerprints of versions built before the setting are
@@ -237,11 +237,52 @@ def test_chunk_atomic_units_setting_reaches_ingestion(tmp_path, embedder):
     kw = dict(embedder=embedder, overlap_fraction=st.chunk_overlap_fraction)
     on = chunk_document(pages, embedder, title, "sentence", st.chunk_max_tokens, st.chunk_overlap_sentences,
                         atomic_units=True, **kw)
-    off = chunk_document(pages, embedder, title, "sentence", st.chunk_max_tokens, st.chunk_overlap_sentences, **kw)
+    off = chunk_document(pages, embedder, title, "sentence", st.chunk_max_tokens, st.chunk_overlap_sentences,
+                         atomic_units=False, **kw)
     assert stored == [c.text for c in on] and stored != [c.text for c in off]
-    off_settings = make_settings(tmp_path / "off")
+    off_settings = make_settings(tmp_path / "off", chunk_atomic_units=False)
     svc = get_services(off_settings)
     try:
         assert "chunk_atomic_units" not in build_info(svc, "sentence")
     finally:
         release_services(off_settings)
+
+
+def test_atomic_units_are_the_default_and_old_default_builds_are_rechunked(fresh_services, monkeypatch):
+    """Atomic units are on by default (``Settings`` and ``chunk_document``), and a document built
+    with the earlier default (off: no ``chunk_atomic_units`` key in its build info) is stale under
+    the new default: ``reindex.plan`` names it with ``chunk_atomic_units: None -> <revision>``, and
+    once rebuilt it is current. Fails if the default is off again, if the chunker's default and the
+    setting's disagree, or if ``_changed_settings`` misses a key present only in the current build
+    info (versions chunked the old way would be kept after the default changed)."""
+    import inspect
+
+    from sqlalchemy import select
+
+    from core import reindex
+    from core.chunking import DEFAULT_ATOMIC_UNITS
+    from core.db import Document
+    from core.ingest import ingest_bytes
+    from core.settings import Settings
+    from pipelines.runner import DagsterRunner
+    from tests.conftest import SAMPLES
+
+    assert Settings.model_fields["chunk_atomic_units"].default is True
+    assert inspect.signature(chunk_document).parameters["atomic_units"].default is DEFAULT_ATOMIC_UNITS is True
+    svc = fresh_services
+    now = svc.settings
+    assert now.chunk_atomic_units is True  # the test settings keep the default
+    monkeypatch.setattr(svc, "settings", now.model_copy(update={"chunk_atomic_units": False}))
+    doc = ingest_bytes(svc, (SAMPLES / "20080102X00002.pdf").read_bytes(), "a.pdf", DagsterRunner()).document
+    assert "chunk_atomic_units" not in doc["built_with"]
+    assert reindex.plan(svc).todo == []
+    monkeypatch.setattr(svc, "settings", now)
+    p = reindex.plan(svc)
+    assert [(d.doc_name, d.reasons) for d in p.todo] == [
+        ("a.pdf", [f"chunk_atomic_units: None -> {ATOMIC_UNITS_REVISION}"])]
+    out = reindex.run(svc, DagsterRunner())
+    assert [r["doc_name"] for r in out["reingested"]] == ["a.pdf"] and not out["failed"]
+    assert reindex.plan(svc).todo == []
+    with svc.sessions() as s:
+        built = s.scalars(select(Document.built_with).where(Document.doc_name == "a.pdf")).one()
+    assert built["chunk_atomic_units"] == ATOMIC_UNITS_REVISION

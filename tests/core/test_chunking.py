@@ -16,10 +16,16 @@ def dmca_pages():
 
 
 def test_chunks_stay_under_model_limit_and_budget(dmca_pages, embedder):
-    chunks = chunk_sentences(dmca_pages, embedder, document_title("dmca.pdf", dmca_pages), max_tokens=160)
+    """Fails if a chunk passes the budget (with atomic units, the default, every chunk but the last,
+    which is the document's last full window up to the model's limit; off, every chunk), or if a
+    chunk's recorded token count is off by more than 2 word pieces."""
+    title = document_title("dmca.pdf", dmca_pages)
+    chunks = chunk_sentences(dmca_pages, embedder, title, max_tokens=160)
     real = embedder.count_tokens([c.indexed_text for c in chunks])
-    assert max(real) <= 160 <= embedder.max_content_tokens
+    assert max(real[:-1]) <= 160 <= embedder.max_content_tokens and real[-1] <= embedder.max_content_tokens
     assert all(abs(r - c.token_count) <= 2 for r, c in zip(real, chunks))
+    off = chunk_document(dmca_pages, embedder, title, "sentence", 160, atomic_units=False)
+    assert max(embedder.count_tokens([c.indexed_text for c in off])) <= 160
     # a budget above the model's limit is capped at the limit
     big = chunk_sentences(dmca_pages, embedder, "dmca", max_tokens=10_000)
     assert max(embedder.count_tokens([c.indexed_text for c in big])) <= embedder.max_content_tokens

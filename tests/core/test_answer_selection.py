@@ -1,0 +1,111 @@
+"""Which sentences the offline answerer quotes, and which span its concise answer takes, on real
+chunks of the shared corpus's PDFs (real extraction, real chunker, the bundled embedding model).
+
+Scores are given explicitly where a rule decides between near-tied sentences: the rules are about
+what happens inside a score band, and real scores of two passages alone would not sit in it."""
+
+from __future__ import annotations
+
+import pytest
+
+from core.answer import ExtractiveAnswerer, _Sentence, source_sentence_spans
+from core.chunking import chunk_document, document_title
+from core.concise import concise_answer
+from core.pdf import extract_pages
+from core.retrieval import RetrievedChunk
+from tests.conftest import SHARED_CORPUS
+
+PDFS = SHARED_CORPUS / "pdfs"
+pytestmark = pytest.mark.skipif(not PDFS.is_dir(), reason="shared corpus not present")
+
+
+_CHUNKS: dict[str, list] = {}
+
+
+def _ws(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _source(name: str, phrase: str, n: int, score: float, embedder) -> RetrievedChunk:
+    """The chunk of ``name`` (chunker defaults, 200 word pieces) holding ``phrase``, as retrieval's
+    ``n``-th source."""
+    if name not in _CHUNKS:
+        pages = extract_pages((PDFS / name).read_bytes())
+        _CHUNKS[name] = chunk_document(pages, embedder, document_title(name, pages), "sentence", 200, embedder=embedder)
+    c = next(c for c in _CHUNKS[name] if phrase in _ws(c.text))
+    return RetrievedChunk(rank=n, chunk_id=f"{name}#{c.index}", score=score,
+                          payload={"text": c.text, "doc_name": name, "page_start": c.page_start,
+                                   "page_end": c.page_end, "page_breaks": c.page_breaks,
+                                   "header": c.header})
+
+
+def _sentence(src: RetrievedChunk, n: int, phrase: str) -> _Sentence:
+    a, b = next((a, b) for a, b in source_sentence_spans(src) if phrase in _ws(src.text[a:b]))
+    return _Sentence(n, src, a, b, src.text[a:b])
+
+
+@pytest.fixture(scope="module")
+def ulta(embedder):
+    """Source 1: the 8-K's vote results (page 4); source 2: the earnings release's first page."""
+    vote = _source("ULTABEAUTY_2023_8K_dated-2023-06-07.pdf", "In accordance with the results of this vote", 1,
+                   0.0328, embedder)
+    release = _source("ULTABEAUTY_2023Q4_EARNINGS.pdf", "33-year history", 2, 0.0298, embedder)
+    return vote, release
+
+
+def test_near_tied_sentences_quote_the_top_ranked_passages_document(ulta, embedder):
+    """Among sentences good enough to quote (at least ``relative`` x the best), the answer quotes
+    the document of the highest-ranked passage, not the document of a sentence that is best by a
+    hair (an earnings release's "33-year history" over the 8-K ranked first for a question about
+    the 8-K's vote); a sentence of the top passage below that band does not move the answer to its
+    document. Fails if the document is always the best sentence's (``select_sentences`` reverted)
+    or always the top passage's."""
+    vote, release = ulta
+    ans = ExtractiveAnswerer(embedder)
+    best = _sentence(release, 2, "33-year history")
+    accord = _sentence(vote, 1, "In accordance with the results of this vote")
+    other = _sentence(release, 2, "strong fourth quarter results")
+    picked = ans.select_sentences([(1.521, best), (1.483, accord), (1.460, other)])
+    assert {s.chunk.doc_name for s in picked} == {vote.doc_name}
+    assert picked[0] is accord
+    # the top passage's sentence far below the best (under relative x best): the best sentence's document
+    picked = ans.select_sentences([(1.521, best), (1.460, other), (0.9, accord)])
+    assert {s.chunk.doc_name for s in picked} == {release.doc_name} and picked[0] is best
+
+
+def test_form_caption_labels_the_value_above_it_for_the_concise_answer(embedder):
+    """On a 10-Q cover page the IRS number is printed above its caption "(I.R.S. Employer
+    Identification No.)", while "Commission File Number: 001-36743" labels its value with a colon.
+    The answerer quotes the value line with its caption, and the caption labels that value for the
+    concise answer as a colon label would: the concise answer is 94-2404110 even when the
+    Commission File Number line scores close to the caption (sentence scores from the dev run that
+    lost it). Fails if the caption is not passed as the value line's label (``_concise``) or not
+    counted as one (``concise._label_match``)."""
+    cover = _source("2023 Q3 AAPL.pdf", "(I.R.S. Employer Identification No.)", 1, 0.0323, embedder)
+    q = "What is Apple Inc.'s IRS Employer Identification Number?"
+    caption = _sentence(cover, 1, "Identification No.")
+    file_no = _sentence(cover, 1, "Commission File Number")
+    scored = [(1.569, caption), (0.983, file_no)]
+    picked = ExtractiveAnswerer._complete_captions([caption])
+    assert [p.text.split()[-1] for p in picked][0] == "94-2404110"  # the value line is quoted with its caption
+    assert ExtractiveAnswerer._concise(q, scored, picked, cover.doc_name) == "94-2404110"
+    # the same sentences without the caption: the colon-labelled field wins
+    pool = [(1.569, picked[0].text, ""), (1.569, caption.text, ""), (0.983, file_no.text, "")]
+    assert concise_answer(q, pool) == "001-36743"
+    assert concise_answer(q, [(1.569, picked[0].text, "", caption.text.strip()[1:-1]), *pool[1:]]) == "94-2404110"
+
+
+def test_a_form_line_number_is_no_value(embedder):
+    """On Form 1040NR, "line 22" names a place on the form: it is no identifier or number for a
+    question that does not ask for a line, so the catalog number printed on the form wins over it
+    even from a sentence scoring a little lower; a question asking "on which line" still gets the
+    line's number. Fails if "line" is not a structure word (``concise._STRUCTURE``) or if the
+    question naming it does not lift that."""
+    form = _source("f1040nr.pdf", "Cat. No. 11364D", 1, 0.0328, embedder)
+    exempt = _source("f1040nr.pdf", "include this exempt income on line", 3, 0.0311, embedder)
+    cat = _sentence(form, 1, "Cat. No. 11364D").text
+    line = _sentence(exempt, 3, "include this exempt income on line").text  # "... on line 22 of Form 1040NR)"
+    q = "What is the IRS catalog number printed on the 2007 Form 1040NR?"
+    assert concise_answer(q, [(1.294, line), (1.271, cat)]) == "11364D"
+    assert concise_answer(q, [(1.0, line)]) is None  # its only number is a line's
+    assert concise_answer("On which line of Form 1040NR is exempt income included?", [(1.0, line)]) == "22"
