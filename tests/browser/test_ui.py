@@ -1,7 +1,8 @@
 """The web UI in a real browser: the API (serving the built frontend) runs under uvicorn on a free
 127.0.0.1 port with a temporary data folder; tests/browser/ui_flow.mjs drives headless Chromium
 (Debian's package, through playwright-core, no browser download) through upload, chat,
-citations, X-ray, admin, evaluation and observability, and prints what it saw as JSON.
+citations, X-ray, admin, evaluation (one run, then two compared) and observability, and prints
+what it saw as JSON.
 
 Needs ``frontend/dist`` and ``frontend/node_modules`` (``scripts/test.sh`` builds them) and
 ``/usr/bin/chromium`` (``scripts/test.sh`` installs it with apt-get when missing). Without them
