@@ -27,11 +27,10 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+if __package__:  # python -m bench.NAME: offline defaults, repository on sys.path (bench/_env.py)
+    from ._env import ROOT
+else:  # python bench/NAME.py
+    from _env import ROOT
 
 
 def start_api(root: Path, data: Path) -> tuple[subprocess.Popen, str]:

@@ -44,12 +44,10 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+if __package__:  # python -m bench.NAME: offline defaults, repository on sys.path (bench/_env.py)
+    from ._env import ROOT
+else:  # python bench/NAME.py
+    from _env import ROOT
 SHARED = ROOT.parent / "shared" / "corpus"
 
 import numpy as np  # noqa: E402

@@ -24,7 +24,10 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+if __package__:  # python -m bench.NAME: offline defaults, repository on sys.path (bench/_env.py)
+    from ._env import ROOT
+else:  # python bench/NAME.py
+    from _env import ROOT
 
 CHILD = r"""
 import json, sys, time
@@ -69,7 +72,6 @@ def run(root: Path, pdfs: list[Path], code: str = CHILD) -> dict:
 
 
 def main() -> None:
-    sys.path.insert(0, str(ROOT))
     from bench.__main__ import SHARED, default_pdfs
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])

@@ -17,10 +17,12 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+if __package__:  # python -m bench.NAME: offline defaults, repository on sys.path (bench/_env.py)
+    from ._env import ROOT
+else:  # python bench/NAME.py
+    from _env import ROOT
 
 METRICS = ("hit@1", "hit@5", "hit@10", "mrr")
 

@@ -17,20 +17,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
-import sys
 import tempfile
 import time
 import uuid
 from pathlib import Path
 from typing import Any
 
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+if __package__:  # python -m bench.NAME: offline defaults, repository on sys.path (bench/_env.py)
+    from ._env import ROOT
+else:  # python bench/NAME.py
+    from _env import ROOT
 
 from bench.__main__ import dev_questions, load_points, pct  # noqa: E402
 

@@ -10,17 +10,16 @@ writer (the old inline write). Prints medians (ms) and ratios against the baseli
 
 from __future__ import annotations
 
-import os
 import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+if __package__:  # python -m bench.NAME: offline defaults, repository on sys.path (bench/_env.py)
+    from ._env import ROOT
+else:  # python bench/NAME.py
+    from _env import ROOT
 
 from core.ingest import ingest_bytes  # noqa: E402
 from core.query import QueryService  # noqa: E402

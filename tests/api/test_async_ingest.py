@@ -4,9 +4,11 @@ and a restart re-queues what a stopped server left."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
+import warnings
 
 import pytest
 from fastapi.testclient import TestClient
@@ -25,6 +27,23 @@ def settings(tmp_path, embedder):
     s = make_settings(tmp_path / "api")
     yield s
     release_services(s)
+
+
+@contextlib.contextmanager
+def _client(settings):
+    """A TestClient of the app whose ingestion worker has ended before the client shuts down.
+
+    A test that fails mid-way leaves uploads queued or running. The lifespan waits only 5 s for
+    the running one; the ``settings`` fixture then released the services under it, and the run
+    died with a ``KeyError`` from the services registry whose tracebacks filled the teardown and
+    buried the real failure. Here the worker is stopped first: the run in progress ends (up to
+    180 s), the waiting ones stay ``queued`` and are never started."""
+    with TestClient(create_app(settings)) as client:
+        try:
+            yield client
+        finally:
+            if not client.app.state.ingest_queue.stop(timeout=180):
+                warnings.warn("the ingestion worker was still running after 180 s", stacklevel=1)
 
 
 def _events(client, doc_id: str) -> list[tuple[str, dict]]:
@@ -48,7 +67,7 @@ def test_five_uploads_at_once_answer_202_and_all_end_ready(settings):
     queued to ready), if runs are lost or not serialised, or if the stream never ends."""
     files = [SAMPLES / "dmca.pdf", SAMPLES / "20071229X02007.pdf", SAMPLES / "20080102X00002.pdf",
              NTSB / "20080116X00055.pdf", NTSB / "20080117X00064.pdf"]
-    with TestClient(create_app(settings)) as client:
+    with _client(settings) as client:
         answers: dict[str, tuple[int, float, dict]] = {}
 
         def post(path):
@@ -115,7 +134,7 @@ def test_restart_requeues_queued_and_interrupted_uploads(settings):
     b, _ = ingest.register(svc, (SAMPLES / "20080102X00002.pdf").read_bytes(), "b.pdf")
     with svc.sessions.begin() as s:  # b was being embedded when the server stopped
         s.execute(update(Document).where(Document.id == b.id).values(status="embedding", chunks_total=9))
-    with TestClient(create_app(settings)) as client:
+    with _client(settings) as client:
         assert client.app.state.ingest_queue.wait_idle(120)
         docs = {d["doc_name"]: d for d in client.get("/documents").json()}
         assert {n: d["status"] for n, d in docs.items()} == {"a.pdf": "ready", "b.pdf": "ready"}
@@ -134,7 +153,7 @@ def test_failed_background_ingestion_is_reported_with_its_reason(settings, monke
     def boom(texts):
         raise RuntimeError("embedding backend crashed")
 
-    with TestClient(create_app(settings)) as client:
+    with _client(settings) as client:
         monkeypatch.setattr(svc.embedder, "embed", boom)
         r = client.post("/documents", files={"file": ("n.pdf", (NTSB / "20080117X00064.pdf").read_bytes(),
                                                       "application/pdf")})

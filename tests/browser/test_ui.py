@@ -1,7 +1,8 @@
 """The web UI in a real browser: the API (serving the built frontend) runs under uvicorn on a free
 127.0.0.1 port with a temporary data folder; tests/browser/ui_flow.mjs drives headless Chromium
 (Debian's package, through playwright-core, no browser download) through upload, chat,
-citations, X-ray, admin, evaluation and observability, and prints what it saw as JSON.
+citations, X-ray, admin, evaluation (one run, then two compared) and observability, and prints
+what it saw as JSON.
 
 Needs ``frontend/dist`` and ``frontend/node_modules`` (``scripts/test.sh`` builds them) and
 ``/usr/bin/chromium`` (``scripts/test.sh`` installs it with apt-get when missing). Without them
@@ -29,6 +30,8 @@ FRONTEND = ROOT / "frontend"
 CHROMIUM = os.environ.get("RAGAUDIT_CHROMIUM", "/usr/bin/chromium")
 PLAYWRIGHT = FRONTEND / "node_modules" / "playwright-core"
 DOC = "20071229X02007.pdf"
+# a sibling NTSB report (same layout, another accident), added between the two evaluation runs
+SIBLING = "20080102X00002.pdf"
 
 
 def _missing() -> str | None:
@@ -110,6 +113,9 @@ def test_ui_end_to_end(server, tmp_path):
     sent or a chunk outside them is shown; two quotes of one source are listed alike or one inline
     citation opens another's quote; the admin list shows chunks of another document or
     a wrong total; a non-verbatim evidence edit is saved; the evaluation shows no per-mode interval;
+    the two-run comparison (the same gold set before and after a sibling report is added) shows
+    another run's means or intervals, a wrong difference, the runs in pick order instead of
+    earlier-first, ranks other than the API's, or marks the wrong questions as changed;
     the observability count differs from /metrics.
     """
     base, data = server
@@ -122,6 +128,7 @@ def test_ui_end_to_end(server, tmp_path):
     dataset.write_text("".join(json.dumps(r) + "\n" for r in (qs or [q])))
     shots = Path(os.environ.get("RAGAUDIT_UI_SCREENSHOTS", str(tmp_path / "shots")))
     cfg = {"base": base, "good_pdf": str(corpus / DOC), "bad_pdf": str(BAD / "password-example.pdf"),
+           "sibling_pdf": str(SAMPLES / SIBLING),
            "question": q["question"], "expect_page": q["page"], "dataset_jsonl": str(dataset),
            "screenshots": str(shots), "chromium": CHROMIUM, "playwright_core": str(PLAYWRIGHT)}
     (tmp_path / "cfg.json").write_text(json.dumps(cfg))
@@ -169,9 +176,71 @@ def test_ui_end_to_end(server, tmp_path):
     assert len(s["ci_rows"]) == 3 and all("[" in r for r in s["ci_rows"]), s["ci_rows"]
     assert s["question_rows"] == len(qs or [q]) and all(f == "true" for f in s["failure_flags"])
     assert s["failure_rows"] <= s["question_rows"]
+    _check_comparison(base, s["compare"])
     # observability: the page shows /metrics' numbers
     obs = s["obs"]
     assert obs["shown"] == obs["metrics_count"] and obs["shown"] >= 2, obs
     assert sorted(obs["groups_shown"]) == sorted(obs["groups_metrics"]), obs
     assert obs["health_rows"] >= 4
     assert not s["page_errors"], s["page_errors"]
+
+
+def _check_comparison(base: str, cmp: dict) -> None:
+    """The comparison panel against the API's JSON for the same two runs: A is the earlier run and
+    B the later, whatever order they were picked in; each mode's mean and 95% interval are that
+    run's ``/intervals`` values and B - A their difference; each question's "A -> B" cells are the
+    runs' ranks and answer labels and it is marked changed exactly when one of them differs."""
+    runs = sorted(httpx.get(f"{base}/evaluate").json(), key=lambda r: r["created_at"])
+    assert len(runs) == 2, [r["id"] for r in runs]
+    a, b = (httpx.get(f"{base}/evaluate/{r['id']}").json() for r in runs)
+    iv_a, iv_b = (httpx.get(f"{base}/evaluate/{r['id']}/intervals").json() for r in runs)
+    # the flow picked the later run first, so pick order and time order disagree
+    assert (cmp["run_a"], cmp["run_b"]) == (a["id"], b["id"]), (cmp["run_a"], cmp["run_b"])
+    assert cmp["run_views"] == [a["id"], b["id"]], cmp["run_views"]
+
+    def ci(iv: dict, mode: str, metric: str) -> dict:
+        return iv["retrieval"].get(mode, {}).get(metric) or iv["answers"][mode][metric]
+
+    def same(text: str, want: float | list[float] | None) -> bool:
+        """``text`` is the page's rendering of ``want``: "0.767" or "[0.500, 1.000]" (3 decimals),
+        "–" for a missing value (a mean of no question, no interval below 2 questions)."""
+        if isinstance(want, list):
+            parts = text.strip("[]").split(", ")
+            return len(parts) == 2 and all(same(t, w) for t, w in zip(parts, want))
+        if want is None:
+            return text in ("–", "[–, –]")
+        return text != "–" and abs(float(text) - want) < 6e-4
+
+    modes = [m for m in a["results"]["modes"] if m in b["results"]["modes"]]
+    differs = False
+    for metric, rows in cmp["metrics"].items():
+        assert [r["mode"] for r in rows] == modes, (metric, rows)
+        for r in rows:
+            x, y = ci(iv_a, r["mode"], metric), ci(iv_b, r["mode"], metric)
+            assert same(r["a-mean"], x["mean"]) and same(r["b-mean"], y["mean"]), (metric, r, x, y)
+            assert same(r["a-ci"], x["ci95"]) and same(r["b-ci"], y["ci95"]), (metric, r, x, y)
+            assert same(r["diff"], y["mean"] - x["mean"]), (metric, r, x, y)
+            differs |= x["mean"] != y["mean"]
+    # the sibling report moves some evidence down; identical runs could not catch swapped columns
+    assert differs, cmp["metrics"]
+
+    def shown(q: dict | None, mode: str) -> str:
+        if q is None:
+            return "–"
+        rank, label = q["ranks"].get(mode), ((q.get("answers") or {}).get(mode) or {}).get("label")
+        return f"{rank if rank is not None else 'miss'}" + (f" · {label}" if label else "")
+
+    qa = {q["id"]: q for q in a["results"]["questions"]}
+    qb = {q["id"]: q for q in b["results"]["questions"]}
+    ids = list(qa) + [i for i in qb if i not in qa]
+    assert [q["id"] for q in cmp["questions"]] == ids
+    changed = []
+    for row in cmp["questions"]:
+        want = {m: f"{shown(qa.get(row['id']), m)} → {shown(qb.get(row['id']), m)}" for m in modes}
+        assert row["cells"] == want, (row, want)
+        if any(shown(qa.get(row["id"]), m) != shown(qb.get(row["id"]), m) for m in modes):
+            changed.append(row["id"])
+        assert row["changed"] == ("true" if row["id"] in changed else "false"), (row, changed)
+    assert changed, "the sibling report changed no rank: the comparison cannot be checked"
+    assert cmp["only_changed"] == changed, (cmp["only_changed"], changed)
+    assert cmp["changed_count"] == f"Questions changed: {len(changed)} of {len(ids)}", cmp["changed_count"]

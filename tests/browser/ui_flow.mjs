@@ -1,7 +1,7 @@
 // Browser test of the web UI, driven by tests/browser/test_ui.py (which starts the API and checks
 // the JSON this prints). Headless Debian Chromium through playwright-core; no browser download.
 //
-// usage: node ui_flow.mjs CONFIG.json   (base, good_pdf, bad_pdf, question, expect_answer, expect_page,
+// usage: node ui_flow.mjs CONFIG.json   (base, good_pdf, bad_pdf, sibling_pdf, question, expect_answer, expect_page,
 //                                        dataset_jsonl, screenshots, chromium)
 // Prints one JSON object {ok, steps: {...}} on stdout; exits 1 with {ok: false, step, error} on failure.
 import { readFileSync, mkdirSync } from "node:fs";
@@ -187,6 +187,45 @@ try {
   await page.getByTestId("only-failures").click();
   await page.evaluate(() => window.scrollTo(0, 0));
   await shot("evaluation");
+
+  // 7b. compare two runs: add a sibling report to the knowledge base (through the API), run the
+  // same gold set again from the page, pick both runs and read the comparison as shown
+  step = "evaluation-compare";
+  const t7b = Date.now();
+  const runA = (await api("/evaluate")).json[0].id;
+  const sib = await page.request.post(`${base}/documents?wait=true`, { timeout: 180_000, multipart: {
+    file: { name: basename(cfg.sibling_pdf), mimeType: "application/pdf", buffer: readFileSync(cfg.sibling_pdf) } } });
+  check(sib.status() === 201, `sibling upload answered ${sib.status()}: ${await sib.text()}`);
+  await page.getByTestId("start-eval").click();
+  await page.locator(`[data-testid=run-row]:not([data-run-id="${runA}"])`).first().waitFor();
+  await page.locator(`[data-testid=run-row][data-run-id="${runA}"]`).click();
+  const cmp = page.getByTestId("run-compare");
+  const readRows = () => cmp.locator("[data-testid=compare-row]").evaluateAll((rs) => rs.map((r) => ({
+    mode: r.dataset.mode, ...Object.fromEntries(["a-mean", "a-ci", "b-mean", "b-ci", "diff"].map((k) => [k, r.querySelector(`[data-testid=${k}]`).textContent])) })));
+  const loaded = () => page.waitForFunction(() => {
+    const cells = [...document.querySelectorAll("[data-testid=run-compare] [data-testid=compare-row] [data-testid=b-mean]")];
+    return cells.length > 0 && cells.every((c) => c.textContent !== "–");
+  }, null, { timeout: 180_000 });
+  await loaded();
+  const compare = {
+    run_a: await cmp.getAttribute("data-run-a"), run_b: await cmp.getAttribute("data-run-b"),
+    run_views: await page.locator("[data-testid=run-results]").evaluateAll((rs) => rs.map((r) => r.dataset.runId)),
+    metrics: { mrr: await readRows() },
+    changed_count: await cmp.getByTestId("compare-changed-count").textContent(),
+    questions: await cmp.locator("[data-testid=compare-question]").evaluateAll((rs) => rs.map((r) => ({
+      id: r.dataset.id, changed: r.dataset.changed,
+      cells: Object.fromEntries([...r.querySelectorAll("[data-testid=compare-cell]")].map((c) => [c.dataset.mode, c.textContent])) }))),
+  };
+  await cmp.getByTestId("compare-metric").click();
+  await page.getByRole("option", { name: "hit@1", exact: true }).click();
+  await cmp.locator("thead").getByText("A hit@1").waitFor();
+  compare.metrics["hit@1"] = await readRows();
+  await cmp.getByTestId("only-changed").click();
+  compare.only_changed = await cmp.locator("[data-testid=compare-question]").evaluateAll((rs) => rs.map((r) => r.dataset.id));
+  compare.seconds = (Date.now() - t7b) / 1000;
+  out.steps.compare = compare;
+  await cmp.scrollIntoViewIfNeeded();
+  await shot("evaluation-compare");
 
   // 8. observability: counts equal /metrics for the same window
   step = "observability";

@@ -7,6 +7,7 @@ import {
 import { Title } from "react-admin";
 import { Answer, getJSON, MODES, postJSON, uploadWithProgress } from "../api";
 import { XRay } from "../chat/XRay";
+import { RunCompare } from "./RunCompare";
 
 interface Dataset { id: string; name: string; source: string; n_questions: number }
 interface Run {
@@ -26,7 +27,7 @@ function failed(q: any, mode: string): boolean {
   return hit === 0 || ac === 0;
 }
 
-function RunView({ run, onXray }: { run: Run; onXray: (question: string, mode: string) => void }) {
+function RunView({ run, onXray, tag }: { run: Run; onXray: (question: string, mode: string) => void; tag?: string }) {
   const [iv, setIv] = useState<Intervals | null>(null);
   const [metric, setMetric] = useState("hit@5");
   const [onlyFailures, setOnlyFailures] = useState(false);
@@ -53,8 +54,8 @@ function RunView({ run, onXray }: { run: Run; onXray: (question: string, mode: s
   const modes: string[] = Object.keys(res.modes ?? {});
   const questions: any[] = (res.questions ?? []).filter((q: any) => !onlyFailures || modes.some((m) => failed(q, m)));
   return (
-    <Box data-testid="run-results">
-      <Typography variant="subtitle2">{res.dataset?.name} · {res.dataset?.n_questions} questions · judge {res.judge} · answerer {res.answerer}</Typography>
+    <Box data-testid="run-results" data-run-id={run.id}>
+      <Typography variant="subtitle2">{tag && <b>{tag}: </b>}{res.dataset?.name} · {res.dataset?.n_questions} questions · judge {res.judge} · answerer {res.answerer}</Typography>
       <Stack direction="row" spacing={1} alignItems="center" sx={{ my: 1 }}>
         <TextField select size="small" label="metric" value={metric} onChange={(e) => setMetric(e.target.value)} data-testid="metric">
           {metricNames.map((m) => <MenuItem key={m} value={m}>{m}</MenuItem>)}
@@ -196,6 +197,9 @@ export function EvaluationPage() {
     setXray({ ...out, top_k: out.retrieved.length });
   };
 
+  // the picked runs, earlier run first (A), whatever order they were picked in
+  const shown = selected.map((id) => details[id]).filter((r): r is Run => !!r)
+    .sort((x, y) => (Date.parse(x.created_at ?? "") || 0) - (Date.parse(y.created_at ?? "") || 0));
   return (
     <Box sx={{ p: 2 }}>
       <Title title="Evaluation" />
@@ -220,7 +224,7 @@ export function EvaluationPage() {
       <Table size="small" data-testid="runs">
         <TableBody>
           {runs.map((r) => (
-            <TableRow key={r.id} hover selected={selected.includes(r.id)} sx={{ cursor: "pointer" }} data-testid="run-row"
+            <TableRow key={r.id} hover selected={selected.includes(r.id)} sx={{ cursor: "pointer" }} data-testid="run-row" data-run-id={r.id}
               onClick={() => setSelected((xs) => (xs.includes(r.id) ? xs.filter((x) => x !== r.id) : [...xs.slice(-1), r.id]))}>
               <TableCell>{r.created_at?.slice(0, 19)}</TableCell><TableCell>{r.dataset}</TableCell>
               <TableCell><Chip size="small" label={r.status} /></TableCell>
@@ -230,10 +234,11 @@ export function EvaluationPage() {
           ))}
         </TableBody>
       </Table>
+      {shown.length === 2 && <RunCompare a={shown[0]} b={shown[1]} />}
       <Grid container spacing={2} sx={{ mt: 1 }}>
-        {selected.map((id) => details[id] && (
-          <Grid key={id} size={{ xs: 12, md: selected.length > 1 ? 6 : 12 }}>
-            <RunView run={details[id]} onXray={(q, m) => void openXray(q, m, details[id])} />
+        {shown.map((run, i) => (
+          <Grid key={run.id} size={{ xs: 12, md: shown.length > 1 ? 6 : 12 }}>
+            <RunView run={run} tag={shown.length > 1 ? (i ? "B" : "A") : undefined} onXray={(q, m) => void openXray(q, m, run)} />
           </Grid>
         ))}
       </Grid>
