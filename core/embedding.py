@@ -445,6 +445,7 @@ class Embedder:
         self._queries_cv = threading.Condition()
         self._query_leader = False  # a caller is encoding a combined batch right now
         self._trim = _malloc_trim()
+        self._turn_threads = self.threads  # cores of the encode call holding the model (_encode_turn)
 
     def _load_sentence_transformer(self):
         if self._st_model is None:
@@ -503,12 +504,11 @@ class Embedder:
                 self._model_busy = False
                 self._model_cv.notify_all()
 
-    def _encode(self, texts: list[str], threads: int | None = None) -> np.ndarray:
-        """One forward pass over ``texts`` (already a model batch) with ``threads`` cores
-        (default ``self.threads``); (n, dim) float32 unit rows."""
-        threads = threads or self.threads
+    def _encode(self, texts: list[str]) -> np.ndarray:
+        """One forward pass over ``texts`` (already a model batch) on ``_turn_threads`` cores (set
+        by ``_encode_turn`` while it holds the model); (n, dim) float32 unit rows."""
         if self._onnx is not None:
-            return self._onnx.encode(texts, threads)
+            return self._onnx.encode(texts, self._turn_threads)
         return self._st_model.encode(texts, batch_size=self.batch_size, normalize_embeddings=True,
                                      convert_to_numpy=True, show_progress_bar=False)
 
@@ -517,13 +517,13 @@ class Embedder:
         (``cores_busy``: a parse child holds one). torch: intra-op threads, the default count
         restored after; onnx: that many concurrent one-thread runs over parts of the batch."""
         with self._model_turn(urgent):
-            want = max(1, self.threads - busy_cores())
+            want = self._turn_threads = max(1, self.threads - busy_cores())
             if self._torch is None:
-                return self._encode(texts, want)
+                return self._encode(texts)
             if self._torch.get_num_threads() != want:
                 self._torch.set_num_threads(want)
             try:
-                return self._encode(texts, want).astype(np.float32)
+                return self._encode(texts).astype(np.float32)
             finally:
                 if self._torch.get_num_threads() != self.threads:
                     self._torch.set_num_threads(self.threads)
