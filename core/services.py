@@ -17,7 +17,7 @@ from sqlalchemy.orm import sessionmaker
 
 from .db import make_engine, make_sessionmaker, migrate
 from .embedding import Embedder, fix_mmap_threshold
-from .settings import Settings
+from .settings import DEFAULT_EMBEDDING_BACKEND, Settings
 from .store import VectorStore, open_store
 
 
@@ -55,7 +55,8 @@ class Services:
         mb = self.settings.embedding_mmap_threshold_mb
         if mb:  # process-wide, before the model allocates: see Settings.embedding_mmap_threshold_mb
             fix_mmap_threshold(int(mb * (1 << 20)))
-        return shared_embedder(self.settings.embedding_model, self.settings.embedding_batch_size)
+        s = self.settings
+        return shared_embedder(s.embedding_model, s.embedding_batch_size, s.embedding_backend, s.embedding_cache_dir)
 
     @cached_property
     def reranker(self):
@@ -110,21 +111,25 @@ def _import_local_mode(store: VectorStore, folder, collection: str) -> None:
 
 
 _REGISTRY: dict[str, Services] = {}
-_EMBEDDERS: dict[tuple[str, int], Embedder] = {}
+_EMBEDDERS: dict[tuple, Embedder] = {}
 _REGISTRY_LOCK = threading.Lock()
 
 
 def _key(settings: Settings) -> tuple:
     return (str(settings.data_dir), settings.database_url, settings.qdrant_url, settings.collection,
-            settings.embedding_model, settings.store_backend)
+            settings.embedding_model, settings.embedding_backend, settings.store_backend)
 
 
-def shared_embedder(model: str, batch_size: int = 32) -> Embedder:
-    """One loaded model per (model, batch size) per process: weights are read-only and thread-safe."""
+def shared_embedder(model: str, batch_size: int = 32, backend: str = DEFAULT_EMBEDDING_BACKEND,
+                    cache_dir=None) -> Embedder:
+    """One loaded model per (model, batch size, backend) per process: weights are read-only and
+    thread-safe. ``cache_dir`` (where the onnx backend keeps its export) is not part of the key:
+    the export of the same weights is the same file wherever it is kept."""
+    key = (model, batch_size, backend)
     with _REGISTRY_LOCK:
-        emb = _EMBEDDERS.get((model, batch_size))
+        emb = _EMBEDDERS.get(key)
         if emb is None:
-            emb = _EMBEDDERS[(model, batch_size)] = Embedder(model, batch_size)
+            emb = _EMBEDDERS[key] = Embedder(model, batch_size, backend, cache_dir)
         return emb
 
 

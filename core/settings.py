@@ -15,6 +15,7 @@ from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 BUNDLED_EMBEDDING_MODEL = "bundled:all-MiniLM-L6-v2"
+DEFAULT_EMBEDDING_BACKEND = "onnx"  # measured against torch: README, "Embedding backend"
 DENSE_PREFETCH_DEFAULT = 200  # dev set: identical hit@k/MRR to the exact scan on both halves (README, Benchmarks)
 
 
@@ -42,6 +43,13 @@ class Settings(BaseSettings):
         "or a local sentence-transformers folder",
     )
     embedding_batch_size: int = Field(default=32, gt=0)
+    embedding_backend: Literal["onnx", "torch"] = Field(
+        default=DEFAULT_EMBEDDING_BACKEND, description="'onnx' = the model's transformer exported once from the "
+        "local weights (torch.onnx.export) and run by ONNX Runtime; 'torch' = sentence-transformers' encode. Same "
+        "vectors (cosine >= 0.99999); see README, Embedding backend")
+    embedding_cache_dir: Path | None = Field(
+        default=None, description="Folder of the ONNX export (made once per weights + torch/transformers versions, "
+        "under a file lock); empty = the user cache folder (~/.cache/ragaudit/onnx)")
     embedding_mmap_threshold_mb: float = Field(
         default=0.0, ge=0,
         description="0 = glibc's dynamic mmap threshold (fastest). N > 0: blocks of N MB and more get their own "
@@ -178,6 +186,13 @@ class Settings(BaseSettings):
     @classmethod
     def _absolute(cls, v: Path) -> Path:
         return v.expanduser().resolve()
+
+    @field_validator("embedding_cache_dir", mode="before")
+    @classmethod
+    def _cache_dir(cls, v):
+        if v is None or (isinstance(v, str) and not v.strip()):
+            return None
+        return Path(v).expanduser().resolve()
 
     @field_validator("landing_dir", mode="before")
     @classmethod
