@@ -689,7 +689,8 @@ class _QueryBatcher:
     Why: an Edge call holds the GIL for its whole duration, and the two-stage dense query scans
     every chunk vector (~9 ms at 50k chunks here). ``query_batch`` scores queries that differ
     only in their vector in one pass over the segments: measured at 50k chunks, 9.2 ms per query
-    one by one against 6.3 / 5.1 / 4.4 ms per query in batches of 2 / 4 / 8
+    one by one against 6.3 / 5.1 / 4.4 ms per query in batches of 2 / 4 / 8 (load ~7); under 8
+    /search clients the API's Edge dense time per request fell from 7.7 to 6.1 ms of GIL
     (``bench/gil_per_request.py``). A lone query runs as a plain ``query`` call (no thread
     hand-off, nothing changes). Each query's hits and scores are those of its own ``query`` call;
     only the order among exactly equal scores may differ, which ``search_dense`` fixes (ties by
