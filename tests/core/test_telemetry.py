@@ -73,3 +73,27 @@ def test_percentile_definition_and_normalisation():
     assert percentiles([1.0, 2.0, 3.0, 4.0]) == {"p50": 2.5, "p95": 3.85, "p99": 3.97}
     assert percentiles([]) == {"p50": None, "p95": None, "p99": None}
     assert normalize_question("  What\tIS  ｘ? ") == "what is x?"
+
+
+def test_background_writer_polls_and_writes_every_row(kb):
+    """The background thread polls the queue instead of waiting in ``Queue.get`` (a waiting thread
+    is woken by every ``record`` and takes the GIL mid-request). Fails if the idle thread waits on
+    the queue's condition, or if a row recorded while it sleeps is not written (or lost at close)."""
+    import time
+
+    tele = TelemetryWriter(kb.sessions, background=True, batch_size=3)
+    try:
+        time.sleep(3 * TelemetryWriter.POLL_S)
+        assert tele._queue.not_empty._waiters == type(tele._queue.not_empty._waiters)()  # nobody to wake
+        ids = [tele.record(endpoint="search", question=f"poll {i}", mode="bm25", top_k=2, timings_ms={"total": 1.0})
+               for i in range(7)]
+        assert tele.flush(30)
+        assert tele.stats()["written"] == 7
+        with kb.sessions() as s:
+            assert len(s.execute(select(QueryLog.id).where(QueryLog.id.in_(ids))).all()) == 7
+        last = tele.record(endpoint="search", question="at close", mode="bm25", top_k=2)
+    finally:
+        tele.close(10)
+    assert tele.stats()["written"] == 8 and tele.stats()["dropped"] == 0
+    with kb.sessions() as s:
+        assert s.execute(select(QueryLog.id).where(QueryLog.id == last)).first() is not None
