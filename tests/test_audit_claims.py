@@ -52,19 +52,23 @@ def test_llm_answer_is_audited_in_reply_stream_and_telemetry(kb, answer, label, 
 
 def test_issue_case_page_scope_holds_through_neighbour_expansion(kb):
     """The issue's case: /query with doc_name=dmca.pdf, page_min=5, page_max=5 returned a neighbour
-    chunk from page 6 (neighbour expansion fetched it by id, outside the Qdrant filter). Fails if
-    ``Retriever.retrieve`` stops passing its chunks through ``enforce_scope``, or ``admits`` ignores
-    ``page_max``."""
+    chunk from page 6 (neighbour expansion fetched it by id, outside the Qdrant filter). Since list
+    items are atomic units (on by default) no page-5 chunk ends mid-list, so page 5 no longer fetches
+    a neighbour; page 10 does (its chunk ending in "! The content of the retained material must not
+    be modified." continues on page 11). Fails if ``Retriever.retrieve`` stops passing its chunks
+    through ``enforce_scope``, or ``admits`` ignores ``page_max``, or neither scope fetches a
+    neighbour past its page (then the test no longer tests the case)."""
     qs = QueryService(kb)
     seen_neighbour_drop = False
-    for question in ("What does the DMCA say about the limitations on liability of service providers?",
-                     "Which exemptions and limitations does Title I list?", DMCA_QUESTION):
+    for page, question in ((5, "What does the DMCA say about the limitations on liability of service providers?"),
+                           (5, "Which exemptions and limitations does Title I list?"), (5, DMCA_QUESTION),
+                           (10, "What conditions apply to caching of retained material by a service provider?")):
         for mode in ("hybrid", "bm25"):
-            res = qs.retriever.retrieve(question, Scope(doc_names=["dmca.pdf"], page_min=5, page_max=5), 5, mode,
-                                        neighbors=5)
-            assert res.chunks and all(c.page_start == 5 and c.page_end == 5 for c in res.chunks)
+            res = qs.retriever.retrieve(question, Scope(doc_names=["dmca.pdf"], page_min=page, page_max=page), 5,
+                                        mode, neighbors=5)
+            assert res.chunks and all(c.page_start == page and c.page_end == page for c in res.chunks)
             seen_neighbour_drop |= any("left out" in n for n in res.notes)
-    # the situation the issue describes did occur: a neighbour past page 5 was fetched and left out
+    # the situation the issue describes did occur: a neighbour past page_max was fetched and left out
     assert seen_neighbour_drop
 
 

@@ -153,12 +153,12 @@ def test_a_failing_query_fails_alone_in_a_batch(kb, retriever):
     vecs = [list(map(float, retriever.embedder.embed_query(q))) for q, _ in QUESTIONS[:3]]
     bad = vecs[0][:7]
 
-    def request(v):
-        return qe.QueryRequest(limit=10, query=qe.Query.Nearest([v], using=WINDOWS), with_payload=False,
+    def request(v):  # 30 hits of which 10 are compared, so that a tie at the 10th is kept whole
+        return qe.QueryRequest(limit=30, query=qe.Query.Nearest([v], using=WINDOWS), with_payload=False,
                                prefetches=[qe.Prefetch(limit=50, query=qe.Query.Nearest(v, using=DENSE))])
 
     def ranked(points):  # exact ties in any order (search_dense orders them by id)
-        return sorted(((str(p.id), p.score) for p in points), key=lambda t: (-t[1], t[0]))
+        return sorted(((str(p.id), p.score) for p in points), key=lambda t: (-t[1], t[0]))[:10]
 
     plain = [ranked(store.shard.query(request(v))) for v in vecs]
     reqs = [request(vecs[0]), request(bad), request(vecs[1]), request(vecs[2])]
