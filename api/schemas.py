@@ -7,7 +7,6 @@ from typing import Any
 
 from pydantic import BaseModel, Field, field_validator
 
-from core.answer import Citation
 from core.retrieval import Mode
 from core.store import Scope
 
@@ -91,6 +90,24 @@ class CacheOut(BaseModel):
     original_timings_ms: dict[str, float] | None = None
 
 
+class CitationOut(BaseModel):
+    """``core.answer.Citation.to_json()``: the domain dataclass with its derived ``pages`` (a
+    response model of the dataclass itself would drop that property: a quote across a page break
+    was cited with page 1 only)."""
+
+    n: int = Field(description="the [n] of the source it cites (1-based)")
+    doc_name: str
+    page: int = Field(description="page of the quote's first character (1-based)")
+    pages: list[int] = Field(description="every page the quote is on: one, or two for a sentence across a page break")
+    page_end: int | None = Field(default=None, description="last page when the quote runs across a page break")
+    chunk_id: str
+    quote: str
+    claim: str = ""
+    verified: bool = Field(description="the quote occurs (whitespace-normalised) in the cited chunk")
+    supports: bool = Field(description="the quote supports the claim (its numbers, dates and names are in it)")
+    reason: str
+
+
 class AnswerOut(BaseModel):
     query_id: str
     question: str
@@ -101,7 +118,7 @@ class AnswerOut(BaseModel):
     label: str = Field(description="answered | refused | clarifying | uncited (a sentence cites nothing or a "
                        "[n] names no source) | unsupported (a citation's quote is not in its chunk or does "
                        "not support its claim: see each citation's verified, supports and reason)")
-    citations: list[Citation]  # the domain type: one definition for core and API
+    citations: list[CitationOut]
     citation_check: dict[str, Any] = Field(default_factory=dict)
     retrieved: list[RetrievedOut]
     mode: str

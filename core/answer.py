@@ -59,7 +59,7 @@ class Citation:
 
     def to_json(self) -> dict[str, Any]:
         return {"n": self.n, "doc_name": self.doc_name, "page": self.page, "pages": self.pages,
-                "chunk_id": self.chunk_id, "quote": self.quote, "claim": self.claim, "verified": self.verified,
+                "page_end": self.page_end, "chunk_id": self.chunk_id, "quote": self.quote, "claim": self.claim, "verified": self.verified,
                 "supports": self.supports, "reason": self.reason}
 
 

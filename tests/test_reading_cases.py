@@ -3,6 +3,8 @@ extractive answer): what a reader of the page would answer, with the pages they 
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from core.ingest import ingest_bytes
@@ -32,6 +34,29 @@ def test_sentence_across_a_page_break_is_quoted_whole_and_cites_both_pages(fresh
     assert quotes[0]["pages"] == [1, 2] and quotes[0]["page"] == 1
     for r in out["retrieved"]:
         assert "Copyright Office Summary" not in r["text"]
+
+
+def test_http_query_cites_both_pages_of_a_sentence_across_a_page_break(fresh_services):
+    """The same case through ``POST /query`` (the route the UI's re-run uses) and the ``done`` event of
+    ``/query/stream``: fails if the response model drops the quote's second page (``pages`` [1] or
+    missing, ``page_end`` null), as validating the reply through the ``Citation`` dataclass did."""
+    from fastapi.testclient import TestClient
+
+    from api.app import create_app
+
+    _ingest(fresh_services, "dmca-pages-9-10.pdf")
+    body = {"question": "On what terms must standard technical measures be available to anyone?",
+            "doc_name": "dmca-pages-9-10.pdf"}
+    with TestClient(create_app(fresh_services.settings)) as client:
+        r = client.post("/query", json=body)
+        assert r.status_code == 200, r.text
+        cites = [c for c in r.json()["citations"] if "reasonable nondiscriminatory terms" in c["quote"]]
+        assert cites and cites[0]["pages"] == [1, 2] and cites[0]["page_end"] == 2, r.json()["citations"]
+        with client.stream("POST", "/query/stream", json=body) as s:
+            text = "".join(s.iter_text())
+        done = json.loads(text.split("event: done", 1)[1].split("data: ", 1)[1].split("\n", 1)[0])
+        cites = [c for c in done["citations"] if "reasonable nondiscriminatory terms" in c["quote"]]
+        assert cites and cites[0]["pages"] == [1, 2] and cites[0]["page_end"] == 2, done["citations"]
 
 
 def test_fake_bold_statement_answers_the_closing_balance(fresh_services):
