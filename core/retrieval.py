@@ -100,6 +100,12 @@ class RetrievalResult:
     candidates: dict[str, list[str]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     query_vector: np.ndarray | None = None  # the question's embedding when the dense leg ran (dim,)
+    scope_empty: bool = False  # no chunk at all is in the scope (a misspelt name): nothing was searched
+
+
+# why a scoped search found nothing when the scope itself holds no chunk (notes and the refusal say it)
+EMPTY_SCOPE_NOTE = ("no indexed chunk is in the scope: check the document names (matched exactly, case "
+                    "included), knowledge base, ids and page range; GET /documents lists them")
 
 
 
@@ -359,7 +365,11 @@ class Retriever:
             out += self.neighbors(out, neighbors)
             timings["neighbors"] = (time.perf_counter() - t) * 1000
         out, scope_notes = enforce_scope(scope, out)
-        return RetrievalResult(out, timings, mode, ranked_ids, notes + scope_notes, qvec if use_dense else None)
+        empty = not out and bool(scope.as_dict()) and not self.store.count_matching(scope.to_filter())
+        if empty:
+            scope_notes.append(f"scope {scope.as_dict()}: {EMPTY_SCOPE_NOTE}")
+        return RetrievalResult(out, timings, mode, ranked_ids, notes + scope_notes, qvec if use_dense else None,
+                               scope_empty=empty)
 
     def _fill_payloads(self, hits: dict[str, dict[str, PointHit]], ids: list[str]) -> None:
         """Fetch (one ``get_payloads`` call) the payloads of ``ids`` whose hits have none, and set

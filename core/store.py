@@ -343,6 +343,11 @@ class VectorStore:
                                live=live) if document_id else None
         return self._count(flt)
 
+    def count_matching(self, flt: models.Filter | None) -> int:
+        """Exact number of points matching ``flt`` (e.g. ``Scope.to_filter()``); 0 before the
+        collection exists."""
+        return self._count(flt) if self.exists() else 0
+
     def search_dense(self, vector: Sequence[float], flt: models.Filter | None, limit: int,
                      windows: bool = False, prefetch: int = 0, with_payload: bool = True) -> list[PointHit]:
         """Top-``limit`` by cosine similarity of the dense vector; with ``windows`` (and a collection

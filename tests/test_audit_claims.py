@@ -191,3 +191,22 @@ def test_random_scopes_return_nothing_out_of_scope(kb, api):
     check()
     # the property was exercised, not vacuous: items, citations and cache hits were checked
     assert stats["items"] > 40 and stats["citations"] > 5 and stats["cache_hits"] >= 1, stats
+
+
+def test_a_scope_that_holds_no_chunk_is_refused_saying_so(kb):
+    """A scope naming no indexed document ("dmca.PDF": names match exactly; knowledge base "Default";
+    pages past the document's end) is refused with "Nothing was searched" and a note naming the
+    scope, in /query's reply and in retrieval's notes (/search); a scope that holds chunks keeps
+    the ordinary outcome. Fails if a typo in a scope reads like "the documents do not say"."""
+    qs = QueryService(kb)
+    for scope in (Scope(doc_names=["dmca.PDF"]), Scope(knowledge_base="Default"),
+                  Scope(doc_names=["dmca.pdf"], page_min=400)):
+        out = qs.ask(DMCA_QUESTION, scope)
+        assert out["label"] == "refused" and "Nothing was searched" in out["answer"], out["answer"]
+        assert any("no indexed chunk is in the scope" in n for n in out["notes"]), out["notes"]
+        res = qs.retriever.retrieve(DMCA_QUESTION, scope, 5, "bm25")
+        assert res.scope_empty and not res.chunks
+    out = qs.ask("What is the airspeed velocity of an unladen swallow?", Scope(doc_names=["dmca.pdf"]))
+    assert "Nothing was searched" not in out["answer"]
+    assert not any("no indexed chunk" in n for n in out["notes"])
+    assert not qs.retriever.retrieve(DMCA_QUESTION, Scope(doc_names=["dmca.pdf"]), 5, "bm25").scope_empty
