@@ -183,6 +183,10 @@ class IngestOut(BaseModel):
     duplicate_of: list[dict[str, str]] = Field(
         default_factory=list, description="Other documents with identical bytes ({id, knowledge_base, doc_name}); "
                                           "each is a separate document, searchable on its own")
+    replaces: dict[str, Any] | None = Field(
+        default=None, description="When the upload is new content under an existing name: the published version "
+        "it replaces once indexed ({ingest_version, sha256}); the message says so too. Upload under another name "
+        "to keep both")
 
 
 class ErrorOut(BaseModel):

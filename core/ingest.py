@@ -296,6 +296,23 @@ def _register_row(svc: Services, data: bytes, sha: str, doc_name: str, key: str,
     raise AssertionError("unreachable")
 
 
+def replaced_version(doc: Document) -> dict[str, Any] | None:
+    """What a just-registered upload of ``doc`` replaces: ``{"ingest_version", "sha256"}`` of its
+    published version when the new bytes differ from it (a new version under the same name:
+    it replaces the published one once indexed), else None (a new document, same bytes with
+    another strategy, or a never-published one). Call it right after ``register``."""
+    if doc.ingest_version > 0 and doc.pending_sha256 and doc.pending_sha256 != doc.sha256:
+        return {"ingest_version": doc.ingest_version, "sha256": doc.sha256}
+    return None
+
+
+def replaced_note(doc_name: str, replaces: dict[str, Any]) -> str:
+    """The sentence an upload's reply adds when it replaces a published version (never silent:
+    two different files with one name, e.g. two folders' ``report.pdf``, keep only the last)."""
+    return (f"new content for {doc_name}: replaces version {replaces['ingest_version']} (sha256 "
+            f"{replaces['sha256'][:12]}...) once indexed; to keep both, upload it under another name")
+
+
 def target_version(doc: Document) -> str:
     """The sha256 the current run ingests (the pending one, else the current one)."""
     return doc.pending_sha256 or doc.sha256
@@ -671,6 +688,7 @@ def ingest_bytes(svc: Services, data: bytes, doc_name: str, runner: Runner, know
         if not needs_run:
             return IngestOutcome(doc.doc_name, "unchanged", "same content already ingested; nothing changed",
                                  document=doc.as_dict(), seconds=time.perf_counter() - t)
+        replaces = replaced_version(doc)
         try:
             runner(svc, doc.id, strategy)
         except Exception as e:  # the run failed in some stage: undo and report
@@ -684,9 +702,14 @@ def ingest_bytes(svc: Services, data: bytes, doc_name: str, runner: Runner, know
             return IngestOutcome(doc.doc_name, status, msg, error_code=code, seconds=time.perf_counter() - t)
         doc = get_document(svc, doc.id)
         dups = duplicates_of(svc, doc.id, doc.sha256)
-        return IngestOutcome(doc.doc_name, "ingested", f"{doc.pages} pages, {doc.chunk_count} chunks",
-                             document=doc.as_dict(), seconds=time.perf_counter() - t,
-                             extra={"duplicate_of": dups} if dups else {})
+        message = f"{doc.pages} pages, {doc.chunk_count} chunks"
+        if replaces:
+            message += f"; version {doc.ingest_version}: {replaced_note(doc.doc_name, replaces)}"
+        extra: dict[str, Any] = {"duplicate_of": dups} if dups else {}
+        if replaces:
+            extra["replaces"] = replaces
+        return IngestOutcome(doc.doc_name, "ingested", message, document=doc.as_dict(),
+                             seconds=time.perf_counter() - t, extra=extra)
 
 
 def run_queued(svc: Services, document_id: str, runner: Runner) -> IngestOutcome | None:

@@ -7,7 +7,9 @@ refusal; never a 500 and never damage to another document.
 
 from __future__ import annotations
 
+import hashlib
 import os
+import time
 import unicodedata
 import uuid
 from pathlib import Path
@@ -215,6 +217,48 @@ def test_api_refuses_bad_names_with_422_and_keeps_folder_names(tmp_path, embedde
                             data={"knowledge_base": "k" * 200})
             assert r.status_code == 422 and "knowledge base name" in r.json()["detail"]
             assert len(client.get("/documents").json()) == 2
+    finally:
+        release_services(settings)
+
+
+def test_api_upload_of_new_content_under_a_taken_name_says_what_it_replaces(tmp_path, embedder):
+    """Two different files both called report.pdf (what a browser sends for the two folders of the
+    same-name case): the second upload is a new version of the first, and its reply says so
+    (``replaces`` with the published version, and the message), with and without ``wait``; a new
+    name keeps both. Fails if a different file silently replaces a document."""
+    from api.app import create_app
+
+    settings = make_settings(tmp_path / "api")
+    alder = (SAME_NAME / "branch_alder" / "report.pdf").read_bytes()
+    birch = (SAME_NAME / "branch_birch" / "report.pdf").read_bytes()
+    try:
+        with TestClient(create_app(settings)) as client:
+            def up(data, wait=True, **form):
+                return client.post(f"/documents?wait={str(wait).lower()}",
+                                   files={"file": ("report.pdf", data, "application/pdf")}, data=form)
+
+            r = up(alder)
+            assert r.status_code == 201 and r.json()["replaces"] is None, r.text
+            assert up(alder).json()["status"] == "unchanged"
+            r = up(birch)
+            assert r.status_code == 201, r.text
+            body = r.json()
+            assert body["replaces"] == {"ingest_version": 1, "sha256": hashlib.sha256(alder).hexdigest()}
+            assert body["document"]["ingest_version"] == 2
+            assert "replaces version 1" in body["message"] and "another name" in body["message"]
+            r = up(alder, wait=False)  # the background path says it as well, at once
+            assert r.status_code == 202, r.text
+            assert r.json()["replaces"]["ingest_version"] == 2 and "replaces version 2" in r.json()["message"]
+            doc_id = r.json()["document"]["id"]
+            for _ in range(600):  # let the worker finish before the app stops
+                if client.get(f"/documents/{doc_id}").json()["status"] in ("ready", "failed"):
+                    break
+                time.sleep(0.1)
+            assert client.get(f"/documents/{doc_id}").json()["status"] == "ready"
+            r = up(birch, name="branch_birch/report.pdf")
+            assert r.status_code == 201 and r.json()["replaces"] is None
+            assert sorted(d["doc_name"] for d in client.get("/documents").json()) == [
+                "branch_birch/report.pdf", "report.pdf"]
     finally:
         release_services(settings)
 

@@ -73,7 +73,8 @@ async def upload_document(svc: ServicesDep, settings: SettingsDep, jobs: IngestQ
             _refuse(name, out.status, out.error_code, out.message)
         response.status_code = 200 if out.status == "unchanged" else 201
         return IngestOut(status=out.status, message=out.message, seconds=round(out.seconds, 3),
-                         document=DocumentOut(**out.document), duplicate_of=out.extra.get("duplicate_of", []))
+                         document=DocumentOut(**out.document), duplicate_of=out.extra.get("duplicate_of", []),
+                         replaces=out.extra.get("replaces"))
     t = time.perf_counter()
     try:
         strategy = Strategy.parse(strategy).value
@@ -86,9 +87,12 @@ async def upload_document(svc: ServicesDep, settings: SettingsDep, jobs: IngestQ
         _refuse(name, "refused", "busy", str(e))
     except ValueError as e:
         _refuse(name, "refused", "invalid_request", str(e))
+    replaces = ingest.replaced_version(doc) if needs_run else None
     if needs_run:
         jobs.submit(doc.id)
         state, message = "queued", "queued for ingestion; follow /documents/{id}/events"
+        if replaces:
+            message += f"; {ingest.replaced_note(doc.doc_name, replaces)}"
     elif doc.status in ingest.ACTIVE:
         jobs.submit(doc.id)  # already queued or running with these bytes (a no-op when already waiting)
         state, message = "queued", f"this version is already being ingested (status {doc.status})"
@@ -97,7 +101,7 @@ async def upload_document(svc: ServicesDep, settings: SettingsDep, jobs: IngestQ
         state, message = "unchanged", "same content already ingested; nothing changed"
     dups = ingest.duplicates_of(svc, doc.id, ingest.target_version(doc))
     return IngestOut(status=state, message=message, seconds=round(time.perf_counter() - t, 3),
-                     document=DocumentOut(**doc.as_dict()), duplicate_of=dups)
+                     document=DocumentOut(**doc.as_dict()), duplicate_of=dups, replaces=replaces)
 
 
 def _refuse(name: str, state: str, code: str | None, message: str) -> NoReturn:

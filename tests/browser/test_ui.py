@@ -129,6 +129,8 @@ def test_ui_end_to_end(server, tmp_path):
     shots = Path(os.environ.get("RAGAUDIT_UI_SCREENSHOTS", str(tmp_path / "shots")))
     cfg = {"base": base, "good_pdf": str(corpus / DOC), "bad_pdf": str(BAD / "password-example.pdf"),
            "sibling_pdf": str(SAMPLES / SIBLING),
+           "same_name_a": str(SHARED_CORPUS / "cases" / "same-name" / "branch_alder" / "report.pdf"),
+           "same_name_b": str(SHARED_CORPUS / "cases" / "same-name" / "branch_birch" / "report.pdf"),
            "question": q["question"], "expect_page": q["page"], "dataset_jsonl": str(dataset),
            "screenshots": str(shots), "chromium": CHROMIUM, "playwright_core": str(PLAYWRIGHT)}
     (tmp_path / "cfg.json").write_text(json.dumps(cfg))
@@ -182,6 +184,10 @@ def test_ui_end_to_end(server, tmp_path):
     assert obs["shown"] == obs["metrics_count"] and obs["shown"] >= 2, obs
     assert sorted(obs["groups_shown"]) == sorted(obs["groups_metrics"]), obs
     assert obs["health_rows"] >= 4
+    # 9: a different file under a taken name is never a silent replacement
+    same = s["same_name"]
+    assert same["first_replaces"] == 0, same
+    assert "replaces version 1" in same["second_replaces"] and "another name" in same["second_replaces"], same
     assert not s["page_errors"], s["page_errors"]
 
 

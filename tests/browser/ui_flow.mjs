@@ -33,13 +33,9 @@ const api = async (path) => {
   return { status: r.status(), headers: r.headers(), json: r.headers()["content-type"]?.includes("json") ? await r.json() : null };
 };
 const check = (cond, msg) => { if (!cond) throw new Error(msg); };
-
-try {
-  // 1. chat: drop a real PDF and a bad file together on the drop zone (a real drop event)
-  step = "upload";
-  await page.goto(`${base}/#/`);
-  await page.getByTestId("dropzone").waitFor();
-  const files = [cfg.good_pdf, cfg.bad_pdf].map((p) => ({ name: basename(p), b64: readFileSync(p).toString("base64") }));
+// drop files on the upload zone (a real drop event); each keeps its base name, as a browser sends it
+const drop = async (paths) => {
+  const files = paths.map((p) => ({ name: basename(p), b64: readFileSync(p).toString("base64") }));
   const dt = await page.evaluateHandle((fs) => {
     const d = new DataTransfer();
     for (const f of fs) {
@@ -49,6 +45,14 @@ try {
     return d;
   }, files);
   await page.getByTestId("dropzone").dispatchEvent("drop", { dataTransfer: dt });
+};
+
+try {
+  // 1. chat: drop a real PDF and a bad file together on the drop zone (a real drop event)
+  step = "upload";
+  await page.goto(`${base}/#/`);
+  await page.getByTestId("dropzone").waitFor();
+  await drop([cfg.good_pdf, cfg.bad_pdf]);
   const good = page.locator(`[data-testid=upload-item][data-name="${basename(cfg.good_pdf)}"]`);
   const bad = page.locator(`[data-testid=upload-item][data-name="${basename(cfg.bad_pdf)}"]`);
   await bad.locator("[data-testid=refusal]").waitFor();
@@ -245,6 +249,22 @@ try {
     health_rows: await page.locator("[data-testid=health] tr").count(),
   };
   await shot("observability");
+
+  // 9. two different files both named report.pdf (two folders' files, as a browser sends them): the
+  //    second is a new version of the first, and its upload row says which version it replaces
+  step = "same-name";
+  await page.goto(`${base}/#/`);
+  await page.getByTestId("dropzone").waitFor();
+  await drop([cfg.same_name_a]);
+  await page.locator("[data-testid=upload-item][data-name='report.pdf'][data-state=ready]").first().waitFor({ timeout: 120_000 });
+  await drop([cfg.same_name_b]);
+  const second = page.locator("[data-testid=upload-item][data-name='report.pdf']").first();
+  await second.locator("[data-testid=replaces]").waitFor();
+  out.steps.same_name = {
+    first_replaces: await page.locator("[data-testid=upload-item][data-name='report.pdf']").nth(1).locator("[data-testid=replaces]").count(),
+    second_replaces: await second.locator("[data-testid=replaces]").innerText(),
+  };
+  await page.locator("[data-testid=upload-item][data-name='report.pdf']").first().and(page.locator("[data-state=ready]")).waitFor({ timeout: 120_000 });
   out.steps.page_errors = consoleErrors;
   out.ok = true;
 } catch (e) {

@@ -13,6 +13,7 @@ interface Item {
   detail?: string; // the API's reason (4xx detail, document.error)
   doc?: Doc;
   ingest?: number; // ingestion progress 0..1 when the API reports one (asynchronous ingestion)
+  replaces?: string; // new content under a name already taken: the version it replaces (the API's message)
 }
 
 const TERMINAL = new Set(["ready", "failed"]);
@@ -52,12 +53,17 @@ export function Upload({ knowledgeBase, strategy, onChange }: {
       form.append("file", f, f.name);
       form.append("knowledge_base", knowledgeBase || "default");
       form.append("strategy", strategy);
-      uploadWithProgress<{ status: string; document: Doc; message?: string }>("/documents", form, (p) => {
-        patch(key, { progress: p, ...(p >= 1 ? { state: "ingesting" } : {}) });
-      })
+      uploadWithProgress<{ status: string; document: Doc; message?: string; replaces?: { ingest_version: number } | null }>(
+        "/documents", form, (p) => {
+          patch(key, { progress: p, ...(p >= 1 ? { state: "ingesting" } : {}) });
+        })
         .then((out) => {
           const d = out.document;
-          patch(key, { status: `${out.status} · ${d.status}`, doc: d, progress: 1 });
+          const replaces = out.replaces
+            ? `${d.doc_name}: new content under a name already in this knowledge base; it replaces version ` +
+              `${out.replaces.ingest_version} once indexed (upload it under another name to keep both)`
+            : undefined;
+          patch(key, { status: `${out.status} · ${d.status}`, doc: d, progress: 1, replaces });
           if (TERMINAL.has(d.status)) {
             patch(key, { state: d.status === "ready" ? "ready" : "failed", detail: d.error ?? out.message });
             onChange();
@@ -97,6 +103,7 @@ export function Upload({ knowledgeBase, strategy, onChange }: {
             {it.doc && it.state === "ready" && (
               <Typography variant="caption">{it.doc.pages} pages · {it.doc.chunk_count} chunks · {it.status}</Typography>
             )}
+            {it.replaces && <Alert severity="warning" sx={{ py: 0 }} data-testid="replaces">{it.replaces}</Alert>}
             {it.detail && (it.state === "refused" || it.state === "failed") && (
               <Alert severity="error" sx={{ py: 0 }} data-testid="refusal">{it.detail}</Alert>
             )}
