@@ -406,8 +406,12 @@ class ExtractiveAnswerer:
         pool += [(sc, normalize_ws(s.text), s.chunk.text[max(0, s.start - 1500):s.start], "") for sc, s in scored
                  if s.chunk.doc_name == best_doc and not any(s is p for p in picked)]
         pool.sort(key=lambda x: -x[0])
-        # else the best sentence of the answer's document (``select_sentences`` may quote another than the best's)
+        # else the best sentence of the answer's document (``select_sentences`` may quote another than the best's);
+        # a lead-in ("... the probable cause(s) of this accident to be:") announces the answer: its quoted
+        # completion (``_complete_lead_ins``: the next sentence of its chunk) is the answer
         fallback = next(s for _, s in scored if s.chunk.doc_name == best_doc)
+        if fallback.text.rstrip().endswith(":"):
+            fallback = next((p for p in picked if p.chunk is fallback.chunk and p.start >= fallback.end), fallback)
         return concise_answer(question, pool) or normalize_ws(fallback.text)
 
     def select_sentences(self, scored: list[tuple[float, _Sentence]]) -> list[_Sentence]:

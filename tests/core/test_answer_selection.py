@@ -109,3 +109,14 @@ def test_a_form_line_number_is_no_value(embedder):
     assert concise_answer(q, [(1.294, line), (1.271, cat)]) == "11364D"
     assert concise_answer(q, [(1.0, line)]) is None  # its only number is a line's
     assert concise_answer("On which line of Form 1040NR is exempt income included?", [(1.0, line)]) == "22"
+
+
+def test_a_lead_in_is_not_the_concise_answer_its_completion_is(embedder):
+    """The NTSB report's "... determines the probable cause(s) of this accident to be:" announces the
+    cause on the next line; the answer quotes both, and the concise answer (no typed span for a
+    "what was the cause" question, so the best sentence) must be the completion, not the lead-in."""
+    src = _source("20071229X02007.pdf", "probable cause(s) of this accident to be:", 1, 0.033, embedder)
+    out = ExtractiveAnswerer(embedder).answer("What was the probable cause of the accident?", [src])
+    assert "probable cause(s) of this accident to be:" in out.answer
+    assert "misjudged clearance over obstacles" in out.answer
+    assert _ws(out.concise) == "The pilot's misjudged clearance over obstacles during final approach."
