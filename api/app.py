@@ -79,7 +79,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         try:
             recovered = recover_runs(svc, jobs.submit_run)
             if any(recovered.values()):
-                log.warning("Dagster runs left by a stopped process: %d marked failed, %d queued again",
+                log.warning("Dagster runs left by a stopped process: %d marked failed, %d handed-over runs "
+                            "started again; documents a stopped run was building are re-queued from SQL",
                             len(recovered["failed"]), len(recovered["requeued"]))
         except Exception:  # never keep the API from serving
             log.exception("could not check the Dagster runs left by a stopped process")
