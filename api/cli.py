@@ -22,13 +22,10 @@ def _quiet() -> None:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     for name in ("dagster", "httpx", "sentence_transformers", "transformers", "alembic"):
         logging.getLogger(name).setLevel(logging.WARNING)
-    try:
-        from transformers.utils import logging as hf_logging
+    if "transformers" in sys.modules:  # loaded already; else whoever loads it quiets it (core.embedding)
+        from core.embedding import quiet_transformers
 
-        hf_logging.disable_progress_bar()
-        hf_logging.set_verbosity_error()
-    except Exception:
-        pass
+        quiet_transformers()
 
 
 def _services(busy_ok: bool = False):

@@ -7,9 +7,12 @@ set before loading and the model is loaded from a local folder.
 Backends (``Settings.embedding_backend``):
 
 - ``onnx``: the model's transformer exported once from the local weights with ``torch.onnx.export``
-  into a cache folder (``onnx_model_file``), run by ONNX Runtime's CPU provider; the model's own
-  Hugging Face tokenizer; mean pooling and L2 normalisation as the folder's sentence-transformers
-  config says (``read_pooling``: other configurations are refused, not guessed).
+  into a cache folder (``onnx_model_file``; the export runs in a child process), run by ONNX
+  Runtime's CPU provider; the folder's ``tokenizer.json`` run by the Hugging Face ``tokenizers``
+  library (``FastTokenizer``: the same pieces as ``transformers.AutoTokenizer``); mean pooling and L2
+  normalisation as the folder's sentence-transformers config says (``read_pooling``: other
+  configurations are refused, not guessed). This process never imports torch, transformers or
+  sentence-transformers (~400 MB less resident memory).
 - ``torch``: ``SentenceTransformer.encode``.
 
 Both run behind the same batching, priority and thread logic of ``Embedder``.
@@ -229,11 +232,37 @@ def default_onnx_cache_dir() -> Path:
     return Path(platformdirs.user_cache_dir("ragaudit")) / "onnx"
 
 
+EXPORT_TIMEOUT_S = 900  # the export takes ~10 s here; a child stuck longer is killed and reported
+
+
 def export_onnx(path: Path, out: Path) -> None:
+    """Export the transformer of model folder ``path`` to ONNX file ``out`` (``export_onnx_here``)
+    in a child Python process, so this process never imports torch or transformers (~400 MB of
+    resident memory the onnx backend does not need). Raises ``RuntimeError`` with the tail of the
+    child's stderr if the export fails or takes more than ``EXPORT_TIMEOUT_S`` seconds."""
+    import subprocess
+    import sys
+
+    code = "import sys; from core.embedding import export_onnx_here; export_onnx_here(sys.argv[1], sys.argv[2])"
+    root = str(Path(__file__).resolve().parents[1])  # the folder holding the ``core`` package
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
+           "PYTHONPATH": os.pathsep.join([root, *filter(None, [os.environ.get("PYTHONPATH")])])}
+    try:
+        done = subprocess.run([sys.executable, "-c", code, str(path), str(out)], env=env, capture_output=True,
+                              text=True, timeout=EXPORT_TIMEOUT_S, check=False)
+    except subprocess.TimeoutExpired as e:
+        raise RuntimeError(f"ONNX export of {path} took more than {EXPORT_TIMEOUT_S} s") from e
+    if done.returncode != 0:
+        raise RuntimeError(f"ONNX export of {path} failed (exit {done.returncode}): {done.stderr[-2000:]}")
+
+
+def export_onnx_here(path: Path | str, out: Path | str) -> None:
     """Export the transformer of model folder ``path`` (Hugging Face ``AutoModel``, eager
     attention) to ONNX file ``out`` with ``torch.onnx.export`` (TorchScript exporter, opset
-    ``ONNX_OPSET``): inputs = the tokenizer's ``model_input_names`` (int64, batch x sequence),
-    output ``last_hidden_state`` (batch x sequence x hidden), both axes dynamic. Local files only."""
+    ``ONNX_OPSET``) in this process (imports torch and transformers: ``export_onnx`` runs it in a
+    child): inputs = the tokenizer's ``model_input_names`` (int64, batch x sequence), output
+    ``last_hidden_state`` (batch x sequence x hidden), both axes dynamic. Local files only."""
+    path, out = Path(path), Path(out)
     import torch
     from transformers import AutoModel, AutoTokenizer
 
@@ -310,15 +339,95 @@ def onnx_model_file(path: Path, cache_dir: Path | None = None) -> Path:
     return out
 
 
+def quiet_transformers() -> None:
+    """Silence transformers (errors only; no 'Loading weights' progress bar: our CLI prints its
+    own progress; we count long texts on purpose, so no length warnings). Imports transformers:
+    call it only where torch/transformers are loaded anyway (torch backend, reranker)."""
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+
+
+def _special_token(path: Path, name: str) -> str | None:
+    """``name`` (e.g. "pad_token") as the folder's ``tokenizer_config.json`` or
+    ``special_tokens_map.json`` sets it (a string or an AddedToken dict), else None."""
+    for f in ("tokenizer_config.json", "special_tokens_map.json"):
+        if (path / f).is_file():
+            v = json.loads((path / f).read_text()).get(name)
+            if isinstance(v, dict):
+                v = v.get("content")
+            if isinstance(v, str):
+                return v
+    return None
+
+
+class FastTokenizer:
+    """The model folder's ``tokenizer.json`` run by the Hugging Face ``tokenizers`` library
+    directly: what ``transformers.AutoTokenizer`` (a fast tokenizer over the same file) gives for
+    the calls ``Embedder`` makes, without importing transformers/torch (~220 MB resident).
+
+    ``count_tokens``/``token_offsets``: word pieces without special tokens, no truncation (the
+    file's own truncation and padding settings are switched off). ``model_inputs``: special tokens,
+    truncation to ``max_seq_length`` (longest first) and padding to the longest text of the batch
+    with the config's pad token, sides as ``tokenizer_config.json`` says (default right), as
+    ``tokenizer(texts, padding=True, truncation="longest_first", max_length=max_seq_length)``.
+    Checked against AutoTokenizer on real chunk texts in tests/core/test_embedding_onnx.py.
+    Two ``tokenizers.Tokenizer`` objects, each configured once: safe to call from several threads.
+    Raises ``UnsupportedModelError`` when the folder has no ``tokenizer.json`` or no pad token."""
+
+    def __init__(self, path: Path, max_seq_length: int):
+        from tokenizers import Tokenizer
+
+        file = path / "tokenizer.json"
+        if not file.is_file():
+            raise UnsupportedModelError(f"{path} has no tokenizer.json (a fast tokenizer), which the ONNX backend "
+                                        "needs: set RAGAUDIT_EMBEDDING_BACKEND=torch")
+        cfg_file = path / "tokenizer_config.json"
+        cfg = json.loads(cfg_file.read_text()) if cfg_file.is_file() else {}
+        pad = _special_token(path, "pad_token")
+        pad_id = None
+        self._pieces = Tokenizer.from_file(str(file))
+        self._pieces.no_truncation()
+        self._pieces.no_padding()
+        if pad is not None:
+            pad_id = self._pieces.token_to_id(pad)
+        if pad_id is None:
+            raise UnsupportedModelError(f"{path}: no pad token in its tokenizer config: set "
+                                        "RAGAUDIT_EMBEDDING_BACKEND=torch")
+        self._batch = Tokenizer.from_file(str(file))
+        self._batch.enable_truncation(int(max_seq_length), strategy="longest_first",
+                                      direction=cfg.get("truncation_side", "right"))
+        self._batch.enable_padding(direction=cfg.get("padding_side", "right"), pad_id=pad_id, pad_type_id=0,
+                                   pad_token=pad)
+        self.max_seq_length = int(max_seq_length)
+
+    def count_tokens(self, texts: list[str]) -> list[int]:
+        """Word pieces of each text, special tokens not counted, nothing truncated."""
+        return [len(e.ids) for e in self._pieces.encode_batch(texts, add_special_tokens=False)]
+
+    def token_offsets(self, text: str) -> list[tuple[int, int]]:
+        """(start, end) character span in ``text`` of each of its word pieces (no special tokens)."""
+        return [tuple(o) for o in self._pieces.encode(text, add_special_tokens=False).offsets]
+
+    def model_inputs(self, texts: list[str]) -> dict[str, np.ndarray]:
+        """``input_ids``, ``attention_mask``, ``token_type_ids``: int64 arrays (len(texts), L), L =
+        the longest text's pieces with [CLS]/[SEP], at most ``max_seq_length``."""
+        enc = self._batch.encode_batch(texts)
+        return {"input_ids": np.array([e.ids for e in enc], dtype=np.int64),
+                "attention_mask": np.array([e.attention_mask for e in enc], dtype=np.int64),
+                "token_type_ids": np.array([e.type_ids for e in enc], dtype=np.int64)}
+
+
 class _OnnxEncoder:
-    """The ONNX backend's forward pass: HF tokenizer -> ONNX Runtime session -> pooling -> L2 norm.
+    """The ONNX backend's forward pass: ``FastTokenizer`` -> ONNX Runtime session -> pooling -> L2 norm.
 
     One ``InferenceSession`` with ONE intra-op thread (no thread pool, no spinning), which ONNX
     Runtime allows to be run from several threads at once (``InferenceSession.run`` is thread-safe
     and releases the GIL): ``encode(texts, threads)`` splits a batch into ``threads`` interleaved
     parts run concurrently, one core each."""
 
-    def __init__(self, path: Path, tokenizer, pooling: dict, cache_dir: Path | None):
+    def __init__(self, path: Path, tokenizer: FastTokenizer, pooling: dict, cache_dir: Path | None):
         import onnxruntime as ort
 
         self.file = onnx_model_file(path, cache_dir)
@@ -334,9 +443,8 @@ class _OnnxEncoder:
         self._pool = None  # ThreadPoolExecutor for the extra parts, made on first use
 
     def _forward(self, texts: list[str]) -> np.ndarray:
-        f = self.tokenizer(texts, padding=True, truncation="longest_first", max_length=self.max_seq_length,
-                           return_tensors="np")
-        feeds = {n: np.asarray(f[n], dtype=np.int64) for n in self.inputs}
+        f = self.tokenizer.model_inputs(texts)
+        feeds = {n: f[n] for n in self.inputs}
         hidden = self.session.run(None, feeds)[0]  # (batch, sequence, dim) float32
         mask = feeds["attention_mask"].astype(np.float32)[..., None]
         if self.mode == "mean":
@@ -400,11 +508,6 @@ class Embedder:
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         if backend not in ("onnx", "torch"):
             raise ValueError(f"unknown embedding backend {backend!r}: 'onnx' or 'torch'")
-        from transformers.utils import logging as hf_logging
-
-        hf_logging.set_verbosity_error()  # we count long texts on purpose (budgets); no length warnings
-        hf_logging.disable_progress_bar()  # transformers' 'Loading weights' bar: our CLI prints its own progress
-
         self.name = model
         self.backend = backend
         self.path = resolve_model_path(model)
@@ -425,10 +528,8 @@ class Embedder:
             # the model's intra-op threads when no core is busy
             self.threads: int = int(torch.get_num_threads())
         else:
-            from transformers import AutoTokenizer
-
             pooling = read_pooling(self.path)
-            self.tokenizer = AutoTokenizer.from_pretrained(str(self.path), local_files_only=True)
+            self.tokenizer = FastTokenizer(self.path, pooling["max_seq_length"])
             self.max_seq_length = pooling["max_seq_length"]
             self.dim = pooling["dim"]
             self._onnx = _OnnxEncoder(self.path, self.tokenizer, pooling, cache_dir)
@@ -449,6 +550,7 @@ class Embedder:
 
     def _load_sentence_transformer(self):
         if self._st_model is None:
+            quiet_transformers()
             from sentence_transformers import SentenceTransformer
 
             self._st_model = SentenceTransformer(str(self.path), device="cpu", local_files_only=True)
@@ -475,11 +577,15 @@ class Embedder:
         """Word-piece counts (no special tokens) for each text."""
         if not texts:
             return []
+        if isinstance(self.tokenizer, FastTokenizer):
+            return self.tokenizer.count_tokens(texts)
         enc = self.tokenizer(texts, add_special_tokens=False, truncation=False)
         return [len(ids) for ids in enc["input_ids"]]
 
     def token_offsets(self, text: str) -> list[tuple[int, int]]:
         """Character span of each word piece of ``text`` (for cutting over-long sentences)."""
+        if isinstance(self.tokenizer, FastTokenizer):
+            return self.tokenizer.token_offsets(text)
         enc = self.tokenizer(text, add_special_tokens=False, truncation=False, return_offsets_mapping=True)
         return [tuple(o) for o in enc["offset_mapping"]]
 

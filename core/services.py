@@ -67,9 +67,10 @@ class Services:
             return None
         import os
 
-        from sentence_transformers import CrossEncoder
+        from .embedding import ModelNotFoundError, quiet_transformers, resolve_model_path
 
-        from .embedding import ModelNotFoundError, resolve_model_path
+        quiet_transformers()
+        from sentence_transformers import CrossEncoder
 
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         path = resolve_model_path(self.settings.reranker_model)

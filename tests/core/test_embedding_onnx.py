@@ -246,3 +246,131 @@ def test_modules_beyond_transformer_pooling_normalize_are_refused(tmp_path):
     (folder2 / "sentence_bert_config.json").write_text(json.dumps({"max_seq_length": 256, "do_lower_case": True}))
     with pytest.raises(UnsupportedModelError, match="lower-case"):
         read_pooling(folder2)
+
+
+CJK_PDF = SHARED_CORPUS / "pdfs" / "chinese-tables.pdf"
+TOKENIZER_PDFS = [PDF, CJK_PDF, SHARED_CORPUS / "pdfs" / "karpukhin2020-dpr.pdf", SHARED_CORPUS / "pdfs" / "dmca.pdf",
+                  SHARED_CORPUS / "pdfs" / "kcd-beijing-2025-model-serving.pdf"]
+
+
+def _real_texts(embedder) -> list[str]:
+    """Chunk texts (header + text, as ingestion embeds them) and whole page texts (many beyond
+    ``max_seq_length``) of real corpus PDFs, Chinese tables included, plus a few edge strings."""
+    from core.chunking import chunk_document, document_title
+    from core.pdf import extract_pages
+
+    texts: list[str] = []
+    for pdf in TOKENIZER_PDFS:
+        pages = extract_pages(pdf.read_bytes())
+        texts += [p.text for p in pages]
+        chunks = chunk_document(pages, embedder, document_title(pdf.name, pages))
+        texts += [f"{c.header}\n{c.text}" if c.header else c.text for c in chunks]
+    return texts + ["", " ", "[CLS] a literal [SEP] and [MASK] token", "Ünïcödé — ‘quotes’ …", "x" * 300]
+
+
+def test_tokenizers_library_gives_autotokenizer_pieces_offsets_and_model_inputs(embedder):
+    """The onnx backend's ``FastTokenizer`` (the folder's tokenizer.json run by the ``tokenizers``
+    library) gives exactly what ``transformers.AutoTokenizer`` gives on real chunk and page texts
+    of five corpus PDFs (Chinese tables included, pages beyond ``max_seq_length``): the word-piece
+    counts (``count_tokens``, no special tokens, no truncation), every piece's character offsets
+    (``token_offsets``) and the model inputs of mixed-length batches (ids, attention mask, token
+    types; [CLS]/[SEP], truncated to 256 longest-first, right-padded with [PAD]). Fails if the
+    file's own truncation (128) or fixed padding leaks into counts, a special token or the pad id
+    differs, or offsets drift on CJK text: chunk budgets and vectors would change."""
+    from transformers import AutoTokenizer
+
+    hf = AutoTokenizer.from_pretrained(str(embedder.path), local_files_only=True)
+    texts = _real_texts(embedder)
+    counts = embedder.count_tokens(texts)
+    assert counts == [len(ids) for ids in hf(texts, add_special_tokens=False, truncation=False)["input_ids"]]
+    assert max(counts) > 4 * embedder.max_seq_length and sum(c > embedder.max_seq_length for c in counts) >= 20
+    assert sum(any("\u4e00" <= ch <= "\u9fff" for ch in t) for t in texts) >= 10  # CJK texts among them
+    for t in texts:
+        want = hf(t, add_special_tokens=False, truncation=False, return_offsets_mapping=True)["offset_mapping"]
+        assert embedder.token_offsets(t) == [tuple(o) for o in want], t[:80]
+    for i in range(0, len(texts), 32):  # document order: short and long texts padded together
+        batch = texts[i:i + 32]
+        want = hf(batch, padding=True, truncation="longest_first", max_length=embedder.max_seq_length,
+                  return_tensors="np")
+        got = embedder.tokenizer.model_inputs(batch)
+        assert set(got) == {"input_ids", "attention_mask", "token_type_ids"} == set(want)
+        for name in got:
+            assert got[name].dtype == np.int64 and np.array_equal(got[name], want[name]), (i, name)
+
+
+def test_chunks_are_the_same_on_both_backends(embedder, torch_embedder):
+    """``chunk_document`` on a real 10-Q and on Chinese tables cuts the same chunks (texts,
+    offsets, headers, pages) with the onnx backend's tokenizer as with the torch backend's
+    (transformers') one. Fails if a token count or offset differs anywhere budgets are checked."""
+    from core.chunking import chunk_document, document_title
+    from core.pdf import extract_pages
+
+    for pdf in (PDF, CJK_PDF):
+        pages = extract_pages(pdf.read_bytes())
+        title = document_title(pdf.name, pages)
+        got = chunk_document(pages, embedder, title)
+        assert len(got) >= 5 and got == chunk_document(pages, torch_embedder, title)
+
+
+_HEAVY = ("torch", "transformers", "sentence_transformers")
+
+
+def _fresh_python(code: str, tmp_path: Path) -> dict:
+    """Run ``code`` in a new Python (repository on the path, test data dir, no LLM/servers); its
+    last stdout line is JSON, returned."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAGAUDIT_")}
+    env.update({"HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", "RAGAUDIT_DATA_DIR": str(tmp_path / "data"),
+                "PYTHONPATH": str(ROOT)})
+    if os.environ.get("RAGAUDIT_EMBEDDING_CACHE_DIR"):
+        env["RAGAUDIT_EMBEDDING_CACHE_DIR"] = os.environ["RAGAUDIT_EMBEDDING_CACHE_DIR"]
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=env,
+                          timeout=600, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_default_services_embed_and_chunk_without_torch_or_transformers(tmp_path, embedder):
+    """A fresh Python that builds the default ``Services`` embedder (onnx), embeds a question,
+    embeds and chunks a real PDF has not imported torch, transformers or sentence-transformers
+    (~400 MB resident memory), and its vectors are the suite's onnx embedder's. Fails if anything
+    on that path imports them (the tokenizer, the export, a logging call, a type import)."""
+    out = _fresh_python(f'''
+        import json, sys
+        from core.services import Services
+        from core.settings import Settings
+        from core.chunking import chunk_document, document_title
+        from core.pdf import extract_pages
+        e = Services(Settings(_env_file=None)).embedder
+        q = e.embed_query("What was the revenue in the first quarter?")
+        pages = extract_pages(open({str(CJK_PDF)!r}, "rb").read())
+        chunks = chunk_document(pages, e, document_title("chinese-tables.pdf", pages))
+        v = e.embed([c.text for c in chunks[:4]])
+        print(json.dumps({{"backend": e.backend, "chunks": len(chunks), "q": q.tolist(), "v0": v[0].tolist(),
+                          "heavy": [m for m in {_HEAVY!r} if m in sys.modules]}}))
+    ''', tmp_path)
+    assert out["backend"] == "onnx" and out["chunks"] >= 5
+    assert out["heavy"] == []
+    assert float(np.dot(out["q"], embedder.embed_query("What was the revenue in the first quarter?"))) >= MIN_COSINE
+
+
+def test_cli_ingest_and_ask_do_not_import_torch_or_transformers(tmp_path):
+    """``ragaudit ingest`` of a real PDF then ``ragaudit ask`` (embedded store, extractive answer,
+    onnx backend, no reranker) in one fresh process: both succeed and torch, transformers and
+    sentence-transformers were never imported. (A configured reranker, a CrossEncoder, or
+    ``RAGAUDIT_EMBEDDING_BACKEND=torch`` load them on purpose.) Fails if the CLI's start-up
+    (logging set-up) or its ingest/ask path imports them."""
+    pdf = ROOT / "samples" / "dmca.pdf"
+    out = _fresh_python(f'''
+        import json, sys
+        from api.cli import app
+        codes = []
+        for args in (["ingest", {str(pdf)!r}], ["ask", "When was the DMCA signed into law?"]):
+            try:
+                app(args, standalone_mode=False)
+                codes.append(0)
+            except SystemExit as e:
+                codes.append(e.code)
+        print(json.dumps({{"codes": codes, "heavy": [m for m in {_HEAVY!r} if m in sys.modules]}}))
+    ''', tmp_path)
+    assert out["codes"] == [0, 0]
+    assert out["heavy"] == []
