@@ -24,7 +24,7 @@ from .citations import normalize_ws
 from .db import new_id
 from .embedding import cores_busy
 from .llmcall import CLIENT_DISCONNECTED, Cancellation, litellm_kwargs
-from .retrieval import EMPTY_SCOPE_NOTE, Mode, RetrievalResult, RetrievedChunk, Retriever
+from .retrieval import Mode, RetrievalResult, RetrievedChunk, Retriever, empty_note
 from .services import Services
 from .store import Scope
 from .telemetry import TelemetryWriter
@@ -218,7 +218,8 @@ class QueryService:
             gate = AnswerResult(f"Your question does not say what it is about ({why}): which document, item or "
                                 "period do you mean?", [], "clarifying", model)
         elif res.scope_empty:  # not "nothing matches the question": nothing was searched ("dmca.PDF")
-            gate = AnswerResult(f"{REFUSAL_TEXT} Nothing was searched: {EMPTY_SCOPE_NOTE}.", [], "refused", model)
+            # no "the documents do not contain the answer": no document was read
+            gate = AnswerResult(f"Not answered. Nothing was searched: {empty_note(scope)}.", [], "refused", model)
         elif not sources:
             gate = AnswerResult(REFUSAL_TEXT + " Nothing in the searched documents matches it.", [], "refused", model)
         else:

@@ -100,12 +100,22 @@ class RetrievalResult:
     candidates: dict[str, list[str]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     query_vector: np.ndarray | None = None  # the question's embedding when the dense leg ran (dim,)
-    scope_empty: bool = False  # no chunk at all is in the scope (a misspelt name): nothing was searched
+    scope_empty: bool = False  # no chunk at all is in the scope (a misspelt name, an empty knowledge base)
 
 
 # why a scoped search found nothing when the scope itself holds no chunk (notes and the refusal say it)
 EMPTY_SCOPE_NOTE = ("no indexed chunk is in the scope: check the document names (matched exactly, case "
                     "included), knowledge base, ids and page range; GET /documents lists them")
+# the same when no scope was given and the whole index is empty (a fresh install, a wrong data folder)
+EMPTY_INDEX_NOTE = ("the index holds no document yet: ingest PDFs first (`ragaudit ingest FOLDER`, "
+                    "POST /documents or the Upload page), and check that this process uses the data folder "
+                    "or Qdrant URL they were ingested into")
+
+
+def empty_note(scope: Scope) -> str:
+    """Why nothing was searched: ``EMPTY_SCOPE_NOTE`` when the question had a scope, else
+    ``EMPTY_INDEX_NOTE`` (the whole index holds no chunk)."""
+    return EMPTY_SCOPE_NOTE if scope.as_dict() else EMPTY_INDEX_NOTE
 
 
 
@@ -288,8 +298,9 @@ class Retriever:
         n = max(self.candidates, top_k)
         timings = {"embed": 0.0, "vector": 0.0, "bm25": 0.0, "fusion": 0.0, "rerank": 0.0}
         hits: dict[str, dict[str, PointHit]] = {}
-        if not self.store.exists():
-            return RetrievalResult([], timings, mode)
+        if not self.store.exists():  # nothing ever indexed here: say so rather than "nothing matches"
+            note = f"scope {scope.as_dict()}: {EMPTY_SCOPE_NOTE}" if scope.as_dict() else EMPTY_INDEX_NOTE
+            return RetrievalResult([], timings, mode, notes=[note], scope_empty=True)
         notes: list[str] = []
         use_dense = mode in (Mode.vector, Mode.hybrid, Mode.hybrid_rerank)
         script = query_script(question)
@@ -365,9 +376,9 @@ class Retriever:
             out += self.neighbors(out, neighbors)
             timings["neighbors"] = (time.perf_counter() - t) * 1000
         out, scope_notes = enforce_scope(scope, out)
-        empty = not out and bool(scope.as_dict()) and not self.store.count_matching(scope.to_filter())
+        empty = not out and not self.store.count_matching(scope.to_filter())
         if empty:
-            scope_notes.append(f"scope {scope.as_dict()}: {EMPTY_SCOPE_NOTE}")
+            scope_notes.append(f"scope {scope.as_dict()}: {EMPTY_SCOPE_NOTE}" if scope.as_dict() else EMPTY_INDEX_NOTE)
         return RetrievalResult(out, timings, mode, ranked_ids, notes + scope_notes, qvec if use_dense else None,
                                scope_empty=empty)
 

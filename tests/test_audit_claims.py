@@ -207,6 +207,39 @@ def test_a_scope_that_holds_no_chunk_is_refused_saying_so(kb):
         res = qs.retriever.retrieve(DMCA_QUESTION, scope, 5, "bm25")
         assert res.scope_empty and not res.chunks
     out = qs.ask("What is the airspeed velocity of an unladen swallow?", Scope(doc_names=["dmca.pdf"]))
-    assert "Nothing was searched" not in out["answer"]
+    assert "Nothing was searched" not in out["answer"] and out["answer"].startswith("The documents do not")
     assert not any("no indexed chunk" in n for n in out["notes"])
     assert not qs.retriever.retrieve(DMCA_QUESTION, Scope(doc_names=["dmca.pdf"]), 5, "bm25").scope_empty
+
+
+def test_an_empty_index_says_nothing_was_searched(tmp_path, embedder):
+    """A fresh install (or a process pointed at the wrong data folder) holds no chunk: an unscoped
+    question is refused with "Nothing was searched" and how to ingest, in /query's reply and in
+    /search's notes, not with "nothing in the searched documents matches it" as if the documents
+    had been read. Fails if an empty index reads like a question the documents do not answer."""
+    from api.app import create_app
+    from core.services import get_services, release_services
+    from tests.conftest import make_settings
+
+    settings = make_settings(tmp_path / "data")
+    get_services(settings)
+    try:
+        with TestClient(create_app(settings)) as client:
+            out = client.post("/query", json={"question": DMCA_QUESTION}).json()
+            assert out["label"] == "refused", out
+            assert out["answer"].startswith("Not answered. Nothing was searched") and "ingest PDFs first" in out["answer"]
+            assert "do not contain" not in out["answer"], out["answer"]  # no document was read
+            hits = client.post("/search", json={"question": DMCA_QUESTION}).json()
+            assert not hits["retrieved"] and any("holds no document yet" in n for n in hits["notes"]), hits
+    finally:
+        release_services(settings)
+
+
+def test_an_index_with_documents_never_reports_itself_empty(kb):
+    """The unscoped counterpart on a populated index: a question nothing matches is refused as not
+    answered by the documents, never as an empty index (the count runs only when no chunk came back)."""
+    qs = QueryService(kb)
+    out = qs.ask("What is the airspeed velocity of an unladen swallow?")
+    assert out["label"] == "refused" and "Nothing was searched" not in out["answer"], out["answer"]
+    res = qs.retriever.retrieve("zzqxw", Scope(), 5, "bm25")
+    assert not res.chunks and not res.scope_empty and not any("no document yet" in n for n in res.notes)
