@@ -44,6 +44,7 @@ ROWS = [("hit@1", "hit@1", "ans"), ("hit@5", "hit@5", "ans"), ("hit@10", "hit@10
         ("false refusals (share of answerable)", "false_refusal", "ans"),
         ("false answers (share of must-refuse: dev + generated)", "false_answer", "ref"),
         ("citation validity", "citation_validity", "ans"),
+        ("audit label `answered` (share of answers not refused)", "audit_answered", "ans"),
         ("F1, own concise answer", "f1", "ans"), ("EM, own concise answer", "em", "ans"),
         ("F1, gold-guided span (upper bound)", "f1_gold_guided", "ans"),
         ("EM, gold-guided span (upper bound)", "em_gold_guided", "ans")]
@@ -95,6 +96,8 @@ def run(svc, questions, top_k: int | None = None) -> dict:
             r["false_refusal"] = float(refused)
             own = "" if refused else (out.get("concise_answer") or strip_citations(out["answer"]))
             gg = "" if refused else metrics.concise_answer(out["answer"], q.answer)
+            if not refused:  # the citation audit passed (not uncited / unsupported)
+                r["audit_answered"] = float(out["label"] == "answered")
             r.update(concise=own, f1=metrics.token_f1(own, q.answer).value,
                      em=metrics.exact_match(own, q.answer).value,
                      f1_gold_guided=metrics.token_f1(gg, q.answer).value,

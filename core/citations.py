@@ -36,13 +36,43 @@ def strip_citations(text: str) -> str:
     return normalize_ws(_CITE_WITH_SPACE.sub("", text))
 
 
-_BOUNDARY = re.compile(r"[.!?。！？]['\")\]”’]*(?:\s*\[\d+(?:\s*,\s*\d+)*\])*\s+(?=[^\s\[])")
+_BOUNDARY = re.compile(r"(?P<stop>[.!?。！？]['\")\]”’]*)(?P<cites>(?:\s*\[\d+(?:\s*,\s*\d+)*\])*)\s+(?=[^\s\[])")
+
+
+def _sentence_ends(text: str) -> set[int]:
+    """Offsets in ``text`` right after each sentence's last character, as the chunker's sentence
+    segmenter (``chunking.sentence_spans``: pysbd plus its abbreviation rule) sees the text with
+    its citation markers removed."""
+    from .chunking import sentence_spans  # lazy: chunking pulls in the PDF stack
+
+    plain, where, pos = [], [], 0
+    for m in _CITE.finditer(text):
+        plain.append(text[pos:m.start()])
+        where.extend(range(pos, m.start()))
+        pos = m.end()
+    plain.append(text[pos:])
+    where.extend(range(pos, len(text)))
+    return {where[e - 1] + 1 for _, e in sentence_spans("".join(plain)) if e > 0}
 
 
 def split_answer_sentences(text: str) -> list[str]:
-    """Split an answer into sentences; citations right after the full stop stay with their sentence."""
+    """Split an answer into sentences; citations right after the full stop stay with their sentence.
+
+    A full stop followed by a space ends a sentence when a citation follows it (``"... 1998. [1]
+    It ..."``: the writer closed the sentence) or when the sentence segmenter the answerer quotes
+    with (pysbd, ``chunking.sentence_spans``) ends one there, so the period of an abbreviation or
+    initial inside a quoted sentence ("Apple Inc. and", "Michelle L. Collins", "e.g.", "U.S.
+    Code", "St. Kitts") does not cut it into an uncited fragment and a claim without its quote.
+    Example: ``"One thing. [1] Two things [2]."`` -> ``["One thing. [1]", "Two things [2]."]``.
+    """
+    ends = None
     out, pos = [], 0
     for m in _BOUNDARY.finditer(text):
+        if not m.group("cites"):
+            if ends is None:
+                ends = _sentence_ends(text)
+            if not any(m.start("stop") < e <= m.end("stop") for e in ends):
+                continue
         out.append(text[pos:m.end()].strip())
         pos = m.end()
     out.append(text[pos:].strip())

@@ -243,3 +243,21 @@ def test_an_index_with_documents_never_reports_itself_empty(kb):
     assert out["label"] == "refused" and "Nothing was searched" not in out["answer"], out["answer"]
     res = qs.retriever.retrieve("zzqxw", Scope(), 5, "bm25")
     assert not res.chunks and not res.scope_empty and not any("no document yet" in n for n in res.notes)
+
+
+@pytest.mark.parametrize("question,doc", [
+    ("If I file to protect the shape of my boat's hull, for how long am I covered?", "dmca.pdf"),
+    ("Which chapter does the Vessel Hull Design Protection Act add to Title 17?", "dmca.pdf"),
+])
+def test_offline_answer_quoting_an_abbreviation_is_audited_as_answered(kb, question, doc):
+    """The offline answerer quotes whole sentences and cites each; its audit must not call them
+    uncited. Fails if the answer's sentence split cuts a quote at the period of an abbreviation
+    ("Title 17 of the U.S. Code"): the fragment before it counted as a sentence citing
+    nothing (label ``uncited``) and the rest as a claim without its quote (16 of 77 answerable dev
+    questions were labelled ``uncited`` that way: "Apple Inc.", "Michelle L. Collins", "St. Kitts")."""
+    out = QueryService(kb).ask(question, Scope(doc_names=[doc]), log_query=False)
+    quoted = " ".join(c["quote"] for c in out["citations"])
+    assert "U.S. Code" in quoted, quoted  # the case: an abbreviation inside a quoted sentence
+    assert out["citation_check"]["uncited_sentences"] == [], out["citation_check"]
+    assert out["citation_check"]["unsupported"] == [], out["citation_check"]
+    assert out["label"] == "answered", out["answer"]
