@@ -443,7 +443,11 @@ def subject_words(question: str) -> list[str]:
     from wordfreq import zipf_frequency
 
     out: list[str] = []
-    for w in re.findall(r"[^\W_][\w&'’.-]*[^\W_]|[^\W_]", question):
+    words = re.findall(r"[^\W_][\w&'’.-]*[^\W_]|[^\W_]", question)
+    relation = _relation_verb(words)
+    for w in words:
+        if w == relation:
+            continue
         w = re.sub(r"['’]s$", "", w)
         low = w.lower()
         if CJK_CHAR.search(w):
@@ -459,6 +463,25 @@ def subject_words(question: str) -> list[str]:
         if w not in out:
             out.append(w)
     return out
+
+
+_WHO_WHAT = {"who", "whom", "what", "which"}
+
+
+def _relation_verb(words: list[str]) -> str | None:
+    """The verb right after a question-initial "Who" / "What" / "Which" ("Who *wrote*
+    LayoutParser?"; in "Which company acquired X?" the verb is the third word and stays a subject
+    word), when it can only be a verb (``lemminflect``'s
+    lexicon: a verb reading, no noun reading). It names the relation the question asks about,
+    which documents phrase in their own words (a paper lists its "authors", it never says
+    "wrote"), so it is not a subject word that must be found. A verb elsewhere ("the pilot who
+    *clipped* trees") describes the subject and stays one."""
+    if len(words) < 2 or words[0].lower() not in _WHO_WHAT or not words[1].isalpha() or not words[1].islower():
+        return None
+    from lemminflect import getAllLemmas
+
+    readings = getAllLemmas(words[1])
+    return words[1] if "VERB" in readings and not readings.keys() & {"NOUN", "PROPN", "ADJ"} else None
 
 
 # interrogatives of Chinese questions ("how much", "what", "which", "how", "why", "whether", "who",

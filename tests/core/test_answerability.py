@@ -251,3 +251,26 @@ def test_what_the_question_asks_for_must_be_in_the_document_naming_its_subject()
     q2 = "What probable cause did the NTSB determine for the Air Tractor accident near Soledad, California?"
     assert subject_passages(q2, docs, passages) == [passages[1]]
     assert assess(q2, docs, passages).label is None
+
+
+def test_the_verb_a_who_question_asks_about_is_not_a_missing_subject_word():
+    """"Who wrote LayoutParser?" against the LayoutParser paper's first pages (a real PDF): a paper
+    names its authors and never says "wrote", so counting the verb as a subject word refused the
+    question (1 of its 2 subject words missing). Only the verb right after a question-initial
+    Who/What/Which is the relation asked about; a verb describing the subject ("the pilot who
+    clipped trees") still counts, and a question about something the paper lacks is refused."""
+    from pathlib import Path
+
+    from core.answerability import subject_words
+    from core.pdf import extract_pages
+    from tests.conftest import SHARED_CORPUS
+
+    pages = [p.text for p in extract_pages(Path(SHARED_CORPUS, "edge", "copy-protected.pdf").read_bytes())]
+    opening = pages[0][:1500]
+    for q in ("Who wrote LayoutParser?", "Who developed LayoutParser?"):
+        assert assess(q, pages, [opening]).label is None, q
+    off = assess("Who founded the bakery cooperative?", pages, [opening])
+    assert off.label == "refused" and off.missing == ["bakery", "cooperative"], off
+    assert "clipped" in subject_words("How old was the pilot who clipped trees while coming in to land?")
+    assert "acquired" in subject_words("Which company acquired Mellanox?")
+    assert "lines" in subject_words("Who lines the runway?")  # a noun reading too: not only a verb
