@@ -2,7 +2,7 @@
 
 The question's expected answer type (Harabagiu et al., "FALCON: Boosting Knowledge for Answer
 Engines", TREC-9, 2000; Li & Roth, "Learning Question Classifiers", COLING 2002) is read from its
-wh-phrase: a date ("when", "on what date"), a duration ("how long", "for how many years", "how
+wh-phrase: a clock time ("at what time", "when does ... open"), a date ("when", "on what date"), a duration ("how long", "for how many years", "how
 much time"), a percentage ("what percent", "what rate"), an amount of money ("how much ... spend
 / revenue / cost"), a count or number ("how many", "how old", "what ... score", "多少"), an
 identifier ("what is the ... number", "which command / statement / registration"), a name ("who",
@@ -46,6 +46,11 @@ TYPES: dict[str, re.Pattern] = {
     "date": re.compile(rf"\b{_MONTH}\s+\d{{1,2}},?\s+\d{{4}}\b|\b\d{{1,2}}/\d{{1,2}}/\d{{2,4}}\b|"
                        rf"\b\d{{1,2}}\s+{_MONTH}\s+\d{{4}}\b|\b{_MONTH}\s+\d{{4}}\b|\d{{4}}年\d{{1,2}}月(?:\d{{1,2}}日)?",
                        re.I),
+    # a clock time ("8 am", "10:30 a.m.", "0826 eastern standard time", "1730 EST", "14:05")
+    "time": re.compile(r"(?<![\w.:])(?:[01]?\d|2[0-3])(?::[0-5]\d)?\s?(?:a\.m\.|p\.m\.|am\b|pm\b)|"
+                       r"(?<![\w.:])(?:[01]\d|2[0-3]):?[0-5]\d(?:\s(?:(?:eastern|central|mountain|pacific|local|"
+                       r"coordinated universal|universal)\s(?:standard |daylight )?time|[ECMP][SD]T|UTC|GMT|Z)\b)|"
+                       r"(?<![\w.:])(?:[01]?\d|2[0-3]):[0-5]\d(?![\d:])", re.I),
     "duration": re.compile(rf"(?<![\w.]){_APPROX}{_NUMBER}(?:\s|-)+(?:years?|months?|weeks?|days?|hours?|minutes?)\b",
                            re.I),
     "percent": re.compile(rf"{_APPROX}{_NB}\d[\d,]*(?:\.\d+)?\s?(?:%|percent\b)", re.I),
@@ -68,13 +73,18 @@ _Q_TYPES: list[tuple[str, re.Pattern]] = [
     ("duration", re.compile(r"\bhow long\b(?!.*\b(feet|foot|meters?|miles?|wide|tall)\b)|\bfor how many "
                             r"(years|months|weeks|days)\b|\bwhat (period|duration|term|time ?frame)\b|"
                             r"\bwithin what time\b|\bhow much ([\w-]+ ){0,2}time\b", re.I)),
+    ("time", re.compile(r"\b(what|which) time\b|\bat what (hour|time)\b|\bwhen does\b.*\b(open|close|start|begin|end|"
+                        r"depart|arrive|leave)s?\b|几点", re.I)),
     ("date", re.compile(r"\b(when|what date|on what (calendar )?date|which day|what day)\b|何时|什么时候|哪一?天|哪年",
                         re.I)),
     ("percent", re.compile(r"\b(what (percent(age)?|share|proportion|fraction)|how much of|(what|which)( [\w-]+){1,3} "
                            r"(rate|margin|accuracy|share)|what (rate|margin|accuracy))\b|%|百分比|比例", re.I)),
     ("money", re.compile(r"\bhow much\b.*\b(spen[dt]|cost|pay|paid|revenue|sales|income|earn|expense|price|"
                          r"generate|bring in|worth|fee|budget|capital)|\bwhat (amount|price|cost)\b|"
-                         r"\b(revenue|sales|income|expenditure|cost)\b.*\?$", re.I)),
+                         r"\b(revenue|sales|income|expenditure|cost)\b.*\?$|"
+                         # a measure noun asks for an amount ("What is the closing balance of the fund?")
+                         r"\bwhat (is|was|are|were) the ([\w-]+ ){0,2}(balance|amount|price|fee|budget|deficit|"
+                         r"surplus|profit|loss|payment|salary)\b", re.I)),
     ("number", re.compile(r"\bhow (many|much|old|far|large|big|often|fast|high|tall)\b|\bwhat (number|score|"
                           r"value|threshold|size|total|age|count|speed)\b|\b(what|which) [\w-]+ (score|value|"
                           r"threshold|number|count)\b|\bon which line\b|多少|几", re.I)),
@@ -86,7 +96,7 @@ _Q_TYPES: list[tuple[str, re.Pattern]] = [
 
 
 def question_type(question: str) -> str | None:
-    """Expected answer type of ``question``: date | duration | percent | money | number |
+    """Expected answer type of ``question``: time | date | duration | percent | money | number |
     identifier | name, or None (a description, a reason, a list). The earliest matching
     wh-phrase decides ("How many stores ... when the year ended?" asks for a count)."""
     found = [(m.start(), i, t) for i, (t, pat) in enumerate(_Q_TYPES) if (m := pat.search(question))]
@@ -96,7 +106,7 @@ def question_type(question: str) -> str | None:
 
 
 def _fallback_types(t: str) -> list[str]:
-    return {"money": ["money", "number"], "number": ["number", "money", "percent"], "percent": ["percent", "number"],
+    return {"time": ["time", "date"], "date": ["date", "time"], "money": ["money", "number"], "number": ["number", "money", "percent"], "percent": ["percent", "number"],
             "duration": ["duration", "date"], "identifier": ["identifier", "number"]}.get(t, [t])
 
 

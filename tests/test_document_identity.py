@@ -140,6 +140,7 @@ def test_same_name_in_two_folders_via_cli(backend, request, tmp_path, monkeypatc
         assert sorted(d["doc_name"] for d in docs) == ["branch_alder/report.pdf", "branch_birch/report.pdf"]
         out = json.loads(cli.invoke(app, ["ask", "When does the Alder branch open on weekdays?", "--json"]).stdout)
         assert out["label"] == "answered" and "8 am" in out["answer"], out["answer"]
+        assert out["concise_answer"] == "8 am", out  # "when does ... open" asks for a clock time
         assert {c["doc_name"] for c in out["citations"]} == {"branch_alder/report.pdf"}
         out = json.loads(cli.invoke(app, ["ask", "When does the branch open on weekdays?", "--doc",
                                           "branch_birch/report.pdf", "--json"]).stdout)

@@ -66,6 +66,9 @@ def test_fake_bold_statement_answers_the_closing_balance(fresh_services):
     assert out["label"] == "answered"
     assert "48,215" in out["answer"]
     assert any(c["page"] == 1 and "48,215" in c["quote"] for c in out["citations"])
+    # "What is the <measure noun> of X" asks for an amount: the concise answer is the value, not
+    # the whole quoted line (core.concise: balance, amount, price ... read as money)
+    assert out["concise_answer"] == "48,215 dollars", out["concise_answer"]
     # the context header that was indexed with each passage is shown with it
     assert out["retrieved"][0]["header"].startswith("fakebold-overprint")
 

@@ -147,3 +147,23 @@ def test_span_comes_from_the_sentence_that_answers_not_the_first_with_a_number()
     assert concise_answer(q, [(1.0, "A signed original of this written statement required by Section 906 of 18 "
                                     "U.S.C. § 1350 has been provided to NVIDIA Corporation."),
                               (0.9, "Commission file number: 0-23985")]) == "0-23985"
+
+
+def test_clock_times_and_measure_nouns_have_their_own_answer_type():
+    """Fails if "when does X open" is read as a date question with no date in the sentence (the
+    concise answer fell back to the whole sentence), if a clock time is not a span ("0826 eastern
+    standard time", "8 am", "10:30"), if a date question stops preferring a date over a time, or
+    if "What is the closing balance of ...?" has no type (a measure noun asks for an amount)."""
+    from core.concise import question_type
+
+    assert question_type("When does the Alder branch open on weekdays?") == "time"
+    assert concise_span("When does the Alder branch open on weekdays?",
+                        "The Alder branch opens at 8 am on weekdays and at 10 am on Saturdays.") == "8 am"
+    assert concise_span("At what time did the accident occur?", "On December 12, 2007, at 0826 eastern standard "
+                        "time, a Bombardier BD-700-1A11 sustained damage.") == "0826 eastern standard time"
+    assert concise_span("What time does the meeting start?", "The meeting starts at 10:30 in room 4.") == "10:30"
+    assert concise_span("When did the accident happen?", "Date & Time: 12/08/2007, 1730 EST") == "12/08/2007"
+    assert question_type("What is the closing balance of the reserve fund?") == "money"
+    assert concise_span("What is the closing balance of the reserve fund?",
+                        "Closing balance of the reserve fund: 48,215 dollars") == "48,215 dollars"
+    assert question_type("What is the purpose of the fund?") is None
