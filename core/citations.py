@@ -336,10 +336,15 @@ def audit_citations(answer: str, label: str, cites: list[CitedQuote],
     naming a chunk other than source n's is not verified); ``citation_check`` = ``check_citations``'s
     report plus ``claims`` (claims citing a valid source), ``supported_claims`` (those with at least
     one quote, every one verified and supporting) and ``unsupported`` (``[{claim, cites, reason}]``);
-    and the label from ``answer_label``. Refusals and clarifications keep their label and count no
-    claims (their quotes are still verified).
+    and the label from ``answer_label``. Refusals and clarifications keep their label, count no
+    claims and list no uncited sentences (their sentences say what was searched and not found; the
+    quote of the closest passage they may cite is still verified and its ``[n]`` checked).
     """
     rep = check_citations(answer, len(sources))
+    if label in ("refused", "clarifying"):
+        # "The documents do not contain the answer ... do not mention X." is the system saying what
+        # it searched, not a claim about the documents: only its quote of the closest passage is checked
+        rep.uncited_sentences = []
     verdicts = []
     for i, c in enumerate(cites):
         text = sources[c.n - 1][1] if 1 <= c.n <= len(sources) and sources[c.n - 1][0] == c.chunk_id else None

@@ -261,3 +261,16 @@ def test_offline_answer_quoting_an_abbreviation_is_audited_as_answered(kb, quest
     assert out["citation_check"]["uncited_sentences"] == [], out["citation_check"]
     assert out["citation_check"]["unsupported"] == [], out["citation_check"]
     assert out["label"] == "answered", out["answer"]
+
+
+def test_a_refusal_lists_no_uncited_sentences_and_its_quote_is_checked(kb):
+    """A refusal says what was searched ("The documents do not contain the answer ... do not mention
+    X.") and quotes the closest passage. Fails if those statements are reported as uncited claims
+    (``citation_check.ok`` was false on every refusal), or if the closest passage's citation is not
+    checked any more (it must name a real source and its quote be verified)."""
+    out = QueryService(kb).ask("Who won the 2019 Tour de France?", log_query=False)
+    assert out["label"] == "refused", out["answer"]
+    check = out["citation_check"]
+    assert check["uncited_sentences"] == [] and check["invalid_numbers"] == [], check
+    assert check["cited"] and check["ok"], check
+    assert out["citations"] and all(c["verified"] for c in out["citations"]), out["citations"]
