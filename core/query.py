@@ -123,7 +123,8 @@ class QueryService:
                                    reranker=reranker if reranker is not None else svc.reranker,
                                    rerank_candidates=s.rerank_candidates, dense_skip_scripts=s.dense_skip_scripts,
                                    dense_windows=s.dense_window_tokens > 0, fusion=s.fusion,
-                                   clear_hit_ratio=s.clear_hit_ratio, dense_prefetch=s.dense_prefetch)
+                                   clear_hit_ratio=s.clear_hit_ratio, dense_prefetch=s.dense_prefetch,
+                                   named_document_leg=s.named_document_leg)
         self.answerer = answerer or build_answerer(svc)
         from cachetools import LRUCache
 

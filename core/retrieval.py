@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
 
@@ -210,7 +210,7 @@ def question_identifiers(question: str) -> frozenset[str]:
     return frozenset(t for t in tokenize(question) if any(ch.isdigit() for ch in t) or re.search(r"[._\-/:]", t))
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=8192)
 def _token_set(text: str) -> frozenset[str]:
     """``set(tokenize(text))``, cached: a chunk's text never changes, and tokenizing one costs
     milliseconds (stemming), paid again for every tie it is in."""
@@ -261,7 +261,7 @@ class Retriever:
     def __init__(self, store: VectorStore, embedder: Embedder, *, rrf_k: int = 60, candidates: int = 20,
                  reranker: Any = None, rerank_candidates: int = 30, dense_skip_scripts: str = "",
                  dense_windows: bool = True, fusion: "Fusion | str" = "rrf", clear_hit_ratio: float = 1.5,
-                 dense_prefetch: int = 0):
+                 dense_prefetch: int = 0, named_document_leg: bool = False):
         self.store = store
         self.embedder = embedder
         self.rrf_k = rrf_k
@@ -275,6 +275,7 @@ class Retriever:
             raise ValueError("clear_hit_ratio must be >= 0 (0 = off)")
         self.clear_hit_ratio = clear_hit_ratio
         self.dense_prefetch = dense_prefetch
+        self.named_document_leg = named_document_leg
 
     def retrieve(self, question: str, scope: Scope | None = None, top_k: int = 5,
                  mode: Mode | str = Mode.hybrid, neighbors: int | None = None) -> RetrievalResult:
@@ -329,6 +330,23 @@ class Retriever:
             hits["bm25"] = {h.id: h for h in self.store.search_sparse(bm25_query_vector(question), flt, n,
                                                                        with_payload=not lazy)}
             timings["bm25"] = (time.perf_counter() - t) * 1000
+        if self.named_document_leg and len(hits) == 2 and Fusion.parse(self.fusion) is not Fusion.dbsf:
+            t = time.perf_counter()
+            named = self._named_document(question, hits, scope)
+            if named is not None:
+                doc_id, terms = named
+                sub = replace(scope, document_ids=[doc_id]).to_filter()
+                dense_doc = {h.id: h for h in self.store.search_dense(qvec, sub, n, windows=windows,
+                                                                     prefetch=self.dense_prefetch,
+                                                                     with_payload=not lazy)}
+                bm25_doc = {h.id: h for h in self.store.search_sparse(bm25_query_vector(question), sub, n,
+                                                                     with_payload=not lazy)}
+                both = reciprocal_rank_fusion({"vector": list(dense_doc), "bm25": list(bm25_doc)}, self.rrf_k)
+                merged = {**bm25_doc, **dense_doc}
+                hits["document"] = {pid: merged[pid] for pid, _ in both}
+                notes.append(f"one candidate document alone holds the question's {', '.join(terms)}: its chunks "
+                             "were also ranked within it (a third RRF list, 'document')")
+            timings["document"] = (time.perf_counter() - t) * 1000
         t = time.perf_counter()
         ranked_ids = {name: list(h) for name, h in hits.items()}
         clear: dict[str, tuple[float, float]] = {}
@@ -381,6 +399,40 @@ class Retriever:
             scope_notes.append(f"scope {scope.as_dict()}: {EMPTY_SCOPE_NOTE}" if scope.as_dict() else EMPTY_INDEX_NOTE)
         return RetrievalResult(out, timings, mode, ranked_ids, notes + scope_notes, qvec if use_dense else None,
                                scope_empty=empty)
+
+    def _named_document(self, question: str, hits: dict[str, dict[str, PointHit]],
+                        scope: Scope) -> tuple[str, list[str]] | None:
+        """``(document id, naming terms)`` when the question names exactly one of the documents its
+        dense and BM25 candidates come from: the question's content terms (BM25 tokens, stop words
+        out) that occur in that document's candidate chunks (header and text) and in no other
+        candidate document's. Identifying facts are often printed once per document (an accident
+        report's location and registration on page 1, a paper's authors on its first page), so the
+        chunks holding what the question asks (the pilot's age on page 2) do not repeat them and
+        rank below other documents' chunks that match the rest of the question. None when no
+        document, or more than one, holds such a term, or the scope already names one document."""
+        if len(scope.document_ids) == 1 or len(scope.doc_names) == 1:
+            return None
+        from .sparse import STOP_WORDS, tokenize
+
+        q_terms = {t for t in tokenize(question) if t not in STOP_WORDS and len(t) > 1}
+        if not q_terms:
+            return None
+        ids = list(dict.fromkeys(pid for hs in hits.values() for pid in hs))
+        self._fill_payloads(hits, ids)
+        per_doc: dict[str, set[str]] = {}
+        for pid in ids:
+            h = next(hs[pid] for hs in hits.values() if pid in hs)
+            doc = h.payload.get("document_id")
+            if doc:
+                text = f"{h.payload.get('header', '')}\n{h.payload.get('text', '')}"
+                per_doc.setdefault(doc, set()).update(q_terms & _token_set(text))
+        if len(per_doc) < 2:
+            return None
+        naming = {d: sorted(ts - set().union(*(o for e, o in per_doc.items() if e != d))) for d, ts in per_doc.items()}
+        named = [(d, ts) for d, ts in naming.items() if ts]
+        if len(named) != 1 or (scope.document_ids and named[0][0] not in scope.document_ids):
+            return None
+        return named[0]
 
     def _fill_payloads(self, hits: dict[str, dict[str, PointHit]], ids: list[str]) -> None:
         """Fetch (one ``get_payloads`` call) the payloads of ``ids`` whose hits have none, and set

@@ -106,6 +106,11 @@ class Settings(BaseSettings):
     clear_hit_ratio: float = Field(default=1.5, ge=0, description="BM25's top hit scoring at least this many "
                                    "times BM25's second is ranked first after fusion (a clear lexical match that "
                                    "rank fusion would let middling chunks outvote); 0 = off")
+    named_document_leg: bool = Field(default=True, description="when the question names one document (a "
+                                     "term of it that no other candidate document holds: 'the Madill accident'), "
+                                     "a third RRF list ranks that document's chunks by the same dense and BM25 "
+                                     "legs scoped to it, so a page that does not repeat the naming term (page 2's "
+                                     "pilot data) can still rank")
     candidates: int = Field(default=20, gt=0, description="top-N taken from each retriever before fusion "
                             "(measured on the dev set: 10-20 beat 25-50, where chunks at middling ranks in both "
                             "lists collect a second RRF vote and push out one retriever's clear best)")

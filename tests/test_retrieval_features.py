@@ -211,3 +211,39 @@ def test_a_page_range_scope_refuses_what_only_other_pages_name(kb):
     for scope in (Scope(doc_names=doc, page_min=1, page_max=1), Scope(doc_names=doc), None):
         out = qs.ask(q, scope, log_query=False)
         assert out["label"] == "answered" and "NYC08CA055" in out["answer"], (scope, out["answer"])
+
+
+def test_a_document_only_one_candidate_holds_a_question_term_of_is_also_searched_within(tmp_path, embedder):
+    """Two real filings of one company (Ulta's 8-K of the 2023 annual meeting and its Q4 earnings
+    release). "What was the turnout at Ulta Beauty's 2023 shareholders' meeting, as a share of all
+    its stock?": the sentence with the answer (87.78% of all shares represented) is ranked 7th by the
+    dense leg and not at all by BM25, below earnings-release chunks both legs rank in the middle
+    (fused rank 18). Only the 8-K's candidates hold "meeting", so the 8-K is searched within as a
+    third RRF list and the answer reaches the top 5. Fails if that list is not added, is added
+    without that evidence, or the note naming the term is missing; off (setting), the top 5 lacks
+    it, so the test measures the leg and not the corpus."""
+    from core.retrieval import Retriever
+    from core.services import get_services, release_services
+    from tests.conftest import SHARED_CORPUS
+
+    settings = make_settings(tmp_path / "data")
+    svc = get_services(settings)
+    try:
+        for name in ("ULTABEAUTY_2023_8K_dated-2023-06-07.pdf", "ULTABEAUTY_2023Q4_EARNINGS.pdf"):
+            out = ingest_bytes(svc, (SHARED_CORPUS / "pdfs" / name).read_bytes(), name, DagsterRunner())
+            assert out.status == "ingested", out
+        q = "What was the turnout at Ulta Beauty's 2023 shareholders' meeting, as a share of all its stock?"
+        found = {}
+        for on in (False, True):
+            res = Retriever(svc.store, svc.embedder, named_document_leg=on).retrieve(q, Scope(), top_k=5)
+            found[on] = [c for c in res.chunks if "87.78%" in c.text]
+            assert ("document" in res.candidates) is on
+        assert not found[False]
+        assert found[True] and found[True][0].doc_name == "ULTABEAUTY_2023_8K_dated-2023-06-07.pdf"
+        assert any("alone holds the question's meet" in n for n in res.notes), res.notes
+        # the default (settings) has the leg on, and the reply shows which lists a chunk came from
+        assert settings.named_document_leg
+        qs_res = QueryService(svc).retriever.retrieve(q, Scope(), top_k=5)
+        assert "document" in qs_res.candidates
+    finally:
+        release_services(settings)
