@@ -355,17 +355,33 @@ class ExtractiveAnswerer:
         return np.stack([have[k] for k in keys])
 
     @staticmethod
-    def _complete_lead_ins(picked: list[_Sentence]) -> list[_Sentence]:
+    def _complete_lead_ins(picked: list[_Sentence], sources: list[RetrievedChunk] | None = None) -> list[_Sentence]:
         """A sentence ending in ':' introduces what follows ("...the probable cause(s) of this
-        accident to be:"): add the next sentence of the same chunk."""
+        accident to be:"): add the next sentence of the same chunk, or, when the lead-in ends its
+        chunk, the sentence after it in the source that continues it (``sources``: the next chunk of
+        its document, retrieved or added as a neighbour by retrieval, repeats the lead-in and goes on)."""
         out: list[_Sentence] = []
         for s in picked:
             out.append(s)
-            if s.text.rstrip().endswith(":"):
-                spans = [(a, b) for a, b in source_sentence_spans(s.chunk) if a >= s.end]
-                if spans and not any(p.chunk is s.chunk and p.start == spans[0][0] for p in picked):
-                    a, b = spans[0]
-                    out.append(_Sentence(s.n, s.chunk, a, b, s.chunk.text[a:b]))
+            if not s.text.rstrip().endswith(":"):
+                continue
+            spans = [(a, b) for a, b in source_sentence_spans(s.chunk) if a >= s.end]
+            chunk, n = s.chunk, s.n
+            if not spans:
+                lead = normalize_ws(s.text)
+                for k, c in enumerate(sources or [], start=1):
+                    nxt = c.payload.get("chunk_index") == (s.chunk.payload.get("chunk_index") or 0) + 1 \
+                        and c.payload.get("document_id") == s.chunk.payload.get("document_id")
+                    if c is s.chunk or not (c.neighbor_of == s.chunk.chunk_id or nxt):
+                        continue
+                    own = source_sentence_spans(c)
+                    at = next((i for i, (a, b) in enumerate(own) if normalize_ws(c.text[a:b]) == lead), None)
+                    if at is not None and at + 1 < len(own):
+                        chunk, n, spans = c, k, own[at + 1:]
+                        break
+            if spans and not any(p.chunk is chunk and p.start == spans[0][0] for p in picked):
+                a, b = spans[0]
+                out.append(_Sentence(n, chunk, a, b, chunk.text[a:b]))
         return out
 
     @staticmethod
@@ -396,6 +412,8 @@ class ExtractiveAnswerer:
         for i, s in enumerate(picked):
             # a caption's value line or a lead-in's completion is quoted with it: it takes its score
             near = [own[j] for j in (i - 1, i + 1) if 0 <= j < len(picked) and picked[j].chunk is s.chunk]
+            if i and picked[i - 1].text.rstrip().endswith(":") and picked[i - 1].chunk is not s.chunk:
+                near.append(own[i - 1])  # the completion of a lead-in that ended its chunk (``_complete_lead_ins``)
             # a value line quoted with the form caption under it (``_complete_captions``): the caption labels it
             label = ""
             if i + 1 < len(picked) and picked[i + 1].chunk is s.chunk and _is_caption(picked[i + 1].text) \
@@ -410,8 +428,15 @@ class ExtractiveAnswerer:
         # a lead-in ("... the probable cause(s) of this accident to be:") announces the answer: its quoted
         # completion (``_complete_lead_ins``: the next sentence of its chunk) is the answer
         fallback = next(s for _, s in scored if s.chunk.doc_name == best_doc)
+        # a quoted lead-in announces the answer whichever sentence scored best: its completion
+        lead = next((i for i, p in enumerate(picked[:-1]) if p.text.rstrip().endswith(":")), None)
+        if lead is not None:
+            fallback = picked[lead]
         if fallback.text.rstrip().endswith(":"):
-            fallback = next((p for p in picked if p.chunk is fallback.chunk and p.start >= fallback.end), fallback)
+            at = next((i for i, p in enumerate(picked) if p is fallback or (p.chunk is fallback.chunk
+                                                                            and p.start == fallback.start)), None)
+            fallback = next((p for p in picked if p.chunk is fallback.chunk and p.start >= fallback.end),
+                            picked[at + 1] if at is not None and at + 1 < len(picked) else fallback)
         return concise_answer(question, pool) or normalize_ws(fallback.text)
 
     def select_sentences(self, scored: list[tuple[float, _Sentence]]) -> list[_Sentence]:
@@ -449,7 +474,7 @@ class ExtractiveAnswerer:
         picked = self.select_sentences(scored)
         best_doc = picked[0].chunk.doc_name  # an answer quotes one document: no stray sentences from others
         picked.sort(key=lambda s: (s.n, s.start))
-        picked = self._complete_captions(self._complete_lead_ins(picked))
+        picked = self._complete_captions(self._complete_lead_ins(picked, sources))
         parts, cites = [], []
         for s in picked:
             parts.append(f"{normalize_ws(s.text)} [{s.n}]")

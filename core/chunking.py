@@ -174,6 +174,13 @@ def ends_mid_list(text: str) -> bool:
     return bool(lines) and (_is_row(lines[-1]) or _BULLET.match(lines[-1]) is not None)
 
 
+def ends_with_lead_in(text: str) -> bool:
+    """True when the last non-empty line of ``text`` introduces what follows (it ends in ":",
+    "... the probable cause(s) of this accident to be:"): the passage was cut before it."""
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    return bool(lines) and lines[-1].rstrip().endswith(":")
+
+
 def continues(before: str, after: str) -> bool:
     """True when ``after`` (the first sentence of a page) continues ``before`` (the last one of
     the previous page): ``before`` does not end a sentence and ``after`` starts in lower case."""

@@ -265,14 +265,30 @@ def _label_match(sentence: str, start: int, q_terms: set[str], caption: str = ""
     return max(from_caption, _label_words_match(before[:-1], q_terms))
 
 
+_FOCUS = re.compile(r"(?i)^\s*(?:what|which)\s+(?:is|was|are|were)\s+(?:the\s+)?(?P<focus>[\w'’ -]+?)\s+"
+                    r"(?:of|for|in|at|on|from|to|by|with|during|that|which|behind)\b")
+
+
+def question_focus(question: str) -> set[str]:
+    """Terms of what a "What is/was the X of Y?" question asks for: X ("the *probable cause* of the
+    Beech A23 accident" -> {probable, cause}); Y only says of what. Empty for other shapes."""
+    m = _FOCUS.search(question)
+    return set(tokenize(m.group("focus"))) - STOP_WORDS if m else set()
+
+
 def _untyped_span(question: str, sentence: str, q_terms: set[str]) -> tuple[float, str] | None:
     """``(strength, span)`` for a question without an answer type: a form field's value under a
-    label holding the question's terms, the meaning a "what does X mean" question asks for, the
+    label holding the question's terms (and, for a "What was the X of Y?" question, a term of X:
+    "Beech A23 Aircraft Damage: Substantial" matches the Y of "the probable cause of the Beech A23
+    accident", not what it asks), the meaning a "what does X mean" question asks for, the
     reason a why-question asks for, or the identifier right after the question's head noun."""
     best = None
+    focus = question_focus(question)
     for label, value, _ in _form_fields(sentence, q_terms):
         terms = set(tokenize(label)) - STOP_WORDS
         hit = len(terms & q_terms)
+        if focus and not terms & focus:
+            continue
         if value and hit and hit / len(terms) >= 0.5 and len(value.split()) <= 12:
             cand = (hit / len(terms) + 0.1 * hit, value)
             best = max(best, cand) if best else cand

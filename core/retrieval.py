@@ -481,18 +481,21 @@ class Retriever:
 
         For each retrieved chunk (best first) whose passage ends in a table row or list item, the
         next chunk of the same document, version, strategy and section is added (at most
-        ``limit``), unless it is already retrieved. Returned with ``neighbor_of`` set.
+        ``limit``), unless it is already retrieved; for a passage that ends with a lead-in ("...
+        the probable cause(s) of this accident to be:", ``chunking.ends_with_lead_in``), the next
+        chunk whatever its section (what is introduced may sit under the next heading). Returned
+        with ``neighbor_of`` set.
         """
         if limit <= 0 or not chunks:
             return []
-        from .chunking import ends_mid_list
+        from .chunking import ends_mid_list, ends_with_lead_in
         from .store import point_id
 
         have = {c.chunk_id for c in chunks}
         want: list[tuple[str, RetrievedChunk]] = []
         for c in chunks:
             p = c.payload
-            if not ends_mid_list(c.text):
+            if not (ends_mid_list(c.text) or ends_with_lead_in(c.text)):
                 continue
             if not p.get("document_id") or p.get("chunk_index") is None:
                 continue
@@ -509,7 +512,8 @@ class Retriever:
         out = []
         for nid, src in want:
             payload = got.get(nid)
-            if payload and (payload.get("section") or "") == (src.payload.get("section") or ""):
+            if payload and ((payload.get("section") or "") == (src.payload.get("section") or "")
+                            or ends_with_lead_in(src.text)):
                 out.append(RetrievedChunk(rank=len(chunks) + len(out) + 1, chunk_id=nid, score=0.0, payload=payload,
                                           ranks={"vector": None, "bm25": None}, scores={}, neighbor_of=src.chunk_id))
         return out

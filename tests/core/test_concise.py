@@ -167,3 +167,29 @@ def test_clock_times_and_measure_nouns_have_their_own_answer_type():
     assert concise_span("What is the closing balance of the reserve fund?",
                         "Closing balance of the reserve fund: 48,215 dollars") == "48,215 dollars"
     assert question_type("What is the purpose of the fund?") is None
+
+
+def test_a_lead_in_ending_its_chunk_is_completed_from_the_chunk_that_continues_it(embedder):
+    """An accident report's chunk ended with "... determines the probable cause(s) of this accident
+    to be:" and the cause opened the next chunk (found on an NTSB report outside the dev set): the
+    answer quoted the lead-in alone and the concise answer was a form field of the header. Retrieval
+    now adds the next chunk as a neighbour (``chunking.ends_with_lead_in``) and the answerer quotes
+    the sentence after the lead-in there, which is also the concise answer. Fails if the completion
+    is not quoted, or is quoted from the lead-in's own chunk (it is not there), or not concise."""
+    from core.chunking import ends_with_lead_in
+
+    lead = "The National Transportation Safety Board determines the probable cause(s) of this accident to be:"
+    first = ("Location: Death Valley, CA Accident Number: SEA08CA049\nAircraft: Beech A23 Aircraft Damage: "
+             "Substantial\nThe pilot reported that the touchdown was hard and the airplane bounced.\n"
+             f"Probable Cause and Findings\n{lead}")
+    second = f"{lead}\nThe pilot's improper flare during landing.\nFindings\nOccurrence #1: HARD LANDING"
+    assert ends_with_lead_in(first) and not ends_with_lead_in(second)
+    meta = {"doc_name": "20071231X02009.pdf", "document_id": "d1", "page_start": 1, "page_end": 1,
+            "page_breaks": [[1, 0]]}
+    src = [RetrievedChunk(rank=1, chunk_id="c0", score=1.0, payload={**meta, "text": first, "chunk_index": 0}),
+           RetrievedChunk(rank=2, chunk_id="c1", score=0.0, payload={**meta, "text": second, "chunk_index": 1},
+                          neighbor_of="c0")]
+    out = ExtractiveAnswerer(embedder).answer("What was the probable cause of the Beech A23 accident in Death Valley?",
+                                              src)
+    assert "The pilot's improper flare during landing. [2]" in out.answer, out.answer
+    assert out.concise == "The pilot's improper flare during landing.", out.concise
