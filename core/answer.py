@@ -213,6 +213,12 @@ class ExtractiveAnswerer:
     name = "extractive"
 
     refine = 4  # sentences rescored with their own embedding per round (see score_sentences)
+    # a sentence within this share of the best is a near tie: the answer's document is then that of
+    # the highest-ranked passage among them (``select_sentences``); further below, a top-ranked
+    # passage's sentence (still good enough to quote) no longer moves the answer away from the
+    # document of a clearly better sentence ("190 hours" in the named aircraft's report, 1.72,
+    # against another report's "Flight Time: 119 hours" at rank 1, 1.28)
+    document_tie = 0.9
     refine_rounds = 3
 
     def __init__(self, embedder: Embedder, max_sentences: int = 3, relative: float = 0.7, rank_weight: float = 0.3,
@@ -445,7 +451,7 @@ class ExtractiveAnswerer:
         top-ranked passage's best sentence when it scores at least 0.6 x the best; [] for none.
 
         The document is that of the highest-ranked passage (retrieval rank, 1 = best) among the
-        sentences good enough to quote (``relative`` x the best), not that of the single best
+        sentences near-tied with the best (``document_tie`` x the best, 0.9), not that of the single best
         sentence: retrieval ranks whole passages with both retrievers over the whole collection,
         while sentence scores within that band are near-ties that move with which other passages
         were retrieved (BM25 over the candidate sentences; a bigger or different fifth passage
@@ -456,7 +462,8 @@ class ExtractiveAnswerer:
             return []
         best = scored[0][0]
         good = [(sc, s) for sc, s in scored if sc >= self.relative * best]
-        doc = min(good, key=lambda x: x[1].n)[1].chunk.doc_name  # stable: the best sentence of that passage
+        tied = [(sc, s) for sc, s in good if sc >= self.document_tie * best]
+        doc = min(tied, key=lambda x: x[1].n)[1].chunk.doc_name  # stable: the best sentence of that passage
         picked = [s for sc, s in good if s.chunk.doc_name == doc][: self.max_sentences]
         if not any(s.n == 1 for s in picked):  # the top-ranked passage's best sentence, if close enough
             top1 = next(((sc, s) for sc, s in scored if s.n == 1), None)

@@ -71,6 +71,12 @@ def test_near_tied_sentences_quote_the_top_ranked_passages_document(ulta, embedd
     # the top passage's sentence far below the best (under relative x best): the best sentence's document
     picked = ans.select_sentences([(1.521, best), (1.460, other), (0.9, accord)])
     assert {s.chunk.doc_name for s in picked} == {release.doc_name} and picked[0] is best
+    # good enough to quote (over relative x best) but no near tie (under document_tie x best): the top
+    # passage's document does not take the answer from a clearly better sentence (an NTSB report's
+    # "190 hours" at 1.72 against another report's "Flight Time: 119 hours" at rank 1, 1.28)
+    assert ans.relative * 1.521 < 1.2 < ans.document_tie * 1.521
+    picked = ans.select_sentences([(1.521, best), (1.460, other), (1.2, accord)])
+    assert {s.chunk.doc_name for s in picked} == {release.doc_name} and picked[0] is best
 
 
 def test_form_caption_labels_the_value_above_it_for_the_concise_answer(embedder):
