@@ -2,7 +2,8 @@
 
 The question's expected answer type (Harabagiu et al., "FALCON: Boosting Knowledge for Answer
 Engines", TREC-9, 2000; Li & Roth, "Learning Question Classifiers", COLING 2002) is read from its
-wh-phrase: a clock time ("at what time", "when does ... open"), a date ("when", "on what date"), a duration ("how long", "for how many years", "how
+wh-phrase: a speed ("how fast", "what wind speed"), a distance or size ("how far", "how long
+was the runway", "what length"), a clock time ("at what time", "when does ... open"), a date ("when", "on what date"), a duration ("how long", "for how many years", "how
 much time"), a percentage ("what percent", "what rate"), an amount of money ("how much ... spend
 / revenue / cost"), a count or number ("how many", "how old", "what ... score", "多少"), an
 identifier ("what is the ... number", "which command / statement / registration"), a name ("who",
@@ -53,6 +54,12 @@ TYPES: dict[str, re.Pattern] = {
                        r"(?<![\w.:])(?:[01]?\d|2[0-3]):[0-5]\d(?![\d:])", re.I),
     "duration": re.compile(rf"(?<![\w.]){_APPROX}{_NUMBER}(?:\s|-)+(?:years?|months?|weeks?|days?|hours?|minutes?)\b",
                            re.I),
+    # a distance or size ("3078 feet", "100 feet wide" -> "100 feet", "1,500-foot", "2.5 nm")
+    "length": re.compile(rf"(?<![\w.]){_APPROX}\d[\d,]*(?:\.\d+)?(?:\s|-)?(?:feet|foot|ft|meters?|metres?|km|"
+                         r"kilometers?|miles?|nm|nautical miles?|inches|inch|yards?|cm|mm)\b", re.I),
+    # a speed ("15 knots", "120 mph", "8 kts")
+    "speed": re.compile(rf"(?<![\w.]){_APPROX}\d[\d,]*(?:\.\d+)?\s?(?:knots?|kts|mph|miles per hour|km/h|"
+                        r"kph|kilometers per hour|m/s|meters per second|feet per (?:second|minute)|fpm)(?![\w/])", re.I),
     "percent": re.compile(rf"{_APPROX}{_NB}\d[\d,]*(?:\.\d+)?\s?(?:%|percent\b)", re.I),
     "money": re.compile(rf"{_APPROX}(?:\$|US\$|USD\s?|€|£|¥)\s?\d[\d,]*(?:\.\d+)?{_SCALE}|"
                         rf"{_APPROX}{_NB}\d[\d,]*(?:\.\d+)?\s?(?:million|billion)?\s?(?:dollars|yuan|euros?|亿元|万元|元)",
@@ -75,6 +82,10 @@ _Q_TYPES: list[tuple[str, re.Pattern]] = [
                             r"\bwithin what time\b|\bhow much ([\w-]+ ){0,2}time\b", re.I)),
     ("time", re.compile(r"\b(what|which) time\b|\bat what (hour|time)\b|\bwhen does\b.*\b(open|close|start|begin|end|"
                         r"depart|arrive|leave)s?\b|几点", re.I)),
+    ("speed", re.compile(r"\bhow fast\b|\b(what|which)( [\w-]+){0,3} (speed|velocity)\b|\bat what speed\b", re.I)),
+    ("length", re.compile(r"\bhow (far|wide|tall|high|deep)\b|\bhow long\b.*\b(feet|foot|meters?|miles?|wide|"
+                          r"runway|strip|distance|road|bridge)\b|\b(what|which)( [\w-]+){0,2} (length|width|"
+                          r"height|distance|depth|altitude|elevation)\b", re.I)),
     ("date", re.compile(r"\b(when|what date|on what (calendar )?date|which day|what day)\b|何时|什么时候|哪一?天|哪年",
                         re.I)),
     ("percent", re.compile(r"\b(what (percent(age)?|share|proportion|fraction)|how much of|(what|which)( [\w-]+){1,3} "
@@ -96,7 +107,7 @@ _Q_TYPES: list[tuple[str, re.Pattern]] = [
 
 
 def question_type(question: str) -> str | None:
-    """Expected answer type of ``question``: time | date | duration | percent | money | number |
+    """Expected answer type of ``question``: speed | length | time | date | duration | percent | money | number |
     identifier | name, or None (a description, a reason, a list). The earliest matching
     wh-phrase decides ("How many stores ... when the year ended?" asks for a count)."""
     found = [(m.start(), i, t) for i, (t, pat) in enumerate(_Q_TYPES) if (m := pat.search(question))]
@@ -106,8 +117,10 @@ def question_type(question: str) -> str | None:
 
 
 def _fallback_types(t: str) -> list[str]:
-    return {"time": ["time", "date"], "date": ["date", "time"], "money": ["money", "number"], "number": ["number", "money", "percent"], "percent": ["percent", "number"],
-            "duration": ["duration", "date"], "identifier": ["identifier", "number"]}.get(t, [t])
+    return {"time": ["time", "date"], "date": ["date", "time"], "speed": ["speed", "number"],
+            "length": ["length", "number"], "duration": ["duration", "length", "date"],
+            "money": ["money", "number"], "number": ["number", "money", "percent"], "percent": ["percent", "number"],
+            "identifier": ["identifier", "number"]}.get(t, [t])
 
 
 _AUX = r"(?:is|are|was|were|do|does|did|has|have|had|can|could|will|would|should|must|may|might)"
@@ -183,13 +196,13 @@ def _typed_spans(question: str, sentence: str, t: str) -> list[tuple[int, int, i
                 continue  # "We ...", a capitalised first word: not a name
             if typ in ("number", "identifier", "money") and _structure_ref(question, sentence, start, span):
                 continue
-            if typ in ("number", "percent", "duration") and t != "date" and any(
+            if typ in ("number", "percent", "duration", "length", "speed") and t != "date" and any(
                     a <= start < b for a, b in dates):
                 continue  # the day or year of a date ("July 1, 2023") is no count
             end = start + len(span)
             if typ == "number" and re.fullmatch(rf"(?i){_NUMWORD}", span):
                 tier += 0.5  # a bare number word is often a pronoun ("one groups items"): after the digits
-            if typ in ("money", "number", "percent", "duration", "date"):
+            if typ in ("money", "number", "percent", "duration", "date", "length", "speed"):
                 # a range ("$400 million to $475 million") or a rate ("$145 per record") is one value
                 rng = re.match(r"\s*(?:to|through|until|–|—|-)\s*", sentence[end:])
                 if rng and (m2 := TYPES[typ].match(sentence, end + rng.end())):

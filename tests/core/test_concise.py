@@ -42,7 +42,7 @@ CASES += [
      "taking roughly 8.8 hours on 8 GPUs.", "duration", "roughly 8.8 hours"),  # "how much time"; the qualifier stays
     ("How far before the start of the runway did the private jet clip the landing lights?",
      "While on short final approach, the airplane struck approach lights and a fence about 56 feet prior to the "
-     "runway threshold.", "number", "about 56 feet"),
+     "runway threshold.", "length", "about 56 feet"),  # a distance (was "number": the same span)
     ("Which Istio metric does HP's model-serving platform use for HPA autoscaling on requests per second?",
      '• 如何实现 HPA based on "Requests per second" 基于 Istio metrics istio_requests_total 具体例子', "identifier",
      "istio_requests_total"),  # lower case with underscores is an identifier
@@ -193,3 +193,21 @@ def test_a_lead_in_ending_its_chunk_is_completed_from_the_chunk_that_continues_i
                                               src)
     assert "The pilot's improper flare during landing. [2]" in out.answer, out.answer
     assert out.concise == "The pilot's improper flare during landing.", out.concise
+
+
+def test_speeds_and_lengths_have_their_own_answer_type():
+    """Fails if a speed question takes the first number of its sentence ("90 degree" before "8
+    knots"), if "how long was the runway" finds no span (a duration type with no duration in the
+    sentence fell back to the whole sentence), or if a duration question stops preferring a
+    duration. Li & Roth's numeric subtypes (NUM:speed, NUM:dist), read from the wh-phrase."""
+    from core.concise import question_type
+
+    wind = "The winds at the time of the accident were reported as a 90 degree crosswind to the active runway at 8 knots."
+    assert question_type("What was the crosswind speed at Madill?") == "speed"
+    assert concise_span("What was the crosswind speed at Madill?", wind) == "8 knots"
+    assert concise_span("How fast was the wind?", "Wind Speed/Gusts: 15 knots / Wind Direction: 090") == "15 knots"
+    runway = "He switched to runway 04 (3078 feet long, 100 feet wide, ice, snow covered)."
+    assert concise_span("How long was runway 04 at Wausau?", runway) == "3078 feet"
+    assert concise_span("How far from the airport did it crash?", "It crashed about 2 miles from the airport.") == \
+        "about 2 miles"
+    assert concise_span("How long did the flight last?", "The flight of 40 miles lasted 55 minutes.") == "55 minutes"
