@@ -323,6 +323,7 @@ def _untyped_span(question: str, sentence: str, q_terms: set[str]) -> tuple[floa
     return None
 
 
+_YEARS_LINE = re.compile(r"(?:(?:19|20)\d\d\s+)+(?:19|20)\d\d")
 _CELL = re.compile(r"(?<![\w.])(?:\$\s?)?\(?-?\d+(?:,\d{3})*(?:\.\d+)?\)?%?(?![\w.])")
 
 
@@ -334,13 +335,24 @@ def table_cell(question: str, row: str, context: str) -> str | None:
     labels' column --, is a question term: "Dataset Train Dev Test" for "How many test
     questions ..."). The row's numeric cells are aligned to the header's words from the right
     (a label column or a header spanning two columns shifts the left end): used only when the
-    row has no more numeric cells than the header has words."""
+    row has no more numeric cells than the header has words. A header line of years ("2022 2023",
+    as financial statements print them) picks the column of the year the question names, when the
+    row has one cell per year and the question names one year that heads one column."""
     q_terms = _q_terms(question)
     cells = [m.group(0) for m in _CELL.finditer(row)]
     label = _CELL.sub(" ", row).split()
     if len(cells) < 2 or len(label) > 6 or not set(tokenize(" ".join(label))) & q_terms:
         return None  # not a table row (a label and two or more cells) the question names
+    q_years = set(re.findall(r"\b(?:19|20)\d\d\b", question))
     for line in reversed(context.rstrip("\n").split("\n")[-15:]):
+        if q_years and _YEARS_LINE.fullmatch(line.strip()):
+            # a header of years ("2022 2023" over "Total net sales 116,444 127,358"): the column of
+            # the one year the question names, when each year heads one cell of the row
+            years = line.split()
+            named = [i for i, y in enumerate(years) if y in q_years]
+            if len(q_years) == 1 and len(named) == 1 and len(years) == len(cells):
+                return cells[named[0]]
+            return None
         if _CELL.search(line):
             continue  # another data row of the table
         words = line.split()

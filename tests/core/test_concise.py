@@ -3,7 +3,7 @@
 import pytest
 
 from core.answer import ExtractiveAnswerer, LLMAnswerer
-from core.concise import concise_span, question_type
+from core.concise import concise_answer, concise_span, question_type
 from core.retrieval import RetrievedChunk
 
 CASES = [  # (question, sentence, expected type, expected span) -- sentences as the dev PDFs print them
@@ -211,3 +211,22 @@ def test_speeds_and_lengths_have_their_own_answer_type():
     assert concise_span("How far from the airport did it crash?", "It crashed about 2 miles from the airport.") == \
         "about 2 miles"
     assert concise_span("How long did the flight last?", "The flight of 40 miles lasted 55 minutes.") == "55 minutes"
+
+
+def test_a_header_line_of_years_picks_the_column_of_the_year_asked():
+    """A financial statement heads its columns with years ("2022 2023", Amazon's 10-Q for Q1 2023):
+    "total net sales for the first quarter of 2023" is the 2023 cell of the "Total net sales" row
+    (the concise answer was another row's first cell). Fails if the year's column is not taken,
+    if a question naming no year (or a year heading two columns) gets a cell anyway."""
+    from core.concise import table_cell
+
+    ctx = ("CONSOLIDATED STATEMENTS OF OPERATIONS\n(in millions, except per share data)\nThree Months Ended\n"
+           "March 31,\n2022 2023\nNet product sales $ 56,455 $ 56,981\nNet service sales 59,989 70,377\n")
+    row = "Total net sales 116,444 127,358"
+    assert table_cell("What were Amazon's total net sales for the first quarter of 2023?", row, ctx) == "127,358"
+    assert table_cell("What were Amazon's total net sales in the first quarter of 2022?", row, ctx) == "116,444"
+    assert table_cell("What were Amazon's total net sales?", row, ctx) is None
+    two = ctx.replace("2022 2023", "2023 2022 2023 2022")
+    assert table_cell("What were total net sales in 2023?", "Total net sales 1 2 3 4", two) is None
+    assert concise_answer("What were Amazon's total net sales for the first quarter of 2023?",
+                          [(1.0, row, ctx), (0.9, "Net product sales $ 56,455 $ 56,981", ctx)]) == "127,358"
