@@ -51,7 +51,11 @@ ROWS = [("hit@1", "hit@1", "ans"), ("hit@5", "hit@5", "ans"), ("hit@10", "hit@10
 
 
 def part(qid: str) -> str:
-    """``"tune"`` (odd question number) or ``"confirm"`` (even) by the first number in the id."""
+    """``"tune"`` (odd question number) or ``"confirm"`` (even) by the first number in the id; an
+    id named after its set (``probe2-007``, ``bench/probes/holdout_questions.jsonl``) belongs to that set."""
+    named = re.match(r"([a-z]+\d+)-\d+", qid)
+    if named:
+        return named.group(1)
     m = re.search(r"(\d+)", qid)
     return "tune" if m and int(m.group(1)) % 2 else "confirm"
 
@@ -145,7 +149,8 @@ def table(new: dict, base: dict | None = None) -> str:
     head = "| part | metric | n | " + ("before (95% CI) | after (95% CI) | after − before, paired 95% CI |"
                                      if base else "value (95% CI) |")
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
-    for p in ("tune", "confirm", "all"):
+    parts = sorted({part(i) for i in new}, key=lambda x: (x not in ("tune", "confirm"), x != "tune", x))
+    for p in [*parts, "all"]:
         for name, key, which in ROWS:
             ids = [i for i in _select(new, which, p) if new[i].get(key) is not None]
             if base is not None:
