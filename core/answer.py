@@ -142,6 +142,26 @@ def _sentences(sources: list[RetrievedChunk]) -> list[_Sentence]:
     return out
 
 
+def _row_group(sent: "_Sentence") -> str:
+    """The group label a table row sits under ("AWS" over "Net sales ... / Operating income $
+    6,518 $ 5,123", "Current liabilities:"): the nearest line above it in its chunk that is neither a
+    row nor longer than six words, when only rows lie between; else "". A row is read with it, as
+    a reader of the table would: the row alone does not say whose operating income it is."""
+    from .chunking import _is_row
+
+    def row(line: str) -> bool:  # a detached "$" is no word of its own ("Operating income $ 6,518 $ 5,123")
+        return _is_row(re.sub(r"[$€£]\s+(?=\(?\d)", "", line))
+
+    if not row(sent.text.strip()):
+        return ""
+    for line in reversed(sent.chunk.text[:sent.start].rstrip("\n").split("\n")[-12:]):
+        t = line.strip()
+        if not t or row(t):
+            continue
+        return t if len(t.split()) <= 6 and not any(ch.isdigit() for ch in t) else ""
+    return ""
+
+
 def _is_caption(text: str) -> bool:
     """A form caption: a parenthesised line ("(I.R.S. Employer Identification No.)") naming the
     value printed above it."""
@@ -256,7 +276,7 @@ class ExtractiveAnswerer:
         if not sents:
             return []
         q_terms = set(tokenize(question))
-        sent_tokens = [tokenize(s.text) for s in sents]
+        sent_tokens = [tokenize(f"{_row_group(s)} {s.text}") for s in sents]
         n = len(sents)
         avgdl = sum(len(t) for t in sent_tokens) / n or 1.0
         df = {t: sum(1 for st in sent_tokens if t in st) for t in q_terms}

@@ -344,7 +344,14 @@ def table_cell(question: str, row: str, context: str) -> str | None:
     if len(cells) < 2 or len(label) > 6 or not set(tokenize(" ".join(label))) & q_terms:
         return None  # not a table row (a label and two or more cells) the question names
     q_years = set(re.findall(r"\b(?:19|20)\d\d\b", question))
+    groups, below_is_row = 0, True
     for line in reversed(context.rstrip("\n").split("\n")[-15:]):
+        if (groups < 3 and below_is_row and line.strip() and not re.search(r"\d", line)
+                and (len(line.split()) <= 2 or (len(line.split()) <= 4 and line.rstrip().endswith(":")))):
+            groups += 1  # a row group's label ("AWS", "North America", "Current liabilities:") above rows
+            below_is_row = False
+            continue
+        below_is_row = bool(_CELL.search(line))
         if q_years and _YEARS_LINE.fullmatch(line.strip()):
             # a header of years ("2022 2023" over "Total net sales 116,444 127,358"): the column of
             # the one year the question names, when each year heads one cell of the row

@@ -230,3 +230,24 @@ def test_a_header_line_of_years_picks_the_column_of_the_year_asked():
     assert table_cell("What were total net sales in 2023?", "Total net sales 1 2 3 4", two) is None
     assert concise_answer("What were Amazon's total net sales for the first quarter of 2023?",
                           [(1.0, row, ctx), (0.9, "Net product sales $ 56,455 $ 56,981", ctx)]) == "127,358"
+
+
+def test_a_table_row_is_read_with_the_group_label_above_it(embedder):
+    """Amazon's segment table prints "Operating income $ 6,518 $ 5,123" under a line "AWS" (and the
+    same row under "North America" and "International"): the row alone does not say whose income
+    it is, so "What was AWS's operating income in Q1 2023?" quoted the consolidated sentence
+    ("$4.8 billion") instead. Fails if a row's sentence is scored without its group label (then
+    the AWS row does not win), or if the year column is not the one asked."""
+    table = ("Information on reportable segments is as follows (in millions):\nThree Months Ended\nMarch 31,\n"
+             "2022 2023\nNorth America\nNet sales $ 69,244 $ 76,881\nOperating expenses 70,812 75,983\n"
+             "Operating income (loss) $ (1,568) $ 898\nInternational\nNet sales $ 28,759 $ 29,123\n"
+             "Operating loss $ (1,281) $ (1,247)\nAWS\nNet sales $ 18,441 $ 21,354\nOperating expenses 11,923 16,231\n"
+             "Operating income $ 6,518 $ 5,123")
+    prose = ("Operating income increased from $3.7 billion in Q1 2022 to $4.8 billion in Q1 2023. "
+             "AWS sales increased 16% in Q1 2023 compared to the comparable prior year period.")
+    meta = {"doc_name": "2023 Q1 AMZN.pdf", "page_start": 20, "page_end": 20, "page_breaks": [[20, 0]]}
+    src = [RetrievedChunk(rank=1, chunk_id="p", score=1.0, payload={**meta, "text": prose}),
+           RetrievedChunk(rank=2, chunk_id="t", score=0.95, payload={**meta, "text": table})]
+    out = ExtractiveAnswerer(embedder).answer("What was AWS's operating income in Q1 2023?", src)
+    assert "Operating income $ 6,518 $ 5,123 [2]" in out.answer, out.answer
+    assert out.concise == "$ 5,123", out.concise
