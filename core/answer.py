@@ -454,15 +454,14 @@ class ExtractiveAnswerer:
         # a lead-in ("... the probable cause(s) of this accident to be:") announces the answer: its quoted
         # completion (``_complete_lead_ins``: the next sentence of its chunk) is the answer
         fallback = next(s for _, s in scored if s.chunk.doc_name == best_doc)
-        # a quoted lead-in announces the answer whichever sentence scored best: its completion
+        # a quoted lead-in announces the answer whichever sentence scored best: its completion (in
+        # its own chunk, else quoted right after it from the chunk that continues it)
         lead = next((i for i, p in enumerate(picked[:-1]) if p.text.rstrip().endswith(":")), None)
         if lead is not None:
-            fallback = picked[lead]
-        if fallback.text.rstrip().endswith(":"):
-            at = next((i for i, p in enumerate(picked) if p is fallback or (p.chunk is fallback.chunk
-                                                                            and p.start == fallback.start)), None)
-            fallback = next((p for p in picked if p.chunk is fallback.chunk and p.start >= fallback.end),
-                            picked[at + 1] if at is not None and at + 1 < len(picked) else fallback)
+            fallback = next((p for p in picked if p.chunk is picked[lead].chunk and p.start >= picked[lead].end),
+                            picked[lead + 1])
+        elif fallback.text.rstrip().endswith(":"):
+            fallback = next((p for p in picked if p.chunk is fallback.chunk and p.start >= fallback.end), fallback)
         return concise_answer(question, pool) or normalize_ws(fallback.text)
 
     def select_sentences(self, scored: list[tuple[float, _Sentence]]) -> list[_Sentence]:
