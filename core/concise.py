@@ -5,7 +5,8 @@ Engines", TREC-9, 2000; Li & Roth, "Learning Question Classifiers", COLING 2002)
 wh-phrase: a speed ("how fast", "what wind speed"), a distance or size ("how far", "how long
 was the runway", "what length"), a clock time ("at what time", "when does ... open"), a date ("when", "on what date"), a duration ("how long", "for how many years", "how
 much time"), a percentage ("what percent", "what rate"), an amount of money ("how much ... spend
-/ revenue / cost"), a count or number ("how many", "how old", "what ... score", "多少"), an
+/ revenue / cost"), an age ("how old": "age 85", "a 54-year-old"), a count or number ("how many",
+"what ... score", "多少"; a bare year is a time, not a count, unless the question asks "what year"), an
 identifier ("what is the ... number", "which command / statement / registration"), a name ("who",
 "which library / company / authority").
 
@@ -61,6 +62,8 @@ TYPES: dict[str, re.Pattern] = {
     "speed": re.compile(rf"(?<![\w.]){_APPROX}\d[\d,]*(?:\.\d+)?\s?(?:knots?|kts|mph|miles per hour|km/h|"
                         r"kph|kilometers per hour|m/s|meters per second|feet per (?:second|minute)|fpm)(?![\w/])", re.I),
     "percent": re.compile(rf"{_APPROX}{_NB}\d[\d,]*(?:\.\d+)?\s?(?:%|percent\b)", re.I),
+    # a person's age as reports print it ("age 85", "Age: 85", "aged 32", "a 54-year-old pilot")
+    "age": re.compile(r"(?i)(?:(?<=\bage )|(?<=\bage: )|(?<=\baged ))\d{1,3}\b|\b\d{1,3}(?=[- ]years?[- ]old\b)"),
     "money": re.compile(rf"{_APPROX}(?:\$|US\$|USD\s?|€|£|¥)\s?\d[\d,]*(?:\.\d+)?{_SCALE}|"
                         rf"{_APPROX}{_NB}\d[\d,]*(?:\.\d+)?\s?(?:million|billion)?\s?(?:dollars|yuan|euros?|亿元|万元|元)",
                         re.I),
@@ -96,6 +99,7 @@ _Q_TYPES: list[tuple[str, re.Pattern]] = [
                          # a measure noun asks for an amount ("What is the closing balance of the fund?")
                          r"\bwhat (is|was|are|were) the ([\w-]+ ){0,2}(balance|amount|price|fee|budget|deficit|"
                          r"surplus|profit|loss|payment|salary)\b", re.I)),
+    ("age", re.compile(r"\bhow old\b|\b(what|which) age\b|\bat what age\b", re.I)),
     ("number", re.compile(r"\bhow (many|much|old|far|large|big|often|fast|high|tall)\b|\bwhat (number|score|"
                           r"value|threshold|size|total|age|count|speed)\b|\b(what|which) [\w-]+ (score|value|"
                           r"threshold|number|count)\b|\bon which line\b|多少|几", re.I)),
@@ -107,7 +111,7 @@ _Q_TYPES: list[tuple[str, re.Pattern]] = [
 
 
 def question_type(question: str) -> str | None:
-    """Expected answer type of ``question``: speed | length | time | date | duration | percent | money | number |
+    """Expected answer type of ``question``: speed | length | time | date | duration | percent | money | age | number |
     identifier | name, or None (a description, a reason, a list). The earliest matching
     wh-phrase decides ("How many stores ... when the year ended?" asks for a count)."""
     found = [(m.start(), i, t) for i, (t, pat) in enumerate(_Q_TYPES) if (m := pat.search(question))]
@@ -120,7 +124,7 @@ def _fallback_types(t: str) -> list[str]:
     return {"time": ["time", "date"], "date": ["date", "time"], "speed": ["speed", "number"],
             "length": ["length", "number"], "duration": ["duration", "length", "date"],
             "money": ["money", "number"], "number": ["number", "money", "percent"], "percent": ["percent", "number"],
-            "identifier": ["identifier", "number"]}.get(t, [t])
+            "identifier": ["identifier", "number"], "age": ["age", "number"]}.get(t, [t])
 
 
 _AUX = r"(?:is|are|was|were|do|does|did|has|have|had|can|could|will|would|should|must|may|might)"
@@ -173,6 +177,9 @@ def _q_terms(question: str) -> set[str]:
     return {t for t in tokenize(question) if t not in STOP_WORDS}
 
 
+_ASKS_YEAR = re.compile(r"(?i)\b(?:what|which)\s+(?:[\w-]+\s+)?years?\b(?!\s+(?:old|long))")
+
+
 def _typed_spans(question: str, sentence: str, t: str) -> list[tuple[int, int, int, str]]:
     """``(tier, start, end, span)`` of every span of ``t`` (tier 0) or its fallback types in ``sentence``."""
     q_terms = set(tokenize(question))
@@ -202,6 +209,9 @@ def _typed_spans(question: str, sentence: str, t: str) -> list[tuple[int, int, i
             end = start + len(span)
             if typ == "number" and re.fullmatch(rf"(?i){_NUMWORD}", span):
                 tier += 0.5  # a bare number word is often a pronoun ("one groups items"): after the digits
+            if typ == "number" and t != "date" and re.fullmatch(r"(?:19|20)\d\d", span) \
+                    and not _ASKS_YEAR.search(question):
+                tier += 1  # a bare year ("the 2024 annual meeting", "In 1990, ...") names a time, not a count
             if typ in ("money", "number", "percent", "duration", "date", "length", "speed"):
                 # a range ("$400 million to $475 million") or a rate ("$145 per record") is one value
                 rng = re.match(r"\s*(?:to|through|until|–|—|-)\s*", sentence[end:])
