@@ -110,10 +110,28 @@ _Q_TYPES: list[tuple[str, re.Pattern]] = [
 ]
 
 
+_WH_BEFORE = re.compile(r"(?i)\b(?:what|which|who|whom|whose|how|where|why)\b")
+
+
+def without_conjunction_when(question: str) -> str:
+    """``question`` with each "when" that joins a clause, rather than asks, replaced by "as": a
+    "when" after another wh-word ("Which parts were damaged *when* it hit the lights?", "What was
+    the pilot doing *when* the plane slowed?") asks for no date, unless "and", "or" or a comma
+    starts a second question with it ("..., and when was his last medical exam?")."""
+    def repl(m: re.Match) -> str:
+        before = question[:m.start()]
+        if _WH_BEFORE.search(before) and not re.search(r"(?i)(?:\band|\bor|[,;])\s*$", before):
+            return "as"
+        return m.group(0)
+    return re.sub(r"(?i)\bwhen\b", repl, question)
+
+
 def question_type(question: str) -> str | None:
     """Expected answer type of ``question``: speed | length | time | date | duration | percent | money | age | number |
     identifier | name, or None (a description, a reason, a list). The earliest matching
-    wh-phrase decides ("How many stores ... when the year ended?" asks for a count)."""
+    wh-phrase decides ("How many stores ... when the year ended?" asks for a count); a "when" after
+    another wh-word joins a clause and asks nothing ("Which parts were damaged when it hit ...?")."""
+    question = without_conjunction_when(question)
     found = [(m.start(), i, t) for i, (t, pat) in enumerate(_Q_TYPES) if (m := pat.search(question))]
     if not found:
         return None

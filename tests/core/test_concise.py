@@ -274,3 +274,15 @@ def test_an_age_question_takes_the_age_and_a_count_question_passes_over_a_bare_y
                         "elected as Class I directors to hold office until the 2024 annual meeting") == "2024"
     # ... unless the question asks for a year
     assert concise_span("How many years did it take, and in what year was it done?", "It was done in 1990.") == "1990"
+
+
+def test_a_when_that_joins_a_clause_asks_for_no_date():
+    # "Which parts ... were damaged when it hit the approach lights?" asked for a date before and
+    # answered "December 12, 2007" (dev-060); a "when" that opens a second question still asks one
+    q = "Which parts of the Bombardier Global 5000 were damaged when it hit the approach lights?"
+    assert question_type(q) is None
+    assert question_type("What was the pilot doing when the airplane slowed?") is None
+    assert question_type("For the Piper accident, what was the total flight time, and when was his last exam?") == "date"
+    assert question_type("When did the DMCA take effect?") == "date"
+    assert question_type("In 2023, when did Apple pay its dividend?") == "date"
+    assert concise_span(q, "On December 12, 2007, the airplane struck the approach lights.") is None
