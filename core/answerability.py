@@ -416,16 +416,30 @@ _AUX = r"(?:is|are|was|were|do|does|did|has|have|had|can|could|will|would|should
 _ASKED = re.compile(rf"(?i)\b(?:what|which)\s+(?!{_AUX}\b)(.+?)\s+{_AUX}\b")
 
 
+_ROLE = re.compile(r"(?i)^\s*(?P<wh>who|what|which)\s+(?:is|was|are|were)\s+the\s+(?P<x>[\w'’-]+(?:\s+[\w'’-]+){0,2}?)\s+"
+                   r"(?:of|for|in|at|on|aboard|behind|during)\b")
+
+
 def asked_for(question: str) -> list[str]:
     """The words of the noun phrase a "What/Which ..." question asks for -- between the question
     word and its auxiliary verb ("What *capital expenditure range* did Ulta guide to?" ->
     ``["capital", "expenditure", "range"]``; "Which *library* does DPR use?" -> ``["library"]``)
-    -- without stop, generic-measure ("number", "amount") and phrasing words ("kind", "type").
-    ``[]`` when the question has no such phrase ("What is ...", "How many ...")."""
+    -- without stop, generic-measure ("number", "amount") and phrasing words ("kind", "type"). A
+    "Who/What was the X of Y?" question asks for X ("Who was the *co-pilot* of the Cessna at
+    Wausau?" -> ``["co-pilot"]``; "What was the *probable* cause of ...?" -> ``["probable"]``).
+    ``[]`` when the question has no such phrase ("What is it?", "How many ...")."""
     m = _ASKED.search(question)
-    if not m:
+    role = _ROLE.search(question)
+    if role and (not m or role.start() <= m.start()):
+        # "Who was the *co-pilot* of ...?": the role asked for, whole; "What was the *probable* cause
+        # of ...?": the head noun ("cause") is the answer's type, as below
+        words = re.findall(r"[^\W_][\w'’.-]*[^\W_]|[^\W_]", role.group("x"))
+        if role.group("wh").lower() != "who":
+            words = words[:-1]
+    elif not m:
         return []
-    words = re.findall(r"[^\W_][\w'’.-]*[^\W_]|[^\W_]", m.group(1))[:-1]  # the head noun is the answer's type
+    else:
+        words = re.findall(r"[^\W_][\w'’.-]*[^\W_]|[^\W_]", m.group(1))[:-1]  # the head noun is the answer's type
     return [w for w in words if w.lower() not in STOP_WORDS and w.lower() not in _GENERIC
             and w.lower() not in _PHRASING and w.lower() not in _QUESTION_WORDS and not CJK_CHAR.search(w)]
 

@@ -274,3 +274,25 @@ def test_the_verb_a_who_question_asks_about_is_not_a_missing_subject_word():
     assert "clipped" in subject_words("How old was the pilot who clipped trees while coming in to land?")
     assert "acquired" in subject_words("Which company acquired Mellanox?")
     assert "lines" in subject_words("Who lines the runway?")  # a noun reading too: not only a verb
+
+
+def test_the_role_a_who_was_the_x_of_y_question_asks_for_must_be_in_the_best_passages():
+    """"Who was the co-pilot of the Cessna Skyhawk at Wausau?" (probe1-018) was answered with the
+    report's form line: every subject word is in the report, but nothing says "co-pilot". What a
+    "Who/What was the X of Y?" question asks for is X (``asked_for``), which the best passages must
+    hold; the report's own roles and fields still pass. A real NTSB report of the shared corpus."""
+    from pathlib import Path
+
+    from core.answerability import asked_for
+    from core.pdf import extract_pages
+    from tests.conftest import SHARED_CORPUS
+
+    assert asked_for("Who was the co-pilot of the Cessna Skyhawk at Wausau?") == ["co-pilot"]
+    assert asked_for("What was the probable cause of the Beech A23 accident?") == ["probable"]
+    pages = [p.text for p in extract_pages(Path(SHARED_CORPUS, "pdfs", "20071229X02007.pdf").read_bytes())]
+    best = [pages[0][:1500]]
+    off = assess("Who was the co-pilot of the Piper PA-22-150 at Tallahassee?", pages, best)
+    assert off.label == "refused" and off.missing == ["co-pilot"], off
+    for q in ("Who was the pilot of the Piper PA-22-150 at Tallahassee?",
+              "What was the probable cause of the Piper PA-22-150 accident at Tallahassee?"):
+        assert assess(q, pages, best).label is None, q
