@@ -127,6 +127,10 @@ def query_script(question: str) -> str:
     return "cjk" if letters and cjk / len(letters) >= 0.5 else "latin"
 
 
+_CALENDAR = re.compile(r"(?i)(?:jan|febr)uary|march|april|may|june|july|august|september|october|november|december|"
+                       r"(?:mon|tues|wednes|thurs|fri|satur|sun)day")
+
+
 def reciprocal_rank_fusion(lists: dict[str, list[str]], k: int = 60, *, fill_missing: bool = False,
                            tiebreak: dict[str, tuple] | None = None) -> list[tuple[str, float]]:
     """Fuse ranked id lists with RRF (Cormack et al., SIGIR 2009).
@@ -261,7 +265,7 @@ class Retriever:
     def __init__(self, store: VectorStore, embedder: Embedder, *, rrf_k: int = 60, candidates: int = 20,
                  reranker: Any = None, rerank_candidates: int = 30, dense_skip_scripts: str = "",
                  dense_windows: bool = True, fusion: "Fusion | str" = "rrf", clear_hit_ratio: float = 1.5,
-                 dense_prefetch: int = 0, named_document_leg: bool = False):
+                 dense_prefetch: int = 0, named_document_leg: bool = False, named_subset: int = 3):
         self.store = store
         self.embedder = embedder
         self.rrf_k = rrf_k
@@ -276,6 +280,7 @@ class Retriever:
         self.clear_hit_ratio = clear_hit_ratio
         self.dense_prefetch = dense_prefetch
         self.named_document_leg = named_document_leg
+        self.named_subset = named_subset  # most documents a name may select for the third list (0 = one only)
 
     def retrieve(self, question: str, scope: Scope | None = None, top_k: int = 5,
                  mode: Mode | str = Mode.hybrid, neighbors: int | None = None) -> RetrievalResult:
@@ -299,6 +304,7 @@ class Retriever:
         n = max(self.candidates, top_k)
         timings = {"embed": 0.0, "vector": 0.0, "bm25": 0.0, "fusion": 0.0, "rerank": 0.0}
         hits: dict[str, dict[str, PointHit]] = {}
+        by_names = False  # the question's names selected some documents: their passages first
         if not self.store.exists():  # nothing ever indexed here: say so rather than "nothing matches"
             note = f"scope {scope.as_dict()}: {EMPTY_SCOPE_NOTE}" if scope.as_dict() else EMPTY_INDEX_NOTE
             return RetrievalResult([], timings, mode, notes=[note], scope_empty=True)
@@ -332,10 +338,17 @@ class Retriever:
             timings["bm25"] = (time.perf_counter() - t) * 1000
         if self.named_document_leg and len(hits) == 2 and Fusion.parse(self.fusion) is not Fusion.dbsf:
             t = time.perf_counter()
-            named = self._named_document(question, hits, scope)
+            named = self._named_document(question, hits, scope) if len(hits) == 2 else None
+            if named is not None and named[2]:
+                # documents selected by the question's names only re-rank when the two lists' fused
+                # top passages come from other documents too: within the named ones they already agree
+                both2 = reciprocal_rank_fusion({k: list(v) for k, v in hits.items()}, self.rrf_k)[:top_k]
+                first = [next(h[pid] for h in hits.values() if pid in h) for pid, _ in both2]
+                if all(h.payload.get("document_id") in named[0] for h in first):
+                    named = None
             if named is not None:
-                doc_id, terms = named
-                sub = replace(scope, document_ids=[doc_id]).to_filter()
+                doc_ids, terms, _ = named
+                sub = replace(scope, document_ids=doc_ids).to_filter()
                 dense_doc = {h.id: h for h in self.store.search_dense(qvec, sub, n, windows=windows,
                                                                      prefetch=self.dense_prefetch,
                                                                      with_payload=not lazy)}
@@ -343,9 +356,19 @@ class Retriever:
                                                                      with_payload=not lazy)}
                 both = reciprocal_rank_fusion({"vector": list(dense_doc), "bm25": list(bm25_doc)}, self.rrf_k)
                 merged = {**bm25_doc, **dense_doc}
-                hits["document"] = {pid: merged[pid] for pid, _ in both}
-                notes.append(f"one candidate document alone holds the question's {', '.join(terms)}: its chunks "
-                             "were also ranked within it (a third RRF list, 'document')")
+                scoped = {pid: merged[pid] for pid, _ in both}
+                if by_names := named[2]:
+                    # the documents the question's names select come first, in the order of the two
+                    # legs run within them; the other documents' passages follow
+                    first_docs = [(pid, sc) for pid, sc in both]
+                    names_note = (f"the question's {', '.join(terms)} " +
+                                  ("is" if len(terms) == 1 else "are") + f" held by {len(doc_ids)} of the "
+                                  "candidate documents only: their passages, ranked by both legs within them, "
+                                  "come first ('document')")
+                else:
+                    hits["document"] = scoped
+                    notes.append(f"one candidate document alone holds the question's {', '.join(terms)}: its "
+                                 "chunks were also ranked within it (a third RRF list, 'document')")
             timings["document"] = (time.perf_counter() - t) * 1000
         t = time.perf_counter()
         ranked_ids = {name: list(h) for name, h in hits.items()}
@@ -356,6 +379,20 @@ class Retriever:
         else:
             fused = self._fuse(question, hits, ranked_ids)
             fused, clear = keep_clear_hit(fused, hits.get("bm25", {}), self.clear_hit_ratio)
+            if by_names:
+                # the named documents' passages in the fused order, then those only the legs run
+                # within them found, then the other documents' passages
+                own = {pid for pid in scoped}
+                for hs in hits.values():
+                    own |= {pid for pid, h in hs.items() if h.payload.get("document_id") in doc_ids}
+                kept = [(pid, sc) for pid, sc in fused if pid in own]
+                seen = {pid for pid, _ in kept}
+                kept += [(pid, sc) for pid, sc in first_docs if pid not in seen]
+                ahead = {pid for pid, _ in kept}
+                fused = kept + [(pid, sc) for pid, sc in fused if pid not in ahead]
+                hits["document"] = scoped  # their payloads; not a list of the fusion
+                clear = {pid: c for pid, c in clear.items() if fused and pid == fused[0][0]}
+                notes.append(names_note)
         rank_of = {name: {pid: r for r, pid in enumerate(ids, start=1)} for name, ids in ranked_ids.items()}
         out: list[RetrievedChunk] = []
         if lazy:
@@ -401,15 +438,25 @@ class Retriever:
                                scope_empty=empty)
 
     def _named_document(self, question: str, hits: dict[str, dict[str, PointHit]],
-                        scope: Scope) -> tuple[str, list[str]] | None:
-        """``(document id, naming terms)`` when the question names exactly one of the documents its
-        dense and BM25 candidates come from: the question's content terms (BM25 tokens, stop words
-        out) that occur in that document's candidate chunks (header and text) and in no other
-        candidate document's. Identifying facts are often printed once per document (an accident
-        report's location and registration on page 1, a paper's authors on its first page), so the
-        chunks holding what the question asks (the pilot's age on page 2) do not repeat them and
-        rank below other documents' chunks that match the rest of the question. None when no
-        document, or more than one, holds such a term, or the scope already names one document."""
+                        scope: Scope) -> tuple[list[str], list[str], bool] | None:
+        """``(document ids, naming terms, by_names)`` for the documents the question names among those
+        its dense and BM25 candidates come from, or None.
+
+        - **By the question's names** (``by_names`` True; ``named_subset`` > 0): the documents whose
+          candidate chunks (header and text) hold the most of the question's names (proper names,
+          acronyms, identifiers of 3+ characters; not months or days), when that is some but not
+          all candidate documents and at most ``named_subset`` of them. A filing names its company
+          throughout and another company's filing rarely does ("Intel's effective tax rate" among
+          four companies' 10-Qs); "NTSB" and "Tallahassee" pick the Tallahassee report, not a paper
+          that mentions "Florida" or another NTSB report.
+        - **By one term** (``by_names`` False): the one document whose candidate chunks hold some
+          content term of the question (BM25 tokens, stop words out) that no other candidate
+          document's hold, when it is the only such document and not outside the names' choice.
+          Identifying facts are often printed once per document (an accident report's location
+          and registration on page 1), so the chunks holding what the question asks (the pilot's
+          age on page 2) do not repeat them and rank below other documents' chunks.
+
+        None when neither applies, or the scope already names one document."""
         if len(scope.document_ids) == 1 or len(scope.doc_names) == 1:
             return None
         from .sparse import STOP_WORDS, tokenize
@@ -428,11 +475,37 @@ class Retriever:
                 per_doc.setdefault(doc, set()).update(q_terms & _token_set(text))
         if len(per_doc) < 2:
             return None
+        in_scope = (lambda d: d in scope.document_ids) if scope.document_ids else (lambda d: True)
+        by_names = self._named_by_names(question, per_doc) if self.named_subset else None
         naming = {d: sorted(ts - set().union(*(o for e, o in per_doc.items() if e != d))) for d, ts in per_doc.items()}
         named = [(d, ts) for d, ts in naming.items() if ts]
-        if len(named) != 1 or (scope.document_ids and named[0][0] not in scope.document_ids):
+        if len(named) == 1 and in_scope(named[0][0]) and (by_names is None or named[0][0] in by_names[0]):
+            return [named[0][0]], named[0][1], False
+        if by_names is None:
             return None
-        return named[0]
+        docs = [d for d in by_names[0] if in_scope(d)]
+        return (docs, by_names[1], True) if docs else None
+
+    def _named_by_names(self, question: str, per_doc: dict[str, set[str]]) -> tuple[list[str], list[str]] | None:
+        """``(document ids, names)``: the candidate documents holding the most of the question's
+        names (``per_doc``: document id -> the question's terms its candidate chunks hold), when
+        they are some but not all and at most ``named_subset``; else None (see ``_named_document``)."""
+        from .answerability import question_anchors
+        from .sparse import STOP_WORDS, tokenize
+
+        count: dict[str, list[str]] = {d: [] for d in per_doc}
+        for a in question_anchors(question):
+            if a.kind == "date" or _CALENDAR.fullmatch(a.text) or len(re.sub(r"\W", "", a.text)) < 3:
+                continue  # "December": a time; "HP", "FL": a unit or an abbreviation as often as a name
+            toks = {t for t in tokenize(a.text) if t not in STOP_WORDS and len(t) > 1}
+            for d, ts in per_doc.items():
+                if toks and toks <= ts:
+                    count[d].append(a.text)
+        most = max(len(v) for v in count.values())
+        docs = sorted(d for d, v in count.items() if most and len(v) == most)
+        if not docs or len(docs) >= len(per_doc) or len(docs) > self.named_subset:
+            return None
+        return docs, sorted({n for d in docs for n in count[d]})
 
     def _fill_payloads(self, hits: dict[str, dict[str, PointHit]], ids: list[str]) -> None:
         """Fetch (one ``get_payloads`` call) the payloads of ``ids`` whose hits have none, and set

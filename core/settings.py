@@ -111,6 +111,10 @@ class Settings(BaseSettings):
                                      "a third RRF list ranks that document's chunks by the same dense and BM25 "
                                      "legs scoped to it, so a page that does not repeat the naming term (page 2's "
                                      "pilot data) can still rank")
+    named_document_subset: int = Field(default=3, ge=0, description="with the leg on: when the question's "
+                                       "names (proper names, acronyms, identifiers: 'Intel', 'AWS') are held by at "
+                                       "most this many of the candidate documents, and not all, those documents' "
+                                       "passages rank first; 0 = off")
     candidates: int = Field(default=20, gt=0, description="top-N taken from each retriever before fusion "
                             "(measured on the dev set: 10-20 beat 25-50, where chunks at middling ranks in both "
                             "lists collect a second RRF vote and push out one retriever's clear best)")

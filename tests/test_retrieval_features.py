@@ -247,3 +247,59 @@ def test_a_document_only_one_candidate_holds_a_question_term_of_is_also_searched
         assert "document" in qs_res.candidates
     finally:
         release_services(settings)
+
+
+def test_the_documents_a_questions_names_select_rank_first(tmp_path, embedder):
+    """Three real filings of two companies (Apple's Q3 2022 and Q3 2023 10-Qs, Ulta's Q4 2022
+    earnings release). "How much did Apple spend on research and development?": the word "spend"
+    is held by one candidate document alone, the release, so with the question's names ignored
+    (``named_subset=0``) the release is searched within as a third list and two of its passages
+    reach the top 5. The question's name "Apple" is held by the 10-Qs' candidates only: the names
+    choose, a term outside their choice names nothing, and the top 5 is Apple's. Fails if the
+    one-term rule overrides the names or the names stop selecting."""
+    from core.retrieval import Retriever
+    from core.services import get_services, release_services
+    from tests.conftest import SHARED_CORPUS
+
+    settings = make_settings(tmp_path / "data")
+    svc = get_services(settings)
+    try:
+        for name in ("2022 Q3 AAPL.pdf", "2023 Q3 AAPL.pdf", "ULTABEAUTY_2023Q4_EARNINGS.pdf"):
+            out = ingest_bytes(svc, (SHARED_CORPUS / "pdfs" / name).read_bytes(), name, DagsterRunner())
+            assert out.status == "ingested", out
+        q = "How much did Apple spend on research and development?"
+        docs, notes = {}, {}
+        for ns in (0, 3):
+            res = Retriever(svc.store, svc.embedder, named_document_leg=True, named_subset=ns).retrieve(
+                q, Scope(), top_k=5)
+            docs[ns], notes[ns] = [c.doc_name for c in res.chunks], res.notes
+        assert "ULTABEAUTY_2023Q4_EARNINGS.pdf" in docs[0] and any("question's spend" in n for n in notes[0])
+        assert set(docs[3]) <= {"2022 Q3 AAPL.pdf", "2023 Q3 AAPL.pdf"}, docs[3]
+        assert not any("spend" in n for n in notes[3]), notes[3]
+        assert QueryService(svc).retriever.named_subset == 3  # the default
+    finally:
+        release_services(settings)
+
+
+def test_the_names_select_the_documents_holding_most_of_them():
+    """``_named_by_names`` on the candidate terms of four documents: the Tallahassee report holds
+    "NTSB" and "Tallahassee", another report "NTSB" only, a paper "Florida" only: the report with
+    the most names is chosen (a most-specific-name-first rule chose the paper's "Florida", and lost
+    dev-017). Months and two-letter names select nothing ("December", "HP" -- horsepower in an
+    engine table); a name every candidate document holds selects nothing; more documents than
+    ``named_subset`` neither."""
+    from core.retrieval import Retriever
+
+    r = Retriever.__new__(Retriever)
+    r.named_subset = 3
+    per_doc = {"tlh": {"ntsb", "tallahasse", "decemb"}, "other": {"ntsb", "decemb"}, "paper": {"florida"},
+               "10q": {"hp"}}
+    q = "What is the NTSB accident number of the December 2007 accident in Tallahassee, Florida?"
+    assert r._named_by_names(q, per_doc) == (["tlh"], ["NTSB", "Tallahassee"])
+    assert r._named_by_names("What did the December report say?", per_doc) is None
+    assert r._named_by_names("Which cloud is HP's built on?", per_doc) is None
+    assert r._named_by_names("What did the NTSB find?", {"a": {"ntsb"}, "b": {"ntsb"}}) is None
+    many = {d: {"ntsb"} for d in "abcd"} | {"e": set()}
+    assert r._named_by_names("What did the NTSB find?", many) is None
+    r.named_subset = 4
+    assert r._named_by_names("What did the NTSB find?", many) == (["a", "b", "c", "d"], ["NTSB"])
