@@ -62,6 +62,8 @@ TYPES: dict[str, re.Pattern] = {
     "speed": re.compile(rf"(?<![\w.]){_APPROX}\d[\d,]*(?:\.\d+)?\s?(?:knots?|kts|mph|miles per hour|km/h|"
                         r"kph|kilometers per hour|m/s|meters per second|feet per (?:second|minute)|fpm)(?![\w/])", re.I),
     "percent": re.compile(rf"{_APPROX}{_NB}\d[\d,]*(?:\.\d+)?\s?(?:%|percent\b)", re.I),
+    # a year on its own ("created in 1934", "(2019)"), for "in what year" questions
+    "year": re.compile(r"(?<![\w.,$])(?:1[5-9]|20)\d\d(?![\w.,%]|\.\d)"),
     # a person's age as reports print it ("age 85", "Age: 85", "aged 32", "a 54-year-old pilot")
     "age": re.compile(r"(?i)(?:(?<=\bage )|(?<=\bage: )|(?<=\baged ))\d{1,3}\b|\b\d{1,3}(?=[- ]years?[- ]old\b)"),
     "money": re.compile(rf"{_APPROX}(?:\$|US\$|USD\s?|€|£|¥)\s?\d[\d,]*(?:\.\d+)?{_SCALE}|"
@@ -89,6 +91,8 @@ _Q_TYPES: list[tuple[str, re.Pattern]] = [
     ("length", re.compile(r"\bhow (far|wide|tall|high|deep)\b|\bhow long\b.*\b(feet|foot|meters?|miles?|wide|"
                           r"runway|strip|distance|road|bridge)\b|\b(what|which)( [\w-]+){0,2} (length|width|"
                           r"height|distance|depth|altitude|elevation)\b", re.I)),
+    ("year", re.compile(r"\b(in )?(what|which) year\b|\byear of (its |their )?(founding|creation|establishment)\b",
+                        re.I)),
     ("date", re.compile(r"\b(when|what date|on what (calendar )?date|which day|what day)\b|何时|什么时候|哪一?天|哪年",
                         re.I)),
     ("percent", re.compile(r"\b(what (percent(age)?|share|proportion|fraction)|how much of|(what|which)( [\w-]+){1,3} "
@@ -127,7 +131,8 @@ def without_conjunction_when(question: str) -> str:
 
 
 def question_type(question: str) -> str | None:
-    """Expected answer type of ``question``: speed | length | time | date | duration | percent | money | age | number |
+    """Expected answer type of ``question``: speed | length | time | year | date | duration | percent | money | age |
+    number |
     identifier | name, or None (a description, a reason, a list). The earliest matching
     wh-phrase decides ("How many stores ... when the year ended?" asks for a count); a "when" after
     another wh-word joins a clause and asks nothing ("Which parts were damaged when it hit ...?")."""
@@ -142,7 +147,7 @@ def _fallback_types(t: str) -> list[str]:
     return {"time": ["time", "date"], "date": ["date", "time"], "speed": ["speed", "number"],
             "length": ["length", "number"], "duration": ["duration", "length", "date"],
             "money": ["money", "number"], "number": ["number", "money", "percent"], "percent": ["percent", "number"],
-            "identifier": ["identifier", "number"], "age": ["age", "number"]}.get(t, [t])
+            "identifier": ["identifier", "number"], "age": ["age", "number"], "year": ["year", "date"]}.get(t, [t])
 
 
 _AUX = r"(?:is|are|was|were|do|does|did|has|have|had|can|could|will|would|should|must|may|might)"

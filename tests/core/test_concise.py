@@ -286,3 +286,16 @@ def test_a_when_that_joins_a_clause_asks_for_no_date():
     assert question_type("When did the DMCA take effect?") == "date"
     assert question_type("In 2023, when did Apple pay its dividend?") == "date"
     assert concise_span(q, "On December 12, 2007, the airplane struck the approach lights.") is None
+
+
+def test_an_in_what_year_question_takes_the_year():
+    # "In what year was the agency ... set up?" had no type and fell back to the whole first
+    # sentence (ext1-019, NARA's strategic plan); a year printed inside a full date counts too
+    q = "In what year was the federal agency that runs the system of Presidential Libraries set up?"
+    assert question_type(q) == "year"
+    assert concise_span(q, "The National Archives and Records Administration (NARA) is an independent agency "
+                           "created in 1934 to identify and preserve records.") == "1934"
+    assert concise_span("Which year was the company founded?", "It was founded on April 1, 1976 in Cupertino.") == "1976"
+    # amounts and years of the question are no answer
+    assert concise_span("In what year did sales pass $2,019 million?", "Sales were $2,019 million in 2019.") == "2019"
+    assert question_type("When did the DMCA take effect?") == "date"
