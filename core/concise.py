@@ -63,7 +63,7 @@ TYPES: dict[str, re.Pattern] = {
                         r"kph|kilometers per hour|m/s|meters per second|feet per (?:second|minute)|fpm)(?![\w/])", re.I),
     "percent": re.compile(rf"{_APPROX}{_NB}\d[\d,]*(?:\.\d+)?\s?(?:%|percent\b)", re.I),
     # a year on its own ("created in 1934", "(2019)"), for "in what year" questions
-    "year": re.compile(r"(?<![\w.,$])(?:1[5-9]|20)\d\d(?![\w.,%]|\.\d)"),
+    "year": re.compile(r"(?<![\w.,$])(?:1[5-9]|20)\d\d(?![\w,%]|\.\d)"),
     # a person's age as reports print it ("age 85", "Age: 85", "aged 32", "a 54-year-old pilot")
     "age": re.compile(r"(?i)(?:(?<=\bage )|(?<=\bage: )|(?<=\baged ))\d{1,3}\b|\b\d{1,3}(?=[- ]years?[- ]old\b)"),
     "money": re.compile(rf"{_APPROX}(?:\$|US\$|USD\s?|€|£|¥)\s?\d[\d,]*(?:\.\d+)?{_SCALE}|"
