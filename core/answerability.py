@@ -25,6 +25,9 @@ the check is on content the system can show (``assess``):
 - a year the question names (1900-2099) must occur in the searched documents, and not only
   beside other years where the question's qualifier stands ("2022 *annual* meeting" asked, the
   documents give the "2023 annual meeting": ``missing_years``);
+- a reporting period the question names ("the first *nine months*") must be named in the
+  searched documents, as financial statements head their columns ("Nine Months Ended"): a
+  first-quarter filing reports three months only (``missing_periods``);
 - what a "What/Which X Y ..." question asks for: the modifiers ``X`` of its answer-type noun
   ``Y`` ("What *capital expenditure* range ...") -- at least half must occur in the retrieved
   passages themselves (or a word close to it), not merely somewhere in their documents, and in
@@ -354,7 +357,8 @@ def assess(question: str, document_texts: list[str], source_passages: list[str] 
     (``clarifying``), missing anchors (``missing_anchors``; ``refused``), rare subject words found
     in no document and close to no passage word (``refused``), half or more of the subject words
     absent (``subject_words``; ``refused``), a year the documents do not speak of for what the
-    question names (``missing_years``; ``refused``), half or more of what a "What/Which X Y"
+    question names (``missing_years``; ``refused``), a reporting period none of them names
+    (``missing_periods``; ``refused``), half or more of what a "What/Which X Y"
     question asks for absent from the passages of the documents that name its subject
     (``asked_for``, ``subject_passages``; ``refused``). Returns ``Verdict``.
     """
@@ -396,6 +400,9 @@ def assess(question: str, document_texts: list[str], source_passages: list[str] 
     if (years := missing_years(question, document_texts, source_passages)):
         return Verdict("refused", years, "the searched documents do not speak of " + ", ".join(years) +
                        " for what the question names (only of other years)")
+    if (periods := missing_periods(question, raw)):
+        return Verdict("refused", periods, "the searched documents do not report a period of " +
+                       ", ".join(f"“{p}”" for p in periods))
     wanted = asked_for(question)
     if wanted and source_passages is not None:
         own = subject_passages(question, document_texts, source_passages)
@@ -418,6 +425,28 @@ _ASKED = re.compile(rf"(?i)\b(?:what|which)\s+(?!{_AUX}\b)(.+?)\s+{_AUX}\b")
 
 _ROLE = re.compile(r"(?i)^\s*(?P<wh>who|what|which)\s+(?:is|was|are|were)\s+the\s+(?P<x>[\w'’-]+(?:\s+[\w'’-]+){0,2}?)\s+"
                    r"(?:of|for|in|at|on|aboard|behind|during)\b")
+
+
+_PERIOD_WORDS = r"(?:three|six|nine|twelve|3|6|9|12)"
+_MONTHS_PERIOD = re.compile(rf"(?i)\b{_PERIOD_WORDS}[\s-]+months?\b")
+
+
+def missing_periods(question: str, document_text: str) -> list[str]:
+    """Reporting periods of ``question`` ("the first *nine months* of 2023") that ``document_text``
+    (the searched documents) never names: financial statements head their columns with the period
+    they cover ("Nine Months Ended"), so a first-quarter filing cannot answer for nine months.
+    Number words and digits are one ("6 months" = "six months")."""
+    words = {"3": "three", "6": "six", "9": "nine", "12": "twelve"}
+
+    def norm(m: str) -> str:
+        n = re.split(r"[\s-]+", m.lower())[0]
+        return f"{words.get(n, n)} months"
+
+    asked = {norm(m.group(0)) for m in _MONTHS_PERIOD.finditer(question)}
+    if not asked:
+        return []
+    held = {norm(m.group(0)) for m in _MONTHS_PERIOD.finditer(document_text)}
+    return sorted(asked - held)
 
 
 def asked_for(question: str) -> list[str]:

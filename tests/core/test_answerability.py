@@ -296,3 +296,27 @@ def test_the_role_a_who_was_the_x_of_y_question_asks_for_must_be_in_the_best_pas
     for q in ("Who was the pilot of the Piper PA-22-150 at Tallahassee?",
               "What was the probable cause of the Piper PA-22-150 accident at Tallahassee?"):
         assert assess(q, pages, best).label is None, q
+
+
+def test_a_reporting_period_no_searched_filing_covers_is_refused():
+    """A first-quarter 10-Q heads its columns "Three Months Ended" only: "What was NVIDIA's revenue
+    for the first nine months?" asked of it was answered with the quarter's figure (the external
+    set's sibling case: Intel's nine-month tax rate asked of Intel's Q1 filing). The second-quarter
+    filing reports six months, so a six-month question passes there; digits and words are one."""
+    from pathlib import Path
+
+    from core.answerability import missing_periods
+    from core.pdf import extract_pages
+    from tests.conftest import SHARED_CORPUS
+
+    def text(name: str) -> str:
+        return " ".join(p.text for p in extract_pages(Path(SHARED_CORPUS, "pdfs", name).read_bytes()))
+
+    q1, q2 = text("2023 Q1 NVDA.pdf"), text("2023 Q2 NVDA.pdf")
+    nine = "What was NVIDIA's revenue for the first nine months of fiscal 2024?"
+    assert missing_periods(nine, q1) == ["nine months"]
+    assert missing_periods("What was NVIDIA's revenue for the first 6 months of fiscal 2024?", q2) == []
+    assert missing_periods("What was NVIDIA's revenue for the first 6 months of fiscal 2024?", q1) == ["six months"]
+    assert missing_periods("What was NVIDIA's revenue in the quarter?", q1) == []
+    v = assess(nine, [q1], [q1[:1500]])
+    assert v.label == "refused" and v.missing == ["nine months"] and "period" in v.reason, v
