@@ -354,7 +354,9 @@ class Retriever:
                                                                      with_payload=not lazy)}
                 bm25_doc = {h.id: h for h in self.store.search_sparse(bm25_query_vector(question), sub, n,
                                                                      with_payload=not lazy)}
-                both = reciprocal_rank_fusion({"vector": list(dense_doc), "bm25": list(bm25_doc)}, self.rrf_k)
+                # fused like the two legs (exact ties by identifiers, BM25, dense score, position)
+                both = self._fuse(question, {"vector": dense_doc, "bm25": bm25_doc},
+                                  {"vector": list(dense_doc), "bm25": list(bm25_doc)})
                 merged = {**bm25_doc, **dense_doc}
                 scoped = {pid: merged[pid] for pid, _ in both}
                 if by_names := named[2]:
@@ -535,7 +537,7 @@ class Retriever:
             groups.setdefault(round(sc, 12), []).append(pid)
         if all(len(g) == 1 for g in groups.values()):
             return fused
-        tb = {}
+        tb, where = {}, {}
         ids = question_identifiers(question)
         self._fill_payloads(hits, [pid for g in groups.values() if len(g) > 1 for pid in g])
         for g in groups.values():
@@ -547,7 +549,11 @@ class Retriever:
                 tb[pid] = (identifier_matches(question, text, ids),
                            hits.get("bm25", {}).get(pid).score if pid in hits.get("bm25", {}) else 0.0,
                            hits.get("vector", {}).get(pid).score if pid in hits.get("vector", {}) else 0.0)
-        return sorted(fused, key=lambda kv: (-round(kv[1], 12), tuple(-x for x in tb.get(kv[0], ())), kv[0]))
+                # then where the chunk is, not its id: point ids embed the random document id, so an
+                # id order would flip between two ingestions of the same files
+                where[pid] = (str(h.payload.get("doc_name", "")), int(h.payload.get("chunk_index", 0) or 0))
+        return sorted(fused, key=lambda kv: (-round(kv[1], 12), tuple(-x for x in tb.get(kv[0], ())),
+                                             where.get(kv[0], ("", 0)), kv[0]))
 
     def neighbors(self, chunks: list[RetrievedChunk], limit: int = 2) -> list[RetrievedChunk]:
         """Chunks that continue a retrieved chunk cut from a longer list or table.

@@ -137,3 +137,25 @@ def test_retriever_ranks_bm25s_clear_hit_first_on_real_documents(kb):
     finally:
         r.clear_hit_ratio = kb.settings.clear_hit_ratio
     assert changed >= 1
+
+
+def test_a_tie_left_after_the_scores_goes_by_position_not_by_point_id():
+    """Point ids embed the random document id, so two ingestions of the same PDFs give the same
+    chunks other ids: a tie the scores leave open was broken by the id string, and one probe
+    question's answer changed between two fresh ingestions (the named-document leg fused its two
+    scoped lists with no second signal at all). Fails if the order follows the ids."""
+    from core.retrieval import Retriever
+    from core.store import PointHit
+
+    r = Retriever.__new__(Retriever)
+    r.fusion, r.rrf_k = "rrf", 60
+    r._fill_payloads = lambda hits, ids: None
+    orders = []
+    for first, second in (("a-id", "b-id"), ("b-id", "a-id")):  # the same two chunks, ids swapped
+        p5 = {"doc_name": "r.pdf", "chunk_index": 5, "text": "runway 04", "header": ""}
+        p0 = {"doc_name": "r.pdf", "chunk_index": 0, "text": "runway 04", "header": ""}
+        hits = {"vector": {first: PointHit(first, 0.5, p5), second: PointHit(second, 0.5, p0)},
+                "bm25": {second: PointHit(second, 3.0, p0), first: PointHit(first, 3.0, p5)}}
+        fused = r._fuse("How long was the runway?", hits, {n: list(h) for n, h in hits.items()})
+        orders.append([hits["vector"][pid].payload["chunk_index"] for pid, _ in fused])
+    assert orders == [[0, 5], [0, 5]], orders
