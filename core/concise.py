@@ -96,7 +96,9 @@ _Q_TYPES: list[tuple[str, re.Pattern]] = [
     ("date", re.compile(r"\b(when|what date|on what (calendar )?date|which day|what day)\b|何时|什么时候|哪一?天|哪年",
                         re.I)),
     ("percent", re.compile(r"\b(what (percent(age)?|share|proportion|fraction)|how much of|(what|which)( [\w-]+){1,3} "
-                           r"(rate|margin|accuracy|share)|what (rate|margin|accuracy))\b|%|百分比|比例", re.I)),
+                           r"(rate|margin|accuracy|share)|what (rate|margin|accuracy)|"
+                           # "What was the effective tax rate ...?", "What is the annual growth rate ...?"
+                           r"what (is|was|are|were) the ([\w-]+ ){0,3}(rate|percentage|ratio))\b|%|百分比|比例", re.I)),
     ("money", re.compile(r"\bhow much\b.*\b(spen[dt]|cost|pay|paid|revenue|sales|income|earn|expense|price|"
                          r"generate|bring in|worth|fee|budget|capital)|\bwhat (amount|price|cost)\b|"
                          r"\b(revenue|sales|income|expenditure|cost)\b.*\?$|"

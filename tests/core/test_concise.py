@@ -299,3 +299,12 @@ def test_an_in_what_year_question_takes_the_year():
     # amounts and years of the question are no answer
     assert concise_span("In what year did sales pass $2,019 million?", "Sales were $2,019 million in 2019.") == "2019"
     assert question_type("When did the DMCA take effect?") == "date"
+
+
+def test_what_was_the_x_rate_asks_for_a_percentage():
+    # four words between "What" and "rate" left the question untyped (ext1-003, Microsoft's 10-Q)
+    q = "What was the effective tax rate for Microsoft as reported in the latest 10-Q?"
+    assert question_type(q) == "percent"
+    assert concise_span(q, "Our effective tax rate was 18% and 19% for the three months ended September 30, "
+                           "2023 and 2022, respectively.") == "18%"
+    assert question_type("What was the reported gross margin for Microsoft?") is None  # an amount in 10-Qs
