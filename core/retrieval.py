@@ -453,7 +453,8 @@ class Retriever:
           that mentions "Florida" or another NTSB report.
         - **By one term** (``by_names`` False): the one document whose candidate chunks hold some
           content term of the question (BM25 tokens, stop words out) that no other candidate
-          document's hold, when it is the only such document and not outside the names' choice.
+          document's hold, when it is the only such document, not outside the names' choice, and
+          not the one document the names select (then its passages come first, as above).
           Identifying facts are often printed once per document (an accident report's location
           and registration on page 1), so the chunks holding what the question asks (the pilot's
           age on page 2) do not repeat them and rank below other documents' chunks.
@@ -481,7 +482,8 @@ class Retriever:
         by_names = self._named_by_names(question, per_doc) if self.named_subset else None
         naming = {d: sorted(ts - set().union(*(o for e, o in per_doc.items() if e != d))) for d, ts in per_doc.items()}
         named = [(d, ts) for d, ts in naming.items() if ts]
-        if len(named) == 1 and in_scope(named[0][0]) and (by_names is None or named[0][0] in by_names[0]):
+        if len(named) == 1 and in_scope(named[0][0]) and (by_names is None or named[0][0] in by_names[0]) \
+                and not (by_names is not None and by_names[0] == [named[0][0]]):
             return [named[0][0]], named[0][1], False
         if by_names is None:
             return None

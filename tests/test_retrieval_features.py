@@ -303,3 +303,31 @@ def test_the_names_select_the_documents_holding_most_of_them():
     assert r._named_by_names("What did the NTSB find?", many) is None
     r.named_subset = 4
     assert r._named_by_names("What did the NTSB find?", many) == (["a", "b", "c", "d"], ["NTSB"])
+
+
+def test_a_document_one_name_alone_selects_comes_first_not_as_a_third_list():
+    """When the one term only one candidate document holds is a name of the question ("Intel"),
+    that document is what the question is about: its passages come first (``by_names``), as for
+    several named documents, rather than joining the fusion as a third list, where Microsoft's
+    and NVIDIA's tax paragraphs kept the top 5 for "Intel's effective tax rate for the first nine
+    months" and were quoted (the external set's ext1-014 asked without Intel's Q3 filing). A
+    common word held by one document ("meeting") still makes the third list."""
+    from core.retrieval import Retriever
+    from core.store import PointHit
+
+    r = Retriever.__new__(Retriever)
+    r.named_subset = 3
+    r._fill_payloads = lambda hits, ids: None
+
+    def hit(pid, doc, text):
+        return PointHit(pid, 1.0, {"document_id": doc, "text": text, "header": ""})
+
+    hits = {"vector": {"1": hit("1", "msft", "Our effective tax rate was 18%"),
+                       "2": hit("2", "intc", "Intel's effective tax rate was 51.4%"),
+                       "3": hit("3", "nvda", "Our effective tax rate was 13%")},
+            "bm25": {}}
+    q = "What was Intel's effective tax rate for the first nine months of 2023?"
+    assert r._named_document(q, hits, Scope()) == (["intc"], ["Intel"], True)
+    q2 = "What was the effective tax rate at the annual meeting?"
+    hits["vector"]["2"] = hit("2", "intc", "at the annual meeting the effective tax rate")
+    assert r._named_document(q2, hits, Scope()) == (["intc"], ["annual", "meet"], False)
