@@ -280,7 +280,7 @@ class Retriever:
         self.clear_hit_ratio = clear_hit_ratio
         self.dense_prefetch = dense_prefetch
         self.named_document_leg = named_document_leg
-        self.named_subset = named_subset  # most documents a name may select for the third list (0 = one only)
+        self.named_subset = named_subset  # most documents the question's names may select to rank first (0 = off)
 
     def retrieve(self, question: str, scope: Scope | None = None, top_k: int = 5,
                  mode: Mode | str = Mode.hybrid, neighbors: int | None = None) -> RetrievalResult:
@@ -338,7 +338,7 @@ class Retriever:
             timings["bm25"] = (time.perf_counter() - t) * 1000
         if self.named_document_leg and len(hits) == 2 and Fusion.parse(self.fusion) is not Fusion.dbsf:
             t = time.perf_counter()
-            named = self._named_document(question, hits, scope) if len(hits) == 2 else None
+            named = self._named_document(question, hits, scope)
             if named is not None and named[2]:
                 # documents selected by the question's names only re-rank when the two lists' fused
                 # top passages come from other documents too: within the named ones they already agree
@@ -362,7 +362,7 @@ class Retriever:
                 if by_names := named[2]:
                     # the documents the question's names select come first, in the order of the two
                     # legs run within them; the other documents' passages follow
-                    first_docs = [(pid, sc) for pid, sc in both]
+                    first_docs = list(both)
                     names_note = (f"the question's {', '.join(terms)} " +
                                   ("is" if len(terms) == 1 else "are") + f" held by {len(doc_ids)} of the "
                                   "candidate documents only: their passages, ranked by both legs within them, "
