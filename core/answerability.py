@@ -11,8 +11,8 @@ the check is on content the system can show (``assess``):
   "French-built") is a description, not a name. Two-letter acronyms ("HP") are names; a middle
   initial stays inside its name ("Michelle L. Collins"). A person-like name (two or more
   capitalised words) none of whose words occurs is missing whatever else the question names, and
-  so is a one-word acronym or rare name ("DMCA", "CuratedTREC"), however many commoner names
-  ("Table", "Public Law") occur. A name of one thing mentioned in passing must occur (as a whole
+  so is a one-word acronym or rare name ("DMCA", "CuratedTREC") or a name the question writes as
+  an owner ("Apple's"), however many commoner names ("Table", "Public Law", "Form") occur. A name of one thing mentioned in passing must occur (as a whole
   word) in a retrieved passage with another of the question's words, unless it is a subject of
   its document: named more than twice, or in the document's opening (title, authors, issuer);
 - the question's *subject terms* that are rare words (``wordfreq`` Zipf frequency below 3, e.g.
@@ -181,6 +181,13 @@ def _absent_name(anchor: Anchor, text_lower: str, terms: set[str], text: str) ->
 _MONTH_WORDS = set(_MONTHS.lower().split("|"))
 
 
+def _possessive(anchor: Anchor, question: str) -> bool:
+    """The question writes ``anchor`` as an owner ("*Apple's* Commission File Number"): it is whom
+    the question is about, so it must be found however many other names ("Commission File
+    Number", "Form") are."""
+    return re.search(re.escape(anchor.text) + r"['’]s\b", question) is not None
+
+
 def content_terms(question: str) -> set[str]:
     """Stemmed content terms of a question (no stop, question or deictic words)."""
     return {t for t in tokenize(question) if t not in _VAGUE and t not in _QUESTION_WORDS and len(t) > 1}
@@ -244,7 +251,8 @@ def missing_anchors(question: str, document_texts: list[str], source_passages: l
       mentioned in passing (at most twice in any one document), in one retrieved passage
       together with another content term of the question (so "the capital of Australia" is not
       answered from a passage that merely lists Australia);
-    - the question is refused when a date is missing or at least half of its names are.
+    - the question is refused when a date is missing, a name it writes as an owner ("Apple's") is,
+      or at least half of its names are.
     Month names alone are not anchors.
     """
     anchors = [a for a in question_anchors(question) if a.text.lower() not in _MONTH_WORDS]
@@ -264,7 +272,7 @@ def missing_anchors(question: str, document_texts: list[str], source_passages: l
             out.append(" ".join(gone) if acro and len(gone) < len(words) else a.text)
         return out
 
-    if any(_absent_name(a, text, terms, raw) for a in missing):
+    if any(_absent_name(a, text, terms, raw) or (a.kind == "name" and _possessive(a, question)) for a in missing):
         return shown(missing)
     if source_passages is not None:
         q_terms = content_terms(question)

@@ -320,3 +320,19 @@ def test_a_reporting_period_no_searched_filing_covers_is_refused():
     assert missing_periods("What was NVIDIA's revenue in the quarter?", q1) == []
     v = assess(nine, [q1], [q1[:1500]])
     assert v.label == "refused" and v.missing == ["nine months"] and "period" in v.reason, v
+
+
+def test_an_owner_the_documents_never_name_is_not_outweighed_by_field_names():
+    """Fails if a name written as an owner ("Apple's") counts like any other name: another
+    company's filing names "Commission File Number" and "Form 10-Q" too, so two of the three names
+    are found, and Intel's file number would be given as Apple's. The same question asked of
+    Apple's own cover page is answerable, and a non-possessive name may still be outweighed."""
+    intel = ("UNITED STATES SECURITIES AND EXCHANGE COMMISSION FORM 10-Q Commission File Number: 000-06217 "
+             "INTEL CORPORATION (Exact name of registrant as specified in its charter)")
+    apple = ("UNITED STATES SECURITIES AND EXCHANGE COMMISSION FORM 10-Q Commission File Number: 001-36743 "
+             "Apple Inc. (Exact name of Registrant as specified in its charter)")
+    q = "What is Apple's Commission File Number on its Form 10-Q?"
+    assert missing_anchors(q, [intel]) == ["Apple"]
+    assert assess(q, [intel]).label == "refused"
+    assert missing_anchors(q, [apple]) == []
+    assert missing_anchors("What is the Commission File Number of Apple on its Form 10-Q?", [intel]) == []
