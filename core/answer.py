@@ -104,11 +104,18 @@ class _Sentence:
     text: str
 
 
+_ENDS_WITH_IDENTIFIER = re.compile(r"(?<!\S)(?=[\w/-]*\d)(?=[\w/-]*[-/A-Za-z])[A-Za-z0-9]+(?:[-/][A-Za-z0-9]+)*$")
+
+
 def _heading_like(text: str) -> bool:
     """A title or heading rather than a statement: no final punctuation and (almost) every word
-    capitalised, e.g. "THE DIGITAL MILLENNIUM COPYRIGHT ACT OF 1998"."""
+    capitalised, e.g. "THE DIGITAL MILLENNIUM COPYRIGHT ACT OF 1998". A line ending in an
+    identifier (digits joined with a dash, slash or letters: "Commission File Number 001-37845")
+    is a labelled value, as a form or cover page prints it, not a heading."""
     t = text.strip()
     if t.endswith((".", "?", "!", ";", "。")) or ":" in t:  # "Aircraft Damage: Substantial" is a form field
+        return False
+    if _ENDS_WITH_IDENTIFIER.search(t):
         return False
     words = [w for w in re.findall(r"[^\W\d_]+", t) if len(w) > 3]
     return len(words) >= 2 and sum(w[0].isupper() for w in words) / len(words) >= 0.8

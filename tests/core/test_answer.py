@@ -79,3 +79,23 @@ def test_form_caption_is_quoted_with_the_value_above_it(embedder):
     assert "94-2404110" in res.answer
     assert res.answer.index("94-2404110") < res.answer.index("Identification No.")
     assert all(c.quote in src[0].text.replace("\n", " ") for c in res.citations)
+
+
+def test_a_cover_line_ending_in_an_identifier_is_a_value_not_a_heading(embedder):
+    """Fails if "Commission File Number 001-37845" is dropped as a heading (every word capitalised,
+    no final stop): the cover page of Microsoft's 10-Q (real PDF, page 1) then answered "1)" from
+    "(1) The Report fully complies ...". A capitalised title ending in a plain number stays out."""
+    from pathlib import Path
+
+    from core.answer import _heading_like
+    from core.pdf import extract_pages
+
+    pdf = Path(__file__).resolve().parents[2] / "bench" / "probes" / "external" / "pdfs" / "2023 Q3 MSFT.pdf"
+    cover = extract_pages(pdf.read_bytes())[0].text
+    src = [_chunk(1, cover[:cover.index("Securities registered pursuant")]),
+           _chunk(2, "(1) The Report fully complies with the requirements of section 13(a) or 15(d) of the "
+                     "Securities Exchange Act of 1934; and")]
+    res = ExtractiveAnswerer(embedder).answer("What is Microsoft's SEC Commission File Number?", src)
+    assert res.concise == "001-37845"
+    assert "Commission File Number 001-37845 [1]" in res.answer
+    assert _heading_like("THE DIGITAL MILLENNIUM COPYRIGHT ACT OF 1998") and _heading_like("Item 1A. Risk Factors 44")
