@@ -12,9 +12,10 @@ the check is on content the system can show (``assess``):
   initial stays inside its name ("Michelle L. Collins"). A person-like name (two or more
   capitalised words) none of whose words occurs is missing whatever else the question names, and
   so is a one-word acronym or rare name ("DMCA", "CuratedTREC") or a name the question writes as
-  an owner ("Apple's"), however many commoner names ("Table", "Public Law", "Form") occur. A name of one thing mentioned in passing must occur (as a whole
-  word) in a retrieved passage with another of the question's words, unless it is a subject of
-  its document: named more than twice, or in the document's opening (title, authors, issuer);
+  an owner ("Apple's"), however many commoner names ("Table", "Public Law", "Form") occur. A name
+  of one thing mentioned in passing must occur (as a whole word) in a retrieved passage with
+  another of the question's words, unless it is a subject of its document: named more than twice,
+  or in the document's opening (title, authors, issuer);
 - the question's *subject terms* that are rare words (``wordfreq`` Zipf frequency below 3, e.g.
   a drug name) must occur in the searched documents, or a word close to it must occur in the
   best passages (a paraphrase: "reseller" for "distributor"; cosine of the bundled embedding
