@@ -79,10 +79,12 @@ _TITLE_ABBR = re.compile(r"\b(?:Dr|Mr|Mrs|Ms|Prof|St|Sen|Rep|Gen|Capt|Sgt|Jr|Sr|
 
 @dataclass(frozen=True)
 class Anchor:
-    """A phrase the sources must contain: ``kind`` is date | name."""
+    """A phrase the sources must contain: ``kind`` is date | id | name; ``owner``: the question
+    writes the name as a possessive ("*Apple's* Commission File Number"), whom it is about."""
 
     text: str
     kind: str
+    owner: bool = False
 
 
 def question_anchors(question: str) -> list[Anchor]:
@@ -105,17 +107,21 @@ def question_anchors(question: str) -> list[Anchor]:
         # a possessive ends one name ("Apple Inc.'s IRS Employer Identification Number": the owner
         # and what it owns are two things to find)
         groups: list[list[str]] = [[]]
+        owners: list[bool] = [False]
         for w in words:
             owner = re.search(r"['’]s$", w)
             groups[-1].append(re.sub(r"['’]s$", "", w) if owner else w)
             if owner:
+                owners[-1] = True
                 groups.append([])
-        for g in groups:
+                owners.append(False)
+        owners[-1] = re.search(r"['’]s$", m.group(0)) is not None  # the run's last name ("Intel's revenue")
+        for g, owned in zip(groups, owners):
             if not g or any(ch.isdigit() for ch in "".join(g)):
                 continue
             phrase = " ".join(g).strip(" .-'’")
             if len(phrase) >= 3 or (re.fullmatch(r"[A-Z]{2}", phrase) and phrase.lower() not in STOP_WORDS):
-                anchors.append(Anchor(phrase, "name"))
+                anchors.append(Anchor(phrase, "name", owned))
     return anchors
 
 
@@ -180,13 +186,6 @@ def _absent_name(anchor: Anchor, text_lower: str, terms: set[str], text: str) ->
 
 
 _MONTH_WORDS = set(_MONTHS.lower().split("|"))
-
-
-def _possessive(anchor: Anchor, question: str) -> bool:
-    """The question writes ``anchor`` as an owner ("*Apple's* Commission File Number"): it is whom
-    the question is about, so it must be found however many other names ("Commission File
-    Number", "Form") are."""
-    return re.search(re.escape(anchor.text) + r"['’]s\b", question) is not None
 
 
 def content_terms(question: str) -> set[str]:
@@ -273,7 +272,7 @@ def missing_anchors(question: str, document_texts: list[str], source_passages: l
             out.append(" ".join(gone) if acro and len(gone) < len(words) else a.text)
         return out
 
-    if any(_absent_name(a, text, terms, raw) or (a.kind == "name" and _possessive(a, question)) for a in missing):
+    if any(_absent_name(a, text, terms, raw) or a.owner for a in missing):  # an owner is whom it is about
         return shown(missing)
     if source_passages is not None:
         q_terms = content_terms(question)
