@@ -158,7 +158,8 @@ def build_info(svc: Services, strategy: str) -> dict[str, Any]:
             "bm25_k1": st.bm25_k1, "bm25_b": st.bm25_b, "bm25_avgdl": st.bm25_avgdl, "collection": st.collection,
             # only when on: versions built before the setting existed keep their fingerprint; on, the
             # chunker's revision (a version built by an earlier one, recorded as True, is re-chunked)
-            **({"chunk_atomic_units": ATOMIC_UNITS_REVISION} if st.chunk_atomic_units else {})}
+            **({"chunk_atomic_units": ATOMIC_UNITS_REVISION} if st.chunk_atomic_units else {}),
+            **({"bm25_row_labels": 1} if st.bm25_row_labels else {})}
 
 
 def fingerprint(info: dict[str, Any]) -> str:
@@ -472,7 +473,8 @@ def stage_chunks(svc: Services, document_id: str, chunks: list[Chunk], strategy:
             t_embed += time.perf_counter() - t0
             done = a + len(part)
             set_progress(svc, doc.id, force=done == len(chunks), chunks_done=done)
-            sparse = [bm25_document_vector(t, st.bm25_k1, st.bm25_b, st.bm25_avgdl) for t in texts]
+            sparse = [bm25_document_vector(t, st.bm25_k1, st.bm25_b, st.bm25_avgdl,
+                                           rows=c.text if st.bm25_row_labels else None) for t, c in zip(texts, part)]
             part_ids = [point_id(doc.id, version, strategy, c.index) for c in part]
             payloads = [{
                 "document_id": doc.id, "doc_name": doc.doc_name, "doc_key": doc.name_key,

@@ -82,6 +82,9 @@ class Settings(BaseSettings):
     bm25_k1: float = Field(default=1.2, gt=0)
     bm25_b: float = Field(default=0.75, ge=0, le=1)
     bm25_avgdl: float = Field(default=120.0, gt=0, description="Assumed average chunk length in BM25 terms")
+    bm25_row_labels: bool = Field(default=True, description="Index each table row's label as one BM25 term "
+                                  "(row:<label words>) that a question naming the row matches (core.sparse); "
+                                  "recorded in the build info only when on")
 
     reranker_model: str = Field(default="", description="Local sentence-transformers CrossEncoder folder for "
                                 "mode hybrid_rerank; empty = rerank unavailable (none ships offline)")

@@ -27,6 +27,13 @@ Tokenizer (the same one serves index and query):
   4+ letters also asks for ``abbr:<prefix>`` (2-5 letters, weight ``ABBREVIATION_WEIGHT``), so
   "Public Law ... Statutes" finds "Pub. L. ... Stat.". A sentence-final word ("... the Act. The")
   is not an abbreviation by this rule.
+- table row labels: a line of a passage that is a label of 2-6 words followed by numeric cells
+  ("Gross margin 40,215 34,670", "Research and development $ 7,709 $ 6,306") is also indexed as one
+  term ``row:<label's words>`` (``row_label_terms``), and a question asks for ``row:<n-gram>`` for
+  every run of 2-6 of its words (``ROW_LABEL_WEIGHT``): a statement row is matched by its whole
+  label, as a reader finds a line item, and not only by words that prose paragraphs repeat more
+  often. One-word labels ("Total", "Revenue", "Services") head rows of most tables and say little
+  about which row is meant, so they are left out.
 """
 
 from __future__ import annotations
@@ -168,8 +175,59 @@ def _merge(weights: dict[int, float]) -> SparseVector:
     return SparseVector([i for i, _ in items], [v for _, v in items])
 
 
-def bm25_document_vector(text: str, k1: float = 1.2, b: float = 0.75, avgdl: float = 120.0) -> SparseVector:
-    """Sparse BM25 document vector: term id -> saturated tf (IDF applied by Qdrant)."""
+# a numeric table cell: "40,215", "$ 7,709", "(2,466)", "$ (95)", "696.2 %", "(1.3)%", or a dash for nil
+_CELL = r"(?:\$\s*)?\(?[-+]?\$?\s*\d[\d,]*(?:\.\d+)?\s*\)?\s*%?|[—–-]+"
+_ROW = re.compile(rf"^(?P<label>.*?[A-Za-z].*?)\s+(?:{_CELL})(?:\s+(?:{_CELL}))*\s*$")
+_LABEL_WORD = re.compile(r"[A-Za-z]+")
+ROW_LABEL_MIN_WORDS = 2  # "Total", "Revenue": a one-word label names no particular row
+ROW_LABEL_MAX_WORDS = 6  # a longer "label" is a prose line that happens to end in a number
+# query weight of a row label the question names. Measured (bench/answer_quality.py, fresh indexes):
+# 2.0 with 2+ word labels was chosen on the tuning parts (dev odd, probe1, ext1: ext1 hit@5
+# +0.105) over 1.0 (ext1 +0.000) and over 1+ word labels at 1.0 (dev tune hit@5 -0.026)
+ROW_LABEL_WEIGHT = 2.0
+
+
+def label_words(text: str) -> list[str]:
+    """The words a row label or a question is matched by: alphabetic words, lower-cased,
+    stop words out, stemmed ("Research and development" -> ``["research", "develop"]``)."""
+    words = (w.lower() for w in _LABEL_WORD.findall(fold(text).replace("’", "'").replace("'s ", " ")))
+    return [_stem(w) for w in words if w not in STOP_WORDS and len(w) > 1]
+
+
+def row_label_terms(text: str) -> list[str]:
+    """``row:<label words>`` for every line of ``text`` that is a table row: a label of
+    ``ROW_LABEL_MIN_WORDS`` to ``ROW_LABEL_MAX_WORDS`` words followed by numeric cells only
+    ("Gross margin 40,215 34,670" -> ``row:gross margin``; footnote marks such as "(1)" in the
+    label are dropped; a "Total ..." row is also indexed without "total", as that is what the row
+    is the total of)."""
+    out = []
+    for line in text.splitlines():
+        m = _ROW.match(line.strip())
+        if not m:
+            continue
+        words = label_words(re.sub(r"\(\w\)|\(\d\)", " ", m.group("label")))
+        if ROW_LABEL_MIN_WORDS <= len(words) <= ROW_LABEL_MAX_WORDS:
+            out.append("row:" + " ".join(words))
+            if words[0] == "total" and len(words) > ROW_LABEL_MIN_WORDS:
+                out.append("row:" + " ".join(words[1:]))
+    return out
+
+
+def question_row_terms(text: str) -> set[str]:
+    """``row:<n-gram>`` for every run of ``ROW_LABEL_MIN_WORDS`` to ``ROW_LABEL_MAX_WORDS``
+    consecutive ``label_words`` of a question: the row labels it could name."""
+    words = label_words(text)
+    return {"row:" + " ".join(words[i:j]) for i in range(len(words))
+            for j in range(i + ROW_LABEL_MIN_WORDS, min(i + ROW_LABEL_MAX_WORDS, len(words)) + 1)}
+
+
+def bm25_document_vector(text: str, k1: float = 1.2, b: float = 0.75, avgdl: float = 120.0,
+                         rows: str | None = None) -> SparseVector:
+    """Sparse BM25 document vector: term id -> saturated tf (IDF applied by Qdrant).
+
+    ``rows``: the passage whose table rows are indexed as ``row_label_terms`` (weight 1 each, not
+    length-normalised: a label names its row whatever the chunk's length); None = no row terms.
+    They do not count in the document length."""
     terms = tokenize(text)
     dl = len(terms) or 1
     terms += abbreviation_terms(text)
@@ -179,13 +237,18 @@ def bm25_document_vector(text: str, k1: float = 1.2, b: float = 0.75, avgdl: flo
     for term, f in tf.items():
         tid = term_id(term)
         weights[tid] = weights.get(tid, 0.0) + f * (k1 + 1) / (f + norm)
+    for term in set(row_label_terms(rows or "")):
+        tid = term_id(term)
+        weights[tid] = weights.get(tid, 0.0) + 1.0
     return _merge(weights)
 
 
 def bm25_query_vector(text: str) -> SparseVector:
     """Sparse query vector: weight 1.0 per distinct term, ``ABBREVIATION_WEIGHT`` per abbreviation
-    prefix, ``ACRONYM_WEIGHT`` per acronym of a capitalised run (a term of the question keeps 1.0)."""
+    prefix, ``ACRONYM_WEIGHT`` per acronym of a capitalised run (a term of the question keeps 1.0),
+    ``ROW_LABEL_WEIGHT`` per row label the question could name (``question_row_terms``)."""
     weights = {term_id(t): ABBREVIATION_WEIGHT for t in abbreviation_queries(text)}
     weights.update({term_id(t): ACRONYM_WEIGHT for t in acronym_queries(text)})
+    weights.update({term_id(t): ROW_LABEL_WEIGHT for t in question_row_terms(text)})
     weights.update({term_id(t): 1.0 for t in set(tokenize(text))})
     return _merge(weights)

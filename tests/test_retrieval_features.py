@@ -331,3 +331,31 @@ def test_a_document_one_name_alone_selects_comes_first_not_as_a_third_list():
     q2 = "What was the effective tax rate at the annual meeting?"
     hits["vector"]["2"] = hit("2", "intc", "at the annual meeting the effective tax rate")
     assert r._named_document(q2, hits, Scope()) == (["intc"], ["annual", "meet"], False)
+
+
+def test_a_statement_row_is_found_by_its_whole_label(fresh_services, monkeypatch):
+    """Apple's Q3 2023 10-Q (shared corpus): "How much did Apple spend on research and
+    development ...?" names the income statement's row "Research and development $ 7,442 $ 6,797
+    ...". Its chunk is a column of numbers under a dozen labels, while MD&A paragraphs repeat
+    "research and development" and "Apple" in prose: on words alone BM25 ranks it 4th here (about
+    20th among the 18 dev PDFs). The row's label, indexed as one term
+    (``core.sparse.row_label_terms``), ranks it first. Fails if rows stop being indexed by their
+    labels or questions stop asking for them."""
+    import core.sparse
+    from tests.conftest import SHARED_CORPUS
+
+    svc = fresh_services
+    name = "2023 Q3 AAPL.pdf"
+    assert svc.settings.bm25_row_labels  # the default
+    assert ingest_bytes(svc, (SHARED_CORPUS / "pdfs" / name).read_bytes(), name, DagsterRunner()).status == "ingested"
+    q = "How much did Apple spend on research and development in the third quarter of 2023?"
+
+    def row_rank() -> int | None:
+        res = QueryService(svc).search(q, Scope(doc_names=[name]), top_k=30, mode="bm25")
+        return next((c.rank for c in res.chunks if "Research and development $" in c.text), None)
+
+    with_labels = row_rank()
+    monkeypatch.setattr(core.sparse, "question_row_terms", lambda text: set())  # words alone
+    words_only = row_rank()
+    assert with_labels == 1, with_labels
+    assert words_only is None or words_only > with_labels, words_only

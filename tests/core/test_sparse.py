@@ -2,8 +2,8 @@
 
 import pytest
 
-from core.sparse import (ABBREVIATION_WEIGHT, abbreviation_terms, acronym_queries, bm25_document_vector, bm25_query_vector,
-                         term_id, tokenize)
+from core.sparse import (ABBREVIATION_WEIGHT, ROW_LABEL_WEIGHT, abbreviation_terms, acronym_queries, bm25_document_vector,
+                         bm25_query_vector, question_row_terms, row_label_terms, term_id, tokenize)
 
 
 @pytest.mark.parametrize("ident", ["16.11.1", "snake_case", "hr_schema.employees", "cve-2021-44228", "94-2404110",
@@ -34,7 +34,8 @@ def test_bm25_saturation_and_length_normalisation():
     assert w[term_id("land")] == pytest.approx(1 * (k1 + 1) / (1 + norm))
     q = dict(zip(*bm25_query_vector("pilot pilot").__dict__.values()))
     assert q[term_id("pilot")] == 1.0  # once per distinct term
-    assert q[term_id("abbr:pil")] == ABBREVIATION_WEIGHT and len(q) == 4  # pilot + abbr:pi/pil/pilo
+    assert q[term_id("abbr:pil")] == ABBREVIATION_WEIGHT and q[term_id("row:pilot pilot")] == ROW_LABEL_WEIGHT
+    assert len(q) == 5  # pilot + abbr:pi/pil/pilo + the row label "Pilot pilot" it could name
 
 
 def _dot(q, d):
@@ -88,3 +89,44 @@ def test_unicode_variants_fold_for_matching():
     q = bm25_query_vector("PC-12/47E")
     assert _dot(q, bm25_document_vector("The Pilatus PC–12/47E was damaged.")) > _dot(
         q, bm25_document_vector("The Pilatus PC–12 was damaged."))
+
+
+# lines of a real statement page (Microsoft's 10-Q income statement, Amazon's segment table)
+STATEMENT = """Cost of revenue:
+Service and other 12,771 11,150
+Total cost of revenue 16,302 15,452
+Gross margin 40,215 34,670
+Research and development $ 7,709 $ 6,306
+Operating loss $ (2,466) $ (95) $ (5,518) $ (2,237)
+Effective tax rate 696.2 % 642.0 % 51.4 % (1.3)%
+Net income — — — — 9,243 9,243
+Professional Visualization (1) 416 200 1,090 1,318
+Our effective tax rate was 18% and 19% for the three months ended September 30, 2023 and 2022"""
+
+
+def test_table_rows_are_indexed_by_their_whole_label():
+    terms = row_label_terms(STATEMENT)
+    # "Service and other": one word once "and other" are out, as "Total", "Revenue": no particular row
+    assert terms == ["row:total cost revenu", "row:cost revenu", "row:gross margin", "row:research develop",
+                     "row:oper loss", "row:effect tax rate", "row:net incom", "row:profession visual"]
+    # a heading without cells and a prose line ending in numbers name no row
+    assert not row_label_terms("Cost of revenue:\nOur effective tax rate was 18% and 19% for the three months ended "
+                               "September 30, 2023 and 2022")
+
+
+def test_a_question_naming_a_row_matches_its_label_not_its_scattered_words():
+    q = bm25_query_vector("How much did Apple spend on research and development?")
+    assert "row:research develop" in question_row_terms("How much did Apple spend on research and development?")
+    assert not any(" " not in t for t in question_row_terms("How much did Apple spend on research and development?"))
+    row = bm25_document_vector("Operating expenses:\nResearch and development $ 7,709 $ 6,306", rows=(
+        "Operating expenses:\nResearch and development $ 7,709 $ 6,306"))
+    same_words = bm25_document_vector("Operating expenses:\nResearch and development $ 7,709 $ 6,306")
+    text = "Research and, in some markets, development continue."
+    prose = bm25_document_vector(text, rows=text)
+    assert _dot(q, row) == pytest.approx(_dot(q, same_words) + ROW_LABEL_WEIGHT * 1.0)  # query weight x presence
+    assert _dot(q, prose) < _dot(q, row)
+    # the row term is not length-normalised and does not lengthen the passage
+    long_row = "\n".join(["Research and development $ 7,709 $ 6,306"] + [f"Item {i} {i},000" for i in range(60)])
+    w = dict(zip(*bm25_document_vector(long_row, rows=long_row).__dict__.values()))
+    assert w[term_id("row:research develop")] == 1.0
+    assert dict(zip(*bm25_document_vector(long_row).__dict__.values()))[term_id("research")] == w[term_id("research")]
