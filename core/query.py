@@ -124,7 +124,8 @@ class QueryService:
                                    rerank_candidates=s.rerank_candidates, dense_skip_scripts=s.dense_skip_scripts,
                                    dense_windows=s.dense_window_tokens > 0, fusion=s.fusion,
                                    clear_hit_ratio=s.clear_hit_ratio, dense_prefetch=s.dense_prefetch,
-                                   named_document_leg=s.named_document_leg, named_subset=s.named_document_subset)
+                                   named_document_leg=s.named_document_leg, named_subset=s.named_document_subset,
+                                   table_vote=s.table_vote)
         self.answerer = answerer or build_answerer(svc)
         from cachetools import LRUCache
 

@@ -206,6 +206,44 @@ def keep_clear_hit(fused: list[tuple[str, float]], bm25: dict[str, PointHit],
     return [(top, fused[0][1])] + rest, {top: (round(h1.score / h2.score, 3), own)}
 
 
+TABLE_ROW_SHARE = 0.5  # a chunk at least this share of whose lines are table rows is a table chunk
+# a question asking for a reason ("What drove the increase in merchandise inventories?") is answered
+# by prose, not by the row that names its subject (Li & Roth's DESC:reason)
+_REASON_Q = re.compile(r"(?i)\s*(?:why\b|what (?:drove|drives|caused|causes|led to|explains?)\b)")
+
+
+def is_table_chunk(text: str) -> bool:
+    """True when at least ``TABLE_ROW_SHARE`` of the non-empty lines of ``text`` are table rows
+    (``chunking._is_row``; a detached currency sign, "Operating income $ 6,518", is no word)."""
+    from .chunking import _is_row
+
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    rows = sum(1 for ln in lines if _is_row(re.sub(r"[$€£]\s+(?=\(?\d)", "", ln)))
+    return bool(lines) and rows / len(lines) >= TABLE_ROW_SHARE
+
+
+def table_votes(question: str, bm25_ids: list[str], texts: dict[str, str]) -> dict[str, int]:
+    """``{id: BM25 rank}`` of the BM25 candidates that are table chunks (``is_table_chunk``) holding
+    a row whose whole label the question names (``sparse.row_label_terms``), unless the question
+    asks for a reason. ``texts``: id -> chunk text.
+
+    The dense leg cannot read such a chunk: a sentence embedding of a column of numbers under
+    short labels is close to no question (the income statement holding "Gross margin 40,215" is
+    dense rank 56 for "What was the reported gross margin for Microsoft?", BM25 rank 5). RRF then
+    lets prose that both legs rank in the middle outvote it. For these chunks the dense leg
+    abstains and BM25's rank stands for both (``Retriever._fuse``): rank imputation for a missing
+    judgement, not a weight on either leg."""
+    if _REASON_Q.match(question):
+        return {}
+    from .sparse import question_row_terms, row_label_terms
+
+    q_rows = question_row_terms(question)
+    if not q_rows:
+        return {}
+    return {pid: r for r, pid in enumerate(bm25_ids, start=1)
+            if q_rows & set(row_label_terms(texts.get(pid, ""))) and is_table_chunk(texts.get(pid, ""))}
+
+
 def question_identifiers(question: str) -> frozenset[str]:
     """The question's identifier tokens: tokens with a digit or a joiner (``ppr-9087``, ``10-q``,
     ``hr_schema.employees``)."""
@@ -258,6 +296,10 @@ class Retriever:
     ``clear_hit_ratio``: BM25's top hit scoring this many times its second is ranked first after
     fusion (``keep_clear_hit``; 0 = off).
 
+    ``table_vote``: a table chunk holding a row the question names gets BM25's rank as its dense
+    rank too in RRF (``table_votes``; the dense leg cannot read a column of numbers); the chunk's
+    ``scores["table_vote"]`` says so.
+
     ``reranker``: optional object with ``predict(list[tuple[str, str]]) -> scores``
     (a sentence-transformers ``CrossEncoder``).
     """
@@ -265,7 +307,8 @@ class Retriever:
     def __init__(self, store: VectorStore, embedder: Embedder, *, rrf_k: int = 60, candidates: int = 20,
                  reranker: Any = None, rerank_candidates: int = 30, dense_skip_scripts: str = "",
                  dense_windows: bool = True, fusion: "Fusion | str" = "rrf", clear_hit_ratio: float = 1.5,
-                 dense_prefetch: int = 0, named_document_leg: bool = False, named_subset: int = 3):
+                 dense_prefetch: int = 0, named_document_leg: bool = False, named_subset: int = 3,
+                 table_vote: bool = False):
         self.store = store
         self.embedder = embedder
         self.rrf_k = rrf_k
@@ -281,6 +324,7 @@ class Retriever:
         self.dense_prefetch = dense_prefetch
         self.named_document_leg = named_document_leg
         self.named_subset = named_subset  # most documents the question's names may select to rank first (0 = off)
+        self.table_vote = table_vote  # table chunks naming the question's row: BM25's rank votes for the dense leg
 
     def retrieve(self, question: str, scope: Scope | None = None, top_k: int = 5,
                  mode: Mode | str = Mode.hybrid, neighbors: int | None = None) -> RetrievalResult:
@@ -355,8 +399,8 @@ class Retriever:
                 bm25_doc = {h.id: h for h in self.store.search_sparse(bm25_query_vector(question), sub, n,
                                                                      with_payload=not lazy)}
                 # fused like the two legs (exact ties by identifiers, BM25, dense score, position)
-                both = self._fuse(question, {"vector": dense_doc, "bm25": bm25_doc},
-                                  {"vector": list(dense_doc), "bm25": list(bm25_doc)})
+                both, _ = self._fuse(question, {"vector": dense_doc, "bm25": bm25_doc},
+                                     {"vector": list(dense_doc), "bm25": list(bm25_doc)})
                 merged = {**bm25_doc, **dense_doc}
                 scoped = {pid: merged[pid] for pid, _ in both}
                 if by_names := named[2]:
@@ -375,11 +419,12 @@ class Retriever:
         t = time.perf_counter()
         ranked_ids = {name: list(h) for name, h in hits.items()}
         clear: dict[str, tuple[float, float]] = {}
+        votes: dict[str, int] = {}
         if len(hits) == 1:
             (name, only), = hits.items()
             fused = [(pid, h.score) for pid, h in only.items()]
         else:
-            fused = self._fuse(question, hits, ranked_ids)
+            fused, votes = self._fuse(question, hits, ranked_ids)
             fused, clear = keep_clear_hit(fused, hits.get("bm25", {}), self.clear_hit_ratio)
             if by_names:
                 # the named documents' passages in the fused order, then those only the legs run
@@ -412,6 +457,8 @@ class Retriever:
             ))
             if len(hits) > 1:
                 out[-1].scores["rrf"] = float(score)
+                if pid in votes:  # a table chunk: the dense leg abstained, BM25's rank voted for both
+                    out[-1].scores["table_vote"] = float(votes[pid])
                 if pid in clear:  # ranked first as BM25's clear hit; its own fused score stays in "rrf"
                     out[-1].scores["rrf"] = float(clear[pid][1])
                     out[-1].scores["clear_hit_ratio"] = clear[pid][0]
@@ -525,20 +572,36 @@ class Retriever:
                     hs[pid].payload = got[pid]
 
     def _fuse(self, question: str, hits: dict[str, dict[str, PointHit]],
-              ranked_ids: dict[str, list[str]]) -> list[tuple[str, float]]:
-        """Fused ``(id, score)`` list of the dense and BM25 hits (``self.fusion``); exact ties go to
-        the chunk matching more of the question's identifiers, then the higher BM25, then dense score."""
+              ranked_ids: dict[str, list[str]]) -> tuple[list[tuple[str, float]], dict[str, int]]:
+        """Fused ``(id, score)`` list of the dense and BM25 hits (``self.fusion``) and ``{id: BM25
+        rank}`` of the table chunks whose dense vote was BM25's (``table_votes``, with
+        ``self.table_vote`` and RRF); exact ties go to the chunk matching more of the question's
+        identifiers, then the higher BM25, then dense score."""
         fusion = Fusion.parse(self.fusion)
+        votes: dict[str, int] = {}
         if fusion is Fusion.dbsf:
             fused = distribution_score_fusion({n: {pid: h.score for pid, h in hs.items()} for n, hs in hits.items()})
         else:
             fused = reciprocal_rank_fusion(ranked_ids, self.rrf_k, fill_missing=fusion is Fusion.rrf_fill)
+            if self.table_vote and "vector" in ranked_ids and ranked_ids.get("bm25"):
+                self._fill_payloads(hits, ranked_ids["bm25"])
+                votes = table_votes(question, ranked_ids["bm25"],
+                                    {pid: hits["bm25"][pid].payload.get("text", "") for pid in ranked_ids["bm25"]})
+            if votes:
+                dense_rank = {pid: r for r, pid in enumerate(ranked_ids["vector"], start=1)}
+                k = self.rrf_k
+                # the dense leg's 1 / (k + rank) (or what rrf_fill gave a missing id) becomes BM25's
+                old_dense = {pid: (1.0 / (k + dense_rank[pid]) if pid in dense_rank else
+                                   1.0 / (k + len(ranked_ids["vector"]) + 1) if fusion is Fusion.rrf_fill else 0.0)
+                             for pid in votes}
+                fused = sorted(((pid, sc + (1.0 / (k + votes[pid]) - old_dense[pid] if pid in votes else 0.0))
+                                for pid, sc in fused), key=lambda kv: -round(kv[1], 12))
         score_of = dict(fused)
         groups: dict[float, list[str]] = {}
         for pid, sc in fused:
             groups.setdefault(round(sc, 12), []).append(pid)
         if all(len(g) == 1 for g in groups.values()):
-            return fused
+            return fused, votes
         tb, where = {}, {}
         ids = question_identifiers(question)
         self._fill_payloads(hits, [pid for g in groups.values() if len(g) > 1 for pid in g])
@@ -555,7 +618,7 @@ class Retriever:
                 # id order would flip between two ingestions of the same files
                 where[pid] = (str(h.payload.get("doc_name", "")), int(h.payload.get("chunk_index", 0) or 0))
         return sorted(fused, key=lambda kv: (-round(kv[1], 12), tuple(-x for x in tb.get(kv[0], ())),
-                                             where.get(kv[0], ("", 0)), kv[0]))
+                                             where.get(kv[0], ("", 0)), kv[0])), votes
 
     def neighbors(self, chunks: list[RetrievedChunk], limit: int = 2) -> list[RetrievedChunk]:
         """Chunks that continue a retrieved chunk cut from a longer list or table.

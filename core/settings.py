@@ -109,6 +109,10 @@ class Settings(BaseSettings):
     clear_hit_ratio: float = Field(default=1.5, ge=0, description="BM25's top hit scoring at least this many "
                                    "times BM25's second is ranked first after fusion (a clear lexical match that "
                                    "rank fusion would let middling chunks outvote); 0 = off")
+    table_vote: bool = Field(default=True, description="RRF: a chunk that is mostly table rows and holds a "
+                             "row whose whole label the question names gets BM25's rank as its dense rank too (the "
+                             "dense leg cannot read a column of numbers; core.retrieval.table_votes); not for 'why' "
+                             "questions")
     named_document_leg: bool = Field(default=True, description="when the question names one document (a "
                                      "term of it that no other candidate document holds: 'the Madill accident'), "
                                      "a third RRF list ranks that document's chunks by the same dense and BM25 "

@@ -339,8 +339,9 @@ def test_a_statement_row_is_found_by_its_whole_label(fresh_services, monkeypatch
     ...". Its chunk is a column of numbers under a dozen labels, while MD&A paragraphs repeat
     "research and development" and "Apple" in prose: on words alone BM25 ranks it 4th here (about
     20th among the 18 dev PDFs). The row's label, indexed as one term
-    (``core.sparse.row_label_terms``), ranks it first. Fails if rows stop being indexed by their
-    labels or questions stop asking for them."""
+    (``core.sparse.row_label_terms``), ranks it first; in hybrid retrieval BM25's rank also stands
+    for the dense leg, which cannot read the numbers. Fails if rows stop being indexed by their
+    labels, questions stop asking for them, or table chunks lose BM25's vote."""
     import core.sparse
     from tests.conftest import SHARED_CORPUS
 
@@ -353,6 +354,18 @@ def test_a_statement_row_is_found_by_its_whole_label(fresh_services, monkeypatch
     def row_rank() -> int | None:
         res = QueryService(svc).search(q, Scope(doc_names=[name]), top_k=30, mode="bm25")
         return next((c.rank for c in res.chunks if "Research and development $" in c.text), None)
+
+    # hybrid: the dense leg cannot read the statement's column of numbers (it does not return the
+    # chunk at all); BM25's rank votes for it (core.retrieval.table_votes), which the X-ray shows
+    qs = QueryService(svc)
+    fused = {}
+    for on in (True, False):
+        qs.retriever.table_vote = on
+        res = qs.retriever.retrieve(q, Scope(doc_names=[name]), 20, "hybrid")
+        fused[on] = next(c for c in res.chunks if "Research and development 7,442" in c.text)
+    assert fused[True].ranks["vector"] is None and fused[True].scores["table_vote"] == fused[True].ranks["bm25"]
+    assert fused[True].rank <= 2 and fused[False].rank > 5, (fused[True].rank, fused[False].rank)
+    assert "table_vote" not in fused[False].scores
 
     with_labels = row_rank()
     monkeypatch.setattr(core.sparse, "question_row_terms", lambda text: set())  # words alone

@@ -148,7 +148,7 @@ def test_a_tie_left_after_the_scores_goes_by_position_not_by_point_id():
     from core.store import PointHit
 
     r = Retriever.__new__(Retriever)
-    r.fusion, r.rrf_k = "rrf", 60
+    r.fusion, r.rrf_k, r.table_vote = "rrf", 60, True
     r._fill_payloads = lambda hits, ids: None
     orders = []
     for first, second in (("a-id", "b-id"), ("b-id", "a-id")):  # the same two chunks, ids swapped
@@ -156,6 +156,58 @@ def test_a_tie_left_after_the_scores_goes_by_position_not_by_point_id():
         p0 = {"doc_name": "r.pdf", "chunk_index": 0, "text": "runway 04", "header": ""}
         hits = {"vector": {first: PointHit(first, 0.5, p5), second: PointHit(second, 0.5, p0)},
                 "bm25": {second: PointHit(second, 3.0, p0), first: PointHit(first, 3.0, p5)}}
-        fused = r._fuse("How long was the runway?", hits, {n: list(h) for n, h in hits.items()})
+        fused, votes = r._fuse("How long was the runway?", hits, {n: list(h) for n, h in hits.items()})
+        assert votes == {}  # prose: no table chunk
         orders.append([hits["vector"][pid].payload["chunk_index"] for pid, _ in fused])
     assert orders == [[0, 5], [0, 5]], orders
+
+
+def _statement_and_prose():
+    """The income statement rows and an MD&A paragraph of Apple's Q3 2023 10-Q (shared corpus)."""
+    from core.pdf import extract_pages
+    from tests.conftest import SHARED_CORPUS
+
+    pages = extract_pages((SHARED_CORPUS / "pdfs" / "2023 Q3 AAPL.pdf").read_bytes())
+    text = pages[3].text
+    start = text.index("Cost of sales:")
+    statement = text[start:text.index("Operating income", start)]
+    mdna = next(p.text for p in pages if "The growth in research and development" in p.text)
+    start = mdna.index("Research and Development\n")
+    return statement, mdna[start:mdna.index("Provision for Income Taxes", start)]
+
+
+def test_a_table_chunk_naming_the_questions_row_gets_bm25s_rank_as_its_dense_vote():
+    """The dense leg cannot read a column of numbers: Microsoft's income statement ("Gross margin
+    40,215 34,670") was dense rank 56 for "What was the reported gross margin ...?" and BM25 rank
+    5, and RRF left it at 11 under prose both legs ranked in the middle. A table chunk holding a
+    row whose whole label the question names takes BM25's rank for the dense vote too; prose,
+    a table the question names no row of, and a "why" question do not. Fails if the vote is lost
+    or given to what cannot be a row value."""
+    from core.retrieval import Retriever, is_table_chunk, table_votes
+    from core.store import PointHit
+
+    statement, prose = _statement_and_prose()
+    assert is_table_chunk(statement) and not is_table_chunk(prose)
+    q = "How much did Apple spend on research and development in the third quarter of 2023?"
+    texts = {"prose": prose, "table": statement}
+    assert table_votes(q, ["prose", "table"], texts) == {"table": 2}
+    assert table_votes("What is Apple's business address?", ["prose", "table"], texts) == {}
+    assert table_votes("Why did research and development expense increase?", ["prose", "table"], texts) == {}
+
+    r = Retriever.__new__(Retriever)
+    r.fusion, r.rrf_k = "rrf", 60
+    r._fill_payloads = lambda hits, ids: None
+    dense = ["p1", "p2", "p3", "p4"]  # prose the dense leg likes; it never returned the table
+    bm25 = ["table", "p4", "p3"]
+    payload = {pid: {"text": prose, "header": "", "doc_name": "a.pdf", "chunk_index": i} for i, pid in enumerate(dense)}
+    payload["table"] = {"text": statement, "header": "", "doc_name": "a.pdf", "chunk_index": 9}
+    hits = {"vector": {pid: PointHit(pid, 0.5 - i / 100, payload[pid]) for i, pid in enumerate(dense)},
+            "bm25": {pid: PointHit(pid, 9.0 - i, payload[pid]) for i, pid in enumerate(bm25)}}
+    order = {}
+    for on in (False, True):
+        r.table_vote = on
+        fused, votes = r._fuse(q, hits, {"vector": dense, "bm25": bm25})
+        order[on] = [pid for pid, _ in fused]
+        assert votes == ({"table": 1} if on else {})
+    assert order[False].index("table") > 2 and order[True][0] == "table", order
+    assert dict(fused)["table"] == pytest.approx(2 / 61)  # BM25's 1 / (k + 1), counted for both legs
