@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import re
 
-from .sparse import CJK_CHAR, STOP_WORDS, tokenize
+from .sparse import CJK_CHAR, STOP_WORDS, question_row_terms, row_label_terms, tokenize
 
 _MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?"
 _NUMWORD = r"(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|forty|fifty|hundred)"
@@ -443,7 +443,12 @@ def concise_answer(question: str, sentences: list[tuple]) -> str | None:
     t = question_type(question)
     q_terms = _q_terms(question)
     if t in (None, "number", "money", "percent"):
-        for rel, text, context, _ in pool:
+        # a row whose whole label the question names ("Effective tax rate 696.2 % ... 51.4 %" for
+        # "What was Intel's effective tax rate ...?") before a row sharing a word with it
+        # ("Provision for (benefit from) taxes ..."), each group in score order
+        q_rows = question_row_terms(question)
+        named = [x for x in pool if q_rows & set(row_label_terms(x[1]))]
+        for rel, text, context, _ in named + [x for x in pool if not any(x is y for y in named)]:
             if context and (cell := table_cell(question, text, context)):
                 return cell
     if t is None:

@@ -308,3 +308,23 @@ def test_what_was_the_x_rate_asks_for_a_percentage():
     assert concise_span(q, "Our effective tax rate was 18% and 19% for the three months ended September 30, "
                            "2023 and 2022, respectively.") == "18%"
     assert question_type("What was the reported gross margin for Microsoft?") is None  # an amount in 10-Qs
+
+
+def test_the_row_the_question_names_gives_the_cell_before_a_row_sharing_a_word():
+    """Intel's Q3 2023 10-Q, Note 7 (text as extracted): "What was Intel's effective tax rate for
+    the first nine months of 2023?" The provision row scores higher as a sentence (it shares
+    "taxes" and holds money), and its nine-month cell "(1,041)" was the answer. The row whose whole
+    label the question names ("Effective tax rate", ``core.sparse.row_label_terms``) is read first.
+    Fails if any row sharing a word with the question goes before the one it names."""
+    from core.concise import concise_answer
+
+    context = ("Note 7 : Income Taxes\nThree Months Ended Nine Months Ended\n"
+               "(In Millions) Sep 30, 2023 Oct 1, 2022 Sep 30, 2023 Oct 1, 2022\n"
+               "Income (loss) before taxes $ (52) $ (188) $ (2,026) $ 8,564\n")
+    provision = "Provision for (benefit from) taxes $ (362) $ (1,207) $ (1,041) $ (114)"
+    rate = "Effective tax rate 696.2 % 642.0 % 51.4 % (1.3)%"
+    q = "What was Intel's effective tax rate for the first nine months of 2023?"
+    pool = [(1.0, provision, context), (0.9, rate, context + provision + "\n")]
+    assert concise_answer(q, pool) == "51.4"
+    # a question naming no row keeps the score order
+    assert concise_answer("What were Intel's taxes for the first nine months of 2023?", pool) == "$ (1,041)"
