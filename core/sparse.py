@@ -190,7 +190,7 @@ ROW_LABEL_WEIGHT = 2.0
 def label_words(text: str) -> list[str]:
     """The words a row label or a question is matched by: alphabetic words, lower-cased,
     stop words out, stemmed ("Research and development" -> ``["research", "develop"]``)."""
-    words = (w.lower() for w in _LABEL_WORD.findall(fold(text).replace("’", "'").replace("'s ", " ")))
+    words = (w.lower() for w in _LABEL_WORD.findall(fold(text)))  # "Apple's" -> "apple", "s" (dropped)
     return [_stem(w) for w in words if w not in STOP_WORDS and len(w) > 1]
 
 
