@@ -135,7 +135,9 @@ def _pdfium_pages(data: bytes) -> list[Page]:
         out = []
         for i in range(len(doc)):
             tp = doc[i].get_textpage()
-            text = tp.get_text_range().replace("\r\n", "\n").replace("\r", "\n")
+            # PDFium gives a hyphen it marks as such (FPDFText_IsHyphen) as U+FFFE, a noncharacter
+            # ("Scope 2 (market\ufffebased)"): it is the hyphen printed there
+            text = tp.get_text_range().replace("\r\n", "\n").replace("\r", "\n").replace("\ufffe", "-")
             out.append(Page(number=i + 1, text=collapse_leaders(text), extractor="pypdfium2"))
         return out
     finally:
