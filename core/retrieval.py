@@ -371,14 +371,14 @@ class Retriever:
             if self.dense_windows and not windows:
                 notes.append("vector leg: this collection has one vector per chunk (created before sentence "
                              "windows); re-ingest into a new collection for window-level (MaxSim) dense retrieval")
-            hits["vector"] = {h.id: h for h in self.store.search_dense(qvec, flt, n, windows=windows,
+            hits["vector"] = self._by_position(self.store.search_dense(qvec, flt, n, windows=windows,
                                                                         prefetch=self.dense_prefetch,
-                                                                        with_payload=not lazy)}
+                                                                        with_payload=not lazy))
             timings["vector"] = (time.perf_counter() - t) * 1000
         if mode in (Mode.bm25, Mode.hybrid, Mode.hybrid_rerank):
             t = time.perf_counter()
-            hits["bm25"] = {h.id: h for h in self.store.search_sparse(bm25_query_vector(question), flt, n,
-                                                                       with_payload=not lazy)}
+            hits["bm25"] = self._by_position(self.store.search_sparse(bm25_query_vector(question), flt, n,
+                                                                       with_payload=not lazy))
             timings["bm25"] = (time.perf_counter() - t) * 1000
         if self.named_document_leg and len(hits) == 2 and Fusion.parse(self.fusion) is not Fusion.dbsf:
             t = time.perf_counter()
@@ -393,11 +393,11 @@ class Retriever:
             if named is not None:
                 doc_ids, terms, _ = named
                 sub = replace(scope, document_ids=doc_ids).to_filter()
-                dense_doc = {h.id: h for h in self.store.search_dense(qvec, sub, n, windows=windows,
+                dense_doc = self._by_position(self.store.search_dense(qvec, sub, n, windows=windows,
                                                                      prefetch=self.dense_prefetch,
-                                                                     with_payload=not lazy)}
-                bm25_doc = {h.id: h for h in self.store.search_sparse(bm25_query_vector(question), sub, n,
-                                                                     with_payload=not lazy)}
+                                                                     with_payload=not lazy))
+                bm25_doc = self._by_position(self.store.search_sparse(bm25_query_vector(question), sub, n,
+                                                                     with_payload=not lazy))
                 # fused like the two legs (exact ties by identifiers, BM25, dense score, position)
                 both, _ = self._fuse(question, {"vector": dense_doc, "bm25": bm25_doc},
                                      {"vector": list(dense_doc), "bm25": list(bm25_doc)})
@@ -558,18 +558,41 @@ class Retriever:
             return None
         return docs, sorted({n for d in docs for n in count[d]})
 
+    def _by_position(self, leg: list[PointHit]) -> dict[str, PointHit]:
+        """One leg's hits as ``{id: hit}`` best first, hits of exactly equal score ordered by where
+        their chunk is (document name, chunk index) rather than as the store returns them (by point
+        id, which embeds the random document id). Two overlapping chunks share a sentence window and
+        so their dense MaxSim score: two fresh ingestions of the same PDFs ranked them in opposite
+        orders and one answer quoted another sentence. Payloads are fetched only for tied hits."""
+        scores = [round(h.score, 9) for h in leg]
+        if len(set(scores)) == len(scores):
+            return {h.id: h for h in leg}
+        tied = {h.id: h for h, sc in zip(leg, scores) if scores.count(sc) > 1}
+        self._fill_payloads({"leg": tied}, list(tied))
+
+        def where(h: PointHit) -> tuple:
+            p = h.payload or {}
+            return (str(p.get("doc_name", "")), int(p.get("chunk_index", 0) or 0), h.id)
+
+        return {h.id: h for h in sorted(leg, key=lambda h: (-round(h.score, 9), where(h) if h.id in tied else ()))}
+
     def _fill_payloads(self, hits: dict[str, dict[str, PointHit]], ids: list[str]) -> None:
-        """Fetch (one ``get_payloads`` call) the payloads of ``ids`` whose hits have none, and set
-        them on every hit of those ids."""
-        want = [pid for pid in dict.fromkeys(ids)
-                if not any(pid in hs and hs[pid].payload for hs in hits.values())]
-        if not want:
-            return
-        got = dict(self.store.get_payloads(want))
+        """Give every hit of ``ids`` its payload: one a hit of the same id in another leg already
+        holds (legs are fetched apart: ``_by_position`` fills only one leg's ties), else fetched
+        for all the others in one ``get_payloads`` call."""
+        ids = list(dict.fromkeys(ids))
+        have: dict[str, dict] = {}
         for hs in hits.values():
-            for pid in want:
-                if pid in hs and pid in got:
-                    hs[pid].payload = got[pid]
+            for pid in ids:
+                if pid in hs and hs[pid].payload and pid not in have:
+                    have[pid] = hs[pid].payload
+        want = [pid for pid in ids if pid not in have]
+        if want:
+            have.update(dict(self.store.get_payloads(want)))
+        for hs in hits.values():
+            for pid in ids:
+                if pid in hs and not hs[pid].payload and pid in have:
+                    hs[pid].payload = have[pid]
 
     def _fuse(self, question: str, hits: dict[str, dict[str, PointHit]],
               ranked_ids: dict[str, list[str]]) -> tuple[list[tuple[str, float]], dict[str, int]]:

@@ -211,3 +211,24 @@ def test_a_table_chunk_naming_the_questions_row_gets_bm25s_rank_as_its_dense_vot
         assert votes == ({"table": 1} if on else {})
     assert order[False].index("table") > 2 and order[True][0] == "table", order
     assert dict(fused)["table"] == pytest.approx(2 / 61)  # BM25's 1 / (k + 1), counted for both legs
+
+
+def test_a_legs_exact_tie_goes_by_position_not_by_point_id():
+    """Two overlapping chunks share a sentence window, so the dense leg gives them one MaxSim score
+    (0.743768 for two chunks of Amazon's Q3 2023 10-Q), and the store returns such ties in point id
+    order. Point ids embed the random document id: two fresh ingestions of the same PDFs ranked the
+    two chunks in opposite orders and the answer quoted another sentence. Each leg's exact ties go by
+    (document, chunk index). Fails if the leg's order follows the ids."""
+    from core.retrieval import Retriever
+    from core.store import PointHit
+
+    r = Retriever.__new__(Retriever)
+    r._fill_payloads = lambda hits, ids: None  # payloads already there
+    orders = []
+    for first, second in (("a-id", "b-id"), ("b-id", "a-id")):  # the same two chunks, ids swapped
+        leg = [PointHit("top", 0.9, {"doc_name": "z.pdf", "chunk_index": 9}),
+               PointHit(first, 0.743768, {"doc_name": "q3.pdf", "chunk_index": 152}),
+               PointHit(second, 0.743768, {"doc_name": "q3.pdf", "chunk_index": 151}),
+               PointHit("low", 0.5, {"doc_name": "a.pdf", "chunk_index": 0})]
+        orders.append([h.payload["chunk_index"] for h in r._by_position(leg).values()])
+    assert orders == [[9, 151, 152, 0], [9, 151, 152, 0]], orders
