@@ -154,10 +154,7 @@ def _row_group(sent: "_Sentence") -> str:
     6,518 $ 5,123", "Current liabilities:"): the nearest line above it in its chunk that is neither a
     row nor longer than six words, when only rows lie between; else "". A row is read with it, as
     a reader of the table would: the row alone does not say whose operating income it is."""
-    from .chunking import _is_row
-
-    def row(line: str) -> bool:  # a detached "$" is no word of its own ("Operating income $ 6,518 $ 5,123")
-        return _is_row(re.sub(r"[$€£]\s+(?=\(?\d)", "", line))
+    from .chunking import is_value_row as row
 
     if not row(sent.text.strip()):
         return ""

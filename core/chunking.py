@@ -167,6 +167,12 @@ def _is_row(line: str) -> bool:
     return nums >= 2 and nums / len(words) >= 0.4 and not (_TERMINAL.search(line) and nums < 3)
 
 
+def is_value_row(line: str) -> bool:
+    """``_is_row`` with a detached currency sign not counted as a word ("Operating income $ 6,518
+    $ 5,123" is a label and two cells), as statement tables print amounts."""
+    return _is_row(re.sub(r"[$€£]\s+(?=\(?\d)", "", line))
+
+
 def ends_mid_list(text: str) -> bool:
     """True when the last non-empty line of ``text`` is a table row or a list item, i.e. a
     passage that was probably cut from a longer table or list."""

@@ -214,12 +214,20 @@ _REASON_Q = re.compile(r"(?i)\s*(?:why\b|what (?:drove|drives|caused|causes|led 
 
 def is_table_chunk(text: str) -> bool:
     """True when at least ``TABLE_ROW_SHARE`` of the non-empty lines of ``text`` are table rows
-    (``chunking._is_row``; a detached currency sign, "Operating income $ 6,518", is no word)."""
-    from .chunking import _is_row
+    (``chunking.is_value_row``)."""
+    from .chunking import is_value_row
 
     lines = [ln for ln in text.splitlines() if ln.strip()]
-    rows = sum(1 for ln in lines if _is_row(re.sub(r"[$€£]\s+(?=\(?\d)", "", ln)))
+    rows = sum(1 for ln in lines if is_value_row(ln))
     return bool(lines) and rows / len(lines) >= TABLE_ROW_SHARE
+
+
+def table_vote_rows(question: str) -> set[str]:
+    """The row labels (``sparse.question_row_terms``) a table vote can be given for: none for a
+    question asking for a reason."""
+    from .sparse import question_row_terms
+
+    return set() if _REASON_Q.match(question) else question_row_terms(question)
 
 
 def table_votes(question: str, bm25_ids: list[str], texts: dict[str, str]) -> dict[str, int]:
@@ -233,11 +241,9 @@ def table_votes(question: str, bm25_ids: list[str], texts: dict[str, str]) -> di
     lets prose that both legs rank in the middle outvote it. For these chunks the dense leg
     abstains and BM25's rank stands for both (``Retriever._fuse``): rank imputation for a missing
     judgement, not a weight on either leg."""
-    if _REASON_Q.match(question):
-        return {}
-    from .sparse import question_row_terms, row_label_terms
+    from .sparse import row_label_terms
 
-    q_rows = question_row_terms(question)
+    q_rows = table_vote_rows(question)
     if not q_rows:
         return {}
     return {pid: r for r, pid in enumerate(bm25_ids, start=1)
@@ -606,8 +612,8 @@ class Retriever:
             fused = distribution_score_fusion({n: {pid: h.score for pid, h in hs.items()} for n, hs in hits.items()})
         else:
             fused = reciprocal_rank_fusion(ranked_ids, self.rrf_k, fill_missing=fusion is Fusion.rrf_fill)
-            if self.table_vote and "vector" in ranked_ids and ranked_ids.get("bm25"):
-                self._fill_payloads(hits, ranked_ids["bm25"])
+            if self.table_vote and "vector" in ranked_ids and ranked_ids.get("bm25") and table_vote_rows(question):
+                self._fill_payloads(hits, ranked_ids["bm25"])  # only when a vote can be given
                 votes = table_votes(question, ranked_ids["bm25"],
                                     {pid: hits["bm25"][pid].payload.get("text", "") for pid in ranked_ids["bm25"]})
             if votes:
