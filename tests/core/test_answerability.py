@@ -336,3 +336,31 @@ def test_an_owner_the_documents_never_name_is_not_outweighed_by_field_names():
     assert assess(q, [intel]).label == "refused"
     assert missing_anchors(q, [apple]) == []
     assert missing_anchors("What is the Commission File Number of Apple on its Form 10-Q?", [intel]) == []
+
+
+def test_a_city_is_covered_by_a_document_that_names_only_its_country():
+    """dev-068: "I'm married and live in Seoul. Which filing-status box applies to me?" against
+    Form 1040NR (a real PDF), whose box 4 reads "Married resident of the Republic of Korea (South
+    Korea)". The form names countries, never cities, so the city the asker lives in is covered by
+    its country (GeoNames + ISO 3166 names, ``place_covered``). Fails if "Seoul" is still a missing
+    anchor there, or if the rule lets a city pass where the documents name another city of the
+    same country (they speak of a different place) or do not name its country at all."""
+    from pathlib import Path
+
+    from core.answerability import place_covered
+    from core.pdf import extract_pages
+    from tests.conftest import SHARED_CORPUS
+
+    pages = [p.text for p in extract_pages(Path(SHARED_CORPUS, "pdfs", "f1040nr.pdf").read_bytes())]
+    q = ("I'm a non-resident filing a 2007 U.S. return; I'm married and live in Seoul. "
+         "Which filing-status box applies to me?")
+    box = next(p for p in pages if "Republic of Korea" in p)
+    assert missing_anchors(q, pages) == []
+    assert assess(q, pages, [box]).label is None
+    assert missing_anchors(q, ["The plant in Busan, Republic of Korea, filed a 2007 U.S. return."]) == ["Seoul"]
+    assert "Seoul" in missing_anchors(q, [NTSB])  # no Korea at all
+    # an accident report naming its own US city does not cover another US city
+    assert missing_anchors("Did the Piper land in Wausau?", [NTSB]) == ["Wausau"]
+    assert not place_covered("Florida", "Colombia")  # a US state, not the Colombian town
+    assert not place_covered("Mexico", "Mexico")  # a country is not a city
+    assert place_covered("Paris", "Sales in France rose.")  # the most populous Paris
