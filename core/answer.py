@@ -111,11 +111,14 @@ def _heading_like(text: str) -> bool:
     """A title or heading rather than a statement: no final punctuation and (almost) every word
     capitalised, e.g. "THE DIGITAL MILLENNIUM COPYRIGHT ACT OF 1998". A line ending in an
     identifier (digits joined with a dash, slash or letters: "Commission File Number 001-37845")
-    is a labelled value, as a form or cover page prints it, not a heading."""
+    is a labelled value, as a form or cover page prints it, not a heading, and so is a table row
+    whose label is capitalised ("Greater China 23,905 25,783 (7)%": ``chunking.is_value_row``)."""
+    from .chunking import is_value_row
+
     t = text.strip()
     if t.endswith((".", "?", "!", ";", "。")) or ":" in t:  # "Aircraft Damage: Substantial" is a form field
         return False
-    if _ENDS_WITH_IDENTIFIER.search(t):
+    if _ENDS_WITH_IDENTIFIER.search(t) or is_value_row(t):
         return False
     words = [w for w in re.findall(r"[^\W\d_]+", t) if len(w) > 3]
     return len(words) >= 2 and sum(w[0].isupper() for w in words) / len(words) >= 0.8

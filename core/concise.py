@@ -359,6 +359,7 @@ def _untyped_span(question: str, sentence: str, q_terms: set[str]) -> tuple[floa
 
 
 _YEARS_LINE = re.compile(r"(?:(?:19|20)\d\d\s+)+(?:19|20)\d\d")
+_DATES_LINE = re.compile(rf"(?i)(?:{_MONTH}\s+\d{{1,2}}(?:,\s*(?:(?:19|20)\d\d)?)?\s*)+")  # "December 31, December 25,"
 _CELL = re.compile(r"(?<![\w.])(?:\$\s?)?\(?-?\d+(?:,\d{3})*(?:\.\d+)?\)?%?(?![\w.])")
 
 
@@ -373,6 +374,8 @@ def table_cell(question: str, row: str, context: str) -> str | None:
     row has no more numeric cells than the header has words. A header line of years ("2022 2023",
     as financial statements print them) picks the column of the year the question names, when the
     row has one cell per year and the question names one year that heads one column."""
+    if _DATES_LINE.fullmatch(row.strip()):
+        return None  # a header of period-end dates ("December 31, December 25,"), not a row
     q_terms = _q_terms(question)
     cells = [m.group(0) for m in _CELL.finditer(row)]
     label = _CELL.sub(" ", row).split()

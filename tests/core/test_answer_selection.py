@@ -125,3 +125,17 @@ def test_a_lead_in_is_not_the_concise_answer_its_completion_is(embedder):
     assert "probable cause(s) of this accident to be:" in out.answer
     assert "misjudged clearance over obstacles" in out.answer
     assert _ws(out.concise) == "The pilot's misjudged clearance over obstacles during final approach."
+
+
+def test_a_table_row_with_a_capitalised_label_is_a_sentence_not_a_heading(embedder):
+    """Apple's segment table prints "Greater China 15,758 14,604 8 % 57,475 58,730 (2)%": every word
+    of its label is capitalised and it has no final punctuation, which the heading filter took for a
+    title, so the answerer never saw the rows of segments, regions or products ("Data Center",
+    "Intelligent Cloud") and quoted the MD&A prose instead. Fails if a value row is dropped as a
+    heading again, or if a real heading is kept as a sentence."""
+    from core.answer import _heading_like, _sentences
+
+    src = _source("2023 Q3 AAPL.pdf", "Greater China 15,758 14,604", 1, 0.033, embedder)
+    texts = [_ws(s.text) for s in _sentences([src])]
+    assert any(t.startswith("Greater China 15,758 14,604") for t in texts), texts
+    assert _heading_like("THE DIGITAL MILLENNIUM COPYRIGHT ACT OF 1998")

@@ -328,3 +328,17 @@ def test_the_row_the_question_names_gives_the_cell_before_a_row_sharing_a_word()
     assert concise_answer(q, pool) == "51.4"
     # a question naming no row keeps the score order
     assert concise_answer("What were Intel's taxes for the first nine months of 2023?", pool) == "$ (1,041)"
+
+
+def test_a_header_line_of_period_end_dates_is_not_a_table_row():
+    """Apple's statements head their columns "December 31, December 25," over the years: read as a
+    row (label "December December", cells 31 and 25) it answered "What were Apple's net sales in
+    Greater China for the quarter ended December 31, 2022?" with "25". Fails if a line of month-day
+    dates gives a cell again; a real row under it still does."""
+    from core.concise import table_cell
+
+    q = "What were Apple's net sales in Greater China for the quarter ended December 31, 2022?"
+    ctx = "Three Months Ended\nDecember 31, December 25,\n"
+    assert table_cell(q, "December 31, December 25,", "Net sales by category:\nThree Months Ended\n") is None
+    assert table_cell(q, "September 30, 2023 September 30, 2022", ctx) is None
+    assert table_cell("What were net sales for 2022?", "Net sales 23,905 25,783", "2022 2021\n") == "23,905"
