@@ -30,7 +30,9 @@ the check is on content the system can show (``assess``):
   documents give the "2023 annual meeting": ``missing_years``);
 - a reporting period the question names ("the first *nine months*") must be named in the
   searched documents, as financial statements head their columns ("Nine Months Ended"): a
-  first-quarter filing reports three months only (``missing_periods``);
+  first-quarter filing reports three months only (``missing_periods``); and a period end it
+  names ("the quarter *ended December 31, 2023*") must be reported as ended there, not only
+  mentioned (a forward-looking "Three Months Ending December 31, 2023"; ``missing_period_ends``);
 - what a "What/Which X Y ..." question asks for: the modifiers ``X`` of its answer-type noun
   ``Y`` ("What *capital expenditure* range ...") -- at least half must occur in the retrieved
   passages themselves (or a word close to it), not merely somewhere in their documents, and in
@@ -425,7 +427,8 @@ def assess(question: str, document_texts: list[str], source_passages: list[str] 
     in no document and close to no passage word (``refused``), half or more of the subject words
     absent (``subject_words``; ``refused``), a year the documents do not speak of for what the
     question names (``missing_years``; ``refused``), a reporting period none of them names
-    (``missing_periods``; ``refused``), half or more of what a "What/Which X Y"
+    (``missing_periods``; ``refused``), a period end none of them reports as ended
+    (``missing_period_ends``; ``refused``), half or more of what a "What/Which X Y"
     question asks for absent from the passages of the documents that name its subject
     (``asked_for``, ``subject_passages``; ``refused``). Returns ``Verdict``.
     """
@@ -470,6 +473,9 @@ def assess(question: str, document_texts: list[str], source_passages: list[str] 
     if (periods := missing_periods(question, raw)):
         return Verdict("refused", periods, "the searched documents do not report a period of " +
                        ", ".join(f"“{p}”" for p in periods))
+    if (ends := missing_period_ends(question, raw)):
+        return Verdict("refused", ends, "the searched documents report no period ended " +
+                       ", ".join(f"“{e}”" for e in ends))
     wanted = asked_for(question)
     if wanted and source_passages is not None:
         own = subject_passages(question, document_texts, source_passages)
@@ -496,6 +502,33 @@ _ROLE = re.compile(r"(?i)^\s*(?P<wh>who|what|which)\s+(?:is|was|are|were)\s+the\
 
 _PERIOD_WORDS = r"(?:three|six|nine|twelve|3|6|9|12)"
 _MONTHS_PERIOD = re.compile(rf"(?i)\b{_PERIOD_WORDS}[\s-]+months?\b")
+
+
+_PERIOD_END_Q = re.compile(rf"(?i)\b(ended|ending)\s+({_MONTHS})\s+(\d{{1,2}}),\s+((?:19|20)\d\d)\b")
+
+
+def missing_period_ends(question: str, document_text: str) -> list[str]:
+    """Period ends of ``question`` ("the quarter *ended December 31, 2023*") that
+    ``document_text`` (the searched documents) never reports as ended. Financial statements head
+    the periods they report "Three Months Ended / September 30, / 2023 2022" and their prose says
+    "the three months ended September 30, 2023", while a forward-looking table says "Three Months
+    *Ending* December 31, 2023" (amounts expected, not reported): a date the documents only
+    mention otherwise does not make them report that period. A reported period end is the month
+    and day (full or abbreviated month: "Jul 1", "Sept. 30") within 60 characters after "ended"
+    and before the year within 40 characters (a header prints two dates over two years: "Ended /
+    December 31, December 25, / 2022 2021"). A question asking for a period *ending* a date also
+    accepts "ending". Returns the dates missing, as the question writes them."""
+    out = []
+    for m in _PERIOD_END_Q.finditer(question):
+        verb, month, day, year = m.groups()
+        mon = re.escape(month[:3]) + (r"t?" if month.lower().startswith("sep") else "") + r"\.?"
+        words = "ended" if verb.lower() == "ended" else "ended|ending"
+        date = re.compile(rf"(?i)\b(?:{month}|{mon})\s+0?{day},?(?=[^.]{{0,40}}?\b{year}\b)")
+        found = any(re.search(rf"(?i)\b(?:{words})\b", document_text[max(0, d.start() - 60):d.start()])
+                    for d in date.finditer(document_text))
+        if not found:
+            out.append(f"{month} {day}, {year}")
+    return out
 
 
 def missing_periods(question: str, document_text: str) -> list[str]:

@@ -228,13 +228,15 @@ class QueryService:
             passages = [f"{c.payload.get('header', '')}\n{c.text}" for c in sources]
             verdict = assess(question, self._document_texts(sources, scope), passages, self._closest_word)
             if verdict.label == "refused":
-                gate = self._refusal(question, sources, verdict.missing, model, res.query_vector)
+                gate = self._refusal(question, sources, verdict.reason, model, res.query_vector)
         return Prepared(new_id(), question, scope, mode, top_k, res, sources, gate, t0)
 
-    def _refusal(self, question: str, sources: list[RetrievedChunk], missing: list[str], model: str,
+    def _refusal(self, question: str, sources: list[RetrievedChunk], reason: str, model: str,
                  query_vector: Any = None) -> AnswerResult:
-        what = ", ".join(f"“{m}”" for m in missing)
-        text = f"{REFUSAL_TEXT} The searched documents do not mention {what}."
+        """The refusal answer: ``REFUSAL_TEXT``, the gate's reason (``Verdict.reason``: what the
+        searched documents lack, e.g. "The searched documents do not mention “Seoul”.") and,
+        offline, the closest passage's best sentence, cited."""
+        text = f"{REFUSAL_TEXT} {reason[:1].upper()}{reason[1:]}."
         cites = []
         if isinstance(self.answerer, ExtractiveAnswerer):
             scored = self.answerer.score_sentences(question, sources, query_vector)

@@ -1,6 +1,8 @@
 """The generated refusal set (issue 12, item 1) over real ingested PDFs: siblings chosen from the
 indexed texts, cases generated only where the answer cannot be, and every case refused."""
 
+import re
+
 from core.evaluation import load_dataset
 from core.query import QueryService
 from core.refusalset import document_siblings, indexed_texts, refusal_set
@@ -54,7 +56,9 @@ def test_generated_cases_are_refused_and_answerable_ones_are_not(kb):
         if out["label"] not in ("refused", "clarifying"):
             wrong.append((c.id, out["label"], out["answer"][:120]))
         elif out["label"] == "refused":
-            assert "do not mention" in out["answer"] or "Nothing in the searched" in out["answer"], out["answer"]
+            # the gate's reason: what the searched documents (or best passages) lack
+            assert re.search(r"(?:searched documents|best passages)", out["answer"].split("answer to this question.")[-1]), \
+                out["answer"]
     # known false answer: dev-018 asked without its report ("the pilot who clipped trees ... grass
     # strip": the other report's pilot and landing words cover half of the subject words)
     assert len(wrong) <= len(cases) // 10, wrong

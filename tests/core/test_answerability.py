@@ -364,3 +364,33 @@ def test_a_city_is_covered_by_a_document_that_names_only_its_country():
     assert not place_covered("Florida", "Colombia")  # a US state, not the Colombian town
     assert not place_covered("Mexico", "Mexico")  # a country is not a city
     assert place_covered("Paris", "Sales in France rose.")  # the most populous Paris
+
+
+def test_a_period_end_the_filing_never_reports_as_ended_is_refused():
+    """ext1-021: "What was Microsoft's total revenue for the quarter ended December 31, 2023?"
+    against Microsoft's 10-Q for the quarter ended September 30, 2023 (a real PDF of the external
+    probe set) was answered with the September quarter's revenue: the date occurs in the filing,
+    but only over a forward-looking table ("Three Months Ending / December 31, 2023"). Fails if a
+    period end the documents never report as *ended* is not refused, or if a reported one is: in a
+    statement header ("Three Months Ended / December 31, December 25, / 2022 2021": both dates), in
+    prose, with an abbreviated month ("Jul 1, 2023"), or asked as a period *ending* the date."""
+    from pathlib import Path
+
+    from core.answerability import missing_period_ends
+    from core.pdf import extract_pages
+
+    ext = Path(__file__).resolve().parents[2] / "bench" / "probes" / "external" / "pdfs"
+    msft = "\n".join(p.text for p in extract_pages((ext / "2023 Q3 MSFT.pdf").read_bytes()))
+    q = "What was Microsoft's total revenue for the quarter ended December 31, 2023?"
+    assert missing_period_ends(q, msft) == ["December 31, 2023"]
+    v = assess(q, [msft])
+    assert v.label == "refused" and v.missing == ["December 31, 2023"], v
+    assert missing_period_ends("What was Microsoft's revenue for the three months ended September 30, 2023?", msft) == []
+    assert missing_period_ends("What revenue is expected for the three months ending December 31, 2023?", msft) == []
+    header = "Three Months Ended\nDecember 31, December 25,\n2022 2021\nNet sales $ 117,154 $ 123,945"
+    for d in ("December 31, 2022", "December 25, 2021"):
+        assert missing_period_ends(f"What were net sales for the quarter ended {d}?", header) == [], d
+    assert missing_period_ends("What were net sales for the quarter ended March 25, 2022?", header) == \
+        ["March 25, 2022"]
+    intel = "Three Months Ended Six Months Ended\n(In Millions) Jul 1, 2023 Jul 2, 2022 Jul 1, 2023 Jul 2, 2022"
+    assert missing_period_ends("What was the operating income for the three months ended July 1, 2023?", intel) == []
