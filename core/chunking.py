@@ -41,6 +41,7 @@ PAGE_SEPARATOR = "\n\n"
 _TERMINAL = re.compile(r"[.!?:;。！？；：]['\")\]”’]*\s*$")
 _BULLET = re.compile(r"^\s*(?:[!•\-\*–·●▪■◦]\s|\(?\d{1,2}[.)]\s|\(?[a-z][.)]\s|[A-Z]\.\s)")
 _NUMERIC = re.compile(r"(?<![\w.])[-+(]?[$€£]?\d[\d,.]*%?\)?(?![\w])")
+_GROUP_LABEL = re.compile(r"^\s*[A-Z][^\d:]{0,40}:\s*$")  # a row group's label: "Revenue:", "Current liabilities:"
 _CAPTION = re.compile(r"^\s*(Table|TABLE|Tab\.)\s+\d+[.:]?")
 
 
@@ -61,8 +62,9 @@ DEFAULT_STRATEGY = Strategy.sentence
 DEFAULT_ATOMIC_UNITS = True  # as settings.chunk_atomic_units; on: SQL statements and list items kept whole, the last chunk a full window
 # what ``atomic_units`` builds, recorded in a version's build info: 2 = statements, clauses and list
 # items whole + the last chunk as the document's last full window (1, recorded as ``True``, had no
-# last-window rule), so versions built by an earlier revision are re-chunked by reindex
-ATOMIC_UNITS_REVISION = 2
+# last-window rule; 2 took no table header above a group label such as "Revenue:" and at most three
+# header lines), so versions built by an earlier revision are re-chunked by reindex
+ATOMIC_UNITS_REVISION = 3
 
 
 class TokenCounter(Protocol):
@@ -302,8 +304,10 @@ def _tables(page_text: str) -> tuple[list[tuple[int, int, int]], list[Table]]:
 
     A table is a block of row lines (``_is_row``), allowing up to two short label lines between
     rows ("Current liabilities:", a name wrapped onto the next line). Its header is the run of
-    up to three lines right above the first row that are neither sentences nor captions (a
-    numeric line of years or dates counts as header, not as a row); a single row makes a table
+    up to four lines right above the first row (or above the group label of the first rows,
+    "Revenue:") that are neither sentences nor captions (a numeric line of years or dates counts
+    as header, not as a row: "Three Months Ended Nine Months Ended | October 29, October 30, ... |
+    2023 2022 2023 2022 | (In millions)"); a single row makes a table
     only with such a header (a vote tally under "For Against Abstain"). ``Table.extent`` spans
     header and rows (page offsets), which chunking keeps whole when the table is small.
     """
@@ -337,7 +341,9 @@ def _tables(page_text: str) -> tuple[list[tuple[int, int, int]], list[Table]]:
             j += 1
         head: list[int] = []
         k = i - 1
-        while k > taken and len(head) < 3:
+        if k > taken and _GROUP_LABEL.match(lines[k][2]) and k - 1 > taken and lines[k - 1][2].strip():
+            k -= 1  # the first rows' group label ("Revenue:") sits between the header and the rows
+        while k > taken and len(head) < 4:
             ln = lines[k][2]
             if (not ln.strip() or _TERMINAL.search(ln) or _CAPTION.match(ln) or len(ln) > 160
                     or (is_data_row(k))):

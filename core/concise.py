@@ -363,6 +363,22 @@ _DATES_LINE = re.compile(rf"(?i)(?:{_MONTH}\s+\d{{1,2}}(?:,\s*(?:(?:19|20)\d\d)?
 _CELL = re.compile(r"(?<![\w.])(?:\$\s?)?\(?-?\d+(?:,\d{3})*(?:\.\d+)?\)?%?(?![\w.])")
 
 
+_UNIT_LINE = re.compile(r"(?i)^\s*\((?:dollars |\$ |amounts )?in (?:millions|thousands|billions)\b[^)]*\)\s*$")
+_FISCAL_YEAR = re.compile(r"(?i)\bfiscal(?:\s+year)?\s+(?:19|20)\d\d\b|\bFY\s?(?:19|20)?\d\d\b")
+_PERIOD_GROUP = re.compile(r"(?i)\b(three|six|nine|twelve)\s+months\s+ended\b")
+_ASKED_PERIOD = [("nine", re.compile(r"(?i)\bnine[\s-]+months?\b|\b9[\s-]+months?\b")),
+                 ("six", re.compile(r"(?i)\bsix[\s-]+months?\b|\b6[\s-]+months?\b|\bfirst half\b")),
+                 ("twelve", re.compile(r"(?i)\btwelve[\s-]+months?\b|\b12[\s-]+months?\b")),
+                 ("three", re.compile(r"(?i)\bthree[\s-]+months?\b|\b3[\s-]+months?\b|\bquarter\b"))]
+
+
+def asked_period(question: str) -> str | None:
+    """The reporting period ``question`` asks for, as a statement heads its columns: "three",
+    "six", "nine" or "twelve" (months ended), "quarter" being three months; None when it names
+    none. A longer period named wins ("the first nine months ... and the quarter": "nine")."""
+    return next((name for name, pat in _ASKED_PERIOD if pat.search(question)), None)
+
+
 def table_cell(question: str, row: str, context: str) -> str | None:
     """The cell of table ``row`` under the column the question names, or None.
 
@@ -373,7 +389,10 @@ def table_cell(question: str, row: str, context: str) -> str | None:
     (a label column or a header spanning two columns shifts the left end): used only when the
     row has no more numeric cells than the header has words. A header line of years ("2022 2023",
     as financial statements print them) picks the column of the year the question names, when the
-    row has one cell per year and the question names one year that heads one column."""
+    row has one cell per year and the question names one year that heads one column; under a
+    line of periods ("Three Months Ended Nine Months Ended") the period the question names
+    (``asked_period``) first picks its share of the columns. A unit line ("(In millions)") is
+    passed over."""
     if _DATES_LINE.fullmatch(row.strip()):
         return None  # a header of period-end dates ("December 31, December 25,"), not a row
     q_terms = _q_terms(question)
@@ -383,7 +402,10 @@ def table_cell(question: str, row: str, context: str) -> str | None:
         return None  # not a table row (a label and two or more cells) the question names
     q_years = set(re.findall(r"\b(?:19|20)\d\d\b", question))
     groups, below_is_row = 0, True
-    for line in reversed(context.rstrip("\n").split("\n")[-15:]):
+    above = list(reversed(context.rstrip("\n").split("\n")[-15:]))
+    for at, line in enumerate(above):
+        if _UNIT_LINE.match(line):
+            continue  # "(In millions)" between the header and the rows
         if (groups < 3 and below_is_row and line.strip() and not re.search(r"\d", line)
                 and (len(line.split()) <= 2 or (len(line.split()) <= 4 and line.rstrip().endswith(":")))):
             groups += 1  # a row group's label ("AWS", "North America", "Current liabilities:") above rows
@@ -394,7 +416,18 @@ def table_cell(question: str, row: str, context: str) -> str | None:
             # a header of years ("2022 2023" over "Total net sales 116,444 127,358"): the column of
             # the one year the question names, when each year heads one cell of the row
             years = line.split()
-            named = [i for i, y in enumerate(years) if y in q_years]
+            cols = range(len(years))
+            # "Three Months Ended Nine Months Ended" over "2023 2022 2023 2022": the question's
+            # period picks its half before its year picks the column
+            spans = next((found for up in above[at + 1:at + 4] if len(found := _PERIOD_GROUP.findall(up)) >= 2), [])
+            spans = [w.lower() for w in spans]
+            asked = asked_period(question)
+            # a fiscal year ("the first nine months of fiscal year 2023") is not the calendar year of
+            # a column's end date (NVIDIA's fiscal 2023 ends in January 2023): no column for it
+            if asked in spans and len(years) % len(spans) == 0 and not _FISCAL_YEAR.search(question):
+                w = len(years) // len(spans)
+                cols = range(spans.index(asked) * w, (spans.index(asked) + 1) * w)
+            named = [i for i in cols if years[i] in q_years]
             if len(q_years) == 1 and len(named) == 1 and len(years) == len(cells):
                 return cells[named[0]]
             return None
@@ -419,6 +452,14 @@ RELATIVE_POOL = 0.75  # sentences scoring at least this share of the best are se
 WIDE_POOL = 0.5  # ... and down to this share for a span of exactly the type asked for
 NEAR_WEIGHT = 0.1  # weight of each question term near a span, against the sentence's relative score
 LABEL_WEIGHT = 0.5  # weight of a form field's label naming the question's terms
+
+
+def _cell_has_type(cell: str, t: str | None) -> bool:
+    """A table cell answers a question of type ``t`` only as that type: a percentage question
+    ("how much of total sales ...") not with an amount ("$ 10,323"), a money question not with a
+    percentage."""
+    pct = cell.rstrip().endswith("%")
+    return pct if t == "percent" else not pct if t == "money" else True
 
 
 def concise_answer(question: str, sentences: list[tuple]) -> str | None:
@@ -452,7 +493,7 @@ def concise_answer(question: str, sentences: list[tuple]) -> str | None:
         q_rows = question_row_terms(question)
         named = [x for x in pool if q_rows & set(row_label_terms(x[1]))]
         for rel, text, context, _ in named + [x for x in pool if not any(x is y for y in named)]:
-            if context and (cell := table_cell(question, text, context)):
+            if context and (cell := table_cell(question, text, context)) and _cell_has_type(cell, t):
                 return cell
     if t is None:
         found = [(rel, i, u) for i, (rel, text, _, _) in enumerate(pool) if (u := _untyped_span(question, text, q_terms))]

@@ -123,3 +123,25 @@ def test_atomic_units_keep_sql_statements_and_list_items_whole(path, embedder):
     pages, chunks, budget = _chunks(path, embedder, atomic=True)
     problems = check_invariants(pages, chunks, embedder, budget, atomic=True)
     assert not problems, "\n".join(problems[:20])
+
+
+def test_a_table_header_above_a_group_label_is_the_tables_header(embedder):
+    """NVIDIA's revenue-by-market table (the external probe set's Q3 FY2024 10-Q) prints its header
+    ("Three Months Ended Nine Months Ended / October 29, October 30, ... / 2023 2022 2023 2022 /
+    (In millions)") over the group label "Revenue:" and then the rows. The group label stopped the
+    header search, so the table had no header and its rows' chunk began at "Revenue:" with no
+    period or year over its columns. Fails if the header is not found through the group label, or
+    if the rows' chunk holds no header (in its text or its context header)."""
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "bench" / "probes" / "external" / "pdfs" / "2023 Q3 NVDA.pdf"
+    pages = extract_pages(path.read_bytes())
+    page = next(p for p in pages if "Data Center $ 14,514" in p.text)
+    _, tables = _tables(page.text)
+    t = next(t for t in tables if "Data Center $ 14,514" in page.text[t.extent[0]:t.extent[1]])
+    assert t.header.startswith("Three Months Ended Nine Months Ended | October 29,"), t.header
+    assert "2023 2022 2023 2022" in t.header and "(In millions)" in t.header, t.header
+    chunks = chunk_document(pages, embedder, document_title(path.name, pages), DEFAULT_STRATEGY, 200,
+                            embedder=embedder)
+    c = next(c for c in chunks if "Data Center $ 14,514" in c.text)
+    assert "Nine Months Ended" in c.header + "\n" + c.text, (c.header, c.text[:200])

@@ -342,3 +342,41 @@ def test_a_header_line_of_period_end_dates_is_not_a_table_row():
     assert table_cell(q, "December 31, December 25,", "Net sales by category:\nThree Months Ended\n") is None
     assert table_cell(q, "September 30, 2023 September 30, 2022", ctx) is None
     assert table_cell("What were net sales for 2022?", "Net sales 23,905 25,783", "2022 2021\n") == "23,905"
+
+
+def test_a_header_of_periods_picks_the_periods_columns_before_the_year():
+    """Amazon's segment table heads four columns "Three Months Ended Nine Months Ended / September
+    30, September 30, / 2022 2023 2022 2023 / (in millions)": the year alone names two columns, so
+    "International segment net sales for the nine months ended September 30, 2023" got no cell.
+    The period the question names ("nine months"; "quarter" is three months) picks its half first.
+    Fails if the period is not read, if the unit line stops the header search, or if a question
+    naming no period gets a cell from two."""
+    from core.concise import asked_period, table_cell
+
+    ctx = ("Three Months Ended Nine Months Ended\nSeptember 30, September 30,\n2022 2023 2022 2023\n(in millions)\n"
+           "International\n")
+    row = "Net sales $ 27,720 $ 32,137 $ 83,544 $ 90,957"
+    assert table_cell("What were Amazon's International segment net sales for the nine months ended "
+                      "September 30, 2023?", row, ctx) == "$ 90,957"
+    assert table_cell("What were International net sales in the third quarter of 2023?", row, ctx) == "$ 32,137"
+    assert table_cell("What were International net sales in 2023?", row, ctx) is None
+    # a fiscal year is not the calendar year heading a column (ext2-012: NVIDIA's "first nine months
+    # of fiscal year 2023" is the column dated October 30, 2022)
+    nv = "Three Months Ended Nine Months Ended\nOctober 29, October 30, October 29, October 30,\n2023 2022 2023 2022\n"
+    assert table_cell("How much Professional Visualization revenue did NVIDIA report for the first nine months "
+                      "of fiscal year 2023?", "Professional Visualization 416 200 1,090 1,318", nv) is None
+    assert asked_period("the first nine months and the quarter") == "nine"
+    assert asked_period("What was revenue in 2023?") is None
+
+
+def test_a_table_cell_answers_only_as_the_type_asked():
+    """dev-053 asks "how much of total sales came from a single reseller" (a share): with the
+    revenue table's header found, the Data Center row's amount "$ 10,323" replaced the prose's
+    "approximately 17%". Fails if a percentage question takes an amount cell, or a money question a
+    percentage cell, over a span of its own type."""
+    ctx = "Three Months Ended\nJuly 30, July 31,\n2023 2022\n"
+    q = "In the quarter ended July 2023, how much of total sales came from data center products?"
+    sents = [(1.0, "Data Center $ 10,323 $ 3,806", ctx),
+             (0.9, "A data center distributor represented approximately 17% of total revenue.", "")]
+    assert concise_answer(q, sents) == "approximately 17%"
+    assert concise_answer("What was Data Center revenue in 2023?", sents) == "$ 10,323"
