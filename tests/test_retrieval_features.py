@@ -372,3 +372,28 @@ def test_a_statement_row_is_found_by_its_whole_label(fresh_services, monkeypatch
     words_only = row_rank()
     assert with_labels == 1, with_labels
     assert words_only is None or words_only > with_labels, words_only
+
+
+def test_a_city_covered_by_its_country_is_answered_from_the_line_naming_the_country(fresh_services):
+    """dev-068 through the whole query path on Form 1040NR (shared corpus): "I'm married and live
+    in Seoul. Which filing-status box applies to me?" The form names "the Republic of Korea", never
+    Seoul. The gate finds the city by its country (``answerability.place_covered``) and the offline
+    answerer reads the question with it ("Seoul (Republic of Korea)"), so its best sentence is the
+    filing-status line naming the country, not the form's other questions. Fails if the question is
+    refused, or if the concise answer is not that line."""
+    from tests.conftest import SHARED_CORPUS
+
+    svc = fresh_services
+    name = "f1040nr.pdf"
+    assert ingest_bytes(svc, (SHARED_CORPUS / "pdfs" / name).read_bytes(), name, DagsterRunner()).status == "ingested"
+    q = ("I'm a non-resident filing a 2007 U.S. return; I'm married and live in Seoul. "
+         "Which filing-status box applies to me?")
+    qs = QueryService(svc)
+    prep = qs.prepare(q, Scope(doc_names=[name]))
+    assert prep.gate is None and prep.aliases == {"Seoul": "Republic of Korea"}, prep.aliases
+    assert prep.answer_question.count("Seoul (Republic of Korea)") == 1
+    out = qs.ask(q, Scope(doc_names=[name]), log_query=False)
+    assert out["label"] == "answered", out["answer"]
+    # the concise answer is the best sentence's: the filing-status line naming the country (before:
+    # the form's "Q During 2007, did you apply for ... permanent resident status ...?")
+    assert "Married resident of the Republic of Korea" in out["concise_answer"], out["concise_answer"]
