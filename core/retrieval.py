@@ -389,13 +389,8 @@ class Retriever:
         if self.named_document_leg and len(hits) == 2 and Fusion.parse(self.fusion) is not Fusion.dbsf:
             t = time.perf_counter()
             named = self._named_document(question, hits, scope)
-            if named is not None and named[2]:
-                # documents selected by the question's names only re-rank when the two lists' fused
-                # top passages come from other documents too: within the named ones they already agree
-                both2 = reciprocal_rank_fusion({k: list(v) for k, v in hits.items()}, self.rrf_k)[:top_k]
-                first = [next(h[pid] for h in hits.values() if pid in h) for pid, _ in both2]
-                if all(h.payload.get("document_id") in named[0] for h in first):
-                    named = None
+            if named is not None and named[2] and self._top_already_in(question, hits, named[0], top_k):
+                named = None  # within the named documents the two legs already agree
             if named is not None:
                 doc_ids, terms, _ = named
                 sub = replace(scope, document_ids=doc_ids).to_filter()
@@ -491,6 +486,17 @@ class Retriever:
             scope_notes.append(f"scope {scope.as_dict()}: {EMPTY_SCOPE_NOTE}" if scope.as_dict() else EMPTY_INDEX_NOTE)
         return RetrievalResult(out, timings, mode, ranked_ids, notes + scope_notes, qvec if use_dense else None,
                                scope_empty=empty)
+
+    def _top_already_in(self, question: str, hits: dict[str, dict[str, PointHit]], doc_ids: list[str],
+                        top_k: int) -> bool:
+        """True when the ``top_k`` passages of the two legs' fusion all come from ``doc_ids`` (the
+        documents the question's names select): they then need no re-ranking within them. Fused as
+        the final list is (``_fuse``: exact ties by identifiers, BM25, dense score, position); with
+        ties broken by point id, which embeds the random document id, the answer flipped between
+        two fresh ingestions of the same files (ext2-007, Apple's R&D among five companies' 10-Qs)."""
+        fused, _ = self._fuse(question, hits, {k: list(v) for k, v in hits.items()})
+        first = [next(h[pid] for h in hits.values() if pid in h) for pid, _ in fused[:top_k]]
+        return all(h.payload.get("document_id") in doc_ids for h in first)
 
     def _named_document(self, question: str, hits: dict[str, dict[str, PointHit]],
                         scope: Scope) -> tuple[list[str], list[str], bool] | None:

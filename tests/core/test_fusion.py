@@ -232,3 +232,27 @@ def test_a_legs_exact_tie_goes_by_position_not_by_point_id():
                PointHit("low", 0.5, {"doc_name": "a.pdf", "chunk_index": 0})]
         orders.append([h.payload["chunk_index"] for h in r._by_position(leg).values()])
     assert orders == [[9, 151, 152, 0], [9, 151, 152, 0]], orders
+
+
+def test_the_named_documents_check_breaks_fusion_ties_by_position_not_by_point_id():
+    """Before re-ranking within the documents a question's names select, the retriever checks
+    whether the two legs' fused top passages already all come from them. That check fused with
+    ties broken by point id, and point ids embed the random document id: on two fresh ingestions
+    of the same eleven PDFs, ext2-007 ("how much did Apple spend on research and development")
+    was answered from Apple's 10-Q on one index and Intel's on the other. Fails if the check's
+    verdict follows the ids of two exactly tied passages."""
+    from core.retrieval import Retriever
+    from core.store import PointHit
+
+    r = Retriever.__new__(Retriever)
+    r.fusion, r.rrf_k, r.table_vote = "rrf", 60, True
+    r._fill_payloads = lambda hits, ids: None
+    verdicts = []
+    for apple, intel in (("a-id", "b-id"), ("b-id", "a-id")):  # the same two chunks, ids swapped
+        pa = {"doc_name": "AAPL.pdf", "chunk_index": 4, "document_id": "aapl", "text": "research", "header": ""}
+        pi = {"doc_name": "INTC.pdf", "chunk_index": 5, "document_id": "intc", "text": "research", "header": ""}
+        # dense ranks Apple's chunk 1st and Intel's 2nd, BM25 the other way round: an exact RRF tie
+        hits = {"vector": {apple: PointHit(apple, 0.6, pa), intel: PointHit(intel, 0.5, pi)},
+                "bm25": {intel: PointHit(intel, 9.0, pi), apple: PointHit(apple, 9.0, pa)}}
+        verdicts.append(r._top_already_in("What did Apple spend on research?", hits, ["aapl"], 1))
+    assert verdicts[0] == verdicts[1], verdicts
