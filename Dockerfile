@@ -11,7 +11,7 @@ ENV PIP_NO_CACHE_DIR=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 LITELLM_LOCAL_MOD
 # torch first, pinned: otherwise sentence-transformers pulls a much larger build
 RUN pip install torch==2.13.0
 COPY pyproject.toml README.md dagster.yaml ./
-COPY core core
+COPY ragaudit ragaudit
 COPY api api
 COPY pipelines pipelines
 COPY sql sql

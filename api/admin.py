@@ -20,7 +20,7 @@ Only the fields listed per resource may be sorted or filtered on: anything else,
 JSON value or a bad range is a 400 whose ``message`` names the parameter or field. Every value
 reaches SQL as a bound parameter (SQLAlchemy expressions; no string is ever spliced into SQL).
 Errors are ``{"message": ...}`` (what react-admin's ``fetchJson`` shows). Writes to read-only
-resources get 405. Access follows the API's key rules (``api.deps``): reads need a key only
+resources get 405. Access follows the API's key rules (``ragaudit.api.deps``): reads need a key only
 when ``RAGAUDIT_READ_REQUIRES_API_KEY`` is true, writes whenever ``RAGAUDIT_API_KEYS`` is set.
 
 Resources: ``documents`` (list/show; delete removes the document like ``DELETE /documents/{id}``;
@@ -46,8 +46,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from core.citations import find_quote
-from core.db import ChunkRow, Document, EvalDataset, EvalRun, QAPair, QueryLog, new_id
+from ragaudit.answer.citations import find_quote
+from ragaudit.platform.db import ChunkRow, Document, EvalDataset, EvalRun, QAPair, QueryLog, new_id
 
 from .deps import key_is_valid, presented_key
 
@@ -389,8 +389,8 @@ class Bridge:
     async def _reingest(self, rid: str, data: dict[str, Any]) -> JSONResponse:
         """PUT /documents/{id} with ``{"strategy": S}``: re-ingest the stored PDF with strategy S
         (other fields of the record are ignored when unchanged; changing them is a 400)."""
-        from core import ingest
-        from pipelines.runner import DagsterRunner
+        from ragaudit.ingest import documents as ingest
+        from ragaudit.pipelines.runner import DagsterRunner
 
         svc = self.services()
         with svc.sessions() as s:
@@ -416,8 +416,8 @@ class Bridge:
         self._writable(res, "delete")
         rid = request.path_params["id"]
         if res.name == "documents":
-            from core import ingest
-            from pipelines.runner import remove_partition
+            from ragaudit.ingest import documents as ingest
+            from ragaudit.pipelines.runner import remove_partition
 
             def drop() -> dict[str, Any]:
                 svc = self.services()

@@ -13,13 +13,13 @@ from fastapi_offline import FastAPIOffline
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.staticfiles import StaticFiles
 
-from core.cache import AnswerCache
-from core.ingest_queue import IngestQueue
-from core.opsmetrics import PrometheusMetrics, TelemetryStatsCollector
-from core.query import QueryService
-from core.services import get_services
-from core.settings import Settings
-from core.telemetry import TelemetryWriter
+from ragaudit.platform.cache import AnswerCache
+from ragaudit.ingest.queue import IngestQueue
+from ragaudit.platform.opsmetrics import PrometheusMetrics, TelemetryStatsCollector
+from ragaudit.query import QueryService
+from ragaudit.services import get_services
+from ragaudit.platform.settings import Settings
+from ragaudit.platform.telemetry import TelemetryWriter
 
 from .admin import create_admin_app
 from .errors import install_error_handlers
@@ -63,7 +63,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.query_service = QueryService(svc, telemetry=telemetry, cache=AnswerCache.from_services(svc))
         # uploads are ingested by one worker thread (the embedded store has one writer); documents
         # left queued or half-run by a stopped server are re-queued from SQL here
-        from pipelines.runner import DagsterRunner, execute_launched_run, instance_for, recover_runs
+        from ragaudit.pipelines.runner import DagsterRunner, execute_launched_run, instance_for, recover_runs
 
         # create the Dagster instance's storage now, before anything is served: Dagster's SQLite
         # storage is not safe to create from several processes at once (the webserver and daemon,
@@ -141,6 +141,6 @@ class FrontendFiles(StaticFiles):
         if scope["type"] == "http":
             for route in scope["app"].router.routes:  # API routers (not this mount)
                 if not isinstance(route, Mount) and route.matches(scope)[0] == Match.PARTIAL:
-                    # the app's 405 handler (api.errors) adds Allow from the OpenAPI document
+                    # the app's 405 handler (ragaudit.api.errors) adds Allow from the OpenAPI document
                     raise StarletteHTTPException(405, "Method Not Allowed")
         await super().__call__(scope, receive, send)

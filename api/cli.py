@@ -22,8 +22,8 @@ def _quiet() -> None:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     for name in ("dagster", "httpx", "sentence_transformers", "transformers", "alembic"):
         logging.getLogger(name).setLevel(logging.WARNING)
-    if "transformers" in sys.modules:  # loaded already; else whoever loads it quiets it (core.embedding)
-        from core.embedding import quiet_transformers
+    if "transformers" in sys.modules:  # loaded already; else whoever loads it quiets it (ragaudit.index.embedding)
+        from ragaudit.index.embedding import quiet_transformers
 
         quiet_transformers()
 
@@ -34,8 +34,8 @@ def _services(busy_ok: bool = False):
     another process holds the store (the services then must not touch ``store``)."""
     import atexit
 
-    from core.services import get_services
-    from core.settings import Settings
+    from ragaudit.services import get_services
+    from ragaudit.platform.settings import Settings
 
     svc = get_services(Settings())
     atexit.register(svc.close)
@@ -55,8 +55,8 @@ def _services(busy_ok: bool = False):
 
 def _pdf_files(paths: list[Path]) -> list[tuple[Path, str]]:
     """``(file, document name)`` for every PDF named or found (recursively) in a folder; see
-    ``core.names.folder_names`` for the names (path below the folder, unique in the batch)."""
-    from core.names import folder_names
+    ``ragaudit.text.docnames.folder_names`` for the names (path below the folder, unique in the batch)."""
+    from ragaudit.text.docnames import folder_names
 
     found: list[tuple[Path, str | None]] = []
     for p in paths:
@@ -81,11 +81,11 @@ def ingest(
     A document ingested again with another --strategy keeps its other strategies' chunks (for
     comparison: `ragaudit eval --strategy`); the latest becomes the one searched by default."""
     _quiet()
-    from api.ingest_progress import IngestProgress
-    from core.bulk import BulkFile
-    from core.ingest import add_progress_listener, remove_progress_listener
-    from core.names import printable
-    from pipelines.runner import run_bulk
+    from ragaudit.api.ingest_progress import IngestProgress
+    from ragaudit.ingest.bulk import BulkFile
+    from ragaudit.ingest.documents import add_progress_listener, remove_progress_listener
+    from ragaudit.text.docnames import printable
+    from ragaudit.pipelines.runner import run_bulk
 
     svc = _services()
     files = _pdf_files(paths)
@@ -151,9 +151,9 @@ def reindex(
     if all_docs and changed:
         typer.echo("error: --all and --changed exclude each other", err=True)
         raise typer.Exit(2)
-    from core import reindex as ri
-    from core.names import printable
-    from pipelines.runner import DagsterRunner
+    from ragaudit.ingest import reindex as ri
+    from ragaudit.text.docnames import printable
+    from ragaudit.pipelines.runner import DagsterRunner
 
     svc, busy = _services(busy_ok=True)
 
@@ -202,8 +202,8 @@ def ask(
 ) -> None:
     """Answer a question with numbered citations; --json shows retrieval ranks, timings and usage."""
     _quiet()
-    from core.query import QueryService
-    from core.store import Scope
+    from ragaudit.query import QueryService
+    from ragaudit.index.store import Scope
 
     svc = _services()
     try:
@@ -233,7 +233,7 @@ def documents(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
     _quiet()
     from sqlalchemy import select
 
-    from core.db import Document
+    from ragaudit.platform.db import Document
 
     svc = _services()
     with svc.sessions() as s:
@@ -241,7 +241,7 @@ def documents(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
     if as_json:
         typer.echo(json.dumps(docs, indent=2))
         return
-    from core.names import printable
+    from ragaudit.text.docnames import printable
 
     for d in docs:  # one line per document: control characters in names are escaped
         typer.echo(f"{d['id']}  {d['status']:<7} {printable(d['knowledge_base'] + '/' + d['doc_name'])}: "
@@ -287,8 +287,8 @@ def eval_cmd(
     citations, faithfulness) per mode with bootstrap CIs; the run is stored like POST /evaluate's.
     hybrid_rerank is skipped (with a note) when no reranker is configured."""
     _quiet()
-    from core.evaluation import EvalParams
-    from core.evalruns import create_run, execute_run
+    from ragaudit.evaluate.evaluation import EvalParams
+    from ragaudit.evaluate.runs import create_run, execute_run
 
     from .progress import Progress
 
@@ -322,8 +322,8 @@ def serve(
     _quiet()
     import uvicorn
 
-    from api.app import create_app
-    from core.settings import Settings
+    from ragaudit.api.app import create_app
+    from ragaudit.platform.settings import Settings
 
     settings = Settings()
     if port is not None and port != settings.port:

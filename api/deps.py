@@ -19,12 +19,12 @@ from typing import Annotated
 
 from fastapi import Depends, HTTPException, Request
 
-from core.ingest_queue import IngestQueue
-from core.opsmetrics import PrometheusMetrics
-from core.query import QueryService
-from core.services import Services
-from core.settings import Settings
-from core.telemetry import TelemetryWriter
+from ragaudit.ingest.queue import IngestQueue
+from ragaudit.platform.opsmetrics import PrometheusMetrics
+from ragaudit.query import QueryService
+from ragaudit.services import Services
+from ragaudit.platform.settings import Settings
+from ragaudit.platform.telemetry import TelemetryWriter
 
 
 def get_settings(request: Request) -> Settings:

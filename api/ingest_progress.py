@@ -5,8 +5,8 @@ and its stage with counters ("embedding 120/300 chunks"), and the file being par
 When stderr is not a terminal (logs, CI): plain lines, one per stage change of a file, and
 counter updates at most every ``every_s`` seconds. Result lines go to stdout, unchanged.
 
-Events come from ``core.ingest.add_progress_listener`` (``set_progress`` writes and
-``core.bulk``'s ``parsing`` / ``registered`` events), so the stages report themselves.
+Events come from ``ragaudit.ingest.documents.add_progress_listener`` (``set_progress`` writes and
+``ragaudit.ingest.bulk``'s ``parsing`` / ``registered`` events), so the stages report themselves.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import IO, Any
 
 
 class IngestProgress:
-    """``listener(document_id, values)`` for ``core.ingest.add_progress_listener``;
+    """``listener(document_id, values)`` for ``ragaudit.ingest.documents.add_progress_listener``;
     ``result(line)`` prints a file's result line on stdout (and moves the bar);
     ``close()`` at the end."""
 

@@ -7,8 +7,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field, field_validator
 
-from core.retrieval import Mode
-from core.store import Scope
+from ragaudit.retrieve.retriever import Mode
+from ragaudit.index.store import Scope
 
 
 # C0 and C1 control characters other than tab, newline and carriage return (and DEL)
@@ -91,7 +91,7 @@ class CacheOut(BaseModel):
 
 
 class CitationOut(BaseModel):
-    """``core.answer.Citation.to_json()``: the domain dataclass with its derived ``pages`` (a
+    """``ragaudit.answer.answerers.Citation.to_json()``: the domain dataclass with its derived ``pages`` (a
     response model of the dataclass itself would drop that property: a quote across a page break
     was cited with page 1 only)."""
 

@@ -131,26 +131,26 @@ class StageClock:
 @contextlib.contextmanager
 def instrumented(clock: StageClock):
     """Patch the ingestion stages (module attributes the Dagster assets call) with timers."""
-    import core.embedding
-    import core.goldgen
-    import core.ingest
-    import core.store
+    import ragaudit.index.embedding
+    import ragaudit.evaluate.goldgen
+    import ragaudit.ingest.documents
+    import ragaudit.index.store
 
-    patches = [(core.ingest, "inspect_pdf_bounded", "validate"), (core.ingest, "extract_pages_bounded", "extract"),
-               (core.ingest, "build_chunks", "chunk"), (core.ingest, "stage_chunks", "sql+bookkeeping"),
-               (core.ingest, "publish", "sql+bookkeeping"), (core.ingest, "count_check", "sql+bookkeeping"),
-               (core.goldgen, "generate_for_document", "gold pairs"), (core.store.VectorStore, "upsert", "upsert")]
+    patches = [(ragaudit.ingest.documents, "inspect_pdf_bounded", "validate"), (ragaudit.ingest.documents, "extract_pages_bounded", "extract"),
+               (ragaudit.ingest.documents, "build_chunks", "chunk"), (ragaudit.ingest.documents, "stage_chunks", "sql+bookkeeping"),
+               (ragaudit.ingest.documents, "publish", "sql+bookkeeping"), (ragaudit.ingest.documents, "count_check", "sql+bookkeeping"),
+               (ragaudit.evaluate.goldgen, "generate_for_document", "gold pairs"), (ragaudit.index.store.VectorStore, "upsert", "upsert")]
     saved = [(obj, attr, getattr(obj, attr)) for obj, attr, _ in patches]
-    orig_embed = core.embedding.Embedder.embed
+    orig_embed = ragaudit.index.embedding.Embedder.embed
 
     def embed(self, texts):
         clock.embedded_texts.extend(texts)
         return orig_embed(self, texts)
 
-    saved.append((core.embedding.Embedder, "embed", orig_embed))
+    saved.append((ragaudit.index.embedding.Embedder, "embed", orig_embed))
     for obj, attr, name in patches:
         setattr(obj, attr, clock.wrap(name, getattr(obj, attr)))
-    core.embedding.Embedder.embed = clock.wrap("embed", embed)
+    ragaudit.index.embedding.Embedder.embed = clock.wrap("embed", embed)
     try:
         yield
     finally:
@@ -159,10 +159,10 @@ def instrumented(clock: StageClock):
 
 
 def bench_ingestion(pdfs: list[Path], data_dir: Path) -> dict[str, Any]:
-    from core.ingest import ingest_bytes
-    from core.services import get_services
-    from core.settings import Settings
-    from pipelines.runner import DagsterRunner
+    from ragaudit.ingest.documents import ingest_bytes
+    from ragaudit.services import get_services
+    from ragaudit.platform.settings import Settings
+    from ragaudit.pipelines.runner import DagsterRunner
 
     settings = Settings(_env_file=None, data_dir=data_dir, cache_ttl_s=0, llm_model="")
     svc = get_services(settings)
@@ -246,7 +246,7 @@ class StoredPoint:
 def load_points(store) -> list[StoredPoint]:
     """Every point of the ingested collection, with its vectors (through the store interface, so
     any backend)."""
-    from core.store import DENSE, SPARSE, WINDOWS
+    from ragaudit.index.store import DENSE, SPARSE, WINDOWS
 
     rows = list(store.iter_payloads())
     names = [DENSE, SPARSE] + ([WINDOWS] if store.has_windows() else [])
@@ -261,7 +261,7 @@ def load_points(store) -> list[StoredPoint]:
 def fill_store(store, points: list[StoredPoint], n: int, skip: int = 0, batch: int = 256) -> float:
     """Upsert replicated copies ``skip .. n-1`` of ``points`` (see ``replicate``) into ``store``
     through ``VectorStore.upsert`` (the ingestion path); returns seconds."""
-    from core.store import DENSE, SPARSE, WINDOWS
+    from ragaudit.index.store import DENSE, SPARSE, WINDOWS
 
     from .store_backends import replicate
 
@@ -283,7 +283,7 @@ def synthetic_store(points: list[StoredPoint], n: int, dim: int, backend: str = 
     without its one-SQLite-commit-per-point upserts)."""
     from qdrant_client import QdrantClient
 
-    from core.store import open_store
+    from ragaudit.index.store import open_store
 
     tmp = tempfile.mkdtemp(prefix=f"ragaudit-bench-{backend}-")
     store = open_store("bench", backend=backend, path=tmp)
@@ -339,7 +339,7 @@ class PythonBaseline:
 
 
 def _cells(retr, qs: list[dict], modes=MODES) -> dict[str, Any]:
-    from core.store import Scope
+    from ragaudit.index.store import Scope
 
     res: dict[str, Any] = {}
     for q in qs[:2]:  # warm-up (first calls load lazily built state)
@@ -366,7 +366,7 @@ def _cells_interleaved(variants: dict[str, tuple[Any, tuple[str, ...]]], qs: lis
     alternates per question), so a load change on a shared machine hits every variant alike and
     their ratios hold. ``variants``: name -> (a ``Retriever``, or a ``PythonBaseline`` (hybrid
     only), modes to measure). Returns name -> cell -> P50/P95 (+ store/embed P95 for retrievers)."""
-    from core.store import Scope
+    from ragaudit.index.store import Scope
 
     for obj, _ in variants.values():
         if hasattr(obj, "retrieve"):
@@ -411,7 +411,7 @@ def bench_retrieval(svc, sizes: list[int], questions: list[dict], n_q: int, loca
     """Per size: Retriever.retrieve P50/P95 on the embedded default (Qdrant Edge), on local mode
     (sizes in ``local_sizes``, ``local_q`` questions: ~1 s per filtered query at 10k) and the
     Python baseline, plus the ratios the targets are stated in."""
-    from core.retrieval import Retriever
+    from ragaudit.retrieve.retriever import Retriever
 
     points = [p for p in load_points(svc.store) if p.payload.get("live", True) is not False]
     qs = questions[:n_q]
@@ -533,7 +533,7 @@ def bench_concurrency(data_dir: Path, questions: list[dict], seconds: float, big
     # are stopped with it before the data folder is removed
     log_path = data_dir.parent / f"{data_dir.name}-api.log"
     log = log_path.open("wb")
-    proc = subprocess.Popen([sys.executable, "-m", "uvicorn", "api.app:create_app", "--factory", "--host", "127.0.0.1",
+    proc = subprocess.Popen([sys.executable, "-m", "uvicorn", "ragaudit.api.app:create_app", "--factory", "--host", "127.0.0.1",
                              "--port", str(port), "--log-level", "warning"], cwd=ROOT, env=env,
                             stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     base = f"http://127.0.0.1:{port}"
@@ -780,8 +780,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
     args = ap.parse_args(argv)
 
-    from core.services import get_services, release_services
-    from core.settings import Settings
+    from ragaudit.services import get_services, release_services
+    from ragaudit.platform.settings import Settings
 
     pdfs = default_pdfs(args.pdfs, args.all)
     if not pdfs:

@@ -11,14 +11,14 @@ was right (answerable questions refused = false refusals; unanswerable ones answ
 answers), citation validity, and EM / F1 of the answerer's own concise answer (no gold
 guidance: the reply's ``concise_answer``, or the whole citation-free answer when the reply has
 none) beside the gold-guided span's EM / F1 (``metrics.concise_answer``, an upper bound).
-The generated refusal set (``core.refusalset``: each gold question asked of its most similar
+The generated refusal set (``ragaudit.evaluate.refusalset``: each gold question asked of its most similar
 other document, and of the knowledge base without its document) is answered too; every case
 must be refused.
 
 Parts are fixed by the question number's parity (``dev-001`` odd = tuning, even = confirm;
 a generated case belongs to its source question's part). Each table cell is the mean with its
 95% bootstrap CI; with ``--compare`` the paired bootstrap CI of this run minus the base run
-(``core.evaluation.paired_bootstrap_ci``, 2000 resamples, seed 0) over the same questions.
+(``ragaudit.evaluate.evaluation.paired_bootstrap_ci``, 2000 resamples, seed 0) over the same questions.
 """
 
 from __future__ import annotations
@@ -61,9 +61,9 @@ def part(qid: str) -> str:
 
 
 def _ensure_index(svc, pdfs: Path) -> None:
-    from core.ingest import ingest_bytes
-    from core.refusalset import indexed_texts
-    from pipelines.runner import DagsterRunner
+    from ragaudit.ingest.documents import ingest_bytes
+    from ragaudit.evaluate.refusalset import indexed_texts
+    from ragaudit.pipelines.runner import DagsterRunner
 
     have = set(indexed_texts(svc))
     for f in sorted(pdfs.glob("*.pdf")):
@@ -75,13 +75,13 @@ def _ensure_index(svc, pdfs: Path) -> None:
 
 def run(svc, questions, top_k: int | None = None) -> dict:
     """Per-question records ``{id: {...}}`` for the dev questions and the generated cases."""
-    from core import metrics
-    from core.citations import strip_citations
-    from core.evaluation import _retrieval_record, question_scope
-    from core.query import QueryService
-    from core.refusalset import indexed_texts, refusal_set
-    from core.retrieval import Mode
-    from core.store import Scope
+    from ragaudit.evaluate import metrics
+    from ragaudit.answer.citations import strip_citations
+    from ragaudit.evaluate.evaluation import _retrieval_record, question_scope
+    from ragaudit.query import QueryService
+    from ragaudit.evaluate.refusalset import indexed_texts, refusal_set
+    from ragaudit.retrieve.retriever import Mode
+    from ragaudit.index.store import Scope
 
     qs = QueryService(svc)
     recs: dict[str, dict] = {}
@@ -136,7 +136,7 @@ def table(new: dict, base: dict | None = None) -> str:
     """Markdown table: per part and row, n, base, new and the difference with CIs."""
     import numpy as np
 
-    from core.evaluation import paired_bootstrap_ci
+    from ragaudit.evaluate.evaluation import paired_bootstrap_ci
 
     def ci_mean(v):
         if len(v) < 2 or np.all(np.asarray(v) == v[0]):
@@ -190,9 +190,9 @@ def main() -> int:
     import logging
 
     logging.disable(logging.WARNING)
-    from core.evaluation import load_dataset
-    from core.services import get_services
-    from core.settings import Settings
+    from ragaudit.evaluate.evaluation import load_dataset
+    from ragaudit.services import get_services
+    from ragaudit.platform.settings import Settings
 
     svc = get_services(Settings(_env_file=None, data_dir=args.data, database_url="", qdrant_url="", llm_model=""))
     _ensure_index(svc, args.pdfs)

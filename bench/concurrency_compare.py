@@ -41,7 +41,7 @@ def start_api(root: Path, data: Path) -> tuple[subprocess.Popen, str]:
     port = free_port()
     env = {**os.environ, "RAGAUDIT_DATA_DIR": str(data), "RAGAUDIT_CACHE_TTL_S": "0", "RAGAUDIT_LLM_MODEL": "",
            "RAGAUDIT_DATABASE_URL": "", "RAGAUDIT_QDRANT_URL": ""}
-    proc = subprocess.Popen([sys.executable, "-m", "uvicorn", "api.app:create_app", "--factory", "--host", "127.0.0.1",
+    proc = subprocess.Popen([sys.executable, "-m", "uvicorn", "ragaudit.api.app:create_app", "--factory", "--host", "127.0.0.1",
                              "--port", str(port), "--log-level", "warning"], cwd=root, env=env)
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 300
@@ -100,8 +100,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args(argv)
     if args.fill:
-        from core.services import get_services, release_services
-        from core.settings import Settings
+        from ragaudit.services import get_services, release_services
+        from ragaudit.platform.settings import Settings
 
         st = Settings(_env_file=None, data_dir=args.data, cache_ttl_s=0, llm_model="", database_url="", qdrant_url="")
         svc = get_services(st)

@@ -5,7 +5,7 @@ Linear layers (torch ``quantize_dynamic``; ``quantize``), on real texts, in one 
         [--questions 40] [--candidates int8,int8_per_tensor,int8_no_ffn_out] [--out DIR]
 
 - the texts ingestion embeds for the bench's 9 PDFs (those behind dev-001..dev-039: the sentence
-  windows of every chunk with its context header, made by ``core.ingest.embed_windows`` itself;
+  windows of every chunk with its context header, made by ``ragaudit.ingest.documents.embed_windows`` itself;
   the ``embedding floor`` of ``python -m bench``; a seeded sample of ``--windows`` of them, all
   with 0), embedded with ``Embedder.embed`` as ingestion does;
 - dev-set questions (a seeded sample of ``--questions``) as queries: one at a time
@@ -72,12 +72,12 @@ class _Recorder:
 
 def window_texts(pdfs: list[Path], embedder) -> list[str]:
     """The texts ingestion embeds for ``pdfs`` under the default settings: pages as
-    ``core.pdf.extract_pages`` reads them, chunks of ``chunk_document`` (default strategy and
-    budgets), windows with their headers as ``core.ingest.embed_windows`` builds them."""
-    from core.chunking import chunk_document, document_title
-    from core.ingest import DEFAULT_STRATEGY, embed_windows
-    from core.pdf import extract_pages
-    from core.settings import Settings
+    ``ragaudit.ingest.pdf.extract_pages`` reads them, chunks of ``chunk_document`` (default strategy and
+    budgets), windows with their headers as ``ragaudit.ingest.documents.embed_windows`` builds them."""
+    from ragaudit.ingest.chunking import chunk_document, document_title
+    from ragaudit.ingest.documents import DEFAULT_STRATEGY, embed_windows
+    from ragaudit.ingest.pdf import extract_pages
+    from ragaudit.platform.settings import Settings
 
     st = Settings(_env_file=None)
     rec = _Recorder(embedder)
@@ -147,10 +147,10 @@ def quantize(model, variant: str):
 
 
 def load_variant(name: str):
-    """The bundled model as ``core.embedding.Embedder`` loads it on the torch backend (the int8
+    """The bundled model as ``ragaudit.index.embedding.Embedder`` loads it on the torch backend (the int8
     variants quantize torch's Linear layers), then ``quantize``d unless ``name`` is ``fp32``.
     Raises ``ValueError`` for an unknown name."""
-    from core.embedding import Embedder
+    from ragaudit.index.embedding import Embedder
 
     if name not in VARIANTS:
         raise ValueError(f"unknown variant {name!r}: one of {VARIANTS}")
@@ -165,12 +165,12 @@ def answer_quality(variant: str, argv: list[str]) -> int:
     """``bench/answer_quality.py`` with ``argv`` (its own options: ``--data`` a fresh folder,
     ``--save``, ``--compare``...), every embedding of the run (ingestion and questions) made by
     ``variant``: the shared embedder of the bundled model is replaced before anything loads it."""
-    import core.services
+    import ragaudit.services
     from bench import answer_quality as aq
 
     emb = load_variant(variant)
-    orig = core.services.shared_embedder
-    core.services.shared_embedder = lambda model, batch_size=32, *a: (
+    orig = ragaudit.services.shared_embedder
+    ragaudit.services.shared_embedder = lambda model, batch_size=32, *a: (
         emb if model == "bundled:all-MiniLM-L6-v2" else orig(model, batch_size, *a))
     sys.argv = ["bench/answer_quality.py", *argv]
     return aq.main()
@@ -255,7 +255,7 @@ def main() -> int:
     import torch
 
     from bench.__main__ import default_pdfs, machine
-    from core.evaluation import load_dataset
+    from ragaudit.evaluate.evaluation import load_dataset
 
     load_start = os.getloadavg()
     pdfs = default_pdfs(args.pdfs, False)

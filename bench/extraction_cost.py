@@ -1,9 +1,9 @@
-"""CPU cost of ``core.pdf.extract_pages`` per page, on two checkouts back to back (issue 11: the
+"""CPU cost of ``ragaudit.ingest.pdf.extract_pages`` per page, on two checkouts back to back (issue 11: the
 parse child's CPU is the remaining lever of ingestion on 2 cores).
 
     python -m bench.extraction_cost --base /path/to/base/checkout --reps 2 --out result.json
 
-Each rep runs, in a fresh interpreter per checkout (its own ``core.pdf``), ``extract_pages`` on
+Each rep runs, in a fresh interpreter per checkout (its own ``ragaudit.ingest.pdf``), ``extract_pages`` on
 the bench's PDFs (``bench.__main__.default_pdfs``: the 9 behind dev-001..039) and reports the
 process CPU seconds (``time.process_time``: less sensitive than wall time to other processes on a
 shared machine) and wall seconds per PDF. Base and branch alternate within each rep, so both see
@@ -32,7 +32,7 @@ else:  # python bench/NAME.py
 CHILD = r"""
 import json, sys, time
 sys.path.insert(0, '.')
-from core.pdf import extract_pages
+from ragaudit.ingest.pdf import extract_pages
 out = {}
 for path in sys.argv[1:]:
     data = open(path, 'rb').read()
@@ -50,8 +50,8 @@ sys.path.insert(0, '.')
 from pathlib import Path
 from bench.ingestion import bench_bulk_ingestion
 from bench.__main__ import bench_naive
-from core.settings import Settings
-from core.services import get_services
+from ragaudit.platform.settings import Settings
+from ragaudit.services import get_services
 pdfs = [Path(p) for p in sys.argv[1:]]
 data = Path(tempfile.mkdtemp(prefix="ragaudit-bench-"))
 ing = bench_bulk_ingestion(pdfs, data)

@@ -1,4 +1,4 @@
-"""Dump ``core.pdf.extract_pages`` output for a set of PDFs, to prove a change to the extractor
+"""Dump ``ragaudit.ingest.pdf.extract_pages`` output for a set of PDFs, to prove a change to the extractor
 keeps its text exactly: run it on the base commit and on the branch, then ``--compare`` the two
 dumps (every page's ``text``, ``headings`` and ``extractor``; exit status 1 on any difference).
 
@@ -40,7 +40,7 @@ def default_pdfs() -> list[Path]:
 
 
 def dump(paths: list[Path]) -> dict:
-    from core.pdf import extract_pages
+    from ragaudit.ingest.pdf import extract_pages
 
     out: dict = {}
     for p in paths:

@@ -5,14 +5,14 @@ One command:
     .venv/bin/python bench/extraction_quality.py [--pdfs ../shared/corpus/pdfs]
         [--dataset ../shared/corpus/dev_questions.jsonl] [--columns karpukhin2020-dpr.pdf] [--json]
 
-Prints, for ``core.pdf.extract_pages``:
+Prints, for ``ragaudit.ingest.pdf.extract_pages``:
 
 - evidence: how many dev-set evidence strings (``evidence``, ``extra_evidence`` and the
   ``also_found_in`` places) occur on their 1-based page, matched as the evaluation matches
-  (``core.metrics.contains_evidence``), and which do not;
+  (``ragaudit.evaluate.metrics.contains_evidence``), and which do not;
 - column adjacency: for two-column PDFs, of the pairs of consecutive lines inside one column
   (ground truth: pdfplumber's lines of the left and right half of each page, cropped at the
-  gutter found by ``core.pdf.find_gutter`` or the page middle), how many are adjacent lines of
+  gutter found by ``ragaudit.ingest.pdf.find_gutter`` or the page middle), how many are adjacent lines of
   the extracted text; the baseline is pdfplumber's default ``extract_text`` in the same run.
 """
 
@@ -74,8 +74,8 @@ def main() -> int:
     logging.disable(logging.WARNING)
     import pdfplumber
 
-    from core.metrics import contains_evidence
-    from core.pdf import extract_pages
+    from ragaudit.evaluate.metrics import contains_evidence
+    from ragaudit.ingest.pdf import extract_pages
 
     records = [json.loads(x) for x in args.dataset.read_text(encoding="utf-8").splitlines() if x.strip()]
     pages: dict[str, list[str]] = {}

@@ -42,10 +42,10 @@ PARTS = [
     ("edge dense query", ("search_dense",)),
     ("edge sparse query", ("search_sparse",)),
     ("edge payloads", ("get_payloads",)),
-    ("embedding", ("embed_query", "core/embedding.py", "sentence_transformers", "torch/", "onnxruntime")),
-    ("telemetry", ("core/telemetry.py", "opsmetrics.py")),
-    ("retrieval python", ("core/retrieval.py", "core/store.py", "core/sparse.py", "core/scope.py")),
-    ("query service", ("core/query.py",)),
+    ("embedding", ("embed_query", "ragaudit/index/embedding.py", "sentence_transformers", "torch/", "onnxruntime")),
+    ("telemetry", ("ragaudit/platform/telemetry.py", "opsmetrics.py")),
+    ("retrieval python", ("ragaudit/retrieve/retriever.py", "ragaudit/index/store.py", "ragaudit/index/sparse.py", "ragaudit/retrieve/scope.py")),
+    ("query service", ("ragaudit/query.py",)),
     ("http stack (uvicorn, starlette, fastapi, pydantic, anyio)",
      ("uvicorn", "starlette", "fastapi", "pydantic", "anyio", "httptools", "asyncio")),
 ]
@@ -123,8 +123,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=None, help="also write the JSON here")
     args = ap.parse_args(argv)
     if args.fill:
-        from core.services import get_services, release_services
-        from core.settings import Settings
+        from ragaudit.services import get_services, release_services
+        from ragaudit.platform.settings import Settings
 
         st = Settings(_env_file=None, data_dir=args.data, cache_ttl_s=0, llm_model="", database_url="", qdrant_url="")
         svc = get_services(st)

@@ -1,5 +1,5 @@
 """Ingestion rows of ``python -m bench``: the path of ``ragaudit ingest`` (one Dagster run for the
-batch, ``core.bulk``: each PDF validated and extracted once in a bounded child process, ahead of
+batch, ``ragaudit.ingest.bulk``: each PDF validated and extracted once in a bounded child process, ahead of
 the one being embedded), its stage split, its embedding-only floor, and a synthetic ~2,000-page
 corpus (made from the same PDFs with pypdf) measured in a subprocess for its peak memory.
 
@@ -37,14 +37,14 @@ else:  # python bench/NAME.py
 
 def peak_rss_mb() -> dict[str, float]:
     """Peak RSS (MB) of this process and of its largest waited-for child (Dagster's helper
-    processes; the parse children are the forkserver's, reported by ``core.bulk`` instead)."""
+    processes; the parse children are the forkserver's, reported by ``ragaudit.ingest.bulk`` instead)."""
     return {"process": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
             "largest_child": round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1)}
 
 
 class StageRSS:
     """This process's RSS sampled every ``every`` seconds on a daemon thread, each sample labelled
-    with the stage the ingestion is in (the last ``status`` written by ``core.ingest.set_progress``:
+    with the stage the ingestion is in (the last ``status`` written by ``ragaudit.ingest.documents.set_progress``:
     extracting, chunking, embedding, indexing = count check + publish + gold pairs; ``waiting for
     parsing`` before the first). ``result()``:
     per stage in order of appearance, ``{"peak": MB, "end": MB}`` (its highest and its last sample),
@@ -73,14 +73,14 @@ class StageRSS:
             self._stop.wait(self.every)
 
     def __enter__(self) -> "StageRSS":
-        from core.ingest import add_progress_listener
+        from ragaudit.ingest.documents import add_progress_listener
 
         add_progress_listener(self.listener)
         self._thread.start()
         return self
 
     def __exit__(self, *exc) -> None:
-        from core.ingest import remove_progress_listener
+        from ragaudit.ingest.documents import remove_progress_listener
 
         self._stop.set()
         self._thread.join()
@@ -93,19 +93,19 @@ class StageRSS:
 @contextlib.contextmanager
 def capture_embedded(texts: list[str]):
     """Record every text handed to ``Embedder.embed`` (to embed exactly them again for the floor)."""
-    import core.embedding
+    import ragaudit.index.embedding
 
-    orig = core.embedding.Embedder.embed
+    orig = ragaudit.index.embedding.Embedder.embed
 
     def embed(self, batch):
         texts.extend(batch)
         return orig(self, batch)
 
-    core.embedding.Embedder.embed = embed
+    ragaudit.index.embedding.Embedder.embed = embed
     try:
         yield
     finally:
-        core.embedding.Embedder.embed = orig
+        ragaudit.index.embedding.Embedder.embed = orig
 
 
 def embedding_floor(embedder, texts: list[str], sample: float = 1.0, seed: int = 0) -> dict[str, Any]:
@@ -122,12 +122,12 @@ def embedding_floor(embedder, texts: list[str], sample: float = 1.0, seed: int =
 
 
 def bench_bulk_ingestion(pdfs: list[Path], data_dir: Path, *, floor_sample: float = 1.0) -> dict[str, Any]:
-    """Ingest ``pdfs`` as ``ragaudit ingest`` does (``pipelines.runner.run_bulk``) into a fresh
+    """Ingest ``pdfs`` as ``ragaudit ingest`` does (``ragaudit.pipelines.runner.run_bulk``) into a fresh
     ``data_dir``; returns pages/s, chunks/s, the stage split (s) and the embedding floor."""
-    from core.bulk import BulkFile
-    from core.services import get_services
-    from core.settings import Settings
-    from pipelines.runner import run_bulk
+    from ragaudit.ingest.bulk import BulkFile
+    from ragaudit.services import get_services
+    from ragaudit.platform.settings import Settings
+    from ragaudit.pipelines.runner import run_bulk
 
     settings = Settings(_env_file=None, data_dir=data_dir, cache_ttl_s=0, llm_model="")
     svc = get_services(settings)
@@ -308,7 +308,7 @@ def main(argv: list[str] | None = None) -> None:
             pdfs = [Path(tmp) / f"big-{args.pages}p.pdf"]
             concatenate(src, args.pages, pdfs[0])
         out = bench_bulk_ingestion(pdfs, Path(tmp) / "data", floor_sample=args.floor_sample)
-    from core.services import release_services  # noqa: F401  (services die with the process)
+    from ragaudit.services import release_services  # noqa: F401  (services die with the process)
 
     text = json.dumps(out, indent=2)
     if args.json:

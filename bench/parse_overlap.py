@@ -2,10 +2,10 @@
 
 Alternating rounds of a fixed length: this process embeds 64-text groups of sentence windows
 (``window_spans`` of 64 word pieces over the extracted text of ``--pdf``) while a bounded parse
-child (``core.pdfguard.run_bounded(extract_pages)``) parses the same PDF over and over, with
+child (``ragaudit.ingest.guard.run_bounded(extract_pages)``) parses the same PDF over and over, with
 
 - **A**: the model at its default thread count (it contends with the child for the two cores),
-- **B**: one thread fewer while the child runs (``core.embedding.cores_busy``, what ``core.bulk`` does).
+- **B**: one thread fewer while the child runs (``ragaudit.index.embedding.cores_busy``, what ``ragaudit.ingest.bulk`` does).
 
 Prints texts embedded per second and pages parsed per second per configuration (means over the
 rounds, each round with the load average): B is better when it parses more without embedding
@@ -28,10 +28,10 @@ else:  # python bench/NAME.py
 
 
 def main(argv: list[str] | None = None) -> dict:
-    from core.chunking import window_spans
-    from core.embedding import Embedder, cores_busy
-    from core.pdf import extract_pages
-    from core.pdfguard import run_bounded
+    from ragaudit.ingest.chunking import window_spans
+    from ragaudit.index.embedding import Embedder, cores_busy
+    from ragaudit.ingest.pdf import extract_pages
+    from ragaudit.ingest.guard import run_bounded
 
     ap = argparse.ArgumentParser(prog="python -m bench.parse_overlap", description=__doc__.split("\n\n")[0])
     ap.add_argument("--pdf", type=Path, default=ROOT.parent / "shared" / "corpus" / "pdfs" / "dmca.pdf")

@@ -34,10 +34,10 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 def main(argv: list[str] | None = None) -> int:
     from bench.__main__ import dev_questions
-    from core.query import QueryService
-    from core.services import get_services, release_services
-    from core.settings import Settings
-    from core.store import Scope
+    from ragaudit.query import QueryService
+    from ragaudit.services import get_services, release_services
+    from ragaudit.platform.settings import Settings
+    from ragaudit.index.store import Scope
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", type=Path, required=True)

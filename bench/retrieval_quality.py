@@ -57,13 +57,13 @@ def main() -> int:
     import logging
 
     logging.disable(logging.WARNING)
-    from core.evaluation import load_dataset, retrieval_eval
-    from core.ingest import ingest_bytes
-    from core.query import QueryService
-    from core.services import get_services
-    from core.settings import Settings
-    from core.store import Scope
-    from pipelines.runner import DagsterRunner
+    from ragaudit.evaluate.evaluation import load_dataset, retrieval_eval
+    from ragaudit.ingest.documents import ingest_bytes
+    from ragaudit.query import QueryService
+    from ragaudit.services import get_services
+    from ragaudit.platform.settings import Settings
+    from ragaudit.index.store import Scope
+    from ragaudit.pipelines.runner import DagsterRunner
 
     strategies = [s for s in args.strategies.split(",") if s]
     modes = [m for m in args.modes.split(",") if m]
@@ -82,8 +82,8 @@ def main() -> int:
         if args.reuse:
             outs = []
         elif args.bulk:
-            from core.bulk import BulkFile
-            from pipelines.runner import run_bulk
+            from ragaudit.ingest.bulk import BulkFile
+            from ragaudit.pipelines.runner import run_bulk
 
             outs = run_bulk(svc, [BulkFile(f, f.name) for f in pdfs], strategy=strategy)
         else:

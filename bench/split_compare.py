@@ -9,7 +9,7 @@ or one file holding several fusion variants of one run (``--fusions``).
     .venv/bin/python bench/split_compare.py BASE.json NEW.json [--variant-a default --variant-b rrf_fill]
 
 Prints, per half and for both halves together, each metric of A and B and the paired bootstrap
-95% CI of B - A (``core.evaluation.paired_bootstrap_ci``: 2000 resamples, seed 0).
+95% CI of B - A (``ragaudit.evaluate.evaluation.paired_bootstrap_ci``: 2000 resamples, seed 0).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def half(qid: str) -> str:
 def compare(a: dict, b: dict, mode: str = "hybrid", resamples: int = 2000) -> dict:
     """Per half (odd, even, all): ``{metric: paired_bootstrap_ci(b, a)}`` over the questions both
     runs scored. ``a``/``b``: ``{question id: {mode: {metric: value}}}``."""
-    from core.evaluation import paired_bootstrap_ci
+    from ragaudit.evaluate.evaluation import paired_bootstrap_ci
 
     ids = sorted(set(a) & set(b))
     out = {}

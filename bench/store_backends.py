@@ -34,7 +34,7 @@ from bench.__main__ import dev_questions, load_points, pct  # noqa: E402
 
 def replicate(points: list[Any], n: int) -> list[tuple[str, dict, dict]]:
     """``n`` (id, vectors, payload) copies of ``points``; copy i of a document is ``<name>#<i>``."""
-    from core.names import name_key
+    from ragaudit.text.docnames import name_key
 
     out = []
     for i in range(n):
@@ -55,7 +55,7 @@ class LocalBackend:
     def __init__(self, dim: int):
         from qdrant_client import QdrantClient
 
-        from core.store import VectorStore
+        from ragaudit.index.store import VectorStore
 
         self.tmp = tempfile.mkdtemp(prefix="bench-local-")
         self.store = VectorStore("bench", path=self.tmp)
@@ -72,13 +72,13 @@ class LocalBackend:
                 payload=pl) for pid, vec, pl in rows[i:i + 256]], wait=True)
 
     def dense(self, qvec, doc_key: str | None, limit=20):
-        from core.store import Scope
+        from ragaudit.index.store import Scope
 
         flt = (Scope(doc_names=[doc_key]) if doc_key else Scope()).to_filter()
         return [h.id for h in self.store.search_dense(qvec, flt, limit, windows=True)]
 
     def sparse(self, svec, doc_key: str | None, limit=20):
-        from core.store import Scope
+        from ragaudit.index.store import Scope
 
         flt = (Scope(doc_names=[doc_key]) if doc_key else Scope()).to_filter()
         return [h.id for h in self.store.search_sparse(svec, flt, limit)]
@@ -174,14 +174,14 @@ def main(argv=None) -> None:
     ap.add_argument("--out", type=Path)
     args = ap.parse_args(argv)
 
-    from core.services import get_services
-    from core.settings import Settings
-    from core.sparse import bm25_query_vector
+    from ragaudit.services import get_services
+    from ragaudit.platform.settings import Settings
+    from ragaudit.index.sparse import bm25_query_vector
 
     tmp = None
     if args.data_dir is None:
-        from core.ingest import ingest_bytes
-        from pipelines.runner import DagsterRunner
+        from ragaudit.ingest.documents import ingest_bytes
+        from ragaudit.pipelines.runner import DagsterRunner
 
         tmp = Path(tempfile.mkdtemp(prefix="bench-backends-"))
         svc = get_services(Settings(_env_file=None, data_dir=tmp, llm_model="", store_backend="local"))

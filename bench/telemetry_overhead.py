@@ -21,12 +21,12 @@ if __package__:  # python -m bench.NAME: offline defaults, repository on sys.pat
 else:  # python bench/NAME.py
     from _env import ROOT
 
-from core.ingest import ingest_bytes  # noqa: E402
-from core.query import QueryService  # noqa: E402
-from core.services import get_services  # noqa: E402
-from core.settings import Settings  # noqa: E402
-from core.telemetry import TelemetryWriter  # noqa: E402
-from pipelines.runner import DagsterRunner  # noqa: E402
+from ragaudit.ingest.documents import ingest_bytes  # noqa: E402
+from ragaudit.query import QueryService  # noqa: E402
+from ragaudit.services import get_services  # noqa: E402
+from ragaudit.platform.settings import Settings  # noqa: E402
+from ragaudit.platform.telemetry import TelemetryWriter  # noqa: E402
+from ragaudit.pipelines.runner import DagsterRunner  # noqa: E402
 
 
 class NullWriter(TelemetryWriter):

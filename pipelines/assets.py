@@ -1,7 +1,7 @@
 """Ingestion assets, one dynamic partition per document: pdf_pages -> chunks -> chunk_points,
 and gold_qa_pairs (gold Q&A with verbatim evidence, after the chunks are indexed).
 
-The assets are thin shells over ``core.ingest``; each returns counts as metadata so the
+The assets are thin shells over ``ragaudit.ingest.documents``; each returns counts as metadata so the
 Dagster UI shows what every stage did.
 """
 
@@ -12,9 +12,9 @@ from dataclasses import asdict
 
 import dagster as dg
 
-from core import ingest
-from core.chunking import Chunk
-from core.pdf import Page
+from ragaudit.ingest import documents as ingest
+from ragaudit.ingest.chunking import Chunk
+from ragaudit.ingest.pdf import Page
 
 from .resources import RagauditResource
 
@@ -24,7 +24,7 @@ from .resources import RagauditResource
 warnings.filterwarnings("ignore", message="Specifying a partitions_def on an AssetCheckSpec",
                         category=dg.PreviewWarning)
 
-STRATEGY_TAG = "ragaudit/strategy"  # set by pipelines.runner; absent = the document's strategy
+STRATEGY_TAG = "ragaudit/strategy"  # set by ragaudit.pipelines.runner; absent = the document's strategy
 
 
 def _run_strategy(context) -> str | None:
@@ -134,7 +134,7 @@ def _chunks_from(rows: list[dict]) -> list[Chunk]:
                       "verbatim in its chunk (LLM via litellm when configured, else the extractive generator). "
                       "Replaces the document's previous pairs.")
 def gold_qa_pairs(context: dg.AssetExecutionContext, ragaudit: RagauditResource, chunks: list[dict]) -> dg.MaterializeResult:
-    from core.goldgen import generate_for_document
+    from ragaudit.evaluate.goldgen import generate_for_document
 
     svc = ragaudit.services()
     stats = generate_for_document(svc, context.partition_key, _chunks_from(chunks))
@@ -143,7 +143,7 @@ def gold_qa_pairs(context: dg.AssetExecutionContext, ragaudit: RagauditResource,
 
 @dg.asset_check(asset=gold_qa_pairs, description="Every stored gold pair has its evidence span verbatim in its chunk.")
 def evidence_spans_verbatim(context: dg.AssetCheckExecutionContext, ragaudit: RagauditResource) -> dg.AssetCheckResult:
-    from core.goldgen import verify_stored_pairs
+    from ragaudit.evaluate.goldgen import verify_stored_pairs
 
     st = verify_stored_pairs(ragaudit.services())
     return dg.AssetCheckResult(passed=st["not_verbatim"] == 0 and st["missing_chunk"] == 0, metadata=st)

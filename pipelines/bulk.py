@@ -1,7 +1,7 @@
 """One Dagster run for a batch of files (``ragaudit ingest``, the bench): ``ingest_files``.
 
 A run costs seconds of Dagster overhead; paid once per batch instead of once per document.
-Inside, ``core.bulk.ingest_files`` parses PDFs in a child process ahead of the document being
+Inside, ``ragaudit.ingest.bulk.ingest_files`` parses PDFs in a child process ahead of the document being
 embedded. Each document still gets its own ``live_index`` materialization (partition = document
 id) in the run, so the Dagster UI shows which documents the run built.
 """
@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 import dagster as dg
 
-from core.bulk import BulkFile, ingest_files
+from ragaudit.ingest.bulk import BulkFile, ingest_files
 
 from .assets import documents_partitions
 from .resources import RagauditResource

@@ -1,5 +1,5 @@
-"""Dagster definitions: load with ``dagster dev -m pipelines.definitions`` or
-``dagster asset materialize -m pipelines.definitions --select '*' --partition <document id>``."""
+"""Dagster definitions: load with ``dagster dev -m ragaudit.pipelines.definitions`` or
+``dagster asset materialize -m ragaudit.pipelines.definitions --select '*' --partition <document id>``."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ ingest_job = dg.define_asset_job(
 def _ops_settings():
     """Schedule settings from the environment (``RAGAUDIT_REINDEX_*``); defaults if they are invalid
     (the API validates the same settings at start and refuses to start)."""
-    from core.settings import Settings
+    from ragaudit.platform.settings import Settings
 
     try:
         s = Settings()

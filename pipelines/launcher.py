@@ -22,7 +22,7 @@ carries the tag ``ragaudit/run_worker`` = ``host:pid:process start time`` of tha
 daemon's monitoring asks ``check_run_worker_health`` about every ``STARTED`` run: when that process
 is gone (stopped or killed mid-run) the run is reported ``FAILED`` and the daemon marks it failed
 with the reason, instead of leaving it ``STARTED`` forever. ``ragaudit serve`` does the same for
-such runs when it starts (``pipelines.runner.recover_runs``), and executes again the runs that
+such runs when it starts (``ragaudit.pipelines.runner.recover_runs``), and executes again the runs that
 were handed to its previous process but never started.
 """
 
@@ -111,7 +111,7 @@ class StoreOwnerRunLauncher(RunLauncher, ConfigurableClass):
     def launch_run(self, context: LaunchRunContext) -> None:
         import httpx
 
-        from core.settings import Settings
+        from ragaudit.platform.settings import Settings
 
         settings = Settings()
         if not settings.embedded:

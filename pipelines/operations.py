@@ -5,7 +5,7 @@ Who executes the runs: with a Qdrant server (``RAGAUDIT_QDRANT_URL``) the sensor
 schedule request ordinary runs (``ingest_document`` per large document, ``ingest_batch`` for
 small ones) and the daemon launches them. In the embedded mode only the serving process may
 open the Qdrant folder: the sensor and the schedule put the documents in status ``queued`` in
-SQL and the serving process's worker (``core.ingest_queue``, polling) runs them as Dagster runs of
+SQL and the serving process's worker (``ragaudit.ingest.queue``, polling) runs them as Dagster runs of
 the shared instance, so they appear in the UI all the same (see the README, "Ingestion operations").
 """
 
@@ -14,7 +14,9 @@ import json
 
 import dagster as dg
 
-from core import ingest, reindex
+from ragaudit.ingest import documents as ingest
+
+from ragaudit.ingest import reindex
 
 from .assets import documents_partitions
 from .resources import RagauditResource

@@ -3,14 +3,14 @@
 
 import dagster as dg
 
-from core.services import Services, get_services, services_by_key
-from core.settings import Settings
+from ragaudit.services import Services, get_services, services_by_key
+from ragaudit.platform.settings import Settings
 
 
 class RagauditResource(dg.ConfigurableResource):
     """Hands the assets the process's shared ``Services``.
 
-    ``services_key`` is set by the in-process runner (``pipelines.runner``) so a run started by
+    ``services_key`` is set by the in-process runner (``ragaudit.pipelines.runner``) so a run started by
     the API or CLI uses the very objects of that process (Qdrant local mode allows one client
     per folder). Empty (Dagster UI / ``dagster asset materialize``): settings come from the
     ``RAGAUDIT_*`` environment.

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import dagster as dg
 
-from core.ingest import IngestError
-from core.pdf import PDFError
-from core.services import Services, services_key
+from ragaudit.ingest.documents import IngestError
+from ragaudit.ingest.pdf import PDFError
+from ragaudit.services import Services, services_key
 
 from .assets import STRATEGY_TAG
 from .definitions import INGEST_ASSETS, INGEST_CHECKS
@@ -51,7 +51,7 @@ def instance_for(svc: Services) -> dg.DagsterInstance:
 
 
 class DagsterRunner:
-    """Callable runner for ``core.ingest.ingest_bytes``: runs the job, forgets dropped partitions."""
+    """Callable runner for ``ragaudit.ingest.documents.ingest_bytes``: runs the job, forgets dropped partitions."""
 
     def __call__(self, svc: Services, document_id: str, strategy: str | None = None) -> None:
         run_ingestion(svc, document_id, strategy)
@@ -109,7 +109,7 @@ def remove_partition(svc: Services, document_id: str) -> None:
 
 
 def _pdf_error_names() -> dict[str, type[PDFError]]:
-    import core.pdfguard  # noqa: F401  (its refusals: too many pages, parse bounds exceeded)
+    import ragaudit.ingest.guard  # noqa: F401  (its refusals: too many pages, parse bounds exceeded)
 
     out, todo = {}, [PDFError]
     while todo:  # every PDFError subclass, wherever defined
@@ -124,14 +124,14 @@ PDF_ERROR_NAMES = _pdf_error_names()
 
 def execute_launched_run(svc: Services, run_id: str) -> str:
     """Execute a run that the Dagster webserver/daemon created and handed over
-    (``pipelines.launcher.StoreOwnerRunLauncher``), in this process, against the shared instance:
+    (``ragaudit.pipelines.launcher.StoreOwnerRunLauncher``), in this process, against the shared instance:
     the UI follows it like any run. Returns the run's final status name; ``KeyError`` for an
     unknown run id. Call from the ingestion worker (one writer)."""
     from dagster._core.execution.api import execute_run
     from dagster._core.storage.dagster_run import DagsterRunStatus
     from dagster._utils.hosted_user_process import recon_job_from_origin
 
-    from core.ingest import INGEST_LOCK
+    from ragaudit.ingest.documents import INGEST_LOCK
 
     instance = instance_for(svc)
     run = instance.get_run_by_id(run_id)
@@ -178,10 +178,10 @@ def recover_runs(svc: Services, requeue) -> dict[str, list[str]]:
 
 def run_bulk(svc: Services, files: list, knowledge_base: str = "default", strategy: str = "sentence", *,
              on_outcome=None, timings: dict | None = None) -> list:
-    """Ingest ``files`` (``core.bulk.BulkFile``) in ONE Dagster run of ``ingest_files_job`` in this
+    """Ingest ``files`` (``ragaudit.ingest.bulk.BulkFile``) in ONE Dagster run of ``ingest_files_job`` in this
     process (the shared instance records it; the UI shows one ``live_index`` materialization per
     document). Returns the ``IngestOutcome`` per file, in order; ``on_outcome(index, outcome)``
-    and ``timings`` as in ``core.bulk.ingest_files``. Raises ``IngestError`` (stage ``run``) if the
+    and ``timings`` as in ``ragaudit.ingest.bulk.ingest_files``. Raises ``IngestError`` (stage ``run``) if the
     run itself fails (a document's failure is an outcome, not an exception)."""
     import uuid
 

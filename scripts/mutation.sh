@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Mutation testing (mutmut 3) of the modules that carry the audit claims: citations and answer
-# labels (core/citations.py), scope enforcement (core/scope.py), metrics (core/metrics.py), the
-# judge and its control (core/judge.py). Configured in pyproject.toml [tool.mutmut] to run only
+# labels (ragaudit/answer/citations.py), scope enforcement (ragaudit/retrieve/scope.py), metrics (ragaudit/evaluate/metrics.py), the
+# judge and its control (ragaudit/evaluate/judge.py). Configured in pyproject.toml [tool.mutmut] to run only
 # their fast tests. Slow (~15-25 min on 2 cores), so it is NOT part of CI (scripts/test.sh).
 # Prints the score per module: killed / all mutants ("no tests" and "survived" count against it).
 # Survivors: `mutmut show NAME` shows the diff; README "Mutation testing" lists the accepted ones.

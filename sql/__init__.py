@@ -1,1 +1,1 @@
-"""SQL schema migrations (Alembic); applied by core.db.migrate at start-up."""
+"""SQL schema migrations (Alembic); applied by ragaudit.platform.db.migrate at start-up."""

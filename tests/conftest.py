@@ -51,7 +51,7 @@ DMCA_QUESTION = "On what date was the Digital Millennium Copyright Act signed in
 
 
 def make_settings(data_dir: Path, **kw):
-    from core.settings import Settings
+    from ragaudit.platform.settings import Settings
 
     # explicit values: the tests never depend on the developer's RAGAUDIT_* environment
     # RAGAUDIT_TEST_STORE_BACKEND=local runs the suite on qdrant-client's local mode instead of Qdrant Edge
@@ -63,7 +63,7 @@ def make_settings(data_dir: Path, **kw):
 
 @pytest.fixture(scope="module", autouse=True)
 def ingest_workers_stop_with_their_app():
-    """Every ingestion worker thread (``core.ingest_queue``, thread name ``ragaudit-ingest``) a
+    """Every ingestion worker thread (``ragaudit.ingest.queue``, thread name ``ragaudit-ingest``) a
     module starts has ended once the module's fixtures are torn down (its app's lifespan
     stopped it). Fails if an app is left running past its test data: its worker went on polling
     a deleted database ("could not read queued documents", sqlite "unable to open database
@@ -83,7 +83,7 @@ def ingest_workers_stop_with_their_app():
 
 @pytest.fixture(scope="session")
 def embedder():
-    from core.services import shared_embedder
+    from ragaudit.services import shared_embedder
 
     return shared_embedder("bundled:all-MiniLM-L6-v2")
 
@@ -91,9 +91,9 @@ def embedder():
 @pytest.fixture(scope="session")
 def kb(tmp_path_factory, embedder):
     """A knowledge base with the three sample PDFs ingested through the Dagster asset job."""
-    from core.ingest import ingest_bytes
-    from core.services import get_services, release_services
-    from pipelines.runner import DagsterRunner
+    from ragaudit.ingest.documents import ingest_bytes
+    from ragaudit.services import get_services, release_services
+    from ragaudit.pipelines.runner import DagsterRunner
 
     settings = make_settings(tmp_path_factory.mktemp("kb"))
     svc = get_services(settings)
@@ -109,7 +109,7 @@ def kb(tmp_path_factory, embedder):
 @pytest.fixture()
 def fresh_services(tmp_path, embedder):
     """An empty knowledge base of its own (for tests that change documents)."""
-    from core.services import get_services, release_services
+    from ragaudit.services import get_services, release_services
 
     settings = make_settings(tmp_path / "data")
     svc = get_services(settings)

@@ -12,10 +12,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import select
 
-from core.answer import LLMAnswerer
-from core.db import QueryLog
-from core.query import QueryService
-from core.store import Scope
+from ragaudit.answer.answerers import LLMAnswerer
+from ragaudit.platform.db import QueryLog
+from ragaudit.query import QueryService
+from ragaudit.index.store import Scope
 from tests.conftest import DMCA_QUESTION, SHARED_CORPUS
 
 BUSH = "The DMCA was signed by President Bush in 2005 [1]."
@@ -82,7 +82,7 @@ def _dev_questions(names: set[str]) -> list[str]:
 
 @pytest.fixture(scope="module")
 def api(kb):
-    from api.app import create_app
+    from ragaudit.api.app import create_app
 
     with TestClient(create_app(kb.settings)) as client:  # the same shared services as ``kb``
         yield client
@@ -100,7 +100,7 @@ def _sse(body: str) -> dict[str, dict]:
 
 def _in_scope(item: dict, body: dict, doc_ids: dict[str, str]) -> list[str]:
     """What is wrong with one retrieved item (``doc_name, document_id, page_start, page_end,
-    strategy``) for the request ``body``; checked here independently of ``core.scope``."""
+    strategy``) for the request ``body``; checked here independently of ``ragaudit.retrieve.scope``."""
     bad = []
     names = set(body.get("doc_names") or []) | ({body["doc_name"]} if body.get("doc_name") else set())
     if names and item["doc_name"] not in names:
@@ -217,8 +217,8 @@ def test_an_empty_index_says_nothing_was_searched(tmp_path, embedder):
     question is refused with "Nothing was searched" and how to ingest, in /query's reply and in
     /search's notes, not with "nothing in the searched documents matches it" as if the documents
     had been read. Fails if an empty index reads like a question the documents do not answer."""
-    from api.app import create_app
-    from core.services import get_services, release_services
+    from ragaudit.api.app import create_app
+    from ragaudit.services import get_services, release_services
     from tests.conftest import make_settings
 
     settings = make_settings(tmp_path / "data")

@@ -8,7 +8,7 @@ import re
 
 import yaml
 
-from core.settings import Settings
+from ragaudit.platform.settings import Settings
 from tests.conftest import ROOT
 
 COMPOSE = yaml.safe_load((ROOT / "docker-compose.yml").read_text())

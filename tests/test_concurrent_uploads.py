@@ -12,10 +12,10 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
-from api.app import create_app
-from core.db import ChunkRow, Document
-from core.ingest import count_check
-from core.services import get_services, release_services
+from ragaudit.api.app import create_app
+from ragaudit.platform.db import ChunkRow, Document
+from ragaudit.ingest.documents import count_check
+from ragaudit.services import get_services, release_services
 from tests.conftest import SAMPLES, make_settings
 from tests.test_document_identity import fresh_pg_database
 
@@ -73,8 +73,8 @@ def test_parallel_posts_of_the_same_bytes_make_one_document(tmp_path, embedder, 
 
 
 def _register_in_child(settings_kw: dict, data: bytes, barrier, results) -> None:
-    from core.ingest import register
-    from core.services import Services
+    from ragaudit.ingest.documents import register
+    from ragaudit.services import Services
     from tests.conftest import make_settings as _make
 
     svc = Services(_make(**settings_kw))

@@ -18,12 +18,12 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
-from core.db import ChunkRow, Document, IndexState
-from core.ingest import count_check, delete_document, ingest_bytes
-from core.query import QueryService
-from core.services import get_services, release_services
-from core.store import Scope
-from pipelines.runner import DagsterRunner
+from ragaudit.platform.db import ChunkRow, Document, IndexState
+from ragaudit.ingest.documents import count_check, delete_document, ingest_bytes
+from ragaudit.query import QueryService
+from ragaudit.services import get_services, release_services
+from ragaudit.index.store import Scope
+from ragaudit.pipelines.runner import DagsterRunner
 from tests.conftest import SAMPLES, SHARED_CORPUS, make_settings
 
 SAME_NAME = SHARED_CORPUS / "cases" / "same-name"
@@ -121,7 +121,7 @@ def test_same_name_in_two_folders_via_cli(backend, request, tmp_path, monkeypatc
 
     from typer.testing import CliRunner
 
-    from api.cli import app
+    from ragaudit.api.cli import app
 
     monkeypatch.setenv("RAGAUDIT_DATA_DIR", str(tmp_path / "cli"))
     for var in ("RAGAUDIT_DATABASE_URL", "RAGAUDIT_QDRANT_URL", "RAGAUDIT_LLM_MODEL"):
@@ -151,7 +151,7 @@ def test_same_name_in_two_folders_via_cli(backend, request, tmp_path, monkeypatc
 
 def test_same_file_name_given_twice_gets_distinct_names():
     """Two files with one name given directly on the command line are named by their folders."""
-    from core.names import folder_names
+    from ragaudit.text.docnames import folder_names
 
     names = folder_names([(str(SAME_NAME / "branch_alder" / "report.pdf"), None),
                           (str(SAME_NAME / "branch_birch" / "report.pdf"), None),
@@ -198,7 +198,7 @@ def test_nfd_and_nfc_names_are_one_document(svc):
 def test_api_refuses_bad_names_with_422_and_keeps_folder_names(tmp_path, embedder):
     """Through POST /documents: bad names -> 422 with the reason, never 500; a ``name`` form
     field keeps folders; the same bytes under another name -> 201 with ``duplicate_of``."""
-    from api.app import create_app
+    from ragaudit.api.app import create_app
 
     settings = make_settings(tmp_path / "api")
     data = (SAME_NAME / "branch_alder" / "report.pdf").read_bytes()
@@ -227,7 +227,7 @@ def test_api_upload_of_new_content_under_a_taken_name_says_what_it_replaces(tmp_
     same-name case): the second upload is a new version of the first, and its reply says so
     (``replaces`` with the published version, and the message), with and without ``wait``; a new
     name keeps both. Fails if a different file silently replaces a document."""
-    from api.app import create_app
+    from ragaudit.api.app import create_app
 
     settings = make_settings(tmp_path / "api")
     alder = (SAME_NAME / "branch_alder" / "report.pdf").read_bytes()
@@ -269,8 +269,8 @@ def test_cli_escapes_control_characters(tmp_path, monkeypatch, embedder):
     line with the newline shown as ``\\n``."""
     from typer.testing import CliRunner
 
-    from api.cli import app
-    from core.names import printable
+    from ragaudit.api.cli import app
+    from ragaudit.text.docnames import printable
 
     assert printable("a\nb\tc\x00d\u2028") == "a\\nb\\tc\\x00d\\u2028"
     folder = tmp_path / "in"
@@ -300,7 +300,7 @@ def test_stored_files_follow_live_versions(svc):
     assert stored_files(svc) == live_files(svc) and len(stored_files(svc)) == 1
     assert ingest_bytes(svc, (BAD / "truncated-2kb-dpr.pdf").read_bytes(), "bad.pdf", runner).status == "refused"
     assert stored_files(svc) == live_files(svc)
-    from pipelines.runner import instance_for
+    from ragaudit.pipelines.runner import instance_for
 
     with svc.sessions() as s:  # the refused upload left no row and no Dagster partition
         assert set(instance_for(svc).get_dynamic_partitions("documents")) == set(s.scalars(select(Document.id)))
@@ -321,7 +321,7 @@ def test_superseded_unpublished_versions_leave_no_stored_file(svc, monkeypatch):
     each superseded file is deleted, and once the runs are done only the live bytes are stored.
     Fails if ``register`` does not delete the file of the version it supersedes (the failed
     first upload's ``files/<sha>.pdf`` stayed forever), or deletes one still referred to."""
-    from core import ingest
+    from ragaudit.ingest import documents as ingest
 
     runner = DagsterRunner()
     a, b, c = (NTSB.read_bytes(), (SAMPLES / "20071229X02007.pdf").read_bytes(),
@@ -460,7 +460,7 @@ class DocumentLifecycle(RuleBasedStateMachine):
         super().__init__()
         import tempfile
 
-        from api.app import create_app
+        from ragaudit.api.app import create_app
 
         self.tmp = tempfile.mkdtemp(prefix="lifecycle-")
         self.settings = make_settings(Path(self.tmp) / "data")
@@ -500,7 +500,7 @@ class DocumentLifecycle(RuleBasedStateMachine):
             assert set(s.scalars(select(Document.id))) == {v[0] for v in self.model.values()}
         assert not ({p.get("document_id") for _, p in svc.store.iter_payloads()} & self.deleted)
         assert stored_files(svc) == live_files(svc)
-        from pipelines.runner import instance_for
+        from ragaudit.pipelines.runner import instance_for
 
         assert set(instance_for(svc).get_dynamic_partitions("documents")) == {v[0] for v in self.model.values()}
         for (kb, name), (doc_id, content) in self.model.items():

@@ -6,12 +6,12 @@ import pytest
 from sqlalchemy import select
 from typer.testing import CliRunner
 
-from api.cli import app
-from core.db import ChunkRow, Document
-from core.ingest import ingest_bytes
-from core.query import QueryService
-from core.store import Scope
-from pipelines.runner import DagsterRunner
+from ragaudit.api.cli import app
+from ragaudit.platform.db import ChunkRow, Document
+from ragaudit.ingest.documents import ingest_bytes
+from ragaudit.query import QueryService
+from ragaudit.index.store import Scope
+from ragaudit.pipelines.runner import DagsterRunner
 from tests.conftest import BAD, DMCA_QUESTION, EDGE, ROOT, SAMPLES
 
 
@@ -128,7 +128,7 @@ def test_cli_ingest_bad_and_edge_files(tmp_path, monkeypatch, embedder):
     res = runner.invoke(app, ["ask", "What registration did the Reims F172 M carry?", "--json"])
     out = json.loads(res.output)
     assert "FBVIF" in " ".join(r["text"] for r in out["retrieved"][:3])
-    from core.services import release_services
+    from ragaudit.services import release_services
     from tests.conftest import make_settings
 
     release_services(make_settings(tmp_path / "cli"))
@@ -148,13 +148,13 @@ def test_cli_says_when_the_embedded_store_is_in_use(tmp_path, monkeypatch, backe
     import subprocess
     import sys
 
-    from core.settings import Settings
+    from ragaudit.platform.settings import Settings
 
     store = Settings(_env_file=None, data_dir=tmp_path / "busy", store_backend=backend).qdrant_path
     store.mkdir(parents=True)
     holder = subprocess.Popen(
         [sys.executable, "-c", f"import sys, time; sys.path.insert(0, {str(ROOT)!r}); "
-                               "from core.store import open_store; "
+                               "from ragaudit.index.store import open_store; "
                                f"c = open_store('ragaudit_chunks', backend={backend!r}, path={str(store)!r}); "
                                "print('ready', flush=True); time.sleep(120)"],
         stdout=subprocess.PIPE, text=True)

@@ -12,14 +12,14 @@ from fastapi.testclient import TestClient
 from sqlalchemy import select
 from typer.testing import CliRunner
 
-from api.app import create_app
-from api.cli import app
-from core.chunking import sentence_spans
-from core.db import QAPair
-from core.evaluation import EvalParams
-from core.evalruns import create_run, execute_run
-from core.ingest import ingest_bytes
-from pipelines.runner import DagsterRunner, instance_for
+from ragaudit.api.app import create_app
+from ragaudit.api.cli import app
+from ragaudit.ingest.chunking import sentence_spans
+from ragaudit.platform.db import QAPair
+from ragaudit.evaluate.evaluation import EvalParams
+from ragaudit.evaluate.runs import create_run, execute_run
+from ragaudit.ingest.documents import ingest_bytes
+from ragaudit.pipelines.runner import DagsterRunner, instance_for
 from tests.conftest import DATA, SAMPLES
 
 SMALL = DATA / "eval_small.jsonl"
@@ -157,7 +157,7 @@ def _fake_llm(real_completion, calls):
 
 
 def test_llm_generation_and_judge_paths_with_mock_responses(tmp_path, embedder, monkeypatch):
-    from core.services import get_services, release_services
+    from ragaudit.services import get_services, release_services
     from tests.conftest import make_settings
 
     calls = {"generate": 0, "judge": 0, "answer": 0}

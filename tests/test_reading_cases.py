@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from core.ingest import ingest_bytes
-from core.query import QueryService
-from pipelines.runner import DagsterRunner
+from ragaudit.ingest.documents import ingest_bytes
+from ragaudit.query import QueryService
+from ragaudit.pipelines.runner import DagsterRunner
 from tests.conftest import SHARED_CORPUS
 
 CASES = SHARED_CORPUS / "cases"
@@ -42,7 +42,7 @@ def test_http_query_cites_both_pages_of_a_sentence_across_a_page_break(fresh_ser
     missing, ``page_end`` null), as validating the reply through the ``Citation`` dataclass did."""
     from fastapi.testclient import TestClient
 
-    from api.app import create_app
+    from ragaudit.api.app import create_app
 
     _ingest(fresh_services, "dmca-pages-9-10.pdf")
     body = {"question": "On what terms must standard technical measures be available to anyone?",
@@ -67,7 +67,7 @@ def test_fake_bold_statement_answers_the_closing_balance(fresh_services):
     assert "48,215" in out["answer"]
     assert any(c["page"] == 1 and "48,215" in c["quote"] for c in out["citations"])
     # "What is the <measure noun> of X" asks for an amount: the concise answer is the value, not
-    # the whole quoted line (core.concise: balance, amount, price ... read as money)
+    # the whole quoted line (ragaudit.answer.concise: balance, amount, price ... read as money)
     assert out["concise_answer"] == "48,215 dollars", out["concise_answer"]
     # the context header that was indexed with each passage is shown with it
     assert out["retrieved"][0]["header"].startswith("fakebold-overprint")

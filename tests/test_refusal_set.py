@@ -3,10 +3,10 @@ indexed texts, cases generated only where the answer cannot be, and every case r
 
 import re
 
-from core.evaluation import load_dataset
-from core.query import QueryService
-from core.refusalset import document_siblings, indexed_texts, refusal_set
-from core.store import Scope
+from ragaudit.evaluate.evaluation import load_dataset
+from ragaudit.query import QueryService
+from ragaudit.evaluate.refusalset import document_siblings, indexed_texts, refusal_set
+from ragaudit.index.store import Scope
 from tests.conftest import ROOT
 
 SMALL = ROOT / "tests" / "data" / "eval_small.jsonl"

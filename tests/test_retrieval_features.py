@@ -5,11 +5,11 @@ import json
 import pytest
 from fastapi.testclient import TestClient
 
-from core.ingest import ingest_bytes
-from core.query import QueryService
-from core.retrieval import Mode
-from core.store import Scope
-from pipelines.runner import DagsterRunner
+from ragaudit.ingest.documents import ingest_bytes
+from ragaudit.query import QueryService
+from ragaudit.retrieve.retriever import Mode
+from ragaudit.index.store import Scope
+from ragaudit.pipelines.runner import DagsterRunner
 from tests.conftest import DMCA_QUESTION, SAMPLES, make_settings
 
 
@@ -33,8 +33,8 @@ def test_dense_leg_scores_a_chunk_by_its_best_sentence_window(kb):
     leg's score is the cosine of the best window (MaxSim), computed here independently."""
     import numpy as np
 
-    from core.chunking import window_spans
-    from core.store import WINDOWS
+    from ragaudit.ingest.chunking import window_spans
+    from ragaudit.index.store import WINDOWS
 
     assert kb.store.has_windows()
     q = "For how long does protection of a vessel hull design last once registered?"
@@ -53,8 +53,8 @@ def test_dense_leg_scores_a_chunk_by_its_best_sentence_window(kb):
 def test_bm25_finds_an_abbreviated_citation(kb, monkeypatch):
     """dev-002: the DMCA footnote says "Pub. L. No. 105-304, 112 Stat. 2860"; the question says
     "Public Law" and "Statutes at Large". Abbreviation terms lift the footnote into the BM25 top 5."""
-    import core.retrieval
-    import core.sparse
+    import ragaudit.retrieve.retriever
+    import ragaudit.index.sparse
 
     r = QueryService(kb).retriever
     q = "What is the Public Law number and Statutes at Large citation of the DMCA?"
@@ -65,8 +65,8 @@ def test_bm25_finds_an_abbreviated_citation(kb, monkeypatch):
 
     with_abbr = rank()
     assert with_abbr is not None and with_abbr <= 5
-    monkeypatch.setattr(core.sparse, "ABBREVIATION_WEIGHT", 0.0)
-    monkeypatch.setattr(core.retrieval, "bm25_query_vector", core.sparse.bm25_query_vector)
+    monkeypatch.setattr(ragaudit.index.sparse, "ABBREVIATION_WEIGHT", 0.0)
+    monkeypatch.setattr(ragaudit.retrieve.retriever, "bm25_query_vector", ragaudit.index.sparse.bm25_query_vector)
     without = rank()
     assert without is None or without > with_abbr
 
@@ -80,7 +80,7 @@ def test_page_range_scope_applies_to_both_legs(kb):
 def test_hybrid_rerank_with_a_cross_encoder_built_here(kb, tmp_path):
     from sentence_transformers import CrossEncoder
 
-    from core.embedding import resolve_model_path
+    from ragaudit.index.embedding import resolve_model_path
 
     # a small cross-encoder: the bundled MiniLM body with a fresh 1-label head (untrained: the
     # code path is what is tested, not the ranking quality)
@@ -116,7 +116,7 @@ def test_collection_from_before_windows_still_searches_and_says_so(fresh_service
     ingestion skips the windows, the vector leg uses the chunk vectors and ``notes`` says why."""
     import numpy as np
 
-    from core.store import DENSE
+    from ragaudit.index.store import DENSE
 
     svc = fresh_services
     svc.store.ensure_collection(svc.embedder.dim, windows=False)  # as created before windows existed
@@ -168,8 +168,8 @@ def _events(text):
 
 
 def test_sse_stream_end_to_end(tmp_path, embedder):
-    from api.app import create_app
-    from core.services import release_services
+    from ragaudit.api.app import create_app
+    from ragaudit.services import release_services
 
     settings = make_settings(tmp_path / "sse")
     with TestClient(create_app(settings)) as client:
@@ -222,8 +222,8 @@ def test_a_document_only_one_candidate_holds_a_question_term_of_is_also_searched
     third RRF list and the answer reaches the top 5. Fails if that list is not added, is added
     without that evidence, or the note naming the term is missing; off (setting), the top 5 lacks
     it, so the test measures the leg and not the corpus."""
-    from core.retrieval import Retriever
-    from core.services import get_services, release_services
+    from ragaudit.retrieve.retriever import Retriever
+    from ragaudit.services import get_services, release_services
     from tests.conftest import SHARED_CORPUS
 
     settings = make_settings(tmp_path / "data")
@@ -257,8 +257,8 @@ def test_the_documents_a_questions_names_select_rank_first(tmp_path, embedder):
     reach the top 5. The question's name "Apple" is held by the 10-Qs' candidates only: the names
     choose, a term outside their choice names nothing, and the top 5 is Apple's. Fails if the
     one-term rule overrides the names or the names stop selecting."""
-    from core.retrieval import Retriever
-    from core.services import get_services, release_services
+    from ragaudit.retrieve.retriever import Retriever
+    from ragaudit.services import get_services, release_services
     from tests.conftest import SHARED_CORPUS
 
     settings = make_settings(tmp_path / "data")
@@ -288,7 +288,7 @@ def test_the_names_select_the_documents_holding_most_of_them():
     dev-017). Months and two-letter names select nothing ("December", "HP" -- horsepower in an
     engine table); a name every candidate document holds selects nothing; more documents than
     ``named_subset`` neither."""
-    from core.retrieval import Retriever
+    from ragaudit.retrieve.retriever import Retriever
 
     r = Retriever.__new__(Retriever)
     r.named_subset = 3
@@ -312,8 +312,8 @@ def test_a_document_one_name_alone_selects_comes_first_not_as_a_third_list():
     and NVIDIA's tax paragraphs kept the top 5 for "Intel's effective tax rate for the first nine
     months" and were quoted (the external set's ext1-014 asked without Intel's Q3 filing). A
     common word held by one document ("meeting") still makes the third list."""
-    from core.retrieval import Retriever
-    from core.store import PointHit
+    from ragaudit.retrieve.retriever import Retriever
+    from ragaudit.index.store import PointHit
 
     r = Retriever.__new__(Retriever)
     r.named_subset = 3
@@ -339,10 +339,10 @@ def test_a_statement_row_is_found_by_its_whole_label(fresh_services, monkeypatch
     ...". Its chunk is a column of numbers under a dozen labels, while MD&A paragraphs repeat
     "research and development" and "Apple" in prose: on words alone BM25 ranks it 4th here (about
     20th among the 18 dev PDFs). The row's label, indexed as one term
-    (``core.sparse.row_label_terms``), ranks it first; in hybrid retrieval BM25's rank also stands
+    (``ragaudit.index.sparse.row_label_terms``), ranks it first; in hybrid retrieval BM25's rank also stands
     for the dense leg, which cannot read the numbers. Fails if rows stop being indexed by their
     labels, questions stop asking for them, or table chunks lose BM25's vote."""
-    import core.sparse
+    import ragaudit.index.sparse
     from tests.conftest import SHARED_CORPUS
 
     svc = fresh_services
@@ -356,7 +356,7 @@ def test_a_statement_row_is_found_by_its_whole_label(fresh_services, monkeypatch
         return next((c.rank for c in res.chunks if "Research and development $" in c.text), None)
 
     # hybrid: the dense leg cannot read the statement's column of numbers (it does not return the
-    # chunk at all); BM25's rank votes for it (core.retrieval.table_votes), which the X-ray shows
+    # chunk at all); BM25's rank votes for it (ragaudit.retrieve.retriever.table_votes), which the X-ray shows
     qs = QueryService(svc)
     fused = {}
     for on in (True, False):
@@ -368,7 +368,7 @@ def test_a_statement_row_is_found_by_its_whole_label(fresh_services, monkeypatch
     assert "table_vote" not in fused[False].scores
 
     with_labels = row_rank()
-    monkeypatch.setattr(core.sparse, "question_row_terms", lambda text: set())  # words alone
+    monkeypatch.setattr(ragaudit.index.sparse, "question_row_terms", lambda text: set())  # words alone
     words_only = row_rank()
     assert with_labels == 1, with_labels
     assert words_only is None or words_only > with_labels, words_only

@@ -6,7 +6,7 @@ from __future__ import annotations
 from fastapi import APIRouter, HTTPException
 from fastapi.responses import FileResponse
 
-from core.db import Document
+from ragaudit.platform.db import Document
 
 from ..deps import RequireReadKey, ServicesDep
 from ..schemas import ErrorOut

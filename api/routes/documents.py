@@ -12,12 +12,12 @@ from fastapi.concurrency import run_in_threadpool
 from sqlalchemy import select
 from sse_starlette.sse import EventSourceResponse
 
-from core import ingest
-from core.chunking import Strategy
-from core.db import Document
-from core.names import InvalidNameError, printable, upload_name
-from core.pdf import PDFError
-from pipelines.runner import DagsterRunner, remove_partition
+from ragaudit.ingest import documents as ingest
+from ragaudit.ingest.chunking import Strategy
+from ragaudit.platform.db import Document
+from ragaudit.text.docnames import InvalidNameError, printable, upload_name
+from ragaudit.ingest.pdf import PDFError
+from ragaudit.pipelines.runner import DagsterRunner, remove_partition
 
 from ..deps import IngestQueueDep, RequireReadKey, RequireWriteKey, ServicesDep, SettingsDep
 from ..schemas import DocumentOut, ErrorOut, IngestOut

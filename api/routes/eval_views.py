@@ -1,6 +1,6 @@
 """Views of an evaluation run for the dashboard: ``GET /evaluate/{run_id}/intervals``.
 
-The results JSON (``core.evaluation``) has each mode's mean metrics and CIs for *differences*
+The results JSON (``ragaudit.evaluate.evaluation``) has each mode's mean metrics and CIs for *differences*
 between modes; the dashboard also charts each mode's metric with its own 95% interval. This
 computes them from the run's per-question values: a percentile bootstrap of the mean
 (``scipy.stats.bootstrap``, Efron & Tibshirani 1993, ch. 13) with a fixed seed, so the same run
@@ -15,7 +15,7 @@ import numpy as np
 from fastapi import APIRouter, HTTPException
 from fastapi.concurrency import run_in_threadpool
 
-from core import evalruns
+from ragaudit.evaluate import runs as evalruns
 
 from ..deps import RequireReadKey, ServicesDep
 from ..schemas import ErrorOut

@@ -2,7 +2,7 @@
 
 ``POST /evaluate`` records a run and executes it in a background thread, returning its id at
 once (202); ``GET /evaluate/{run_id}`` shows the progress, then the results JSON documented in
-``core.evaluation`` (the same document ``ragaudit eval --json`` prints).
+``ragaudit.evaluate.evaluation`` (the same document ``ragaudit eval --json`` prints).
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from fastapi import APIRouter, File, Form, HTTPException, UploadFile, status
 from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, Field
 
-from core import evalruns
-from core.evaluation import EvalParams
+from ragaudit.evaluate import runs as evalruns
+from ragaudit.evaluate.evaluation import EvalParams
 
 from ..deps import QueryServiceDep, RequireReadKey, RequireWriteKey, ServicesDep
 from ..schemas import ErrorOut

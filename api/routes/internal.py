@@ -25,9 +25,9 @@ class RunAccepted(BaseModel):
              dependencies=[RequireWriteKey], responses={400: {"model": ErrorOut}, 404: {"model": ErrorOut}})
 def accept_run(body: RunIn, svc: ServicesDep, jobs: IngestQueueDep) -> RunAccepted:
     """Queue a Dagster run (created by the webserver or daemon) for execution in this process
-    (``pipelines.launcher.StoreOwnerRunLauncher``). 404 if the shared Dagster instance does not
+    (``ragaudit.pipelines.launcher.StoreOwnerRunLauncher``). 404 if the shared Dagster instance does not
     know the run (the Dagster processes use another ``DAGSTER_HOME``)."""
-    from pipelines.runner import instance_for
+    from ragaudit.pipelines.runner import instance_for
 
     if instance_for(svc).get_run_by_id(body.run_id) is None:
         raise HTTPException(404, f"run {body.run_id} is not in this process's Dagster instance: "

@@ -10,7 +10,7 @@ from fastapi.responses import Response
 from prometheus_client import CONTENT_TYPE_LATEST
 from sqlalchemy.exc import SQLAlchemyError
 
-from core.opsmetrics import compute_metrics
+from ragaudit.platform.opsmetrics import compute_metrics
 
 from ..schemas import ErrorOut
 from ..deps import PrometheusDep, RequireReadKey, ServicesDep, TelemetryDep

@@ -10,7 +10,7 @@ from fastapi import APIRouter, HTTPException
 from fastapi.concurrency import iterate_in_threadpool, run_in_threadpool
 from sse_starlette.sse import EventSourceResponse
 
-from core.llmcall import Cancellation
+from ragaudit.platform.llmcall import Cancellation
 
 from ..deps import QueryServiceDep, RequireReadKey
 from ..schemas import AnswerOut, ErrorOut, QueryIn, SearchOut

@@ -1,9 +1,9 @@
-"""Alembic environment: uses the connection handed over by core.db.migrate (or a URL)."""
+"""Alembic environment: uses the connection handed over by ragaudit.platform.db.migrate (or a URL)."""
 
 from alembic import context
 from sqlalchemy import create_engine
 
-from core.db import Base
+from ragaudit.platform.db import Base
 
 config = context.config
 target_metadata = Base.metadata

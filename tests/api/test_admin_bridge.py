@@ -10,13 +10,13 @@ from urllib.parse import urlencode
 import pytest
 from fastapi.testclient import TestClient
 
-from api.app import create_app
+from ragaudit.api.app import create_app
 from tests.conftest import SAMPLES, make_settings
 
 
 @pytest.fixture(scope="module")
 def client(tmp_path_factory, embedder):
-    from core.services import release_services
+    from ragaudit.services import release_services
 
     settings = make_settings(tmp_path_factory.mktemp("admin"), cors_origins=["http://ui.example"])
     with TestClient(create_app(settings)) as c:
@@ -219,7 +219,7 @@ def test_query_logs_and_eval_runs_lists(client):
 def test_api_key_rules(tmp_path, embedder):
     """fails if the bridge lets a write through without a key when keys are set, or closes reads
     that the API leaves open."""
-    from core.services import release_services
+    from ragaudit.services import release_services
 
     settings = make_settings(tmp_path / "k", api_keys="s3cret")
     with TestClient(create_app(settings)) as c:

@@ -3,13 +3,13 @@
 import pytest
 from fastapi.testclient import TestClient
 
-from api.app import create_app
+from ragaudit.api.app import create_app
 from tests.conftest import BAD, DMCA_QUESTION, SAMPLES, make_settings
 
 
 @pytest.fixture()
 def client(tmp_path, embedder):
-    from core.services import release_services
+    from ragaudit.services import release_services
 
     settings = make_settings(tmp_path / "api")
     with TestClient(create_app(settings)) as c:

@@ -8,15 +8,15 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import MetaData, select
 
-from api.app import create_app
-from api.deps import key_is_valid
+from ragaudit.api.app import create_app
+from ragaudit.api.deps import key_is_valid
 from tests.api.test_telemetry import DOC, upload
 from tests.conftest import make_settings
 
 
 @pytest.fixture()
 def keyed(tmp_path, embedder):
-    from core.services import release_services
+    from ragaudit.services import release_services
 
     key = "rk-" + secrets.token_hex(16)
     settings = make_settings(tmp_path / "keys", api_keys=f"other-key-1, {key}", read_requires_api_key=False,
@@ -72,7 +72,7 @@ def test_api_key_required_for_writes_and_never_leaks(keyed, caplog, capsys):
 
 
 def test_read_routes_closed_by_setting(tmp_path, embedder):
-    from core.services import release_services
+    from ragaudit.services import release_services
 
     settings = make_settings(tmp_path / "closed", api_keys="k-123456", read_requires_api_key=True)
     try:

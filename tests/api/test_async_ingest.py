@@ -13,7 +13,7 @@ import warnings
 import pytest
 from fastapi.testclient import TestClient
 
-from api.app import create_app
+from ragaudit.api.app import create_app
 from tests.conftest import DATA, SAMPLES, make_settings
 
 NTSB = DATA / "ntsb"
@@ -22,7 +22,7 @@ STAGES = ["queued", "extracting", "chunking", "embedding", "indexing"]
 
 @pytest.fixture()
 def settings(tmp_path, embedder):
-    from core.services import release_services
+    from ragaudit.services import release_services
 
     s = make_settings(tmp_path / "api")
     yield s
@@ -125,9 +125,9 @@ def test_restart_requeues_queued_and_interrupted_uploads(settings):
     uploads would stay queued forever) or if a half-run document is not re-queued."""
     from sqlalchemy import update
 
-    from core import ingest
-    from core.db import Document
-    from core.services import get_services
+    from ragaudit.ingest import documents as ingest
+    from ragaudit.platform.db import Document
+    from ragaudit.services import get_services
 
     svc = get_services(settings)
     a, _ = ingest.register(svc, (SAMPLES / "20071229X02007.pdf").read_bytes(), "a.pdf")
@@ -146,7 +146,7 @@ def test_failed_background_ingestion_is_reported_with_its_reason(settings, monke
     """An ingestion that fails in the background leaves the document ``failed`` with the reason
     (the client can read it; nothing searchable was written); the SSE stream ends with ``failed``.
     Fails if a failed first ingestion deletes the row (the client would get a 404, not a reason)."""
-    from core.services import get_services
+    from ragaudit.services import get_services
 
     svc = get_services(settings)
 

@@ -7,8 +7,8 @@ import time
 import pytest
 from fastapi.testclient import TestClient
 
-from api.app import create_app
-from api.routes.eval_views import mean_ci
+from ragaudit.api.app import create_app
+from ragaudit.api.routes.eval_views import mean_ci
 from tests.conftest import SAMPLES, make_settings
 
 
@@ -30,7 +30,7 @@ def test_mean_ci_properties():
 def test_intervals_of_a_run(tmp_path, embedder):
     """fails if the intervals' means disagree with the run's own per-mode means (wrong per-question
     values read), if a mode is missing, or if an unknown/unfinished run is not a clear 4xx."""
-    from core.services import release_services
+    from ragaudit.services import release_services
 
     settings = make_settings(tmp_path / "ev")
     with TestClient(create_app(settings)) as c:

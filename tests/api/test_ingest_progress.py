@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 
-from api.ingest_progress import IngestProgress
+from ragaudit.api.ingest_progress import IngestProgress
 
 
 def _feed(p: IngestProgress) -> None:

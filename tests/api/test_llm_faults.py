@@ -15,9 +15,9 @@ import uvicorn
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 
-from api.app import create_app
-from core.db import QueryLog
-from core.llmcall import CLIENT_DISCONNECTED
+from ragaudit.api.app import create_app
+from ragaudit.platform.db import QueryLog
+from ragaudit.platform.llmcall import CLIENT_DISCONNECTED
 from tests.conftest import DMCA_QUESTION, SAMPLES, make_settings
 from tests.fake_llm import FakeLLM
 
@@ -32,9 +32,9 @@ def fake_llm():
 @pytest.fixture(scope="module")
 def kb_dir(tmp_path_factory, embedder):
     """A data folder with dmca.pdf ingested (offline settings: no LLM at ingestion)."""
-    from core.ingest import ingest_bytes
-    from core.services import get_services, release_services
-    from pipelines.runner import DagsterRunner
+    from ragaudit.ingest.documents import ingest_bytes
+    from ragaudit.services import get_services, release_services
+    from ragaudit.pipelines.runner import DagsterRunner
 
     settings = make_settings(tmp_path_factory.mktemp("llmfaults"))
     svc = get_services(settings)
@@ -48,7 +48,7 @@ def kb_dir(tmp_path_factory, embedder):
 def llm_settings(kb_dir, fake_llm):
     """Factory of settings on the shared knowledge base pointing at one fake behaviour;
     releases the services (and the Qdrant folder lock) after the test."""
-    from core.services import release_services
+    from ragaudit.services import release_services
 
     made = []
 

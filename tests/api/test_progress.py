@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 
-from api.progress import Progress
+from ragaudit.api.progress import Progress
 
 
 class FakeTTY(io.StringIO):

@@ -3,15 +3,15 @@
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 
-from api.app import create_app
-from core.db import QueryLog
+from ragaudit.api.app import create_app
+from ragaudit.platform.db import QueryLog
 from tests.conftest import make_settings
 
 
 def test_422_on_query_search_and_stream_writes_a_query_logs_row(tmp_path, embedder):
     """Fails if the RequestValidationError handler of ``create_app`` stops recording (the README
     says failures are logged), records under the wrong endpoint, or loses the question."""
-    from core.services import release_services
+    from ragaudit.services import release_services
 
     settings = make_settings(tmp_path / "api422")
     with TestClient(create_app(settings)) as client:

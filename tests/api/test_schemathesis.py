@@ -11,8 +11,8 @@ from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, Phase, settings
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
-from api.app import create_app
-from core.services import release_services
+from ragaudit.api.app import create_app
+from ragaudit.services import release_services
 from tests.conftest import make_settings
 
 _STATE: dict = {}

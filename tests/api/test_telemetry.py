@@ -12,8 +12,8 @@ from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import select
 
-from api.app import create_app
-from core.db import QueryLog
+from ragaudit.api.app import create_app
+from ragaudit.platform.db import QueryLog
 from tests.conftest import SAMPLES, make_settings
 
 DOC = SAMPLES / "20080102X00002.pdf"
@@ -66,7 +66,7 @@ def run_traffic(client, n=200):
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.integration)])
 def app_settings(request, tmp_path, embedder):
-    from core.services import release_services
+    from ragaudit.services import release_services
 
     kw = {"database_url": request.getfixturevalue("pg_url")} if request.param == "postgres" else {}
     settings = make_settings(tmp_path / "tele", **kw)

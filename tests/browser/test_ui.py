@@ -67,7 +67,7 @@ def server(tmp_path_factory):
            "RAGAUDIT_EMBEDDING_MODEL": "bundled:all-MiniLM-L6-v2", "HF_HUB_OFFLINE": "1",
            "LITELLM_LOCAL_MODEL_COST_MAP": "True", "TOKENIZERS_PARALLELISM": "false"}
     log = open(data / "server.log", "wb")
-    proc = subprocess.Popen([sys.executable, "-m", "uvicorn", "--factory", "api.app:create_app", "--host", "127.0.0.1",
+    proc = subprocess.Popen([sys.executable, "-m", "uvicorn", "--factory", "ragaudit.api.app:create_app", "--host", "127.0.0.1",
                              "--port", str(port), "--log-level", "warning"], cwd=data, env=env, stdout=log,
                             stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"

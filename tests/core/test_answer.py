@@ -1,7 +1,7 @@
 """Answerers: the LLM path through litellm (mock_response: no network) and the extractive one."""
 
-from core.answer import REFUSAL_TEXT, ExtractiveAnswerer, LLMAnswerer, answer_type_bonus
-from core.retrieval import RetrievedChunk
+from ragaudit.answer.answerers import REFUSAL_TEXT, ExtractiveAnswerer, LLMAnswerer, answer_type_bonus
+from ragaudit.retrieve.retriever import RetrievedChunk
 
 
 def _chunk(n, text, page=1, breaks=None):
@@ -87,8 +87,8 @@ def test_a_cover_line_ending_in_an_identifier_is_a_value_not_a_heading(embedder)
     "(1) The Report fully complies ...". A capitalised title ending in a plain number stays out."""
     from pathlib import Path
 
-    from core.answer import _heading_like
-    from core.pdf import extract_pages
+    from ragaudit.answer.answerers import _heading_like
+    from ragaudit.ingest.pdf import extract_pages
 
     pdf = Path(__file__).resolve().parents[2] / "bench" / "probes" / "external" / "pdfs" / "2023 Q3 MSFT.pdf"
     cover = extract_pages(pdf.read_bytes())[0].text

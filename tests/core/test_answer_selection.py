@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import pytest
 
-from core.answer import ExtractiveAnswerer, _Sentence, source_sentence_spans
-from core.chunking import chunk_document, document_title
-from core.concise import concise_answer
-from core.pdf import extract_pages
-from core.retrieval import RetrievedChunk
+from ragaudit.answer.answerers import ExtractiveAnswerer, _Sentence, source_sentence_spans
+from ragaudit.ingest.chunking import chunk_document, document_title
+from ragaudit.answer.concise import concise_answer
+from ragaudit.ingest.pdf import extract_pages
+from ragaudit.retrieve.retriever import RetrievedChunk
 from tests.conftest import SHARED_CORPUS
 
 PDFS = SHARED_CORPUS / "pdfs"  # CI lays the shared corpus beside the checkout: no silent skip without it
@@ -133,7 +133,7 @@ def test_a_table_row_with_a_capitalised_label_is_a_sentence_not_a_heading(embedd
     title, so the answerer never saw the rows of segments, regions or products ("Data Center",
     "Intelligent Cloud") and quoted the MD&A prose instead. Fails if a value row is dropped as a
     heading again, or if a real heading is kept as a sentence."""
-    from core.answer import _heading_like, _sentences
+    from ragaudit.answer.answerers import _heading_like, _sentences
 
     src = _source("2023 Q3 AAPL.pdf", "Greater China 15,758 14,604", 1, 0.033, embedder)
     texts = [_ws(s.text) for s in _sentences([src])]

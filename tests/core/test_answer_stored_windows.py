@@ -10,12 +10,12 @@ import threading
 import numpy as np
 import pytest
 
-from core.answer import ExtractiveAnswerer, source_sentence_spans
-from core.chunking import sentence_spans, window_spans
-from core.embedding import busy_cores
-from core.query import QueryService, request_in_flight, requests_in_flight
-from core.retrieval import Mode, RetrievedChunk
-from core.store import DENSE, SPARSE, WINDOWS
+from ragaudit.answer.answerers import ExtractiveAnswerer, source_sentence_spans
+from ragaudit.ingest.chunking import sentence_spans, window_spans
+from ragaudit.index.embedding import busy_cores
+from ragaudit.query import QueryService, request_in_flight, requests_in_flight
+from ragaudit.retrieve.retriever import Mode, RetrievedChunk
+from ragaudit.index.store import DENSE, SPARSE, WINDOWS
 from tests.conftest import DMCA_QUESTION, SAMPLES
 
 
@@ -43,7 +43,7 @@ def test_query_embeds_only_the_few_best_sentences(kb, monkeypatch):
     every source, 51% of the 8-client bench's samples) instead of ranking them with the window
     vectors stored at ingestion and embedding only the best few (at most ``refine`` per round),
     or embeds the question a second time."""
-    from core.answer import _sentences
+    from ragaudit.answer.answerers import _sentences
 
     qs = QueryService(kb)
     spy = EmbedSpy(kb.embedder, monkeypatch)
@@ -91,7 +91,7 @@ def test_window_score_is_the_cosine_of_the_stored_window_holding_the_sentence(kb
     spans, vectors = stored[c.chunk_id]
     raw = kb.store.get_vectors([c.chunk_id], (WINDOWS,))[c.chunk_id][WINDOWS]
     np.testing.assert_allclose(vectors, np.asarray(raw, dtype=np.float32))
-    from core.answer import _sentences
+    from ragaudit.answer.answerers import _sentences
 
     sents = [s for s in _sentences(sources) if s.chunk is c]
     scores, exact = ans._dense_scores(q, sents, sources)
@@ -107,8 +107,8 @@ def test_points_stored_before_the_spans_recompute_them_and_embed_nothing(fresh_s
     window vectors (spans recomputed from the text, checked against the number of stored
     windows), with the same answer as with stored spans. Fails if such points fall back to
     embedding every sentence, or if the recomputed spans give another answer."""
-    from core.ingest import ingest_bytes
-    from pipelines.runner import DagsterRunner
+    from ragaudit.ingest.documents import ingest_bytes
+    from ragaudit.pipelines.runner import DagsterRunner
 
     svc = fresh_services
     assert ingest_bytes(svc, (SAMPLES / "dmca.pdf").read_bytes(), "dmca.pdf", DagsterRunner()).status == "ingested"

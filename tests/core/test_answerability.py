@@ -7,7 +7,7 @@ The document texts are short real-looking passages; the QueryService test below 
 gate on real PDFs.
 """
 
-from core.answerability import assess, is_underspecified, missing_anchors, question_anchors, rare_terms
+from ragaudit.answer.answerability import assess, is_underspecified, missing_anchors, question_anchors, rare_terms
 
 NTSB = ("On December 29, 2007, about 1330 eastern standard time, a Piper PA-22-150, N5921D, registered to and "
         "operated by the pilot, was substantially damaged during landing at a private airstrip in Tallahassee, "
@@ -92,8 +92,8 @@ def test_question_about_another_subject_is_refused_with_the_missing_words():
 
 from functools import lru_cache  # noqa: E402
 
-from core.answerability import asked_for, subject_words  # noqa: E402
-from core.pdf import extract_pages  # noqa: E402
+from ragaudit.answer.answerability import asked_for, subject_words  # noqa: E402
+from ragaudit.ingest.pdf import extract_pages  # noqa: E402
 from tests.conftest import DATA, SAMPLES, SHARED_CORPUS  # noqa: E402
 
 
@@ -213,7 +213,7 @@ def test_a_year_the_documents_pair_only_with_other_years_is_refused():
     2022", so the year alone is found), if a year found in no document is tolerated, or if the
     2023 meeting's own question (the year next to "annual meeting") or a date the document
     prints with the day between month and year ("July 2023" vs "July 30, 2023") is refused."""
-    from core.answerability import missing_years
+    from ragaudit.answer.answerability import missing_years
 
     eight_k = _text(SHARED_CORPUS / "pdfs" / "ULTABEAUTY_2023_8K_dated-2023-06-07.pdf")
     release = _text(SHARED_CORPUS / "pdfs" / "ULTABEAUTY_2023Q4_EARNINGS.pdf")
@@ -237,7 +237,7 @@ def test_what_the_question_asks_for_must_be_in_the_document_naming_its_subject()
     is answered because another accident's final report among the passages gives a probable
     cause (dev-085: the St. Kitts report is factual only), or if the same question about the
     accident that report covers (named by its place) is refused."""
-    from core.answerability import subject_passages
+    from ragaudit.answer.answerability import subject_passages
 
     factual = _pages(str(SHARED_CORPUS / "pdfs" / "20080117X00064.pdf"))
     final = _pages(str(SHARED_CORPUS / "pdfs" / "20080116X00055.pdf"))
@@ -261,8 +261,8 @@ def test_the_verb_a_who_question_asks_about_is_not_a_missing_subject_word():
     clipped trees") still counts, and a question about something the paper lacks is refused."""
     from pathlib import Path
 
-    from core.answerability import subject_words
-    from core.pdf import extract_pages
+    from ragaudit.answer.answerability import subject_words
+    from ragaudit.ingest.pdf import extract_pages
     from tests.conftest import SHARED_CORPUS
 
     pages = [p.text for p in extract_pages(Path(SHARED_CORPUS, "edge", "copy-protected.pdf").read_bytes())]
@@ -283,8 +283,8 @@ def test_the_role_a_who_was_the_x_of_y_question_asks_for_must_be_in_the_best_pas
     hold; the report's own roles and fields still pass. A real NTSB report of the shared corpus."""
     from pathlib import Path
 
-    from core.answerability import asked_for
-    from core.pdf import extract_pages
+    from ragaudit.answer.answerability import asked_for
+    from ragaudit.ingest.pdf import extract_pages
     from tests.conftest import SHARED_CORPUS
 
     assert asked_for("Who was the co-pilot of the Cessna Skyhawk at Wausau?") == ["co-pilot"]
@@ -305,8 +305,8 @@ def test_a_reporting_period_no_searched_filing_covers_is_refused():
     filing reports six months, so a six-month question passes there; digits and words are one."""
     from pathlib import Path
 
-    from core.answerability import missing_periods
-    from core.pdf import extract_pages
+    from ragaudit.answer.answerability import missing_periods
+    from ragaudit.ingest.pdf import extract_pages
     from tests.conftest import SHARED_CORPUS
 
     def text(name: str) -> str:
@@ -347,8 +347,8 @@ def test_a_city_is_covered_by_a_document_that_names_only_its_country():
     same country (they speak of a different place) or do not name its country at all."""
     from pathlib import Path
 
-    from core.answerability import place_covered
-    from core.pdf import extract_pages
+    from ragaudit.answer.answerability import place_covered
+    from ragaudit.ingest.pdf import extract_pages
     from tests.conftest import SHARED_CORPUS
 
     pages = [p.text for p in extract_pages(Path(SHARED_CORPUS, "pdfs", "f1040nr.pdf").read_bytes())]
@@ -376,8 +376,8 @@ def test_a_period_end_the_filing_never_reports_as_ended_is_refused():
     prose, with an abbreviated month ("Jul 1, 2023"), or asked as a period *ending* the date."""
     from pathlib import Path
 
-    from core.answerability import missing_period_ends
-    from core.pdf import extract_pages
+    from ragaudit.answer.answerability import missing_period_ends
+    from ragaudit.ingest.pdf import extract_pages
 
     ext = Path(__file__).resolve().parents[2] / "bench" / "probes" / "external" / "pdfs"
     msft = "\n".join(p.text for p in extract_pages((ext / "2023 Q3 MSFT.pdf").read_bytes()))

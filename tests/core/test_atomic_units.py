@@ -8,9 +8,9 @@ from __future__ import annotations
 import pytest
 from fpdf import FPDF
 
-from core.chunking import (ATOMIC_UNITS_REVISION, chunk_document, code_clauses, code_statements, document_list_items,
+from ragaudit.ingest.chunking import (ATOMIC_UNITS_REVISION, chunk_document, code_clauses, code_statements, document_list_items,
                            document_text)
-from core.pdf import extract_pages
+from ragaudit.ingest.pdf import extract_pages
 
 FILLER = [f"Paragraph {i} says something about the annual meeting and the board of the company." for i in range(1, 9)]
 
@@ -211,11 +211,11 @@ def test_chunk_atomic_units_setting_reaches_ingestion(tmp_path, embedder):
     fingerprint when on, or if the recorded value matches the first revision's."""
     from sqlalchemy import select
 
-    from core.chunking import document_title
-    from core.db import ChunkRow
-    from core.ingest import build_info, ingest_bytes
-    from core.services import get_services, release_services
-    from pipelines.runner import DagsterRunner
+    from ragaudit.ingest.chunking import document_title
+    from ragaudit.platform.db import ChunkRow
+    from ragaudit.ingest.documents import build_info, ingest_bytes
+    from ragaudit.services import get_services, release_services
+    from ragaudit.pipelines.runner import DagsterRunner
     from tests.conftest import SAMPLES, make_settings
 
     settings = make_settings(tmp_path / "on", chunk_atomic_units=True)
@@ -259,12 +259,12 @@ def test_atomic_units_are_the_default_and_old_default_builds_are_rechunked(fresh
 
     from sqlalchemy import select
 
-    from core import reindex
-    from core.chunking import DEFAULT_ATOMIC_UNITS
-    from core.db import Document
-    from core.ingest import ingest_bytes
-    from core.settings import Settings
-    from pipelines.runner import DagsterRunner
+    from ragaudit.ingest import reindex
+    from ragaudit.ingest.chunking import DEFAULT_ATOMIC_UNITS
+    from ragaudit.platform.db import Document
+    from ragaudit.ingest.documents import ingest_bytes
+    from ragaudit.platform.settings import Settings
+    from ragaudit.pipelines.runner import DagsterRunner
     from tests.conftest import SAMPLES
 
     assert Settings.model_fields["chunk_atomic_units"].default is True

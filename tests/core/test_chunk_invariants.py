@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from core.chunking import (DEFAULT_STRATEGY, _tables, chunk_document, code_clauses, code_statements, continues,
+from ragaudit.ingest.chunking import (DEFAULT_STRATEGY, _tables, chunk_document, code_clauses, code_statements, continues,
                             document_list_items, document_text, document_title, sentence_spans)
-from core.pdf import extract_pages
+from ragaudit.ingest.pdf import extract_pages
 from tests.conftest import SHARED_CORPUS
 
 PDFS = sorted((SHARED_CORPUS / "pdfs").glob("*.pdf"))

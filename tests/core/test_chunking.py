@@ -4,9 +4,9 @@ import re
 
 import pytest
 
-from core.chunking import (Strategy, chunk_document, chunk_sentences, document_text, document_title, sentence_spans,
+from ragaudit.ingest.chunking import (Strategy, chunk_document, chunk_sentences, document_text, document_title, sentence_spans,
                            window_spans)
-from core.pdf import extract_pages
+from ragaudit.ingest.pdf import extract_pages
 from tests.conftest import DATA, SAMPLES, SHARED_CORPUS
 
 
@@ -172,7 +172,7 @@ def test_abbreviation_before_a_number_does_not_end_a_sentence():
 def test_catalogue_number_of_a_real_form_stays_whole_in_a_chunk(embedder):
     """IRS Form 1040NR (2007) from the shared corpus, chunked as ingestion does. fails if a chunk
     boundary falls between "Cat." and "No. 11364D" (the abbreviation taken for a sentence end)."""
-    from core.chunking import DEFAULT_STRATEGY
+    from ragaudit.ingest.chunking import DEFAULT_STRATEGY
 
     path = SHARED_CORPUS / "pdfs" / "f1040nr.pdf"
     pages = extract_pages(path.read_bytes())

@@ -1,14 +1,14 @@
 """Citation audit: ``verified`` (the quote is in the cited chunk) and ``supports`` (the quote holds
 the claim's numbers, dates, names and terms), and the answer label they decide.
 
-Each test's docstring names the mutation of ``core/citations.py`` / ``core/answer.py`` it kills."""
+Each test's docstring names the mutation of ``ragaudit/answer/citations.py`` / ``ragaudit/answer/answerers.py`` it kills."""
 
 import pytest
 
-from core.answer import Citation, LLMAnswerer, AnswerResult, audit_answer
-from core.citations import (CitationReport, CitationVerdict, CitedQuote, answer_label, audit_citations, check_citations,
+from ragaudit.answer.answerers import Citation, LLMAnswerer, AnswerResult, audit_answer
+from ragaudit.answer.citations import (CitationReport, CitationVerdict, CitedQuote, answer_label, audit_citations, check_citations,
                             claim_parts, claim_support, verify_citation)
-from core.retrieval import RetrievedChunk
+from ragaudit.retrieve.retriever import RetrievedChunk
 
 DMCA_P1 = "The DMCA was signed into law by President Clinton on October 28, 1998. It has five titles."
 HULLS = "Title V protects vessel hull designs.\nOnce registered, protection continues for ten years."
@@ -207,7 +207,7 @@ def test_citation_report_and_audit_details():
 def test_find_quote_edges():
     """Fails if an empty quote is found (``return -1`` -> ``+1``) or the last occurrence is
     returned instead of the first (``find`` -> ``rfind``)."""
-    from core.citations import find_quote
+    from ragaudit.answer.citations import find_quote
 
     assert find_quote("   ", "abc") == -1 and find_quote("", "abc") == -1
     assert find_quote("ab", "ab  ab") == 0

@@ -1,6 +1,6 @@
 """Citation checking: out-of-range numbers and uncited sentences are flagged."""
 
-from core.citations import check_citations, cited_numbers, find_quote, split_answer_sentences
+from ragaudit.answer.citations import check_citations, cited_numbers, find_quote, split_answer_sentences
 
 
 def test_out_of_range_citation_is_flagged():

@@ -2,9 +2,9 @@
 
 import pytest
 
-from core.answer import ExtractiveAnswerer, LLMAnswerer
-from core.concise import concise_answer, concise_span, question_type
-from core.retrieval import RetrievedChunk
+from ragaudit.answer.answerers import ExtractiveAnswerer, LLMAnswerer
+from ragaudit.answer.concise import concise_answer, concise_span, question_type
+from ragaudit.retrieve.retriever import RetrievedChunk
 
 CASES = [  # (question, sentence, expected type, expected span) -- sentences as the dev PDFs print them
     ("On what date was the Digital Millennium Copyright Act signed into law?",
@@ -106,7 +106,7 @@ def test_table_cell_under_the_column_the_question_names():
     to the header's words: the row label and a header spanning two columns shift the left end),
     or if a header line is used when the row has more cells than the header has words. Text as
     the DPR paper's Table 1 is extracted."""
-    from core.concise import concise_answer, table_cell
+    from ragaudit.answer.concise import concise_answer, table_cell
 
     header = ("compared to the non-overlapping version.\nDataset Train Dev Test\n"
               "Natural Questions 79,168 58,880 8,757 3,610\nTriviaQA 78,785 60,413 8,837 11,313\n")
@@ -126,7 +126,7 @@ def test_span_comes_from_the_sentence_that_answers_not_the_first_with_a_number()
     asked for only as a fallback ("nine" months); a field's value whose label names the
     question's terms over one whose label does not ("Accident Number: DEN08WA042"). Sentences as
     the dev PDFs print them."""
-    from core.concise import concise_answer
+    from ragaudit.answer.concise import concise_answer
 
     q = "What similarity threshold did Shinyama and Sekine use to group news articles into basic clusters?"
     assert concise_answer(q, [(1.0, "Generally, in a clustering task, one groups items by finding similar pairs."),
@@ -154,7 +154,7 @@ def test_clock_times_and_measure_nouns_have_their_own_answer_type():
     concise answer fell back to the whole sentence), if a clock time is not a span ("0826 eastern
     standard time", "8 am", "10:30"), if a date question stops preferring a date over a time, or
     if "What is the closing balance of ...?" has no type (a measure noun asks for an amount)."""
-    from core.concise import question_type
+    from ragaudit.answer.concise import question_type
 
     assert question_type("When does the Alder branch open on weekdays?") == "time"
     assert concise_span("When does the Alder branch open on weekdays?",
@@ -176,7 +176,7 @@ def test_a_lead_in_ending_its_chunk_is_completed_from_the_chunk_that_continues_i
     now adds the next chunk as a neighbour (``chunking.ends_with_lead_in``) and the answerer quotes
     the sentence after the lead-in there, which is also the concise answer. Fails if the completion
     is not quoted, or is quoted from the lead-in's own chunk (it is not there), or not concise."""
-    from core.chunking import ends_with_lead_in
+    from ragaudit.ingest.chunking import ends_with_lead_in
 
     lead = "The National Transportation Safety Board determines the probable cause(s) of this accident to be:"
     first = ("Location: Death Valley, CA Accident Number: SEA08CA049\nAircraft: Beech A23 Aircraft Damage: "
@@ -200,7 +200,7 @@ def test_speeds_and_lengths_have_their_own_answer_type():
     knots"), if "how long was the runway" finds no span (a duration type with no duration in the
     sentence fell back to the whole sentence), or if a duration question stops preferring a
     duration. Li & Roth's numeric subtypes (NUM:speed, NUM:dist), read from the wh-phrase."""
-    from core.concise import question_type
+    from ragaudit.answer.concise import question_type
 
     wind = "The winds at the time of the accident were reported as a 90 degree crosswind to the active runway at 8 knots."
     assert question_type("What was the crosswind speed at Madill?") == "speed"
@@ -218,7 +218,7 @@ def test_a_header_line_of_years_picks_the_column_of_the_year_asked():
     "total net sales for the first quarter of 2023" is the 2023 cell of the "Total net sales" row
     (the concise answer was another row's first cell). Fails if the year's column is not taken,
     if a question naming no year (or a year heading two columns) gets a cell anyway."""
-    from core.concise import table_cell
+    from ragaudit.answer.concise import table_cell
 
     ctx = ("CONSOLIDATED STATEMENTS OF OPERATIONS\n(in millions, except per share data)\nThree Months Ended\n"
            "March 31,\n2022 2023\nNet product sales $ 56,455 $ 56,981\nNet service sales 59,989 70,377\n")
@@ -314,9 +314,9 @@ def test_the_row_the_question_names_gives_the_cell_before_a_row_sharing_a_word()
     """Intel's Q3 2023 10-Q, Note 7 (text as extracted): "What was Intel's effective tax rate for
     the first nine months of 2023?" The provision row scores higher as a sentence (it shares
     "taxes" and holds money), and its nine-month cell "(1,041)" was the answer. The row whose whole
-    label the question names ("Effective tax rate", ``core.sparse.row_label_terms``) is read first.
+    label the question names ("Effective tax rate", ``ragaudit.index.sparse.row_label_terms``) is read first.
     Fails if any row sharing a word with the question goes before the one it names."""
-    from core.concise import concise_answer
+    from ragaudit.answer.concise import concise_answer
 
     context = ("Note 7 : Income Taxes\nThree Months Ended Nine Months Ended\n"
                "(In Millions) Sep 30, 2023 Oct 1, 2022 Sep 30, 2023 Oct 1, 2022\n"
@@ -335,7 +335,7 @@ def test_a_header_line_of_period_end_dates_is_not_a_table_row():
     row (label "December December", cells 31 and 25) it answered "What were Apple's net sales in
     Greater China for the quarter ended December 31, 2022?" with "25". Fails if a line of month-day
     dates gives a cell again; a real row under it still does."""
-    from core.concise import table_cell
+    from ragaudit.answer.concise import table_cell
 
     q = "What were Apple's net sales in Greater China for the quarter ended December 31, 2022?"
     ctx = "Three Months Ended\nDecember 31, December 25,\n"
@@ -351,7 +351,7 @@ def test_a_header_of_periods_picks_the_periods_columns_before_the_year():
     The period the question names ("nine months"; "quarter" is three months) picks its half first.
     Fails if the period is not read, if the unit line stops the header search, or if a question
     naming no period gets a cell from two."""
-    from core.concise import asked_period, table_cell
+    from ragaudit.answer.concise import asked_period, table_cell
 
     ctx = ("Three Months Ended Nine Months Ended\nSeptember 30, September 30,\n2022 2023 2022 2023\n(in millions)\n"
            "International\n")

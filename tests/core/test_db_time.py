@@ -7,7 +7,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from sqlalchemy import select
 
-from core.db import Document, make_engine, make_sessionmaker, migrate, new_id
+from ragaudit.platform.db import Document, make_engine, make_sessionmaker, migrate, new_id
 
 
 def _roundtrip(url: str) -> tuple[datetime, datetime, int]:

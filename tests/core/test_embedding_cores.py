@@ -1,5 +1,5 @@
 """The embedder gives CPU cores back and forth with bulk ingestion's parse children
-(``core.embedding.cores_busy``) without changing a single vector's meaning."""
+(``ragaudit.index.embedding.cores_busy``) without changing a single vector's meaning."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import threading
 
 import numpy as np
 
-from core.embedding import busy_cores, cores_busy
+from ragaudit.index.embedding import busy_cores, cores_busy
 
 
 def test_vectors_are_the_same_with_cores_busy_and_threads_are_restored(embedder):
@@ -66,7 +66,7 @@ def test_large_encodes_give_freed_heap_back_and_queries_do_not_pay(embedder, mon
     Fails if the trim is dropped from large calls, added to every query, or silently a no-op here."""
     import sys
 
-    from core import embedding
+    from ragaudit.index import embedding
 
     if sys.platform.startswith("linux"):
         assert embedding._malloc_trim().__name__ == "trim"  # the libc binding, not the no-op fallback

@@ -1,4 +1,4 @@
-"""The process that embeds keeps glibc from holding freed activations (``core.embedding.fix_mmap_threshold``):
+"""The process that embeds keeps glibc from holding freed activations (``ragaudit.index.embedding.fix_mmap_threshold``):
 large blocks get mappings of their own, so a document's embedding returns its memory as it goes."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 
-from core import embedding
+from ragaudit.index import embedding
 
 
 def _libc():
@@ -27,8 +27,8 @@ def test_the_setting_fixes_the_threshold_and_the_default_leaves_glibcs(tmp_path,
     with that many bytes before the model is used; the default 0 never calls it (a fixed threshold cost
     ~40% more embedding CPU on a quiet machine, so it is opt-in). Fails if the setting is not wired or
     the default turns the fixed threshold on."""
-    from core import services as services_mod
-    from core.settings import Settings
+    from ragaudit import services as services_mod
+    from ragaudit.platform.settings import Settings
 
     calls: list[int] = []
     monkeypatch.setattr(services_mod, "fix_mmap_threshold", lambda n: calls.append(n) or True)
@@ -84,7 +84,7 @@ def _check_fixed_threshold() -> None:
 
 
 def test_torch_allocates_large_tensors_with_huge_page_advice(embedder):
-    """``core.embedding`` sets ``THP_MEM_ALLOC_ENABLE=1`` before torch loads, and torch's CPU
+    """``ragaudit.index.embedding`` sets ``THP_MEM_ALLOC_ENABLE=1`` before torch loads, and torch's CPU
     allocator honours it: tensors of 2 MB and more are page-aligned (c10 ``alloc_cpu`` aligns them
     to the page and advises ``MADV_HUGEPAGE``; without the variable it aligns to 64 bytes), smaller
     ones are not advised. Fails if the variable is no longer set, or is set after torch's first

@@ -1,4 +1,4 @@
-"""The ONNX Runtime embedding backend (``core.embedding``, ``embedding_backend=onnx``, the default):
+"""The ONNX Runtime embedding backend (``ragaudit.index.embedding``, ``embedding_backend=onnx``, the default):
 the same vectors as sentence-transformers' torch encode on real chunk texts, an export made once
 per key into its cache (atomic, locked against a second process), the torch backend still
 selectable, and model configurations it does not implement refused by name. Real model, real
@@ -17,9 +17,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core import embedding
-from core.embedding import Embedder, UnsupportedModelError, cores_busy, onnx_model_file, read_pooling, resolve_model_path
-from core.settings import BUNDLED_EMBEDDING_MODEL
+from ragaudit.index import embedding
+from ragaudit.index.embedding import Embedder, UnsupportedModelError, cores_busy, onnx_model_file, read_pooling, resolve_model_path
+from ragaudit.platform.settings import BUNDLED_EMBEDDING_MODEL
 from tests.conftest import ROOT, SHARED_CORPUS
 
 MIN_COSINE = 0.99999  # measured: min 0.9999998 on chunk texts and windows of a real paper
@@ -28,15 +28,15 @@ PDF = SHARED_CORPUS / "pdfs" / "2023 Q1 NVDA.pdf"
 
 @pytest.fixture(scope="module")
 def torch_embedder():
-    from core.services import shared_embedder
+    from ragaudit.services import shared_embedder
 
     return shared_embedder(BUNDLED_EMBEDDING_MODEL, backend="torch")
 
 
 def _chunk_texts(embedder) -> list[str]:
-    """What ingestion embeds for a real PDF: each chunk's header + text (``core.ingest``)."""
-    from core.chunking import chunk_document, document_title
-    from core.pdf import extract_pages
+    """What ingestion embeds for a real PDF: each chunk's header + text (``ragaudit.ingest.documents``)."""
+    from ragaudit.ingest.chunking import chunk_document, document_title
+    from ragaudit.ingest.pdf import extract_pages
 
     pages = extract_pages(PDF.read_bytes())
     chunks = chunk_document(pages, embedder, document_title(PDF.name, pages))
@@ -140,7 +140,7 @@ def test_two_processes_starting_together_make_one_valid_file(tmp_path, torch_emb
         sys.path.insert(0, {str(ROOT)!r})
         logging.basicConfig(level=logging.WARNING, format="%(message)s")
         from pathlib import Path
-        from core.embedding import onnx_model_file, resolve_model_path
+        from ragaudit.index.embedding import onnx_model_file, resolve_model_path
         path = resolve_model_path("bundled:all-MiniLM-L6-v2")
         import torch, transformers  # imported before the start line: both processes reach the lock together
         while not os.path.exists({str(go)!r}):
@@ -178,8 +178,8 @@ def test_torch_backend_is_still_selectable_through_the_settings(tmp_path, torch_
     or the torch path broke."""
     import pydantic
 
-    from core.services import Services
-    from core.settings import Settings
+    from ragaudit.services import Services
+    from ragaudit.platform.settings import Settings
 
     os.environ["RAGAUDIT_EMBEDDING_BACKEND"] = "torch"
     try:
@@ -256,8 +256,8 @@ TOKENIZER_PDFS = [PDF, CJK_PDF, SHARED_CORPUS / "pdfs" / "karpukhin2020-dpr.pdf"
 def _real_texts(embedder) -> list[str]:
     """Chunk texts (header + text, as ingestion embeds them) and whole page texts (many beyond
     ``max_seq_length``) of real corpus PDFs, Chinese tables included, plus a few edge strings."""
-    from core.chunking import chunk_document, document_title
-    from core.pdf import extract_pages
+    from ragaudit.ingest.chunking import chunk_document, document_title
+    from ragaudit.ingest.pdf import extract_pages
 
     texts: list[str] = []
     for pdf in TOKENIZER_PDFS:
@@ -302,8 +302,8 @@ def test_chunks_are_the_same_on_both_backends(embedder, torch_embedder):
     """``chunk_document`` on a real 10-Q and on Chinese tables cuts the same chunks (texts,
     offsets, headers, pages) with the onnx backend's tokenizer as with the torch backend's
     (transformers') one. Fails if a token count or offset differs anywhere budgets are checked."""
-    from core.chunking import chunk_document, document_title
-    from core.pdf import extract_pages
+    from ragaudit.ingest.chunking import chunk_document, document_title
+    from ragaudit.ingest.pdf import extract_pages
 
     for pdf in (PDF, CJK_PDF):
         pages = extract_pages(pdf.read_bytes())
@@ -336,10 +336,10 @@ def test_default_services_embed_and_chunk_without_torch_or_transformers(tmp_path
     on that path imports them (the tokenizer, the export, a logging call, a type import)."""
     out = _fresh_python(f'''
         import json, sys
-        from core.services import Services
-        from core.settings import Settings
-        from core.chunking import chunk_document, document_title
-        from core.pdf import extract_pages
+        from ragaudit.services import Services
+        from ragaudit.platform.settings import Settings
+        from ragaudit.ingest.chunking import chunk_document, document_title
+        from ragaudit.ingest.pdf import extract_pages
         e = Services(Settings(_env_file=None)).embedder
         q = e.embed_query("What was the revenue in the first quarter?")
         pages = extract_pages(open({str(CJK_PDF)!r}, "rb").read())
@@ -362,7 +362,7 @@ def test_cli_ingest_and_ask_do_not_import_torch_or_transformers(tmp_path):
     pdf = ROOT / "samples" / "dmca.pdf"
     out = _fresh_python(f'''
         import json, sys
-        from api.cli import app
+        from ragaudit.api.cli import app
         codes = []
         for args in (["ingest", {str(pdf)!r}], ["ask", "When was the DMCA signed into law?"]):
             try:

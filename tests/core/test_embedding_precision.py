@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from core.chunking import sentence_spans
-from core.pdf import extract_pages
+from ragaudit.ingest.chunking import sentence_spans
+from ragaudit.ingest.pdf import extract_pages
 from tests.conftest import SAMPLES
 
 MIN_COSINE = 0.9  # per text, int8 vs fp32: measured min 0.93 on these sentences (bench windows: README)
@@ -58,12 +58,12 @@ def test_reindex_notices_a_non_default_setting_dropped_again(fresh_services, mon
     """A document built with ``chunk_atomic_units`` on (recorded in ``build_info`` only when on)
     is stale once the setting is off again: ``reindex.plan`` names it with the reason
     ``chunk_atomic_units: <revision> -> None`` (build info records the chunker's atomic-units
-    revision, ``core.ingest.ATOMIC_UNITS_REVISION``); with the setting still on it is unchanged. Fails if
+    revision, ``ragaudit.ingest.documents.ATOMIC_UNITS_REVISION``); with the setting still on it is unchanged. Fails if
     ``_changed_settings`` compares only the keys of the current build info (the on -> off change
     went unnoticed: chunks built with the other chunker stayed)."""
-    from core import reindex
-    from core.ingest import ATOMIC_UNITS_REVISION, ingest_bytes
-    from pipelines.runner import DagsterRunner
+    from ragaudit.ingest import reindex
+    from ragaudit.ingest.documents import ATOMIC_UNITS_REVISION, ingest_bytes
+    from ragaudit.pipelines.runner import DagsterRunner
 
     svc = fresh_services
     off = svc.settings.model_copy(update={"chunk_atomic_units": False})  # on is the default since session 8

@@ -1,8 +1,8 @@
-"""Reciprocal Rank Fusion (Cormack et al., SIGIR 2009) as implemented in core.retrieval."""
+"""Reciprocal Rank Fusion (Cormack et al., SIGIR 2009) as implemented in ragaudit.retrieve.retriever."""
 
 import pytest
 
-from core.retrieval import Fusion, Mode, distribution_score_fusion, reciprocal_rank_fusion
+from ragaudit.retrieve.retriever import Fusion, Mode, distribution_score_fusion, reciprocal_rank_fusion
 
 
 def test_rrf_scores_and_order():
@@ -69,7 +69,7 @@ def test_distribution_based_score_fusion():
 
 
 def _hits(scores: dict[str, float]):
-    from core.store import PointHit
+    from ragaudit.index.store import PointHit
 
     return {pid: PointHit(pid, s, {}) for pid, s in scores.items()}
 
@@ -78,7 +78,7 @@ def test_bm25_clear_hit_is_ranked_first_after_fusion():
     """fails if ``keep_clear_hit`` leaves BM25's clear best hit (score 1.6x the second's) where
     rank fusion put it (behind chunks both retrievers rank in the middle), drops it, breaks the
     descending score order, or does not report the move."""
-    from core.retrieval import keep_clear_hit
+    from ragaudit.retrieve.retriever import keep_clear_hit
 
     lists = {"vector": [f"v{i}" for i in range(20)] , "bm25": ["clear"] + [f"v{i}" for i in range(1, 20, 2)]}
     fused = reciprocal_rank_fusion(lists, k=60)
@@ -95,7 +95,7 @@ def test_bm25_clear_hit_is_ranked_first_after_fusion():
 def test_bm25_hit_without_a_clear_margin_stays_where_fusion_put_it():
     """fails if the clear-hit rule fires without a margin (ratio below the setting), with only one
     BM25 hit, when switched off (0), or moves anything when the hit is already first."""
-    from core.retrieval import Retriever, keep_clear_hit
+    from ragaudit.retrieve.retriever import Retriever, keep_clear_hit
 
     fused = [("a", 0.03), ("b", 0.02), ("c", 0.01)]
     assert keep_clear_hit(fused, _hits({"c": 30.0, "b": 21.0}), 1.5) == (fused, {})  # 1.43x
@@ -112,7 +112,7 @@ def test_retriever_ranks_bm25s_clear_hit_first_on_real_documents(kb):
     fails if ``Retriever.retrieve`` does not apply ``keep_clear_hit`` (at a ratio just above 1,
     every BM25 top hit ahead of its second must be the hybrid top hit, reported with its ratio),
     or if the rule changes nothing: without it, some of these questions rank another chunk first."""
-    from core.query import QueryService
+    from ragaudit.query import QueryService
 
     r = QueryService(kb).retriever
     questions = ["What was the airframe total time?", "What is the accident number?", "When was the last inspection?",
@@ -144,8 +144,8 @@ def test_a_tie_left_after_the_scores_goes_by_position_not_by_point_id():
     chunks other ids: a tie the scores leave open was broken by the id string, and one probe
     question's answer changed between two fresh ingestions (the named-document leg fused its two
     scoped lists with no second signal at all). Fails if the order follows the ids."""
-    from core.retrieval import Retriever
-    from core.store import PointHit
+    from ragaudit.retrieve.retriever import Retriever
+    from ragaudit.index.store import PointHit
 
     r = Retriever.__new__(Retriever)
     r.fusion, r.rrf_k, r.table_vote = "rrf", 60, True
@@ -164,7 +164,7 @@ def test_a_tie_left_after_the_scores_goes_by_position_not_by_point_id():
 
 def _statement_and_prose():
     """The income statement rows and an MD&A paragraph of Apple's Q3 2023 10-Q (shared corpus)."""
-    from core.pdf import extract_pages
+    from ragaudit.ingest.pdf import extract_pages
     from tests.conftest import SHARED_CORPUS
 
     pages = extract_pages((SHARED_CORPUS / "pdfs" / "2023 Q3 AAPL.pdf").read_bytes())
@@ -183,8 +183,8 @@ def test_a_table_chunk_naming_the_questions_row_gets_bm25s_rank_as_its_dense_vot
     row whose whole label the question names takes BM25's rank for the dense vote too; prose,
     a table the question names no row of, and a "why" question do not. Fails if the vote is lost
     or given to what cannot be a row value."""
-    from core.retrieval import Retriever, is_table_chunk, table_votes
-    from core.store import PointHit
+    from ragaudit.retrieve.retriever import Retriever, is_table_chunk, table_votes
+    from ragaudit.index.store import PointHit
 
     statement, prose = _statement_and_prose()
     assert is_table_chunk(statement) and not is_table_chunk(prose)
@@ -219,8 +219,8 @@ def test_a_legs_exact_tie_goes_by_position_not_by_point_id():
     order. Point ids embed the random document id: two fresh ingestions of the same PDFs ranked the
     two chunks in opposite orders and the answer quoted another sentence. Each leg's exact ties go by
     (document, chunk index). Fails if the leg's order follows the ids."""
-    from core.retrieval import Retriever
-    from core.store import PointHit
+    from ragaudit.retrieve.retriever import Retriever
+    from ragaudit.index.store import PointHit
 
     r = Retriever.__new__(Retriever)
     r._fill_payloads = lambda hits, ids: None  # payloads already there
@@ -241,8 +241,8 @@ def test_the_named_documents_check_breaks_fusion_ties_by_position_not_by_point_i
     of the same eleven PDFs, ext2-007 ("how much did Apple spend on research and development")
     was answered from Apple's 10-Q on one index and Intel's on the other. Fails if the check's
     verdict follows the ids of two exactly tied passages."""
-    from core.retrieval import Retriever
-    from core.store import PointHit
+    from ragaudit.retrieve.retriever import Retriever
+    from ragaudit.index.store import PointHit
 
     r = Retriever.__new__(Retriever)
     r.fusion, r.rrf_k, r.table_vote = "rrf", 60, True

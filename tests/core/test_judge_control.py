@@ -5,8 +5,8 @@ is a litellm ``mock_response`` that calls every claim supported and quotes a rea
 
 import json
 
-from core.judge import judge_control
-from core.judge import DeterministicJudge, LLMJudge
+from ragaudit.evaluate.judge import judge_control
+from ragaudit.evaluate.judge import DeterministicJudge, LLMJudge
 
 NTSB = "The pilot's misjudged clearance over obstacles during final approach. The airplane struck a fence."
 DMCA = "The DMCA was signed into law by President Clinton on October 28, 1998. It has five titles."
@@ -58,7 +58,7 @@ def test_deterministic_judge_support_rules():
     j = DeterministicJudge()
     ctx = ["Alpha beta gamma delta epsilon. Other words here.",
            "Filler sentence first. Alpha beta gamma delta zeta. Alpha beta gamma delta eta."]
-    from core.judge import Claim
+    from ragaudit.evaluate.judge import Claim
 
     assert j._support(Claim(0, "Alpha beta gamma delta epsilon.", [1]), ctx) == (True, "Alpha beta gamma delta epsilon.", 1)
     # 4 of the 5 terms (0.8) in the first matching sentence of source 2 (the last source), after an invalid [7]
@@ -90,7 +90,7 @@ def test_uncited_claims_and_judge_errors_never_pass():
     """Fails if a claim citing no source counts as supported (``sup = True``), if a judge that
     errors counts as a control that failed as it should (``ok_fail = True`` on exception), or if
     faithfulness exactly 0.5 counts as failed (``< 0.5`` -> ``<= 0.5``)."""
-    from core.judge import _verify, split_claims
+    from ragaudit.evaluate.judge import _verify, split_claims
 
     faith, rows = _verify(split_claims("Alpha beta gamma without a source."), {0: (True, "Alpha beta", None)},
                           ["Alpha beta gamma"])

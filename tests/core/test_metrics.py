@@ -6,9 +6,9 @@ import warnings
 
 import pytest
 
-from core import metrics
-from core.evaluation import paired_bootstrap_ci
-from core.judge import DeterministicJudge, _verify, split_claims
+from ragaudit.evaluate import metrics
+from ragaudit.evaluate.evaluation import paired_bootstrap_ci
+from ragaudit.evaluate.judge import DeterministicJudge, _verify, split_claims
 
 
 def test_squad_reasons_say_what_matched():
@@ -100,7 +100,7 @@ def test_citation_support_is_supported_over_cited_claims():
 
     import pytest
 
-    from core.metrics import citation_support
+    from ragaudit.evaluate.metrics import citation_support
 
     r = citation_support({"claims": 4, "supported_claims": 3,
                           "unsupported": [{"claim": "Signed by Bush in 2005.", "reason": "not in the quote: number 2005"}]})

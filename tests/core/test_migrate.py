@@ -10,7 +10,7 @@ from sqlalchemy import create_engine, text
 
 SCRIPT = """
 import sys
-from core.db import make_engine, migrate
+from ragaudit.platform.db import make_engine, migrate
 migrate(make_engine(sys.argv[1]))
 """
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from core.pdf import (CorruptPDFError, EmptyFileError, EncryptedPDFError, NoTextError, NotAPDFError, collapse_leaders,
+from ragaudit.ingest.pdf import (CorruptPDFError, EmptyFileError, EncryptedPDFError, NoTextError, NotAPDFError, collapse_leaders,
                       extract_pages, inspect_pdf)
 from tests.conftest import BAD, DATA, EDGE, SAMPLES
 

@@ -1,4 +1,4 @@
-"""The extraction speed-ups in ``core.pdf`` give exactly what the pdfplumber calls they replace
+"""The extraction speed-ups in ``ragaudit.ingest.pdf`` give exactly what the pdfplumber calls they replace
 give: ``dedupe_chars`` vs pdfplumber's ``dedupe_chars``, the text
 map built from ``column_regions``' words vs ``chars_to_textmap``; and ``extract_pages`` on three
 corpus PDFs still produces the text, headings and extractor recorded from main before the
@@ -13,7 +13,7 @@ import json
 import pdfplumber
 import pytest
 
-from core.pdf import (_column_regions, _dedupe_chars_clustered, _text_options, _textmap, dedupe_chars,
+from ragaudit.ingest.pdf import (_column_regions, _dedupe_chars_clustered, _text_options, _textmap, dedupe_chars,
                       extract_pages)
 from tests.conftest import DATA, SHARED_CORPUS
 

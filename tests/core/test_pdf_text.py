@@ -1,5 +1,5 @@
 """Page text a reader would agree with: each kind on a small PDF made here with fpdf2 (or a real
-one from the corpus), run through ``core.pdf.extract_pages``."""
+one from the corpus), run through ``ragaudit.ingest.pdf.extract_pages``."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import re
 import pytest
 from fpdf import FPDF
 
-from core.pdf import extract_pages
+from ragaudit.ingest.pdf import extract_pages
 from tests.conftest import DATA, SHARED_CORPUS
 
 LOREM_LEFT = [

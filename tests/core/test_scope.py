@@ -1,9 +1,9 @@
-"""Scope enforcement (``core/scope.py``) on chunk payloads shaped as ingestion writes them; each test
+"""Scope enforcement (``ragaudit/retrieve/scope.py``) on chunk payloads shaped as ingestion writes them; each test
 names the mutation it kills. The end-to-end property test is ``tests/test_audit_claims.py``."""
 
-from core.retrieval import RetrievedChunk
-from core.scope import admits, clip_to_pages, enforce_scope
-from core.store import Scope
+from ragaudit.retrieve.retriever import RetrievedChunk
+from ragaudit.retrieve.scope import admits, clip_to_pages, enforce_scope
+from ragaudit.index.store import Scope
 
 
 def _payload(**kw):

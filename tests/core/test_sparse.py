@@ -2,7 +2,7 @@
 
 import pytest
 
-from core.sparse import (ABBREVIATION_WEIGHT, ROW_LABEL_WEIGHT, abbreviation_terms, acronym_queries, bm25_document_vector,
+from ragaudit.index.sparse import (ABBREVIATION_WEIGHT, ROW_LABEL_WEIGHT, abbreviation_terms, acronym_queries, bm25_document_vector,
                          bm25_query_vector, question_row_terms, row_label_terms, term_id, tokenize)
 
 

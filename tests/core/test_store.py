@@ -17,9 +17,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.scope import admits
-from core.sparse import SparseVector
-from core.store import BACKENDS, Scope, StoreInUseError, open_store, point_id
+from ragaudit.retrieve.scope import admits
+from ragaudit.index.sparse import SparseVector
+from ragaudit.index.store import BACKENDS, Scope, StoreInUseError, open_store, point_id
 
 ROOT = Path(__file__).resolve().parents[2]
 DIM = 8
@@ -82,7 +82,7 @@ def test_staged_points_are_searched_only_after_publish(store):
 
 
 def test_scope_filters_match_the_scope_rules(store):
-    """Every scope field, alone and combined, selects exactly the points ``core.scope.admits``
+    """Every scope field, alone and combined, selects exactly the points ``ragaudit.retrieve.scope.admits``
     admits (the independent mirror of the filter). Fails if any condition (doc names by NFC key,
     knowledge base, document ids, strategy, primary, page range, live) is dropped or translated
     wrongly on a backend."""
@@ -197,8 +197,8 @@ def test_reopen_keeps_points_and_checks_the_dimension(store, tmp_path):
 HOLDER = textwrap.dedent("""
     import sys, time
     sys.path.insert(0, {root!r})
-    from core.sparse import SparseVector
-    from core.store import open_store
+    from ragaudit.index.sparse import SparseVector
+    from ragaudit.index.store import open_store
     s = open_store("chunks", backend={backend!r}, path={path!r})
     s.ensure_collection(8)
     print("ready", flush=True)
@@ -245,7 +245,7 @@ def test_unknown_backend_and_untranslatable_filter_are_refused(tmp_path):
     drops a filter condition it cannot translate (that would widen a scoped search)."""
     from qdrant_client import models
 
-    from core.store import edge_filter
+    from ragaudit.index.store import edge_filter
 
     with pytest.raises(ValueError, match="unknown store backend"):
         open_store("chunks", backend="sqlite", path=str(tmp_path))
@@ -260,7 +260,7 @@ def test_a_local_mode_store_is_imported_into_edge_once(tmp_path):
     first Edge open copies every point (payloads, chunk, window and sparse vectors, staged flags)
     and searches return the same ids and scores. Fails if the import is skipped or drops a vector
     or a flag (a staged point would become searchable)."""
-    from core.services import get_services, release_services
+    from ragaudit.services import get_services, release_services
     from tests.conftest import make_settings
 
     settings = make_settings(tmp_path / "data", store_backend="edge")

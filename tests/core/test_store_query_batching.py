@@ -1,4 +1,4 @@
-"""Coalesced Edge queries (``core.store._QueryBatcher``): concurrent two-stage dense queries run as
+"""Coalesced Edge queries (``ragaudit.index.store._QueryBatcher``): concurrent two-stage dense queries run as
 one ``query_batch`` call and every request still gets exactly the results of its own plain query.
 
 On the real ingested sample PDFs (``kb``: the Dagster pipeline, the bundled model, Qdrant Edge).
@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from core.store import DENSE, WINDOWS, Scope
+from ragaudit.index.store import DENSE, WINDOWS, Scope
 from tests.conftest import DMCA_QUESTION
 
 QUESTIONS = [
@@ -59,7 +59,7 @@ def result_of(res) -> dict:
 
 @pytest.fixture()
 def retriever(kb):
-    from core.query import QueryService
+    from ragaudit.query import QueryService
 
     r = QueryService(kb).retriever
     assert r.dense_prefetch > r.candidates  # the two-stage dense query is the one coalesced

@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import core.store as store_mod
-from core.sparse import SparseVector
-from core.store import Scope, open_store
+import ragaudit.index.store as store_mod
+from ragaudit.index.sparse import SparseVector
+from ragaudit.index.store import Scope, open_store
 
 DIM = 8
 

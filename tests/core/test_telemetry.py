@@ -5,12 +5,12 @@ import litellm
 import pytest
 from sqlalchemy import create_engine, select
 
-from core.answer import LLMAnswerer
-from core.cache import AnswerCache, normalize_question
-from core.db import QueryLog, make_sessionmaker
-from core.opsmetrics import percentiles
-from core.query import QueryService
-from core.telemetry import TelemetryWriter, question_hash
+from ragaudit.answer.answerers import LLMAnswerer
+from ragaudit.platform.cache import AnswerCache, normalize_question
+from ragaudit.platform.db import QueryLog, make_sessionmaker
+from ragaudit.platform.opsmetrics import percentiles
+from ragaudit.query import QueryService
+from ragaudit.platform.telemetry import TelemetryWriter, question_hash
 
 
 def _row(svc, qid):

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from core.answerability import text_terms
-from core.citations import normalize_ws
-from core.sparse import tokenize
+from ragaudit.answer.answerability import text_terms
+from ragaudit.answer.citations import normalize_ws
+from ragaudit.index.sparse import tokenize
 from tests.conftest import SAMPLES, SHARED_CORPUS
 
 TRICKY = ["Pub. L. No. 105-", "304, 112 Stat. 2860", "CuratedTREC and", "HR_SCHEMA.EMPLOYEES", "IREXの基準",

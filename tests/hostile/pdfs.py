@@ -45,6 +45,6 @@ def spin() -> None:
 
 
 def refuse() -> None:
-    from core.pdf import NoTextError
+    from ragaudit.ingest.pdf import NoTextError
 
     raise NoTextError("no text here")

@@ -8,16 +8,16 @@ import time
 import pytest
 from fastapi.testclient import TestClient
 
-from api.app import create_app
-from core.pdf import NoTextError
-from core.pdfguard import PDFTooComplexError, run_bounded
+from ragaudit.api.app import create_app
+from ragaudit.ingest.pdf import NoTextError
+from ragaudit.ingest.guard import PDFTooComplexError, run_bounded
 from tests.conftest import DMCA_QUESTION, SAMPLES, make_settings
 from tests.hostile.pdfs import bomb_pdf, hog_memory, refuse, spin
 
 
 @pytest.fixture()
 def make_client(tmp_path, embedder):
-    from core.services import release_services
+    from ragaudit.services import release_services
 
     made = []
 
@@ -100,7 +100,7 @@ def test_parse_child_whose_parent_stopped_listening_exits_quietly(fn, args):
     or the parent's timeout closed the pipe) exits with code 0 instead of dying on BrokenPipeError
     with a traceback on the server's stderr, for a result and for a refusal alike.
     Fails if the child's send to a closed pipe is not caught (exit code 1)."""
-    from core.pdfguard import _child, _context
+    from ragaudit.ingest.guard import _child, _context
 
     ctx = _context()
     reader, writer = ctx.Pipe(duplex=False)
@@ -115,7 +115,7 @@ def test_parse_child_whose_parent_stopped_listening_exits_quietly(fn, args):
 def test_refusals_raised_in_the_dagster_stage_keep_their_code():
     """Bounds hit during extraction (inside the Dagster run) come back as the same refusal.
     Fails if the runner's error map misses the guard's classes (the upload would become a 500)."""
-    from pipelines.runner import PDF_ERROR_NAMES
+    from ragaudit.pipelines.runner import PDF_ERROR_NAMES
 
     assert PDF_ERROR_NAMES["PDFTooComplexError"] is PDFTooComplexError
     assert "PDFTooManyPagesError" in PDF_ERROR_NAMES and "NoTextError" in PDF_ERROR_NAMES

@@ -7,7 +7,7 @@ from urllib.parse import urlencode
 import pytest
 from fastapi.testclient import TestClient
 
-from api.app import create_app
+from ragaudit.api.app import create_app
 from tests.conftest import SAMPLES, make_settings
 
 pytestmark = pytest.mark.integration
@@ -21,7 +21,7 @@ def _list(c, resource, flt, sort=("id", "ASC"), rng=(0, 99)):
 def test_admin_bridge_on_postgres(pg_url, tmp_path, embedder):
     """fails if a filter, q search, page range or evidence check differs on PostgreSQL, or if a
     hostile value (NUL byte, huge integer, SQL fragment) reaches the database as anything but a 400."""
-    from core.services import release_services
+    from ragaudit.services import release_services
 
     settings = make_settings(tmp_path / "pg-admin", database_url=pg_url)
     with TestClient(create_app(settings)) as c:

@@ -39,9 +39,9 @@ def test_compose_environment_runs_api_dagster_and_a_run_on_postgres(pg_url, tmp_
     from fastapi.testclient import TestClient
     from sqlalchemy.engine import make_url
 
-    from api.app import create_app
-    from core.services import release_services
-    from core.settings import Settings
+    from ragaudit.api.app import create_app
+    from ragaudit.services import release_services
+    from ragaudit.platform.settings import Settings
 
     url = make_url(pg_url)
     with psycopg.connect(host=url.host, port=url.port, user=url.username, dbname="postgres", autocommit=True) as c:
@@ -68,7 +68,7 @@ def test_compose_environment_runs_api_dagster_and_a_run_on_postgres(pg_url, tmp_
     daemon_env = {**os.environ, "PYTHONPATH": str(ROOT)}
     log = open(tmp_path / "daemon.log", "wb")
     daemon = subprocess.Popen([str(Path(sys.executable).parent / "dagster-daemon"), "run", "-m",
-                               "pipelines.definitions"], cwd=ROOT, env=daemon_env, stdout=log,
+                               "ragaudit.pipelines.definitions"], cwd=ROOT, env=daemon_env, stdout=log,
                               stderr=subprocess.STDOUT, start_new_session=True)
     settings = Settings(_env_file=None)
     try:

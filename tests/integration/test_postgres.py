@@ -3,11 +3,11 @@
 import pytest
 from sqlalchemy import inspect, select
 
-from core.db import ChunkRow, Document, QueryLog, migrate
-from core.ingest import delete_document, ingest_bytes
-from core.query import QueryService
-from core.services import get_services, release_services
-from pipelines.runner import DagsterRunner
+from ragaudit.platform.db import ChunkRow, Document, QueryLog, migrate
+from ragaudit.ingest.documents import delete_document, ingest_bytes
+from ragaudit.query import QueryService
+from ragaudit.services import get_services, release_services
+from ragaudit.pipelines.runner import DagsterRunner
 from tests.conftest import BAD, DMCA_QUESTION, SAMPLES, make_settings
 
 pytestmark = pytest.mark.integration

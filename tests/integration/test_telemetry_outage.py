@@ -8,8 +8,8 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
-from api.app import create_app
-from core.db import QueryLog
+from ragaudit.api.app import create_app
+from ragaudit.platform.db import QueryLog
 from tests.api.test_telemetry import BASE_QUESTIONS, upload
 from tests.conftest import make_settings
 
@@ -17,7 +17,7 @@ pytestmark = pytest.mark.integration
 
 
 def test_postgres_outage_loses_no_row_silently(tmp_path, embedder):
-    from core.services import release_services
+    from ragaudit.services import release_services
     from tests.pg import PostgresServer
 
     server = PostgresServer()  # our own server: this test stops it

@@ -85,10 +85,10 @@ def test_broken_check_fails_in_dagster_graphql_and_passes_after_reindex(tmp_path
     from dagster._daemon.run_coordinator.queued_run_coordinator_daemon import QueuedRunCoordinatorDaemon
     from dagster_graphql.test.utils import execute_dagster_graphql
 
-    from api.app import create_app
-    from core.services import get_services, release_services
-    from core.settings import Settings
-    from pipelines.runner import instance_for
+    from ragaudit.api.app import create_app
+    from ragaudit.services import get_services, release_services
+    from ragaudit.platform.settings import Settings
+    from ragaudit.pipelines.runner import instance_for
 
     data, port = tmp_path / "data", _port()
     home = data / "dagster_home"
@@ -112,7 +112,7 @@ def test_broken_check_fails_in_dagster_graphql_and_passes_after_reindex(tmp_path
 
             instance = instance_for(svc)
             origin = InProcessCodeLocationOrigin(
-                LoadableTargetOrigin(module_name="pipelines.definitions", working_directory=str(ROOT)),
+                LoadableTargetOrigin(module_name="ragaudit.pipelines.definitions", working_directory=str(ROOT)),
                 location_name="ragaudit")
             with WorkspaceProcessContext(instance, InProcessWorkspaceLoadTarget(origin)) as workspace:
 
@@ -171,7 +171,7 @@ def test_broken_check_fails_in_dagster_graphql_and_passes_after_reindex(tmp_path
 
                 # the operator repairs it by name, in a shell of their own, while the API serves
                 cli_env = {k: v for k, v in os.environ.items() if not k.startswith(("RAGAUDIT_", "DAGSTER_"))}
-                cli = subprocess.run([sys.executable, "-m", "api.cli", "reindex", "--doc", "report.pdf"],
+                cli = subprocess.run([sys.executable, "-m", "ragaudit.api.cli", "reindex", "--doc", "report.pdf"],
                                      cwd=ROOT, env={**cli_env, **env, "PYTHONPATH": str(ROOT)}, capture_output=True,
                                      text=True, timeout=300)
                 assert cli.returncode == 0, (cli.stdout, cli.stderr)

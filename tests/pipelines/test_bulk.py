@@ -11,11 +11,11 @@ import pytest
 from sqlalchemy import select
 from typer.testing import CliRunner
 
-from core import ingest
-from core.bulk import BulkFile
-from core.db import ChunkRow
-from core.services import get_services, release_services
-from pipelines.runner import DagsterRunner, instance_for, run_bulk
+from ragaudit.ingest import documents as ingest
+from ragaudit.ingest.bulk import BulkFile
+from ragaudit.platform.db import ChunkRow
+from ragaudit.services import get_services, release_services
+from ragaudit.pipelines.runner import DagsterRunner, instance_for, run_bulk
 from tests.conftest import BAD, SAMPLES, make_settings
 
 FILES = [SAMPLES / "20071229X02007.pdf", BAD / "zero-byte.pdf", SAMPLES / "20080102X00002.pdf"]
@@ -93,7 +93,7 @@ def test_embed_batched_keeps_order_and_reports_progress(svc):
     done: list[int] = []
     listener = lambda doc_id, values: done.append(values["chunks_done"]) if "chunks_done" in values else None  # noqa: E731
     ingest.add_progress_listener(listener)
-    from core.db import Document
+    from ragaudit.platform.db import Document
 
     with svc.sessions.begin() as s:
         d = Document(doc_name="x.pdf", name_key="x.pdf", knowledge_base="default", sha256="0" * 64, size_bytes=1,
@@ -115,7 +115,7 @@ def test_cli_ingest_prints_per_file_and_per_stage_progress(tmp_path, monkeypatch
     with its position and its stages (parsing, extracting, chunking, embedding with chunk
     counts, indexing); stdout has only the result lines. Fails if progress is silent, goes to
     stdout, or lacks a stage or a file."""
-    from api.cli import app
+    from ragaudit.api.cli import app
 
     monkeypatch.setenv("RAGAUDIT_DATA_DIR", str(tmp_path / "cli"))
     for var in ("RAGAUDIT_DATABASE_URL", "RAGAUDIT_QDRANT_URL", "RAGAUDIT_LLM_MODEL"):
@@ -138,7 +138,7 @@ def test_cli_ingest_prints_per_file_and_per_stage_progress(tmp_path, monkeypatch
 
 
 def test_parse_ahead_is_bounded_in_order_and_adds_a_parser_only_when_the_consumer_starves(svc, monkeypatch):
-    """``core.bulk._ParseAhead`` with lookahead 1 on four real PDFs: while nobody consumes,
+    """``ragaudit.ingest.bulk._ParseAhead`` with lookahead 1 on four real PDFs: while nobody consumes,
     only the first worker parses and stops after files 0 and 1; results come out in file order
     with each file's own pages; once the consumer waits for a file that is not parsed, the
     second worker parses too (two files in flight at once). Fails if parsing runs unbounded
@@ -146,8 +146,8 @@ def test_parse_ahead_is_bounded_in_order_and_adds_a_parser_only_when_the_consume
     import threading
     import time
 
-    from core import bulk
-    from core.pdf import extract_pages
+    from ragaudit.ingest import bulk
+    from ragaudit.ingest.pdf import extract_pages
 
     files = [SAMPLES / "20071229X02007.pdf", SAMPLES / "20080102X00002.pdf", SAMPLES / "dmca.pdf",
              SAMPLES / "20071229X02007.pdf"]

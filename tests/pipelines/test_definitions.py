@@ -3,11 +3,11 @@
 import dagster as dg
 from sqlalchemy import func, select
 
-from core.db import ChunkRow
-from core.ingest import register
-from core.services import services_key
-from pipelines.definitions import INGEST_ASSETS, INGEST_CHECKS, defs
-from pipelines.resources import RagauditResource
+from ragaudit.platform.db import ChunkRow
+from ragaudit.ingest.documents import register
+from ragaudit.services import services_key
+from ragaudit.pipelines.definitions import INGEST_ASSETS, INGEST_CHECKS, defs
+from ragaudit.pipelines.resources import RagauditResource
 from tests.conftest import SAMPLES
 
 
@@ -20,7 +20,7 @@ def test_definitions_load():
 
 
 def test_assets_called_directly_then_materialized(fresh_services, tmp_path):
-    from pipelines.assets import chunks, pdf_pages
+    from ragaudit.pipelines.assets import chunks, pdf_pages
 
     svc = fresh_services
     data = (SAMPLES / "20080102X00002.pdf").read_bytes()

@@ -3,11 +3,11 @@
 import dagster as dg
 from sqlalchemy import func, select
 
-from core.db import ChunkRow, Document, QAPair
-from core.citations import find_quote
-from core.services import services_key
-from pipelines.resources import RagauditResource
-from pipelines.runner import instance_for
+from ragaudit.platform.db import ChunkRow, Document, QAPair
+from ragaudit.answer.citations import find_quote
+from ragaudit.services import services_key
+from ragaudit.pipelines.resources import RagauditResource
+from ragaudit.pipelines.runner import instance_for
 
 
 def test_gold_pairs_have_verbatim_evidence_and_counts_in_metadata(kb):
@@ -34,12 +34,12 @@ def test_gold_pairs_have_verbatim_evidence_and_counts_in_metadata(kb):
     assert md["generator"].value == "extractive" and md["discarded"].value == 0
 
     # materializing again replaces the document's pairs (no duplicates); the check passes
-    from pipelines.assets import evidence_spans_verbatim, gold_qa_pairs
+    from ragaudit.pipelines.assets import evidence_spans_verbatim, gold_qa_pairs
 
     res = RagauditResource(services_key=services_key(kb.settings))
     with kb.sessions() as s:
         all_chunks = s.scalars(select(ChunkRow).where(ChunkRow.document_id == doc.id).order_by(ChunkRow.index)).all()
-    from core.ingest import get_document
+    from ragaudit.ingest.documents import get_document
 
     out = gold_qa_pairs(dg.build_asset_context(partition_key=doc.id), ragaudit=res,
                         chunks=[_chunk_dict(c, kb) for c in all_chunks])

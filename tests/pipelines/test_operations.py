@@ -11,14 +11,16 @@ import dagster as dg
 import pytest
 from sqlalchemy import func, select
 
-from core import ingest, reindex
-from core.db import ChunkRow, Document, QAPair
-from core.ingest import ingest_bytes
-from core.query import QueryService
-from core.services import services_key
-from pipelines.operations import _requests, scan_landing_folder
-from pipelines.resources import RagauditResource
-from pipelines.runner import DagsterRunner
+from ragaudit.ingest import documents as ingest
+
+from ragaudit.ingest import reindex
+from ragaudit.platform.db import ChunkRow, Document, QAPair
+from ragaudit.ingest.documents import ingest_bytes
+from ragaudit.query import QueryService
+from ragaudit.services import services_key
+from ragaudit.pipelines.operations import _requests, scan_landing_folder
+from ragaudit.pipelines.resources import RagauditResource
+from ragaudit.pipelines.runner import DagsterRunner
 from tests.conftest import DATA, SAMPLES
 
 NTSB_A = SAMPLES / "20080102X00002.pdf"  # Reims F172 M, registration FBVIF
@@ -144,7 +146,7 @@ def test_batch_job_ingests_queued_documents_in_one_run(fresh_services):
     """The ingest_batch job ingests several queued documents in one Dagster run, each published
     on its own, and records a live_index materialization per document. Fails if the batch op
     skips documents or publishes without the count check."""
-    from pipelines.operations import ingest_batch
+    from ragaudit.pipelines.operations import ingest_batch
 
     svc = fresh_services
     ids = [ingest.register(svc, f.read_bytes(), f.name)[0].id for f in (NTSB_A, NTSB_B)]
@@ -182,7 +184,7 @@ def test_failure_on_the_third_embedding_batch_keeps_the_previous_answer(fresh_se
 
     monkeypatch.setattr(svc.embedder, "embed", third_batch_fails)
     # slices of 32 texts, so the dmca version (~180 windows) is embedded in several calls
-    monkeypatch.setattr("core.ingest.EMBED_PROGRESS_BATCH", 32)
+    monkeypatch.setattr("ragaudit.ingest.documents.EMBED_PROGRESS_BATCH", 32)
     out = ingest_bytes(svc, (SAMPLES / "dmca.pdf").read_bytes(), "report.pdf", runner)
     monkeypatch.setattr(svc.embedder, "embed", real)
     assert calls["n"] == 3 and out.status == "failed" and "batch 3" in out.message, (calls, out)

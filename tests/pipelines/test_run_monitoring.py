@@ -1,6 +1,6 @@
 """Dagster runs whose ragaudit process was killed mid-run: Dagster's run monitoring (the daemon's
 ``monitor_started_run``, through ``StoreOwnerRunLauncher.check_run_worker_health``) and the
-serving process's start-up (``pipelines.runner.recover_runs``) mark them failed with the reason,
+serving process's start-up (``ragaudit.pipelines.runner.recover_runs``) mark them failed with the reason,
 instead of leaving them STARTED forever."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from tests.conftest import ROOT, make_settings
 WORKER = textwrap.dedent("""
     import sys, time
     import dagster as dg
-    from pipelines.launcher import WORKER_TAG, this_worker
+    from ragaudit.pipelines.launcher import WORKER_TAG, this_worker
 
     @dg.op
     def long_step(context):
@@ -79,10 +79,10 @@ def test_runs_of_a_killed_worker_end_failed_with_the_reason(tmp_path, monkeypatc
     from dagster._core.launcher import WorkerStatus
     from dagster._daemon.monitoring.run_monitoring import monitor_started_run
 
-    from api.app import create_app
-    from core.services import get_services, release_services
-    from pipelines.launcher import StoreOwnerRunLauncher
-    from pipelines.runner import dagster_home, instance_for
+    from ragaudit.api.app import create_app
+    from ragaudit.services import get_services, release_services
+    from ragaudit.pipelines.launcher import StoreOwnerRunLauncher
+    from ragaudit.pipelines.runner import dagster_home, instance_for
 
     monkeypatch.delenv("DAGSTER_HOME", raising=False)
     settings = make_settings(tmp_path / "data")

@@ -1,4 +1,4 @@
-"""Ingestion memory is bounded by a batch, not by the document: ``core.ingest.stage_chunks``
+"""Ingestion memory is bounded by a batch, not by the document: ``ragaudit.ingest.documents.stage_chunks``
 embeds, upserts and writes rows ``STAGE_BATCH_CHUNKS`` chunks at a time, and the embedder
 splits long texts into smaller model batches (``Embedder._batches``) so one call's attention
 matrices stay under a budget."""
@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 from sqlalchemy import func, select
 
-from core import ingest
-from core.chunking import window_spans
-from core.db import ChunkRow
-from pipelines.runner import DagsterRunner
+from ragaudit.ingest import documents as ingest
+from ragaudit.ingest.chunking import window_spans
+from ragaudit.platform.db import ChunkRow
+from ragaudit.pipelines.runner import DagsterRunner
 from tests.conftest import SAMPLES
 
 

@@ -88,14 +88,14 @@ def test_reingestion_launched_from_dagster_runs_in_the_api_while_it_serves(tmp_p
                LITELLM_LOCAL_MODEL_COST_MAP="True")
     procs: list[Proc] = []
     try:
-        api = Proc([sys.executable, "-m", "api.cli", "serve", "--port", str(api_port)], env, tmp_path / "api.log")
+        api = Proc([sys.executable, "-m", "ragaudit.api.cli", "serve", "--port", str(api_port)], env, tmp_path / "api.log")
         procs.append(api)
         base = f"http://127.0.0.1:{api_port}"
         _wait(base + "/health", api)  # the API creates the Dagster storage before it serves (as the README says)
-        web = Proc([str(BIN / "dagster-webserver"), "-m", "pipelines.definitions", "-h", "127.0.0.1", "-p",
+        web = Proc([str(BIN / "dagster-webserver"), "-m", "ragaudit.pipelines.definitions", "-h", "127.0.0.1", "-p",
                     str(web_port)], env, tmp_path / "web.log")
         procs.append(web)
-        daemon = Proc([str(BIN / "dagster-daemon"), "run", "-m", "pipelines.definitions"], env,
+        daemon = Proc([str(BIN / "dagster-daemon"), "run", "-m", "ragaudit.pipelines.definitions"], env,
                       tmp_path / "daemon.log")
         procs.append(daemon)
         r = httpx.post(base + "/documents", params={"wait": "true"}, timeout=300,

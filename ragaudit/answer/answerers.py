@@ -1,0 +1,634 @@
+"""Answer generation over numbered sources, with citations ``[n]``.
+
+- ``ExtractiveAnswerer`` (offline default): picks the sentences of the retrieved chunks that
+  best answer the question (dense similarity to the question plus IDF-weighted term overlap)
+  and cites them; faithful by construction, free and deterministic.
+- ``LLMAnswerer``: any litellm model string (OpenAI, Anthropic, Ollama, vLLM...), prompted to
+  answer only from the sources and cite ``[n]``; tokens from the response usage, cost from
+  litellm's price map (``completion_cost``; ``None`` = unknown when the model has no price).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import threading
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+from ragaudit.ingest.chunking import sentence_spans
+from ragaudit.answer.concise import concise_answer, concise_span
+from ragaudit.answer.citations import CitedQuote, audit_citations, claim_parts, claim_support, normalize_ws, strip_citations
+from ragaudit.index.embedding import Embedder
+from ragaudit.platform.llmcall import Cancellation, abort_stream, call_with_deadline, completion_cost_or_none, deadline_for
+from ragaudit.retrieve.retriever import RetrievedChunk
+from ragaudit.index.sparse import tokenize
+
+REFUSAL_TEXT = "The documents do not contain the answer to this question."
+
+
+@dataclass
+class Citation:
+    """A citation of source ``n`` (chunk ``chunk_id``, ``page`` of the quoted sentence).
+
+    ``claim``: the answer text (citations stripped) that carries it; ``verified``: ``quote``
+    occurs (whitespace-normalised) in the cited chunk's text; ``supports``: the quote supports the
+    claim (``citations.claim_support``: its numbers, dates and names are in the quote), ``reason``
+    says why or what is missing. Set by ``audit_answer``; a citation not yet audited is neither.
+    """
+
+    n: int
+    doc_name: str
+    page: int
+    chunk_id: str
+    quote: str
+    claim: str = ""
+    verified: bool = False
+    supports: bool = False
+    reason: str = "not audited"
+    page_end: int | None = None  # last page of a quote that runs across a page break
+
+    @property
+    def pages(self) -> list[int]:
+        """Every page the quote is on (1-based): one, or two for a sentence across a page break."""
+        return list(range(self.page, max(self.page, self.page_end or self.page) + 1))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"n": self.n, "doc_name": self.doc_name, "page": self.page, "pages": self.pages,
+                "page_end": self.page_end, "chunk_id": self.chunk_id, "quote": self.quote, "claim": self.claim, "verified": self.verified,
+                "supports": self.supports, "reason": self.reason}
+
+
+@dataclass
+class AnswerResult:
+    """Answer text with citations; usage in tokens and USD; ``label`` is answered | refused |
+    clarifying | uncited | unsupported (see ``citations.answer_label``)."""
+
+    answer: str
+    citations: list[Citation]
+    label: str
+    model: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float | None = 0.0  # None = unknown (model not in litellm's price map)
+    citation_check: dict[str, Any] = field(default_factory=dict)
+    concise: str = ""  # the span answering the question's type (ragaudit.answer.concise), "" when refused
+
+
+def audit_answer(ans: AnswerResult, sources: list[RetrievedChunk]) -> AnswerResult:
+    """Check every citation of ``ans`` against the numbered ``sources`` (1-based) and relabel it.
+
+    Sets each citation's ``verified`` / ``supports`` / ``reason``, ``citation_check`` (see
+    ``citations.audit_citations``) and ``label`` (answered | uncited | unsupported; refused and
+    clarifying stay). Idempotent; every answerer's output goes through it (``QueryService``).
+    """
+    cites = [CitedQuote(c.n, c.chunk_id, c.quote, c.claim or c.quote) for c in ans.citations]
+    verdicts, check, label = audit_citations(ans.answer, ans.label, cites,
+                                             [(c.chunk_id, c.text) for c in sources])
+    for c, v in zip(ans.citations, verdicts):
+        c.verified, c.supports, c.reason = v.verified, v.supports, v.reason
+    ans.citation_check, ans.label = check, label
+    return ans
+
+
+@dataclass
+class _Sentence:
+    n: int
+    chunk: RetrievedChunk
+    start: int
+    end: int
+    text: str
+
+
+_ENDS_WITH_IDENTIFIER = re.compile(r"(?<!\S)(?=[\w/-]*\d)(?=[\w/-]*[-/A-Za-z])[A-Za-z0-9]+(?:[-/][A-Za-z0-9]+)*$")
+
+
+def _heading_like(text: str) -> bool:
+    """A title or heading rather than a statement: no final punctuation and (almost) every word
+    capitalised, e.g. "THE DIGITAL MILLENNIUM COPYRIGHT ACT OF 1998". A line ending in an
+    identifier (digits joined with a dash, slash or letters: "Commission File Number 001-37845")
+    is a labelled value, as a form or cover page prints it, not a heading, and so is a table row
+    whose label is capitalised ("Greater China 23,905 25,783 (7)%": ``chunking.is_value_row``)."""
+    from ragaudit.ingest.chunking import is_value_row
+
+    t = text.strip()
+    if t.endswith((".", "?", "!", ";", "。")) or ":" in t:  # "Aircraft Damage: Substantial" is a form field
+        return False
+    if _ENDS_WITH_IDENTIFIER.search(t) or is_value_row(t):
+        return False
+    words = [w for w in re.findall(r"[^\W\d_]+", t) if len(w) > 3]
+    return len(words) >= 2 and sum(w[0].isupper() for w in words) / len(words) >= 0.8
+
+
+@lru_cache(maxsize=8192)
+def _text_sentence_spans(text: str) -> tuple[tuple[int, int], ...]:
+    """``sentence_spans(text)``, cached: segmenting a chunk costs milliseconds (pysbd), and a
+    chunk's text never changes."""
+    return tuple(sentence_spans(text))
+
+
+def source_sentence_spans(chunk: RetrievedChunk) -> list[tuple[int, int]]:
+    """Sentence spans of ``chunk.text``: the payload's ``sentence_spans`` (written at ingestion)
+    unless the chunk was cut to a page range (then its text is not the stored one), else
+    segmented here (cached per text). Same spans as ``chunking.sentence_spans``."""
+    stored = chunk.payload.get("sentence_spans")
+    if stored is not None and "clipped_pages" not in chunk.payload:
+        return [(int(a), int(b)) for a, b in stored]
+    return list(_text_sentence_spans(chunk.text))
+
+
+def _sentences(sources: list[RetrievedChunk]) -> list[_Sentence]:
+    out = []
+    for n, c in enumerate(sources, start=1):
+        for s, e in source_sentence_spans(c):
+            t = c.text[s:e]
+            words = len(t.split())
+            if (words >= 5 or (words >= 2 and any(ch.isdigit() for ch in t))) and not _heading_like(t):
+                out.append(_Sentence(n, c, s, e, t))
+    return out
+
+
+def _row_group(sent: "_Sentence") -> str:
+    """The group label a table row sits under ("AWS" over "Net sales ... / Operating income $
+    6,518 $ 5,123", "Current liabilities:"): the nearest line above it in its chunk that is neither a
+    row nor longer than six words, when only rows lie between; else "". A row is read with it, as
+    a reader of the table would: the row alone does not say whose operating income it is."""
+    from ragaudit.ingest.chunking import is_value_row as row
+
+    if not row(sent.text.strip()):
+        return ""
+    for line in reversed(sent.chunk.text[:sent.start].rstrip("\n").split("\n")[-12:]):
+        t = line.strip()
+        if not t or row(t):
+            continue
+        return t if len(t.split()) <= 6 and not any(ch.isdigit() for ch in t) else ""
+    return ""
+
+
+def _is_caption(text: str) -> bool:
+    """A form caption: a parenthesised line ("(I.R.S. Employer Identification No.)") naming the
+    value printed above it."""
+    t = text.strip()
+    return t.startswith("(") and t.endswith(")")
+
+
+def _window_of(spans: list[tuple[int, int]], start: int) -> int | None:
+    """Index of the window span holding character ``start``, ``None`` when none does."""
+    for k, (a, b) in enumerate(spans):
+        if a <= start < b:
+            return k
+    return None
+
+
+def _citation(sent: _Sentence) -> Citation:
+    quote = normalize_ws(sent.text)
+    return Citation(n=sent.n, doc_name=sent.chunk.doc_name, page=sent.chunk.page_at(sent.start),
+                    chunk_id=sent.chunk.chunk_id, quote=quote, claim=quote,
+                    page_end=sent.chunk.page_at(max(sent.end - 1, sent.start)))
+
+
+_NUMBER_Q = re.compile(r"\b(how (many|much|old|long|often|far|large|big)|what (percent|percentage|share|amount|number|"
+                       r"rate|range|score|accuracy|price|cost|value|total|size)|when|what date|which year|what year)\b", re.I)
+_HAS_NUMBER = re.compile(r"\d|\b(one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|"
+                         r"forty|fifty|hundred|thousand|million|billion|half|quarter|dozen)\b", re.I)
+_NUM = r"(\d[\d,.]*|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|fifty|hundred)"
+_MONTH = r"(jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?"
+# Expected answer types (Harabagiu et al., "FALCON: Boosting Knowledge for Answer Engines", TREC-9, 2000):
+# (question pattern, pattern of a sentence that has an answer of that type).
+_ANSWER_TYPES = [
+    (re.compile(r"\bhow long\b(?!.*\b(feet|foot|meters?|miles?|inches|wide|tall)\b)|\bfor how many (years|months|weeks|days)|"
+                r"\bwhat (period|duration|term)\b", re.I),
+     re.compile(rf"\b{_NUM}[\s-]+(years?|months?|weeks?|days?|hours?|minutes?)\b", re.I)),
+    (re.compile(r"\b(when|what date|on what (calendar )?date|which day)\b", re.I),
+     re.compile(rf"\b{_MONTH}\s+\d{{1,2}},?\s+\d{{4}}\b|\b\d{{1,2}}/\d{{1,2}}/\d{{2,4}}\b", re.I)),
+    (re.compile(r"\b(what percent(age)?|what (\w+ )?(rate|margin|accuracy|share))\b", re.I),
+     re.compile(r"\d\s?%|\bper ?cent\b", re.I)),
+]
+
+
+def answer_type_bonus(question: str, sentence: str) -> float:
+    """Score bonus for a sentence holding the kind of answer the question asks for: 0.3 when it
+    matches the expected answer type (a duration for "how long", a date for "when", a percentage for
+    "what rate"), else 0.15 for any number when the question asks for a quantity or date, else 0.
+    The question's first wh-phrase decides: "How many stores ... when the year ended?" asks for a
+    count, not a date."""
+    number = _NUMBER_Q.search(question)
+    typed = [(m.start(), s_pat) for q_pat, s_pat in _ANSWER_TYPES if (m := q_pat.search(question))]
+    if typed:
+        pos, s_pat = min(typed, key=lambda x: x[0])
+        if (number is None or pos <= number.start()) and s_pat.search(sentence):
+            return 0.3
+    return 0.15 if number and _HAS_NUMBER.search(sentence) else 0.0
+
+
+class ExtractiveAnswerer:
+    """Offline answerer: the best-supported source sentences, each cited ``[n]``.
+
+    Sentence score = 0.5 * cosine(question, sentence) + Okapi BM25 of the sentence among the
+    candidate sentences (Robertson & Zaragoza 2009; normalised by the best) + the answer-type
+    bonus (``answer_type_bonus``: 0.3 for the expected type, 0.15 for any number) +
+    ``rank_weight`` x the source's retrieval score / the best source's (retrieval ranks whole
+    passages with both retrievers, a stronger signal than one sentence). Up to ``max_sentences`` sentences scoring at
+    least ``relative`` x the best, of the document of the highest-ranked passage among them
+    (``select_sentences``), are returned in source order.
+    """
+
+    name = "extractive"
+
+    refine = 4  # sentences rescored with their own embedding per round (see score_sentences)
+    # a sentence within this share of the best is a near tie: the answer's document is then that of
+    # the highest-ranked passage among them (``select_sentences``); further below, a top-ranked
+    # passage's sentence (still good enough to quote) no longer moves the answer away from the
+    # document of a clearly better sentence ("190 hours" in the named aircraft's report, 1.72,
+    # against another report's "Flight Time: 119 hours" at rank 1, 1.28)
+    document_tie = 0.9
+    refine_rounds = 3
+
+    def __init__(self, embedder: Embedder, max_sentences: int = 3, relative: float = 0.7, rank_weight: float = 0.3,
+                 store: Any = None, window_tokens: int = 0):
+        """``store`` (a ``VectorStore``): sentences are first scored with the stored vector of the
+        sentence window holding them (``dense_windows``, embedded at ingestion) and only the best
+        few get their own embedding (``score_sentences``); sentences of chunks without usable
+        stored windows are embedded (``_sentence_vectors``). ``window_tokens``: the ingestion
+        setting the windows were cut with, to recompute the spans of chunks stored before their
+        payload carried ``window_spans`` (0 = do not recompute)."""
+        self.embedder = embedder
+        self.max_sentences = max_sentences
+        self.relative = relative
+        self.rank_weight = rank_weight
+        self.store = store
+        self.window_tokens = window_tokens
+        from cachetools import LRUCache
+
+        self._vec_cache: LRUCache = LRUCache(maxsize=50_000)  # ~77 MB at 384-d float32
+        self._spans_cache: LRUCache = LRUCache(maxsize=20_000)  # recomputed window spans per chunk text
+        self._cache_lock = threading.Lock()  # requests run in threads; LRUCache is not thread-safe
+
+    def score_sentences(self, question: str, sources: list[RetrievedChunk],
+                        query_vector: np.ndarray | None = None) -> list[tuple[float, _Sentence]]:
+        """All source sentences with their scores, best first. ``query_vector``: the question's
+        embedding when the caller has it (retrieval's), else it is embedded here.
+
+        With stored windows, the dense term is first the cosine of the sentence's window; then
+        the ``refine`` best sentences not yet exact get their own embedding's cosine (cached per
+        text) and the list is re-sorted, for up to ``refine_rounds`` rounds or until the top
+        ``refine`` are all exact: the sentences that can be picked are ranked as with every
+        sentence embedded (same answers on the dev set's two halves, ``bench/answer_quality.py``),
+        for 4-12 short embeddings per cold question instead of all of the sources' sentences."""
+        sents = _sentences(sources)
+        if not sents:
+            return []
+        q_terms = set(tokenize(question))
+        sent_tokens = [tokenize(f"{_row_group(s)} {s.text}") for s in sents]
+        n = len(sents)
+        avgdl = sum(len(t) for t in sent_tokens) / n or 1.0
+        df = {t: sum(1 for st in sent_tokens if t in st) for t in q_terms}
+        idf = {t: math.log((n - df[t] + 0.5) / (df[t] + 0.5) + 1) for t in q_terms}
+        bm25 = []
+        for toks in sent_tokens:  # Okapi BM25 over the candidate sentences (k1=1.2, b=0.75)
+            tf = {t: toks.count(t) for t in q_terms}
+            norm = 1.2 * (0.25 + 0.75 * len(toks) / avgdl)
+            bm25.append(sum(idf[t] * tf[t] * 2.2 / (tf[t] + norm) for t in q_terms if tf[t]))
+        top = max(bm25) or 1.0
+        qvec = self.embedder.embed_query(question) if query_vector is None else np.asarray(query_vector)
+        dense, exact = self._dense_scores(qvec, sents, sources)
+        fused = [max(float(c.score), 0.0) for c in sources]
+        best_fused = max(fused) or 1.0
+        parts = []
+        for s, b in zip(sents, bm25):
+            # the source's weight is its retrieval score relative to the best source (near-ties
+            # between sources stay near-ties), not its ordinal rank
+            weight = fused[s.n - 1] / best_fused if sources[s.n - 1].neighbor_of is None else 0.0
+            parts.append((b / top, answer_type_bonus(question, s.text), self.rank_weight * weight))
+
+        def ranked() -> list[tuple[float, _Sentence]]:
+            scored = [(0.5 * float(d) + b + typed + w, s) for s, d, (b, typed, w) in zip(sents, dense, parts)]
+            return sorted(scored, key=lambda x: -x[0])  # stable: ties stay in source order
+
+        scored = ranked()
+        index = {id(s): i for i, s in enumerate(sents)}
+        for _ in range(self.refine_rounds):
+            todo = [index[id(s)] for _, s in scored[: self.refine] if not exact[index[id(s)]]]
+            if not todo:
+                break
+            dense[todo] = self._sentence_vectors([sents[i] for i in todo]) @ qvec
+            exact[todo] = True
+            scored = ranked()
+        return scored
+
+    def _dense_scores(self, qvec: np.ndarray, sents: list[_Sentence],
+                      sources: list[RetrievedChunk]) -> tuple[np.ndarray, np.ndarray]:
+        """``(cosines (n,), exact (n,) bool)``: the question's cosine to each sentence. A sentence of
+        a chunk with stored window vectors scores the cosine of the window holding it (the window
+        the dense retriever's MaxSim scored, header included; ``exact`` False); the others are
+        embedded (``_sentence_vectors``; ``exact`` True)."""
+        out = np.zeros(len(sents), dtype=np.float32)
+        stored = self.stored_windows(sources)
+        todo: list[int] = []
+        for i, s in enumerate(sents):
+            w = stored.get(s.chunk.chunk_id)
+            k = _window_of(w[0], s.start) if w is not None else None
+            if k is None:
+                todo.append(i)
+            else:
+                out[i] = float(w[1][k] @ qvec)
+        if todo:
+            out[todo] = self._sentence_vectors([sents[i] for i in todo]) @ qvec
+        exact = np.zeros(len(sents), dtype=bool)
+        exact[todo] = True
+        return out, exact
+
+    def stored_windows(self, chunks: list[RetrievedChunk]) -> dict[str, tuple[list[tuple[int, int]], np.ndarray]]:
+        """``{chunk id: (window spans, (windows, dim) vectors)}`` for the chunks whose window
+        vectors are in the store (one ``get_vectors`` call), with spans from the payload's
+        ``window_spans`` (written at ingestion) or recomputed with ``window_tokens`` for points
+        stored before it. Left out (their sentences are embedded): chunks cut to a page range
+        (their text is not the stored one), chunks whose spans and vectors disagree in number, and
+        every chunk when there is no store or the collection has no window vectors."""
+        if self.store is None or not chunks or not self.store.has_windows():
+            return {}
+        from ragaudit.index.store import WINDOWS
+
+        usable = [c for c in chunks if "clipped_pages" not in c.payload]
+        got = self.store.get_vectors(list(dict.fromkeys(c.chunk_id for c in usable)), (WINDOWS,))
+        out: dict[str, tuple[list[tuple[int, int]], np.ndarray]] = {}
+        for c in usable:
+            vecs = (got.get(c.chunk_id) or {}).get(WINDOWS)
+            spans = c.payload.get("window_spans")
+            if spans is None and self.window_tokens:
+                with self._cache_lock:
+                    spans = self._spans_cache.get(c.text)
+                if spans is None:
+                    from ragaudit.ingest.chunking import window_spans
+
+                    spans = window_spans(c.text, self.embedder, self.window_tokens, source_sentence_spans(c))
+                    with self._cache_lock:
+                        self._spans_cache[c.text] = spans
+            if not vecs or not spans or len(spans) != len(vecs):
+                continue
+            out[c.chunk_id] = ([(int(a), int(b)) for a, b in spans], np.asarray(vecs, dtype=np.float32))
+        return out
+
+    def _sentence_vectors(self, sents: list[_Sentence]) -> np.ndarray:
+        """Embeddings of the sentences, (n, dim); cached per sentence text (the vector depends on
+        nothing else) so a sentence is embedded once, not on every question that retrieves it."""
+        keys = [s.text for s in sents]
+        with self._cache_lock:
+            have = {k: v for k in keys if (v := self._vec_cache.get(k)) is not None}
+        missing = [i for i, k in enumerate(keys) if k not in have]
+        if missing:
+            fresh = self.embedder.embed([sents[i].text for i in missing])
+            with self._cache_lock:
+                for i, v in zip(missing, fresh):
+                    self._vec_cache[keys[i]] = have[keys[i]] = v
+        return np.stack([have[k] for k in keys])
+
+    @staticmethod
+    def _complete_lead_ins(picked: list[_Sentence], sources: list[RetrievedChunk] | None = None) -> list[_Sentence]:
+        """A sentence ending in ':' introduces what follows ("...the probable cause(s) of this
+        accident to be:"): add the next sentence of the same chunk, or, when the lead-in ends its
+        chunk, the sentence after it in the source that continues it (``sources``: the next chunk of
+        its document, retrieved or added as a neighbour by retrieval, repeats the lead-in and goes on)."""
+        out: list[_Sentence] = []
+        for s in picked:
+            out.append(s)
+            if not s.text.rstrip().endswith(":"):
+                continue
+            spans = [(a, b) for a, b in source_sentence_spans(s.chunk) if a >= s.end]
+            chunk, n = s.chunk, s.n
+            if not spans:
+                lead = normalize_ws(s.text)
+                for k, c in enumerate(sources or [], start=1):
+                    nxt = c.payload.get("chunk_index") == (s.chunk.payload.get("chunk_index") or 0) + 1 \
+                        and c.payload.get("document_id") == s.chunk.payload.get("document_id")
+                    if c is s.chunk or not (c.neighbor_of == s.chunk.chunk_id or nxt):
+                        continue
+                    own = source_sentence_spans(c)
+                    at = next((i for i, (a, b) in enumerate(own) if normalize_ws(c.text[a:b]) == lead), None)
+                    if at is not None and at + 1 < len(own):
+                        chunk, n, spans = c, k, own[at + 1:]
+                        break
+            if spans and not any(p.chunk is chunk and p.start == spans[0][0] for p in picked):
+                a, b = spans[0]
+                out.append(_Sentence(n, chunk, a, b, chunk.text[a:b]))
+        return out
+
+    @staticmethod
+    def _complete_captions(picked: list[_Sentence]) -> list[_Sentence]:
+        """A form caption in parentheses ("(I.R.S. Employer Identification No.)") labels the
+        value on the line above it, as on SEC cover pages: quote that line with it."""
+        out: list[_Sentence] = []
+        for s in picked:
+            if _is_caption(s.text):
+                before = [(a, b) for a, b in source_sentence_spans(s.chunk) if b <= s.start]
+                if before:
+                    a, b = before[-1]
+                    gap = s.chunk.text[b:s.start]
+                    if "\n" in gap and not gap.strip() and not any(p.chunk is s.chunk and p.start == a for p in picked):
+                        out.append(_Sentence(s.n, s.chunk, a, b, s.chunk.text[a:b]))
+            out.append(s)
+        return out
+
+    @staticmethod
+    def _concise(question: str, scored: list[tuple[float, _Sentence]], picked: list[_Sentence], best_doc: str) -> str:
+        """The concise answer (``concise.concise_answer``) over the best document's sentences with
+        their scores (a quoted sentence takes the score of a quoted neighbour in its chunk when
+        higher: a caption's value line, a lead-in's completion; a value line's form caption as its
+        label), else the best sentence of ``best_doc``."""
+        score_of = {(s.chunk.chunk_id, s.start): sc for sc, s in scored}
+        own = [score_of.get((s.chunk.chunk_id, s.start), 0.0) for s in picked]
+        pool: list[tuple[float, str, str]] = []
+        for i, s in enumerate(picked):
+            # a caption's value line or a lead-in's completion is quoted with it: it takes its score
+            near = [own[j] for j in (i - 1, i + 1) if 0 <= j < len(picked) and picked[j].chunk is s.chunk]
+            if i and picked[i - 1].text.rstrip().endswith(":") and picked[i - 1].chunk is not s.chunk:
+                near.append(own[i - 1])  # the completion of a lead-in that ended its chunk (``_complete_lead_ins``)
+            # a value line quoted with the form caption under it (``_complete_captions``): the caption labels it
+            label = ""
+            if i + 1 < len(picked) and picked[i + 1].chunk is s.chunk and _is_caption(picked[i + 1].text) \
+                    and s.end <= picked[i + 1].start:
+                label = normalize_ws(picked[i + 1].text.strip()[1:-1])
+            pool.append((max([own[i], *near]), normalize_ws(s.text), s.chunk.text[max(0, s.start - 1500):s.start],
+                         label))
+        pool += [(sc, normalize_ws(s.text), s.chunk.text[max(0, s.start - 1500):s.start], "") for sc, s in scored
+                 if s.chunk.doc_name == best_doc and not any(s is p for p in picked)]
+        pool.sort(key=lambda x: -x[0])
+        # else the best sentence of the answer's document (``select_sentences`` may quote another than the best's);
+        # a lead-in ("... the probable cause(s) of this accident to be:") announces the answer: its quoted
+        # completion (``_complete_lead_ins``: the next sentence of its chunk) is the answer
+        fallback = next(s for _, s in scored if s.chunk.doc_name == best_doc)
+        # a quoted lead-in announces the answer whichever sentence scored best: its completion (in
+        # its own chunk, else quoted right after it from the chunk that continues it)
+        lead = next((i for i, p in enumerate(picked[:-1]) if p.text.rstrip().endswith(":")), None)
+        if lead is not None:
+            fallback = next((p for p in picked if p.chunk is picked[lead].chunk and p.start >= picked[lead].end),
+                            picked[lead + 1])
+        elif fallback.text.rstrip().endswith(":"):
+            fallback = next((p for p in picked if p.chunk is fallback.chunk and p.start >= fallback.end), fallback)
+        return concise_answer(question, pool) or normalize_ws(fallback.text)
+
+    def select_sentences(self, scored: list[tuple[float, _Sentence]]) -> list[_Sentence]:
+        """The sentences to quote (``scored``: ``score_sentences``' output, best first): up to
+        ``max_sentences`` of one document scoring at least ``relative`` x the best, plus the
+        top-ranked passage's best sentence when it scores at least 0.6 x the best; [] for none.
+
+        The document is that of the highest-ranked passage (retrieval rank, 1 = best) among the
+        sentences near-tied with the best (``document_tie`` x the best, 0.9), not that of the single best
+        sentence: retrieval ranks whole passages with both retrievers over the whole collection,
+        while sentence scores within that band are near-ties that move with which other passages
+        were retrieved (BM25 over the candidate sentences; a bigger or different fifth passage
+        changes every sentence's normalised term weight). A tie inside a band is broken by the
+        second, steadier signal, as fused ranks are (``retrieval``). When the best sentence is
+        in the top passage's document this is the best sentence's document, as before."""
+        if not scored:
+            return []
+        best = scored[0][0]
+        good = [(sc, s) for sc, s in scored if sc >= self.relative * best]
+        tied = [(sc, s) for sc, s in good if sc >= self.document_tie * best]
+        doc = min(tied, key=lambda x: x[1].n)[1].chunk.doc_name  # stable: the best sentence of that passage
+        picked = [s for sc, s in good if s.chunk.doc_name == doc][: self.max_sentences]
+        if not any(s.n == 1 for s in picked):  # the top-ranked passage's best sentence, if close enough
+            top1 = next(((sc, s) for sc, s in scored if s.n == 1), None)
+            if top1 is not None and top1[0] >= 0.6 * best and top1[1].chunk.doc_name == doc:
+                picked.append(top1[1])
+        return picked
+
+    def answer(self, question: str, sources: list[RetrievedChunk],
+               query_vector: np.ndarray | None = None) -> AnswerResult:
+        """Answer from ``sources`` (numbered 1..n in order); ``refused`` when there are none.
+        ``query_vector``: the question's embedding if already computed (see ``score_sentences``)."""
+        scored = self.score_sentences(question, sources, query_vector)
+        if not scored:
+            return AnswerResult(REFUSAL_TEXT, [], "refused", self.name)
+        picked = self.select_sentences(scored)
+        best_doc = picked[0].chunk.doc_name  # an answer quotes one document: no stray sentences from others
+        picked.sort(key=lambda s: (s.n, s.start))
+        picked = self._complete_captions(self._complete_lead_ins(picked, sources))
+        parts, cites = [], []
+        for s in picked:
+            parts.append(f"{normalize_ws(s.text)} [{s.n}]")
+            cites.append(_citation(s))
+        text = " ".join(parts)
+        concise = self._concise(question, scored, picked, best_doc)
+        return audit_answer(AnswerResult(text, cites, "answered", self.name, concise=concise), sources)
+
+
+SYSTEM_PROMPT = (
+    "You answer questions using only the numbered sources given. Cite the source of every sentence "
+    "with its number in square brackets, e.g. [1] or [2][3]. Do not use outside knowledge. If the sources "
+    f"do not contain the answer, reply exactly: {REFUSAL_TEXT}"
+)
+
+
+def format_sources(sources: list[RetrievedChunk]) -> str:
+    return "\n\n".join(
+        f"[{n}] {c.doc_name}, page {c.page_start}{'-' + str(c.page_end) if c.page_end != c.page_start else ''}:\n{c.text}"
+        for n, c in enumerate(sources, start=1)
+    )
+
+
+class LLMAnswerer:
+    """Answers through litellm with ``model`` (any litellm model string).
+
+    ``completion_kwargs`` are passed to ``litellm.completion`` (e.g. ``api_base``, ``api_key``,
+    ``mock_response`` in tests). Raises litellm's exceptions on API errors.
+    """
+
+    def __init__(self, model: str, **completion_kwargs: Any):
+        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+        self.model = model
+        self.name = model
+        self.kwargs = {k: v for k, v in completion_kwargs.items() if v not in (None, "")}
+
+    def messages(self, question: str, sources: list[RetrievedChunk]) -> list[dict[str, str]]:
+        return [
+            {"role": "system", "content": SYSTEM_PROMPT},
+            {"role": "user", "content": f"Sources:\n{format_sources(sources)}\n\nQuestion: {question}"},
+        ]
+
+    def answer(self, question: str, sources: list[RetrievedChunk]) -> AnswerResult:
+        import litellm
+
+        if not sources:
+            return AnswerResult(REFUSAL_TEXT, [], "refused", self.model)
+        messages = self.messages(question, sources)
+        resp = call_with_deadline(lambda: litellm.completion(model=self.model, messages=messages, **self.kwargs),
+                                  deadline_for(self.kwargs.get("timeout"), self.kwargs.get("max_retries")))
+        text = (resp.choices[0].message.content or "").strip()
+        usage = getattr(resp, "usage", None)
+        cost = completion_cost_or_none(resp)
+        return self.finish(text, sources, getattr(usage, "prompt_tokens", 0) or 0,
+                           getattr(usage, "completion_tokens", 0) or 0, cost, question=question)
+
+    def stream(self, question: str, sources: list[RetrievedChunk], cancel: Cancellation | None = None):
+        """Generator of text deltas; its return value (``StopIteration.value``) is the
+        ``AnswerResult`` (usage and cost rebuilt with ``litellm.stream_chunk_builder``).
+
+        ``cancel``: when it fires, the upstream connection is shut down at once (``abort_stream``)
+        and the read in progress raises."""
+        import litellm
+
+        if not sources:
+            yield REFUSAL_TEXT
+            return AnswerResult(REFUSAL_TEXT, [], "refused", self.model)
+        messages = self.messages(question, sources)
+        chunks = []
+        upstream = litellm.completion(model=self.model, messages=messages, stream=True,
+                                      stream_options={"include_usage": True}, **self.kwargs)
+        if cancel is not None:
+            cancel.on_cancel(lambda: abort_stream(upstream))
+        for part in upstream:
+            chunks.append(part)
+            delta = part.choices[0].delta.content if part.choices else None
+            if delta:
+                yield delta
+        resp = litellm.stream_chunk_builder(chunks, messages=messages)
+        text = (resp.choices[0].message.content or "").strip()
+        usage = getattr(resp, "usage", None)
+        cost = completion_cost_or_none(resp)
+        return self.finish(text, sources, getattr(usage, "prompt_tokens", 0) or 0,
+                           getattr(usage, "completion_tokens", 0) or 0, cost, question=question)
+
+    def finish(self, text: str, sources: list[RetrievedChunk], prompt_tokens: int, completion_tokens: int,
+               cost: float | None, question: str = "") -> AnswerResult:
+        """Build citations for ``text`` and audit them (``audit_answer``): each claim's cited [n]
+        gets the passage of chunk n (one sentence, or two adjacent ones) that supports the claim
+        (``citations.claim_support``), else the sentence sharing most of its terms. ``concise``: the
+        span of the answer that answers ``question``'s type (``concise.concise_span``), else the
+        whole citation-free answer."""
+        if normalize_ws(text).rstrip(".") == REFUSAL_TEXT.rstrip(".") or not text:
+            return AnswerResult(text or REFUSAL_TEXT, [], "refused", self.model, prompt_tokens, completion_tokens, cost)
+        cites: list[Citation] = []
+        for claim, nums in claim_parts(text):
+            claim_terms = set(tokenize(claim))
+            for n in dict.fromkeys(nums):
+                if not 1 <= n <= len(sources):
+                    continue
+                c = sources[n - 1]
+                span = best_quote_span(claim, claim_terms, c.text)
+                if span is None:
+                    continue
+                quote = c.text[span[0]:span[1]]
+                cites.append(Citation(n, c.doc_name, c.page_at(span[0]), c.chunk_id, normalize_ws(quote), claim))
+        plain = normalize_ws(strip_citations(text))
+        return audit_answer(AnswerResult(text, cites, "answered", self.model, prompt_tokens, completion_tokens, cost,
+                                         concise=concise_span(question, plain) or plain), sources)
+
+
+def best_quote_span(claim: str, claim_terms: set[str], text: str) -> tuple[int, int] | None:
+    """``(start, end)`` in ``text`` of the passage to quote for ``claim``: among single sentences
+    and pairs of adjacent sentences, the first (in text order) that supports the claim
+    (``claim_support``), a single sentence before a pair; else the sentence sharing most of the
+    claim's terms. ``None`` when ``text`` has no sentence."""
+    spans = sentence_spans(text)
+    if not spans:
+        return None
+    candidates = spans + [(a[0], b[1]) for a, b in zip(spans, spans[1:])]
+    for s, e in candidates:
+        if claim_support(claim, text[s:e]).supports:
+            return s, e
+    return max(spans, key=lambda se: (len(claim_terms & set(tokenize(text[se[0]:se[1]]))), -se[0]))

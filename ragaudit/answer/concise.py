@@ -1,0 +1,526 @@
+"""The concise answer: the span of an answer sentence that answers the question's type.
+
+The question's expected answer type (Harabagiu et al., "FALCON: Boosting Knowledge for Answer
+Engines", TREC-9, 2000; Li & Roth, "Learning Question Classifiers", COLING 2002) is read from its
+wh-phrase: a speed ("how fast", "what wind speed"), a distance or size ("how far", "how long
+was the runway", "what length"), a clock time ("at what time", "when does ... open"), a date ("when", "on what date"), a duration ("how long", "for how many years", "how
+much time"), a percentage ("what percent", "what rate"), an amount of money ("how much ... spend
+/ revenue / cost"), an age ("how old": "age 85", "a 54-year-old"), a count or number ("how many",
+"what ... score", "多少"; a bare year is a time, not a count, unless the question asks "what year"), an
+identifier ("what is the ... number", "which command / statement / registration"), a name ("who",
+"which library / company / authority").
+
+``concise_answer`` looks at the answerer's best sentences (not only the first): every span of the
+type in each of them is a candidate, scored by the sentence's own score (relative to the best
+sentence), the question terms around the span, and whether it is a form field's value whose
+label, or the caption printed under its line, names the question's terms ("Commission file
+number: 0-23985"; "94-2404110" over "(I.R.S. Employer Identification No.)"), a form's "line 22"
+being no value but a place on the form, like "page 4". A span is the value with
+what belongs to it: an approximate qualifier ("about 56 feet"), a range ("$400 million to $475
+million"), a rate's denominator ("$145 per record"), the question's head noun in front of an
+identifier ("Grant IIS-00325657"). A question without such a type gets, in order: the value of
+the form field whose label holds its terms ("How badly was the aircraft damaged?" ->
+"Aircraft Damage: Substantial" -> "Substantial"), the meaning a "what does X mean" question asks
+for (the clause after "means"), the reason a why-question asks for (from "because"), the cell
+of a table row under the column the question names, else None. No gold answer is involved: this
+is what EM / F1 are computed on (``metrics.concise_answer`` is the gold-guided upper bound).
+"""
+
+from __future__ import annotations
+
+import re
+
+from ragaudit.index.sparse import CJK_CHAR, STOP_WORDS, question_row_terms, row_label_terms, tokenize
+
+_MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?"
+_NUMWORD = r"(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|forty|fifty|hundred)"
+_NUMBER = rf"(?:\d[\d,]*(?:\.\d+)?|{_NUMWORD})"
+_SCALE = r"(?:\s?(?:million|billion|thousand|trillion|[mbk]n?)\b)?"
+_UNITS = (r"(?:years?|months?|weeks?|days?|hours?|minutes?|seconds?|feet|foot|ft|meters?|miles?|knots?|degrees?|"
+          r"shares?|votes?|stores?|records?|pages?|tables?|questions?|articles?|gpus?|percent|%)")
+_CJK_UNIT = r"(?:亿元|万元|元|亿|万|个|家|人|次|年|月|天|%)"
+# a digit may follow CJK text directly ("达372.53亿元"): no \b there, so "not after a Latin letter or digit"
+_NB = r"(?<![A-Za-z0-9_.$])"
+# qualifiers that are part of a value ("about 56 feet", "more than 9%")
+_APPROX = r"(?:(?:about|approximately|approx\.|roughly|nearly|almost|around|over|under|more than|less than|up to|at least|at most)\s+)?"
+
+TYPES: dict[str, re.Pattern] = {
+    "date": re.compile(rf"\b{_MONTH}\s+\d{{1,2}},?\s+\d{{4}}\b|\b\d{{1,2}}/\d{{1,2}}/\d{{2,4}}\b|"
+                       rf"\b\d{{1,2}}\s+{_MONTH}\s+\d{{4}}\b|\b{_MONTH}\s+\d{{4}}\b|\d{{4}}年\d{{1,2}}月(?:\d{{1,2}}日)?",
+                       re.I),
+    # a clock time ("8 am", "10:30 a.m.", "0826 eastern standard time", "1730 EST", "14:05")
+    "time": re.compile(r"(?<![\w.:])(?:[01]?\d|2[0-3])(?::[0-5]\d)?\s?(?:a\.m\.|p\.m\.|am\b|pm\b)|"
+                       r"(?<![\w.:])(?:[01]\d|2[0-3]):?[0-5]\d(?:\s(?:(?:eastern|central|mountain|pacific|local|"
+                       r"coordinated universal|universal)\s(?:standard |daylight )?time|[ECMP][SD]T|UTC|GMT|Z)\b)|"
+                       r"(?<![\w.:])(?:[01]?\d|2[0-3]):[0-5]\d(?![\d:])", re.I),
+    "duration": re.compile(rf"(?<![\w.]){_APPROX}{_NUMBER}(?:\s|-)+(?:years?|months?|weeks?|days?|hours?|minutes?)\b",
+                           re.I),
+    # a distance or size ("3078 feet", "100 feet wide" -> "100 feet", "1,500-foot", "2.5 nm")
+    "length": re.compile(rf"(?<![\w.]){_APPROX}\d[\d,]*(?:\.\d+)?(?:\s|-)?(?:feet|foot|ft|meters?|metres?|km|"
+                         r"kilometers?|miles?|nm|nautical miles?|inches|inch|yards?|cm|mm)\b", re.I),
+    # a speed ("15 knots", "120 mph", "8 kts")
+    "speed": re.compile(rf"(?<![\w.]){_APPROX}\d[\d,]*(?:\.\d+)?\s?(?:knots?|kts|mph|miles per hour|km/h|"
+                        r"kph|kilometers per hour|m/s|meters per second|feet per (?:second|minute)|fpm)(?![\w/])", re.I),
+    "percent": re.compile(rf"{_APPROX}{_NB}\d[\d,]*(?:\.\d+)?\s?(?:%|percent\b)", re.I),
+    # a year on its own ("created in 1934", "(2019)"), for "in what year" questions
+    "year": re.compile(r"(?<![\w.,$])(?:1[5-9]|20)\d\d(?![\w,%]|\.\d)"),
+    # a person's age as reports print it ("age 85", "Age: 85", "aged 32", "a 54-year-old pilot")
+    "age": re.compile(r"(?i)(?:(?<=\bage )|(?<=\bage: )|(?<=\baged ))\d{1,3}\b|\b\d{1,3}(?=[- ]years?[- ]old\b)"),
+    "money": re.compile(rf"{_APPROX}(?:\$|US\$|USD\s?|€|£|¥)\s?\d[\d,]*(?:\.\d+)?{_SCALE}|"
+                        rf"{_APPROX}{_NB}\d[\d,]*(?:\.\d+)?\s?(?:million|billion)?\s?(?:dollars|yuan|euros?|亿元|万元|元)",
+                        re.I),
+    "number": re.compile(rf"{_APPROX}{_NB}(?:\d[\d,]*(?:\.\d+)?|\b{_NUMWORD}\b)(?:{_SCALE})"
+                         rf"(?:\s?{_CJK_UNIT}|\s{_UNITS}\b)?(?![A-Za-z0-9_])", re.I),
+    # a call with its arguments ("doc.save(filename, garbage=3, deflate=1)"), else one token holding
+    # a digit, two capitals or an underscore ("NYC08CA055", "VARCHAR(128)", "istio_requests_total")
+    "identifier": re.compile(r"(?<![\w.])[A-Za-z_][\w.]*\([^()]{0,80}\)|"
+                             r"(?<![\w])(?=[\w./()-]*\d|[A-Z0-9_]*[A-Z]{2}|\w*_\w)[A-Za-z0-9][\w./()-]*[\w)](?![\w])"),
+    "name": re.compile(r"\b[A-Z][\w&.'-]*(?:\s+(?:of\s+|de\s+|&\s+)?[A-Z][\w&.'-]*)*"),
+}
+
+_PRONOUNS = {"we", "i", "you", "he", "she", "they", "it", "this", "that", "these", "those", "our", "their", "his",
+             "her", "its", "table", "figure", "section", "page", "note", "item", "part"}
+
+_Q_TYPES: list[tuple[str, re.Pattern]] = [
+    ("duration", re.compile(r"\bhow long\b(?!.*\b(feet|foot|meters?|miles?|wide|tall)\b)|\bfor how many "
+                            r"(years|months|weeks|days)\b|\bwhat (period|duration|term|time ?frame)\b|"
+                            r"\bwithin what time\b|\bhow much ([\w-]+ ){0,2}time\b", re.I)),
+    ("time", re.compile(r"\b(what|which) time\b|\bat what (hour|time)\b|\bwhen does\b.*\b(open|close|start|begin|end|"
+                        r"depart|arrive|leave)s?\b|几点", re.I)),
+    ("speed", re.compile(r"\bhow fast\b|\b(what|which)( [\w-]+){0,3} (speed|velocity)\b|\bat what speed\b", re.I)),
+    ("length", re.compile(r"\bhow (far|wide|tall|high|deep)\b|\bhow long\b.*\b(feet|foot|meters?|miles?|wide|"
+                          r"runway|strip|distance|road|bridge)\b|\b(what|which)( [\w-]+){0,2} (length|width|"
+                          r"height|distance|depth|altitude|elevation)\b", re.I)),
+    ("year", re.compile(r"\b(in )?(what|which) year\b|\byear of (its |their )?(founding|creation|establishment)\b",
+                        re.I)),
+    ("date", re.compile(r"\b(when|what date|on what (calendar )?date|which day|what day)\b|何时|什么时候|哪一?天|哪年",
+                        re.I)),
+    ("percent", re.compile(r"\b(what (percent(age)?|share|proportion|fraction)|how much of|(what|which)( [\w-]+){1,3} "
+                           r"(rate|margin|accuracy|share)|what (rate|margin|accuracy)|"
+                           # "What was the effective tax rate ...?", "What is the annual growth rate ...?"
+                           r"what (is|was|are|were) the ([\w-]+ ){0,3}(rate|percentage|ratio))\b|%|百分比|比例", re.I)),
+    ("money", re.compile(r"\bhow much\b.*\b(spen[dt]|cost|pay|paid|revenue|sales|income|earn|expense|price|"
+                         r"generate|bring in|worth|fee|budget|capital)|\bwhat (amount|price|cost)\b|"
+                         r"\b(revenue|sales|income|expenditure|cost)\b.*\?$|"
+                         # a measure noun asks for an amount ("What is the closing balance of the fund?")
+                         r"\bwhat (is|was|are|were) the ([\w-]+ ){0,2}(balance|amount|price|fee|budget|deficit|"
+                         r"surplus|profit|loss|payment|salary)\b", re.I)),
+    ("age", re.compile(r"\bhow old\b|\b(what|which) age\b|\bat what age\b", re.I)),
+    ("number", re.compile(r"\bhow (many|much|old|far|large|big|often|fast|high|tall)\b|\bwhat (number|score|"
+                          r"value|threshold|size|total|age|count|speed)\b|\b(what|which) [\w-]+ (score|value|"
+                          r"threshold|number|count)\b|\bon which line\b|多少|几", re.I)),
+    ("identifier", re.compile(r"\b(what|which) (is the )?[\w\s'’.()-]{0,60}?\b(number|no\.?|id|identifier|code|"
+                              r"command|statement|registration|metric|type|call|key|exhibit|line|instance)\b", re.I)),
+    ("name", re.compile(r"\b(who|whom|whose)\b|\b(which|what) (library|company|firm|authority|agency|person|"
+                        r"provider|tool|vendor|country|city|state|organi[sz]ation|bank|auditor)\b|谁|哪家", re.I)),
+]
+
+
+_WH_BEFORE = re.compile(r"(?i)\b(?:what|which|who|whom|whose|how|where|why)\b")
+
+
+def without_conjunction_when(question: str) -> str:
+    """``question`` with each "when" that joins a clause, rather than asks, replaced by "as": a
+    "when" after another wh-word ("Which parts were damaged *when* it hit the lights?", "What was
+    the pilot doing *when* the plane slowed?") asks for no date, unless "and", "or" or a comma
+    starts a second question with it ("..., and when was his last medical exam?")."""
+    def repl(m: re.Match) -> str:
+        before = question[:m.start()]
+        if _WH_BEFORE.search(before) and not re.search(r"(?i)(?:\band|\bor|[,;])\s*$", before):
+            return "as"
+        return m.group(0)
+    return re.sub(r"(?i)\bwhen\b", repl, question)
+
+
+def question_type(question: str) -> str | None:
+    """Expected answer type of ``question``: speed | length | time | year | date | duration | percent | money | age |
+    number |
+    identifier | name, or None (a description, a reason, a list). The earliest matching
+    wh-phrase decides ("How many stores ... when the year ended?" asks for a count); a "when" after
+    another wh-word joins a clause and asks nothing ("Which parts were damaged when it hit ...?")."""
+    question = without_conjunction_when(question)
+    found = [(m.start(), i, t) for i, (t, pat) in enumerate(_Q_TYPES) if (m := pat.search(question))]
+    if not found:
+        return None
+    return min(found)[2]
+
+
+def _fallback_types(t: str) -> list[str]:
+    return {"time": ["time", "date"], "date": ["date", "time"], "speed": ["speed", "number"],
+            "length": ["length", "number"], "duration": ["duration", "length", "date"],
+            "money": ["money", "number"], "number": ["number", "money", "percent"], "percent": ["percent", "number"],
+            "identifier": ["identifier", "number"], "age": ["age", "number"], "year": ["year", "date"]}.get(t, [t])
+
+
+_AUX = r"(?:is|are|was|were|do|does|did|has|have|had|can|could|will|would|should|must|may|might)"
+_HEAD = re.compile(rf"(?i)\b(?:what|which)\s+(?!{_AUX}\b)(?:[\w'’.-]+\s+){{0,5}}?([A-Za-z]+)\s+{_AUX}\b")
+
+
+def head_noun(question: str) -> str | None:
+    """The noun a "What/Which ... X <verb>" question asks for, lower-cased ("Under which National
+    Science Foundation grant was ..." -> "grant"), or None."""
+    m = _HEAD.search(question)
+    return m.group(1).lower() if m else None
+
+
+# a form field's label: capitalised words (with "/", "(", "&" and short joiners) right before a colon
+_LABEL = re.compile(r"(?:[A-Z(][\w/()&'.-]*)(?:[ \t]+(?:[A-Z(/][\w/()&'.-]*|of|and|or|in|to|per|for|&|/))*[ \t]*:")
+
+
+def _form_fields(sentence: str, q_terms: set[str] | None = None) -> list[tuple[str, str, int]]:
+    """``(label, value, value_start)`` of each "Label: value" field of ``sentence`` (a form line
+    such as "Crew Injuries: 1 Minor Aircraft Damage: Substantial"). A capitalised run before a
+    colon may hold the previous field's value too ("Piper PA-22-150 Aircraft Damage:"): the label
+    is the run's last two words, or with ``q_terms`` its ending of up to four words with the most
+    question terms; a value runs to the next label."""
+    runs = [(m.start(), m.end()) for m in _LABEL.finditer(sentence)
+            if not sentence[m.end():m.end() + 2].startswith("//")]  # not "https://"
+    starts = []
+    for n, (a, b) in enumerate(runs):
+        words = list(re.finditer(r"\S+", sentence[a:b - 1]))
+        cut = max(0, len(words) - 2)
+        if q_terms:
+            best = (0, 0.0, cut)
+            for i in range(max(0, len(words) - 4), len(words)):
+                terms = set(tokenize(sentence[a + words[i].start():b - 1])) - STOP_WORDS
+                hit = len(terms & q_terms)
+                if hit and (hit, hit / len(terms)) > best[:2]:
+                    best = (hit, hit / len(terms), i)
+            cut = best[2]
+        if n == 0 and not q_terms:
+            cut = 0  # nothing before the first label: the whole run is its label
+        starts.append(a + words[cut].start() if words else a)
+    out = []
+    for i, (a, b) in enumerate(runs):
+        end = starts[i + 1] if i + 1 < len(runs) else len(sentence)
+        value = sentence[b:end].strip(" ,;/")
+        out.append((sentence[starts[i]:b - 1].strip(), value.rstrip("."), b))
+    return out
+
+
+def _q_terms(question: str) -> set[str]:
+    return {t for t in tokenize(question) if t not in STOP_WORDS}
+
+
+_ASKS_YEAR = re.compile(r"(?i)\b(?:what|which)\s+(?:[\w-]+\s+)?years?\b(?!\s+(?:old|long))")
+
+
+def _typed_spans(question: str, sentence: str, t: str) -> list[tuple[int, int, int, str]]:
+    """``(tier, start, end, span)`` of every span of ``t`` (tier 0) or its fallback types in ``sentence``."""
+    q_terms = set(tokenize(question))
+    q_low = question.lower()
+    head = head_noun(question)
+    out = []
+    dates = [(m.start(), m.end()) for m in TYPES["date"].finditer(sentence)]
+    for rank, typ in enumerate(_fallback_types(t)):
+        for m in TYPES[typ].finditer(sentence):
+            tier: float = rank
+            raw = m.group(0)
+            lead = len(raw) - len(raw.lstrip(" ,.;:"))
+            start, span = m.start() + lead, raw.strip(" ,.;:")
+            if not span or span.lower() in q_low or (set(tokenize(span)) and set(tokenize(span)) <= q_terms
+                                                      and typ in ("name", "identifier")):
+                continue
+            if typ == "identifier" and not re.search(r"\d|[A-Z]{2}|_|\(", span):
+                continue
+            if typ == "name" and (span.lower() in STOP_WORDS or span.lower() in _PRONOUNS
+                                  or (not sentence[:m.start()].strip() and " " not in span)):
+                continue  # "We ...", a capitalised first word: not a name
+            if typ in ("number", "identifier", "money") and _structure_ref(question, sentence, start, span):
+                continue
+            if typ in ("number", "percent", "duration", "length", "speed") and t != "date" and any(
+                    a <= start < b for a, b in dates):
+                continue  # the day or year of a date ("July 1, 2023") is no count
+            end = start + len(span)
+            if typ == "number" and re.fullmatch(rf"(?i){_NUMWORD}", span):
+                tier += 0.5  # a bare number word is often a pronoun ("one groups items"): after the digits
+            if typ == "number" and t != "date" and re.fullmatch(r"(?:19|20)\d\d", span) \
+                    and not _ASKS_YEAR.search(question):
+                tier += 1  # a bare year ("the 2024 annual meeting", "In 1990, ...") names a time, not a count
+            if typ in ("money", "number", "percent", "duration", "date", "length", "speed"):
+                # a range ("$400 million to $475 million") or a rate ("$145 per record") is one value
+                rng = re.match(r"\s*(?:to|through|until|–|—|-)\s*", sentence[end:])
+                if rng and (m2 := TYPES[typ].match(sentence, end + rng.end())):
+                    end = end + rng.end() + len(m2.group(0).rstrip(" ,.;:"))
+                per = re.match(r"\s+per\s+[a-z]+", sentence[end:])
+                if per and typ in ("money", "number"):
+                    end += per.end()
+                span = sentence[start:end]
+            if typ == "identifier" and head and head not in ("number", "no", "id", "type", "code"):
+                # the question's head noun printed in front of the identifier belongs to it ("Grant IIS-00325657")
+                before = re.search(rf"(?i)\b{re.escape(head)}\s+$", sentence[:start])
+                if before:
+                    start, span = before.start(), sentence[before.start():end]
+            out.append((tier, start, end, span))
+    return out
+
+
+# a form's "line 22" numbers the form's structure as "page 4" numbers a document's
+_STRUCTURE = re.compile(r"(?i)\b(?:table|figure|fig\.|section|chapter|appendix|note|page|pages|p\.|item|part|line|lines)"
+                        r"\s*$")
+
+
+def _structure_ref(question: str, sentence: str, start: int, span: str) -> bool:
+    """A span that numbers the document's own structure, not a value: after "Table", "Section",
+    "page" ... (unless the question names that word), a sentence-opening section number ("3.2.2
+    Built-in global variables"), a table of contents' page number after leader dots ("… 19")."""
+    before = sentence[:start]
+    m = _STRUCTURE.search(before)
+    if m and m.group(0).strip().lower().rstrip(".") not in question.lower():
+        return True
+    if not before.strip() and re.fullmatch(r"\d+(?:\.\d+)+\.?", span):
+        return True
+    return bool(re.search(r"(?:…|\.{3,})\s*$", before))
+
+
+def _near_terms(sentence: str, start: int, end: int, q_terms: set[str], idf: dict[str, float] | None = None) -> float:
+    """Distinct question terms within 60 characters before and 30 after the span (outside it;
+    20 and 10 characters, each a term, in CJK text),
+    each weighted by ``idf`` (its inverse frequency among the candidate sentences, 0..1; a term
+    every sentence has says little about where the answer is) or 1."""
+    seen: set[str] = set()
+    before, after = (20, 10) if CJK_CHAR.search(sentence) else (60, 30)  # a CJK character says about a word
+    for m in re.finditer(r"[^\W_]", sentence) if before == 20 else re.finditer(r"[^\W_]+", sentence):
+        a, b = m.start(), m.end()
+        if b > start - before and a < end + after and (b <= start or a >= end):
+            w = m.group(0).lower()
+            if w not in STOP_WORDS:
+                seen |= set(tokenize(w)) & q_terms
+    return sum(idf.get(t, 1.0) if idf is not None else 1.0 for t in seen)
+
+
+def _label_words_match(label: str, q_terms: set[str]) -> float:
+    """0.5 + 0.5 x the share of the last two words of a field's ``label`` that are question
+    terms, or 0 when they name none of them."""
+    words = re.findall(r"[^\W_][\w/().&'-]*", label)[-2:]
+    terms = set(tokenize(" ".join(words))) - STOP_WORDS
+    share = len(terms & q_terms) / len(terms) if terms else 0.0
+    return 0.5 + 0.5 * share if share else 0.0
+
+
+def _label_match(sentence: str, start: int, q_terms: set[str], caption: str = "") -> float:
+    """When the span is a field's value (it follows a colon): 0.5 + 0.5 x the share of the
+    label's last two words that are question terms ("Commission file number: 0-23985"), or 0
+    when they name none of them (another field: "Accident Number: DEN08WA042" for a question
+    about a registration); 0 when the span follows no colon. ``caption``: the form caption
+    printed under the sentence's line, which labels the values on it as SEC cover pages print
+    them ("California 94-2404110" over "(State or other jurisdiction (I.R.S. Employer
+    Identification No.)"); its last two words count as a label too (the larger match wins)."""
+    from_caption = _label_words_match(caption, q_terms) if caption else 0.0
+    before = sentence[:start].rstrip()
+    if not before.endswith(":"):
+        return from_caption
+    return max(from_caption, _label_words_match(before[:-1], q_terms))
+
+
+_FOCUS = re.compile(r"(?i)^\s*(?:what|which)\s+(?:is|was|are|were)\s+(?:the\s+)?(?P<focus>[\w'’ -]+?)\s+"
+                    r"(?:of|for|in|at|on|from|to|by|with|during|that|which|behind)\b")
+
+
+def question_focus(question: str) -> set[str]:
+    """Terms of what a "What is/was the X of Y?" question asks for: X ("the *probable cause* of the
+    Beech A23 accident" -> {probable, cause}); Y only says of what. Empty for other shapes."""
+    m = _FOCUS.search(question)
+    return set(tokenize(m.group("focus"))) - STOP_WORDS if m else set()
+
+
+def _untyped_span(question: str, sentence: str, q_terms: set[str]) -> tuple[float, str] | None:
+    """``(strength, span)`` for a question without an answer type: a form field's value under a
+    label holding the question's terms (and, for a "What was the X of Y?" question, a term of X:
+    "Beech A23 Aircraft Damage: Substantial" matches the Y of "the probable cause of the Beech A23
+    accident", not what it asks), the meaning a "what does X mean" question asks for, the
+    reason a why-question asks for, or the identifier right after the question's head noun."""
+    best = None
+    focus = question_focus(question)
+    for label, value, _ in _form_fields(sentence, q_terms):
+        terms = set(tokenize(label)) - STOP_WORDS
+        hit = len(terms & q_terms)
+        if focus and not terms & focus:
+            continue
+        if value and hit and hit / len(terms) >= 0.5 and len(value.split()) <= 12:
+            cand = (hit / len(terms) + 0.1 * hit, value)
+            best = max(best, cand) if best else cand
+    if best:
+        return best
+    if re.search(r"(?i)\bwhat (does|do|did) .+ (mean|stand for|refer to)\b|\bwhat is meant by\b", question):
+        m = re.search(r"(?i)\b(?:means|meant|stands for|refers to|is defined as)\s+(.+)", sentence)
+        if m:
+            return 1.0, m.group(1).strip().rstrip(".")
+    if re.match(r"(?i)\s*why\b", question):
+        m = re.search(r"(?i)\b(because|since|due to|as a result of|in order to|so that)\b\s+(.+)", sentence)
+        if m:
+            return 0.8, (m.group(1) + " " + m.group(2)).strip().rstrip(".")
+    head = head_noun(question)
+    if head:
+        m = re.search(rf"(?i)\b{re.escape(head)}\s+(?=[\w./-]*\d)([A-Za-z0-9][\w./-]*[A-Za-z0-9])", sentence)
+        if m:
+            return 1.0, m.group(0)
+    return None
+
+
+_YEARS_LINE = re.compile(r"(?:(?:19|20)\d\d\s+)+(?:19|20)\d\d")
+_DATES_LINE = re.compile(rf"(?i)(?:{_MONTH}\s+\d{{1,2}}(?:,\s*(?:(?:19|20)\d\d)?)?\s*)+")  # "December 31, December 25,"
+_CELL = re.compile(r"(?<![\w.])(?:\$\s?)?\(?-?\d+(?:,\d{3})*(?:\.\d+)?\)?%?(?![\w.])")
+
+
+_UNIT_LINE = re.compile(r"(?i)^\s*\((?:dollars |\$ |amounts )?in (?:millions|thousands|billions)\b[^)]*\)\s*$")
+_FISCAL_YEAR = re.compile(r"(?i)\bfiscal(?:\s+year)?\s+(?:19|20)\d\d\b|\bFY\s?(?:19|20)?\d\d\b")
+_PERIOD_GROUP = re.compile(r"(?i)\b(three|six|nine|twelve)\s+months\s+ended\b")
+_ASKED_PERIOD = [("nine", re.compile(r"(?i)\bnine[\s-]+months?\b|\b9[\s-]+months?\b")),
+                 ("six", re.compile(r"(?i)\bsix[\s-]+months?\b|\b6[\s-]+months?\b|\bfirst half\b")),
+                 ("twelve", re.compile(r"(?i)\btwelve[\s-]+months?\b|\b12[\s-]+months?\b")),
+                 ("three", re.compile(r"(?i)\bthree[\s-]+months?\b|\b3[\s-]+months?\b|\bquarter\b"))]
+
+
+def asked_period(question: str) -> str | None:
+    """The reporting period ``question`` asks for, as a statement heads its columns: "three",
+    "six", "nine" or "twelve" (months ended), "quarter" being three months; None when it names
+    none. A longer period named wins ("the first nine months ... and the quarter": "nine")."""
+    return next((name for name, pat in _ASKED_PERIOD if pat.search(question)), None)
+
+
+def table_cell(question: str, row: str, context: str) -> str | None:
+    """The cell of table ``row`` under the column the question names, or None.
+
+    ``context``: the text before the row (its table's header line is among its last 15 lines: a
+    line of two or more words without digits, one of which, not the first -- that is the row
+    labels' column --, is a question term: "Dataset Train Dev Test" for "How many test
+    questions ..."). The row's numeric cells are aligned to the header's words from the right
+    (a label column or a header spanning two columns shifts the left end): used only when the
+    row has no more numeric cells than the header has words. A header line of years ("2022 2023",
+    as financial statements print them) picks the column of the year the question names, when the
+    row has one cell per year and the question names one year that heads one column; under a
+    line of periods ("Three Months Ended Nine Months Ended") the period the question names
+    (``asked_period``) first picks its share of the columns. A unit line ("(In millions)") is
+    passed over."""
+    if _DATES_LINE.fullmatch(row.strip()):
+        return None  # a header of period-end dates ("December 31, December 25,"), not a row
+    q_terms = _q_terms(question)
+    cells = [m.group(0) for m in _CELL.finditer(row)]
+    label = _CELL.sub(" ", row).split()
+    if len(cells) < 2 or len(label) > 6 or not set(tokenize(" ".join(label))) & q_terms:
+        return None  # not a table row (a label and two or more cells) the question names
+    q_years = set(re.findall(r"\b(?:19|20)\d\d\b", question))
+    groups, below_is_row = 0, True
+    above = list(reversed(context.rstrip("\n").split("\n")[-15:]))
+    for at, line in enumerate(above):
+        if _UNIT_LINE.match(line):
+            continue  # "(In millions)" between the header and the rows
+        if (groups < 3 and below_is_row and line.strip() and not re.search(r"\d", line)
+                and (len(line.split()) <= 2 or (len(line.split()) <= 4 and line.rstrip().endswith(":")))):
+            groups += 1  # a row group's label ("AWS", "North America", "Current liabilities:") above rows
+            below_is_row = False
+            continue
+        below_is_row = bool(_CELL.search(line))
+        if q_years and _YEARS_LINE.fullmatch(line.strip()):
+            # a header of years ("2022 2023" over "Total net sales 116,444 127,358"): the column of
+            # the one year the question names, when each year heads one cell of the row
+            years = line.split()
+            cols = range(len(years))
+            # "Three Months Ended Nine Months Ended" over "2023 2022 2023 2022": the question's
+            # period picks its half before its year picks the column
+            spans = next((found for up in above[at + 1:at + 4] if len(found := _PERIOD_GROUP.findall(up)) >= 2), [])
+            spans = [w.lower() for w in spans]
+            asked = asked_period(question)
+            # a fiscal year ("the first nine months of fiscal year 2023") is not the calendar year of
+            # a column's end date (NVIDIA's fiscal 2023 ends in January 2023): no column for it
+            if asked in spans and len(years) % len(spans) == 0 and not _FISCAL_YEAR.search(question):
+                w = len(years) // len(spans)
+                cols = range(spans.index(asked) * w, (spans.index(asked) + 1) * w)
+            named = [i for i in cols if years[i] in q_years]
+            if len(q_years) == 1 and len(named) == 1 and len(years) == len(cells):
+                return cells[named[0]]
+            return None
+        if _CELL.search(line):
+            continue  # another data row of the table
+        words = line.split()
+        caps = sum(w[:1].isupper() for w in words)
+        if not 2 <= len(words) <= 10 or caps < 0.6 * len(words):
+            return None  # the first line above the rows is no header row
+        label_terms = set(tokenize(" ".join(label)))
+        hits = [j for j, w in enumerate(words) if j > 0 and (set(tokenize(w)) - label_terms) & q_terms]
+        if not hits:
+            return None
+        k, j, n = len(words), hits[-1], len(cells)
+        if n > k or n < k - j:
+            return None
+        return cells[n - (k - j)]
+    return None
+
+
+RELATIVE_POOL = 0.75  # sentences scoring at least this share of the best are searched for the span
+WIDE_POOL = 0.5  # ... and down to this share for a span of exactly the type asked for
+NEAR_WEIGHT = 0.1  # weight of each question term near a span, against the sentence's relative score
+LABEL_WEIGHT = 0.5  # weight of a form field's label naming the question's terms
+
+
+def _cell_has_type(cell: str, t: str | None) -> bool:
+    """A table cell answers a question of type ``t`` only as that type: a percentage question
+    ("how much of total sales ...") not with an amount ("$ 10,323"), a money question not with a
+    percentage."""
+    pct = cell.rstrip().endswith("%")
+    return pct if t == "percent" else not pct if t == "money" else True
+
+
+def concise_answer(question: str, sentences: list[tuple]) -> str | None:
+    """The span answering ``question`` among ``sentences`` (``(score, text)``, ``(score, text,
+    context)`` or ``(score, text, context, caption)``, best first; the score is the answerer's
+    sentence score, any scale; ``context`` the text before the sentence in its chunk, for
+    ``table_cell``; ``caption`` the form caption printed under the sentence's line, which labels
+    its values, for ``_label_match``), or None when none has one.
+
+    Candidates come from the sentences scoring at least ``RELATIVE_POOL`` x the best. A table
+    row's cell under the column the question names (``table_cell``) comes first. A typed
+    question (``question_type``) takes the span of its own type if any sentence has one, else of
+    a fallback type (a count may be printed as money); among those the highest of: the sentence's
+    relative score + ``NEAR_WEIGHT`` x distinct question terms around the span + ``LABEL_WEIGHT``
+    x a form label's (or caption's) share of question terms (``_label_match``), then the nearest to a question
+    term, then the best sentence, then the earliest. An untyped question gets ``_untyped_span``
+    of the best sentence that has one. Spans whose words all occur in the question are skipped
+    (they restate it: "fiscal 2023" in "... for fiscal 2023?")."""
+    if not sentences:
+        return None
+    top = max(x[0] for x in sentences) or 1.0
+    wide = [(x[0] / top if top > 0 else 1.0, x[1], x[2] if len(x) > 2 else "", x[3] if len(x) > 3 else "")
+            for x in sentences if x[0] >= WIDE_POOL * top or x[0] == top]
+    pool = [x for x in wide if x[0] >= RELATIVE_POOL]
+    t = question_type(question)
+    q_terms = _q_terms(question)
+    if t in (None, "number", "money", "percent"):
+        # a row whose whole label the question names ("Effective tax rate 696.2 % ... 51.4 %" for
+        # "What was Intel's effective tax rate ...?") before a row sharing a word with it
+        # ("Provision for (benefit from) taxes ..."), each group in score order
+        q_rows = question_row_terms(question)
+        named = [x for x in pool if q_rows & set(row_label_terms(x[1]))]
+        for rel, text, context, _ in named + [x for x in pool if not any(x is y for y in named)]:
+            if context and (cell := table_cell(question, text, context)) and _cell_has_type(cell, t):
+                return cell
+    if t is None:
+        found = [(rel, i, u) for i, (rel, text, _, _) in enumerate(pool) if (u := _untyped_span(question, text, q_terms))]
+        if not found:
+            return None
+        return max(found, key=lambda x: (x[0] + 0.5 * x[2][0], -x[1]))[2][1]
+    import math
+
+    n = len(wide)
+    df = {q: sum(1 for _, text, _, _ in wide if q in set(tokenize(text))) for q in q_terms}
+    idf = {q: math.log((n + 1) / (df[q] + 0.5)) / math.log((n + 1) / 0.5) for q in q_terms}
+    cands = []
+    for i, (rel, text, _, caption) in enumerate(wide):
+        for tier, start, end, span in _typed_spans(question, text, t):
+            if tier > 0 and rel < RELATIVE_POOL:
+                continue  # another type than asked for: only from the best sentences
+            near = _near_terms(text, start, end, q_terms, idf)
+            value = rel + NEAR_WEIGHT * near + LABEL_WEIGHT * _label_match(text, start, q_terms, caption)
+            cands.append((tier, -value, i, start, span))
+    if not cands:
+        return None
+    best_tier = min(c[0] for c in cands)
+    return min(c for c in cands if c[0] == best_tier)[4]
+
+
+def concise_span(question: str, sentence: str) -> str | None:
+    """The span of one ``sentence`` that answers ``question`` (``concise_answer`` over it alone),
+    or None when the question's type is unknown and no untyped rule applies, or the sentence has
+    no span of the type."""
+    return concise_answer(question, [(1.0, sentence)])

@@ -1,0 +1,259 @@
+"""Evaluation metrics as small units with named inputs, each returning a value and a reason.
+
+Inputs follow the ragas naming (explodinggradients/ragas ``metrics/_context_precision.py``):
+``user_input`` (the question), ``retrieved_contexts`` (chunk texts, best first), ``response``
+(the answer), ``reference`` (the gold answer, or the gold evidence strings for retrieval).
+Every metric returns ``MetricResult(value, reason)``; ``value`` is a float in [0, 1] (or NaN,
+with a ``RuntimeWarning``, when an input it needs is empty).
+
+Sources:
+- hit@k, MRR: Voorhees, "The TREC-8 Question Answering Track Report" (1999).
+- nDCG@k: Järvelin & Kekäläinen, "Cumulated gain-based evaluation of IR techniques",
+  ACM TOIS 20(4), 2002 (binary gains, log2 discount).
+- Exact match / token F1: the official SQuAD v1.1 evaluation script
+  (``evaluate-v1.1.py``, Rajpurkar et al., EMNLP 2016): ``normalize_answer`` lower-cases,
+  removes punctuation, the articles a/an/the and extra whitespace; F1 is the harmonic mean of
+  token precision and recall over the bag of normalised tokens; the score is the max over the
+  ground truths.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import string
+import warnings
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+from ragaudit.answer.citations import normalize_ws
+
+
+@dataclass(frozen=True)
+class MetricResult:
+    """A metric value (float, NaN when undefined) and a human-readable reason."""
+
+    value: float
+    reason: str
+
+    def to_json(self) -> dict[str, Any]:
+        v = None if self.value is None or (isinstance(self.value, float) and math.isnan(self.value)) else round(
+            float(self.value), 6)
+        return {"value": v, "reason": self.reason}
+
+
+def _nan(metric: str, what: str) -> MetricResult:
+    warnings.warn(f"{metric}: {what} is empty; returning NaN", RuntimeWarning, stacklevel=3)
+    return MetricResult(float("nan"), f"{what} is empty")
+
+
+# --------------------------------------------------------------------------- evidence matching
+
+def contains_evidence(text: str, evidence: str) -> bool:
+    """True when ``evidence`` occurs in ``text`` after whitespace normalisation (or, as the dev
+    set allows for extractors that drop spaces, with all whitespace removed)."""
+    t, ev = normalize_ws(text), normalize_ws(evidence)
+    if not ev:
+        return False
+    return ev in t or ev.replace(" ", "") in t.replace(" ", "")
+
+
+def evidence_part_ranks(retrieved_contexts: Sequence[str], reference: Sequence[str]) -> list[int | None]:
+    """1-based rank of the first context containing each evidence string (None if absent)."""
+    return [next((i for i, t in enumerate(retrieved_contexts, 1) if contains_evidence(t, ev)), None)
+            for ev in reference]
+
+
+def _all_found_rank(retrieved_contexts: Sequence[str], reference: Sequence[str]) -> int | None:
+    ranks = evidence_part_ranks(retrieved_contexts, reference)
+    if not ranks or any(r is None for r in ranks):
+        return None
+    return max(ranks)  # type: ignore[arg-type]
+
+
+# --------------------------------------------------------------------------- retrieval metrics
+
+def hit_at_k(retrieved_contexts: Sequence[str], reference: Sequence[str], k: int) -> MetricResult:
+    """1.0 when every evidence string of ``reference`` is contained in the top ``k`` contexts."""
+    if not reference:
+        return _nan(f"hit@{k}", "reference")
+    r = _all_found_rank(retrieved_contexts, reference)
+    ok = r is not None and r <= k
+    return MetricResult(float(ok), f"all evidence found by rank {r}" if r else "evidence not retrieved")
+
+
+def reciprocal_rank(retrieved_contexts: Sequence[str], reference: Sequence[str]) -> MetricResult:
+    """1 / (rank at which all evidence parts have been retrieved); 0 when not retrieved."""
+    if not reference:
+        return _nan("mrr", "reference")
+    r = _all_found_rank(retrieved_contexts, reference)
+    return MetricResult(1.0 / r if r else 0.0, f"evidence complete at rank {r}" if r else "evidence not retrieved")
+
+
+def ndcg_at_k(retrieved_contexts: Sequence[str], reference: Sequence[str], k: int = 10) -> MetricResult:
+    """nDCG@k with binary gains (Järvelin & Kekäläinen 2002).
+
+    A context at rank i has gain 1 when it contains an evidence string not already covered by a
+    higher-ranked context (so duplicates of one passage do not count twice); DCG = sum gain_i /
+    log2(i + 1). The ideal DCG places one context per evidence string at ranks 1..R.
+    """
+    if not reference:
+        return _nan(f"ndcg@{k}", "reference")
+    covered: set[int] = set()
+    dcg = 0.0
+    for i, t in enumerate(retrieved_contexts[:k], start=1):
+        new = [j for j, ev in enumerate(reference) if j not in covered and contains_evidence(t, ev)]
+        if new:
+            covered.update(new)
+            dcg += 1.0 / math.log2(i + 1)
+    idcg = sum(1.0 / math.log2(i + 1) for i in range(1, min(len(reference), k) + 1))
+    return MetricResult(dcg / idcg, f"{len(covered)}/{len(reference)} evidence strings in top {k}")
+
+
+def evidence_recall_at_k(retrieved_contexts: Sequence[str], reference: Sequence[str], k: int) -> MetricResult:
+    """Share of the evidence strings contained in the top ``k`` contexts (partial credit for
+    ``multipage`` questions, unlike hit@k)."""
+    if not reference:
+        return _nan(f"evidence_recall@{k}", "reference")
+    ranks = evidence_part_ranks(retrieved_contexts[:k], reference)
+    found = sum(1 for r in ranks if r is not None)
+    return MetricResult(found / len(reference), f"{found}/{len(reference)} evidence strings in top {k}")
+
+
+# --------------------------------------------------------------------------- SQuAD EM / F1
+
+def normalize_answer(s: str) -> str:
+    """SQuAD v1.1 ``normalize_answer``: lower case, drop punctuation, articles and extra spaces."""
+    s = s.lower()
+    s = "".join(ch for ch in s if ch not in set(string.punctuation))
+    s = re.sub(r"\b(a|an|the)\b", " ", s)
+    return " ".join(s.split())
+
+
+def gold_variants(reference: str) -> list[str]:
+    """Ground truths for one gold answer: the answer itself and, when it carries a parenthetical
+    note (``"FBVIF (French registered)"``), the answer without it. Scores are the max over them,
+    as SQuAD takes the max over its several ground truths."""
+    out = [reference]
+    bare = normalize_ws(re.sub(r"\([^)]*\)", " ", reference))
+    if bare and bare != normalize_ws(reference):
+        out.append(bare)
+    return out
+
+
+def _f1_tokens(pred: list[str], gold: list[str]) -> float:
+    common = Counter(pred) & Counter(gold)
+    same = sum(common.values())
+    if same == 0:
+        return 0.0
+    p, r = same / len(pred), same / len(gold)
+    return 2 * p * r / (p + r)
+
+
+def exact_match(response: str, reference: str) -> MetricResult:
+    """SQuAD exact match (1.0/0.0) of normalised ``response`` against any gold variant."""
+    if not reference or not normalize_answer(reference):
+        return _nan("exact_match", "reference")
+    golds = gold_variants(reference)
+    ok = any(normalize_answer(response) == normalize_answer(g) for g in golds)
+    return MetricResult(float(ok), "matches gold after SQuAD normalisation" if ok else
+                        f"{normalize_answer(response)!r} != {normalize_answer(golds[-1])!r}")
+
+
+def token_f1(response: str, reference: str) -> MetricResult:
+    """SQuAD token F1 of ``response`` against the gold answer (max over gold variants)."""
+    if not reference or not normalize_answer(reference):
+        return _nan("f1", "reference")
+    pred = normalize_answer(response).split()
+    best = max(_f1_tokens(pred, normalize_answer(g).split()) for g in gold_variants(reference))
+    return MetricResult(best, f"token F1 {best:.2f} over {len(pred)} answer tokens")
+
+
+def concise_answer(response: str, reference: str) -> str:
+    """The concise answer used for EM/F1: the shortest contiguous span of the (normalised,
+    citation-free) response with the highest token F1 against the gold answer.
+
+    This is gold-guided span selection, an upper bound for a concise-answer extractor: it
+    measures whether the answer *contains* the gold tokens close together, and is what EM and
+    F1 are computed on (``f1_full`` scores the whole response). O(n^2) in answer tokens.
+    """
+    from ragaudit.answer.citations import strip_citations
+
+    toks = normalize_answer(strip_citations(response)).split()
+    if not toks or not reference:
+        return ""
+    best, best_span = -1.0, (0, 0)
+    for gold in gold_variants(reference):
+        g = Counter(normalize_answer(gold).split())
+        glen = sum(g.values())
+        if not glen:
+            continue
+        for i in range(len(toks)):
+            seen: Counter = Counter()
+            same = 0
+            for j in range(i, min(len(toks), i + 4 * glen + 8)):
+                t = toks[j]
+                seen[t] += 1
+                if seen[t] <= g.get(t, 0):
+                    same += 1
+                if same == 0:
+                    continue
+                n = j - i + 1
+                p, r = same / n, same / glen
+                f = 2 * p * r / (p + r)
+                if f > best + 1e-12 or (abs(f - best) <= 1e-12 and n < best_span[1] - best_span[0]):
+                    best, best_span = f, (i, j + 1)
+    return " ".join(toks[best_span[0]:best_span[1]]) if best > 0 else ""
+
+
+# --------------------------------------------------------------------------- answer metrics
+
+REFUSAL_LABELS = ("refused", "clarifying")
+
+
+def refusal_correct(label: str, should_refuse: bool) -> MetricResult:
+    """1.0 when a ``refuse`` question was refused (or answered with a clarifying question) and
+    any other question was not."""
+    refused = label in REFUSAL_LABELS
+    ok = refused == should_refuse
+    return MetricResult(float(ok), f"label {label!r}; {'should' if should_refuse else 'should not'} refuse")
+
+
+def citation_validity(citations: Sequence[dict[str, Any]], invalid_numbers: Sequence[int],
+                      gold_places: Sequence[tuple[str, int]]) -> MetricResult:
+    """1.0 when the answer cites at least one source, every cited ``[n]`` names a source, and a
+    citation points at a gold (doc_name, page) — the gold page, a page of ``extra_evidence`` or
+    an ``also_found_in`` place."""
+    if not gold_places:
+        return _nan("citation_validity", "gold places")
+    if not citations:
+        return MetricResult(0.0, "no citations")
+    if invalid_numbers:
+        return MetricResult(0.0, f"cited numbers with no source: {list(invalid_numbers)}")
+    places = {(d, int(p)) for d, p in gold_places}
+    hit = [c for c in citations if (c.get("doc_name"), int(c.get("page") or 0)) in places]
+    if hit:
+        return MetricResult(1.0, f"cites gold {hit[0]['doc_name']} p.{hit[0]['page']}")
+    got = sorted({f"{c.get('doc_name')} p.{c.get('page')}" for c in citations})
+    return MetricResult(0.0, f"cites {', '.join(got)}; gold is {sorted(places)}")
+
+
+def citation_support(citation_check: dict[str, Any]) -> MetricResult:
+    """Share of an answer's cited claims whose citations support them: ``supported_claims /
+    claims`` of the reply's ``citation_check`` (``citations.audit_citations``: every quote of the
+    claim occurs in its chunk and holds the claim's numbers, dates and names). NaN (with a warning)
+    when the answer has no cited claim (refusals, answers citing nothing)."""
+    claims = int(citation_check.get("claims") or 0)
+    if claims <= 0:
+        return _nan("citation_support", "cited claims")
+    ok = int(citation_check.get("supported_claims") or 0)
+    bad = citation_check.get("unsupported") or []
+    why = f"; first unsupported: {bad[0]['claim'][:80]!r}: {bad[0]['reason']}" if bad else ""
+    return MetricResult(ok / claims, f"{ok}/{claims} cited claims supported by their quotes{why}")
+
+
+def term_overlap(user_input: str, text: str, tokenize: Callable[[str], list[str]]) -> float:
+    """Share of the distinct terms of ``user_input`` that occur in ``text`` (0 when no terms)."""
+    q = set(tokenize(user_input))
+    return len(q & set(tokenize(text))) / len(q) if q else 0.0

@@ -1,0 +1,204 @@
+"""Datasets and evaluation runs stored in SQL, shared by ``POST /datasets``, ``POST /evaluate``
+and ``ragaudit eval`` (one code path: ``create_run`` then ``execute_run``).
+
+Dataset references (``resolve_dataset``):
+- a path to a JSONL file in the dev-set format (CLI; a file wins over a dataset of that name);
+- the id or name of an imported dataset (``import_dataset``);
+- ``generated`` (all gold pairs generated at ingestion), ``generated:<knowledge_base>`` or
+  ``generated:<knowledge_base>/<doc_name>``.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import traceback
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import delete, func, select
+
+from ragaudit.platform.db import Document, EvalDataset, EvalQuestion, EvalRun, QAPair, utcnow
+from ragaudit.evaluate.evaluation import EvalParams, GoldQuestion, evaluate, parse_jsonl
+from ragaudit.services import Services
+
+log = logging.getLogger(__name__)
+GENERATED = "generated"
+
+
+def import_dataset(svc: Services, name: str, text: str) -> dict[str, Any]:
+    """Store a JSONL dataset under ``name`` (replacing a dataset of that name).
+
+    Raises ``ValueError`` for an empty name or a malformed file (the message names the line)."""
+    name = name.strip()
+    if not name or name.startswith(GENERATED):
+        raise ValueError("dataset name must be non-empty and not start with 'generated'")
+    questions = parse_jsonl(text, name)
+    with svc.sessions.begin() as s:
+        old = s.scalar(select(EvalDataset).where(EvalDataset.name == name))
+        if old is not None:
+            s.execute(delete(EvalQuestion).where(EvalQuestion.dataset_id == old.id))
+            s.delete(old)
+            s.flush()
+        ds = EvalDataset(name=name, source="upload", n_questions=len(questions))
+        s.add(ds)
+        s.flush()
+        s.add_all(EvalQuestion(dataset_id=ds.id, position=i, record=q.raw) for i, q in enumerate(questions))
+        return ds.as_dict()
+
+
+def list_datasets(svc: Services) -> list[dict[str, Any]]:
+    """Imported datasets, then the generated sets (all, per knowledge base, per document) with
+    their question counts."""
+    with svc.sessions() as s:
+        out = [d.as_dict() for d in s.scalars(select(EvalDataset).order_by(EvalDataset.created_at.desc()))]
+        rows = s.execute(select(Document.knowledge_base, Document.doc_name, func.count(QAPair.id))
+                         .join(QAPair, QAPair.document_id == Document.id)
+                         .group_by(Document.knowledge_base, Document.doc_name)
+                         .order_by(Document.knowledge_base, Document.doc_name)).all()
+    if rows:
+        out.append({"id": GENERATED, "name": GENERATED, "source": "generated", "n_questions": sum(r[2] for r in rows)})
+        kbs: dict[str, int] = {}
+        for kb, _, n in rows:
+            kbs[kb] = kbs.get(kb, 0) + n
+        for kb, n in kbs.items():
+            out.append({"id": f"{GENERATED}:{kb}", "name": f"{GENERATED}:{kb}", "source": "generated", "n_questions": n})
+        for kb, doc, n in rows:
+            ref = f"{GENERATED}:{kb}/{doc}"
+            out.append({"id": ref, "name": ref, "source": "generated", "n_questions": n})
+    return out
+
+
+def generated_questions(svc: Services, knowledge_base: str | None = None,
+                        doc_name: str | None = None) -> list[GoldQuestion]:
+    """The gold pairs generated at ingestion as questions (``kind: "generated"``; asked of the
+    whole scope of the run), in document and page order."""
+    q = (select(QAPair, Document.doc_name).join(Document, Document.id == QAPair.document_id)
+         .order_by(Document.doc_name, QAPair.page, QAPair.id))
+    if knowledge_base:
+        q = q.where(Document.knowledge_base == knowledge_base)
+    if doc_name:
+        q = q.where(Document.doc_name == doc_name)
+    with svc.sessions() as s:
+        rows = s.execute(q).all()
+    return [GoldQuestion(id=p.id, question=p.question, answer=p.answer, kind="generated", doc_name=name, page=p.page,
+                         evidence=p.evidence, raw={"generator": p.generator, "model": p.model, "chunk_id": p.chunk_id})
+            for p, name in rows]
+
+
+def resolve_dataset(svc: Services, ref: str) -> tuple[str, list[GoldQuestion]]:
+    """``(name, questions)`` for a dataset reference (see module docstring).
+
+    Raises ``KeyError`` when nothing matches and ``ValueError`` for a malformed file or an
+    empty generated set."""
+    if ref == GENERATED or ref.startswith(GENERATED + ":"):
+        rest = ref[len(GENERATED) + 1:] if ":" in ref else ""
+        kb, _, doc = rest.partition("/")
+        qs = generated_questions(svc, kb or None, doc or None)
+        if not qs:
+            raise ValueError(f"dataset {ref!r} is empty: no gold pairs generated for that scope")
+        return ref, qs
+    path = Path(ref)
+    if path.is_file():
+        return path.name, parse_jsonl(path.read_text(encoding="utf-8"), str(path))
+    with svc.sessions() as s:
+        ds = s.get(EvalDataset, ref) or s.scalar(select(EvalDataset).where(EvalDataset.name == ref))
+        if ds is None:
+            raise KeyError(f"dataset {ref!r} not found (neither a file nor an imported dataset)")
+        recs = list(s.scalars(select(EvalQuestion.record).where(EvalQuestion.dataset_id == ds.id)
+                              .order_by(EvalQuestion.position)))
+        name = ds.name
+    return name, [GoldQuestion.from_record(r, i) for i, r in enumerate(recs, 1)]
+
+
+def create_run(svc: Services, dataset_ref: str, params: EvalParams) -> str:
+    """Validate the dataset reference and modes and record a ``queued`` run; returns its id.
+    Raises ``KeyError`` (unknown dataset) or ``ValueError`` (bad dataset or mode)."""
+    from ragaudit.retrieve.retriever import Mode
+
+    for m in params.modes:
+        Mode.parse(m)
+    name, qs = resolve_dataset(svc, dataset_ref)
+    with svc.sessions.begin() as s:
+        run = EvalRun(dataset=dataset_ref if dataset_ref.startswith(GENERATED) else name,
+                      params={**params.to_json(), "dataset_ref": dataset_ref}, status="queued",
+                      progress_total=len(qs) * len(params.modes))
+        s.add(run)
+        s.flush()
+        return run.id
+
+
+def execute_run(svc: Services, run_id: str, query_service: Any = None,
+                on_progress: Any = None) -> dict[str, Any]:
+    """Run a recorded evaluation to the end, updating its progress, and store the results
+    (``status: done``) or the error (``status: failed``, then re-raised). ``on_progress(done,
+    total)``: also called after every question x mode (the CLI's progress bar)."""
+    with svc.sessions.begin() as s:
+        run = s.get(EvalRun, run_id)
+        if run is None:
+            raise KeyError(f"run {run_id} not found")
+        run.status = "running"
+        params = EvalParams.from_json(run.params)
+        ref = run.params.get("dataset_ref", run.dataset)
+
+    def progress(done: int, total: int) -> None:
+        with svc.sessions.begin() as s2:
+            r = s2.get(EvalRun, run_id)
+            r.progress_done, r.progress_total = done, total
+        if on_progress is not None:
+            on_progress(done, total)
+
+    try:
+        name, qs = resolve_dataset(svc, ref)
+        results = evaluate(svc, qs, params, dataset_name=name, progress=progress, query_service=query_service)
+        results["run_id"] = run_id
+    except Exception as e:
+        with svc.sessions.begin() as s:
+            r = s.get(EvalRun, run_id)
+            r.status, r.error, r.finished_at = "failed", f"{type(e).__name__}: {e}"[:4000], utcnow()
+        log.error("evaluation run %s failed: %s", run_id, traceback.format_exc(limit=5))
+        raise
+    with svc.sessions.begin() as s:
+        r = s.get(EvalRun, run_id)
+        r.status, r.results, r.finished_at = "done", results, utcnow()
+    return results
+
+
+def start_run_thread(svc: Services, run_id: str, query_service: Any = None) -> threading.Thread:
+    """Execute the run in a daemon thread (the API returns at once); failures end up in the run row."""
+
+    def target() -> None:
+        try:
+            execute_run(svc, run_id, query_service)
+        except Exception:  # already recorded as status=failed
+            pass
+
+    t = threading.Thread(target=target, name=f"eval-{run_id}", daemon=True)
+    t.start()
+    return t
+
+
+def get_run(svc: Services, run_id: str) -> dict[str, Any]:
+    """The run with its progress and, once done, its results. ``KeyError`` if unknown."""
+    with svc.sessions() as s:
+        r = s.get(EvalRun, run_id)
+        if r is None:
+            raise KeyError(f"run {run_id} not found")
+        return r.as_dict()
+
+
+def list_runs(svc: Services, limit: int = 100) -> list[dict[str, Any]]:
+    """Runs newest first, without their results, plus a summary of the main metrics when done."""
+    with svc.sessions() as s:
+        runs = list(s.scalars(select(EvalRun).order_by(EvalRun.created_at.desc()).limit(limit)))
+        out = []
+        for r in runs:
+            d = r.as_dict(with_results=False)
+            if r.results:
+                d["summary"] = {"modes": r.results.get("modes"),
+                                "answers": {m: {k: v.get(k) for k in ("f1", "exact_match", "refusal_accuracy",
+                                                                       "faithfulness")}
+                                            for m, v in (r.results.get("answers") or {}).items()},
+                                "judge": r.results.get("judge")}
+            out.append(d)
+        return out

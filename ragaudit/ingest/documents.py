@@ -1,0 +1,806 @@
+"""Ingestion steps (used by the Dagster assets) and the ingest entry point used by CLI and API.
+
+Identity: a document is ``(knowledge_base, name)``, the name matched by its NFC key
+(``ragaudit.text.docnames``); its content version is the sha256 of the bytes. Identical bytes under another
+name or in another knowledge base are a separate document with points and rows of its own
+(ids include the document id), reported as a duplicate of the others.
+
+Versions: a run writes its chunks as version ``ingest_version + 1`` with ``live: false`` (Qdrant)
+/ ``live=False`` (SQL), invisible to every search (``stage_chunks``); the asset check compares
+SQL rows with Qdrant points per document; only then ``publish`` makes the new version live and
+deletes what it replaces. A failed run (``rollback``) deletes its staged points and rows and
+leaves the previous version exactly as it was. Stored files (``files/<sha256>.pdf``) are deleted
+when no document version refers to them any more.
+
+Progress: every stage writes ``documents.status`` (queued -> extracting -> chunking -> embedding ->
+indexing -> ready | failed) and its counters (pages / chunks done of total) with ``set_progress``,
+so the API (``GET /documents/{id}``, ``/events``) shows them whichever process runs the stages.
+Provenance: a published version records what it was built with (``build_info``) and the sha256 of
+that (``fingerprint``); re-ingestion (``ragaudit.ingest.reindex``) compares them with the current settings.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+from sqlalchemy import delete, func, or_, select, update
+from sqlalchemy.exc import IntegrityError
+
+from ragaudit.ingest.chunking import DEFAULT_STRATEGY as _DEFAULT_STRATEGY
+from ragaudit.ingest.chunking import (ATOMIC_UNITS_REVISION, Chunk, Strategy, chunk_document, document_title, sentence_spans,
+                       window_spans)
+from ragaudit.platform.db import ChunkRow, Document, QAPair, bump_index_version, utcnow
+from ragaudit.text.docnames import InvalidNameError, name_key, validate_knowledge_base, validate_name
+from ragaudit.ingest.pdf import Page, PDFError, PDFInfo
+from ragaudit.ingest.guard import extract_pages_bounded, inspect_pdf_bounded
+from ragaudit.services import Services
+from ragaudit.index.sparse import bm25_document_vector
+from ragaudit.index.store import point_id
+
+log = logging.getLogger(__name__)
+
+DEFAULT_KB = "default"
+DEFAULT_STRATEGY = _DEFAULT_STRATEGY.value
+
+# One ingestion at a time per process: Qdrant local mode has a single writer.
+INGEST_LOCK = threading.Lock()
+# Short critical sections on a document row: registering an upload, a run claiming a queued
+# document, deleting a stored file nothing refers to. Never held during a run, so uploads never
+# wait for one. Reentrant: a route holding it may delete a document (which deletes its file).
+REGISTER_LOCK = threading.RLock()
+
+RUNNING = ("extracting", "chunking", "embedding", "indexing")
+ACTIVE = ("queued", *RUNNING)
+PROGRESS_INTERVAL_S = 0.25  # counters are written at most this often (stage changes always)
+EMBED_PROGRESS_BATCH = 256  # texts embedded per call, so progress moves and a failure stops early
+# chunks embedded, indexed and written per step of stage_chunks (~100 KB of text, ~300 windows):
+# what a document holds in memory at once beyond its pages and chunks
+STAGE_BATCH_CHUNKS = 96
+
+
+class DocumentBusyError(RuntimeError):
+    """A new version was uploaded while the document is being ingested (HTTP 409)."""
+
+
+class IngestError(RuntimeError):
+    """Ingestion of a valid PDF failed in a pipeline stage; ``stage`` names it."""
+
+    def __init__(self, message: str, stage: str = "unknown"):
+        super().__init__(message)
+        self.stage = stage
+
+
+@dataclass
+class IngestOutcome:
+    """Result of ingesting one file. ``status``: ingested | unchanged | refused | failed."""
+
+    doc_name: str
+    status: str
+    message: str = ""
+    document: dict[str, Any] | None = None
+    error_code: str | None = None
+    seconds: float = 0.0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.status in ("ingested", "unchanged")
+
+
+def sha256_hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+_LAST_PROGRESS: dict[str, float] = {}
+# Process-local observers of progress writes (``ragaudit ingest`` draws its progress from them):
+# each is called as ``listener(document_id, values)`` after ``set_progress`` writes ``values``.
+_LISTENERS: list[Callable[[str | None, dict[str, Any]], None]] = []
+
+
+def add_progress_listener(listener: Callable[[str | None, dict[str, Any]], None]) -> None:
+    """Call ``listener(document_id, values)`` after every progress write in this process (and for
+    ``notify`` events, e.g. ``ragaudit.ingest.bulk``'s per-file ``parsing``). A listener that raises is
+    logged and ignored: progress display never fails an ingestion."""
+    _LISTENERS.append(listener)
+
+
+def remove_progress_listener(listener: Callable[[str | None, dict[str, Any]], None]) -> None:
+    """Stop calling ``listener`` (no error when it is not registered)."""
+    try:
+        _LISTENERS.remove(listener)
+    except ValueError:
+        pass
+
+
+def notify(document_id: str | None, values: dict[str, Any]) -> None:
+    """Hand a progress event to the listeners (``add_progress_listener``)."""
+    for fn in list(_LISTENERS):
+        try:
+            fn(document_id, values)
+        except Exception:
+            log.exception("progress listener failed")
+
+
+def set_progress(svc: Services, document_id: str, *, force: bool = False, **values: Any) -> None:
+    """Write ``status`` / ``error`` / progress counters of a document (``pages_done``, ``pages_total``,
+    ``chunks_done``, ``chunks_total``). Counter-only updates are throttled to one per
+    ``PROGRESS_INTERVAL_S`` per document unless ``force``; a ``status`` change is always written.
+
+    A bulk UPDATE, not an ORM flush: progress is not a change of the index, so it does not bump
+    ``index_state`` (the answer cache stays valid)."""
+    now = time.monotonic()
+    if not force and "status" not in values and now - _LAST_PROGRESS.get(document_id, 0.0) < PROGRESS_INTERVAL_S:
+        return
+    _LAST_PROGRESS[document_id] = now
+    with svc.sessions.begin() as s:
+        s.execute(update(Document).where(Document.id == document_id).values(**values)
+                  .execution_options(synchronize_session=False))
+    if _LISTENERS:
+        notify(document_id, values)
+
+
+def build_info(svc: Services, strategy: str) -> dict[str, Any]:
+    """What a version is built with: chunking strategy, embedding model, chunk and index settings
+    (every setting that changes the points). Compared by re-ingestion through ``fingerprint``."""
+    st = svc.settings
+    return {"strategy": strategy, "embedding_model": st.embedding_model,
+            "chunk_max_tokens": st.chunk_max_tokens, "chunk_overlap_sentences": st.chunk_overlap_sentences,
+            "chunk_overlap_fraction": st.chunk_overlap_fraction, "dense_window_tokens": st.dense_window_tokens,
+            "bm25_k1": st.bm25_k1, "bm25_b": st.bm25_b, "bm25_avgdl": st.bm25_avgdl, "collection": st.collection,
+            # only when on: versions built before the setting existed keep their fingerprint; on, the
+            # chunker's revision (a version built by an earlier one, recorded as True, is re-chunked)
+            **({"chunk_atomic_units": ATOMIC_UNITS_REVISION} if st.chunk_atomic_units else {}),
+            **({"bm25_row_labels": 1} if st.bm25_row_labels else {})}
+
+
+def fingerprint(info: dict[str, Any]) -> str:
+    """sha256 (hex) of ``info`` as canonical JSON (sorted keys)."""
+    return hashlib.sha256(json.dumps(info, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def store_file(svc: Services, data: bytes, sha: str) -> str:
+    """Write ``data`` content-addressed to ``files/<sha256>.pdf`` (atomic); returns the path."""
+    d = svc.settings.files_dir
+    d.mkdir(parents=True, exist_ok=True)
+    path = d / f"{sha}.pdf"
+    if not path.exists():
+        fd, tmp = tempfile.mkstemp(dir=d, suffix=".part")
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    return str(path)
+
+
+def file_path(svc: Services, sha: str):
+    """Where the bytes of content version ``sha`` are stored."""
+    return svc.settings.files_dir / f"{sha}.pdf"
+
+
+def remove_file_if_unreferenced(svc: Services, sha: str | None) -> bool:
+    """Delete ``files/<sha>.pdf`` when no document refers to that content (as its live or its
+    pending version). Returns True when a file was deleted.
+
+    Holds ``REGISTER_LOCK``, under which ``register`` makes sure the file of the version it
+    records exists: an upload of the same bytes at the same moment either is recorded first (the
+    file is kept) or stores the file again."""
+    if not sha:
+        return False
+    with REGISTER_LOCK:
+        with svc.sessions() as s:
+            used = s.scalar(select(func.count()).select_from(Document).where(
+                or_(Document.sha256 == sha, Document.pending_sha256 == sha)))
+        path = file_path(svc, sha)
+        if used or not path.exists():
+            return False
+        path.unlink(missing_ok=True)
+        return True
+
+
+def duplicates_of(svc: Services, document_id: str, sha: str) -> list[dict[str, str]]:
+    """Other documents whose live or pending version has the same bytes: ``[{id, knowledge_base,
+    doc_name}]`` (reported to the user; each stays a document of its own)."""
+    with svc.sessions() as s:
+        rows = s.execute(select(Document.id, Document.knowledge_base, Document.doc_name).where(
+            Document.id != document_id, or_(Document.sha256 == sha, Document.pending_sha256 == sha))
+            .order_by(Document.knowledge_base, Document.doc_name)).all()
+    return [{"id": i, "knowledge_base": kb, "doc_name": n} for i, kb, n in rows]
+
+
+def register(svc: Services, data: bytes, doc_name: str, knowledge_base: str = DEFAULT_KB,
+             strategy: str = DEFAULT_STRATEGY, source_path: str | None = None,
+             info: PDFInfo | None = None) -> tuple[Document, bool]:
+    """Validate and register an upload. Returns ``(document, needs_run)``.
+
+    ``doc_name`` is the document's name as given (a path such as ``branch_alder/report.pdf``
+    is kept: folder ingestion names documents by their path below the folder); it is matched by
+    its NFC key. ``needs_run`` is False when the same bytes are already ingested with the same
+    strategy (nothing changes: no version bump, no cache invalidation).
+    A document that needs a run is left in status ``queued`` (progress reset). ``source_path``
+    records the file a landing-folder document comes from. ``info``: the result of validating
+    these very bytes already (``ragaudit.ingest.guard.parse_pdf_bounded``): they are not parsed again.
+    Raises ``InvalidNameError`` (a ``ValueError``) for a name or knowledge base that cannot be
+    stored and ``PDFError`` for bad input; in both cases nothing is stored (the PDF is validated
+    before its bytes are written). Raises ``DocumentBusyError`` when a new version arrives while
+    the document's run is past ``queued`` (a queued run simply builds the newest bytes).
+    """
+    doc_name = validate_name(doc_name)
+    knowledge_base = validate_knowledge_base(knowledge_base)
+    key = name_key(doc_name)
+    if info is None:
+        inspect_pdf_bounded(data, svc.settings)  # page limit; time/memory bounds (child process)
+    sha = sha256_hex(data)
+    store_file(svc, data, sha)
+    replaced: set[str | None] = set()  # content versions this upload supersedes (their files may go)
+    try:
+        return _register_row(svc, data, sha, doc_name, key, knowledge_base, strategy, source_path, replaced)
+    finally:
+        for old in replaced - {sha}:
+            remove_file_if_unreferenced(svc, old)
+
+
+def _register_row(svc: Services, data: bytes, sha: str, doc_name: str, key: str, knowledge_base: str,
+                  strategy: str, source_path: str | None, replaced: set[str | None]) -> tuple[Document, bool]:
+    """``register``'s row update (under ``REGISTER_LOCK``); adds to ``replaced`` the content
+    versions the document stops referring to (a never-published or queued version superseded)."""
+    for attempt in range(2):
+        try:
+            with REGISTER_LOCK, svc.sessions.begin() as s:
+                if not file_path(svc, sha).exists():  # deleted meanwhile as unreferenced: store it again
+                    store_file(svc, data, sha)
+                doc = s.scalar(select(Document).where(Document.knowledge_base == knowledge_base,
+                                                      Document.name_key == key))
+                if doc is not None and doc.status in RUNNING:
+                    same = target_version(doc) == sha and (doc.pending_strategy or doc.strategy) == strategy
+                    if same:
+                        return doc, False  # this very version is being built: nothing new to do
+                    raise DocumentBusyError(f"{doc.doc_name}: a version is being ingested (status {doc.status}); "
+                                            "upload again when it is ready or failed")
+                if (doc is not None and doc.sha256 == sha and doc.ingest_version > 0 and doc.strategy == strategy
+                        and doc.status != "queued"):
+                    if doc.status != "ready" or doc.pending_sha256:  # a failed newer version: the live one stays
+                        doc.status, doc.error, doc.pending_sha256 = "ready", None, None
+                    if source_path:
+                        doc.source_path = source_path
+                    return doc, False  # same bytes, same primary strategy: nothing to do
+                if doc is not None and doc.status == "queued" and target_version(doc) == sha and \
+                        (doc.pending_strategy or doc.strategy) == strategy:
+                    return doc, False  # already queued with these bytes
+                progress = dict(status="queued", error=None, pending_strategy=strategy, queued_at=utcnow(),
+                                pages_done=0, pages_total=0, chunks_done=0, chunks_total=0)
+                if doc is None:
+                    doc = Document(doc_name=doc_name, name_key=key, knowledge_base=knowledge_base, sha256=sha,
+                                   size_bytes=len(data), strategy=strategy, source_path=source_path, **progress)
+                    s.add(doc)
+                else:
+                    replaced.update({doc.pending_sha256} if doc.ingest_version > 0 else {doc.sha256, doc.pending_sha256})
+                    doc.pending_sha256 = sha if (doc.ingest_version > 0 or sha != doc.sha256) else None
+                    if doc.ingest_version == 0:  # never published: the new bytes are the document
+                        doc.sha256, doc.size_bytes, doc.pending_sha256 = sha, len(data), None
+                    for k, v in progress.items():
+                        setattr(doc, k, v)
+                    if source_path:
+                        doc.source_path = source_path
+                s.flush()
+                return doc, True
+        except IntegrityError:  # another process registered the same name meanwhile: take its row
+            if attempt:
+                raise
+    raise AssertionError("unreachable")
+
+
+def replaced_version(doc: Document) -> dict[str, Any] | None:
+    """What a just-registered upload of ``doc`` replaces: ``{"ingest_version", "sha256"}`` of its
+    published version when the new bytes differ from it (a new version under the same name:
+    it replaces the published one once indexed), else None (a new document, same bytes with
+    another strategy, or a never-published one). Call it right after ``register``."""
+    if doc.ingest_version > 0 and doc.pending_sha256 and doc.pending_sha256 != doc.sha256:
+        return {"ingest_version": doc.ingest_version, "sha256": doc.sha256}
+    return None
+
+
+def replaced_note(doc_name: str, replaces: dict[str, Any]) -> str:
+    """The sentence an upload's reply adds when it replaces a published version (never silent:
+    two different files with one name, e.g. two folders' ``report.pdf``, keep only the last)."""
+    return (f"new content for {doc_name}: replaces version {replaces['ingest_version']} (sha256 "
+            f"{replaces['sha256'][:12]}...) once indexed; to keep both, upload it under another name")
+
+
+def target_version(doc: Document) -> str:
+    """The sha256 the current run ingests (the pending one, else the current one)."""
+    return doc.pending_sha256 or doc.sha256
+
+
+def get_document(svc: Services, document_id: str) -> Document:
+    with svc.sessions() as s:
+        doc = s.get(Document, document_id)
+    if doc is None:
+        raise KeyError(f"document {document_id} not found")
+    return doc
+
+
+def document_exists(svc: Services, document_id: str) -> bool:
+    with svc.sessions() as s:
+        return s.get(Document, document_id) is not None
+
+
+def load_pages(svc: Services, document_id: str, pages: list[Page] | None = None) -> tuple[Document, list[Page]]:
+    """Stage 1: the pages of the version being ingested (status ``extracting``, pages done of
+    total as they are read). ``pages``: already extracted from these bytes (``ragaudit.ingest.bulk``
+    parses ahead of the run): only the progress is written. Raises ``PDFError`` or ``KeyError``."""
+    doc = get_document(svc, document_id)
+    path = svc.settings.files_dir / f"{target_version(doc)}.pdf"
+    set_progress(svc, document_id, status="extracting", pages_done=0, pages_total=0, chunks_done=0, chunks_total=0)
+    # parsed in a child process under time/memory bounds (ragaudit.ingest.guard): per-page progress
+    # stays there, so the page count is reported when extraction ends
+    if pages is None:
+        pages = extract_pages_bounded(path.read_bytes(), svc.settings)
+    set_progress(svc, document_id, force=True, pages_done=len(pages), pages_total=len(pages))
+    return doc, pages
+
+
+def build_chunks(svc: Services, doc: Document, pages: list[Page], strategy: str | None = None) -> list[Chunk]:
+    """Stage 2: chunks of the document with ``strategy`` (default: the document's; see ``ragaudit.ingest.chunking``)."""
+    s = svc.settings
+    set_progress(svc, doc.id, status="chunking")
+    title = document_title(doc.doc_name, pages)
+    chunks = chunk_document(pages, svc.embedder, title, strategy or doc.strategy, s.chunk_max_tokens,
+                            s.chunk_overlap_sentences, embedder=svc.embedder,
+                            overlap_fraction=s.chunk_overlap_fraction, atomic_units=s.chunk_atomic_units)
+    if not chunks:
+        raise IngestError(f"{doc.doc_name}: no text to index", stage="chunks")
+    return chunks
+
+
+def _unit(v: np.ndarray) -> np.ndarray:
+    n = float(np.linalg.norm(v))
+    return v / n if n > 0 else v
+
+
+def embed_batched(svc: Services, texts: list[str], owners: list[int] | None = None,
+                  document_id: str | None = None) -> np.ndarray:
+    """Embed ``texts`` in slices of ``EMBED_PROGRESS_BATCH`` (one ``encode`` call each, which
+    sorts its texts by length so its padded batches are uniform); after each slice,
+    ``chunks_done`` of ``document_id`` becomes the number of chunks whose texts are all embedded
+    (``owners[i]`` is the chunk of text i; None = one text per chunk). Returns (n, dim) in the
+    order of ``texts``. Slices are large (256 texts, the model's batches are 32: each call pads about
+    as little as one call for the whole document would) yet progress still moves and a failure
+    stops early."""
+    if not texts:
+        return svc.embedder.embed(texts)
+    owners = list(range(len(texts))) if owners is None else owners
+    order = list(range(len(texts)))
+    left: dict[int, int] = {}
+    for o in owners:
+        left[o] = left.get(o, 0) + 1
+    n_owners, done = len(left), 0
+    out = np.zeros((len(texts), svc.embedder.dim), dtype=np.float32)
+    for a in range(0, len(order), EMBED_PROGRESS_BATCH):
+        idx = order[a:a + EMBED_PROGRESS_BATCH]
+        out[idx] = svc.embedder.embed([texts[i] for i in idx])
+        for i in idx:
+            left[owners[i]] -= 1
+            done += left[owners[i]] == 0
+        if document_id:
+            set_progress(svc, document_id, force=done == n_owners, chunks_done=done)
+    return out
+
+
+def embed_windows(svc: Services, chunks: list[Chunk], document_id: str | None = None,
+                  spans_out: list[dict[str, Any]] | None = None) -> list[list[Any]]:
+    """Per chunk, the embeddings of its sentence windows (``window_spans`` of at most
+    ``dense_window_tokens`` word pieces), each prefixed with the chunk's context header, so
+    dense retrieval can match one fact in a long chunk (MaxSim). Shape: chunks x windows x dim.
+    ``spans_out``: when given, gets per chunk ``{"window_spans": [[start, end], ...] (one per
+    vector), "sentence_spans": [[start, end], ...]}`` (character offsets in ``chunk.text``; stored
+    in the payload, so the answerer neither embeds nor segments a source per question)."""
+    texts: list[str] = []
+    owners: list[int] = []
+    for i, c in enumerate(chunks):
+        sentences = sentence_spans(c.text)
+        spans = window_spans(c.text, svc.embedder, svc.settings.dense_window_tokens, sentences)
+        if spans_out is not None:
+            spans_out.append({"window_spans": [[a, b] for a, b in spans],
+                              "sentence_spans": [[a, b] for a, b in sentences]})
+        for a, b in spans:
+            texts.append(f"{c.header}\n{c.text[a:b]}" if c.header else c.text[a:b])
+            owners.append(i)
+    vectors = embed_batched(svc, texts, owners, document_id)
+    out: list[list[Any]] = [[] for _ in chunks]
+    for i, v in zip(owners, vectors):
+        out[i].append(v)
+    return out
+
+
+def staged_version(doc: Document) -> int:
+    """The ingest version a run of ``doc`` builds (published versions + 1)."""
+    return doc.ingest_version + 1
+
+
+def _discard_staged(svc: Services, document_id: str) -> None:
+    """Delete the document's unpublished points and rows (of this or an interrupted run)."""
+    svc.store.delete_document(document_id, live=False)
+    with svc.sessions.begin() as s:
+        s.execute(delete(ChunkRow).where(ChunkRow.document_id == document_id, ChunkRow.live.is_(False)))
+
+
+def stage_chunks(svc: Services, document_id: str, chunks: list[Chunk], strategy: str | None = None) -> dict[str, Any]:
+    """Stage 3: embed + BM25, write the chunks as points (Qdrant) and rows (SQL) of the version
+    being built, not yet searchable (``live`` false). Leftovers of an interrupted run of this
+    document are removed first; nothing of any other document is touched.
+
+    Streams: ``STAGE_BATCH_CHUNKS`` chunks at a time are embedded, BM25-weighted, upserted and
+    written as rows (one SQL transaction per batch, all rows staged) before the next batch is
+    embedded, so the window texts, vectors, payloads and ORM rows held at once are one batch's,
+    whatever the document's length (a 615-page PDF has ~2,700 chunks and ~8,000 windows).
+
+    Returns counts and timings (ms). On failure this run's points and rows are removed again
+    and the previous version stays as it was; raises ``IngestError`` (stage ``chunk_points``).
+    """
+    st = svc.settings
+    doc = get_document(svc, document_id)
+    sha = target_version(doc)
+    strategy = strategy or doc.strategy
+    version = staged_version(doc)
+    t_embed = t_upsert = 0.0
+    ids: list[str] = []
+    set_progress(svc, doc.id, status="embedding", chunks_done=0, chunks_total=len(chunks))
+    try:
+        svc.store.ensure_collection(svc.embedder.dim)
+        _discard_staged(svc, doc.id)
+        use_windows = bool(st.dense_window_tokens) and svc.store.has_windows()
+        for a in range(0, len(chunks), STAGE_BATCH_CHUNKS):
+            part = chunks[a:a + STAGE_BATCH_CHUNKS]
+            t0 = time.perf_counter()
+            texts = [c.indexed_text for c in part]
+            if use_windows:
+                # the per-chunk vector (used only with dense_window_tokens=0) is the normalised mean of
+                # the chunk's window vectors: embedding every chunk whole again would double the cost.
+                # A collection from before windows gets real chunk vectors, like the rest of it.
+                spans: list[dict[str, Any]] = []
+                windows = embed_windows(svc, part, None, spans)
+                dense = [_unit(np.mean(np.asarray(w), axis=0)) for w in windows]
+            else:
+                spans, windows, dense = [], None, embed_batched(svc, texts)
+            t_embed += time.perf_counter() - t0
+            done = a + len(part)
+            set_progress(svc, doc.id, force=done == len(chunks), chunks_done=done)
+            sparse = [bm25_document_vector(t, st.bm25_k1, st.bm25_b, st.bm25_avgdl,
+                                           rows=c.text if st.bm25_row_labels else None) for t, c in zip(texts, part)]
+            part_ids = [point_id(doc.id, version, strategy, c.index) for c in part]
+            payloads = [{
+                "document_id": doc.id, "doc_name": doc.doc_name, "doc_key": doc.name_key,
+                "knowledge_base": doc.knowledge_base, "doc_sha256": sha, "strategy": strategy,
+                "chunk_index": c.index, "page_start": c.page_start, "page_end": c.page_end,
+                "page_breaks": [list(b) for b in c.page_breaks], "char_start": c.char_start,
+                "char_end": c.char_end, "section": c.section, "header": c.header, "text": c.text,
+                "token_count": c.token_count, "ingest_version": version, "primary": True, "live": False,
+                # the window vectors' and sentences' spans: the extractive answerer scores sentences
+                # with them (no embedding or sentence segmentation per question)
+                **(spans[k] if spans else {}),
+            } for k, c in enumerate(part)]
+            t1 = time.perf_counter()
+            svc.store.upsert(part_ids, dense, sparse, payloads, windows=windows)
+            t_upsert += time.perf_counter() - t1
+            with svc.sessions.begin() as s:
+                s.add_all(ChunkRow(id=i, document_id=doc.id, index=c.index, strategy=strategy,
+                                   page_start=c.page_start, page_end=c.page_end, char_start=c.char_start,
+                                   char_end=c.char_end, section=c.section, text=c.text, token_count=c.token_count,
+                                   doc_sha256=sha, ingest_version=version, live=False)
+                          for i, c in zip(part_ids, part))
+            ids += part_ids
+            del windows, dense, sparse, payloads, spans
+        set_progress(svc, doc.id, status="indexing", chunks_done=len(chunks))
+    except Exception as e:
+        try:
+            _discard_staged(svc, doc.id)
+        except Exception:  # the store is down: the next run of this document removes the leftovers
+            log.exception("could not remove the staged chunks of %s", doc.id)
+        raise IngestError(f"{doc.doc_name}: indexing failed: {type(e).__name__}: {e}", stage="chunk_points") from e
+    return {"chunks": len(chunks), "points": len(ids), "ingest_version": version,
+            "embed_ms": round(t_embed * 1000, 1), "upsert_ms": round(t_upsert * 1000, 1),
+            "max_tokens": max(c.token_count for c in chunks)}
+
+
+def count_check(svc: Services, document_id: str) -> dict[str, Any]:
+    """Chunk rows in SQL against points in Qdrant for one document, in total and for the
+    version being staged: ``{sql, qdrant, staged_sql, staged_qdrant, passed}``. ``passed``
+    compares the staged counts while a version is staged, else the totals."""
+    with svc.sessions() as s:
+        n_sql = s.scalar(select(func.count()).select_from(ChunkRow).where(ChunkRow.document_id == document_id))
+        staged_sql = s.scalar(select(func.count()).select_from(ChunkRow).where(
+            ChunkRow.document_id == document_id, ChunkRow.live.is_(False)))
+    n_q = svc.store.count(document_id)
+    staged_q = svc.store.count(document_id, live=False)
+    # during a run the staged version decides (the live one is about to be replaced, and may be
+    # the damaged version being repaired); outside a run, the totals
+    passed = staged_sql == staged_q if staged_sql or staged_q else n_sql == n_q
+    return {"sql": n_sql, "qdrant": n_q, "staged_sql": staged_sql, "staged_qdrant": staged_q, "passed": passed}
+
+
+def page_coverage(svc: Services, document_id: str, pages: list[tuple[int, str]]) -> dict[str, Any]:
+    """Pages with text (``pages``: ``[(number, text)]``, text not blank) that no live chunk of the
+    document's primary strategy spans: ``{pages_with_text, covered, uncovered: [page numbers,
+    at most 50]}``."""
+    with svc.sessions() as s:
+        doc = s.get(Document, document_id)
+        spans = s.execute(select(ChunkRow.page_start, ChunkRow.page_end).where(
+            ChunkRow.document_id == document_id, ChunkRow.live.is_(True),
+            ChunkRow.strategy == (doc.strategy if doc else ChunkRow.strategy))).all()
+    covered = set()
+    for a, b in spans:
+        covered.update(range(a, b + 1))
+    with_text = [n for n, t in pages if t.strip()]
+    missing = [n for n in with_text if n not in covered]
+    return {"pages_with_text": len(with_text), "covered": len(with_text) - len(missing), "uncovered": missing[:50]}
+
+
+def orphans(svc: Services) -> dict[str, Any]:
+    """Points without a chunk row or whose document is gone, and chunk rows without a point
+    (whole index): ``{points, rows, orphan_points, orphan_rows, examples}``. Staged points of a
+    run in progress have their rows and are not orphans."""
+    with svc.sessions() as s:
+        rows = set(s.scalars(select(ChunkRow.id)))
+        docs = set(s.scalars(select(Document.id)))
+    points = {}
+    for pid, payload in svc.store.iter_payloads():
+        points[pid] = payload.get("document_id")
+    orphan_points = [p for p, d in points.items() if p not in rows or d not in docs]
+    orphan_rows = [r for r in rows if r not in points]
+    return {"points": len(points), "rows": len(rows), "orphan_points": len(orphan_points),
+            "orphan_rows": len(orphan_rows), "examples": (orphan_points + orphan_rows)[:10]}
+
+
+def publish(svc: Services, document_id: str, *, strategy: str | None, pages: int, extractor: str,
+            title: str) -> dict[str, Any]:
+    """Stage 4: make the staged version the document's searchable one (after the count check).
+
+    Order: staged points turn live; one SQL transaction deletes the replaced rows (other content
+    versions, and this strategy's older versions), makes the staged rows live and updates the
+    document; then the replaced points are deleted, ``strategy`` becomes primary, and the old
+    content's file is deleted if nothing refers to it. If the SQL step fails the points are
+    turned back to staged, so the previous version is all that is searched. Raises
+    ``IngestError`` (stage ``live_index``) when nothing is staged.
+    """
+    doc = get_document(svc, document_id)
+    sha = target_version(doc)
+    old_sha = doc.sha256
+    strategy = strategy or doc.strategy
+    version = staged_version(doc)
+    n = svc.store.count(doc.id, version=version)
+    if not n:
+        raise IngestError(f"{doc.doc_name}: no staged chunks of version {version} to publish", stage="live_index")
+    svc.store.set_live(doc.id, version, True)
+    try:
+        with svc.sessions.begin() as s:
+            s.execute(delete(ChunkRow).where(
+                ChunkRow.document_id == doc.id, ChunkRow.live.is_(True),
+                (ChunkRow.strategy == strategy) | (ChunkRow.doc_sha256 != sha)))
+            s.execute(update(ChunkRow).where(ChunkRow.document_id == doc.id, ChunkRow.ingest_version == version)
+                      .values(live=True))
+            d = s.get(Document, doc.id)
+            d.sha256, d.pending_sha256 = sha, None
+            d.pages, d.chunk_count, d.extractor = pages, n, extractor
+            d.title = title[:512]
+            d.status, d.error, d.ingest_version, d.ingested_at = "ready", None, version, utcnow()
+            d.strategy, d.pending_strategy = strategy, None
+            d.built_with = build_info(svc, strategy)
+            d.build_fingerprint = fingerprint(d.built_with)
+            path = file_path(svc, sha)
+            if path.exists():
+                d.size_bytes = path.stat().st_size
+    except Exception as e:
+        svc.store.set_live(doc.id, version, False)
+        raise IngestError(f"{doc.doc_name}: publishing failed: {type(e).__name__}: {e}", stage="live_index") from e
+    svc.store.delete_replaced(doc.id, version, sha, strategy)
+    with svc.sessions.begin() as s:  # cached answers may have seen both versions: invalidate again
+        bump_index_version(s.connection())
+    if old_sha != sha:
+        remove_file_if_unreferenced(svc, old_sha)
+    return {"chunks": n, "ingest_version": version, "replaced_sha256": old_sha if old_sha != sha else None}
+
+
+def rollback(svc: Services, document_id: str, error: str, keep_failed: bool = False) -> None:
+    """Undo a failed run: its staged points and rows are deleted; an existing document keeps its
+    previous version, points and rows untouched, and records the error (status ``failed``: its
+    previous version, ``ingest_version`` > 0, stays searchable). A never-published document
+    disappears entirely (and its file, unless another document has the same bytes), or, with
+    ``keep_failed`` (asynchronous uploads, whose client must be able to read why), stays as a row
+    in status ``failed`` with the error and no points."""
+    with svc.sessions() as s:
+        doc = s.get(Document, document_id)
+    if doc is None:
+        return
+    _discard_staged(svc, doc.id)
+    pending = target_version(doc)
+    with svc.sessions.begin() as s:
+        d = s.get(Document, document_id)
+        if d.ingest_version == 0 and not keep_failed:
+            svc.store.delete_document(d.id)
+            s.execute(delete(ChunkRow).where(ChunkRow.document_id == d.id))
+            s.delete(d)
+        else:
+            if d.ingest_version > 0:
+                d.pending_sha256 = None
+            d.pending_strategy = None
+            d.status, d.error = "failed", error[:2000]
+    _LAST_PROGRESS.pop(document_id, None)
+    remove_file_if_unreferenced(svc, pending)
+
+
+def delete_document(svc: Services, document_id: str, refuse_running: bool = False) -> dict[str, Any]:
+    """Remove a document: its Qdrant points, chunk rows, Q&A pairs, row and (when no other
+    document has the same bytes) its stored file. ``KeyError`` if unknown; with
+    ``refuse_running``, ``DocumentBusyError`` while its run is under way (hold ``REGISTER_LOCK``
+    so no run claims it meanwhile)."""
+    with svc.sessions.begin() as s:
+        doc = s.get(Document, document_id)
+        if doc is None:
+            raise KeyError(f"document {document_id} not found")
+        if refuse_running and doc.status in RUNNING:
+            raise DocumentBusyError(f"{doc.doc_name}: being ingested (status {doc.status}); delete it when the run "
+                                    "is done")
+        info = doc.as_dict()
+        shas = {doc.sha256, doc.pending_sha256}
+        svc.store.delete_document(doc.id)
+        s.execute(delete(ChunkRow).where(ChunkRow.document_id == doc.id))
+        s.execute(delete(QAPair).where(QAPair.document_id == doc.id))
+        s.delete(doc)
+    for sha in shas:
+        remove_file_if_unreferenced(svc, sha)
+    return info
+
+
+Runner = Callable[[Services, str, str], None]
+
+
+def ingest_bytes(svc: Services, data: bytes, doc_name: str, runner: Runner, knowledge_base: str = DEFAULT_KB,
+                 strategy: str = DEFAULT_STRATEGY) -> IngestOutcome:
+    """Validate, register and ingest one PDF through ``runner`` (the Dagster asset job).
+
+    Never raises for bad input: returns ``status="refused"`` with the reason (nothing stored in
+    SQL or Qdrant), or ``"failed"`` with the stage error (previous version kept).
+    """
+    t = time.perf_counter()
+    try:
+        strategy = Strategy.parse(strategy).value
+    except ValueError as e:
+        return IngestOutcome(doc_name, "refused", str(e), error_code="invalid_request")
+    with INGEST_LOCK:
+        try:
+            doc, needs_run = register(svc, data, doc_name, knowledge_base, strategy)
+        except PDFError as e:
+            return IngestOutcome(doc_name, "refused", str(e), error_code=e.code, seconds=time.perf_counter() - t)
+        except InvalidNameError as e:
+            return IngestOutcome(doc_name, "refused", str(e), error_code="invalid_name",
+                                 seconds=time.perf_counter() - t)
+        except DocumentBusyError as e:
+            return IngestOutcome(doc_name, "refused", str(e), error_code="busy", seconds=time.perf_counter() - t)
+        except ValueError as e:
+            return IngestOutcome(doc_name, "refused", str(e), error_code="invalid_request",
+                                 seconds=time.perf_counter() - t)
+        if not needs_run:
+            return IngestOutcome(doc.doc_name, "unchanged", "same content already ingested; nothing changed",
+                                 document=doc.as_dict(), seconds=time.perf_counter() - t)
+        replaces = replaced_version(doc)
+        try:
+            runner(svc, doc.id, strategy)
+        except Exception as e:  # the run failed in some stage: undo and report
+            msg = str(e)
+            code = e.code if isinstance(e, PDFError) else "ingest_failed"
+            rollback(svc, doc.id, msg)
+            forget = getattr(runner, "forget", None)
+            if forget is not None and not document_exists(svc, doc.id):
+                forget(svc, doc.id)
+            status = "refused" if isinstance(e, PDFError) else "failed"
+            return IngestOutcome(doc.doc_name, status, msg, error_code=code, seconds=time.perf_counter() - t)
+        doc = get_document(svc, doc.id)
+        dups = duplicates_of(svc, doc.id, doc.sha256)
+        message = f"{doc.pages} pages, {doc.chunk_count} chunks"
+        if replaces:
+            message += f"; version {doc.ingest_version}: {replaced_note(doc.doc_name, replaces)}"
+        extra: dict[str, Any] = {"duplicate_of": dups} if dups else {}
+        if replaces:
+            extra["replaces"] = replaces
+        return IngestOutcome(doc.doc_name, "ingested", message, document=doc.as_dict(),
+                             seconds=time.perf_counter() - t, extra=extra)
+
+
+def run_queued(svc: Services, document_id: str, runner: Runner) -> IngestOutcome | None:
+    """Run the ingestion of a document in status ``queued`` (the background queue's unit of work).
+
+    Claims the document (``queued`` -> ``extracting``) under ``REGISTER_LOCK`` so a concurrent
+    upload of a newer version either lands before the claim (and is what gets built) or gets a
+    409; then runs ``runner`` under ``INGEST_LOCK``. A failure rolls back with ``keep_failed``:
+    the row stays, status ``failed`` with the reason, any previous version searchable.
+    Returns None when the document is gone or no longer queued (nothing to do).
+    """
+    t = time.perf_counter()
+    with INGEST_LOCK:
+        with REGISTER_LOCK, svc.sessions.begin() as s:
+            doc = s.get(Document, document_id)
+            if doc is None or doc.status != "queued":
+                return None
+            strategy = doc.pending_strategy or doc.strategy
+            name = doc.doc_name
+            # atomic claim: another process (a second API, the Dagster daemon) may claim it too
+            claimed = s.execute(update(Document).where(Document.id == document_id, Document.status == "queued")
+                                .values(status="extracting").execution_options(synchronize_session=False))
+            if claimed.rowcount != 1:
+                return None
+        try:
+            runner(svc, document_id, strategy)
+        except Exception as e:
+            log.warning("ingestion of %s failed: %s", document_id, e)
+            rollback(svc, document_id, str(e), keep_failed=True)
+            code = e.code if isinstance(e, PDFError) else "ingest_failed"
+            return IngestOutcome(name, "failed", str(e), error_code=code, seconds=time.perf_counter() - t)
+    doc = get_document(svc, document_id)
+    return IngestOutcome(doc.doc_name, "ingested", f"{doc.pages} pages, {doc.chunk_count} chunks",
+                         document=doc.as_dict(), seconds=time.perf_counter() - t)
+
+
+def active_documents(svc: Services) -> list[str]:
+    """Ids of documents left ``queued`` or in a run stage (e.g. by a stopped server), oldest first.
+    The ones in a run stage are set back to ``queued`` (their staged leftovers are discarded by
+    the next run), so a restart loses no upload."""
+    with REGISTER_LOCK, svc.sessions.begin() as s:
+        docs = list(s.scalars(select(Document).where(Document.status.in_(ACTIVE))
+                              .order_by(Document.queued_at, Document.created_at)))
+        for d in docs:
+            if d.status != "queued":
+                s.execute(update(Document).where(Document.id == d.id).values(status="queued")
+                          .execution_options(synchronize_session=False))
+        return [d.id for d in docs]
+
+
+def queued_documents(svc: Services) -> list[str]:
+    """Ids of documents in status ``queued``, oldest first."""
+    with svc.sessions() as s:
+        return list(s.scalars(select(Document.id).where(Document.status == "queued")
+                              .order_by(Document.queued_at, Document.created_at)))
+
+
+def run_stages(svc: Services, document_id: str, strategy: str | None = None, pages: list[Page] | None = None,
+               timings: dict[str, float] | None = None) -> dict[str, Any]:
+    """All stages of one document in this process, without Dagster: extract, chunk, stage, count
+    check, publish, gold pairs (a ``Runner``; the batch job runs small documents with it so one
+    Dagster run covers many). ``pages``: already extracted from the document's bytes (not parsed
+    again). ``timings``: seconds are added per stage (``chunk``, ``embed``, ``upsert``, ``sql``
+    = staging rows, count check and publishing, ``gold pairs``). Raises like the stages;
+    ``IngestError`` (stage ``chunk_counts_match``) when the count check fails (nothing published)."""
+    from ragaudit.evaluate.goldgen import generate_for_document
+
+    t = {} if timings is None else timings
+    t0, given = time.perf_counter(), pages
+    doc, pages = load_pages(svc, document_id, pages)
+    t1 = time.perf_counter()
+    key = "extract" if given is None else "sql"  # pages given: only their progress was written
+    t[key] = t.get(key, 0.0) + (t1 - t0)
+    chunks = build_chunks(svc, doc, pages, strategy)
+    t2 = time.perf_counter()
+    t["chunk"] = t.get("chunk", 0.0) + (t2 - t1)
+    stats = stage_chunks(svc, document_id, chunks, strategy=strategy)
+    check = count_check(svc, document_id)
+    if not check.pop("passed"):
+        raise IngestError(f"asset check chunk_counts_match failed: {check}; the previous version stays searchable",
+                          stage="chunk_counts_match")
+    pub = publish(svc, document_id, strategy=strategy, pages=len(pages),
+                  extractor=pages[0].extractor if pages else "none", title=chunks[0].header if chunks else "")
+    t3 = time.perf_counter()
+    embed_s, upsert_s = stats["embed_ms"] / 1000, stats["upsert_ms"] / 1000
+    t["embed"] = t.get("embed", 0.0) + embed_s
+    t["upsert"] = t.get("upsert", 0.0) + upsert_s
+    t["sql"] = t.get("sql", 0.0) + max(0.0, (t3 - t2) - embed_s - upsert_s)
+    gold = generate_for_document(svc, document_id, chunks)
+    t["gold pairs"] = t.get("gold pairs", 0.0) + (time.perf_counter() - t3)
+    return {**stats, **{k: v for k, v in pub.items() if v is not None}, "pages": len(pages),
+            "gold_pairs": gold.get("kept", 0)}

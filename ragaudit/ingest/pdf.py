@@ -1,0 +1,677 @@
+"""PDF validation and page-text extraction.
+
+``inspect_pdf`` refuses bad input quickly (pypdfium2, ~44x faster than pdfplumber);
+``extract_pages`` gives the text of each page with exact 1-based page numbers (pdfplumber,
+the extractor the gold evidence was written against), falling back to pypdfium2 for files
+pdfminer cannot parse (e.g. a broken colour space) and saying so in ``Page.extractor``.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import re
+import unicodedata
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+import pdfplumber
+import pypdfium2 as pdfium
+
+from ragaudit.index.sparse import CJK_CHAR
+
+log = logging.getLogger(__name__)
+
+_PDF_MAGIC = b"%PDF-"
+
+
+class PDFError(ValueError):
+    """A PDF that cannot be ingested. ``code`` is machine-readable, ``str(e)`` says what is wrong."""
+
+    code = "invalid_pdf"
+
+
+class EmptyFileError(PDFError):
+    code = "empty_file"
+
+
+class NotAPDFError(PDFError):
+    code = "not_a_pdf"
+
+
+class EncryptedPDFError(PDFError):
+    code = "encrypted"
+
+
+class CorruptPDFError(PDFError):
+    code = "corrupt"
+
+
+class NoTextError(PDFError):
+    code = "no_text"
+
+
+@dataclass(frozen=True)
+class Page:
+    """Text of one page. ``number`` is 1-based; ``extractor`` names the library that produced it.
+
+    ``headings``: ``(offset in text, level, heading text, font size pt)`` for lines set in a font
+    larger than the document's body text (level 1 = largest), in page order.
+    """
+
+    number: int
+    text: str
+    extractor: str = "pdfplumber"
+    headings: tuple = ()
+
+
+@dataclass(frozen=True)
+class PDFInfo:
+    pages: int
+    text_chars: int
+    encrypted: bool
+
+
+def _open_pdfium(data: bytes) -> pdfium.PdfDocument:
+    if len(data) == 0:
+        raise EmptyFileError("empty file: the upload has 0 bytes")
+    if _PDF_MAGIC not in data[:1024]:
+        raise NotAPDFError("not a PDF: the file does not start with a %PDF- header (check the file type, not the extension)")
+    try:
+        return pdfium.PdfDocument(data, password=None)
+    except pdfium.PdfiumError as e:
+        msg = str(e)
+        if "password" in msg.lower():
+            raise EncryptedPDFError(
+                "password-protected PDF: it is encrypted with a user password; remove the password and upload again"
+            ) from e
+        raise CorruptPDFError(f"corrupt or truncated PDF: it cannot be parsed ({msg})") from e
+
+
+def inspect_pdf(data: bytes, min_text_chars: int = 40) -> PDFInfo:
+    """Check that ``data`` is an ingestible PDF; cheap (pypdfium2), run before anything is stored.
+
+    PDFs encrypted with an empty user password (permissions-only) open normally.
+
+    Returns page count and number of non-whitespace text characters.
+    Raises ``EmptyFileError``, ``NotAPDFError``, ``EncryptedPDFError``, ``CorruptPDFError`` or
+    ``NoTextError`` (fewer than ``min_text_chars`` characters: image-only scan, no OCR yet).
+    """
+    doc = _open_pdfium(data)
+    try:
+        n = len(doc)
+        if n == 0:
+            raise CorruptPDFError("corrupt PDF: it has no pages")
+        chars = 0
+        for i in range(n):
+            page = doc[i]
+            tp = page.get_textpage()
+            chars += sum(1 for c in tp.get_text_range() if not c.isspace())
+            tp.close()
+            page.close()
+        encrypted = False
+        try:
+            import pypdf
+
+            encrypted = pypdf.PdfReader(io.BytesIO(data), strict=False).is_encrypted
+        except Exception:  # pypdf is only used to report the flag
+            pass
+    finally:
+        doc.close()
+    if chars < min_text_chars:
+        what = "no extractable text" if chars == 0 else f"almost no extractable text ({chars} characters)"
+        raise NoTextError(
+            f"{what}: the PDF has {n} page(s) but no text layer, e.g. a scanned or image-only document; "
+            "OCR is not supported yet"
+        )
+    return PDFInfo(pages=n, text_chars=chars, encrypted=encrypted)
+
+
+def _pdfium_pages(data: bytes) -> list[Page]:
+    doc = _open_pdfium(data)
+    try:
+        out = []
+        for i in range(len(doc)):
+            tp = doc[i].get_textpage()
+            # PDFium gives a hyphen it marks as such (FPDFText_IsHyphen) as U+FFFE, a noncharacter
+            # ("Scope 2 (market\ufffebased)"): it is the hyphen printed there
+            text = tp.get_text_range().replace("\r\n", "\n").replace("\r", "\n").replace("\ufffe", "-")
+            out.append(Page(number=i + 1, text=collapse_leaders(text), extractor="pypdfium2"))
+        return out
+    finally:
+        doc.close()
+
+
+def extract_pages(data: bytes, on_page: Callable[[int, int], None] | None = None) -> list[Page]:
+    """Extract the text of every page, 1-based, in order (blank pages give ``text == ""``).
+
+    pdfplumber characters, assembled into lines by pdfplumber's own text map, with these
+    departures from ``page.extract_text()`` defaults (each measured on the shared corpus with
+    ``bench/extraction_quality.py``; every dev-set evidence string still occurs on its page):
+
+    - the gap that separates words scales with the font size (``x_tolerance_ratio`` 0.15) instead
+      of a fixed 3 pt, which glued tightly set words together ("effectivestrategyforlearning");
+      CJK-heavy pages, which have no spaces between words, keep the default;
+    - overprinted "fake bold" glyphs (each drawn twice, slightly offset) count once
+      (``page.dedupe_chars()``);
+    - reading order: a page set in two columns is read column by column (``column_regions``);
+      text drawn in another orientation (a form's vertical sidebar) is read in its own direction,
+      after the page's upright text;
+    - a spacing accent drawn over a letter ("a" + "¨") is composed with it ("ä"), and the text is
+      Unicode NFC; ``(cid:NN)`` codes (glyphs without a Unicode map) become the letter pypdfium2
+      reads at that place, or nothing; a page made mostly of them is taken from pypdfium2 whole;
+    - running headers and footers (``running_lines``) are removed, so chunks and quotes never
+      hold them and a sentence broken by a page footer reads on across the page break;
+    - a word hyphenated at a line end is rejoined ("circumven-" / "tion" -> "circumvention"),
+      while a compound keeps its hyphen ("dual-" / "encoder" -> "dual-encoder"), see ``dehyphenate``;
+    - table-of-contents dot leaders are collapsed (``collapse_leaders``).
+
+    Quotes are taken from this text, so it keeps the document's own characters (dashes,
+    ligatures, full-width forms); matching folds them (``ragaudit.index.sparse.fold``).
+    If pdfminer cannot parse the file at all, the whole document falls back to pypdfium2.
+    ``on_page(done, total)`` is called after each page (progress).
+    Raises the ``PDFError`` subclasses of ``inspect_pdf`` when neither can read it.
+    """
+    doc = _open_pdfium(data)  # uniform errors for empty / non-PDF / encrypted / truncated input
+    page_lines: list[list[_Line] | None] = []
+    heights: list[float] = []
+    try:
+        with pdfplumber.open(io.BytesIO(data), password="") as pdf:
+            for i, p in enumerate(pdf.pages):
+                if on_page is not None and i:
+                    on_page(i, len(pdf.pages))
+                heights.append(float(p.height))
+                try:
+                    chars = p.chars
+                    page_lines.append(_page_lines(p, _text_options(chars), lambda i=i: doc[i], chars))
+                finally:
+                    p.close()  # pdfplumber keeps a page's parsed objects until then (615 pages: 4.7 GB)
+    except Exception as e:  # pdfminer raises many exception types on malformed content
+        log.warning("pdfplumber failed (%s: %s); falling back to pypdfium2", type(e).__name__, e)
+        doc.close()
+        return _pdfium_pages(data)
+    doc.close()
+    extractors = ["pdfplumber"] * len(page_lines)
+    garbled = [i for i, ls in enumerate(page_lines) if ls is None]
+    fallback = _pdfium_pages(data) if garbled else []
+    for i in garbled:
+        extractors[i] = "pypdfium2"
+    running = running_lines([ls or [] for ls in page_lines], heights)
+    # a running header stays where it first appears (often the document's title on page 1);
+    # footers go everywhere (a page-1 footer would split a sentence that runs onto page 2)
+    lines = [[ln for ln in (ls or []) if not ln.edge or _where(ln, heights[i]) + ":" + ln.key not in running
+              or running[_where(ln, heights[i]) + ":" + ln.key] == i] for i, ls in enumerate(page_lines)]
+    lines = dehyphenate(lines)
+    texts = []
+    for i, ls in enumerate(lines):
+        if page_lines[i] is None:
+            texts.append(fallback[i].text)
+        else:
+            texts.append(collapse_leaders("\n".join(ln.text for ln in ls)))
+    sized = [[(collapse_leaders(ln.text), ln.size, ln.n) for ln in ls] for ls in lines]
+    headings = _find_headings(texts, sized)
+    return [Page(number=i + 1, text=t, headings=tuple(h), extractor=x)
+            for i, (t, h, x) in enumerate(zip(texts, headings, extractors))]
+
+
+@dataclass
+class _Line:
+    """One extracted line: text, median font size pt, characters, vertical position (pt from the
+    page top), whether it is among the page's first or last lines (``edge``) and its ``key`` for
+    running header/footer detection (spaces removed, digit runs as ``#``, lower-cased)."""
+
+    text: str
+    size: float
+    n: int
+    top: float
+    bottom: float
+    edge: bool = False
+
+    @property
+    def key(self) -> str:
+        return re.sub(r"\d+", "#", re.sub(r"\s+", "", self.text)).lower()
+
+
+# spacing accents (as TeX and many PDF producers draw them: a separate glyph over the letter)
+# -> the combining character that NFC composes with the letter
+_ACCENTS = {"\u00a8": "\u0308", "\u00b4": "\u0301", "\u02c6": "\u0302", "\u02dc": "\u0303",
+            "\u00b8": "\u0327", "\u02d8": "\u0306", "\u02c7": "\u030c", "\u02da": "\u030a",
+            "\u00af": "\u0304", "\u02d9": "\u0307", "\u02dd": "\u030b", "\u02db": "\u0328"}
+_CID_CHAR = re.compile(r"^\(cid:\d+\)$")
+
+
+def _page_lines(page, opts: dict, pdfium_page, chars: list[dict] | None = None) -> list[_Line] | None:
+    """Lines of one pdfplumber page in reading order, or ``None`` when most of its glyphs have no
+    Unicode map (the caller takes the page from pypdfium2). ``pdfium_page()`` opens the same page
+    in pypdfium2 (used only to read ``(cid:NN)`` glyphs). ``chars``: ``page.chars`` if already
+    read."""
+    chars = dedupe_chars(page.chars if chars is None else chars)
+    cids = sum(1 for c in chars if _CID_CHAR.match(c.get("text", "")))
+    if cids and 9 * cids >= 20 and 9 * cids >= 0.05 * (len(chars) + 8 * cids):
+        return None
+    if cids:
+        chars = _read_cid_chars(chars, pdfium_page())
+    chars = _compose_accents(chars)
+    upright = [c for c in chars if c.get("upright", True)]
+    rotated = [c for c in chars if not c.get("upright", True)]
+    out: list[_Line] = []
+    regions, words = _column_regions(upright, float(page.width), opts)
+    for region in regions:
+        out.extend(_lines_of(region, opts, words if region is upright else None))
+    for group in _turn_upright(rotated, float(page.width), float(page.height)):
+        for ln in _lines_of(group, opts):
+            ln.top = ln.bottom = -1.0  # no place among the page's upright lines
+            out.append(ln)
+    by_top = sorted((k for k in range(len(out)) if out[k].top >= 0), key=lambda k: out[k].top)
+    for k in by_top[:2] + by_top[-2:]:
+        out[k].edge = True
+    return out
+
+
+def dedupe_chars(chars: list[dict], tolerance: float = 1.0) -> list[dict]:
+    """Drop overprinted duplicates: characters with the same text, font, size and orientation
+    drawn within ``tolerance`` pt of another ("fake bold"), keeping the first in drawing order.
+
+    The grouping is pdfplumber's ``utils.dedupe_chars``: per group, ``cluster_objects`` on
+    ``doctop``, then on ``x0`` (chains of sorted values, each ``<= previous + tolerance``), keeping
+    each cluster's first char by ``(doctop, x0)``. This version keeps the page order and runs the
+    chaining as numpy sorts over the whole page (pdfplumber re-sorts with ``list.index``,
+    quadratic: 1 s per page of a paper; its per-object dicts cost 5x the CPU of this).
+    """
+    n = len(chars)
+    if n < 2:
+        return list(chars)
+    gid: dict[tuple, int] = {}
+    g = np.fromiter((gid.setdefault((c.get("upright"), c.get("text"), c.get("fontname"), c.get("size")), len(gid))
+                     for c in chars), dtype=np.int64, count=n)
+    if len(gid) == n:
+        return list(chars)
+    y = np.fromiter((c["doctop"] for c in chars), dtype=np.float64, count=n)
+    x = np.fromiter((c["x0"] for c in chars), dtype=np.float64, count=n)
+    if np.isnan(y).any() or np.isnan(x).any():  # NaN sorts differently in numpy: pdfplumber's own clustering
+        return _dedupe_chars_clustered(chars, tolerance)
+    idx = np.arange(n)
+    # chains of doctop within each group
+    o = np.lexsort((idx, y, g))
+    brk = np.empty(n, dtype=bool)
+    brk[0] = True
+    brk[1:] = (g[o][1:] != g[o][:-1]) | (y[o][1:] > y[o][:-1] + tolerance)
+    yc = np.empty(n, dtype=np.int64)
+    yc[o] = np.cumsum(brk)
+    # chains of x0 within each doctop chain
+    o = np.lexsort((idx, x, yc))
+    brk[1:] = (yc[o][1:] != yc[o][:-1]) | (x[o][1:] > x[o][:-1] + tolerance)
+    xc = np.empty(n, dtype=np.int64)
+    xc[o] = np.cumsum(brk)
+    # per x0 chain: the first char by (doctop, x0), ties to the first drawn
+    o = np.lexsort((idx, x, y, xc))
+    first = np.empty(n, dtype=bool)
+    first[0] = True
+    first[1:] = xc[o][1:] != xc[o][:-1]
+    return [chars[i] for i in np.sort(o[first]).tolist()]
+
+
+def _dedupe_chars_clustered(chars: list[dict], tolerance: float) -> list[dict]:
+    """``dedupe_chars`` with pdfplumber's ``cluster_objects`` (the reference; used for NaN positions)."""
+    from operator import itemgetter
+
+    from pdfplumber.utils import cluster_objects
+
+    groups: dict[tuple, list[int]] = {}
+    for i, c in enumerate(chars):
+        groups.setdefault((c.get("upright"), c.get("text"), c.get("fontname"), c.get("size")), []).append(i)
+    keep: set[int] = set()
+    for idx in groups.values():
+        if len(idx) == 1:
+            keep.add(idx[0])
+            continue
+        objs = [{"doctop": chars[i]["doctop"], "x0": chars[i]["x0"], "i": i} for i in idx]
+        for ycl in cluster_objects(objs, itemgetter("doctop"), tolerance):
+            for xcl in cluster_objects(ycl, itemgetter("x0"), tolerance):
+                keep.add(min(xcl, key=lambda o: (o["doctop"], o["x0"]))["i"])
+    return [c for i, c in enumerate(chars) if i in keep]
+
+
+def _textmap(chars: list[dict], opts: dict, words: list | None = None):
+    """``pdfplumber.utils.chars_to_textmap(chars, **opts)``; ``words``: the ``(word, chars)`` tuples
+    of ``WordExtractor(**opts).iter_extract_tuples(chars)`` when already built (by ``column_regions``
+    on the same characters), so the page's words are not extracted twice."""
+    from pdfplumber.utils.text import TEXTMAP_KWARGS, WordMap
+
+    if words is None:
+        return pdfplumber.utils.chars_to_textmap(chars, **opts)
+    # the body of chars_to_textmap (pdfplumber 0.11) after its word extraction
+    kwargs = {**opts, "presorted": True,
+              "layout_bbox": opts.get("layout_bbox") or pdfplumber.utils.objects_to_bbox(chars)}
+    return WordMap(words).to_textmap(**{k: kwargs[k] for k in TEXTMAP_KWARGS if k in kwargs})
+
+
+def _lines_of(chars: list[dict], opts: dict, words: list | None = None) -> list[_Line]:
+    if not chars:
+        return []
+    tm = _textmap(chars, opts, words)
+    out = []
+    for ln in tm.extract_text_lines(strip=True, return_chars=True):
+        sizes = sorted(round(float(c.get("size", 0.0)), 1) for c in ln["chars"])
+        text = unicodedata.normalize("NFC", ln["text"])
+        if text.strip():
+            out.append(_Line(text, sizes[len(sizes) // 2] if sizes else 0.0, len(sizes), float(ln["top"]),
+                             float(ln["bottom"])))
+    return out
+
+
+def _read_cid_chars(chars: list[dict], pdfium_page) -> list[dict]:
+    """Replace each ``(cid:NN)`` glyph by the letter or digit pypdfium2 reads at its place (it
+    also uses glyph names), or drop it (symbol fonts: arrows, bullets)."""
+    tp = pdfium_page.get_textpage()
+    height = pdfium_page.get_height()
+    out = []
+    try:
+        for c in chars:
+            if not _CID_CHAR.match(c.get("text", "")):
+                out.append(c)
+                continue
+            x, y = (c["x0"] + c["x1"]) / 2, height - (c["top"] + c["bottom"]) / 2
+            i = tp.get_index(x, y, 1.0, 1.0)
+            ch = tp.get_text_range(i, 1) if i is not None and i >= 0 else ""
+            if len(ch) == 1 and ch.isalnum():
+                out.append({**c, "text": ch})
+    finally:
+        tp.close()
+        pdfium_page.close()
+    return out
+
+
+def _compose_accents(chars: list[dict]) -> list[dict]:
+    """Compose spacing accents with the letter they are drawn over ("a" + "¨" -> "ä", NFC)."""
+    accents = [k for k, c in enumerate(chars) if c.get("text") in _ACCENTS]
+    if not accents:
+        return chars
+    merged: dict[int, str] = {}
+    drop = set()
+    for k in accents:
+        a = chars[k]
+        cx = (a["x0"] + a["x1"]) / 2
+        best, dist = None, None
+        for j in range(max(0, k - 4), min(len(chars), k + 5)):
+            b = chars[j]
+            t = merged.get(j, b.get("text", ""))
+            if j == k or not t or not t[0].isalpha() or abs(b["top"] - a["top"]) > max(float(b.get("size", 10)), 4):
+                continue
+            if b["x0"] - 1 <= cx <= b["x1"] + 1:
+                d = abs((b["x0"] + b["x1"]) / 2 - cx)
+                if dist is None or d < dist:
+                    best, dist = j, d
+        if best is None:
+            continue
+        base = merged.get(best, chars[best]["text"])
+        if base == "\u0131":  # dotless i under an accent (TeX \\i)
+            base = "i"
+        merged[best] = unicodedata.normalize("NFC", base + _ACCENTS[a["text"]])
+        drop.add(k)
+    return [({**c, "text": merged[j]} if j in merged else c) for j, c in enumerate(chars) if j not in drop]
+
+
+def _turn_upright(chars: list[dict], width: float, height: float) -> list[list[dict]]:
+    """Non-upright characters as upright ones, by direction: text turned 90 degrees anticlockwise
+    (read bottom to top) or clockwise (top to bottom) is mapped into a frame where it reads left
+    to right, so pdfplumber's line and word building reads it in its own order."""
+    up, down = [], []
+    for c in chars:
+        m = c.get("matrix") or (1, 0, 0, 1)
+        if m[1] > 0:  # baseline points up the page
+            x0, x1, top, bottom = height - c["bottom"], height - c["top"], c["x0"], c["x1"]
+            up.append({**c, "x0": x0, "x1": x1, "top": top, "bottom": bottom, "doctop": top, "upright": True,
+                       "width": x1 - x0, "height": bottom - top})
+        else:
+            x0, x1, top, bottom = c["top"], c["bottom"], width - c["x1"], width - c["x0"]
+            down.append({**c, "x0": x0, "x1": x1, "top": top, "bottom": bottom, "doctop": top, "upright": True,
+                         "width": x1 - x0, "height": bottom - top})
+    return [sorted(g, key=lambda c: (round(c["top"]), c["x0"])) for g in (up, down) if g]
+
+
+_NUMBER_WORD = re.compile(r"^[-+(]?[$€£]?\d[\d,.]*%?\)?$")
+
+
+def column_regions(chars: list[dict], width: float, opts: dict | None = None) -> list[list[dict]]:
+    """Split a page's upright characters into regions in reading order: a two-column page is read
+    column by column, band by band.
+
+    The gutter is the vertical strip in the middle of the page that the fewest words cross. A
+    page is two-column when at least 5 lines on each side of it are prose (4+ words filling
+    60% of their column, mostly lower-case words). Then, top to bottom: lines that cross the gutter
+    (title, full-width figures and captions) are read whole; so is a table that spans both
+    columns (a run of lines with no prose side holding at least two lines with numbers on both
+    sides: its rows stay rows); every other run of lines is read left column first, then right.
+    Any other page is one region. Returns lists of the input characters (page order kept within each).
+    """
+    return _column_regions(chars, width, opts)[0]
+
+
+def _column_regions(chars: list[dict], width: float, opts: dict | None = None) -> tuple[list[list[dict]], list | None]:
+    """``column_regions`` and the ``(word, chars)`` tuples of all ``chars`` if it built them (else
+    ``None``); a one-region page returns ``chars`` itself as its region."""
+    if len(chars) < 200:
+        return [chars], None
+    tuples = list(pdfplumber.utils.text.WordExtractor(**(opts or {})).iter_extract_tuples(chars))
+    words = [{**w, "chars": wc} for w, wc in tuples]  # = pdfplumber.utils.extract_words(chars, return_chars=True)
+    if len(words) < 60:
+        return [chars], tuples
+    x0 = np.array([w["x0"] for w in words])
+    x1 = np.array([w["x1"] for w in words])
+    xs = np.arange(0.3 * width, 0.7 * width, 1.0)
+    cross = ((x0[None, :] < xs[:, None]) & (x1[None, :] > xs[:, None])).sum(axis=1)
+    # physical lines: words whose vertical middles are within 2 pt
+    order = sorted(range(len(words)), key=lambda k: (words[k]["top"] + words[k]["bottom"]) / 2)
+    lines: list[list[int]] = []
+    last = None
+    for k in order:
+        mid = (words[k]["top"] + words[k]["bottom"]) / 2
+        if last is None or mid - last > 2.0:
+            lines.append([])
+        lines[-1].append(k)
+        last = mid
+    if cross.min() > 0.1 * len(lines):
+        return [chars], tuples
+    # the gutter: the widest strip crossed by (almost) the fewest words -- a figure's tick labels
+    # may stand in it
+    low = list(cross <= cross.min() + max(1.0, 0.03 * len(lines))) + [False]
+    runs, start = [], None
+    for i, v in enumerate(low):
+        if v and start is None:
+            start = i
+        elif not v and start is not None:
+            runs.append((start, i - 1))
+            start = None
+    a, b = max(runs, key=lambda r: r[1] - r[0])
+    g0, g1 = float(xs[a]), float(xs[b]) + 1.0
+    gutter = (g0 + g1) / 2
+    min_gap = max(g1 - g0, 4.0) * 0.5
+    left_edge, right_edge = float(x0.min()), float(x1.max())
+
+    def prose(ws: list[dict], lo: float, hi: float) -> bool:
+        if len(ws) < 4:
+            return False
+        lower = sum(1 for w in ws if w["text"][:1].islower() or CJK_CHAR.match(w["text"][:1]))
+        return max(w["x1"] for w in ws) - min(w["x0"] for w in ws) >= 0.6 * (hi - lo) and lower >= 0.5 * len(ws)
+
+    kinds = []  # per line: "span" | "prose" | "row" (numbers on both sides) | "other"
+    sides = [0, 0]  # lines with prose on the left, on the right
+    for line in lines:
+        lw = [words[k] for k in line if words[k]["x1"] <= gutter]
+        rw = [words[k] for k in line if words[k]["x0"] >= gutter]
+        if len(lw) + len(rw) < len(line) or (lw and rw and min(w["x0"] for w in rw) - max(w["x1"] for w in lw) < min_gap):
+            kinds.append("span")
+            continue
+        lp, rp = prose(lw, left_edge, g0), prose(rw, g1, right_edge)
+        sides[0] += lp
+        sides[1] += rp
+        if lp or rp:
+            kinds.append("prose")
+        elif lw and rw and all(sum(1 for w in side if _NUMBER_WORD.match(w["text"])) >= 1 for side in (lw, rw)):
+            kinds.append("row")
+        else:
+            kinds.append("other")
+    if min(sides) < 5:
+        return [chars], tuples
+    # a table across both columns: a maximal run of non-prose lines with 2+ rows
+    full = [k == "span" for k in kinds]
+    i = 0
+    while i < len(lines):
+        if kinds[i] in ("row", "other"):
+            j = i
+            while j < len(lines) and kinds[j] in ("row", "other"):
+                j += 1
+            if sum(1 for k in kinds[i:j] if k == "row") >= 2:
+                for t in range(i, j):
+                    full[t] = True
+            i = j
+        else:
+            i += 1
+    word_region: dict[int, int] = {}
+    region = 0
+    i = 0
+    while i < len(lines):
+        j = i
+        while j < len(lines) and full[j] == full[i]:
+            j += 1
+        for line in lines[i:j]:
+            for k in line:
+                word_region[k] = region + (1 if not full[i] and words[k]["x0"] >= gutter else 0)
+        region += 1 if full[i] else 2
+        i = j
+    char_region: dict[int, int] = {}
+    for k, w in enumerate(words):
+        for c in w["chars"]:
+            char_region[id(c)] = word_region[k]
+    out: list[list[dict]] = [[] for _ in range(region)]
+    for c in chars:
+        r = char_region.get(id(c))
+        if r is not None:
+            out[r].append(c)
+    return [r for r in out if r], None
+
+
+def _where(line: _Line, height: float) -> str:
+    return "top" if line.top < height / 2 else "bottom"
+
+
+def running_lines(pages: list[list[_Line]], heights: list[float]) -> dict[str, int]:
+    """Running headers and footers: lines among a page's first or last two (by position) whose
+    text, digits ignored, recurs at the same place (top or bottom) on at least two pages and on
+    at least a third of the pages ("Copyright Office Summary December 1998 Page 9").
+
+    Returns ``"top:<key>"`` / ``"bottom:<key>"`` -> the 0-based page where a header should stay
+    (its first page), or -1 for footers, which are removed everywhere."""
+    if len(pages) < 2:
+        return {}
+    seen: dict[str, list[int]] = {}
+    for i, (ls, h) in enumerate(zip(pages, heights)):
+        for ln in ls:
+            if ln.edge:
+                key = f"{_where(ln, h)}:{ln.key}"
+                if i not in seen.setdefault(key, []):
+                    seen[key].append(i)
+    need = max(2, -(-len(pages) // 3))
+    return {k: (v[0] if k.startswith("top:") else -1) for k, v in seen.items() if len(v) >= need}
+
+
+_HYPHEN_END = re.compile(r"(?<![^\W\d_])([^\W\d_]+)-$")
+_WORD_START = re.compile(r"^([^\W\d_]+)([^\s]*)\s*")
+
+
+def dehyphenate(pages: list[list[_Line]]) -> list[list[_Line]]:
+    """Rejoin words hyphenated at a line end: the fragment on the next line moves up.
+
+    ``circumven-`` / ``tion`` becomes ``circumvention`` while ``dual-`` / ``encoder`` stays
+    ``dual-encoder``. The hyphen is dropped when the document itself spells the joined word
+    without it elsewhere, kept when it spells the hyphenated form elsewhere, and otherwise
+    dropped when the joined word is at least as frequent in English as the hyphenated pair
+    (``wordfreq`` Zipf frequencies; Speer et al., wordfreq 3, 2022) -- a fragment like
+    "circumven" is no word, so its pair has frequency 0. Only a lower-case continuation is joined.
+    """
+    from wordfreq import zipf_frequency
+
+    words: set[str] = set()
+    for ls in pages:
+        for ln in ls:
+            words.update(w.lower() for w in re.findall(r"[^\W\d_]+(?:-[^\W\d_]+)*", ln.text))
+    out = []
+    for ls in pages:
+        ls = [_Line(ln.text, ln.size, ln.n, ln.top, ln.bottom, ln.edge) for ln in ls]
+        for a, b in zip(ls, ls[1:]):
+            m = _HYPHEN_END.search(a.text)
+            n = _WORD_START.match(b.text)
+            if not m or not n or not n.group(1)[0].islower() or len(b.text.split()) < 1:
+                continue
+            head, tail = m.group(1), n.group(1)
+            joined, compound = (head + tail).lower(), f"{head}-{tail}".lower()
+            if joined in words:
+                keep = False
+            elif compound in words:
+                keep = True
+            else:
+                keep = zipf_frequency(joined, "en") < zipf_frequency(compound, "en")
+            piece = n.group(1) + n.group(2)
+            a.text = (a.text if keep else a.text[:-1]) + piece
+            b.text = b.text[n.end():]
+        out.append([ln for ln in ls if ln.text.strip()])
+    return out
+
+
+_LEADERS = re.compile(r"(?:[ \t]?\.){4,}")
+
+
+def collapse_leaders(text: str) -> str:
+    """Dot leaders of a table of contents (``Notices . . . . . . vii``) become one ``…``: 60 dots
+    were 60 word pieces of every TOC chunk, crowding out its titles and drawing dense matches."""
+    return _LEADERS.sub(" …", text)
+
+
+def _text_options(chars: list[dict]) -> dict:
+    """pdfplumber text options for a page's characters: a font-relative word gap, except on CJK pages."""
+    cjk = sum(1 for c in chars[:2000] if CJK_CHAR.match(c.get("text", "")))
+    if chars and cjk >= 0.2 * min(len(chars), 2000):
+        return {}
+    return {"x_tolerance_ratio": 0.15}
+
+
+def _find_headings(texts: list[str], lines: list[list[tuple[str, float, int]]]) -> list[list[tuple]]:
+    """Headings = short lines with letters set >= 1.5 pt above the body size (the most used size).
+
+    Consecutive heading lines of one size are merged (a two-line title is one heading).
+    Levels rank the distinct heading sizes, largest = 1 (at most 4 levels).
+    """
+    from collections import Counter
+
+    weight: Counter = Counter()
+    for page_lines in lines:
+        for _, size, n in page_lines:
+            weight[size] += n
+    if not weight:
+        return [[] for _ in texts]
+    body = weight.most_common(1)[0][0]
+    found: list[list[list]] = []
+    for text, page_lines in zip(texts, lines):
+        page_h: list[list] = []
+        pos = 0
+        prev_heading = False
+        for ln, size, _ in page_lines:
+            off = text.find(ln, pos)
+            if off < 0:
+                prev_heading = False
+                continue
+            pos = off + len(ln)
+            is_h = (size >= body + 1.5 and 2 <= len(ln.strip()) <= 100 and len(ln.split()) <= 12
+                    and sum(ch.isalpha() for ch in ln) >= 2 and not ln.strip().endswith((".", ",", ";", ":")))
+            if is_h and prev_heading and page_h and page_h[-1][3] == size and len(page_h[-1][2]) + len(ln) <= 150:
+                page_h[-1][2] = f"{page_h[-1][2]} {ln.strip()}"
+            elif is_h:
+                page_h.append([off, 0, ln.strip(), size])
+            prev_heading = is_h
+        found.append(page_h)
+    sizes = sorted({h[3] for ph in found for h in ph}, reverse=True)
+    level = {s: min(i + 1, 4) for i, s in enumerate(sizes)}
+    return [[(h[0], level[h[3]], h[2], h[3]) for h in ph] for ph in found]

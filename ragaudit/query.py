@@ -1,0 +1,495 @@
+"""Question answering: retrieve, gate, answer with citations, log one telemetry row.
+
+``QueryService.ask`` returns the answer JSON of the API and ``ragaudit ask --json``:
+``{query_id, answer, label, citations[], retrieved[], timings_ms{}, usage{}, citation_check{}}``;
+``label`` is answered | refused | clarifying | uncited | unsupported (``citations.answer_label``),
+with timings in ms and cost in USD. Every citation carries ``verified`` (its quote occurs in the
+cited chunk) and ``supports`` (the quote supports the claim that cites it) with a ``reason``.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+from ragaudit.answer.answerers import REFUSAL_TEXT, AnswerResult, ExtractiveAnswerer, LLMAnswerer, _citation, audit_answer
+from ragaudit.answer.answerability import assess, is_underspecified, is_vague
+from ragaudit.platform.cache import AnswerCache
+from ragaudit.answer.citations import normalize_ws
+from ragaudit.platform.db import new_id
+from ragaudit.index.embedding import cores_busy
+from ragaudit.platform.llmcall import CLIENT_DISCONNECTED, Cancellation, litellm_kwargs
+from ragaudit.retrieve.retriever import Mode, RetrievalResult, RetrievedChunk, Retriever, empty_note
+from ragaudit.services import Services
+from ragaudit.index.store import Scope
+from ragaudit.platform.telemetry import TelemetryWriter
+
+log = logging.getLogger(__name__)
+
+
+_IN_FLIGHT = 0
+_IN_FLIGHT_LOCK = threading.Lock()
+_IN_FLIGHT_BUSY: Any = None  # the cores_busy() declaration held while requests overlap
+
+
+@contextmanager
+def request_in_flight() -> Iterator[None]:
+    """Count a request (retrieval and answering) as running; while two or more run at once, one
+    core is declared busy (``embedding.cores_busy``), so the model's query batches run with one
+    intra-op thread fewer. The other requests' Python and store work (which holds the GIL, about
+    one core) runs beside the model: a 2-thread matrix product sharing 2 cores with it waits at
+    every op for its displaced thread (measured with ``bench.concurrency_compare``: see the
+    README's benchmark notes). A lone request keeps every thread."""
+    global _IN_FLIGHT, _IN_FLIGHT_BUSY
+    with _IN_FLIGHT_LOCK:
+        _IN_FLIGHT += 1
+        if _IN_FLIGHT == 2:
+            _IN_FLIGHT_BUSY = cores_busy()
+            _IN_FLIGHT_BUSY.__enter__()
+    try:
+        yield
+    finally:
+        with _IN_FLIGHT_LOCK:
+            _IN_FLIGHT -= 1
+            if _IN_FLIGHT == 1 and _IN_FLIGHT_BUSY is not None:
+                _IN_FLIGHT_BUSY.__exit__(None, None, None)
+                _IN_FLIGHT_BUSY = None
+
+
+def requests_in_flight() -> int:
+    """Requests inside ``request_in_flight`` right now (0 when idle)."""
+    return _IN_FLIGHT
+
+
+def build_answerer(svc: Services) -> ExtractiveAnswerer | LLMAnswerer:
+    """The LLM answerer when ``llm_model`` is set, else the offline extractive one (scoring
+    sentences with the store's window vectors, ``ExtractiveAnswerer``)."""
+    s = svc.settings
+    if s.llm_model:
+        return LLMAnswerer(
+            s.llm_model,
+            api_base=s.llm_api_base or None,
+            api_key=s.llm_api_key.get_secret_value() if s.llm_api_key else None,
+            temperature=s.llm_temperature,
+            max_tokens=s.llm_max_tokens,
+            **litellm_kwargs(s),
+        )
+    return ExtractiveAnswerer(svc.embedder, store=svc.store, window_tokens=s.dense_window_tokens)
+
+
+@dataclass
+class Prepared:
+    """Everything decided before generation: retrieval, the numbered sources, and a gate answer
+    (``clarifying`` / ``refused``) when the question cannot be answered from the sources."""
+
+    query_id: str
+    question: str
+    scope: Scope
+    mode: Mode
+    top_k: int
+    retrieval: RetrievalResult
+    sources: list[RetrievedChunk]
+    gate: AnswerResult | None
+    t0: float
+    aliases: dict[str, str] = field(default_factory=dict)  # the gate's places: {"Seoul": "Republic of Korea"}
+
+    @property
+    def answer_question(self) -> str:
+        """The question as the offline answerer reads it: with the country each city it names is
+        found as ("... live in Seoul (Republic of Korea) ..."), so the sentence that says it wins."""
+        q = self.question
+        for city, country in self.aliases.items():
+            q = re.sub(rf"\b{re.escape(city)}\b", f"{city} ({country})", q, count=1)
+        return q
+
+    def sources_json(self) -> list[dict[str, Any]]:
+        return [c.to_json() for c in self.sources]
+
+
+CLARIFY_TEXT = ("Your question is too vague to answer from the documents: what document, topic or item do you "
+                "mean? Please name it, e.g. \"What does the DMCA say about ...?\"")
+
+
+class QueryService:
+    """Answers questions over the knowledge base of ``svc``.
+
+    Flow: retrieve (``mode``) -> add neighbouring chunks of cut lists/tables -> gate (vague ->
+    ``clarifying``; question anchors absent from the source documents -> ``refused``, with the
+    closest passage quoted so a false premise is corrected) -> answer with citations.
+    """
+
+    def __init__(self, svc: Services, answerer: Any = None, reranker: Any = None,
+                 telemetry: TelemetryWriter | None = None, cache: AnswerCache | None = None):
+        """``telemetry``: where query_logs rows go (default: written synchronously on ``svc``'s database);
+        ``cache``: optional answer/retrieval cache (``None`` = no caching)."""
+        self.svc = svc
+        s = svc.settings
+        self.retriever = Retriever(svc.store, svc.embedder, rrf_k=s.rrf_k, candidates=s.candidates,
+                                   reranker=reranker if reranker is not None else svc.reranker,
+                                   rerank_candidates=s.rerank_candidates, dense_skip_scripts=s.dense_skip_scripts,
+                                   dense_windows=s.dense_window_tokens > 0, fusion=s.fusion,
+                                   clear_hit_ratio=s.clear_hit_ratio, dense_prefetch=s.dense_prefetch,
+                                   named_document_leg=s.named_document_leg, named_subset=s.named_document_subset,
+                                   table_vote=s.table_vote)
+        self.answerer = answerer or build_answerer(svc)
+        from cachetools import LRUCache
+
+        # rebuilt document texts per (document, version, strategy): bounded, since every
+        # re-ingestion adds a version and a server runs for months
+        self._doc_texts: LRUCache = LRUCache(maxsize=256)
+        self._doc_texts_lock = threading.Lock()
+        self._word_vecs: LRUCache = LRUCache(maxsize=100_000)  # word -> embedding, for paraphrase checks
+        self.telemetry = telemetry or TelemetryWriter.from_services(svc, background=False)
+        self.cache = cache
+
+    def search(self, question: str, scope: Scope | None = None, top_k: int | None = None,
+               mode: Mode | str = Mode.hybrid) -> RetrievalResult:
+        """Retrieval only. See ``Retriever.retrieve``."""
+        return self.retriever.retrieve(question, scope, top_k or self.svc.settings.top_k, mode)
+
+    def _document_texts(self, chunks: list[RetrievedChunk], scope: Scope | None = None) -> list[str]:
+        """Full text of each document the chunks come from, rebuilt from its chunks of the same
+        strategy without the overlaps (cached per version, strategy and page range), plus the chunk
+        headers. With a page range in ``scope`` only the searched pages count: the chunks that lie
+        inside the range, and the retrieved chunks (already cut to it). A name found only on a page
+        outside the range is then missing, and the question is refused ("the searched documents do
+        not mention ...") instead of answered from in-range pages about something else."""
+        from sqlalchemy import select
+
+        from ragaudit.platform.db import ChunkRow
+
+        pmin = scope.page_min if scope is not None else None
+        pmax = scope.page_max if scope is not None else None
+        out = []
+        keys = {(c.payload.get("document_id"), c.payload.get("doc_sha256"), c.payload.get("strategy"), pmin, pmax)
+                for c in chunks}
+        for key in keys:
+            with self._doc_texts_lock:
+                text = self._doc_texts.get(key)
+            if text is None:
+                where = [ChunkRow.document_id == key[0], ChunkRow.doc_sha256 == key[1], ChunkRow.strategy == key[2],
+                         ChunkRow.live.is_(True)]
+                if pmin is not None:
+                    where.append(ChunkRow.page_start >= pmin)
+                if pmax is not None:
+                    where.append(ChunkRow.page_end <= pmax)
+                with self.svc.sessions() as s:
+                    rows = s.execute(select(ChunkRow.char_start, ChunkRow.char_end, ChunkRow.text).where(*where)
+                                     .order_by(ChunkRow.char_start)).all()
+                parts, end = [], 0
+                for cs, ce, chunk_text in rows:
+                    if ce <= end:
+                        continue
+                    parts.append(chunk_text[max(0, end - cs):])
+                    end = ce
+                text = " ".join(parts)
+                with self._doc_texts_lock:
+                    self._doc_texts[key] = text
+            out.append(text)
+        if pmin is not None or pmax is not None:
+            out.extend(c.text for c in chunks)  # cut to the range; a chunk across its edge is in no row above
+        out.extend(c.payload.get("header", "") for c in chunks)
+        return out
+
+    def _closest_word(self, term: str, passages: list[str]) -> tuple[str | None, float]:
+        """The word of ``passages`` whose embedding is closest to ``term``'s, with the cosine
+        (word vectors cached); ``(None, 0.0)`` when the passages have no word of 4+ letters."""
+        import numpy as np
+
+        words = sorted({w.lower() for p in passages for w in re.findall(r"[^\W\d_]{4,}", p)} - {term.lower()})
+        if not words:
+            return None, 0.0
+        missing = [w for w in [term.lower(), *words] if w not in self._word_vecs]
+        if missing:
+            for w, v in zip(missing, self.svc.embedder.embed(missing)):
+                self._word_vecs[w] = v
+        sims = np.stack([self._word_vecs[w] for w in words]) @ self._word_vecs[term.lower()]
+        i = int(np.argmax(sims))
+        return words[i], float(sims[i])
+
+    def prepare(self, question: str, scope: Scope | None = None, top_k: int | None = None,
+                mode: Mode | str = Mode.hybrid) -> Prepared:
+        """Retrieve and decide whether to answer. Raises ``ValueError`` for bad input."""
+        t0 = time.perf_counter()
+        top_k = top_k or self.svc.settings.top_k
+        mode = Mode.parse(mode)
+        scope = scope or Scope()
+        res = self.retriever.retrieve(question, scope, top_k, mode, neighbors=self.svc.settings.neighbor_chunks)
+        sources = list(res.chunks)  # in scope: the retriever enforces it on every chunk, neighbours included
+        gate = None
+        aliases: dict[str, str] = {}
+        model = getattr(self.answerer, "name", "extractive")
+        if is_vague(question):
+            gate = AnswerResult(CLARIFY_TEXT, [], "clarifying", model)
+        elif is_underspecified(question):
+            why = assess(question, []).reason
+            gate = AnswerResult(f"Your question does not say what it is about ({why}): which document, item or "
+                                "period do you mean?", [], "clarifying", model)
+        elif res.scope_empty:  # not "nothing matches the question": nothing was searched ("dmca.PDF")
+            # no "the documents do not contain the answer": no document was read
+            gate = AnswerResult(f"Not answered. Nothing was searched: {empty_note(scope)}.", [], "refused", model)
+        elif not sources:
+            gate = AnswerResult(REFUSAL_TEXT + " Nothing in the searched documents matches it.", [], "refused", model)
+        else:
+            passages = [f"{c.payload.get('header', '')}\n{c.text}" for c in sources]
+            verdict = assess(question, self._document_texts(sources, scope), passages, self._closest_word)
+            if verdict.label == "refused":
+                gate = self._refusal(question, sources, verdict.reason, model, res.query_vector)
+            aliases = verdict.aliases
+        return Prepared(new_id(), question, scope, mode, top_k, res, sources, gate, t0, aliases)
+
+    def _refusal(self, question: str, sources: list[RetrievedChunk], reason: str, model: str,
+                 query_vector: Any = None) -> AnswerResult:
+        """The refusal answer: ``REFUSAL_TEXT``, the gate's reason (``Verdict.reason``: what the
+        searched documents lack, e.g. "The searched documents do not mention “Seoul”.") and,
+        offline, the closest passage's best sentence, cited."""
+        text = f"{REFUSAL_TEXT} {reason[:1].upper()}{reason[1:]}."
+        cites = []
+        if isinstance(self.answerer, ExtractiveAnswerer):
+            scored = self.answerer.score_sentences(question, sources, query_vector)
+            if scored:
+                best = scored[0][1]
+                cites = [_citation(best)]
+                text += f" The closest passage says: “{normalize_ws(best.text)}” [{best.n}]"
+        return AnswerResult(text, cites, "refused", model)
+
+    def answer(self, prep: Prepared) -> AnswerResult:
+        """The gate answer, or the answerer's answer over the numbered sources, with its citations
+        audited (``answer.audit_answer``: verified, supports, label)."""
+        if prep.gate is not None:
+            return audit_answer(prep.gate, prep.sources)
+        if isinstance(self.answerer, ExtractiveAnswerer):  # the question's vector from retrieval, not again
+            qvec = prep.retrieval.query_vector if not prep.aliases else None  # the question read with its places
+            return audit_answer(self.answerer.answer(prep.answer_question, prep.sources, qvec),
+                                prep.sources)
+        return audit_answer(self.answerer.answer(prep.question, prep.sources), prep.sources)
+
+    def result_json(self, prep: Prepared, ans: AnswerResult, gen_ms: float, ttft_ms: float | None = None) -> dict[str, Any]:
+        total = (time.perf_counter() - prep.t0) * 1000
+        timings = {k: round(v, 2) for k, v in prep.retrieval.timings_ms.items()}
+        timings.update(generation=round(gen_ms, 2), total=round(total, 2))
+        if ttft_ms is not None:
+            timings["ttft"] = round(ttft_ms, 2)
+        return {
+            "query_id": prep.query_id,
+            "question": prep.question,
+            "answer": ans.answer,
+            "concise_answer": "" if ans.label in ("refused", "clarifying") else ans.concise,
+            "label": ans.label,
+            "citations": [c.to_json() for c in ans.citations],
+            "citation_check": ans.citation_check,
+            "retrieved": prep.sources_json(),
+            "mode": prep.mode.value,
+            "notes": list(prep.retrieval.notes),
+            "scope": prep.scope.as_dict(),
+            "timings_ms": timings,
+            "usage": {"model": ans.model, "prompt_tokens": ans.prompt_tokens,
+                      "completion_tokens": ans.completion_tokens, "cost_usd": ans.cost_usd},
+        }
+
+    def ask(self, question: str, scope: Scope | None = None, top_k: int | None = None,
+            mode: Mode | str = Mode.hybrid, log_query: bool = True) -> dict[str, Any]:
+        """Answer ``question`` from the top-``top_k`` chunks within ``scope``.
+
+        Returns the answer JSON (timings in ms, cost in USD). Raises ``ValueError`` for an empty
+        question or an unknown mode; API errors of the LLM propagate (and are logged with their
+        error kind).
+        """
+        t0 = time.perf_counter()
+        scope = scope or Scope()
+        mode_v = Mode.parse(mode)
+        ckey = self._cache_key("answer", question, scope, mode_v, top_k or self.svc.settings.top_k,
+                               self._model_name()) if log_query else None
+        hit = self.cache.get(ckey) if ckey else None
+        if hit is not None:
+            return self._serve_cached(hit, new_id(), question, scope, mode_v, top_k or self.svc.settings.top_k, t0)
+        prep = None
+        try:
+            with request_in_flight():
+                prep = self.prepare(question, scope, top_k, mode_v)
+                t = time.perf_counter()
+                ans = self.answer(prep)
+                gen_ms = (time.perf_counter() - t) * 1000
+        except Exception as e:
+            if log_query:
+                if prep is None:  # retrieval failed: nothing to show but the time spent
+                    self._log(new_id(), question, scope, mode_v, top_k or self.svc.settings.top_k, None, None,
+                              (time.perf_counter() - t0) * 1000, error_kind=type(e).__name__)
+                else:  # the answerer failed: the row keeps what retrieval did and how long generation ran
+                    self._log(prep.query_id, question, prep.scope, prep.mode, prep.top_k, self._partial(prep, t), None,
+                              (time.perf_counter() - t0) * 1000, error_kind=type(e).__name__)
+            raise
+        out = self.result_json(prep, ans, gen_ms)
+        if log_query:
+            self._log(prep.query_id, question, prep.scope, prep.mode, prep.top_k, out, ans, out["timings_ms"]["total"])
+            out["cache"] = {"hit": False}
+            if ckey:
+                self.cache.put(ckey, out)
+        return out
+
+    def stream(self, question: str, scope: Scope | None = None, top_k: int | None = None,
+               mode: Mode | str = Mode.hybrid, log_query: bool = True,
+               cancel: Cancellation | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
+        """Yield ``(event, data)``: ``sources`` (numbered chunks) first, then ``token`` events
+        (``{"text": delta}``), then ``done`` (label, citations, timings incl. ``ttft`` ms, usage).
+
+        Errors after the first event are yielded as ``error`` events (and logged). ``cancel``
+        (fired when the client goes away) closes the upstream LLM request; a generator cancelled
+        or closed before ``done`` logs its row with ``error_kind`` ``ClientDisconnected``.
+        """
+        t0 = time.perf_counter()
+        try:
+            with request_in_flight():
+                prep = self.prepare(question, scope, top_k, mode)
+        except Exception as e:
+            if log_query:
+                self._log(new_id(), question, scope or Scope(), mode if isinstance(mode, Mode) else Mode.hybrid,
+                          top_k or self.svc.settings.top_k, None, None, (time.perf_counter() - t0) * 1000,
+                          error_kind=type(e).__name__, endpoint="stream")
+            raise
+        yield "sources", {"query_id": prep.query_id, "sources": [{"n": i, **c} for i, c in
+                                                                  enumerate(prep.sources_json(), start=1)],
+                          "notes": list(prep.retrieval.notes)}
+        t = time.perf_counter()
+        ttft = None
+        gen = None
+        try:
+            if prep.gate is not None or not hasattr(self.answerer, "stream"):
+                ans = self.answer(prep)
+                for piece in re.findall(r"\S+\s*", ans.answer):
+                    if ttft is None:
+                        ttft = (time.perf_counter() - t) * 1000
+                    yield "token", {"text": piece}
+            else:
+                gen = (self.answerer.stream(prep.question, prep.sources, cancel=cancel) if cancel is not None
+                       else self.answerer.stream(prep.question, prep.sources))
+                while True:
+                    try:
+                        piece = next(gen)
+                    except StopIteration as stop:
+                        ans = audit_answer(stop.value, prep.sources)
+                        break
+                    if ttft is None:
+                        ttft = (time.perf_counter() - t) * 1000
+                    yield "token", {"text": piece}
+        except GeneratorExit:  # closed by the route: the client went away between two events
+            if gen is not None:
+                gen.close()
+            if log_query:
+                self._log(prep.query_id, question, prep.scope, prep.mode, prep.top_k, self._partial(prep, t, ttft), None,
+                          (time.perf_counter() - prep.t0) * 1000, error_kind=CLIENT_DISCONNECTED, endpoint="stream")
+            raise
+        except Exception as e:
+            kind = CLIENT_DISCONNECTED if cancel is not None and cancel.cancelled else type(e).__name__
+            if log_query:
+                self._log(prep.query_id, question, prep.scope, prep.mode, prep.top_k, self._partial(prep, t, ttft), None,
+                          (time.perf_counter() - prep.t0) * 1000, error_kind=kind, endpoint="stream")
+            if kind == CLIENT_DISCONNECTED:
+                return  # nobody is listening
+            yield "error", {"query_id": prep.query_id, "error": type(e).__name__, "detail": str(e)[:500]}
+            return
+        out = self.result_json(prep, ans, (time.perf_counter() - t) * 1000, ttft)
+        if log_query:
+            self._log(prep.query_id, question, prep.scope, prep.mode, prep.top_k, out, ans, out["timings_ms"]["total"],
+                      endpoint="stream")
+        done = {k: out[k] for k in ("query_id", "answer", "concise_answer", "label", "citations", "citation_check", "timings_ms", "usage")}
+        yield "done", done
+
+    @staticmethod
+    def _partial(prep: Prepared, gen_t0: float, ttft_ms: float | None = None) -> dict[str, Any]:
+        """What a request that failed (or lost its client) after retrieval still logs: the retrieval
+        stage timings (ms), the generation time up to the failure (ms), ttft when a token was sent,
+        and the retrieved chunk ids, so a failed row says which stage failed and after how long."""
+        timings = {k: round(v, 2) for k, v in prep.retrieval.timings_ms.items()}
+        timings["generation"] = round((time.perf_counter() - gen_t0) * 1000, 2)
+        if ttft_ms is not None:
+            timings["ttft"] = round(ttft_ms, 2)
+        return {"timings_ms": timings, "retrieved": prep.sources_json(), "citations": []}
+
+    def _log(self, qid: str, question: str, scope: Scope, mode: Mode, top_k: int, out: dict | None,
+             ans: AnswerResult | None, total_ms: float, error_kind: str | None = None, endpoint: str = "query") -> None:
+        t = dict((out or {}).get("timings_ms", {}))
+        t["total"] = total_ms
+        self.telemetry.record(
+            query_id=qid, endpoint=endpoint, question=question, scope=scope.as_dict(), mode=mode.value,
+            top_k=top_k, strategy=scope.strategy, model=ans.model if ans else self._model_name(),
+            label=ans.label if ans else None, timings_ms=t,
+            prompt_tokens=ans.prompt_tokens if ans else 0, completion_tokens=ans.completion_tokens if ans else 0,
+            cost_usd=ans.cost_usd if ans else 0.0,  # None = unknown price
+            retrieved_ids=[r["chunk_id"] for r in out["retrieved"]] if out else None,
+            cited_ids=[c["chunk_id"] for c in out["citations"]] if out else None, error_kind=error_kind)
+
+    # --- answer/retrieval cache and /search telemetry (telemetry branch) ---
+    def _model_name(self) -> str:
+        return getattr(self.answerer, "name", None) or getattr(self.answerer, "model", None) or "unknown"
+
+    def _cache_key(self, kind: str, question: str, scope: Scope, mode: Mode, top_k: int, model: str):
+        return self.cache.key(kind, question, scope.as_dict(), mode.value, top_k, scope.strategy, model) \
+            if self.cache is not None else None
+
+    def _serve_cached(self, hit: dict, qid: str, question: str, scope: Scope, mode: Mode, top_k: int,
+                      t0: float) -> dict[str, Any]:
+        """A cached answer as a new request: new query_id, cost 0, original id/cost under ``cache``."""
+        orig_id, usage = hit["query_id"], hit["usage"]
+        total = (time.perf_counter() - t0) * 1000
+        hit.update(query_id=qid, question=question, timings_ms={"total": round(total, 2)},
+                   cache={"hit": True, "original_query_id": orig_id, "original_cost_usd": usage["cost_usd"],
+                          "original_timings_ms": hit["timings_ms"]},
+                   usage={**usage, "prompt_tokens": 0, "completion_tokens": 0, "cost_usd": 0.0})
+        self.telemetry.record(
+            query_id=qid, endpoint="query", question=question, scope=scope.as_dict(), mode=mode.value, top_k=top_k,
+            strategy=scope.strategy, model=usage["model"], label=hit["label"], cache_hit=True,
+            cache_source_id=orig_id, timings_ms={"total": total},
+            retrieved_ids=[r["chunk_id"] for r in hit["retrieved"]], cited_ids=[c["chunk_id"] for c in hit["citations"]])
+        return hit
+
+    def search_logged(self, question: str, scope: Scope | None = None, top_k: int | None = None,
+                      mode: Mode | str = Mode.hybrid) -> dict[str, Any]:
+        """Retrieval for the /search endpoint, cached and logged (one query_logs row, endpoint "search").
+
+        Returns ``{query_id, question, mode, retrieved[], timings_ms{}, cache{hit, original_query_id?}}``
+        (ms). The model named in the row is the embedding model (local: cost 0). Raises ``ValueError``
+        like ``Retriever.retrieve`` (the failure is logged with its error kind first).
+        """
+        t0 = time.perf_counter()
+        top_k = top_k or self.svc.settings.top_k
+        scope = scope or Scope()
+        qid = new_id()
+        model = self.svc.settings.embedding_model
+        row = dict(query_id=qid, endpoint="search", question=question, scope=scope.as_dict(), top_k=top_k,
+                   strategy=scope.strategy, model=model)
+        try:
+            mode = Mode.parse(mode)
+            ckey = self._cache_key("search", question, scope, mode, top_k, model)
+            hit = self.cache.get(ckey) if ckey else None
+            if hit is None:
+                with request_in_flight():
+                    res = self.retriever.retrieve(question, scope, top_k, mode)
+        except Exception as e:
+            self.telemetry.record(**row, mode=str(getattr(mode, "value", mode))[:16],
+                                  timings_ms={"total": (time.perf_counter() - t0) * 1000}, error_kind=type(e).__name__)
+            raise
+        total = (time.perf_counter() - t0) * 1000
+        if hit is not None:
+            orig = hit["query_id"]
+            hit.update(query_id=qid, question=question, timings_ms={"total": round(total, 2)},
+                       cache={"hit": True, "original_query_id": orig, "original_cost_usd": 0.0,
+                              "original_timings_ms": hit["timings_ms"]})
+            self.telemetry.record(**row, mode=mode.value, cache_hit=True, cache_source_id=orig,
+                                  timings_ms={"total": total}, retrieved_ids=[r["chunk_id"] for r in hit["retrieved"]])
+            return hit
+        timings = {k: round(v, 2) for k, v in res.timings_ms.items()}
+        timings["total"] = round(total, 2)
+        out = {"query_id": qid, "question": question, "mode": res.mode.value,
+               "retrieved": [c.to_json() for c in res.chunks], "notes": list(res.notes), "timings_ms": timings,
+               "cache": {"hit": False}}
+        self.telemetry.record(**row, mode=mode.value, timings_ms={**res.timings_ms, "total": total},
+                              retrieved_ids=[c.chunk_id for c in res.chunks])
+        if ckey:
+            self.cache.put(ckey, out)
+        return out

@@ -1,0 +1,698 @@
+"""Hybrid retrieval: dense top-N and BM25 top-N under the same filter, fused with RRF.
+
+Reciprocal Rank Fusion: score(d) = sum over lists L containing d of 1 / (k + rank_L(d)),
+rank 1-based, k = 60 by default (Cormack, Clarke & Buettcher, "Reciprocal Rank Fusion
+outperforms Condorcet and individual Rank Learning Methods", SIGIR 2009). Fusion runs in our
+code, not Qdrant's, so every result reports its rank and score in each list.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+from ragaudit.index.embedding import Embedder
+from ragaudit.types import ChoiceEnum
+from ragaudit.index.sparse import CJK_CHAR, bm25_query_vector
+from ragaudit.retrieve.scope import enforce_scope
+from ragaudit.index.store import PointHit, Scope, VectorStore
+
+
+class Mode(ChoiceEnum):
+    """Retrieval mode. ``hybrid_rerank`` needs a cross-encoder (``RAGAUDIT_RERANKER_MODEL``)."""
+
+    vector = "vector"
+    bm25 = "bm25"
+    hybrid = "hybrid"
+    hybrid_rerank = "hybrid_rerank"
+
+    @classmethod
+    def kind(cls) -> str:
+        return "retrieval mode"
+
+
+@dataclass
+class RetrievedChunk:
+    """One retrieved chunk. ``rank`` is 1-based in the final list; ``ranks``/``scores`` per retriever
+    (``None`` when the chunk was not in that retriever's top-N)."""
+
+    rank: int
+    chunk_id: str
+    score: float
+    payload: dict[str, Any]
+    ranks: dict[str, int | None] = field(default_factory=dict)
+    scores: dict[str, float | None] = field(default_factory=dict)
+    neighbor_of: str | None = None
+
+    @property
+    def text(self) -> str:
+        return self.payload.get("text", "")
+
+    @property
+    def doc_name(self) -> str:
+        return self.payload.get("doc_name", "")
+
+    @property
+    def page_start(self) -> int:
+        return int(self.payload.get("page_start", 0))
+
+    @property
+    def page_end(self) -> int:
+        return int(self.payload.get("page_end", 0))
+
+    def page_at(self, offset: int) -> int:
+        """1-based page of character ``offset`` of ``text`` (from the stored page breaks)."""
+        page = self.page_start
+        for p, off in self.payload.get("page_breaks", []) or []:
+            if off <= offset:
+                page = p
+        return page
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "rank": self.rank,
+            "chunk_id": self.chunk_id,
+            "document_id": self.payload.get("document_id"),
+            "doc_name": self.doc_name,
+            "page_start": self.page_start,
+            "page_end": self.page_end,
+            "header": self.payload.get("header") or "",
+            "text": self.text,
+            "score": self.score,
+            "ranks": {"vector": self.ranks.get("vector"), "bm25": self.ranks.get("bm25")},
+            "scores": dict(self.scores),
+            "section": self.payload.get("section") or "",
+            "strategy": self.payload.get("strategy"),
+            "neighbor_of": self.neighbor_of,
+        }
+
+
+@dataclass
+class RetrievalResult:
+    chunks: list[RetrievedChunk]
+    timings_ms: dict[str, float]
+    mode: Mode
+    candidates: dict[str, list[str]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    query_vector: np.ndarray | None = None  # the question's embedding when the dense leg ran (dim,)
+    scope_empty: bool = False  # no chunk at all is in the scope (a misspelt name, an empty knowledge base)
+
+
+# why a scoped search found nothing when the scope itself holds no chunk (notes and the refusal say it)
+EMPTY_SCOPE_NOTE = ("no indexed chunk is in the scope: check the document names (matched exactly, case "
+                    "included), knowledge base, ids and page range; GET /documents lists them")
+# the same when no scope was given and the whole index is empty (a fresh install, a wrong data folder)
+EMPTY_INDEX_NOTE = ("the index holds no document yet: ingest PDFs first (`ragaudit ingest FOLDER`, "
+                    "POST /documents or the Upload page), and check that this process uses the data folder "
+                    "or Qdrant URL they were ingested into")
+
+
+def empty_note(scope: Scope) -> str:
+    """Why nothing was searched: ``EMPTY_SCOPE_NOTE`` when the question had a scope, else
+    ``EMPTY_INDEX_NOTE`` (the whole index holds no chunk)."""
+    return EMPTY_SCOPE_NOTE if scope.as_dict() else EMPTY_INDEX_NOTE
+
+
+
+
+def query_script(question: str) -> str:
+    """``"cjk"`` when most letters of ``question`` are Chinese/Japanese/Korean, else ``"latin"``."""
+    letters = [ch for ch in question if ch.isalpha()]
+    cjk = sum(1 for ch in letters if CJK_CHAR.match(ch))
+    return "cjk" if letters and cjk / len(letters) >= 0.5 else "latin"
+
+
+_CALENDAR = re.compile(r"(?i)(?:jan|febr)uary|march|april|may|june|july|august|september|october|november|december|"
+                       r"(?:mon|tues|wednes|thurs|fri|satur|sun)day")
+
+
+def reciprocal_rank_fusion(lists: dict[str, list[str]], k: int = 60, *, fill_missing: bool = False,
+                           tiebreak: dict[str, tuple] | None = None) -> list[tuple[str, float]]:
+    """Fuse ranked id lists with RRF (Cormack et al., SIGIR 2009).
+
+    ``lists`` maps retriever name -> ids best first. Returns ``(id, score)`` sorted by score
+    descending. ``k`` must be positive (``ValueError``).
+
+    ``fill_missing``: an id absent from a list counts as ranked just below that list's end
+    (rank ``len(list) + 1``) instead of contributing nothing, so one retriever's clear hit that
+    the other did not return at all is not outranked by every id both returned far down.
+    ``tiebreak``: id -> a tuple compared (descending) between ids of exactly equal score; ids
+    without one, and remaining ties, fall back to the id string, so the order is deterministic.
+    """
+    if k <= 0:
+        raise ValueError("RRF k must be positive")
+    scores: dict[str, float] = {}
+    for ids in lists.values():
+        for r, pid in enumerate(ids, start=1):
+            scores[pid] = scores.get(pid, 0.0) + 1.0 / (k + r)
+    if fill_missing:
+        for ids in lists.values():
+            present = set(ids)
+            for pid in scores:
+                if pid not in present:
+                    scores[pid] += 1.0 / (k + len(ids) + 1)
+    tb = tiebreak or {}
+    return sorted(scores.items(), key=lambda kv: (-round(kv[1], 12), tuple(-x for x in tb.get(kv[0], ())), kv[0]))
+
+
+def distribution_score_fusion(scores: dict[str, dict[str, float]]) -> list[tuple[str, float]]:
+    """Distribution-based score fusion (DBSF, as in Qdrant): each list's scores are scaled to
+    [0, 1] over mean +- 3 standard deviations of that list, clipped, and summed; an id absent
+    from a list adds 0. ``scores``: retriever name -> {id: raw score}. Ties by id."""
+    fused: dict[str, float] = {}
+    for per in scores.values():
+        if not per:
+            continue
+        v = np.array(list(per.values()), dtype=float)
+        mu, sd = float(v.mean()), float(v.std())
+        lo, hi = mu - 3 * sd, mu + 3 * sd
+        for pid, x in per.items():
+            z = 0.5 if hi <= lo else min(max((x - lo) / (hi - lo), 0.0), 1.0)
+            fused[pid] = fused.get(pid, 0.0) + z
+    return sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))
+
+
+def keep_clear_hit(fused: list[tuple[str, float]], bm25: dict[str, PointHit],
+                   ratio: float) -> tuple[list[tuple[str, float]], dict[str, tuple[float, float]]]:
+    """Put BM25's clear best hit first in the fused list.
+
+    A BM25 top hit scoring at least ``ratio`` x the second hit's score matches the question's
+    rare terms as no other chunk does (BM25 scores are sums of IDF-weighted term weights, so a
+    ratio compares how much of the question each chunk matches, independent of the question's
+    length); rank fusion would otherwise let chunks that both retrievers rank in the middle
+    outvote it (a chunk first in BM25 and absent from the dense top-N ended at fused rank 8).
+    Dense cosine scores of one query sit in a narrow band (top-1 / top-2 rarely above 1.2), so
+    no such rule is applied to them.
+
+    ``fused``: ``(id, score)`` best first; ``bm25``: id -> hit, best first (insertion order);
+    ``ratio`` 0 disables the rule. Returns the new list (the clear hit takes the first place
+    with the first place's score, so the order stays descending) and ``{id: (score ratio,
+    its own fused score)}`` for the moved hit (empty when nothing moved).
+    """
+    if ratio <= 0 or len(bm25) < 2 or not fused:
+        return fused, {}
+    (top, h1), (_, h2) = list(bm25.items())[:2]
+    if h2.score <= 0 or h1.score / h2.score < ratio or fused[0][0] == top:
+        return fused, {}
+    own = next((sc for pid, sc in fused if pid == top), None)
+    if own is None:
+        return fused, {}
+    rest = [(pid, sc) for pid, sc in fused if pid != top]
+    return [(top, fused[0][1])] + rest, {top: (round(h1.score / h2.score, 3), own)}
+
+
+TABLE_ROW_SHARE = 0.5  # a chunk at least this share of whose lines are table rows is a table chunk
+# a question asking for a reason ("What drove the increase in merchandise inventories?") is answered
+# by prose, not by the row that names its subject (Li & Roth's DESC:reason)
+_REASON_Q = re.compile(r"(?i)\s*(?:why\b|what (?:drove|drives|caused|causes|led to|explains?)\b)")
+
+
+def is_table_chunk(text: str) -> bool:
+    """True when at least ``TABLE_ROW_SHARE`` of the non-empty lines of ``text`` are table rows
+    (``chunking.is_value_row``)."""
+    from ragaudit.ingest.chunking import is_value_row
+
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    rows = sum(1 for ln in lines if is_value_row(ln))
+    return bool(lines) and rows / len(lines) >= TABLE_ROW_SHARE
+
+
+def table_vote_rows(question: str) -> set[str]:
+    """The row labels (``sparse.question_row_terms``) a table vote can be given for: none for a
+    question asking for a reason."""
+    from ragaudit.index.sparse import question_row_terms
+
+    return set() if _REASON_Q.match(question) else question_row_terms(question)
+
+
+def table_votes(question: str, bm25_ids: list[str], texts: dict[str, str]) -> dict[str, int]:
+    """``{id: BM25 rank}`` of the BM25 candidates that are table chunks (``is_table_chunk``) holding
+    a row whose whole label the question names (``sparse.row_label_terms``), unless the question
+    asks for a reason. ``texts``: id -> chunk text.
+
+    The dense leg cannot read such a chunk: a sentence embedding of a column of numbers under
+    short labels is close to no question (the income statement holding "Gross margin 40,215" is
+    dense rank 56 for "What was the reported gross margin for Microsoft?", BM25 rank 5). RRF then
+    lets prose that both legs rank in the middle outvote it. For these chunks the dense leg
+    abstains and BM25's rank stands for both (``Retriever._fuse``): rank imputation for a missing
+    judgement, not a weight on either leg."""
+    from ragaudit.index.sparse import row_label_terms
+
+    q_rows = table_vote_rows(question)
+    if not q_rows:
+        return {}
+    return {pid: r for r, pid in enumerate(bm25_ids, start=1)
+            if q_rows & set(row_label_terms(texts.get(pid, ""))) and is_table_chunk(texts.get(pid, ""))}
+
+
+def question_identifiers(question: str) -> frozenset[str]:
+    """The question's identifier tokens: tokens with a digit or a joiner (``ppr-9087``, ``10-q``,
+    ``hr_schema.employees``)."""
+    from ragaudit.index.sparse import tokenize
+
+    return frozenset(t for t in tokenize(question) if any(ch.isdigit() for ch in t) or re.search(r"[._\-/:]", t))
+
+
+@lru_cache(maxsize=8192)
+def _token_set(text: str) -> frozenset[str]:
+    """``set(tokenize(text))``, cached: a chunk's text never changes, and tokenizing one costs
+    milliseconds (stemming), paid again for every tie it is in."""
+    from ragaudit.index.sparse import tokenize
+
+    return frozenset(tokenize(text))
+
+
+def identifier_matches(question: str, text: str, ids: frozenset[str] | None = None) -> int:
+    """How many of the question's identifier tokens (``question_identifiers``; pass ``ids`` when
+    already computed) occur as tokens of ``text``."""
+    ids = question_identifiers(question) if ids is None else ids
+    if not ids:
+        return 0
+    return len(ids & _token_set(text))
+
+
+class Fusion(ChoiceEnum):
+    """How the dense and BM25 lists are fused: ``rrf`` (Cormack et al. 2009), ``rrf_fill`` (RRF,
+    an id missing from a list ranked just below its end), ``dbsf`` (distribution-based score
+    fusion). Exact ties are broken by exact identifier matches, then BM25 score, then dense score."""
+
+    rrf = "rrf"
+    rrf_fill = "rrf_fill"
+    dbsf = "dbsf"
+
+    @classmethod
+    def kind(cls) -> str:
+        return "fusion method"
+
+
+class Retriever:
+    """Scoped dense / BM25 / hybrid (RRF) retrieval over the chunk collection.
+
+    The dense leg scores a chunk by its best sentence window (``dense_windows``, Qdrant
+    multivector with MaxSim as in ColBERT, Khattab & Zaharia, SIGIR 2020 -- here one vector per
+    window of ~64 word pieces): one vector per 200-token chunk blurs the single fact a question asks for.
+    ``dense_prefetch`` > 0: MaxSim re-scores only the top ``dense_prefetch`` chunks by their single
+    chunk vector (two stages, ``VectorStore.search_dense``) instead of scanning every window.
+
+    ``clear_hit_ratio``: BM25's top hit scoring this many times its second is ranked first after
+    fusion (``keep_clear_hit``; 0 = off).
+
+    ``table_vote``: a table chunk holding a row the question names gets BM25's rank as its dense
+    rank too in RRF (``table_votes``; the dense leg cannot read a column of numbers); the chunk's
+    ``scores["table_vote"]`` says so.
+
+    ``reranker``: optional object with ``predict(list[tuple[str, str]]) -> scores``
+    (a sentence-transformers ``CrossEncoder``).
+    """
+
+    def __init__(self, store: VectorStore, embedder: Embedder, *, rrf_k: int = 60, candidates: int = 20,
+                 reranker: Any = None, rerank_candidates: int = 30, dense_skip_scripts: str = "",
+                 dense_windows: bool = True, fusion: "Fusion | str" = "rrf", clear_hit_ratio: float = 1.5,
+                 dense_prefetch: int = 0, named_document_leg: bool = False, named_subset: int = 3,
+                 table_vote: bool = False):
+        self.store = store
+        self.embedder = embedder
+        self.rrf_k = rrf_k
+        self.candidates = candidates
+        self.reranker = reranker
+        self.rerank_candidates = rerank_candidates
+        self.dense_skip_scripts = {x.strip() for x in dense_skip_scripts.split(",") if x.strip()}
+        self.dense_windows = dense_windows
+        self.fusion = Fusion.parse(fusion)
+        if clear_hit_ratio < 0:
+            raise ValueError("clear_hit_ratio must be >= 0 (0 = off)")
+        self.clear_hit_ratio = clear_hit_ratio
+        self.dense_prefetch = dense_prefetch
+        self.named_document_leg = named_document_leg
+        self.named_subset = named_subset  # most documents the question's names may select to rank first (0 = off)
+        self.table_vote = table_vote  # table chunks naming the question's row: BM25's rank votes for the dense leg
+
+    def retrieve(self, question: str, scope: Scope | None = None, top_k: int = 5,
+                 mode: Mode | str = Mode.hybrid, neighbors: int | None = None) -> RetrievalResult:
+        """Top-``top_k`` chunks for ``question`` within ``scope``, followed by up to ``neighbors``
+        neighbouring chunks (``Retriever.neighbors``; ``None`` = none, no timing).
+
+        Every chunk returned passes ``scope.enforce_scope`` (the one scope check of every path:
+        fused, reranked and neighbour chunks alike; chunks straddling the page range are cut to
+        it). Timings (ms): embed, vector, bm25, fusion, rerank (, neighbors). Raises
+        ``ValueError`` for an empty question, ``top_k < 1`` or ``hybrid_rerank`` without a reranker.
+        """
+        mode = Mode.parse(mode)
+        if not question or not question.strip():
+            raise ValueError("question is empty")
+        if top_k < 1:
+            raise ValueError("top_k must be >= 1")
+        if mode is Mode.hybrid_rerank and self.reranker is None:
+            raise ValueError("mode hybrid_rerank needs a cross-encoder: set RAGAUDIT_RERANKER_MODEL to a local folder")
+        scope = scope or Scope()
+        flt = scope.to_filter()
+        n = max(self.candidates, top_k)
+        timings = {"embed": 0.0, "vector": 0.0, "bm25": 0.0, "fusion": 0.0, "rerank": 0.0}
+        hits: dict[str, dict[str, PointHit]] = {}
+        by_names = False  # the question's names selected some documents: their passages first
+        if not self.store.exists():  # nothing ever indexed here: say so rather than "nothing matches"
+            note = f"scope {scope.as_dict()}: {EMPTY_SCOPE_NOTE}" if scope.as_dict() else EMPTY_INDEX_NOTE
+            return RetrievalResult([], timings, mode, notes=[note], scope_empty=True)
+        notes: list[str] = []
+        use_dense = mode in (Mode.vector, Mode.hybrid, Mode.hybrid_rerank)
+        script = query_script(question)
+        if mode is not Mode.vector and script in self.dense_skip_scripts:
+            use_dense = False
+            notes.append(f"vector leg skipped: the question is in {script} script, which the embedding model "
+                         "does not cover (RAGAUDIT_DENSE_SKIP_SCRIPTS); BM25 only")
+        # the legs return ids and scores only; payloads are fetched for the chunks kept (one call),
+        # not converted for every candidate of both lists (the reranker reads its whole pool)
+        lazy = mode is not Mode.hybrid_rerank
+        if use_dense:
+            t = time.perf_counter()
+            qvec = self.embedder.embed_query(question)
+            timings["embed"] = (time.perf_counter() - t) * 1000
+            t = time.perf_counter()
+            windows = self.dense_windows and self.store.has_windows()
+            if self.dense_windows and not windows:
+                notes.append("vector leg: this collection has one vector per chunk (created before sentence "
+                             "windows); re-ingest into a new collection for window-level (MaxSim) dense retrieval")
+            hits["vector"] = self._by_position(self.store.search_dense(qvec, flt, n, windows=windows,
+                                                                        prefetch=self.dense_prefetch,
+                                                                        with_payload=not lazy))
+            timings["vector"] = (time.perf_counter() - t) * 1000
+        if mode in (Mode.bm25, Mode.hybrid, Mode.hybrid_rerank):
+            t = time.perf_counter()
+            hits["bm25"] = self._by_position(self.store.search_sparse(bm25_query_vector(question), flt, n,
+                                                                       with_payload=not lazy))
+            timings["bm25"] = (time.perf_counter() - t) * 1000
+        if self.named_document_leg and len(hits) == 2 and Fusion.parse(self.fusion) is not Fusion.dbsf:
+            t = time.perf_counter()
+            named = self._named_document(question, hits, scope)
+            if named is not None and named[2] and self._top_already_in(question, hits, named[0], top_k):
+                named = None  # within the named documents the two legs already agree
+            if named is not None:
+                doc_ids, terms, _ = named
+                sub = replace(scope, document_ids=doc_ids).to_filter()
+                dense_doc = self._by_position(self.store.search_dense(qvec, sub, n, windows=windows,
+                                                                     prefetch=self.dense_prefetch,
+                                                                     with_payload=not lazy))
+                bm25_doc = self._by_position(self.store.search_sparse(bm25_query_vector(question), sub, n,
+                                                                     with_payload=not lazy))
+                # fused like the two legs (exact ties by identifiers, BM25, dense score, position)
+                both, _ = self._fuse(question, {"vector": dense_doc, "bm25": bm25_doc},
+                                     {"vector": list(dense_doc), "bm25": list(bm25_doc)})
+                merged = {**bm25_doc, **dense_doc}
+                scoped = {pid: merged[pid] for pid, _ in both}
+                if by_names := named[2]:
+                    # the documents the question's names select come first, in the order of the two
+                    # legs run within them; the other documents' passages follow
+                    first_docs = list(both)
+                    names_note = (f"the question's {', '.join(terms)} " +
+                                  ("is" if len(terms) == 1 else "are") + f" held by {len(doc_ids)} of the "
+                                  "candidate documents only: their passages, ranked by both legs within them, "
+                                  "come first ('document')")
+                else:
+                    hits["document"] = scoped
+                    notes.append(f"one candidate document alone holds the question's {', '.join(terms)}: its "
+                                 "chunks were also ranked within it (a third RRF list, 'document')")
+            timings["document"] = (time.perf_counter() - t) * 1000
+        t = time.perf_counter()
+        ranked_ids = {name: list(h) for name, h in hits.items()}
+        clear: dict[str, tuple[float, float]] = {}
+        votes: dict[str, int] = {}
+        if len(hits) == 1:
+            (name, only), = hits.items()
+            fused = [(pid, h.score) for pid, h in only.items()]
+        else:
+            fused, votes = self._fuse(question, hits, ranked_ids)
+            fused, clear = keep_clear_hit(fused, hits.get("bm25", {}), self.clear_hit_ratio)
+            if by_names:
+                # the named documents' passages in the fused order, then those only the legs run
+                # within them found, then the other documents' passages
+                own = {pid for pid in scoped}
+                for hs in hits.values():
+                    own |= {pid for pid, h in hs.items() if h.payload.get("document_id") in doc_ids}
+                kept = [(pid, sc) for pid, sc in fused if pid in own]
+                seen = {pid for pid, _ in kept}
+                kept += [(pid, sc) for pid, sc in first_docs if pid not in seen]
+                ahead = {pid for pid, _ in kept}
+                fused = kept + [(pid, sc) for pid, sc in fused if pid not in ahead]
+                hits["document"] = scoped  # their payloads; not a list of the fusion
+                clear = {pid: c for pid, c in clear.items() if fused and pid == fused[0][0]}
+                notes.append(names_note)
+        rank_of = {name: {pid: r for r, pid in enumerate(ids, start=1)} for name, ids in ranked_ids.items()}
+        out: list[RetrievedChunk] = []
+        if lazy:
+            fused = fused[:top_k]
+            self._fill_payloads(hits, [pid for pid, _ in fused])
+        for pid, score in fused:
+            src = next(h[pid] for h in hits.values() if pid in h)
+            if lazy and not src.payload:  # deleted between the query and the fetch
+                continue
+            out.append(RetrievedChunk(
+                rank=0, chunk_id=pid, score=float(score), payload=src.payload,
+                ranks={name: rank_of.get(name, {}).get(pid) for name in ("vector", "bm25")},
+                scores={name: (hits[name][pid].score if name in hits and pid in hits[name] else None)
+                        for name in ("vector", "bm25")},
+            ))
+            if len(hits) > 1:
+                out[-1].scores["rrf"] = float(score)
+                if pid in votes:  # a table chunk: the dense leg abstained, BM25's rank voted for both
+                    out[-1].scores["table_vote"] = float(votes[pid])
+                if pid in clear:  # ranked first as BM25's clear hit; its own fused score stays in "rrf"
+                    out[-1].scores["rrf"] = float(clear[pid][1])
+                    out[-1].scores["clear_hit_ratio"] = clear[pid][0]
+        timings["fusion"] = (time.perf_counter() - t) * 1000
+        if mode is Mode.hybrid_rerank and out:
+            t = time.perf_counter()
+            pool = out[: self.rerank_candidates]
+            scores = self.reranker.predict([(question, c.text) for c in pool])
+            for c, s in zip(pool, scores):
+                c.scores["rerank"] = float(s)
+                c.score = float(s)
+            out = sorted(pool, key=lambda c: -c.score)
+            timings["rerank"] = (time.perf_counter() - t) * 1000
+        out = out[:top_k]
+        for i, c in enumerate(out, start=1):
+            c.rank = i
+        if neighbors is not None:
+            t = time.perf_counter()
+            out += self.neighbors(out, neighbors)
+            timings["neighbors"] = (time.perf_counter() - t) * 1000
+        out, scope_notes = enforce_scope(scope, out)
+        empty = not out and not self.store.count_matching(scope.to_filter())
+        if empty:
+            scope_notes.append(f"scope {scope.as_dict()}: {EMPTY_SCOPE_NOTE}" if scope.as_dict() else EMPTY_INDEX_NOTE)
+        return RetrievalResult(out, timings, mode, ranked_ids, notes + scope_notes, qvec if use_dense else None,
+                               scope_empty=empty)
+
+    def _top_already_in(self, question: str, hits: dict[str, dict[str, PointHit]], doc_ids: list[str],
+                        top_k: int) -> bool:
+        """True when the ``top_k`` passages of the two legs' fusion all come from ``doc_ids`` (the
+        documents the question's names select): they then need no re-ranking within them. Fused as
+        the final list is (``_fuse``: exact ties by identifiers, BM25, dense score, position); with
+        ties broken by point id, which embeds the random document id, the answer flipped between
+        two fresh ingestions of the same files (ext2-007, Apple's R&D among five companies' 10-Qs)."""
+        fused, _ = self._fuse(question, hits, {k: list(v) for k, v in hits.items()})
+        first = [next(h[pid] for h in hits.values() if pid in h) for pid, _ in fused[:top_k]]
+        return all(h.payload.get("document_id") in doc_ids for h in first)
+
+    def _named_document(self, question: str, hits: dict[str, dict[str, PointHit]],
+                        scope: Scope) -> tuple[list[str], list[str], bool] | None:
+        """``(document ids, naming terms, by_names)`` for the documents the question names among those
+        its dense and BM25 candidates come from, or None.
+
+        - **By the question's names** (``by_names`` True; ``named_subset`` > 0): the documents whose
+          candidate chunks (header and text) hold the most of the question's names (proper names,
+          acronyms, identifiers of 3+ characters; not months or days), when that is some but not
+          all candidate documents and at most ``named_subset`` of them. A filing names its company
+          throughout and another company's filing rarely does ("Intel's effective tax rate" among
+          four companies' 10-Qs); "NTSB" and "Tallahassee" pick the Tallahassee report, not a paper
+          that mentions "Florida" or another NTSB report.
+        - **By one term** (``by_names`` False): the one document whose candidate chunks hold some
+          content term of the question (BM25 tokens, stop words out) that no other candidate
+          document's hold, when it is the only such document, not outside the names' choice, and
+          not the one document the names select (then its passages come first, as above).
+          Identifying facts are often printed once per document (an accident report's location
+          and registration on page 1), so the chunks holding what the question asks (the pilot's
+          age on page 2) do not repeat them and rank below other documents' chunks.
+
+        None when neither applies, or the scope already names one document."""
+        if len(scope.document_ids) == 1 or len(scope.doc_names) == 1:
+            return None
+        from ragaudit.index.sparse import STOP_WORDS, tokenize
+
+        q_terms = {t for t in tokenize(question) if t not in STOP_WORDS and len(t) > 1}
+        if not q_terms:
+            return None
+        ids = list(dict.fromkeys(pid for hs in hits.values() for pid in hs))
+        self._fill_payloads(hits, ids)
+        per_doc: dict[str, set[str]] = {}
+        for pid in ids:
+            h = next(hs[pid] for hs in hits.values() if pid in hs)
+            doc = h.payload.get("document_id")
+            if doc:
+                text = f"{h.payload.get('header', '')}\n{h.payload.get('text', '')}"
+                per_doc.setdefault(doc, set()).update(q_terms & _token_set(text))
+        if len(per_doc) < 2:
+            return None
+        in_scope = (lambda d: d in scope.document_ids) if scope.document_ids else (lambda d: True)
+        by_names = self._named_by_names(question, per_doc) if self.named_subset else None
+        naming = {d: sorted(ts - set().union(*(o for e, o in per_doc.items() if e != d))) for d, ts in per_doc.items()}
+        named = [(d, ts) for d, ts in naming.items() if ts]
+        if len(named) == 1 and in_scope(named[0][0]) and (by_names is None or named[0][0] in by_names[0]) \
+                and not (by_names is not None and by_names[0] == [named[0][0]]):
+            return [named[0][0]], named[0][1], False
+        if by_names is None:
+            return None
+        docs = [d for d in by_names[0] if in_scope(d)]
+        return (docs, by_names[1], True) if docs else None
+
+    def _named_by_names(self, question: str, per_doc: dict[str, set[str]]) -> tuple[list[str], list[str]] | None:
+        """``(document ids, names)``: the candidate documents holding the most of the question's
+        names (``per_doc``: document id -> the question's terms its candidate chunks hold), when
+        they are some but not all and at most ``named_subset``; else None (see ``_named_document``)."""
+        from ragaudit.answer.answerability import question_anchors
+        from ragaudit.index.sparse import STOP_WORDS, tokenize
+
+        count: dict[str, list[str]] = {d: [] for d in per_doc}
+        for a in question_anchors(question):
+            if a.kind == "date" or _CALENDAR.fullmatch(a.text) or len(re.sub(r"\W", "", a.text)) < 3:
+                continue  # "December": a time; "HP", "FL": a unit or an abbreviation as often as a name
+            toks = {t for t in tokenize(a.text) if t not in STOP_WORDS and len(t) > 1}
+            for d, ts in per_doc.items():
+                if toks and toks <= ts:
+                    count[d].append(a.text)
+        most = max(len(v) for v in count.values())
+        docs = sorted(d for d, v in count.items() if most and len(v) == most)
+        if not docs or len(docs) >= len(per_doc) or len(docs) > self.named_subset:
+            return None
+        return docs, sorted({n for d in docs for n in count[d]})
+
+    def _by_position(self, leg: list[PointHit]) -> dict[str, PointHit]:
+        """One leg's hits as ``{id: hit}`` best first, hits of exactly equal score ordered by where
+        their chunk is (document name, chunk index) rather than as the store returns them (by point
+        id, which embeds the random document id). Two overlapping chunks share a sentence window and
+        so their dense MaxSim score: two fresh ingestions of the same PDFs ranked them in opposite
+        orders and one answer quoted another sentence. Payloads are fetched only for tied hits."""
+        scores = [round(h.score, 9) for h in leg]
+        if len(set(scores)) == len(scores):
+            return {h.id: h for h in leg}
+        tied = {h.id: h for h, sc in zip(leg, scores) if scores.count(sc) > 1}
+        self._fill_payloads({"leg": tied}, list(tied))
+
+        def where(h: PointHit) -> tuple:
+            p = h.payload or {}
+            return (str(p.get("doc_name", "")), int(p.get("chunk_index", 0) or 0), h.id)
+
+        return {h.id: h for h in sorted(leg, key=lambda h: (-round(h.score, 9), where(h) if h.id in tied else ()))}
+
+    def _fill_payloads(self, hits: dict[str, dict[str, PointHit]], ids: list[str]) -> None:
+        """Give every hit of ``ids`` its payload: one a hit of the same id in another leg already
+        holds (legs are fetched apart: ``_by_position`` fills only one leg's ties), else fetched
+        for all the others in one ``get_payloads`` call."""
+        ids = list(dict.fromkeys(ids))
+        have: dict[str, dict] = {}
+        for hs in hits.values():
+            for pid in ids:
+                if pid in hs and hs[pid].payload and pid not in have:
+                    have[pid] = hs[pid].payload
+        want = [pid for pid in ids if pid not in have]
+        if want:
+            have.update(dict(self.store.get_payloads(want)))
+        for hs in hits.values():
+            for pid in ids:
+                if pid in hs and not hs[pid].payload and pid in have:
+                    hs[pid].payload = have[pid]
+
+    def _fuse(self, question: str, hits: dict[str, dict[str, PointHit]],
+              ranked_ids: dict[str, list[str]]) -> tuple[list[tuple[str, float]], dict[str, int]]:
+        """Fused ``(id, score)`` list of the dense and BM25 hits (``self.fusion``) and ``{id: BM25
+        rank}`` of the table chunks whose dense vote was BM25's (``table_votes``, with
+        ``self.table_vote`` and RRF); exact ties go to the chunk matching more of the question's
+        identifiers, then the higher BM25, then dense score."""
+        fusion = Fusion.parse(self.fusion)
+        votes: dict[str, int] = {}
+        if fusion is Fusion.dbsf:
+            fused = distribution_score_fusion({n: {pid: h.score for pid, h in hs.items()} for n, hs in hits.items()})
+        else:
+            fused = reciprocal_rank_fusion(ranked_ids, self.rrf_k, fill_missing=fusion is Fusion.rrf_fill)
+            if self.table_vote and "vector" in ranked_ids and ranked_ids.get("bm25") and table_vote_rows(question):
+                self._fill_payloads(hits, ranked_ids["bm25"])  # only when a vote can be given
+                votes = table_votes(question, ranked_ids["bm25"],
+                                    {pid: hits["bm25"][pid].payload.get("text", "") for pid in ranked_ids["bm25"]})
+            if votes:
+                dense_rank = {pid: r for r, pid in enumerate(ranked_ids["vector"], start=1)}
+                k = self.rrf_k
+                # the dense leg's 1 / (k + rank) (or what rrf_fill gave a missing id) becomes BM25's
+                old_dense = {pid: (1.0 / (k + dense_rank[pid]) if pid in dense_rank else
+                                   1.0 / (k + len(ranked_ids["vector"]) + 1) if fusion is Fusion.rrf_fill else 0.0)
+                             for pid in votes}
+                fused = sorted(((pid, sc + (1.0 / (k + votes[pid]) - old_dense[pid] if pid in votes else 0.0))
+                                for pid, sc in fused), key=lambda kv: -round(kv[1], 12))
+        score_of = dict(fused)
+        groups: dict[float, list[str]] = {}
+        for pid, sc in fused:
+            groups.setdefault(round(sc, 12), []).append(pid)
+        if all(len(g) == 1 for g in groups.values()):
+            return fused, votes
+        tb, where = {}, {}
+        ids = question_identifiers(question)
+        self._fill_payloads(hits, [pid for g in groups.values() if len(g) > 1 for pid in g])
+        for g in groups.values():
+            if len(g) < 2:
+                continue
+            for pid in g:
+                h = next(hs[pid] for hs in hits.values() if pid in hs)
+                text = f"{h.payload.get('header', '')}\n{h.payload.get('text', '')}"
+                tb[pid] = (identifier_matches(question, text, ids),
+                           hits.get("bm25", {}).get(pid).score if pid in hits.get("bm25", {}) else 0.0,
+                           hits.get("vector", {}).get(pid).score if pid in hits.get("vector", {}) else 0.0)
+                # then where the chunk is, not its id: point ids embed the random document id, so an
+                # id order would flip between two ingestions of the same files
+                where[pid] = (str(h.payload.get("doc_name", "")), int(h.payload.get("chunk_index", 0) or 0))
+        return sorted(fused, key=lambda kv: (-round(kv[1], 12), tuple(-x for x in tb.get(kv[0], ())),
+                                             where.get(kv[0], ("", 0)), kv[0])), votes
+
+    def neighbors(self, chunks: list[RetrievedChunk], limit: int = 2) -> list[RetrievedChunk]:
+        """Chunks that continue a retrieved chunk cut from a longer list or table.
+
+        For each retrieved chunk (best first) whose passage ends in a table row or list item, the
+        next chunk of the same document, version, strategy and section is added (at most
+        ``limit``), unless it is already retrieved; for a passage that ends with a lead-in ("...
+        the probable cause(s) of this accident to be:", ``chunking.ends_with_lead_in``), the next
+        chunk whatever its section (what is introduced may sit under the next heading). Returned
+        with ``neighbor_of`` set.
+        """
+        if limit <= 0 or not chunks:
+            return []
+        from ragaudit.ingest.chunking import ends_mid_list, ends_with_lead_in
+        from ragaudit.index.store import point_id
+
+        have = {c.chunk_id for c in chunks}
+        want: list[tuple[str, RetrievedChunk]] = []
+        for c in chunks:
+            p = c.payload
+            if not (ends_mid_list(c.text) or ends_with_lead_in(c.text)):
+                continue
+            if not p.get("document_id") or p.get("chunk_index") is None:
+                continue
+            nid = point_id(p["document_id"], int(p.get("ingest_version") or 0), p.get("strategy", "sentence"),
+                           int(p["chunk_index"]) + 1)
+            if nid not in have:
+                have.add(nid)
+                want.append((nid, c))
+            if len(want) >= limit:
+                break
+        if not want:
+            return []
+        got = {pid: payload for pid, payload in self.store.get_payloads([n for n, _ in want])}
+        out = []
+        for nid, src in want:
+            payload = got.get(nid)
+            if payload and ((payload.get("section") or "") == (src.payload.get("section") or "")
+                            or ends_with_lead_in(src.text)):
+                out.append(RetrievedChunk(rank=len(chunks) + len(out) + 1, chunk_id=nid, score=0.0, payload=payload,
+                                          ranks={"vector": None, "bm25": None}, scores={}, neighbor_of=src.chunk_id))
+        return out

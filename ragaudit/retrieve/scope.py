@@ -1,0 +1,107 @@
+"""Scope enforcement: the one check every retrieved chunk passes before anyone sees it.
+
+Qdrant applies ``Scope.to_filter()`` to both retrieval legs, but chunks also arrive by other
+ways (neighbour expansion fetches points by id; a reranker reorders a pool; a cache replays a
+reply). ``enforce_scope`` is called once, at the single exit of ``Retriever.retrieve``, which
+``/query``, ``/query/stream``, ``/search``, the CLI and evaluation all go through (cached replies
+are keyed on the scope and were enforced when first computed). It
+
+- drops a chunk whose payload does not match the scope (``admits``: the same conditions as
+  ``Scope.to_filter``: doc_names, knowledge_base, document_ids, strategy or, unset, the
+  document's primary strategy, page range on the chunk's page span), and
+- clips a chunk that straddles the page range to its pages inside the range (``clip_to_pages``),
+  so no sentence outside the range can be shown or cited; its text, page span and page breaks
+  are those of the kept pages.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from ragaudit.text.docnames import name_key
+from ragaudit.index.store import Scope
+
+
+def admits(scope: Scope, payload: dict[str, Any]) -> bool:
+    """True when a chunk with ``payload`` is inside ``scope`` (mirrors ``Scope.to_filter``):
+    every set field matches (values inside one field are OR-ed); the page span
+    ``[page_start, page_end]`` overlaps ``[page_min, page_max]`` (inclusive, 1-based)."""
+    if payload.get("live") is False:  # a run's staged chunks are never shown
+        return False
+    if scope.doc_names:  # names match by their NFC key (ragaudit.text.docnames), as in the Qdrant filter
+        key = payload.get("doc_key") or name_key(payload.get("doc_name") or "")
+        if key not in {name_key(n) for n in scope.doc_names}:
+            return False
+    if scope.knowledge_base and payload.get("knowledge_base") != scope.knowledge_base:
+        return False
+    if scope.document_ids and payload.get("document_id") not in scope.document_ids:
+        return False
+    if scope.strategy:
+        if payload.get("strategy") != scope.strategy:
+            return False
+    elif payload.get("primary") is False:
+        return False
+    start, end = int(payload.get("page_start") or 0), int(payload.get("page_end") or 0)
+    if scope.page_min is not None and end < scope.page_min:
+        return False
+    if scope.page_max is not None and start > scope.page_max:
+        return False
+    return True
+
+
+def clip_to_pages(payload: dict[str, Any], page_min: int | None, page_max: int | None) -> dict[str, Any] | None:
+    """``payload`` with its text cut to the pages in ``[page_min, page_max]`` (``None`` bounds are
+    open), using its ``page_breaks`` (``[[page, offset in text], ...]``). Returns the payload itself
+    when nothing is cut, a modified copy when something is (``page_start``/``page_end``/``page_breaks``
+    rebased, ``clipped_pages`` = ``[first, last]`` kept), or ``None`` when no text is left."""
+    lo = page_min if page_min is not None else -1
+    hi = page_max if page_max is not None else 1 << 30
+    start, end = int(payload.get("page_start") or 0), int(payload.get("page_end") or 0)
+    if lo <= start and end <= hi:
+        return payload
+    text = payload.get("text", "")
+    breaks = sorted((int(p), int(o)) for p, o in (payload.get("page_breaks") or []))
+    if not breaks or breaks[0][1] > 0:
+        breaks = [(start, 0)] + breaks
+    segments = []  # (page, start offset, end offset)
+    for i, (p, o) in enumerate(breaks):
+        e = breaks[i + 1][1] if i + 1 < len(breaks) else len(text)
+        segments.append((p, o, e))
+    kept = [s for s in segments if lo <= s[0] <= hi and s[2] > s[1]]
+    if not kept:
+        return None
+    a, b = kept[0][1], kept[-1][2]
+    if not text[a:b].strip():
+        return None
+    out = copy.deepcopy(payload)
+    out.update(text=text[a:b], page_start=kept[0][0], page_end=kept[-1][0],
+               page_breaks=[[p, o - a] for p, o, _ in kept], clipped_pages=[kept[0][0], kept[-1][0]])
+    return out
+
+
+def enforce_scope(scope: Scope, chunks: list[Any]) -> tuple[list[Any], list[str]]:
+    """Keep the chunks (objects with a ``payload`` dict, e.g. ``RetrievedChunk``) inside ``scope``,
+    clipped to its page range; in order, re-ranked 1..n. Returns ``(kept, notes)``: a note for
+    each kind of change made."""
+    kept, dropped, clipped = [], 0, 0
+    for c in chunks:
+        if not admits(scope, c.payload):
+            dropped += 1
+            continue
+        p = clip_to_pages(c.payload, scope.page_min, scope.page_max)
+        if p is None:
+            dropped += 1
+            continue
+        if p is not c.payload:
+            clipped += 1
+            c.payload = p
+        kept.append(c)
+    for i, c in enumerate(kept, start=1):
+        c.rank = i
+    notes = []
+    if dropped:
+        notes.append(f"scope: {dropped} chunk(s) outside the scope left out (e.g. a neighbouring chunk past page_max)")
+    if clipped:
+        notes.append(f"scope: {clipped} chunk(s) spanning pages outside page_min..page_max were cut to the pages inside")
+    return kept, notes
