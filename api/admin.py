@@ -97,42 +97,103 @@ class Resource:
 
 def _run_extra(row: EvalRun, _s: Any) -> dict[str, Any]:
     res = row.results or {}
-    return {"progress": {"done": row.progress_done, "total": row.progress_total},
-            "modes": res.get("modes"), "answers_summary": {m: {k: v for k, v in a.items() if k != "labels"}
-                                                           for m, a in (res.get("answers") or {}).items()},
-            "n_questions": (res.get("dataset") or {}).get("n_questions")}
+    return {
+        "progress": {"done": row.progress_done, "total": row.progress_total},
+        "modes": res.get("modes"),
+        "answers_summary": {
+            m: {k: v for k, v in a.items() if k != "labels"} for m, a in (res.get("answers") or {}).items()
+        },
+        "n_questions": (res.get("dataset") or {}).get("n_questions"),
+    }
 
 
-RESOURCES: dict[str, Resource] = {r.name: r for r in [
-    Resource("documents", Document,
-             sortable=("id", "doc_name", "knowledge_base", "status", "pages", "chunk_count", "strategy",
-                       "ingest_version", "size_bytes", "created_at", "ingested_at"),
-             filterable=("id", "doc_name", "knowledge_base", "status", "strategy", "extractor"),
-             text=("doc_name", "title"), ranged=("pages", "chunk_count", "created_at"),
-             writable=frozenset({"update", "delete"}), default_sort=("created_at", "DESC")),
-    Resource("chunks", ChunkRow,
-             sortable=("id", "document_id", "index", "strategy", "page_start", "page_end", "token_count"),
-             filterable=("id", "document_id", "strategy", "page_start", "page_end", "section"),
-             text=("text", "section"), ranged=("page_start", "page_end", "index", "token_count"),
-             default_sort=("index", "ASC")),
-    Resource("qa_pairs", QAPair,
-             sortable=("id", "document_id", "chunk_id", "page", "question", "generator", "created_at"),
-             filterable=("id", "document_id", "chunk_id", "page", "generator", "model"),
-             text=("question", "answer", "evidence"), ranged=("page", "created_at"),
-             writable=frozenset({"create", "update", "delete"}), default_sort=("created_at", "DESC")),
-    Resource("datasets", EvalDataset, sortable=("id", "name", "source", "n_questions", "created_at"),
-             filterable=("id", "name", "source"), text=("name",), ranged=("n_questions", "created_at"),
-             default_sort=("created_at", "DESC")),
-    Resource("query_logs", QueryLog,
-             sortable=("id", "created_at", "endpoint", "mode", "top_k", "model", "label", "cache_hit",
-                       "total_ms", "cost_usd", "error_kind"),
-             filterable=("id", "endpoint", "mode", "model", "label", "cache_hit", "error_kind", "strategy"),
-             text=("question",), ranged=("created_at", "total_ms", "cost_usd", "top_k"),
-             default_sort=("created_at", "DESC")),
-    Resource("eval_runs", EvalRun, sortable=("id", "dataset", "status", "created_at", "finished_at"),
-             filterable=("id", "dataset", "status"), text=("dataset",), ranged=("created_at",),
-             default_sort=("created_at", "DESC"), exclude=("results",), extra=_run_extra),
-]}
+RESOURCES: dict[str, Resource] = {
+    r.name: r
+    for r in [
+        Resource(
+            "documents",
+            Document,
+            sortable=(
+                "id",
+                "doc_name",
+                "knowledge_base",
+                "status",
+                "pages",
+                "chunk_count",
+                "strategy",
+                "ingest_version",
+                "size_bytes",
+                "created_at",
+                "ingested_at",
+            ),
+            filterable=("id", "doc_name", "knowledge_base", "status", "strategy", "extractor"),
+            text=("doc_name", "title"),
+            ranged=("pages", "chunk_count", "created_at"),
+            writable=frozenset({"update", "delete"}),
+            default_sort=("created_at", "DESC"),
+        ),
+        Resource(
+            "chunks",
+            ChunkRow,
+            sortable=("id", "document_id", "index", "strategy", "page_start", "page_end", "token_count"),
+            filterable=("id", "document_id", "strategy", "page_start", "page_end", "section"),
+            text=("text", "section"),
+            ranged=("page_start", "page_end", "index", "token_count"),
+            default_sort=("index", "ASC"),
+        ),
+        Resource(
+            "qa_pairs",
+            QAPair,
+            sortable=("id", "document_id", "chunk_id", "page", "question", "generator", "created_at"),
+            filterable=("id", "document_id", "chunk_id", "page", "generator", "model"),
+            text=("question", "answer", "evidence"),
+            ranged=("page", "created_at"),
+            writable=frozenset({"create", "update", "delete"}),
+            default_sort=("created_at", "DESC"),
+        ),
+        Resource(
+            "datasets",
+            EvalDataset,
+            sortable=("id", "name", "source", "n_questions", "created_at"),
+            filterable=("id", "name", "source"),
+            text=("name",),
+            ranged=("n_questions", "created_at"),
+            default_sort=("created_at", "DESC"),
+        ),
+        Resource(
+            "query_logs",
+            QueryLog,
+            sortable=(
+                "id",
+                "created_at",
+                "endpoint",
+                "mode",
+                "top_k",
+                "model",
+                "label",
+                "cache_hit",
+                "total_ms",
+                "cost_usd",
+                "error_kind",
+            ),
+            filterable=("id", "endpoint", "mode", "model", "label", "cache_hit", "error_kind", "strategy"),
+            text=("question",),
+            ranged=("created_at", "total_ms", "cost_usd", "top_k"),
+            default_sort=("created_at", "DESC"),
+        ),
+        Resource(
+            "eval_runs",
+            EvalRun,
+            sortable=("id", "dataset", "status", "created_at", "finished_at"),
+            filterable=("id", "dataset", "status"),
+            text=("dataset",),
+            ranged=("created_at",),
+            default_sort=("created_at", "DESC"),
+            exclude=("results",),
+            extra=_run_extra,
+        ),
+    ]
+}
 
 MAX_PAGE = 1000  # rows per getList request
 MAX_INT = 2**53  # larger integers are refused (SQLite and PostgreSQL bind at most 64-bit integers)
@@ -209,8 +270,10 @@ def _where(res: Resource, flt: Any) -> list[Any]:
             if key.endswith(suffix) and key[: -len(suffix)] in res.ranged:
                 fname, op = key[: -len(suffix)], suffix
         if op is None and fname not in res.filterable:
-            raise BridgeError(400, f"filter: field {key!r} is not filterable on {res.name} "
-                                   f"(filterable: {', '.join(res.filterable)}, q)")
+            raise BridgeError(
+                400,
+                f"filter: field {key!r} is not filterable on {res.name} (filterable: {', '.join(res.filterable)}, q)",
+            )
         col = res.columns[fname]
         if op == "_gte":
             conds.append(col >= _coerce(col, value, key))
@@ -230,12 +293,13 @@ def _where(res: Resource, flt: Any) -> list[Any]:
 def _order(res: Resource, sort: Any) -> list[Any]:
     if sort is None:
         sort = list(res.default_sort)
-    if (not isinstance(sort, list) or len(sort) != 2 or not all(isinstance(x, str) for x in sort)):
+    if not isinstance(sort, list) or len(sort) != 2 or not all(isinstance(x, str) for x in sort):
         raise BridgeError(400, 'sort: expected ["field", "ASC"|"DESC"]')
     fname, direction = sort
     if fname not in res.sortable:
-        raise BridgeError(400, f"sort: field {fname!r} is not sortable on {res.name} "
-                               f"(sortable: {', '.join(res.sortable)})")
+        raise BridgeError(
+            400, f"sort: field {fname!r} is not sortable on {res.name} (sortable: {', '.join(res.sortable)})"
+        )
     if direction.upper() not in ("ASC", "DESC"):
         raise BridgeError(400, f"sort: order must be ASC or DESC, not {direction!r}")
     col = res.columns[fname]
@@ -246,8 +310,11 @@ def _order(res: Resource, sort: Any) -> list[Any]:
 def _range(raw: Any) -> tuple[int, int]:
     if raw is None:
         return 0, 24
-    if (not isinstance(raw, list) or len(raw) != 2 or not all(isinstance(x, int) and not isinstance(x, bool)
-                                                              for x in raw)):
+    if (
+        not isinstance(raw, list)
+        or len(raw) != 2
+        or not all(isinstance(x, int) and not isinstance(x, bool) for x in raw)
+    ):
         raise BridgeError(400, "range: expected [start, end] integers")
     start, end = raw
     if start < 0 or end < start or end > MAX_INT:
@@ -290,8 +357,9 @@ class Bridge:
         order = _order(res, sort)
         with self.services().sessions() as s:
             total = s.scalar(select(func.count()).select_from(res.model).where(*conds))
-            rows = s.scalars(select(res.model).where(*conds).order_by(*order)
-                             .offset(start).limit(end - start + 1)).all()
+            rows = s.scalars(
+                select(res.model).where(*conds).order_by(*order).offset(start).limit(end - start + 1)
+            ).all()
             body = [res.record(r, s) for r in rows]
         last = start + len(body) - 1 if body else start
         return JSONResponse(body, headers={"Content-Range": f"{res.name} {start}-{last}/{total}"})
@@ -336,9 +404,12 @@ class Bridge:
         if chunk is None:
             raise BridgeError(400, f"chunk_id: chunk {data['chunk_id']!r} not found")
         if find_quote(data["evidence"], chunk.text) < 0:
-            raise BridgeError(400, "evidence: not found verbatim in chunk "
-                                   f"{chunk.id} (pages {chunk.page_start}-{chunk.page_end}); "
-                                   "quote the chunk's text exactly (whitespace may differ)")
+            raise BridgeError(
+                400,
+                "evidence: not found verbatim in chunk "
+                f"{chunk.id} (pages {chunk.page_start}-{chunk.page_end}); "
+                "quote the chunk's text exactly (whitespace may differ)",
+            )
         return chunk
 
     PAIR_FIELDS = ("question", "answer", "evidence", "chunk_id")
@@ -354,9 +425,17 @@ class Bridge:
         def work() -> dict[str, Any]:
             with self.services().sessions.begin() as s:
                 chunk = self._check_pair(s, data)
-                pair = QAPair(id=new_id(), document_id=chunk.document_id, chunk_id=chunk.id, page=chunk.page_start,
-                              question=data["question"].strip(), answer=data["answer"].strip(),
-                              evidence=data["evidence"].strip(), generator="manual", model=None)
+                pair = QAPair(
+                    id=new_id(),
+                    document_id=chunk.document_id,
+                    chunk_id=chunk.id,
+                    page=chunk.page_start,
+                    question=data["question"].strip(),
+                    answer=data["answer"].strip(),
+                    evidence=data["evidence"].strip(),
+                    generator="manual",
+                    model=None,
+                )
                 s.add(pair)
                 s.flush()
                 return res.record(pair, s)
@@ -405,8 +484,15 @@ class Bridge:
         path = svc.settings.files_dir / f"{current['sha256']}.pdf"
         if not path.is_file():
             raise BridgeError(409, "the stored PDF of this document is missing; upload it again")
-        out = await run_in_threadpool(ingest.ingest_bytes, svc, path.read_bytes(), current["doc_name"],
-                                      DagsterRunner(), current["knowledge_base"], strategy)
+        out = await run_in_threadpool(
+            ingest.ingest_bytes,
+            svc,
+            path.read_bytes(),
+            current["doc_name"],
+            DagsterRunner(),
+            current["knowledge_base"],
+            strategy,
+        )
         if not out.ok:
             raise BridgeError(400 if out.status == "refused" else 500, f"re-ingestion {out.status}: {out.message}")
         return JSONResponse(out.document)
@@ -472,7 +558,10 @@ def create_admin_app(services: Callable[[], Any], settings: Callable[[], Any]) -
     """The bridge as a Starlette app; mount it with ``app.mount("/admin/api", create_admin_app(...))``.
     ``services``/``settings`` are called per request (the API creates its services at start-up)."""
     b = Bridge(services, settings)
-    routes = [Route("/{resource}", b.collection, methods=["GET", "POST"]),
-              Route("/{resource}/{id}", b.item, methods=["GET", "PUT", "DELETE"])]
-    return Starlette(routes=routes, exception_handlers={BridgeError: _error, HTTPException: _error,
-                                                        SQLAlchemyError: _error})
+    routes = [
+        Route("/{resource}", b.collection, methods=["GET", "POST"]),
+        Route("/{resource}/{id}", b.item, methods=["GET", "PUT", "DELETE"]),
+    ]
+    return Starlette(
+        routes=routes, exception_handlers={BridgeError: _error, HTTPException: _error, SQLAlchemyError: _error}
+    )

@@ -9,17 +9,17 @@ from pathlib import Path
 from fastapi import FastAPI, Request
 from fastapi.exception_handlers import request_validation_exception_handler
 from fastapi.exceptions import RequestValidationError
-from fastapi_offline import FastAPIOffline
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.staticfiles import StaticFiles
+from fastapi_offline import FastAPIOffline
 
-from ragaudit.platform.cache import AnswerCache
 from ragaudit.ingest.queue import IngestQueue
+from ragaudit.platform.cache import AnswerCache
 from ragaudit.platform.opsmetrics import PrometheusMetrics, TelemetryStatsCollector
-from ragaudit.query import QueryService
-from ragaudit.services import get_services
 from ragaudit.platform.settings import Settings
 from ragaudit.platform.telemetry import TelemetryWriter
+from ragaudit.query import QueryService
+from ragaudit.services import get_services
 
 from .admin import create_admin_app
 from .errors import install_error_handlers
@@ -42,8 +42,14 @@ def record_rejected(telemetry: TelemetryWriter, endpoint: str, body: object, def
     top_k = top_k if isinstance(top_k, int) and not isinstance(top_k, bool) and 0 < top_k < 1_000_000 else default_top_k
     scope_keys = ("doc_name", "doc_names", "knowledge_base", "document_ids", "page_min", "page_max", "strategy")
     scope = {k: b[k] for k in scope_keys if b.get(k) not in (None, [], "")}
-    telemetry.record(endpoint=endpoint, question=question, mode=str(b.get("mode") or "hybrid")[:16], top_k=top_k,
-                     scope=scope or None, error_kind="validation_error")
+    telemetry.record(
+        endpoint=endpoint,
+        question=question,
+        mode=str(b.get("mode") or "hybrid")[:16],
+        top_k=top_k,
+        scope=scope or None,
+        error_kind="validation_error",
+    )
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -70,8 +76,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # started after the API answers /health, then find it ready)
         instance_for(svc)
 
-        jobs = IngestQueue(svc, DagsterRunner(), poll_s=2.0 if settings.embedded else None,
-                           run_executor=execute_launched_run)
+        jobs = IngestQueue(
+            svc, DagsterRunner(), poll_s=2.0 if settings.embedded else None, run_executor=execute_launched_run
+        )
         app.state.ingest_queue = jobs
         jobs.start()
         # Dagster runs a stopped process left in progress: failed with the reason, or executed
@@ -79,9 +86,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         try:
             recovered = recover_runs(svc, jobs.submit_run)
             if any(recovered.values()):
-                log.warning("Dagster runs left by a stopped process: %d marked failed, %d handed-over runs "
-                            "started again; documents a stopped run was building are re-queued from SQL",
-                            len(recovered["failed"]), len(recovered["requeued"]))
+                log.warning(
+                    "Dagster runs left by a stopped process: %d marked failed, %d handed-over runs "
+                    "started again; documents a stopped run was building are re-queued from SQL",
+                    len(recovered["failed"]),
+                    len(recovered["requeued"]),
+                )
         except Exception:  # never keep the API from serving
             log.exception("could not check the Dagster runs left by a stopped process")
         try:
@@ -95,9 +105,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     # FastAPIOffline: /docs and /redoc load Swagger UI / ReDoc from files shipped in the fastapi-offline
     # package (served under /static-offline-docs), so they work with no network
-    app = FastAPIOffline(title="ragaudit", version="0.1.0", lifespan=lifespan,
-                  description="Self-hosted RAG whose every answer can be audited: cited answers, "
-                              "per-retriever ranks, timings and cost.")
+    app = FastAPIOffline(
+        title="ragaudit",
+        version="0.1.0",
+        lifespan=lifespan,
+        description="Self-hosted RAG whose every answer can be audited: cited answers, "
+        "per-retriever ranks, timings and cost.",
+    )
     app.state.settings = settings
 
     @app.exception_handler(RequestValidationError)
@@ -110,8 +124,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             record_rejected(telemetry, endpoint, exc.body, settings.top_k)
         return await request_validation_exception_handler(request, exc)
 
-    app.add_middleware(CORSMiddleware, allow_origins=list(settings.cors_origins),
-                       allow_methods=["*"], allow_headers=["*"], expose_headers=["Content-Range"])
+    app.add_middleware(
+        CORSMiddleware,
+        allow_origins=list(settings.cors_origins),
+        allow_methods=["*"],
+        allow_headers=["*"],
+        expose_headers=["Content-Range"],
+    )
     app.include_router(document_files.router)
     install_error_handlers(app)
     app.add_middleware(UploadSizeLimit, max_bytes=settings.max_upload_mb * 1024 * 1024)

@@ -11,9 +11,12 @@ from typing import Annotated, Optional
 
 import typer
 
-app = typer.Typer(help="ragaudit: auditable RAG over your PDFs (offline by default).", no_args_is_help=True,
-                  rich_markup_mode=None,
-                  add_completion=False)
+app = typer.Typer(
+    help="ragaudit: auditable RAG over your PDFs (offline by default).",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    add_completion=False,
+)
 
 
 def _quiet() -> None:
@@ -34,8 +37,8 @@ def _services(busy_ok: bool = False):
     another process holds the store (the services then must not touch ``store``)."""
     import atexit
 
-    from ragaudit.services import get_services
     from ragaudit.platform.settings import Settings
+    from ragaudit.services import get_services
 
     svc = get_services(Settings())
     atexit.register(svc.close)
@@ -46,10 +49,13 @@ def _services(busy_ok: bool = False):
             raise
         if busy_ok:
             return svc, True
-        typer.echo(f"error: {svc.settings.qdrant_path} is in use by another process (probably `ragaudit serve`): "
-                   "stop it, or ask the running API (POST /query), or use a Qdrant server "
-                   "(RAGAUDIT_QDRANT_URL)", err=True)
-        raise typer.Exit(1)
+        typer.echo(
+            f"error: {svc.settings.qdrant_path} is in use by another process (probably `ragaudit serve`): "
+            "stop it, or ask the running API (POST /query), or use a Qdrant server "
+            "(RAGAUDIT_QDRANT_URL)",
+            err=True,
+        )
+        raise typer.Exit(1) from None
     return (svc, False) if busy_ok else svc
 
 
@@ -72,7 +78,9 @@ def _pdf_files(paths: list[Path]) -> list[tuple[Path, str]]:
 def ingest(
     paths: Annotated[list[Path], typer.Argument(help="PDF files or folders (searched recursively for *.pdf)")],
     knowledge_base: Annotated[str, typer.Option("--knowledge-base", "-k", help="Knowledge base name")] = "default",
-    strategy: Annotated[str, typer.Option("--strategy", help="Chunking: fixed | sentence | heading | semantic")] = "sentence",
+    strategy: Annotated[
+        str, typer.Option("--strategy", help="Chunking: fixed | sentence | heading | semantic")
+    ] = "sentence",
 ) -> None:
     """Ingest PDFs in one Dagster run (job ``ingest_files``: each PDF is parsed in a bounded child
     process ahead of the one being embedded); one result line per document on stdout, per-file
@@ -84,8 +92,8 @@ def ingest(
     from ragaudit.api.ingest_progress import IngestProgress
     from ragaudit.ingest.bulk import BulkFile
     from ragaudit.ingest.documents import add_progress_listener, remove_progress_listener
-    from ragaudit.text.docnames import printable
     from ragaudit.pipelines.runner import run_bulk
+    from ragaudit.text.docnames import printable
 
     svc = _services()
     files = _pdf_files(paths)
@@ -108,11 +116,16 @@ def ingest(
         if out.ok:
             d = out.document or {}
             dups = out.extra.get("duplicate_of") or []
-            same = ("; same bytes as " + ", ".join(printable(f"{x['knowledge_base']}/{x['doc_name']}") for x in dups)
-                    if dups else "")
-            progress.result(f"{out.status:<9} {shown}: {d.get('pages')} page{'' if d.get('pages') == 1 else 's'}, "
-                            f"{d.get('chunk_count')} {d.get('strategy')} chunks [{out.seconds:.1f}s] "
-                            f"id={d.get('id')}{same}")
+            same = (
+                "; same bytes as " + ", ".join(printable(f"{x['knowledge_base']}/{x['doc_name']}") for x in dups)
+                if dups
+                else ""
+            )
+            progress.result(
+                f"{out.status:<9} {shown}: {d.get('pages')} page{'' if d.get('pages') == 1 else 's'}, "
+                f"{d.get('chunk_count')} {d.get('strategy')} chunks [{out.seconds:.1f}s] "
+                f"id={d.get('id')}{same}"
+            )
         else:
             bad += 1
             progress.result(f"{out.status:<9} {shown}: {printable(out.message)}")
@@ -132,11 +145,21 @@ def ingest(
 @app.command()
 def reindex(
     all_docs: Annotated[bool, typer.Option("--all", help="Re-ingest every document")] = False,
-    changed: Annotated[bool, typer.Option("--changed", help="Re-ingest documents whose bytes, strategy, embedding "
-                                          "model or settings changed, or whose index lost points (the default; "
-                                          "with --doc: only the named documents that changed)")] = False,
-    doc: Annotated[Optional[list[str]], typer.Option("--doc", help="Re-ingest this document (repeatable), even if "
-                                                     "nothing is found changed: repairs it")] = None,
+    changed: Annotated[
+        bool,
+        typer.Option(
+            "--changed",
+            help="Re-ingest documents whose bytes, strategy, embedding "
+            "model or settings changed, or whose index lost points (the default; "
+            "with --doc: only the named documents that changed)",
+        ),
+    ] = False,
+    doc: Annotated[
+        Optional[list[str]],
+        typer.Option(
+            "--doc", help="Re-ingest this document (repeatable), even if nothing is found changed: repairs it"
+        ),
+    ] = None,
     knowledge_base: Annotated[Optional[str], typer.Option("--knowledge-base", "-k")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary JSON")] = False,
 ) -> None:
@@ -152,8 +175,8 @@ def reindex(
         typer.echo("error: --all and --changed exclude each other", err=True)
         raise typer.Exit(2)
     from ragaudit.ingest import reindex as ri
-    from ragaudit.text.docnames import printable
     from ragaudit.pipelines.runner import DagsterRunner
+    from ragaudit.text.docnames import printable
 
     svc, busy = _services(busy_ok=True)
 
@@ -164,26 +187,36 @@ def reindex(
             msg = f" [{out.seconds:.1f}s] {printable(out.message)}" if out is not None else ""
             typer.echo(f"{state:<10} {printable(dec.knowledge_base + '/' + dec.doc_name)} ({printable(why)}){msg}")
 
-    kw = dict(all_docs=all_docs, names=doc or None, knowledge_base=knowledge_base, force=bool(doc) and not changed,
-              on_result=show)
+    kw = dict(
+        all_docs=all_docs,
+        names=doc or None,
+        knowledge_base=knowledge_base,
+        force=bool(doc) and not changed,
+        on_result=show,
+    )
     try:
         if busy:
             if not as_json:
-                typer.echo(f"{svc.settings.qdrant_path} is held by the serving process: documents are queued for it "
-                           "(lost points are only detected by the serving process or with --doc)", err=True)
+                typer.echo(
+                    f"{svc.settings.qdrant_path} is held by the serving process: documents are queued for it "
+                    "(lost points are only detected by the serving process or with --doc)",
+                    err=True,
+                )
             res = ri.run_via_queue(svc, **kw)
         else:
             res = ri.run(svc, DagsterRunner(), **kw)
     except KeyError as e:
         typer.echo(f"error: {e.args[0]}", err=True)
-        raise typer.Exit(2)
+        raise typer.Exit(2) from None
     if as_json:
         typer.echo(json.dumps(res, indent=2, ensure_ascii=False))
     else:
         for name, why in res["skipped"].items():
             typer.echo(f"{'skipped':<10} {printable(name)}: {printable(why)}")
-        typer.echo(f"{len(res['reingested'])} re-ingested, {len(res['failed'])} failed, {res['unchanged']} unchanged "
-                   f"(skipped), {len(res['skipped'])} not checked")
+        typer.echo(
+            f"{len(res['reingested'])} re-ingested, {len(res['failed'])} failed, {res['unchanged']} unchanged "
+            f"(skipped), {len(res['skipped'])} not checked"
+        )
     if res["failed"]:
         raise typer.Exit(1)
 
@@ -191,7 +224,9 @@ def reindex(
 @app.command()
 def ask(
     question: Annotated[str, typer.Argument(help="The question")],
-    doc: Annotated[Optional[list[str]], typer.Option("--doc", help="Restrict to this document name (repeatable)")] = None,
+    doc: Annotated[
+        Optional[list[str]], typer.Option("--doc", help="Restrict to this document name (repeatable)")
+    ] = None,
     knowledge_base: Annotated[Optional[str], typer.Option("--knowledge-base", "-k")] = None,
     top_k: Annotated[int, typer.Option("--top-k", min=1, max=100)] = 5,
     mode: Annotated[str, typer.Option("--mode", help="vector | bm25 | hybrid | hybrid_rerank")] = "hybrid",
@@ -202,17 +237,18 @@ def ask(
 ) -> None:
     """Answer a question with numbered citations; --json shows retrieval ranks, timings and usage."""
     _quiet()
-    from ragaudit.query import QueryService
     from ragaudit.index.store import Scope
+    from ragaudit.query import QueryService
 
     svc = _services()
     try:
-        scope = Scope(doc_names=doc or [], knowledge_base=knowledge_base, strategy=strategy, page_min=page_min,
-                      page_max=page_max)
+        scope = Scope(
+            doc_names=doc or [], knowledge_base=knowledge_base, strategy=strategy, page_min=page_min, page_max=page_max
+        )
         out = QueryService(svc).ask(question, scope, top_k, mode)
     except ValueError as e:
         typer.echo(f"error: {e}", err=True)
-        raise typer.Exit(2)
+        raise typer.Exit(2) from None
     if as_json:
         typer.echo(json.dumps(out, indent=2, ensure_ascii=False))
         return
@@ -221,7 +257,7 @@ def ask(
         typer.echo(f"\nConcise answer: {out['concise_answer']}")
     typer.echo(f"\n[{out['label']}]")
     for c in out["citations"]:
-        typer.echo(f"  [{c['n']}] {c['doc_name']} p.{c['page']}: \"{c['quote'][:160]}\"")
+        typer.echo(f'  [{c["n"]}] {c["doc_name"]} p.{c["page"]}: "{c["quote"][:160]}"')
     cost = out["usage"]["cost_usd"]
     cost_text = "cost unknown (no price for this model)" if cost is None else f"${cost:.6f}"
     typer.echo(f"  {out['timings_ms']['total']:.0f} ms, {out['usage']['model']}, {cost_text}")
@@ -244,23 +280,46 @@ def documents(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
     from ragaudit.text.docnames import printable
 
     for d in docs:  # one line per document: control characters in names are escaped
-        typer.echo(f"{d['id']}  {d['status']:<7} {printable(d['knowledge_base'] + '/' + d['doc_name'])}: "
-                   f"{d['pages']} page{'' if d['pages'] == 1 else 's'}, {d['chunk_count']} chunks")
+        typer.echo(
+            f"{d['id']}  {d['status']:<7} {printable(d['knowledge_base'] + '/' + d['doc_name'])}: "
+            f"{d['pages']} page{'' if d['pages'] == 1 else 's'}, {d['chunk_count']} chunks"
+        )
 
 
 def _print_eval_table(res: dict) -> None:
     typer.echo(f"dataset {res['dataset']['name']}: {res['dataset']['n_questions']} questions; judge: {res['judge']}")
-    typer.echo(f"{'mode':<14}" + "".join(f"{k:>20}" for k in ("hit@1", "hit@5", "hit@10", "mrr", "ndcg@10",
-                                                                "evidence_recall@5")) + f"{'n':>5}")
+    typer.echo(
+        f"{'mode':<14}"
+        + "".join(f"{k:>20}" for k in ("hit@1", "hit@5", "hit@10", "mrr", "ndcg@10", "evidence_recall@5"))
+        + f"{'n':>5}"
+    )
     for m, v in res["modes"].items():
-        typer.echo(f"{m:<14}" + "".join(f"{(v[k] if v[k] is not None else float('nan')):>20.3f}"
-                                        for k in ("hit@1", "hit@5", "hit@10", "mrr", "ndcg@10", "evidence_recall@5"))
-                   + f"{v['n']:>5}")
+        typer.echo(
+            f"{m:<14}"
+            + "".join(
+                f"{(v[k] if v[k] is not None else float('nan')):>20.3f}"
+                for k in ("hit@1", "hit@5", "hit@10", "mrr", "ndcg@10", "evidence_recall@5")
+            )
+            + f"{v['n']:>5}"
+        )
     for m, v in (res.get("answers") or {}).items():
-        parts = ", ".join(f"{k} {v[k]:.3f}" for k in ("exact_match", "f1", "f1_gold_guided", "refusal_accuracy", "citation_validity", "answered_cited",
-                                                      "faithfulness") if v.get(k) is not None)
-        typer.echo(f"answers {m}: {parts}; {v['latency_ms']['mean'] if v['latency_ms'] else 0:.0f} ms/question, "
-                   f"${v['cost_usd']['total']:.6f}")
+        parts = ", ".join(
+            f"{k} {v[k]:.3f}"
+            for k in (
+                "exact_match",
+                "f1",
+                "f1_gold_guided",
+                "refusal_accuracy",
+                "citation_validity",
+                "answered_cited",
+                "faithfulness",
+            )
+            if v.get(k) is not None
+        )
+        typer.echo(
+            f"answers {m}: {parts}; {v['latency_ms']['mean'] if v['latency_ms'] else 0:.0f} ms/question, "
+            f"${v['cost_usd']['total']:.6f}"
+        )
     for name, c in res.get("comparisons", {}).items():
         for metric, ci in c.items():
             typer.echo(f"{name} {metric}: diff {ci['diff']} 95% CI {ci['ci95']} (n={ci['n']})")
@@ -273,12 +332,19 @@ def _print_eval_table(res: dict) -> None:
 
 @app.command("eval")
 def eval_cmd(
-    dataset: Annotated[str, typer.Option("--dataset", help="JSONL file (dev-set format), imported dataset name/id, "
-                                         "or generated[:KB[/DOC]]")],
-    modes: Annotated[str, typer.Option("--modes", help="Comma-separated: vector,bm25,hybrid,hybrid_rerank")] =
-    "vector,bm25,hybrid,hybrid_rerank",
+    dataset: Annotated[
+        str,
+        typer.Option(
+            "--dataset", help="JSONL file (dev-set format), imported dataset name/id, or generated[:KB[/DOC]]"
+        ),
+    ],
+    modes: Annotated[
+        str, typer.Option("--modes", help="Comma-separated: vector,bm25,hybrid,hybrid_rerank")
+    ] = "vector,bm25,hybrid,hybrid_rerank",
     top_k: Annotated[Optional[int], typer.Option("--top-k", min=1, max=100, help="Sources per answer")] = None,
-    retrieval_only: Annotated[bool, typer.Option("--retrieval-only", help="No answers: retrieval metrics only")] = False,
+    retrieval_only: Annotated[
+        bool, typer.Option("--retrieval-only", help="No answers: retrieval metrics only")
+    ] = False,
     strategy: Annotated[Optional[str], typer.Option("--strategy", help="Evaluate chunks of this strategy only")] = None,
     knowledge_base: Annotated[Optional[str], typer.Option("--knowledge-base", "-k")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the results JSON")] = False,
@@ -293,13 +359,18 @@ def eval_cmd(
     from .progress import Progress
 
     svc = _services()
-    params = EvalParams(modes=[m.strip() for m in modes.split(",") if m.strip()], top_k=top_k,
-                        answers=not retrieval_only, strategy=strategy, knowledge_base=knowledge_base)
+    params = EvalParams(
+        modes=[m.strip() for m in modes.split(",") if m.strip()],
+        top_k=top_k,
+        answers=not retrieval_only,
+        strategy=strategy,
+        knowledge_base=knowledge_base,
+    )
     try:
         run_id = create_run(svc, dataset, params)
     except (KeyError, ValueError) as e:
         typer.echo(f"error: {e.args[0] if e.args else e}", err=True)
-        raise typer.Exit(2)
+        raise typer.Exit(2) from None
     progress = Progress("eval (questions x modes)")
     try:
         res = execute_run(svc, run_id, on_progress=progress.update)

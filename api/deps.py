@@ -21,10 +21,10 @@ from fastapi import Depends, HTTPException, Request
 
 from ragaudit.ingest.queue import IngestQueue
 from ragaudit.platform.opsmetrics import PrometheusMetrics
-from ragaudit.query import QueryService
-from ragaudit.services import Services
 from ragaudit.platform.settings import Settings
 from ragaudit.platform.telemetry import TelemetryWriter
+from ragaudit.query import QueryService
+from ragaudit.services import Services
 
 
 def get_settings(request: Request) -> Settings:
@@ -88,8 +88,11 @@ def _check(request: Request, required: bool) -> None:
     if not required or not settings.api_keys:
         return
     if not key_is_valid(presented_key(request), settings):
-        raise HTTPException(401, "missing or invalid API key (send X-API-Key or Authorization: Bearer)",
-                            headers={"WWW-Authenticate": "Bearer"})
+        raise HTTPException(
+            401,
+            "missing or invalid API key (send X-API-Key or Authorization: Bearer)",
+            headers={"WWW-Authenticate": "Bearer"},
+        )
 
 
 def require_write_key(request: Request) -> None:

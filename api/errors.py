@@ -13,7 +13,6 @@ from fastapi.exception_handlers import http_exception_handler
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import compile_path
 
-
 _HTTP_METHODS = {"get", "put", "post", "delete", "options", "head", "patch", "trace"}
 
 
@@ -36,6 +35,7 @@ def install_error_handlers(app: FastAPI) -> None:
         if exc.status_code == 405:
             methods = allowed_methods(app, request.url.path)
             if methods:
-                exc = StarletteHTTPException(405, exc.detail, headers={**(exc.headers or {}),
-                                                                       "Allow": ", ".join(methods)})
+                exc = StarletteHTTPException(
+                    405, exc.detail, headers={**(exc.headers or {}), "Allow": ", ".join(methods)}
+                )
         return await http_exception_handler(request, exc)

@@ -22,8 +22,15 @@ class IngestProgress:
     ``result(line)`` prints a file's result line on stdout (and moves the bar);
     ``close()`` at the end."""
 
-    def __init__(self, total: int, *, stream: IO[str] | None = None, out: IO[str] | None = None,
-                 tty: bool | None = None, every_s: float = 5.0):
+    def __init__(
+        self,
+        total: int,
+        *,
+        stream: IO[str] | None = None,
+        out: IO[str] | None = None,
+        tty: bool | None = None,
+        every_s: float = 5.0,
+    ):
         self.total = total
         self.stream = stream or sys.stderr
         self.out = out or sys.stdout
@@ -52,8 +59,11 @@ class IngestProgress:
                     return
                 if values.get("status") == "parsing":
                     self._parsing = values["file"]
-                    self._emit(f"[{values['index'] + 1}/{values['total']}] {values['file']}: parsing",
-                               key=f"parse:{values['index']}", stage="parsing")
+                    self._emit(
+                        f"[{values['index'] + 1}/{values['total']}] {values['file']}: parsing",
+                        key=f"parse:{values['index']}",
+                        stage="parsing",
+                    )
                 return
             if document_id not in self._files:
                 return
@@ -62,8 +72,11 @@ class IngestProgress:
             index, name = self._files[document_id]
             if self._parsing == name:
                 self._parsing = ""
-            self._emit(f"[{index + 1}/{self.total}] {name}: {self.stage_text(st)}", key=document_id,
-                       stage=str(st.get("status", "")))
+            self._emit(
+                f"[{index + 1}/{self.total}] {name}: {self.stage_text(st)}",
+                key=document_id,
+                stage=str(st.get("status", "")),
+            )
 
     @staticmethod
     def stage_text(st: dict[str, Any]) -> str:
@@ -84,8 +97,9 @@ class IngestProgress:
             return
         now = time.monotonic()
         last = self._last_line.get(key)
-        if last is not None and (last[0] == line or (last[0].rsplit(":", 1)[-1].split()[:1] == [stage]
-                                                     and now - last[1] < self.every_s)):
+        if last is not None and (
+            last[0] == line or (last[0].rsplit(":", 1)[-1].split()[:1] == [stage] and now - last[1] < self.every_s)
+        ):
             return  # same line, or a counter update of the same stage within every_s
         self._last_line[key] = (line, now)
         self.stream.write(line + "\n")

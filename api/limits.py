@@ -29,11 +29,20 @@ class UploadSizeLimit:
             length = dict(scope.get("headers") or []).get(b"content-length")
             if length is not None and length.isdigit() and int(length) > self.max_bytes + MULTIPART_OVERHEAD:
                 mb = self.max_bytes / (1024 * 1024)
-                body = json.dumps({"detail": f"file too large: limit is {mb:g} MB (RAGAUDIT_MAX_UPLOAD_MB)",
-                                   "code": "too_large"}).encode()
-                await send({"type": "http.response.start", "status": 413,
-                            "headers": [(b"content-type", b"application/json"),
-                                        (b"content-length", str(len(body)).encode()), (b"connection", b"close")]})
+                body = json.dumps(
+                    {"detail": f"file too large: limit is {mb:g} MB (RAGAUDIT_MAX_UPLOAD_MB)", "code": "too_large"}
+                ).encode()
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 413,
+                        "headers": [
+                            (b"content-type", b"application/json"),
+                            (b"content-length", str(len(body)).encode()),
+                            (b"connection", b"close"),
+                        ],
+                    }
+                )
                 await send({"type": "http.response.body", "body": body})
                 return
         await self.app(scope, receive, send)

@@ -14,8 +14,7 @@ class Progress:
     ``label``: what is counted (e.g. "questions x modes"). ETA = elapsed / done x (total - done),
     formatted by ``tqdm.format_interval``."""
 
-    def __init__(self, label: str, *, stream: IO[str] | None = None, every_s: float = 5.0,
-                 tty: bool | None = None):
+    def __init__(self, label: str, *, stream: IO[str] | None = None, every_s: float = 5.0, tty: bool | None = None):
         self.label = label
         self.stream = stream or sys.stderr
         self.every_s = every_s

@@ -7,9 +7,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field, field_validator
 
-from ragaudit.retrieve.retriever import Mode
 from ragaudit.index.store import Scope
-
+from ragaudit.retrieve.retriever import Mode
 
 # C0 and C1 control characters other than tab, newline and carriage return (and DEL)
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
@@ -28,16 +27,25 @@ class ScopeIn(BaseModel):
 
     def to_scope(self) -> Scope:
         names = list(self.doc_names) + ([self.doc_name] if self.doc_name else [])
-        return Scope(doc_names=names, knowledge_base=self.knowledge_base, document_ids=list(self.document_ids),
-                     page_min=self.page_min, page_max=self.page_max, strategy=self.strategy)
+        return Scope(
+            doc_names=names,
+            knowledge_base=self.knowledge_base,
+            document_ids=list(self.document_ids),
+            page_min=self.page_min,
+            page_max=self.page_max,
+            strategy=self.strategy,
+        )
 
 
 class QueryIn(ScopeIn):
     """A question and where/how to search. ``strategy`` picks one chunking strategy (default:
     each document's primary one)."""
 
-    question: str = Field(min_length=1, max_length=4000, description="At most 4,000 characters; no control "
-                          "characters other than tab and newline")
+    question: str = Field(
+        min_length=1,
+        max_length=4000,
+        description="At most 4,000 characters; no control characters other than tab and newline",
+    )
     top_k: int | None = Field(default=None, ge=1, le=100)
     mode: Mode = Mode.hybrid
 
@@ -46,8 +54,10 @@ class QueryIn(ScopeIn):
     def _no_control_chars(cls, v: str) -> str:
         bad = _CONTROL.search(v)
         if bad:
-            raise ValueError(f"question contains a control character (U+{ord(bad.group()):04X} at offset "
-                             f"{bad.start()}); send plain text")
+            raise ValueError(
+                f"question contains a control character (U+{ord(bad.group()):04X} at offset "
+                f"{bad.start()}); send plain text"
+            )
         return v
 
 
@@ -63,17 +73,24 @@ class RetrievedOut(BaseModel):
     doc_name: str
     page_start: int
     page_end: int
-    header: str = Field(default="", description="Context header indexed with the passage: document title, "
-                        "section path, table caption and header row")
+    header: str = Field(
+        default="",
+        description="Context header indexed with the passage: document title, "
+        "section path, table caption and header row",
+    )
     text: str
     score: float
     ranks: Ranks
-    scores: dict[str, float | None] = Field(default_factory=dict,
-                                            description="vector (cosine), bm25, rrf and rerank scores")
+    scores: dict[str, float | None] = Field(
+        default_factory=dict, description="vector (cosine), bm25, rrf and rerank scores"
+    )
     section: str = ""
     strategy: str | None = None
-    neighbor_of: str | None = Field(default=None, description="Set for a neighbouring chunk added to the context "
-                                    "because this retrieved chunk was cut from a longer list or table")
+    neighbor_of: str | None = Field(
+        default=None,
+        description="Set for a neighbouring chunk added to the context "
+        "because this retrieved chunk was cut from a longer list or table",
+    )
 
 
 class Usage(BaseModel):
@@ -112,18 +129,25 @@ class AnswerOut(BaseModel):
     query_id: str
     question: str
     answer: str
-    concise_answer: str = Field(default="", description="The span of the answer that answers the question's type "
-                                "(a number, date, name, identifier or table cell), else the best sentence; "
-                                "empty when refused or clarifying")
-    label: str = Field(description="answered | refused | clarifying | uncited (a sentence cites nothing or a "
-                       "[n] names no source) | unsupported (a citation's quote is not in its chunk or does "
-                       "not support its claim: see each citation's verified, supports and reason)")
+    concise_answer: str = Field(
+        default="",
+        description="The span of the answer that answers the question's type "
+        "(a number, date, name, identifier or table cell), else the best sentence; "
+        "empty when refused or clarifying",
+    )
+    label: str = Field(
+        description="answered | refused | clarifying | uncited (a sentence cites nothing or a "
+        "[n] names no source) | unsupported (a citation's quote is not in its chunk or does "
+        "not support its claim: see each citation's verified, supports and reason)"
+    )
     citations: list[CitationOut]
     citation_check: dict[str, Any] = Field(default_factory=dict)
     retrieved: list[RetrievedOut]
     mode: str
-    notes: list[str] = Field(default_factory=list, description="What retrieval did differently and why, e.g. the "
-                             "vector leg skipped for a CJK question")
+    notes: list[str] = Field(
+        default_factory=list,
+        description="What retrieval did differently and why, e.g. the vector leg skipped for a CJK question",
+    )
     scope: dict[str, Any]
     timings_ms: dict[str, float] = Field(description="embed, vector, bm25, fusion, rerank, generation, total (ms)")
     usage: Usage
@@ -135,8 +159,10 @@ class SearchOut(BaseModel):
     question: str
     mode: str
     retrieved: list[RetrievedOut]
-    notes: list[str] = Field(default_factory=list, description="What retrieval did differently and why, e.g. the "
-                             "vector leg skipped for a CJK question")
+    notes: list[str] = Field(
+        default_factory=list,
+        description="What retrieval did differently and why, e.g. the vector leg skipped for a CJK question",
+    )
     timings_ms: dict[str, float]
     cache: CacheOut | None = None
 
@@ -167,26 +193,36 @@ class DocumentOut(BaseModel):
     ingest_version: int
     created_at: str | None
     ingested_at: str | None
-    progress: Progress = Field(default_factory=lambda: Progress(), description="Pages extracted and chunks "
-                               "embedded of the run in progress (or of the last run)")
-    built_with: dict[str, Any] | None = Field(default=None, description="What the live version was built with: "
-                                              "strategy, embedding model, chunk and index settings")
+    progress: Progress = Field(
+        default_factory=lambda: Progress(),
+        description="Pages extracted and chunks embedded of the run in progress (or of the last run)",
+    )
+    built_with: dict[str, Any] | None = Field(
+        default=None,
+        description="What the live version was built with: strategy, embedding model, chunk and index settings",
+    )
     source_path: str | None = Field(default=None, description="Landing-folder file the document comes from")
 
 
 class IngestOut(BaseModel):
-    status: str = Field(description="queued (202: runs in the background; follow GET /documents/{id}/events) | "
-                        "ingested (?wait=true) | unchanged")
+    status: str = Field(
+        description="queued (202: runs in the background; follow GET /documents/{id}/events) | "
+        "ingested (?wait=true) | unchanged"
+    )
     message: str
     seconds: float
     document: DocumentOut
     duplicate_of: list[dict[str, str]] = Field(
-        default_factory=list, description="Other documents with identical bytes ({id, knowledge_base, doc_name}); "
-                                          "each is a separate document, searchable on its own")
+        default_factory=list,
+        description="Other documents with identical bytes ({id, knowledge_base, doc_name}); "
+        "each is a separate document, searchable on its own",
+    )
     replaces: dict[str, Any] | None = Field(
-        default=None, description="When the upload is new content under an existing name: the published version "
+        default=None,
+        description="When the upload is new content under an existing name: the published version "
         "it replaces once indexed ({ingest_version, sha256}); the message says so too. Upload under another name "
-        "to keep both")
+        "to keep both",
+    )
 
 
 class ErrorOut(BaseModel):

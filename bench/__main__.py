@@ -78,9 +78,14 @@ def pct(values: list[float]) -> dict[str, float | None]:
 def machine() -> dict[str, Any]:
     import psutil
 
-    return {"node": platform.node(), "cpus": os.cpu_count(), "cpu": platform.processor() or platform.machine(),
-            "memory_gb": round(psutil.virtual_memory().total / 1e9, 1), "python": platform.python_version(),
-            "load_avg_at_start": [round(x, 2) for x in os.getloadavg()]}
+    return {
+        "node": platform.node(),
+        "cpus": os.cpu_count(),
+        "cpu": platform.processor() or platform.machine(),
+        "memory_gb": round(psutil.virtual_memory().total / 1e9, 1),
+        "python": platform.python_version(),
+        "load_avg_at_start": [round(x, 2) for x in os.getloadavg()],
+    }
 
 
 def default_pdfs(folder: Path, all_pdfs: bool) -> list[Path]:
@@ -125,21 +130,28 @@ class StageClock:
                 clock.totals[name] += elapsed - child
                 if stack:
                     stack[-1] += elapsed
+
         return wrapper
 
 
 @contextlib.contextmanager
 def instrumented(clock: StageClock):
     """Patch the ingestion stages (module attributes the Dagster assets call) with timers."""
-    import ragaudit.index.embedding
     import ragaudit.evaluate.goldgen
-    import ragaudit.ingest.documents
+    import ragaudit.index.embedding
     import ragaudit.index.store
+    import ragaudit.ingest.documents
 
-    patches = [(ragaudit.ingest.documents, "inspect_pdf_bounded", "validate"), (ragaudit.ingest.documents, "extract_pages_bounded", "extract"),
-               (ragaudit.ingest.documents, "build_chunks", "chunk"), (ragaudit.ingest.documents, "stage_chunks", "sql+bookkeeping"),
-               (ragaudit.ingest.documents, "publish", "sql+bookkeeping"), (ragaudit.ingest.documents, "count_check", "sql+bookkeeping"),
-               (ragaudit.evaluate.goldgen, "generate_for_document", "gold pairs"), (ragaudit.index.store.VectorStore, "upsert", "upsert")]
+    patches = [
+        (ragaudit.ingest.documents, "inspect_pdf_bounded", "validate"),
+        (ragaudit.ingest.documents, "extract_pages_bounded", "extract"),
+        (ragaudit.ingest.documents, "build_chunks", "chunk"),
+        (ragaudit.ingest.documents, "stage_chunks", "sql+bookkeeping"),
+        (ragaudit.ingest.documents, "publish", "sql+bookkeeping"),
+        (ragaudit.ingest.documents, "count_check", "sql+bookkeeping"),
+        (ragaudit.evaluate.goldgen, "generate_for_document", "gold pairs"),
+        (ragaudit.index.store.VectorStore, "upsert", "upsert"),
+    ]
     saved = [(obj, attr, getattr(obj, attr)) for obj, attr, _ in patches]
     orig_embed = ragaudit.index.embedding.Embedder.embed
 
@@ -160,9 +172,9 @@ def instrumented(clock: StageClock):
 
 def bench_ingestion(pdfs: list[Path], data_dir: Path) -> dict[str, Any]:
     from ragaudit.ingest.documents import ingest_bytes
-    from ragaudit.services import get_services
-    from ragaudit.platform.settings import Settings
     from ragaudit.pipelines.runner import DagsterRunner
+    from ragaudit.platform.settings import Settings
+    from ragaudit.services import get_services
 
     settings = Settings(_env_file=None, data_dir=data_dir, cache_ttl_s=0, llm_model="")
     svc = get_services(settings)
@@ -177,12 +189,22 @@ def bench_ingestion(pdfs: list[Path], data_dir: Path) -> dict[str, Any]:
             out = ingest_bytes(svc, pdf.read_bytes(), pdf.name, DagsterRunner())
             secs = time.perf_counter() - t
             doc = out.document or {}
-            per_doc.append({"pdf": pdf.name, "status": out.status, "seconds": round(secs, 2),
-                            "pages": doc.get("pages", 0), "chunks": doc.get("chunk_count", 0)})
+            per_doc.append(
+                {
+                    "pdf": pdf.name,
+                    "status": out.status,
+                    "seconds": round(secs, 2),
+                    "pages": doc.get("pages", 0),
+                    "chunks": doc.get("chunk_count", 0),
+                }
+            )
             pages += doc.get("pages", 0)
             chunks += doc.get("chunk_count", 0)
-            print(f"  ingested {pdf.name}: {out.status}, {doc.get('pages')} pages, {doc.get('chunk_count')} chunks, "
-                  f"{secs:.1f} s", flush=True)
+            print(
+                f"  ingested {pdf.name}: {out.status}, {doc.get('pages')} pages, {doc.get('chunk_count')} chunks, "
+                f"{secs:.1f} s",
+                flush=True,
+            )
     total = time.perf_counter() - t_all
     stages = {k: round(v, 2) for k, v in clock.totals.items()}
     stages["dagster overhead"] = round(total - sum(clock.totals.values()), 2)
@@ -190,10 +212,18 @@ def bench_ingestion(pdfs: list[Path], data_dir: Path) -> dict[str, Any]:
     t = time.perf_counter()
     svc.embedder.embed(texts)
     floor = time.perf_counter() - t
-    return {"documents": per_doc, "pages": pages, "chunks": chunks, "seconds": round(total, 2),
-            "pages_per_s": round(pages / total, 2), "chunks_per_s": round(chunks / total, 2),
-            "stages_s": stages, "embedded_texts": len(texts), "embedding_floor_s": round(floor, 2),
-            "ratio_to_floor": round(total / floor, 2) if floor else None}
+    return {
+        "documents": per_doc,
+        "pages": pages,
+        "chunks": chunks,
+        "seconds": round(total, 2),
+        "pages_per_s": round(pages / total, 2),
+        "chunks_per_s": round(chunks / total, 2),
+        "stages_s": stages,
+        "embedded_texts": len(texts),
+        "embedding_floor_s": round(floor, 2),
+        "ratio_to_floor": round(total / floor, 2) if floor else None,
+    }
 
 
 def bench_naive(pdfs: list[Path], embedder) -> dict[str, Any]:
@@ -203,8 +233,9 @@ def bench_naive(pdfs: list[Path], embedder) -> dict[str, Any]:
     from qdrant_client import QdrantClient, models
 
     client = QdrantClient(":memory:")
-    client.create_collection("naive", vectors_config=models.VectorParams(size=embedder.dim,
-                                                                         distance=models.Distance.COSINE))
+    client.create_collection(
+        "naive", vectors_config=models.VectorParams(size=embedder.dim, distance=models.Distance.COSINE)
+    )
     t_extract = t_embed = t_upsert = 0.0
     windows_n = pages = 0
     t_all = time.perf_counter()
@@ -216,21 +247,30 @@ def bench_naive(pdfs: list[Path], embedder) -> dict[str, Any]:
                 words += (page.extract_text() or "").split()
                 page.close()
                 pages += 1
-        windows = [" ".join(words[i:i + 512]) for i in range(0, len(words), 512)]
+        windows = [" ".join(words[i : i + 512]) for i in range(0, len(words), 512)]
         t_extract += time.perf_counter() - t
         for w in windows:
             t = time.perf_counter()
             vec = embedder.model.encode([w], normalize_embeddings=True)[0]
             t_embed += time.perf_counter() - t
             t = time.perf_counter()
-            client.upsert("naive", points=[models.PointStruct(id=str(uuid.uuid4()), vector=vec.tolist(),
-                                                              payload={"text": w, "doc": pdf.name})])
+            client.upsert(
+                "naive",
+                points=[
+                    models.PointStruct(id=str(uuid.uuid4()), vector=vec.tolist(), payload={"text": w, "doc": pdf.name})
+                ],
+            )
             t_upsert += time.perf_counter() - t
             windows_n += 1
     total = time.perf_counter() - t_all
     client.close()
-    return {"pages": pages, "windows": windows_n, "seconds": round(total, 2), "pages_per_s": round(pages / total, 2),
-            "stages_s": {"extract+chunk": round(t_extract, 2), "embed": round(t_embed, 2), "upsert": round(t_upsert, 2)}}
+    return {
+        "pages": pages,
+        "windows": windows_n,
+        "seconds": round(total, 2),
+        "pages_per_s": round(pages / total, 2),
+        "stages_s": {"extract+chunk": round(t_extract, 2), "embed": round(t_embed, 2), "upsert": round(t_upsert, 2)},
+    }
 
 
 # --------------------------------------------------------------------------- 2. retrieval at scale
@@ -252,7 +292,7 @@ def load_points(store) -> list[StoredPoint]:
     names = [DENSE, SPARSE] + ([WINDOWS] if store.has_windows() else [])
     out = []
     for i in range(0, len(rows), 256):
-        part = rows[i:i + 256]
+        part = rows[i : i + 256]
         vecs = store.get_vectors([pid for pid, _ in part], names)
         out += [StoredPoint(pid, vecs[pid], pl) for pid, pl in part if pid in vecs]
     return out
@@ -268,9 +308,14 @@ def fill_store(store, points: list[StoredPoint], n: int, skip: int = 0, batch: i
     rows = replicate(points, n)[skip:]
     t = time.perf_counter()
     for i in range(0, len(rows), batch):
-        part = rows[i:i + batch]
-        store.upsert([r[0] for r in part], [r[1][DENSE] for r in part], [r[1][SPARSE] for r in part],
-                     [r[2] for r in part], windows=[r[1].get(WINDOWS) or [r[1][DENSE]] for r in part])
+        part = rows[i : i + batch]
+        store.upsert(
+            [r[0] for r in part],
+            [r[1][DENSE] for r in part],
+            [r[1][SPARSE] for r in part],
+            [r[2] for r in part],
+            windows=[r[1].get(WINDOWS) or [r[1][DENSE]] for r in part],
+        )
     if hasattr(store, "flush"):
         store.flush()
     return time.perf_counter() - t
@@ -314,7 +359,9 @@ class PythonBaseline:
             texts.append(p.payload.get("text", ""))
             v = p.vector.get("dense") if isinstance(p.vector, dict) else p.vector
             vecs.append(v)
-            self.docs.append(p.payload.get("doc_name") if i < len(points) else f"{p.payload.get('doc_name')}#{i // len(points)}")
+            self.docs.append(
+                p.payload.get("doc_name") if i < len(points) else f"{p.payload.get('doc_name')}#{i // len(points)}"
+            )
         self.bm25 = BM25Okapi([self.tok(t) for t in texts])
         self.vecs = np.asarray(vecs, dtype=np.float32)
         self.docs_arr = np.asarray(self.docs, dtype=object)
@@ -382,11 +429,13 @@ def _cells_interleaved(variants: dict[str, tuple[Any, tuple[str, ...]]], qs: lis
             store_lat: dict[str, list[float]] = defaultdict(list)
             embed_lat: dict[str, list[float]] = defaultdict(list)
             for i, q in enumerate(qs):
-                for name in (names if i % 2 == 0 else names[::-1]):
+                for name in names if i % 2 == 0 else names[::-1]:
                     obj = variants[name][0]
                     t = time.perf_counter()
                     if hasattr(obj, "retrieve"):
-                        r = obj.retrieve(q["question"], Scope(doc_names=[q["doc_name"]]) if scoped else Scope(), 5, mode)
+                        r = obj.retrieve(
+                            q["question"], Scope(doc_names=[q["doc_name"]]) if scoped else Scope(), 5, mode
+                        )
                         lat[name].append((time.perf_counter() - t) * 1000)
                         store_lat[name].append(r.timings_ms.get("vector", 0.0) + r.timings_ms.get("bm25", 0.0))
                         embed_lat[name].append(r.timings_ms.get("embed", 0.0))
@@ -406,8 +455,9 @@ def _ratio(a: float | None, b: float | None) -> float | None:
     return round(a / b, 2) if a and b else None
 
 
-def bench_retrieval(svc, sizes: list[int], questions: list[dict], n_q: int, local_sizes: list[int],
-                    local_q: int) -> dict[str, Any]:
+def bench_retrieval(
+    svc, sizes: list[int], questions: list[dict], n_q: int, local_sizes: list[int], local_q: int
+) -> dict[str, Any]:
     """Per size: Retriever.retrieve P50/P95 on the embedded default (Qdrant Edge), on local mode
     (sizes in ``local_sizes``, ``local_q`` questions: ~1 s per filtered query at 10k) and the
     Python baseline, plus the ratios the targets are stated in."""
@@ -415,14 +465,25 @@ def bench_retrieval(svc, sizes: list[int], questions: list[dict], n_q: int, loca
 
     points = [p for p in load_points(svc.store) if p.payload.get("live", True) is not False]
     qs = questions[:n_q]
-    out: dict[str, Any] = {"source_points": len(points), "questions": len(qs), "local_mode_questions": local_q,
-                           "sizes": {}}
+    out: dict[str, Any] = {
+        "source_points": len(points),
+        "questions": len(qs),
+        "local_mode_questions": local_q,
+        "sizes": {},
+    }
     s = svc.settings
 
     def retriever(store, dense_prefetch: int = s.dense_prefetch):
-        return Retriever(store, svc.embedder, rrf_k=s.rrf_k, candidates=s.candidates,
-                         dense_skip_scripts=s.dense_skip_scripts, dense_windows=s.dense_window_tokens > 0,
-                         fusion=s.fusion, dense_prefetch=dense_prefetch)
+        return Retriever(
+            store,
+            svc.embedder,
+            rrf_k=s.rrf_k,
+            candidates=s.candidates,
+            dense_skip_scripts=s.dense_skip_scripts,
+            dense_windows=s.dense_window_tokens > 0,
+            fusion=s.fusion,
+            dense_prefetch=dense_prefetch,
+        )
 
     for n in sizes:
         res: dict[str, Any] = {}
@@ -433,8 +494,10 @@ def bench_retrieval(svc, sizes: list[int], questions: list[dict], n_q: int, loca
         base = PythonBaseline(points, n, svc.embedder)
         res["baseline_build_s"] = round(time.perf_counter() - t, 1)
         try:  # Edge, Edge with the exact MaxSim scan (before two-stage dense) and the baseline, interleaved
-            variants: dict[str, tuple[Any, tuple[str, ...]]] = {"edge": (retriever(store), MODES),
-                                                                "baseline": (base, ("hybrid",))}
+            variants: dict[str, tuple[Any, tuple[str, ...]]] = {
+                "edge": (retriever(store), MODES),
+                "baseline": (base, ("hybrid",)),
+            }
             if s.dense_prefetch:
                 variants["edge_exact_scan"] = (retriever(store, 0), ("vector", "hybrid"))
             res.update(_cells_interleaved(variants, qs))
@@ -453,23 +516,29 @@ def bench_retrieval(svc, sizes: list[int], questions: list[dict], n_q: int, loca
         res["ratios"] = {
             "edge hybrid scoped / unscoped (P95)": _ratio(e["hybrid scoped"]["p95"], e["hybrid"]["p95"]),
             "python baseline / edge hybrid (P95)": _ratio(res["baseline"]["hybrid"]["p95"], e["hybrid"]["p95"]),
-            "python baseline / edge hybrid scoped (P95)": _ratio(res["baseline"]["hybrid scoped"]["p95"],
-                                                                 e["hybrid scoped"]["p95"]),
+            "python baseline / edge hybrid scoped (P95)": _ratio(
+                res["baseline"]["hybrid scoped"]["p95"], e["hybrid scoped"]["p95"]
+            ),
         }
         if "edge_exact_scan" in res:
             x = res["edge_exact_scan"]
             res["ratios"]["edge exact scan / two-stage: hybrid (P95)"] = _ratio(x["hybrid"]["p95"], e["hybrid"]["p95"])
-            res["ratios"]["python baseline / edge exact scan hybrid (P95)"] = _ratio(res["baseline"]["hybrid"]["p95"],
-                                                                                      x["hybrid"]["p95"])
+            res["ratios"]["python baseline / edge exact scan hybrid (P95)"] = _ratio(
+                res["baseline"]["hybrid"]["p95"], x["hybrid"]["p95"]
+            )
         if "local" in res:
-            res["ratios"]["local mode / edge hybrid scoped (P95)"] = _ratio(res["local"]["hybrid scoped"]["p95"],
-                                                                            e["hybrid scoped"]["p95"])
+            res["ratios"]["local mode / edge hybrid scoped (P95)"] = _ratio(
+                res["local"]["hybrid scoped"]["p95"], e["hybrid scoped"]["p95"]
+            )
         res["load_avg"] = [round(x, 2) for x in os.getloadavg()]
         out["sizes"][str(n)] = res
-        print(f"  retrieval at {n} chunks (Qdrant Edge): hybrid P95 {e['hybrid']['p95']} ms, scoped "
-              f"{e['hybrid scoped']['p95']} ms; local mode hybrid scoped P95 "
-              f"{res.get('local', {}).get('hybrid scoped', {}).get('p95')} ms; python baseline P95 "
-              f"{res['baseline']['hybrid']['p95']} ms; load {res['load_avg']}", flush=True)
+        print(
+            f"  retrieval at {n} chunks (Qdrant Edge): hybrid P95 {e['hybrid']['p95']} ms, scoped "
+            f"{e['hybrid scoped']['p95']} ms; local mode hybrid scoped P95 "
+            f"{res.get('local', {}).get('hybrid scoped', {}).get('p95')} ms; python baseline P95 "
+            f"{res['baseline']['hybrid']['p95']} ms; load {res['load_avg']}",
+            flush=True,
+        )
     return out
 
 
@@ -517,8 +586,9 @@ def big_pdf(folder: Path, out: Path, max_pages: int) -> int:
     return n
 
 
-def bench_concurrency(data_dir: Path, questions: list[dict], seconds: float, big: Path | None = None,
-                      ingest_seconds: float = 60.0) -> dict[str, Any]:
+def bench_concurrency(
+    data_dir: Path, questions: list[dict], seconds: float, big: Path | None = None, ingest_seconds: float = 60.0
+) -> dict[str, Any]:
     """Against the API (uvicorn subprocess on ``data_dir``): 1 client, then 8 concurrent clients
     for ``seconds`` each (/search hybrid, every 4th request /query); then, with ``big`` uploaded
     (202, ingested by the API's background worker), 1 client's /search while it ingests, for up
@@ -526,16 +596,39 @@ def bench_concurrency(data_dir: Path, questions: list[dict], seconds: float, big
     import httpx
 
     port = free_port()
-    env = {**os.environ, "RAGAUDIT_DATA_DIR": str(data_dir), "RAGAUDIT_CACHE_TTL_S": "0",
-           "RAGAUDIT_LLM_MODEL": "", "RAGAUDIT_DATABASE_URL": "", "RAGAUDIT_QDRANT_URL": ""}
+    env = {
+        **os.environ,
+        "RAGAUDIT_DATA_DIR": str(data_dir),
+        "RAGAUDIT_CACHE_TTL_S": "0",
+        "RAGAUDIT_LLM_MODEL": "",
+        "RAGAUDIT_DATABASE_URL": "",
+        "RAGAUDIT_QDRANT_URL": "",
+    }
     # the API's stderr goes to a file (a traceback in it is counted in the result, not sprayed over the
     # table); its own session, so the helpers it starts (parse children, Dagster's compute-log tails)
     # are stopped with it before the data folder is removed
     log_path = data_dir.parent / f"{data_dir.name}-api.log"
     log = log_path.open("wb")
-    proc = subprocess.Popen([sys.executable, "-m", "uvicorn", "ragaudit.api.app:create_app", "--factory", "--host", "127.0.0.1",
-                             "--port", str(port), "--log-level", "warning"], cwd=ROOT, env=env,
-                            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "ragaudit.api.app:create_app",
+            "--factory",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--log-level",
+            "warning",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 120
@@ -590,19 +683,34 @@ def bench_concurrency(data_dir: Path, questions: list[dict], seconds: float, big
                 th.join()
             wall = time.perf_counter() - t0
             n = sum(len(v) for v in lat.values())
-            return {"clients": clients, "seconds": round(wall, 1), "requests": n, "throughput_rps": round(n / wall, 2),
-                    "errors": sum(errors.values()), "search_ms": pct(lat["/search"]), "query_ms": pct(lat["/query"]),
-                    "load_avg": [round(x, 2) for x in os.getloadavg()]}
+            return {
+                "clients": clients,
+                "seconds": round(wall, 1),
+                "requests": n,
+                "throughput_rps": round(n / wall, 2),
+                "errors": sum(errors.values()),
+                "search_ms": pct(lat["/search"]),
+                "query_ms": pct(lat["/query"]),
+                "load_avg": [round(x, 2) for x in os.getloadavg()],
+            }
 
         single = run(1)
         print(f"  1 client: {single['throughput_rps']} req/s, /search P95 {single['search_ms']['p95']} ms", flush=True)
         eight = run(8)
-        print(f"  8 clients: {eight['throughput_rps']} req/s, /search P95 {eight['search_ms']['p95']} ms, "
-              f"errors {eight['errors']}", flush=True)
-        out: dict[str, Any] = {"api_points": points, "single": single, "eight": eight,
-                               "api_peak_rss_mb_before_ingestion": rss_before_ingest,
-                               "ratios": {"8 clients / 1 client /search P95": _ratio(eight["search_ms"]["p95"],
-                                                                                      single["search_ms"]["p95"])}}
+        print(
+            f"  8 clients: {eight['throughput_rps']} req/s, /search P95 {eight['search_ms']['p95']} ms, "
+            f"errors {eight['errors']}",
+            flush=True,
+        )
+        out: dict[str, Any] = {
+            "api_points": points,
+            "single": single,
+            "eight": eight,
+            "api_peak_rss_mb_before_ingestion": rss_before_ingest,
+            "ratios": {
+                "8 clients / 1 client /search P95": _ratio(eight["search_ms"]["p95"], single["search_ms"]["p95"])
+            },
+        }
         if big is not None:
             idle = run(1, search_only=True)
             with httpx.Client(timeout=120) as c:
@@ -630,10 +738,14 @@ def bench_concurrency(data_dir: Path, questions: list[dict], seconds: float, big
             during["document_statuses_seen"] = sorted(set(statuses))
             during["ingestion_finished"] = bool(statuses) and statuses[-1] in ("ready", "failed")
             out.update(idle_search=idle, search_during_ingestion=during, big_pdf=big.name)
-            out["ratios"]["/search P95 during ingestion / idle"] = _ratio(during["search_ms"]["p95"],
-                                                                          idle["search_ms"]["p95"])
-            print(f"  /search during the ingestion of {big.name}: P95 {during['search_ms']['p95']} ms vs idle "
-                  f"{idle['search_ms']['p95']} ms (statuses {during['document_statuses_seen']})", flush=True)
+            out["ratios"]["/search P95 during ingestion / idle"] = _ratio(
+                during["search_ms"]["p95"], idle["search_ms"]["p95"]
+            )
+            print(
+                f"  /search during the ingestion of {big.name}: P95 {during['search_ms']['p95']} ms vs idle "
+                f"{idle['search_ms']['p95']} ms (statuses {during['document_statuses_seen']})",
+                flush=True,
+            )
         out["api_peak_rss_mb"] = vm_hwm_mb(proc.pid)
         return out
     finally:
@@ -666,50 +778,89 @@ def stop_api(proc: subprocess.Popen) -> None:
 # --------------------------------------------------------------------------- report
 def table(r: dict[str, Any]) -> str:
     m = r["machine"]
-    lines = [f"ragaudit bench {r['date']} on {m['node']}: {m['cpus']} CPUs ({m['cpu']}), {m['memory_gb']} GB RAM, "
-             f"load average at start {m['load_avg_at_start']}", ""]
+    lines = [
+        f"ragaudit bench {r['date']} on {m['node']}: {m['cpus']} CPUs ({m['cpu']}), {m['memory_gb']} GB RAM, "
+        f"load average at start {m['load_avg_at_start']}",
+        "",
+    ]
     from .ingestion import ingestion_table
 
     lines += ingestion_table(r)
     ret = r.get("retrieval")
     if ret:
         sizes = list(ret["sizes"])
-        lines += ["| Retrieval-only P50 / P95 ms (query embedding included; store = P95 of the store queries alone) | " +
-                  " | ".join(f"{n} chunks" for n in sizes) + " |", "|---|" + "---|" * len(sizes)]
+        lines += [
+            "| Retrieval-only P50 / P95 ms (query embedding included; store = P95 of the store queries alone) | "
+            + " | ".join(f"{n} chunks" for n in sizes)
+            + " |",
+            "|---|" + "---|" * len(sizes),
+        ]
         rows = [("Qdrant Edge (embedded default)", "edge", m) for m in [*MODES, *(f"{m} scoped" for m in MODES)]]
-        rows += [("Qdrant Edge, exact MaxSim scan (before two-stage dense)", "edge_exact_scan", m)
-                 for m in ("vector", "hybrid", "vector scoped", "hybrid scoped")]
+        rows += [
+            ("Qdrant Edge, exact MaxSim scan (before two-stage dense)", "edge_exact_scan", m)
+            for m in ("vector", "hybrid", "vector scoped", "hybrid scoped")
+        ]
         rows += [("local mode (before)", "local", m) for m in [*MODES, *(f"{m} scoped" for m in MODES)]]
         rows += [("baseline: Python BM25 + numpy cosine + RRF", "baseline", m) for m in ("hybrid", "hybrid scoped")]
         for label, key, mode in rows:
             cells = [(v.get(key) or {}).get(mode) for v in ret["sizes"].values()]
             if any(cells):
-                lines.append(f"| {label}: {mode} | " + " | ".join(
-                    (f"{c['p50']} / {c['p95']}" + (f" (store {c['store_p95']})" if c.get("store_p95") is not None else ""))
-                    if c else "-" for c in cells) + " |")
+                lines.append(
+                    f"| {label}: {mode} | "
+                    + " | ".join(
+                        (
+                            f"{c['p50']} / {c['p95']}"
+                            + (f" (store {c['store_p95']})" if c.get("store_p95") is not None else "")
+                        )
+                        if c
+                        else "-"
+                        for c in cells
+                    )
+                    + " |"
+                )
         for k in next(iter(ret["sizes"].values()))["ratios"]:
-            lines.append(f"| ratio {k} | " + " | ".join(str(v["ratios"].get(k, "-")) for v in ret["sizes"].values()) + " |")
-        lines.append("| load average (1, 5, 15 min) after the size | " +
-                     " | ".join(str(v["load_avg"]) for v in ret["sizes"].values()) + " |")
+            lines.append(
+                f"| ratio {k} | " + " | ".join(str(v["ratios"].get(k, "-")) for v in ret["sizes"].values()) + " |"
+            )
+        lines.append(
+            "| load average (1, 5, 15 min) after the size | "
+            + " | ".join(str(v["load_avg"]) for v in ret["sizes"].values())
+            + " |"
+        )
         lines.append("")
     con = r.get("concurrency")
     if con:
-        lines += [f"| API on {con.get('api_points')} chunks (uvicorn, /search + every 4th /query) | req/s | "
-                  "/search P50 / P95 ms | /query P50 / P95 ms | errors | load average |", "|---|---|---|---|---|---|"]
-        for k, label in (("single", "1 client"), ("eight", "8 clients"), ("idle_search", "1 client, /search only, idle"),
-                         ("search_during_ingestion", f"1 client, /search only, while {con.get('big_pdf')} ingests")):
+        lines += [
+            f"| API on {con.get('api_points')} chunks (uvicorn, /search + every 4th /query) | req/s | "
+            "/search P50 / P95 ms | /query P50 / P95 ms | errors | load average |",
+            "|---|---|---|---|---|---|",
+        ]
+        for k, label in (
+            ("single", "1 client"),
+            ("eight", "8 clients"),
+            ("idle_search", "1 client, /search only, idle"),
+            ("search_during_ingestion", f"1 client, /search only, while {con.get('big_pdf')} ingests"),
+        ):
             c = con.get(k)
             if c:
-                lines.append(f"| {label}, {c['seconds']} s | {c['throughput_rps']} | "
-                             f"{c['search_ms']['p50']} / {c['search_ms']['p95']} | {c['query_ms']['p50']} / "
-                             f"{c['query_ms']['p95']} | {c['errors']} | {c['load_avg']} |")
+                lines.append(
+                    f"| {label}, {c['seconds']} s | {c['throughput_rps']} | "
+                    f"{c['search_ms']['p50']} / {c['search_ms']['p95']} | {c['query_ms']['p50']} / "
+                    f"{c['query_ms']['p95']} | {c['errors']} | {c['load_avg']} |"
+                )
         lines.append("")
         lines += [f"Ratio {k}: {v}" for k, v in con["ratios"].items()]
-        lines.append(f"Peak RSS: API process {con['api_peak_rss_mb']} MB ({con['api_peak_rss_mb_before_ingestion']} MB "
-                     f"before the ingestion); bench process {r['bench_peak_rss_mb']} MB")
+        lines.append(
+            f"Peak RSS: API process {con['api_peak_rss_mb']} MB ({con['api_peak_rss_mb_before_ingestion']} MB "
+            f"before the ingestion); bench process {r['bench_peak_rss_mb']} MB"
+        )
     if r.get("section_seconds"):
-        lines += ["", "Wall seconds per section: " + ", ".join(f"{k} {v}" for k, v in r["section_seconds"].items())
-                  + f"; whole bench {r.get('seconds')} s"]
+        lines += [
+            "",
+            "Wall seconds per section: "
+            + ", ".join(f"{k} {v}" for k, v in r["section_seconds"].items())
+            + f"; whole bench {r.get('seconds')} s",
+        ]
     targets = r.get("targets")
     if targets:
         lines += ["", "| Target | measured | met |", "|---|---|---|"]
@@ -727,71 +878,124 @@ def check_targets(r: dict[str, Any]) -> list[dict[str, Any]]:
     sizes = (r.get("retrieval") or {}).get("sizes", {})
     for n, limit in (("10000", 50), ("50000", 150)):
         e = sizes.get(n, {}).get("edge", {})
-        add(f"hybrid P95 <= {limit} ms at {n} chunks (embedded)", (e.get("hybrid") or {}).get("p95"), lambda v, x=limit: v <= x)
-        add(f"scoped hybrid P95 <= 1.5x unscoped at {n}", sizes.get(n, {}).get("ratios", {}).get(
-            "edge hybrid scoped / unscoped (P95)"), lambda v: v <= 1.5)
-    add("python BM25 baseline / embedded hybrid P95 >= 10 at 50000",
-        sizes.get("50000", {}).get("ratios", {}).get("python baseline / edge hybrid (P95)"), lambda v: v >= 10)
+        add(
+            f"hybrid P95 <= {limit} ms at {n} chunks (embedded)",
+            (e.get("hybrid") or {}).get("p95"),
+            lambda v, x=limit: v <= x,
+        )
+        add(
+            f"scoped hybrid P95 <= 1.5x unscoped at {n}",
+            sizes.get(n, {}).get("ratios", {}).get("edge hybrid scoped / unscoped (P95)"),
+            lambda v: v <= 1.5,
+        )
+    add(
+        "python BM25 baseline / embedded hybrid P95 >= 10 at 50000",
+        sizes.get("50000", {}).get("ratios", {}).get("python baseline / edge hybrid (P95)"),
+        lambda v: v >= 10,
+    )
     ing, nai, syn = r.get("ingestion") or {}, r.get("naive") or {}, r.get("synthetic") or {}
     add("ingestion of the PDFs <= 1.5x its embedding floor", ing.get("ratio_to_floor"), lambda v: v <= 1.5)
-    add("ingestion of the PDFs / naive pipeline <= 1", _ratio(ing.get("seconds"), nai.get("seconds")),
-        lambda v: v <= 1)
-    add("synthetic corpus (one 615-page PDF): ingesting process peak RSS MB < 1024",
-        (syn.get("peak_rss_mb") or {}).get("process"), lambda v: v < 1024)
-    add("whole bench wall minutes < 15", round(r["seconds"] / 60, 1) if r.get("seconds") else None,
-        lambda v: v < 15)
+    add("ingestion of the PDFs / naive pipeline <= 1", _ratio(ing.get("seconds"), nai.get("seconds")), lambda v: v <= 1)
+    add(
+        "synthetic corpus (one 615-page PDF): ingesting process peak RSS MB < 1024",
+        (syn.get("peak_rss_mb") or {}).get("process"),
+        lambda v: v < 1024,
+    )
+    add("whole bench wall minutes < 15", round(r["seconds"] / 60, 1) if r.get("seconds") else None, lambda v: v < 15)
     con = r.get("concurrency") or {}
-    add("/search P95 during ingestion <= 3x idle", con.get("ratios", {}).get("/search P95 during ingestion / idle"),
-        lambda v: v <= 3)
+    add(
+        "/search P95 during ingestion <= 3x idle",
+        con.get("ratios", {}).get("/search P95 during ingestion / idle"),
+        lambda v: v <= 3,
+    )
     add("8 clients: 0 errors", (con.get("eight") or {}).get("errors"), lambda v: v == 0)
-    add("8 clients /search P95 <= 3x single client", con.get("ratios", {}).get("8 clients / 1 client /search P95"),
-        lambda v: v <= 3)
+    add(
+        "8 clients /search P95 <= 3x single client",
+        con.get("ratios", {}).get("8 clients / 1 client /search P95"),
+        lambda v: v <= 3,
+    )
     return out
 
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--pdfs", type=Path, default=Path(os.environ.get("RAGAUDIT_BENCH_PDFS", SHARED / "pdfs")),
-                    help="folder of PDFs (default: the shared corpus)")
+    ap.add_argument(
+        "--pdfs",
+        type=Path,
+        default=Path(os.environ.get("RAGAUDIT_BENCH_PDFS", SHARED / "pdfs")),
+        help="folder of PDFs (default: the shared corpus)",
+    )
     ap.add_argument("--all", action="store_true", help="every PDF in the folder, not only those behind dev-001..039")
     ap.add_argument("--questions", type=int, default=20, help="questions per latency cell")
     ap.add_argument("--sizes", default="1000,10000,50000", help="collection sizes (chunks) for the latency table")
-    ap.add_argument("--local-sizes", default="1000",
-                    help="sizes also measured on qdrant-client local mode (the previous default; ~1-3 s per "
-                    "filtered query from 10k up, so 10k costs a minute of the 15-minute budget: add it by hand)")
+    ap.add_argument(
+        "--local-sizes",
+        default="1000",
+        help="sizes also measured on qdrant-client local mode (the previous default; ~1-3 s per "
+        "filtered query from 10k up, so 10k costs a minute of the 15-minute budget: add it by hand)",
+    )
     ap.add_argument("--local-questions", type=int, default=8, help="questions per local-mode cell")
-    ap.add_argument("--api-chunks", type=int, default=50000,
-                    help="chunks in the API's store for the concurrency and memory section (replicas of the ingested)")
-    ap.add_argument("--big-pages", type=int, default=400,
-                    help="pages of the large PDF (the corpus concatenated) ingested while /search is measured")
-    ap.add_argument("--ingest-seconds", type=float, default=40.0, help="longest /search window during that "
-                    "ingestion (one client: several hundred requests, enough for a P95)")
+    ap.add_argument(
+        "--api-chunks",
+        type=int,
+        default=50000,
+        help="chunks in the API's store for the concurrency and memory section (replicas of the ingested)",
+    )
+    ap.add_argument(
+        "--big-pages",
+        type=int,
+        default=400,
+        help="pages of the large PDF (the corpus concatenated) ingested while /search is measured",
+    )
+    ap.add_argument(
+        "--ingest-seconds",
+        type=float,
+        default=40.0,
+        help="longest /search window during that ingestion (one client: several hundred requests, enough for a P95)",
+    )
     ap.add_argument("--concurrency-seconds", type=float, default=20.0)
-    ap.add_argument("--synthetic-pages", type=int, default=2000, help="pages of the synthetic ingestion corpus "
-                    "(made from the PDFs; one document of 615 pages)")
-    ap.add_argument("--synthetic-floor-sample", type=float, default=0.03,
-                    help="share of the synthetic corpus's embedded texts embedded for its floor (a seeded random "
-                    "sample, its time scaled by texts / sampled texts; reported as an estimate). 3%% of ~27,000 "
-                    "texts is ~800: the estimate's error is a few per cent, the full floor would cost ~9 minutes")
-    ap.add_argument("--per-document", action="store_true",
-                    help="also ingest the PDFs with one Dagster run per document (the upload path)")
-    ap.add_argument("--skip", action="append", default=[],
-                    choices=["retrieval", "concurrency", "synthetic", "ingestion-load"])
+    ap.add_argument(
+        "--synthetic-pages",
+        type=int,
+        default=2000,
+        help="pages of the synthetic ingestion corpus (made from the PDFs; one document of 615 pages)",
+    )
+    ap.add_argument(
+        "--synthetic-floor-sample",
+        type=float,
+        default=0.03,
+        help="share of the synthetic corpus's embedded texts embedded for its floor (a seeded random "
+        "sample, its time scaled by texts / sampled texts; reported as an estimate). 3%% of ~27,000 "
+        "texts is ~800: the estimate's error is a few per cent, the full floor would cost ~9 minutes",
+    )
+    ap.add_argument(
+        "--per-document",
+        action="store_true",
+        help="also ingest the PDFs with one Dagster run per document (the upload path)",
+    )
+    ap.add_argument(
+        "--skip", action="append", default=[], choices=["retrieval", "concurrency", "synthetic", "ingestion-load"]
+    )
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
     args = ap.parse_args(argv)
 
-    from ragaudit.services import get_services, release_services
     from ragaudit.platform.settings import Settings
+    from ragaudit.services import get_services, release_services
 
     pdfs = default_pdfs(args.pdfs, args.all)
     if not pdfs:
         sys.exit(f"no PDFs in {args.pdfs}")
-    questions = [q for q in dev_questions() if (args.pdfs / q["doc_name"]).exists() and q["doc_name"] in
-                 {p.name for p in pdfs}] or dev_questions()
+    questions = [
+        q for q in dev_questions() if (args.pdfs / q["doc_name"]).exists() and q["doc_name"] in {p.name for p in pdfs}
+    ] or dev_questions()
     random.Random(0).shuffle(questions)
     settings_probe = Settings(_env_file=None)
-    result: dict[str, Any] = {"date": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), "machine": machine(),
-                              "pdfs": [p.name for p in pdfs], "store_backend": settings_probe.store_backend}
+    result: dict[str, Any] = {
+        "date": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "machine": machine(),
+        "pdfs": [p.name for p in pdfs],
+        "store_backend": settings_probe.store_backend,
+    }
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / f"{result['date'][:10]}-{re.sub(r'[^A-Za-z0-9_.-]', '_', platform.node())}.json"
     t_start = time.perf_counter()
@@ -846,8 +1050,9 @@ def main(argv: list[str] | None = None) -> None:
             sizes = [int(x) for x in args.sizes.split(",") if x]
             local = [int(x) for x in args.local_sizes.split(",") if x]
             with section("retrieval"):
-                result["retrieval"] = bench_retrieval(svc, sizes, questions, args.questions, local,
-                                                      args.local_questions)
+                result["retrieval"] = bench_retrieval(
+                    svc, sizes, questions, args.questions, local, args.local_questions
+                )
             save()
         if "concurrency" not in args.skip:
             big = None
@@ -861,11 +1066,14 @@ def main(argv: list[str] | None = None) -> None:
                     pages = big_pdf(args.pdfs, big, args.big_pages)
                     result["big_pdf_pages"] = pages
                 release_services(svc.settings)  # frees the embedded store's folder for the API process
-            print("3. concurrency" + (f" and /search during a {result['big_pdf_pages']}-page ingestion" if big else ""),
-                  flush=True)
+            print(
+                "3. concurrency" + (f" and /search during a {result['big_pdf_pages']}-page ingestion" if big else ""),
+                flush=True,
+            )
             with section("concurrency"):
-                result["concurrency"] = bench_concurrency(data_dir, questions, args.concurrency_seconds, big,
-                                                          args.ingest_seconds)
+                result["concurrency"] = bench_concurrency(
+                    data_dir, questions, args.concurrency_seconds, big, args.ingest_seconds
+                )
         else:
             release_services(svc.settings)
     finally:

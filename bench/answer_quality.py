@@ -31,23 +31,29 @@ import time
 from pathlib import Path
 
 if __package__:  # python -m bench.NAME: offline defaults, repository on sys.path (bench/_env.py)
-    from ._env import ROOT
+    from . import _env  # noqa: F401
 else:  # python bench/NAME.py
-    from _env import ROOT
+    import _env  # noqa: F401
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "corpus"
 
 # (row name, record key, which records): "ans" = answerable dev questions, "dev" = all dev
 # questions, "ref" = dev refuse questions + generated cases, "gen" = generated cases only
-ROWS = [("hit@1", "hit@1", "ans"), ("hit@5", "hit@5", "ans"), ("hit@10", "hit@10", "ans"), ("MRR", "mrr", "ans"),
-        ("refusal accuracy, dataset questions", "refusal_ok", "dev"),
-        ("refusal accuracy, generated set", "refusal_ok", "gen"),
-        ("false refusals (share of answerable)", "false_refusal", "ans"),
-        ("false answers (share of must-refuse: dev + generated)", "false_answer", "ref"),
-        ("citation validity", "citation_validity", "ans"),
-        ("audit label `answered` (share of answers not refused)", "audit_answered", "ans"),
-        ("F1, own concise answer", "f1", "ans"), ("EM, own concise answer", "em", "ans"),
-        ("F1, gold-guided span (upper bound)", "f1_gold_guided", "ans"),
-        ("EM, gold-guided span (upper bound)", "em_gold_guided", "ans")]
+ROWS = [
+    ("hit@1", "hit@1", "ans"),
+    ("hit@5", "hit@5", "ans"),
+    ("hit@10", "hit@10", "ans"),
+    ("MRR", "mrr", "ans"),
+    ("refusal accuracy, dataset questions", "refusal_ok", "dev"),
+    ("refusal accuracy, generated set", "refusal_ok", "gen"),
+    ("false refusals (share of answerable)", "false_refusal", "ans"),
+    ("false answers (share of must-refuse: dev + generated)", "false_answer", "ref"),
+    ("citation validity", "citation_validity", "ans"),
+    ("audit label `answered` (share of answers not refused)", "audit_answered", "ans"),
+    ("F1, own concise answer", "f1", "ans"),
+    ("EM, own concise answer", "em", "ans"),
+    ("F1, gold-guided span (upper bound)", "f1_gold_guided", "ans"),
+    ("EM, gold-guided span (upper bound)", "em_gold_guided", "ans"),
+]
 
 
 def part(qid: str) -> str:
@@ -61,8 +67,8 @@ def part(qid: str) -> str:
 
 
 def _ensure_index(svc, pdfs: Path) -> None:
-    from ragaudit.ingest.documents import ingest_bytes
     from ragaudit.evaluate.refusalset import indexed_texts
+    from ragaudit.ingest.documents import ingest_bytes
     from ragaudit.pipelines.runner import DagsterRunner
 
     have = set(indexed_texts(svc))
@@ -75,13 +81,13 @@ def _ensure_index(svc, pdfs: Path) -> None:
 
 def run(svc, questions, top_k: int | None = None) -> dict:
     """Per-question records ``{id: {...}}`` for the dev questions and the generated cases."""
-    from ragaudit.evaluate import metrics
     from ragaudit.answer.citations import strip_citations
+    from ragaudit.evaluate import metrics
     from ragaudit.evaluate.evaluation import _retrieval_record, question_scope
-    from ragaudit.query import QueryService
     from ragaudit.evaluate.refusalset import indexed_texts, refusal_set
-    from ragaudit.retrieve.retriever import Mode
     from ragaudit.index.store import Scope
+    from ragaudit.query import QueryService
+    from ragaudit.retrieve.retriever import Mode
 
     qs = QueryService(svc)
     recs: dict[str, dict] = {}
@@ -102,22 +108,32 @@ def run(svc, questions, top_k: int | None = None) -> dict:
             gg = "" if refused else metrics.concise_answer(out["answer"], q.answer)
             if not refused:  # the citation audit passed (not uncited / unsupported)
                 r["audit_answered"] = float(out["label"] == "answered")
-            r.update(concise=own, f1=metrics.token_f1(own, q.answer).value,
-                     em=metrics.exact_match(own, q.answer).value,
-                     f1_gold_guided=metrics.token_f1(gg, q.answer).value,
-                     em_gold_guided=metrics.exact_match(gg, q.answer).value,
-                     citation_validity=metrics.citation_validity(
-                         out["citations"], (out.get("citation_check") or {}).get("invalid_numbers", []),
-                         q.gold_places()).value)
+            r.update(
+                concise=own,
+                f1=metrics.token_f1(own, q.answer).value,
+                em=metrics.exact_match(own, q.answer).value,
+                f1_gold_guided=metrics.token_f1(gg, q.answer).value,
+                em_gold_guided=metrics.exact_match(gg, q.answer).value,
+                citation_validity=metrics.citation_validity(
+                    out["citations"], (out.get("citation_check") or {}).get("invalid_numbers", []), q.gold_places()
+                ).value,
+            )
         r["answer"] = out["answer"][:300]
         recs[q.id] = r
     for c in refusal_set(questions, indexed_texts(svc)):
         out = qs.ask(c.question, Scope(doc_names=c.doc_names), top_k, Mode.hybrid, log_query=False)
         refused = out["label"] in metrics.REFUSAL_LABELS
-        recs[c.id] = {"kind": c.variant, "set": "generated", "answerable": False, "label": out["label"],
-                      "refusal_ok": float(refused), "false_answer": float(not refused),
-                      "scope": c.doc_names if c.variant == "sibling" else f"all but {c.source_doc}",
-                      "similarity": c.similarity, "answer": out["answer"][:300]}
+        recs[c.id] = {
+            "kind": c.variant,
+            "set": "generated",
+            "answerable": False,
+            "label": out["label"],
+            "refusal_ok": float(refused),
+            "false_answer": float(not refused),
+            "scope": c.doc_names if c.variant == "sibling" else f"all but {c.source_doc}",
+            "similarity": c.similarity,
+            "answer": out["answer"][:300],
+        }
     return recs
 
 
@@ -142,12 +158,15 @@ def table(new: dict, base: dict | None = None) -> str:
         if len(v) < 2 or np.all(np.asarray(v) == v[0]):
             return f"{np.mean(v):.3f}" if v else "—"
         from scipy.stats import bootstrap
-        r = bootstrap((np.asarray(v, float),), np.mean, n_resamples=2000, method="percentile",
-                      rng=np.random.default_rng(0))
+
+        r = bootstrap(
+            (np.asarray(v, float),), np.mean, n_resamples=2000, method="percentile", rng=np.random.default_rng(0)
+        )
         return f"{np.mean(v):.3f} [{r.confidence_interval.low:.2f}, {r.confidence_interval.high:.2f}]"
 
-    head = "| part | metric | n | " + ("before (95% CI) | after (95% CI) | after − before, paired 95% CI |"
-                                     if base else "value (95% CI) |")
+    head = "| part | metric | n | " + (
+        "before (95% CI) | after (95% CI) | after − before, paired 95% CI |" if base else "value (95% CI) |"
+    )
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     parts = sorted({part(i) for i in new}, key=lambda x: (x not in ("tune", "confirm"), x != "tune", x))
     for p in [*parts, "all"]:
@@ -164,8 +183,9 @@ def table(new: dict, base: dict | None = None) -> str:
             a = [float(base[i][key]) for i in ids]
             c = paired_bootstrap_ci(b, a, resamples=2000, seed=0)
             lo, hi = c["ci95"] or (float("nan"), float("nan"))
-            lines.append(f"| {p} | {name} | {len(ids)} | {ci_mean(a)} | {ci_mean(b)} | {c['diff']:+.3f} "
-                         f"[{lo:+.2f}, {hi:+.2f}] |")
+            lines.append(
+                f"| {p} | {name} | {len(ids)} | {ci_mean(a)} | {ci_mean(b)} | {c['diff']:+.3f} [{lo:+.2f}, {hi:+.2f}] |"
+            )
     return "\n".join(lines)
 
 
@@ -191,8 +211,8 @@ def main() -> int:
 
     logging.disable(logging.WARNING)
     from ragaudit.evaluate.evaluation import load_dataset
-    from ragaudit.services import get_services
     from ragaudit.platform.settings import Settings
+    from ragaudit.services import get_services
 
     svc = get_services(Settings(_env_file=None, data_dir=args.data, database_url="", qdrant_url="", llm_model=""))
     _ensure_index(svc, args.pdfs)
@@ -202,9 +222,11 @@ def main() -> int:
         args.save.write_text(json.dumps(recs, indent=1, ensure_ascii=False))
     base = json.loads(args.compare.read_text()) if args.compare else None
     gen = [r for r in recs.values() if r["set"] == "generated"]
-    print(f"{len(recs) - len(gen)} dev questions, {len(gen)} generated refusal cases "
-          f"({sum(r['kind'] == 'sibling' for r in gen)} sibling, {sum(r['kind'] == 'excluded' for r in gen)} excluded) "
-          f"in {time.perf_counter() - t:.0f} s\n")
+    print(
+        f"{len(recs) - len(gen)} dev questions, {len(gen)} generated refusal cases "
+        f"({sum(r['kind'] == 'sibling' for r in gen)} sibling, {sum(r['kind'] == 'excluded' for r in gen)} excluded) "
+        f"in {time.perf_counter() - t:.0f} s\n"
+    )
     print(table(recs, base))
     return 0
 

@@ -39,10 +39,31 @@ def start_api(root: Path, data: Path) -> tuple[subprocess.Popen, str]:
     from bench.__main__ import free_port
 
     port = free_port()
-    env = {**os.environ, "RAGAUDIT_DATA_DIR": str(data), "RAGAUDIT_CACHE_TTL_S": "0", "RAGAUDIT_LLM_MODEL": "",
-           "RAGAUDIT_DATABASE_URL": "", "RAGAUDIT_QDRANT_URL": ""}
-    proc = subprocess.Popen([sys.executable, "-m", "uvicorn", "ragaudit.api.app:create_app", "--factory", "--host", "127.0.0.1",
-                             "--port", str(port), "--log-level", "warning"], cwd=root, env=env)
+    env = {
+        **os.environ,
+        "RAGAUDIT_DATA_DIR": str(data),
+        "RAGAUDIT_CACHE_TTL_S": "0",
+        "RAGAUDIT_LLM_MODEL": "",
+        "RAGAUDIT_DATABASE_URL": "",
+        "RAGAUDIT_QDRANT_URL": "",
+    }
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "ragaudit.api.app:create_app",
+            "--factory",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--log-level",
+            "warning",
+        ],
+        cwd=root,
+        env=env,
+    )
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 300
     while True:
@@ -72,8 +93,12 @@ def window(base: str, questions: list[dict], clients: int, seconds: float, lat: 
                 i += 1
                 t = time.perf_counter()
                 try:
-                    ok = c.post(f"{base}{path}", json={"question": rnd.choice(questions)["question"],
-                                                      "mode": "hybrid"}).status_code == 200
+                    ok = (
+                        c.post(
+                            f"{base}{path}", json={"question": rnd.choice(questions)["question"], "mode": "hybrid"}
+                        ).status_code
+                        == 200
+                    )
                 except httpx.HTTPError:
                     ok = False
                 lat[(clients, path)].append((time.perf_counter() - t) * 1000)
@@ -100,8 +125,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args(argv)
     if args.fill:
-        from ragaudit.services import get_services, release_services
         from ragaudit.platform.settings import Settings
+        from ragaudit.services import get_services, release_services
 
         st = Settings(_env_file=None, data_dir=args.data, cache_ttl_s=0, llm_model="", database_url="", qdrant_url="")
         svc = get_services(st)
@@ -137,8 +162,9 @@ def main(argv: list[str] | None = None) -> int:
             o = {f"{c} client{'s' if c > 1 else ''} {p}": pct(v) for (c, p), v in sorted(lat[name].items())}
             s1, s8 = o["1 client /search"]["p95"], o["8 clients /search"]["p95"]
             o["ratio 8 clients / 1 client /search P95"] = round(s8 / s1, 2) if s1 and s8 else None
-            o["requests per s, 8 clients"] = round(sum(len(v) for (c, _), v in lat[name].items() if c == 8)
-                                                   / (args.seconds * args.rounds), 2)
+            o["requests per s, 8 clients"] = round(
+                sum(len(v) for (c, _), v in lat[name].items() if c == 8) / (args.seconds * args.rounds), 2
+            )
             o["errors"] = {f"{c} clients": n for c, n in errors[name].items()}
             out[name] = o
         print(json.dumps(out, indent=1))

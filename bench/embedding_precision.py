@@ -84,24 +84,40 @@ def window_texts(pdfs: list[Path], embedder) -> list[str]:
     svc = SimpleNamespace(embedder=rec, settings=st)
     for p in pdfs:
         pages = extract_pages(p.read_bytes())
-        chunks = chunk_document(pages, embedder, document_title(p.name, pages), DEFAULT_STRATEGY,
-                                st.chunk_max_tokens, st.chunk_overlap_sentences, embedder=embedder,
-                                overlap_fraction=st.chunk_overlap_fraction, atomic_units=st.chunk_atomic_units)
+        chunks = chunk_document(
+            pages,
+            embedder,
+            document_title(p.name, pages),
+            DEFAULT_STRATEGY,
+            st.chunk_max_tokens,
+            st.chunk_overlap_sentences,
+            embedder=embedder,
+            overlap_fraction=st.chunk_overlap_fraction,
+            atomic_units=st.chunk_atomic_units,
+        )
         embed_windows(svc, chunks)
     return rec.texts
 
 
 def _pct(values: list[float]) -> dict[str, float]:
     a = np.asarray(values, dtype=float)
-    return {"p50": round(float(np.percentile(a, 50)), 2), "p95": round(float(np.percentile(a, 95)), 2),
-            "mean": round(float(a.mean()), 2), "n": len(values)}
+    return {
+        "p50": round(float(np.percentile(a, 50)), 2),
+        "p95": round(float(np.percentile(a, 95)), 2),
+        "mean": round(float(a.mean()), 2),
+        "n": len(values),
+    }
 
 
 def _agreement(a: np.ndarray, b: np.ndarray) -> dict[str, float]:
     """Cosine per row of two (n, d) unit-row matrices: min, 1st percentile, mean."""
     cos = np.sum(a * b, axis=1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
-    return {"min": round(float(cos.min()), 5), "p01": round(float(np.percentile(cos, 1)), 5),
-            "mean": round(float(cos.mean()), 5), "n": int(len(cos))}
+    return {
+        "min": round(float(cos.min()), 5),
+        "p01": round(float(np.percentile(cos, 1)), 5),
+        "mean": round(float(cos.mean()), 5),
+        "n": int(len(cos)),
+    }
 
 
 def _top10_overlap(q_ref: np.ndarray, w_ref: np.ndarray, q_new: np.ndarray, w_new: np.ndarray) -> dict[str, float]:
@@ -110,8 +126,12 @@ def _top10_overlap(q_ref: np.ndarray, w_ref: np.ndarray, q_new: np.ndarray, w_ne
     ref = np.argsort(-(q_ref @ w_ref.T), axis=1)[:, :10]
     new = np.argsort(-(q_new @ w_new.T), axis=1)[:, :10]
     shared = [len(set(r) & set(n)) / 10 for r, n in zip(ref, new)]
-    return {"mean_shared_top10": round(float(np.mean(shared)), 4), "min_shared_top10": round(float(np.min(shared)), 2),
-            "same_top1": round(float(np.mean(ref[:, 0] == new[:, 0])), 4), "questions": int(len(ref))}
+    return {
+        "mean_shared_top10": round(float(np.mean(shared)), 4),
+        "min_shared_top10": round(float(np.min(shared)), 2),
+        "same_top1": round(float(np.mean(ref[:, 0] == new[:, 0])), 4),
+        "questions": int(len(ref)),
+    }
 
 
 VARIANTS = ("fp32", "int8", "int8_per_tensor", "int8_no_ffn_out")
@@ -139,8 +159,11 @@ def quantize(model, variant: str):
         elif variant == "int8_per_tensor":
             spec = {n: default_dynamic_qconfig for n in linears}
         elif variant == "int8_no_ffn_out":
-            spec = {n: per_channel_dynamic_qconfig for n in linears
-                    if not (n.endswith("output.dense") and "attention" not in n)}
+            spec = {
+                n: per_channel_dynamic_qconfig
+                for n in linears
+                if not (n.endswith("output.dense") and "attention" not in n)
+            }
         else:
             raise ValueError(f"unknown variant {variant!r}: one of {VARIANTS[1:]}")
         return quantize_dynamic(model, spec, dtype=torch.qint8, inplace=True)
@@ -171,13 +194,15 @@ def answer_quality(variant: str, argv: list[str]) -> int:
     emb = load_variant(variant)
     orig = ragaudit.services.shared_embedder
     ragaudit.services.shared_embedder = lambda model, batch_size=32, *a: (
-        emb if model == "bundled:all-MiniLM-L6-v2" else orig(model, batch_size, *a))
+        emb if model == "bundled:all-MiniLM-L6-v2" else orig(model, batch_size, *a)
+    )
     sys.argv = ["bench/answer_quality.py", *argv]
     return aq.main()
 
 
-def measure(embedders: dict[str, Any], texts: list[str], questions: list[str], threads: list[int],
-            reps: int) -> dict[str, Any]:
+def measure(
+    embedders: dict[str, Any], texts: list[str], questions: list[str], threads: list[int], reps: int
+) -> dict[str, Any]:
     """Per thread count and precision: seconds of ``embed(texts)`` and ms per single / batch-of-8
     question embedding, ``reps`` times (order alternating). Returns timings and the vectors of
     the last repetition per (threads, precision)."""
@@ -192,7 +217,7 @@ def measure(embedders: dict[str, Any], texts: list[str], questions: list[str], t
             e.threads = t  # Embedder restores its default thread count after each call: make it t
         cell = {n: {"windows_s": [], "query_single_ms": [], "query_batch8_ms": []} for n in names}
         for rep in range(reps):
-            for n in (names if rep % 2 == 0 else names[::-1]):
+            for n in names if rep % 2 == 0 else names[::-1]:
                 e = embedders[n]
                 t0 = time.perf_counter()
                 w = e.embed(texts)
@@ -204,17 +229,24 @@ def measure(embedders: dict[str, Any], texts: list[str], questions: list[str], t
                     cell[n]["query_single_ms"].append((time.perf_counter() - t0) * 1000)
                 for i in range(0, len(questions) - 7, 8):
                     t0 = time.perf_counter()
-                    e.embed(questions[i:i + 8])
+                    e.embed(questions[i : i + 8])
                     cell[n]["query_batch8_ms"].append((time.perf_counter() - t0) * 1000)
                 vectors[(t, n)] = (w, np.asarray(qv))
-                print(f"  threads={t} rep={rep + 1} {n}: windows {cell[n]['windows_s'][-1]:.1f} s, load "
-                      f"{os.getloadavg()[0]:.2f}", flush=True)
+                print(
+                    f"  threads={t} rep={rep + 1} {n}: windows {cell[n]['windows_s'][-1]:.1f} s, load "
+                    f"{os.getloadavg()[0]:.2f}",
+                    flush=True,
+                )
         res: dict[str, Any] = {}
         for n in names:
             c = cell[n]
-            res[n] = {"windows_s": c["windows_s"], "windows_s_median": float(np.median(c["windows_s"])),
-                      "texts_per_s": round(len(texts) / float(np.median(c["windows_s"])), 1),
-                      "query_single_ms": _pct(c["query_single_ms"]), "query_batch8_ms": _pct(c["query_batch8_ms"])}
+            res[n] = {
+                "windows_s": c["windows_s"],
+                "windows_s_median": float(np.median(c["windows_s"])),
+                "texts_per_s": round(len(texts) / float(np.median(c["windows_s"])), 1),
+                "query_single_ms": _pct(c["query_single_ms"]),
+                "query_batch8_ms": _pct(c["query_batch8_ms"]),
+            }
         for n in names[1:]:
             r = res[n]
             r["speedup_vs_fp32"] = {
@@ -223,7 +255,8 @@ def measure(embedders: dict[str, Any], texts: list[str], questions: list[str], t
                 "query_single_p50": round(res["fp32"]["query_single_ms"]["p50"] / r["query_single_ms"]["p50"], 2),
                 "query_single_p95": round(res["fp32"]["query_single_ms"]["p95"] / r["query_single_ms"]["p95"], 2),
                 "query_batch8_p50": round(res["fp32"]["query_batch8_ms"]["p50"] / r["query_batch8_ms"]["p50"], 2),
-                "query_batch8_p95": round(res["fp32"]["query_batch8_ms"]["p95"] / r["query_batch8_ms"]["p95"], 2)}
+                "query_batch8_p95": round(res["fp32"]["query_batch8_ms"]["p95"] / r["query_batch8_ms"]["p95"], 2),
+            }
         out[f"threads_{t}"] = res
     return {"timings": out, "vectors": vectors}
 
@@ -234,18 +267,29 @@ def main() -> int:
     ap.add_argument("--dataset", type=Path, default=SHARED / "dev_questions.jsonl")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--threads", default="1,2", help="intra-op thread counts, comma list")
-    ap.add_argument("--candidates", default="int8,int8_per_tensor,int8_no_ffn_out",
-                    help=f"variants compared with fp32, comma list of {VARIANTS[1:]}")
-    ap.add_argument("--windows", type=int, default=400, help="seeded random sample of the window texts "
-                    "timed and compared (0 = all; all ~1,600 take ~4x longer)")
+    ap.add_argument(
+        "--candidates",
+        default="int8,int8_per_tensor,int8_no_ffn_out",
+        help=f"variants compared with fp32, comma list of {VARIANTS[1:]}",
+    )
+    ap.add_argument(
+        "--windows",
+        type=int,
+        default=400,
+        help="seeded random sample of the window texts timed and compared (0 = all; all ~1,600 take ~4x longer)",
+    )
     ap.add_argument("--questions", type=int, default=40, help="seeded random sample of the dev questions (0 = all 85)")
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
-    ap.add_argument("--answer-quality", metavar="VARIANT", choices=VARIANTS, help="instead: run "
-                    "bench/answer_quality.py with this variant; the options after -- are its own")
+    ap.add_argument(
+        "--answer-quality",
+        metavar="VARIANT",
+        choices=VARIANTS,
+        help="instead: run bench/answer_quality.py with this variant; the options after -- are its own",
+    )
     argv = sys.argv[1:]
     rest: list[str] = []
     if "--" in argv:
-        argv, rest = argv[:argv.index("--")], argv[argv.index("--") + 1:]
+        argv, rest = argv[: argv.index("--")], argv[argv.index("--") + 1 :]
     args = ap.parse_args(argv)
     if args.answer_quality:
         return answer_quality(args.answer_quality, rest)
@@ -267,8 +311,10 @@ def main() -> int:
     texts = all_texts
     if 0 < args.windows < len(all_texts):
         texts = random.Random(0).sample(all_texts, args.windows)
-    print(f"{len(all_texts)} window texts from {len(pdfs)} PDFs ({time.perf_counter() - t0:.0f} s to extract and "
-          f"chunk); {len(texts)} timed")
+    print(
+        f"{len(all_texts)} window texts from {len(pdfs)} PDFs ({time.perf_counter() - t0:.0f} s to extract and "
+        f"chunk); {len(texts)} timed"
+    )
     questions = [q.question for q in load_dataset(args.dataset)]
     if 0 < args.questions < len(questions):
         questions = random.Random(0).sample(questions, args.questions)
@@ -282,20 +328,37 @@ def main() -> int:
     w32, q32 = vec[(t_ref, "fp32")]
     if len(threads) > 1:
         w1, q1 = vec[(min(threads), "fp32")]
-        agreement["fp32_1_vs_2_threads (noise floor)"] = {"windows": _agreement(w1, w32), "questions": _agreement(q1, q32)}
+        agreement["fp32_1_vs_2_threads (noise floor)"] = {
+            "windows": _agreement(w1, w32),
+            "questions": _agreement(q1, q32),
+        }
     for n in list(embedders)[1:]:
         w, q = vec[(t_ref, n)]
-        agreement[f"{n}_vs_fp32"] = {"windows": _agreement(w, w32), "questions": _agreement(q, q32),
-                                     "top10_windows_per_question": _top10_overlap(q32, w32, q, w)}
-    result = {"date": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), "machine": machine(),
-              "load_avg_at_start": [round(x, 2) for x in load_start],
-              "load_avg_at_end": [round(x, 2) for x in os.getloadavg()],
-              "torch": torch.__version__, "quantized_engine": torch.backends.quantized.engine,
-              "pdfs": [p.name for p in pdfs], "window_texts_ingested": len(all_texts), "window_texts": len(texts),
-              "window_sample_seed": 0, "questions": len(questions),
-              "reps": args.reps, "timings": m["timings"], "agreement": agreement}
+        agreement[f"{n}_vs_fp32"] = {
+            "windows": _agreement(w, w32),
+            "questions": _agreement(q, q32),
+            "top10_windows_per_question": _top10_overlap(q32, w32, q, w),
+        }
+    result = {
+        "date": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "machine": machine(),
+        "load_avg_at_start": [round(x, 2) for x in load_start],
+        "load_avg_at_end": [round(x, 2) for x in os.getloadavg()],
+        "torch": torch.__version__,
+        "quantized_engine": torch.backends.quantized.engine,
+        "pdfs": [p.name for p in pdfs],
+        "window_texts_ingested": len(all_texts),
+        "window_texts": len(texts),
+        "window_sample_seed": 0,
+        "questions": len(questions),
+        "reps": args.reps,
+        "timings": m["timings"],
+        "agreement": agreement,
+    }
     args.out.mkdir(parents=True, exist_ok=True)
-    path = args.out / f"{result['date'][:10]}-{re.sub(r'[^A-Za-z0-9_.-]', '_', platform.node())}-embedding-precision.json"
+    path = (
+        args.out / f"{result['date'][:10]}-{re.sub(r'[^A-Za-z0-9_.-]', '_', platform.node())}-embedding-precision.json"
+    )
     path.write_text(json.dumps(result, indent=1))
     print(table(result))
     print(f"\nwritten to {path}")
@@ -304,26 +367,34 @@ def main() -> int:
 
 def table(r: dict[str, Any]) -> str:
     """Markdown table of ``main``'s result: per thread count and precision, medians and ratios."""
-    lines = [f"load average at start {r['load_avg_at_start']}, at end {r['load_avg_at_end']}; "
-             f"{r['window_texts']} of the {r['window_texts_ingested']} window texts ingestion embeds (seeded sample), "
-             f"{r['questions']} questions, {r['reps']} repetitions",
-             "", "| threads | precision | windows s (median) | texts/s | × fp32 | query 1 P50 / P95 ms | × fp32 P50 | "
-             "query batch of 8 P50 / P95 ms | × fp32 P50 |", "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        f"load average at start {r['load_avg_at_start']}, at end {r['load_avg_at_end']}; "
+        f"{r['window_texts']} of the {r['window_texts_ingested']} window texts ingestion embeds (seeded sample), "
+        f"{r['questions']} questions, {r['reps']} repetitions",
+        "",
+        "| threads | precision | windows s (median) | texts/s | × fp32 | query 1 P50 / P95 ms | × fp32 P50 | "
+        "query batch of 8 P50 / P95 ms | × fp32 P50 |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for tk, res in r["timings"].items():
         for n, x in res.items():
             s = x.get("speedup_vs_fp32", {})
-            lines.append(f"| {tk.split('_')[1]} | {n} | {x['windows_s_median']:.1f} | {x['texts_per_s']} | "
-                         f"{s.get('windows', 1.0)}× | {x['query_single_ms']['p50']} / {x['query_single_ms']['p95']} | "
-                         f"{s.get('query_single_p50', 1.0)}× | {x['query_batch8_ms']['p50']} / "
-                         f"{x['query_batch8_ms']['p95']} | {s.get('query_batch8_p50', 1.0)}× |")
+            lines.append(
+                f"| {tk.split('_')[1]} | {n} | {x['windows_s_median']:.1f} | {x['texts_per_s']} | "
+                f"{s.get('windows', 1.0)}× | {x['query_single_ms']['p50']} / {x['query_single_ms']['p95']} | "
+                f"{s.get('query_single_p50', 1.0)}× | {x['query_batch8_ms']['p50']} / "
+                f"{x['query_batch8_ms']['p95']} | {s.get('query_batch8_p50', 1.0)}× |"
+            )
     lines += ["", "| vectors | texts | cosine min | cosine 1st pct | cosine mean |", "|---|---|---|---|---|"]
     for k, a in r["agreement"].items():
         for what in ("windows", "questions"):
             lines.append(f"| {k}, {what} | {a[what]['n']} | {a[what]['min']} | {a[what]['p01']} | {a[what]['mean']} |")
         if "top10_windows_per_question" in a:
             t = a["top10_windows_per_question"]
-            lines.append(f"| {k}: top-10 windows per question shared with fp32 | {t['questions']} | "
-                         f"min {t['min_shared_top10']} | same top-1 {t['same_top1']} | {t['mean_shared_top10']} |")
+            lines.append(
+                f"| {k}: top-10 windows per question shared with fp32 | {t['questions']} | "
+                f"min {t['min_shared_top10']} | same top-1 {t['same_top1']} | {t['mean_shared_top10']} |"
+            )
     return "\n".join(lines)
 
 

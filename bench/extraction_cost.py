@@ -64,10 +64,16 @@ os._exit(0)
 
 
 def run(root: Path, pdfs: list[Path], code: str = CHILD) -> dict:
-    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "LITELLM_LOCAL_MODEL_COST_MAP": "True", "HF_HUB_OFFLINE": "1",
-           "TOKENIZERS_PARALLELISM": "false"}
-    res = subprocess.run([sys.executable, "-c", code, *map(str, pdfs)], cwd=root, env=env, check=True,
-                         capture_output=True, text=True)
+    env = {
+        **os.environ,
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+        "HF_HUB_OFFLINE": "1",
+        "TOKENIZERS_PARALLELISM": "false",
+    }
+    res = subprocess.run(
+        [sys.executable, "-c", code, *map(str, pdfs)], cwd=root, env=env, check=True, capture_output=True, text=True
+    )
     return json.loads(res.stdout.strip().splitlines()[-1])
 
 
@@ -82,46 +88,73 @@ def main() -> None:
     args = ap.parse_args()
     pdfs = default_pdfs(SHARED / "pdfs", False)
     if args.e2e:
-        result = {"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "pdfs": [p.name for p in pdfs],
-                  "load_avg_before": [round(x, 2) for x in os.getloadavg()]}
+        result = {
+            "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "pdfs": [p.name for p in pdfs],
+            "load_avg_before": [round(x, 2) for x in os.getloadavg()],
+        }
         for name, root in (("branch", ROOT), ("base", args.base)):
             out = run(root, pdfs, E2E)
             ing = out["ingestion"]
-            result[name] = {"seconds": ing["seconds"], "embedding_floor_s": ing["embedding_floor_s"],
-                            "ratio_to_floor": out["ratio_to_floor"], "naive_s": out["naive"]["seconds"],
-                            "ratio_to_naive": out["ratio_to_naive"], "stages_s": ing.get("stages_s"),
-                            "load_avg": [round(x, 2) for x in os.getloadavg()], "raw": out}
-            print(f"{name}: {ing['seconds']} s, floor {ing['embedding_floor_s']} s ({out['ratio_to_floor']}x), "
-                  f"naive {out['naive']['seconds']} s ({out['ratio_to_naive']}x), stages {ing.get('stages_s')}, "
-                  f"load {result[name]['load_avg']}", file=sys.stderr, flush=True)
+            result[name] = {
+                "seconds": ing["seconds"],
+                "embedding_floor_s": ing["embedding_floor_s"],
+                "ratio_to_floor": out["ratio_to_floor"],
+                "naive_s": out["naive"]["seconds"],
+                "ratio_to_naive": out["ratio_to_naive"],
+                "stages_s": ing.get("stages_s"),
+                "load_avg": [round(x, 2) for x in os.getloadavg()],
+                "raw": out,
+            }
+            print(
+                f"{name}: {ing['seconds']} s, floor {ing['embedding_floor_s']} s ({out['ratio_to_floor']}x), "
+                f"naive {out['naive']['seconds']} s ({out['ratio_to_naive']}x), stages {ing.get('stages_s')}, "
+                f"load {result[name]['load_avg']}",
+                file=sys.stderr,
+                flush=True,
+            )
         text = json.dumps(result, indent=2)
         if args.out:
             args.out.write_text(text)
         print(text)
         return
-    result: dict = {"date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "pdfs": [p.name for p in pdfs],
-                    "load_avg_before": [round(x, 2) for x in os.getloadavg()], "reps": []}
+    result: dict = {
+        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "pdfs": [p.name for p in pdfs],
+        "load_avg_before": [round(x, 2) for x in os.getloadavg()],
+        "reps": [],
+    }
     for rep in range(args.reps):
         order = [("base", args.base), ("branch", ROOT)] if rep % 2 == 0 else [("branch", ROOT), ("base", args.base)]
         row = {}
         for name, root in order:
             per = run(root, pdfs)
             pages = sum(v["pages"] for v in per.values())
-            row[name] = {"cpu_s": round(sum(v["cpu_s"] for v in per.values()), 2),
-                         "wall_s": round(sum(v["wall_s"] for v in per.values()), 2), "pages": pages,
-                         "load_avg": [round(x, 2) for x in os.getloadavg()],
-                         "per_pdf_cpu_s": {k: round(v["cpu_s"], 3) for k, v in per.items()}}
-            print(f"rep {rep + 1} {name}: {row[name]['cpu_s']} s CPU, {row[name]['wall_s']} s wall, {pages} pages, "
-                  f"load {row[name]['load_avg']}", file=sys.stderr, flush=True)
+            row[name] = {
+                "cpu_s": round(sum(v["cpu_s"] for v in per.values()), 2),
+                "wall_s": round(sum(v["wall_s"] for v in per.values()), 2),
+                "pages": pages,
+                "load_avg": [round(x, 2) for x in os.getloadavg()],
+                "per_pdf_cpu_s": {k: round(v["cpu_s"], 3) for k, v in per.items()},
+            }
+            print(
+                f"rep {rep + 1} {name}: {row[name]['cpu_s']} s CPU, {row[name]['wall_s']} s wall, {pages} pages, "
+                f"load {row[name]['load_avg']}",
+                file=sys.stderr,
+                flush=True,
+            )
         row["cpu_ratio_branch_to_base"] = round(row["branch"]["cpu_s"] / row["base"]["cpu_s"], 3)
         result["reps"].append(row)
     result["load_avg_after"] = [round(x, 2) for x in os.getloadavg()]
     cpu = {k: sorted(r[k]["cpu_s"] for r in result["reps"]) for k in ("base", "branch")}
     pages = result["reps"][0]["base"]["pages"]
-    result["summary"] = {k: {"median_cpu_s": v[len(v) // 2], "cpu_ms_per_page": round(1000 * v[len(v) // 2] / pages, 1)}
-                         for k, v in cpu.items()}
-    result["summary"]["cpu_ratio_branch_to_base"] = round(cpu["branch"][len(cpu["branch"]) // 2] /
-                                                          cpu["base"][len(cpu["base"]) // 2], 3)
+    result["summary"] = {
+        k: {"median_cpu_s": v[len(v) // 2], "cpu_ms_per_page": round(1000 * v[len(v) // 2] / pages, 1)}
+        for k, v in cpu.items()
+    }
+    result["summary"]["cpu_ratio_branch_to_base"] = round(
+        cpu["branch"][len(cpu["branch"]) // 2] / cpu["base"][len(cpu["base"]) // 2], 3
+    )
     text = json.dumps(result, indent=2)
     if args.out:
         args.out.write_text(text)

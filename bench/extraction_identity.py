@@ -47,8 +47,17 @@ def dump(paths: list[Path]) -> dict:
         t = time.perf_counter()
         try:
             pages = extract_pages(p.read_bytes())
-            out[p.name] = {"pages": [{"number": pg.number, "text": pg.text, "extractor": pg.extractor,
-                                      "headings": [list(h) for h in pg.headings]} for pg in pages]}
+            out[p.name] = {
+                "pages": [
+                    {
+                        "number": pg.number,
+                        "text": pg.text,
+                        "extractor": pg.extractor,
+                        "headings": [list(h) for h in pg.headings],
+                    }
+                    for pg in pages
+                ]
+            }
         except Exception as e:  # the error class must match too
             out[p.name] = {"error": type(e).__name__}
         out[p.name]["seconds"] = round(time.perf_counter() - t, 3)

@@ -25,9 +25,9 @@ import re
 from pathlib import Path
 
 if __package__:  # python -m bench.NAME: offline defaults, repository on sys.path (bench/_env.py)
-    from ._env import ROOT
+    from . import _env  # noqa: F401
 else:  # python bench/NAME.py
-    from _env import ROOT
+    import _env  # noqa: F401
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "corpus"
 
 
@@ -114,8 +114,10 @@ def main() -> int:
     for m in missing:
         print(f"  missing {m['id']} {m['doc_name']} p.{m['page']}: {m['evidence'][:90]!r}")
     for name, c in columns.items():
-        print(f"{name}: consecutive in-column line pairs adjacent: {c['adjacent']}/{c['pairs']} "
-              f"(pdfplumber default {c['adjacent_pdfplumber_default']})")
+        print(
+            f"{name}: consecutive in-column line pairs adjacent: {c['adjacent']}/{c['pairs']} "
+            f"(pdfplumber default {c['adjacent_pdfplumber_default']})"
+        )
     return 0 if not missing else 1
 
 

@@ -44,10 +44,20 @@ PARTS = [
     ("edge payloads", ("get_payloads",)),
     ("embedding", ("embed_query", "ragaudit/index/embedding.py", "sentence_transformers", "torch/", "onnxruntime")),
     ("telemetry", ("ragaudit/platform/telemetry.py", "opsmetrics.py")),
-    ("retrieval python", ("ragaudit/retrieve/retriever.py", "ragaudit/index/store.py", "ragaudit/index/sparse.py", "ragaudit/retrieve/scope.py")),
+    (
+        "retrieval python",
+        (
+            "ragaudit/retrieve/retriever.py",
+            "ragaudit/index/store.py",
+            "ragaudit/index/sparse.py",
+            "ragaudit/retrieve/scope.py",
+        ),
+    ),
     ("query service", ("ragaudit/query.py",)),
-    ("http stack (uvicorn, starlette, fastapi, pydantic, anyio)",
-     ("uvicorn", "starlette", "fastapi", "pydantic", "anyio", "httptools", "asyncio")),
+    (
+        "http stack (uvicorn, starlette, fastapi, pydantic, anyio)",
+        ("uvicorn", "starlette", "fastapi", "pydantic", "anyio", "httptools", "asyncio"),
+    ),
 ]
 
 
@@ -70,8 +80,7 @@ def gil_split(raw: Path) -> Counter:
     return out
 
 
-def window(base: str, questions: list[dict], clients: int, seconds: float, mix: bool,
-           lat: dict, errors: dict) -> int:
+def window(base: str, questions: list[dict], clients: int, seconds: float, mix: bool, lat: dict, errors: dict) -> int:
     """``clients`` closed-loop threads for ``seconds``; latencies (ms) into ``lat[(clients, path)]``;
     returns the number of requests sent."""
     import httpx
@@ -88,8 +97,12 @@ def window(base: str, questions: list[dict], clients: int, seconds: float, mix: 
                 i += 1
                 t = time.perf_counter()
                 try:
-                    ok = c.post(f"{base}{path}", json={"question": rnd.choice(questions)["question"],
-                                                      "mode": "hybrid"}).status_code == 200
+                    ok = (
+                        c.post(
+                            f"{base}{path}", json={"question": rnd.choice(questions)["question"], "mode": "hybrid"}
+                        ).status_code
+                        == 200
+                    )
                 except httpx.HTTPError:
                     ok = False
                 lat[(clients, path)].append((time.perf_counter() - t) * 1000)
@@ -123,8 +136,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=None, help="also write the JSON here")
     args = ap.parse_args(argv)
     if args.fill:
-        from ragaudit.services import get_services, release_services
         from ragaudit.platform.settings import Settings
+        from ragaudit.services import get_services, release_services
 
         st = Settings(_env_file=None, data_dir=args.data, cache_ttl_s=0, llm_model="", database_url="", qdrant_url="")
         svc = get_services(st)
@@ -160,19 +173,41 @@ def main(argv: list[str] | None = None) -> int:
                     spy = None
                     raw = spy_dir / f"{name}-{clients}-{r}.txt"
                     if args.py_spy:
-                        spy = subprocess.Popen([args.py_spy, "record", "-p", str(procs[name][0].pid), "-f", "raw",
-                                                "-o", str(raw), "--gil", "-r", str(args.rate), "--nonblocking",
-                                                "-d", str(int(args.seconds) + 1)],
-                                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                        spy = subprocess.Popen(
+                            [
+                                args.py_spy,
+                                "record",
+                                "-p",
+                                str(procs[name][0].pid),
+                                "-f",
+                                "raw",
+                                "-o",
+                                str(raw),
+                                "--gil",
+                                "-r",
+                                str(args.rate),
+                                "--nonblocking",
+                                "-d",
+                                str(int(args.seconds) + 1),
+                            ],
+                            stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL,
+                        )
                         time.sleep(0.5)
-                    sent[name][clients] += window(procs[name][1], questions, clients, args.seconds, args.mix,
-                                                  lat[name], errors[name])
+                    sent[name][clients] += window(
+                        procs[name][1], questions, clients, args.seconds, args.mix, lat[name], errors[name]
+                    )
                     if spy:
                         spy.wait()
                         gil[name][clients] += gil_split(raw)
             loads.append([round(x, 2) for x in os.getloadavg()])
-        out: dict = {"load_avg_after_each_round": loads, "seconds": args.seconds, "rounds": args.rounds,
-                     "mix": args.mix, "py_spy_rate_hz": args.rate if args.py_spy else None}
+        out: dict = {
+            "load_avg_after_each_round": loads,
+            "seconds": args.seconds,
+            "rounds": args.rounds,
+            "mix": args.mix,
+            "py_spy_rate_hz": args.rate if args.py_spy else None,
+        }
         for name in sides:
             o: dict = {f"{c} client{'s' if c > 1 else ''} {p}": pct(v) for (c, p), v in sorted(lat[name].items())}
             s1, s8 = o["1 client /search"]["p95"], o["8 clients /search"]["p95"]
@@ -186,7 +221,8 @@ def main(argv: list[str] | None = None) -> int:
                     split = gil[name][c]
                     o[f"GIL-held ms per request, {c} client{'s' if c > 1 else ''}"] = {
                         "total": round(sum(split.values()) / args.rate * 1000 / n, 2),
-                        **{k: round(v / args.rate * 1000 / n, 2) for k, v in split.most_common()}}
+                        **{k: round(v / args.rate * 1000 / n, 2) for k, v in split.most_common()},
+                    }
             out[name] = o
         text = json.dumps(out, indent=1)
         print(text)

@@ -38,8 +38,10 @@ else:  # python bench/NAME.py
 def peak_rss_mb() -> dict[str, float]:
     """Peak RSS (MB) of this process and of its largest waited-for child (Dagster's helper
     processes; the parse children are the forkserver's, reported by ``ragaudit.ingest.bulk`` instead)."""
-    return {"process": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-            "largest_child": round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1)}
+    return {
+        "process": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "largest_child": round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1),
+    }
 
 
 class StageRSS:
@@ -117,17 +119,21 @@ def embedding_floor(embedder, texts: list[str], sample: float = 1.0, seed: int =
     embedder.embed(list(chosen))
     secs = time.perf_counter() - t
     scale = len(texts) / len(chosen) if chosen else 1.0
-    return {"seconds": round(secs * scale, 2), "texts": len(texts), "embedded_for_floor": len(chosen),
-            "estimated": sample < 1}
+    return {
+        "seconds": round(secs * scale, 2),
+        "texts": len(texts),
+        "embedded_for_floor": len(chosen),
+        "estimated": sample < 1,
+    }
 
 
 def bench_bulk_ingestion(pdfs: list[Path], data_dir: Path, *, floor_sample: float = 1.0) -> dict[str, Any]:
     """Ingest ``pdfs`` as ``ragaudit ingest`` does (``ragaudit.pipelines.runner.run_bulk``) into a fresh
     ``data_dir``; returns pages/s, chunks/s, the stage split (s) and the embedding floor."""
     from ragaudit.ingest.bulk import BulkFile
-    from ragaudit.services import get_services
-    from ragaudit.platform.settings import Settings
     from ragaudit.pipelines.runner import run_bulk
+    from ragaudit.platform.settings import Settings
+    from ragaudit.services import get_services
 
     settings = Settings(_env_file=None, data_dir=data_dir, cache_ttl_s=0, llm_model="")
     svc = get_services(settings)
@@ -144,8 +150,15 @@ def bench_bulk_ingestion(pdfs: list[Path], data_dir: Path, *, floor_sample: floa
 
     def done(_: int, out) -> None:
         d = out.document or {}
-        per_doc.append({"pdf": out.doc_name, "status": out.status, "seconds": round(out.seconds, 2),
-                        "pages": d.get("pages", 0), "chunks": d.get("chunk_count", 0)})
+        per_doc.append(
+            {
+                "pdf": out.doc_name,
+                "status": out.status,
+                "seconds": round(out.seconds, 2),
+                "pages": d.get("pages", 0),
+                "chunks": d.get("chunk_count", 0),
+            }
+        )
         print(f"  {out.status} {out.doc_name}: {d.get('pages')} pages, {d.get('chunk_count')} chunks", flush=True)
 
     t = time.perf_counter()
@@ -160,15 +173,28 @@ def bench_bulk_ingestion(pdfs: list[Path], data_dir: Path, *, floor_sample: floa
     stages["dagster overhead"] = round(total - inside, 2)
     rss = peak_rss_mb()  # before the floor's own encode
     floor = embedding_floor(svc.embedder, texts, floor_sample)
-    return {"path": "ragaudit ingest (one Dagster run, parsing overlapped with embedding)", "documents": per_doc,
-            "pages": pages, "chunks": chunks, "seconds": round(total, 2), "pages_per_s": round(pages / total, 2),
-            "chunks_per_s": round(chunks / total, 2), "stages_s": stages, "embedded_texts": len(texts),
-            "embedding_floor_s": floor["seconds"], "embedding_floor": floor,
-            "ratio_to_floor": round(total / floor["seconds"], 2) if floor["seconds"] else None,
-            "peak_rss_mb": {**rss, "parse_child": child_rss, "process_ready": rss_ready,
-                            "process_growth": round(rss["process"] - rss_ready, 1),
-                            "process_by_stage": stage_rss.result()},
-            "load_avg_after": [round(x, 2) for x in os.getloadavg()]}
+    return {
+        "path": "ragaudit ingest (one Dagster run, parsing overlapped with embedding)",
+        "documents": per_doc,
+        "pages": pages,
+        "chunks": chunks,
+        "seconds": round(total, 2),
+        "pages_per_s": round(pages / total, 2),
+        "chunks_per_s": round(chunks / total, 2),
+        "stages_s": stages,
+        "embedded_texts": len(texts),
+        "embedding_floor_s": floor["seconds"],
+        "embedding_floor": floor,
+        "ratio_to_floor": round(total / floor["seconds"], 2) if floor["seconds"] else None,
+        "peak_rss_mb": {
+            **rss,
+            "parse_child": child_rss,
+            "process_ready": rss_ready,
+            "process_growth": round(rss["process"] - rss_ready, 1),
+            "process_by_stage": stage_rss.result(),
+        },
+        "load_avg_after": [round(x, 2) for x in os.getloadavg()],
+    }
 
 
 def concatenate(sources: list[Path], pages: int, out: Path) -> int:
@@ -231,8 +257,17 @@ def run_isolated(pdfs: list[Path], floor_sample: float) -> dict[str, Any]:
     """``bench_bulk_ingestion`` in a fresh interpreter (its peak RSS is the ingestion's alone)."""
     with tempfile.TemporaryDirectory(prefix="ragaudit-bench-ing-") as tmp:
         res = Path(tmp) / "result.json"
-        cmd = [sys.executable, "-m", "bench.ingestion", "--run", "--floor-sample", str(floor_sample),
-               "--json", str(res), *map(str, pdfs)]
+        cmd = [
+            sys.executable,
+            "-m",
+            "bench.ingestion",
+            "--run",
+            "--floor-sample",
+            str(floor_sample),
+            "--json",
+            str(res),
+            *map(str, pdfs),
+        ]
         subprocess.run(cmd, cwd=ROOT, check=True)
         return json.loads(res.read_text())
 
@@ -259,34 +294,49 @@ def ingestion_table(r: dict[str, Any]) -> list[str]:
         rss = x.get("peak_rss_mb") or {}
         grew = f" (+{rss['process_growth']} over {rss['process_ready']} ready)" if "process_growth" in rss else ""
         mem = f"{rss['process']}{grew} / {rss.get('parse_child', '?')}" if rss else ""
-        return (f"| {label} | {x['pages']} | {x['chunks']} | {x['seconds']} | {x['pages_per_s']} | "
-                f"{x.get('chunks_per_s', '')} | {x['embedding_floor_s']} ({x['embedded_texts']} texts"
-                f"{', estimated from a sample' if (x.get('embedding_floor') or {}).get('estimated') else ''}) | "
-                f"{x['ratio_to_floor']}x | {round(x['seconds'] / (per_page_naive * x['pages']), 2) if x['pages'] else ''}x"
-                f" | {mem} |")
+        return (
+            f"| {label} | {x['pages']} | {x['chunks']} | {x['seconds']} | {x['pages_per_s']} | "
+            f"{x.get('chunks_per_s', '')} | {x['embedding_floor_s']} ({x['embedded_texts']} texts"
+            f"{', estimated from a sample' if (x.get('embedding_floor') or {}).get('estimated') else ''}) | "
+            f"{x['ratio_to_floor']}x | {round(x['seconds'] / (per_page_naive * x['pages']), 2) if x['pages'] else ''}x"
+            f" | {mem} |"
+        )
 
-    lines = ["| Ingestion | pages | chunks | seconds | pages/s | chunks/s | embedding floor s | / floor | / naive | "
-             "peak RSS MB (process / parse child) |", "|---|---|---|---|---|---|---|---|---|---|",
-             row("ragaudit ingest (end to end)", ing)]
+    lines = [
+        "| Ingestion | pages | chunks | seconds | pages/s | chunks/s | embedding floor s | / floor | / naive | "
+        "peak RSS MB (process / parse child) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+        row("ragaudit ingest (end to end)", ing),
+    ]
     if r.get("ingestion_per_document"):
         row_pd = r["ingestion_per_document"]
-        lines.append(f"| ragaudit, one Dagster run per document (upload path) | {row_pd['pages']} | {row_pd['chunks']} | "
-                     f"{row_pd['seconds']} | {row_pd['pages_per_s']} | {row_pd['chunks_per_s']} | "
-                     f"{row_pd['embedding_floor_s']} | {row_pd['ratio_to_floor']}x | "
-                     f"{round(row_pd['seconds'] / nai['seconds'], 2)}x | |")
-    lines.append(f"| naive baseline (same run) | {nai['pages']} | {nai['windows']} windows | {nai['seconds']} | "
-                 f"{nai['pages_per_s']} | | | | 1x | |")
+        lines.append(
+            f"| ragaudit, one Dagster run per document (upload path) | {row_pd['pages']} | {row_pd['chunks']} | "
+            f"{row_pd['seconds']} | {row_pd['pages_per_s']} | {row_pd['chunks_per_s']} | "
+            f"{row_pd['embedding_floor_s']} | {row_pd['ratio_to_floor']}x | "
+            f"{round(row_pd['seconds'] / nai['seconds'], 2)}x | |"
+        )
+    lines.append(
+        f"| naive baseline (same run) | {nai['pages']} | {nai['windows']} windows | {nai['seconds']} | "
+        f"{nai['pages_per_s']} | | | | 1x | |"
+    )
     syn = r.get("synthetic")
     if syn:
         lines.append(row(f"synthetic corpus: {syn.get('corpus', '')}", syn))
-    lines += ["", "ragaudit / naive on the synthetic corpus uses the naive pipeline's seconds per page of this run "
-              "(the synthetic pages are these PDFs' pages).", "",
-              "Stages (s; validate and extract run in the parse child, overlapped): " + ", ".join(
-                  f"{k} {v}" for k, v in sorted(ing["stages_s"].items(), key=lambda kv: -kv[1])),
-              "Naive stages (s): " + ", ".join(f"{k} {v}" for k, v in nai["stages_s"].items())]
+    lines += [
+        "",
+        "ragaudit / naive on the synthetic corpus uses the naive pipeline's seconds per page of this run "
+        "(the synthetic pages are these PDFs' pages).",
+        "",
+        "Stages (s; validate and extract run in the parse child, overlapped): "
+        + ", ".join(f"{k} {v}" for k, v in sorted(ing["stages_s"].items(), key=lambda kv: -kv[1])),
+        "Naive stages (s): " + ", ".join(f"{k} {v}" for k, v in nai["stages_s"].items()),
+    ]
     if syn:
-        lines.append("Synthetic corpus stages (s): " + ", ".join(
-            f"{k} {v}" for k, v in sorted(syn["stages_s"].items(), key=lambda kv: -kv[1])))
+        lines.append(
+            "Synthetic corpus stages (s): "
+            + ", ".join(f"{k} {v}" for k, v in sorted(syn["stages_s"].items(), key=lambda kv: -kv[1]))
+        )
     return lines + [""]
 
 
@@ -294,8 +344,9 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog="python -m bench.ingestion", description=__doc__.split("\n\n")[0])
     ap.add_argument("pdfs", nargs="*", type=Path)
     ap.add_argument("--run", action="store_true", help="ingest the given PDFs (used by the bench's subprocess)")
-    ap.add_argument("--pages", type=int, default=0, help="build one PDF of this many pages from the corpus and "
-                    "ingest it")
+    ap.add_argument(
+        "--pages", type=int, default=0, help="build one PDF of this many pages from the corpus and ingest it"
+    )
     ap.add_argument("--floor-sample", type=float, default=1.0)
     ap.add_argument("--json", type=Path)
     args = ap.parse_args(argv)

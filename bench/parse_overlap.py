@@ -28,10 +28,10 @@ else:  # python bench/NAME.py
 
 
 def main(argv: list[str] | None = None) -> dict:
-    from ragaudit.ingest.chunking import window_spans
     from ragaudit.index.embedding import Embedder, cores_busy
-    from ragaudit.ingest.pdf import extract_pages
+    from ragaudit.ingest.chunking import window_spans
     from ragaudit.ingest.guard import run_bounded
+    from ragaudit.ingest.pdf import extract_pages
 
     ap = argparse.ArgumentParser(prog="python -m bench.parse_overlap", description=__doc__.split("\n\n")[0])
     ap.add_argument("--pdf", type=Path, default=ROOT.parent / "shared" / "corpus" / "pdfs" / "dmca.pdf")
@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> dict:
         for cfg in res:
             stop, pages = threading.Event(), [0]
 
-            def parse() -> None:
+            def parse(stop=stop, pages=pages) -> None:
                 while not stop.is_set():
                     pages[0] += len(run_bounded(extract_pages, (data,), timeout_s=600, memory_mb=3000))
 
@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> dict:
             th.start()
             t0, n, i = time.perf_counter(), 0, 0
             while time.perf_counter() - t0 < args.seconds:
-                group = texts[i:i + 64] or texts[:64]
+                group = texts[i : i + 64] or texts[:64]
                 i = (i + 64) % max(1, len(texts))
                 if cfg.startswith("B"):
                     with cores_busy():
@@ -67,12 +67,22 @@ def main(argv: list[str] | None = None) -> dict:
             stop.set()
             th.join()
             wall = time.perf_counter() - t0
-            res[cfg].append({"texts_per_s": round(n / wall, 2), "pages_per_s": round(pages[0] / wall, 3),
-                             "load_avg_1m": round(os.getloadavg()[0], 2)})
+            res[cfg].append(
+                {
+                    "texts_per_s": round(n / wall, 2),
+                    "pages_per_s": round(pages[0] / wall, 3),
+                    "load_avg_1m": round(os.getloadavg()[0], 2),
+                }
+            )
             print(cfg, res[cfg][-1], flush=True)
-    out = {cfg: {"texts_per_s": round(sum(r["texts_per_s"] for r in v) / len(v), 2),
-                 "pages_per_s": round(sum(r["pages_per_s"] for r in v) / len(v), 3), "rounds": v}
-           for cfg, v in res.items()}
+    out = {
+        cfg: {
+            "texts_per_s": round(sum(r["texts_per_s"] for r in v) / len(v), 2),
+            "pages_per_s": round(sum(r["pages_per_s"] for r in v) / len(v), 3),
+            "rounds": v,
+        }
+        for cfg, v in res.items()
+    }
     print(json.dumps({k: {kk: vv for kk, vv in v.items() if kk != "rounds"} for k, v in out.items()}, indent=1))
     return out
 

@@ -34,10 +34,10 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 def main(argv: list[str] | None = None) -> int:
     from bench.__main__ import dev_questions
+    from ragaudit.index.store import Scope
+    from ragaudit.platform.settings import Settings
     from ragaudit.query import QueryService
     from ragaudit.services import get_services, release_services
-    from ragaudit.platform.settings import Settings
-    from ragaudit.index.store import Scope
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", type=Path, required=True)
@@ -58,8 +58,11 @@ def main(argv: list[str] | None = None) -> int:
                 return vectors[text]
 
         r.embedder = Cached()
-        cases = [(q["id"], q["question"], scope) for q in dev_questions()
-                 for scope in (None, Scope(doc_names=[q["doc_name"]]))]
+        cases = [
+            (q["id"], q["question"], scope)
+            for q in dev_questions()
+            for scope in (None, Scope(doc_names=[q["doc_name"]]))
+        ]
 
         def result(i: int) -> dict:
             _, question, scope = cases[i]
@@ -92,11 +95,18 @@ def main(argv: list[str] | None = None) -> int:
                 first.event.set()
             for t in threads:
                 t.join()
-        bad = [f"{cases[i][0]} {'scoped' if cases[i][2] else 'unscoped'}" for i in range(len(cases))
-               if got[i] != plain[i]]
-        out = {"data": str(args.data), "points": store.count(), "requests": len(cases),
-               "edge_calls": b.calls - calls0, "queries_in_them": b.queries - queries0,
-               "mismatches": len(bad), "mismatched": bad}
+        bad = [
+            f"{cases[i][0]} {'scoped' if cases[i][2] else 'unscoped'}" for i in range(len(cases)) if got[i] != plain[i]
+        ]
+        out = {
+            "data": str(args.data),
+            "points": store.count(),
+            "requests": len(cases),
+            "edge_calls": b.calls - calls0,
+            "queries_in_them": b.queries - queries0,
+            "mismatches": len(bad),
+            "mismatched": bad,
+        }
         print(json.dumps(out, indent=1))
         return 1 if bad else 0
     finally:

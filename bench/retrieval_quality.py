@@ -27,9 +27,9 @@ import time
 from pathlib import Path
 
 if __package__:  # python -m bench.NAME: offline defaults, repository on sys.path (bench/_env.py)
-    from ._env import ROOT
+    from . import _env  # noqa: F401
 else:  # python bench/NAME.py
-    from _env import ROOT
+    import _env  # noqa: F401
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "corpus"
 
 
@@ -42,28 +42,37 @@ def main() -> int:
     ap.add_argument("--fusions", default="", help="extra hybrid runs, one per fusion method")
     ap.add_argument("--save", type=Path, help="per-question metrics JSON for bench/split_compare.py")
     ap.add_argument("--json", action="store_true")
-    ap.add_argument("--bulk", action="store_true", help="ingest as `ragaudit ingest` does (one Dagster run, "
-                    "parsing overlapped with embedding) instead of one run per document")
+    ap.add_argument(
+        "--bulk",
+        action="store_true",
+        help="ingest as `ragaudit ingest` does (one Dagster run, "
+        "parsing overlapped with embedding) instead of one run per document",
+    )
     ap.add_argument("--data-dir", type=Path, help="data folder to ingest into (default: a new temporary one)")
-    ap.add_argument("--reuse", action="store_true",
-                    help="skip ingestion and score the index already in --data-dir (same chunking only: "
-                    "fusion and re-scoring changes need no re-ingestion)")
+    ap.add_argument(
+        "--reuse",
+        action="store_true",
+        help="skip ingestion and score the index already in --data-dir (same chunking only: "
+        "fusion and re-scoring changes need no re-ingestion)",
+    )
     args = ap.parse_args()
     for path in (args.pdfs, args.dataset):
         if not path.exists():
-            ap.error(f"{path} not found: pass --pdfs DIR and --dataset FILE (the defaults assume this checkout "
-                     "sits beside shared/corpus)")
+            ap.error(
+                f"{path} not found: pass --pdfs DIR and --dataset FILE (the defaults assume this checkout "
+                "sits beside shared/corpus)"
+            )
 
     import logging
 
     logging.disable(logging.WARNING)
     from ragaudit.evaluate.evaluation import load_dataset, retrieval_eval
+    from ragaudit.index.store import Scope
     from ragaudit.ingest.documents import ingest_bytes
+    from ragaudit.pipelines.runner import DagsterRunner
+    from ragaudit.platform.settings import Settings
     from ragaudit.query import QueryService
     from ragaudit.services import get_services
-    from ragaudit.platform.settings import Settings
-    from ragaudit.index.store import Scope
-    from ragaudit.pipelines.runner import DagsterRunner
 
     strategies = [s for s in args.strategies.split(",") if s]
     modes = [m for m in args.modes.split(",") if m]
@@ -101,8 +110,10 @@ def main() -> int:
             qs.retriever.fusion = fusion
             rf = retrieval_eval(qs.retriever, questions, ["hybrid"], scope=Scope(strategy=strategy))
             results[strategy][f"hybrid:{fusion}"] = rf["modes"]["hybrid"]
-            saved[f"{strategy}:{fusion}"] = {"modes": rf["modes"], "questions": {
-                q["id"]: {"hybrid": q["retrieval"]["hybrid"]["metrics"]} for q in rf["questions"]}}
+            saved[f"{strategy}:{fusion}"] = {
+                "modes": rf["modes"],
+                "questions": {q["id"]: {"hybrid": q["retrieval"]["hybrid"]["metrics"]} for q in rf["questions"]},
+            }
         qs.retriever.fusion = svc.settings.fusion
     svc.close()
     if args.save:
@@ -116,10 +127,14 @@ def main() -> int:
     for strategy, per_mode in results.items():
         best_single = max((v["hit@5"] for m, v in per_mode.items() if m in ("vector", "bm25")), default=0) or 1
         for mode, v in per_mode.items():
-            print(f"| {strategy} | {mode} | {v['hit@1']:.3f} | {v['hit@5']:.3f} | {v['hit@10']:.3f} | {v['mrr']:.3f} "
-                  f"| {v['hit@5'] / best_single:.2f} |")
-    print("\ningest seconds (all PDFs, incl. model load for the first): "
-          + ", ".join(f"{k} {v:.0f}" for k, v in ingest_s.items()))
+            print(
+                f"| {strategy} | {mode} | {v['hit@1']:.3f} | {v['hit@5']:.3f} | {v['hit@10']:.3f} | {v['mrr']:.3f} "
+                f"| {v['hit@5'] / best_single:.2f} |"
+            )
+    print(
+        "\ningest seconds (all PDFs, incl. model load for the first): "
+        + ", ".join(f"{k} {v:.0f}" for k, v in ingest_s.items())
+    )
     return 0
 
 

@@ -20,9 +20,9 @@ import re
 from pathlib import Path
 
 if __package__:  # python -m bench.NAME: offline defaults, repository on sys.path (bench/_env.py)
-    from ._env import ROOT
+    from . import _env  # noqa: F401
 else:  # python bench/NAME.py
-    from _env import ROOT
+    import _env  # noqa: F401
 
 METRICS = ("hit@1", "hit@5", "hit@10", "mrr")
 
@@ -42,8 +42,10 @@ def compare(a: dict, b: dict, mode: str = "hybrid", resamples: int = 2000) -> di
     out = {}
     for part in ("odd", "even", "all"):
         sel = [i for i in ids if part == "all" or half(i) == part]
-        out[part] = {m: paired_bootstrap_ci([b[i][mode][m] for i in sel], [a[i][mode][m] for i in sel],
-                                            resamples=resamples) for m in METRICS}
+        out[part] = {
+            m: paired_bootstrap_ci([b[i][mode][m] for i in sel], [a[i][mode][m] for i in sel], resamples=resamples)
+            for m in METRICS
+        }
     return out
 
 
@@ -64,7 +66,9 @@ def main() -> int:
     for part, per in res.items():
         for m, r in per.items():
             ci = r["ci95"] or [float("nan")] * 2
-            print(f"| {part} | {r['n']} | {m} | {r['b']:.3f} | {r['a']:.3f} | {r['diff']:+.3f} | [{ci[0]:+.3f}, {ci[1]:+.3f}] |")
+            print(
+                f"| {part} | {r['n']} | {m} | {r['b']:.3f} | {r['a']:.3f} | {r['diff']:+.3f} | [{ci[0]:+.3f}, {ci[1]:+.3f}] |"
+            )
     return 0
 
 

@@ -67,9 +67,21 @@ class LocalBackend:
         from qdrant_client import models
 
         for i in range(0, len(rows), 256):
-            self.store.client.upsert("bench", points=[models.PointStruct(id=pid, vector={
-                k: (models.SparseVector(indices=v.indices, values=v.values) if k == "bm25" else v) for k, v in vec.items()},
-                payload=pl) for pid, vec, pl in rows[i:i + 256]], wait=True)
+            self.store.client.upsert(
+                "bench",
+                points=[
+                    models.PointStruct(
+                        id=pid,
+                        vector={
+                            k: (models.SparseVector(indices=v.indices, values=v.values) if k == "bm25" else v)
+                            for k, v in vec.items()
+                        },
+                        payload=pl,
+                    )
+                    for pid, vec, pl in rows[i : i + 256]
+                ],
+                wait=True,
+            )
 
     def dense(self, qvec, doc_key: str | None, limit=20):
         from ragaudit.index.store import Scope
@@ -97,11 +109,16 @@ class EdgeBackend:
         self.qe = qe
         self.tmp = tempfile.mkdtemp(prefix="bench-edge-")
         cfg = qe.EdgeConfig(
-            vectors={"dense": qe.EdgeVectorParams(size=dim, distance=qe.Distance.Cosine),
-                     "windows": qe.EdgeVectorParams(size=dim, distance=qe.Distance.Cosine,
-                                                    multivector_config=qe.MultiVectorConfig(
-                                                        comparator=qe.MultiVectorComparator.MaxSim))},
-            sparse_vectors={"bm25": qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)})
+            vectors={
+                "dense": qe.EdgeVectorParams(size=dim, distance=qe.Distance.Cosine),
+                "windows": qe.EdgeVectorParams(
+                    size=dim,
+                    distance=qe.Distance.Cosine,
+                    multivector_config=qe.MultiVectorConfig(comparator=qe.MultiVectorComparator.MaxSim),
+                ),
+            },
+            sparse_vectors={"bm25": qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
+        )
         self.shard = qe.EdgeShard.create(self.tmp, cfg)
         for field in ("doc_key", "doc_name", "document_id", "knowledge_base", "strategy"):
             self.shard.update(qe.UpdateOperation.create_field_index(field, qe.PayloadSchemaType.Keyword))
@@ -112,9 +129,12 @@ class EdgeBackend:
         qe = self.qe
         for i in range(0, len(rows), 512):
             pts = []
-            for pid, vec, pl in rows[i:i + 512]:
-                v = {"dense": vec["dense"], "windows": vec["dense_windows"],
-                     "bm25": qe.SparseVector(indices=list(vec["bm25"].indices), values=list(vec["bm25"].values))}
+            for pid, vec, pl in rows[i : i + 512]:
+                v = {
+                    "dense": vec["dense"],
+                    "windows": vec["dense_windows"],
+                    "bm25": qe.SparseVector(indices=list(vec["bm25"].indices), values=list(vec["bm25"].values)),
+                }
                 pts.append(qe.Point(pid, v, pl))
             self.shard.update(qe.UpdateOperation.upsert_points(pts))
         self.shard.flush()
@@ -122,23 +142,34 @@ class EdgeBackend:
     def _filter(self, doc_key):
         qe = self.qe
         must = [qe.FieldCondition(key="doc_key", match=qe.MatchAny(any=[doc_key]))] if doc_key else None
-        return qe.Filter(must=must, must_not=[qe.FieldCondition(key="live", match=qe.MatchValue(False)),
-                                              qe.FieldCondition(key="primary", match=qe.MatchValue(False))])
+        return qe.Filter(
+            must=must,
+            must_not=[
+                qe.FieldCondition(key="live", match=qe.MatchValue(False)),
+                qe.FieldCondition(key="primary", match=qe.MatchValue(False)),
+            ],
+        )
 
     def dense(self, qvec, doc_key, limit=20):
         qe = self.qe
-        req = qe.QueryRequest(limit=limit, query=qe.Query.Nearest([list(map(float, qvec))], using="windows"),
-                              filter=self._filter(doc_key), with_payload=True)
+        req = qe.QueryRequest(
+            limit=limit,
+            query=qe.Query.Nearest([list(map(float, qvec))], using="windows"),
+            filter=self._filter(doc_key),
+            with_payload=True,
+        )
         return [str(p.id) for p in self.shard.query(req)]
 
     def sparse(self, svec, doc_key, limit=20):
         qe = self.qe
         if not svec.indices:
             return []
-        req = qe.QueryRequest(limit=limit, query=qe.Query.Nearest(qe.SparseVector(indices=list(svec.indices),
-                                                                                  values=list(svec.values)),
-                                                                  using="bm25"),
-                              filter=self._filter(doc_key), with_payload=True)
+        req = qe.QueryRequest(
+            limit=limit,
+            query=qe.Query.Nearest(qe.SparseVector(indices=list(svec.indices), values=list(svec.values)), using="bm25"),
+            filter=self._filter(doc_key),
+            with_payload=True,
+        )
         return [str(p.id) for p in self.shard.query(req)]
 
     def close(self):
@@ -174,9 +205,9 @@ def main(argv=None) -> None:
     ap.add_argument("--out", type=Path)
     args = ap.parse_args(argv)
 
-    from ragaudit.services import get_services
-    from ragaudit.platform.settings import Settings
     from ragaudit.index.sparse import bm25_query_vector
+    from ragaudit.platform.settings import Settings
+    from ragaudit.services import get_services
 
     tmp = None
     if args.data_dir is None:
@@ -192,8 +223,10 @@ def main(argv=None) -> None:
     points = [p for p in load_points(svc.store) if p.payload.get("live", True) is not False]
     docs = sorted({p.payload["doc_key"] for p in points})
     qs = dev_questions()[: args.questions]
-    queries = [(svc.embedder.embed([q["question"]])[0], bm25_query_vector(q["question"]), docs[i % len(docs)])
-               for i, q in enumerate(qs)]
+    queries = [
+        (svc.embedder.embed([q["question"]])[0], bm25_query_vector(q["question"]), docs[i % len(docs)])
+        for i, q in enumerate(qs)
+    ]
     result: dict[str, Any] = {"source_points": len(points), "questions": len(queries), "sizes": {}}
     for n in [int(x) for x in args.sizes.split(",")]:
         rows = replicate(points, n)
@@ -207,7 +240,8 @@ def main(argv=None) -> None:
                 b.close()
         a, e = ids["qdrant local mode"], ids["qdrant edge"]
         per["same top-20 ids (share of queries)"] = {
-            k: round(sum(set(x) == set(y) for x, y in zip(a[k], e[k])) / len(a[k]), 3) for k in a}
+            k: round(sum(set(x) == set(y) for x, y in zip(a[k], e[k])) / len(a[k]), 3) for k in a
+        }
         result["sizes"][str(n)] = per
         print(json.dumps({n: per}, indent=1), flush=True)
     if args.out:

@@ -22,11 +22,11 @@ else:  # python bench/NAME.py
     from _env import ROOT
 
 from ragaudit.ingest.documents import ingest_bytes  # noqa: E402
-from ragaudit.query import QueryService  # noqa: E402
-from ragaudit.services import get_services  # noqa: E402
+from ragaudit.pipelines.runner import DagsterRunner  # noqa: E402
 from ragaudit.platform.settings import Settings  # noqa: E402
 from ragaudit.platform.telemetry import TelemetryWriter  # noqa: E402
-from ragaudit.pipelines.runner import DagsterRunner  # noqa: E402
+from ragaudit.query import QueryService  # noqa: E402
+from ragaudit.services import get_services  # noqa: E402
 
 
 class NullWriter(TelemetryWriter):
@@ -39,9 +39,11 @@ def main(n: int = 300) -> None:
     svc = get_services(Settings(_env_file=None, data_dir=tmp, cache_ttl_s=0))
     pdf = ROOT / "samples" / "20080102X00002.pdf"
     ingest_bytes(svc, pdf.read_bytes(), pdf.name, DagsterRunner())
-    writers = {"baseline (no telemetry)": NullWriter(svc.sessions, background=False),
-               "background writer": TelemetryWriter.from_services(svc, background=True),
-               "synchronous write": TelemetryWriter.from_services(svc, background=False)}
+    writers = {
+        "baseline (no telemetry)": NullWriter(svc.sessions, background=False),
+        "background writer": TelemetryWriter.from_services(svc, background=True),
+        "synchronous write": TelemetryWriter.from_services(svc, background=False),
+    }
     services = {k: QueryService(svc, telemetry=w) for k, w in writers.items()}
     qs = ["probable cause of the accident", "weather conditions", "pilot report", "aircraft damage"]
     for s in services.values():  # warm up

@@ -5,7 +5,6 @@ The assets are thin shells over ``ragaudit.ingest.documents``; each returns coun
 Dagster UI shows what every stage did.
 """
 
-
 import warnings
 from contextlib import contextmanager
 from dataclasses import asdict
@@ -21,8 +20,9 @@ from .resources import RagauditResource
 # The per-document asset checks use partitioned checks, a Dagster preview feature chosen on
 # purpose (a check result per document); its PreviewWarning printed twice on every CLI and server
 # start, burying the real output. Only that one message is silenced.
-warnings.filterwarnings("ignore", message="Specifying a partitions_def on an AssetCheckSpec",
-                        category=dg.PreviewWarning)
+warnings.filterwarnings(
+    "ignore", message="Specifying a partitions_def on an AssetCheckSpec", category=dg.PreviewWarning
+)
 
 STRATEGY_TAG = "ragaudit/strategy"  # set by ragaudit.pipelines.runner; absent = the document's strategy
 
@@ -33,6 +33,7 @@ def _run_strategy(context) -> str | None:
         return context.run.tags.get(STRATEGY_TAG) or None
     except Exception:  # direct invocation in tests has no run
         return None
+
 
 documents_partitions = dg.DynamicPartitionsDefinition(name="documents")
 
@@ -52,8 +53,11 @@ def _rollback_on_failure(context, svc):
         raise
 
 
-@dg.asset(partitions_def=documents_partitions, group_name="ingestion",
-          description="Page texts of the document (pdfplumber, 1-based pages; pypdfium2 fallback).")
+@dg.asset(
+    partitions_def=documents_partitions,
+    group_name="ingestion",
+    description="Page texts of the document (pdfplumber, 1-based pages; pypdfium2 fallback).",
+)
 def pdf_pages(context: dg.AssetExecutionContext, ragaudit: RagauditResource) -> dg.Output[list[dict]]:
     svc = ragaudit.services()
     with _rollback_on_failure(context, svc):
@@ -61,44 +65,72 @@ def pdf_pages(context: dg.AssetExecutionContext, ragaudit: RagauditResource) -> 
     chars = sum(len(p.text) for p in pages)
     return dg.Output(
         [asdict(p) for p in pages],
-        metadata={"doc_name": doc.doc_name, "pages": len(pages), "chars": chars,
-                  "blank_pages": sum(1 for p in pages if not p.text.strip()),
-                  "extractor": pages[0].extractor if pages else "none"},
+        metadata={
+            "doc_name": doc.doc_name,
+            "pages": len(pages),
+            "chars": chars,
+            "blank_pages": sum(1 for p in pages if not p.text.strip()),
+            "extractor": pages[0].extractor if pages else "none",
+        },
     )
 
 
-@dg.asset(partitions_def=documents_partitions, group_name="ingestion",
-          description="Sentence-packed chunks under the embedding model's token limit, with page spans.")
-def chunks(context: dg.AssetExecutionContext, ragaudit: RagauditResource, pdf_pages: list[dict]) -> dg.Output[list[dict]]:
+@dg.asset(
+    partitions_def=documents_partitions,
+    group_name="ingestion",
+    description="Sentence-packed chunks under the embedding model's token limit, with page spans.",
+)
+def chunks(
+    context: dg.AssetExecutionContext, ragaudit: RagauditResource, pdf_pages: list[dict]
+) -> dg.Output[list[dict]]:
     svc = ragaudit.services()
     doc = ingest.get_document(svc, context.partition_key)
     strategy = _run_strategy(context) or doc.pending_strategy or doc.strategy
     with _rollback_on_failure(context, svc):
-        out = ingest.build_chunks(svc, doc, [Page(**{**p, "headings": tuple(tuple(h) for h in p.get("headings", ()))})
-                                             for p in pdf_pages], strategy)
+        out = ingest.build_chunks(
+            svc,
+            doc,
+            [Page(**{**p, "headings": tuple(tuple(h) for h in p.get("headings", ()))}) for p in pdf_pages],
+            strategy,
+        )
     tokens = [c.token_count for c in out]
     return dg.Output(
         [asdict(c) for c in out],
-        metadata={"chunks": len(out), "max_tokens": max(tokens), "mean_tokens": round(sum(tokens) / len(tokens), 1),
-                  "model_limit": svc.embedder.max_content_tokens, "strategy": strategy},
+        metadata={
+            "chunks": len(out),
+            "max_tokens": max(tokens),
+            "mean_tokens": round(sum(tokens) / len(tokens), 1),
+            "model_limit": svc.embedder.max_content_tokens,
+            "strategy": strategy,
+        },
     )
 
 
-@dg.asset(partitions_def=documents_partitions, group_name="ingestion",
-          description="Chunks embedded (dense windows) and BM25-weighted (sparse), written to Qdrant as points and "
-                      "to SQL as rows of the version being built, not yet searchable (live=false).")
-def chunk_points(context: dg.AssetExecutionContext, ragaudit: RagauditResource, chunks: list[dict]) -> dg.MaterializeResult:
+@dg.asset(
+    partitions_def=documents_partitions,
+    group_name="ingestion",
+    description="Chunks embedded (dense windows) and BM25-weighted (sparse), written to Qdrant as points and "
+    "to SQL as rows of the version being built, not yet searchable (live=false).",
+)
+def chunk_points(
+    context: dg.AssetExecutionContext, ragaudit: RagauditResource, chunks: list[dict]
+) -> dg.MaterializeResult:
     svc = ragaudit.services()
     with _rollback_on_failure(context, svc):
-        stats = ingest.stage_chunks(svc, context.partition_key, _chunks_from(chunks),
-                                    strategy=_run_strategy(context) or chunks[0]["strategy"])
+        stats = ingest.stage_chunks(
+            svc, context.partition_key, _chunks_from(chunks), strategy=_run_strategy(context) or chunks[0]["strategy"]
+        )
     return dg.MaterializeResult(metadata=stats)
 
 
-@dg.asset_check(asset=chunk_points, partitions_def=documents_partitions, blocking=True,
-                description="Chunk rows in SQL equal points in Qdrant for this document, in total and for the version "
-                            "being built. Blocking: on a mismatch the version is not published (the previous one "
-                            "stays searchable) and the run fails.")
+@dg.asset_check(
+    asset=chunk_points,
+    partitions_def=documents_partitions,
+    blocking=True,
+    description="Chunk rows in SQL equal points in Qdrant for this document, in total and for the version "
+    "being built. Blocking: on a mismatch the version is not published (the previous one "
+    "stays searchable) and the run fails.",
+)
 def chunk_counts_match(context: dg.AssetCheckExecutionContext, ragaudit: RagauditResource) -> dg.AssetCheckResult:
     svc = ragaudit.services()
     st = ingest.count_check(svc, context.partition_key)
@@ -112,16 +144,26 @@ def chunk_counts_match(context: dg.AssetCheckExecutionContext, ragaudit: Ragaudi
     return dg.AssetCheckResult(passed=passed, severity=dg.AssetCheckSeverity.ERROR, metadata=st)
 
 
-@dg.asset(partitions_def=documents_partitions, group_name="ingestion", deps=[chunk_points],
-          description="The document's searchable version: the staged chunks turn live, the version they replace is "
-                      "deleted (points, rows, and its stored file when nothing else refers to it).")
-def live_index(context: dg.AssetExecutionContext, ragaudit: RagauditResource, chunks: list[dict],
-               pdf_pages: list[dict]) -> dg.MaterializeResult:
+@dg.asset(
+    partitions_def=documents_partitions,
+    group_name="ingestion",
+    deps=[chunk_points],
+    description="The document's searchable version: the staged chunks turn live, the version they replace is "
+    "deleted (points, rows, and its stored file when nothing else refers to it).",
+)
+def live_index(
+    context: dg.AssetExecutionContext, ragaudit: RagauditResource, chunks: list[dict], pdf_pages: list[dict]
+) -> dg.MaterializeResult:
     svc = ragaudit.services()
     with _rollback_on_failure(context, svc):
-        stats = ingest.publish(svc, context.partition_key, strategy=_run_strategy(context) or chunks[0]["strategy"],
-                               pages=len(pdf_pages), extractor=pdf_pages[0]["extractor"] if pdf_pages else "none",
-                               title=chunks[0]["header"] if chunks else "")
+        stats = ingest.publish(
+            svc,
+            context.partition_key,
+            strategy=_run_strategy(context) or chunks[0]["strategy"],
+            pages=len(pdf_pages),
+            extractor=pdf_pages[0]["extractor"] if pdf_pages else "none",
+            title=chunks[0]["header"] if chunks else "",
+        )
     return dg.MaterializeResult(metadata={k: v for k, v in stats.items() if v is not None})
 
 
@@ -129,11 +171,17 @@ def _chunks_from(rows: list[dict]) -> list[Chunk]:
     return [Chunk(**{**c, "page_breaks": [tuple(b) for b in c["page_breaks"]]}) for c in rows]
 
 
-@dg.asset(partitions_def=documents_partitions, group_name="evaluation", deps=[live_index],
-          description="Gold question/answer pairs from every Nth chunk, each with an evidence span verified "
-                      "verbatim in its chunk (LLM via litellm when configured, else the extractive generator). "
-                      "Replaces the document's previous pairs.")
-def gold_qa_pairs(context: dg.AssetExecutionContext, ragaudit: RagauditResource, chunks: list[dict]) -> dg.MaterializeResult:
+@dg.asset(
+    partitions_def=documents_partitions,
+    group_name="evaluation",
+    deps=[live_index],
+    description="Gold question/answer pairs from every Nth chunk, each with an evidence span verified "
+    "verbatim in its chunk (LLM via litellm when configured, else the extractive generator). "
+    "Replaces the document's previous pairs.",
+)
+def gold_qa_pairs(
+    context: dg.AssetExecutionContext, ragaudit: RagauditResource, chunks: list[dict]
+) -> dg.MaterializeResult:
     from ragaudit.evaluate.goldgen import generate_for_document
 
     svc = ragaudit.services()
@@ -149,20 +197,27 @@ def evidence_spans_verbatim(context: dg.AssetCheckExecutionContext, ragaudit: Ra
     return dg.AssetCheckResult(passed=st["not_verbatim"] == 0 and st["missing_chunk"] == 0, metadata=st)
 
 
-@dg.asset_check(asset=live_index, partitions_def=documents_partitions,
-                additional_ins={"pdf_pages": dg.AssetIn("pdf_pages")},
-                description="Every page with text is spanned by at least one live chunk of the document (a page "
-                            "lost by the chunker cannot be found or cited).")
-def pages_have_chunks(context: dg.AssetCheckExecutionContext, ragaudit: RagauditResource,
-                      pdf_pages: list[dict]) -> dg.AssetCheckResult:
-    st = ingest.page_coverage(ragaudit.services(), context.partition_key,
-                              [(p["number"], p["text"]) for p in pdf_pages])
+@dg.asset_check(
+    asset=live_index,
+    partitions_def=documents_partitions,
+    additional_ins={"pdf_pages": dg.AssetIn("pdf_pages")},
+    description="Every page with text is spanned by at least one live chunk of the document (a page "
+    "lost by the chunker cannot be found or cited).",
+)
+def pages_have_chunks(
+    context: dg.AssetCheckExecutionContext, ragaudit: RagauditResource, pdf_pages: list[dict]
+) -> dg.AssetCheckResult:
+    st = ingest.page_coverage(ragaudit.services(), context.partition_key, [(p["number"], p["text"]) for p in pdf_pages])
     return dg.AssetCheckResult(passed=not st["uncovered"], metadata={**st, "uncovered": str(st["uncovered"])})
 
 
-@dg.asset_check(asset=live_index, description="No Qdrant point without its SQL chunk row and document, and no chunk "
-                "row without its point, over the whole index.")
+@dg.asset_check(
+    asset=live_index,
+    description="No Qdrant point without its SQL chunk row and document, and no chunk "
+    "row without its point, over the whole index.",
+)
 def no_orphans(context: dg.AssetCheckExecutionContext, ragaudit: RagauditResource) -> dg.AssetCheckResult:
     st = ingest.orphans(ragaudit.services())
-    return dg.AssetCheckResult(passed=st["orphan_points"] == 0 and st["orphan_rows"] == 0,
-                               metadata={**st, "examples": str(st["examples"])})
+    return dg.AssetCheckResult(
+        passed=st["orphan_points"] == 0 and st["orphan_rows"] == 0, metadata={**st, "examples": str(st["examples"])}
+    )

@@ -6,7 +6,6 @@ embedded. Each document still gets its own ``live_index`` materialization (parti
 id) in the run, so the Dagster UI shows which documents the run built.
 """
 
-
 import threading
 from pathlib import Path
 from typing import Any, Callable
@@ -47,10 +46,13 @@ def pop_hooks(key: str) -> dict[str, Any]:
         return _HOOKS.pop(key, {})
 
 
-@dg.op(name=BULK_OP, description="Ingest a batch of PDF files in one run: each file is validated and extracted once "
-       "in a bounded child process, ahead of the file being embedded (both cores busy); each document is staged, "
-       "count-checked and published on its own, a failure keeps that document's previous version and the batch "
-       "goes on.")
+@dg.op(
+    name=BULK_OP,
+    description="Ingest a batch of PDF files in one run: each file is validated and extracted once "
+    "in a bounded child process, ahead of the file being embedded (both cores busy); each document is staged, "
+    "count-checked and published on its own, a failure keeps that document's previous version and the batch "
+    "goes on.",
+)
 def ingest_files_op(context: dg.OpExecutionContext, config: BulkConfig, ragaudit: RagauditResource) -> dict:
     svc = ragaudit.services()
     with _HOOKS_LOCK:
@@ -58,16 +60,23 @@ def ingest_files_op(context: dg.OpExecutionContext, config: BulkConfig, ragaudit
     on_outcome: Callable | None = hooks.get("on_outcome")
     timings: dict[str, float] = hooks.get("timings", {})
     files = [BulkFile(Path(f.path), f.name) for f in config.files]
-    outcomes = ingest_files(svc, files, config.knowledge_base, config.strategy, on_outcome=on_outcome,
-                            timings=timings)
+    outcomes = ingest_files(svc, files, config.knowledge_base, config.strategy, on_outcome=on_outcome, timings=timings)
     ok = [o for o in outcomes if o.status == "ingested" and o.document]
     if ok:
         context.instance.add_dynamic_partitions(documents_partitions.name, [o.document["id"] for o in ok])
     for o in ok:
-        context.log_event(dg.AssetMaterialization(
-            asset_key="live_index", partition=o.document["id"],
-            metadata={"doc_name": o.doc_name, "chunks": o.document.get("chunk_count", 0),
-                      "pages": o.document.get("pages", 0), "batch": True}))
+        context.log_event(
+            dg.AssetMaterialization(
+                asset_key="live_index",
+                partition=o.document["id"],
+                metadata={
+                    "doc_name": o.doc_name,
+                    "chunks": o.document.get("chunk_count", 0),
+                    "pages": o.document.get("pages", 0),
+                    "batch": True,
+                },
+            )
+        )
     counts: dict[str, int] = {}
     for o in outcomes:
         counts[o.status] = counts.get(o.status, 0) + 1

@@ -5,8 +5,17 @@ from __future__ import annotations
 
 import dagster as dg
 
-from .assets import (chunk_counts_match, chunk_points, chunks, evidence_spans_verbatim,
-                     gold_qa_pairs, live_index, no_orphans, pages_have_chunks, pdf_pages)
+from .assets import (
+    chunk_counts_match,
+    chunk_points,
+    chunks,
+    evidence_spans_verbatim,
+    gold_qa_pairs,
+    live_index,
+    no_orphans,
+    pages_have_chunks,
+    pdf_pages,
+)
 from .bulk import ingest_files_job
 from .operations import build_schedule, build_sensor, ingest_batch
 from .resources import RagauditResource
@@ -18,8 +27,9 @@ ingest_job = dg.define_asset_job(
     "ingest_document",
     selection=dg.AssetSelection.assets(*INGEST_ASSETS),  # partitioned by document (inferred from the assets)
     description="Extract, chunk, embed and index one document, then generate its gold Q&A pairs "
-                "(partition = document id).",
+    "(partition = document id).",
 )
+
 
 def _ops_settings():
     """Schedule settings from the environment (``RAGAUDIT_REINDEX_*``); defaults if they are invalid

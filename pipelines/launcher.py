@@ -33,8 +33,7 @@ import socket
 from collections.abc import Mapping
 from typing import Any
 
-from dagster._core.launcher import (CheckRunHealthResult, DefaultRunLauncher, LaunchRunContext, RunLauncher,
-                                    WorkerStatus)
+from dagster._core.launcher import CheckRunHealthResult, DefaultRunLauncher, LaunchRunContext, RunLauncher, WorkerStatus
 from dagster._core.storage.dagster_run import DagsterRun
 from dagster._serdes import ConfigurableClass
 from dagster._serdes.config_class import ConfigurableClassData
@@ -74,9 +73,11 @@ def worker_state(worker: str) -> str:
 
 def worker_gone_message(worker: str) -> str:
     host, pid, _ = worker.rsplit(":", 2)
-    return (f"the process that was executing this run (pid {pid} on {host}: `ragaudit serve`, or a "
-            "`ragaudit ingest`/`reindex` command) stopped before the run finished; documents it was ingesting keep "
-            "their previous version and are ingested again when `ragaudit serve` starts")
+    return (
+        f"the process that was executing this run (pid {pid} on {host}: `ragaudit serve`, or a "
+        "`ragaudit ingest`/`reindex` command) stopped before the run finished; documents it was ingesting keep "
+        "their previous version and are ingested again when `ragaudit serve` starts"
+    )
 
 
 class StoreOwnerRunLauncher(RunLauncher, ConfigurableClass):
@@ -130,8 +131,10 @@ class StoreOwnerRunLauncher(RunLauncher, ConfigurableClass):
         except Exception as e:  # no API, refused: fail the run visibly rather than hang in STARTING
             why = f"HTTP {e.response.status_code}" if isinstance(e, httpx.HTTPStatusError) else type(e).__name__
             self._instance.report_run_failed(
-                run, f"the serving process that owns the embedded Qdrant store did not take the run ({url}: {why}); "
-                     "start `ragaudit serve`, or use a Qdrant server (RAGAUDIT_QDRANT_URL)")
+                run,
+                f"the serving process that owns the embedded Qdrant store did not take the run ({url}: {why}); "
+                "start `ragaudit serve`, or use a Qdrant server (RAGAUDIT_QDRANT_URL)",
+            )
             return
         self._instance.report_engine_event(f"run handed to the serving process at {url}", run, cls=self.__class__)
 

@@ -1,10 +1,9 @@
 """Dagster resource wrapping the core ``Services`` (database, Qdrant store, embedder)."""
 
-
 import dagster as dg
 
-from ragaudit.services import Services, get_services, services_by_key
 from ragaudit.platform.settings import Settings
+from ragaudit.services import Services, get_services, services_by_key
 
 
 class RagauditResource(dg.ConfigurableResource):

@@ -75,22 +75,30 @@ def run_ingestion(svc: Services, document_id: str, strategy: str | None = None) 
         resources={"ragaudit": RagauditResource(services_key=services_key(svc.settings))},
         raise_on_error=False,
         run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}},
-        tags={"ragaudit/document_id": document_id, WORKER_TAG: this_worker(),
-              **({STRATEGY_TAG: strategy} if strategy else {})},
+        tags={
+            "ragaudit/document_id": document_id,
+            WORKER_TAG: this_worker(),
+            **({STRATEGY_TAG: strategy} if strategy else {}),
+        },
     )
     for ev in result.get_asset_check_evaluations():
         if not ev.passed and ev.check_name in BLOCKING_CHECKS:
             meta = {k: getattr(v, "value", v) for k, v in (ev.metadata or {}).items()}
-            raise IngestError(f"asset check {ev.check_name} failed: {meta}; the previous version stays searchable",
-                              stage=ev.check_name)
+            raise IngestError(
+                f"asset check {ev.check_name} failed: {meta}; the previous version stays searchable",
+                stage=ev.check_name,
+            )
     if result.success:
         return
     for ev in result.all_events:
         if ev.is_step_failure:
             err = ev.step_failure_data.error
             cause = err
-            while cause is not None and cause.cause is not None and cause.cls_name in (
-                    "DagsterExecutionStepExecutionError", "DagsterUserCodeExecutionError"):
+            while (
+                cause is not None
+                and cause.cause is not None
+                and cause.cls_name in ("DagsterExecutionStepExecutionError", "DagsterUserCodeExecutionError")
+            ):
                 cause = cause.cause
             msg = (cause or err).message.strip().splitlines()[-1] if (cause or err) else "unknown error"
             msg = msg.split(": ", 1)[1] if msg.startswith(tuple(c + ":" for c in PDF_ERROR_NAMES)) else msg
@@ -169,15 +177,26 @@ def recover_runs(svc: Services, requeue) -> dict[str, list[str]]:
         if worker and worker_state(worker) == "gone":
             instance.report_run_failed(run, worker_gone_message(worker))
             out["failed"].append(run.run_id)
-        elif not worker and run.tags.get(HANDED_TAG) and run.status != DagsterRunStatus.NOT_STARTED \
-                and svc.settings.embedded:
+        elif (
+            not worker
+            and run.tags.get(HANDED_TAG)
+            and run.status != DagsterRunStatus.NOT_STARTED
+            and svc.settings.embedded
+        ):
             requeue(run.run_id)
             out["requeued"].append(run.run_id)
     return out
 
 
-def run_bulk(svc: Services, files: list, knowledge_base: str = "default", strategy: str = "sentence", *,
-             on_outcome=None, timings: dict | None = None) -> list:
+def run_bulk(
+    svc: Services,
+    files: list,
+    knowledge_base: str = "default",
+    strategy: str = "sentence",
+    *,
+    on_outcome=None,
+    timings: dict | None = None,
+) -> list:
     """Ingest ``files`` (``ragaudit.ingest.bulk.BulkFile``) in ONE Dagster run of ``ingest_files_job`` in this
     process (the shared instance records it; the UI shows one ``live_index`` materialization per
     document). Returns the ``IngestOutcome`` per file, in order; ``on_outcome(index, outcome)``
@@ -192,10 +211,19 @@ def run_bulk(svc: Services, files: list, knowledge_base: str = "default", strate
     register_hooks(key, hooks)
     try:
         result = ingest_files_job.execute_in_process(
-            run_config={"ops": {BULK_OP: {"config": {
-                "files": [{"path": str(f.path), "name": f.name} for f in files],
-                "knowledge_base": knowledge_base, "strategy": strategy, "hooks": key}}},
-                "loggers": {"console": {"config": {"log_level": "WARNING"}}}},
+            run_config={
+                "ops": {
+                    BULK_OP: {
+                        "config": {
+                            "files": [{"path": str(f.path), "name": f.name} for f in files],
+                            "knowledge_base": knowledge_base,
+                            "strategy": strategy,
+                            "hooks": key,
+                        }
+                    }
+                },
+                "loggers": {"console": {"config": {"log_level": "WARNING"}}},
+            },
             instance=instance_for(svc),
             resources={"ragaudit": RagauditResource(services_key=services_key(svc.settings))},
             raise_on_error=False,

@@ -17,17 +17,24 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
-from ragaudit.answer.answerers import REFUSAL_TEXT, AnswerResult, ExtractiveAnswerer, LLMAnswerer, _citation, audit_answer
 from ragaudit.answer.answerability import assess, is_underspecified, is_vague
-from ragaudit.platform.cache import AnswerCache
+from ragaudit.answer.answerers import (
+    REFUSAL_TEXT,
+    AnswerResult,
+    ExtractiveAnswerer,
+    LLMAnswerer,
+    _citation,
+    audit_answer,
+)
 from ragaudit.answer.citations import normalize_ws
-from ragaudit.platform.db import new_id
 from ragaudit.index.embedding import cores_busy
+from ragaudit.index.store import Scope
+from ragaudit.platform.cache import AnswerCache
+from ragaudit.platform.db import new_id
 from ragaudit.platform.llmcall import CLIENT_DISCONNECTED, Cancellation, litellm_kwargs
+from ragaudit.platform.telemetry import TelemetryWriter
 from ragaudit.retrieve.retriever import Mode, RetrievalResult, RetrievedChunk, Retriever, empty_note
 from ragaudit.services import Services
-from ragaudit.index.store import Scope
-from ragaudit.platform.telemetry import TelemetryWriter
 
 log = logging.getLogger(__name__)
 
@@ -111,8 +118,10 @@ class Prepared:
         return [c.to_json() for c in self.sources]
 
 
-CLARIFY_TEXT = ("Your question is too vague to answer from the documents: what document, topic or item do you "
-                "mean? Please name it, e.g. \"What does the DMCA say about ...?\"")
+CLARIFY_TEXT = (
+    "Your question is too vague to answer from the documents: what document, topic or item do you "
+    'mean? Please name it, e.g. "What does the DMCA say about ...?"'
+)
 
 
 class QueryService:
@@ -123,19 +132,34 @@ class QueryService:
     closest passage quoted so a false premise is corrected) -> answer with citations.
     """
 
-    def __init__(self, svc: Services, answerer: Any = None, reranker: Any = None,
-                 telemetry: TelemetryWriter | None = None, cache: AnswerCache | None = None):
+    def __init__(
+        self,
+        svc: Services,
+        answerer: Any = None,
+        reranker: Any = None,
+        telemetry: TelemetryWriter | None = None,
+        cache: AnswerCache | None = None,
+    ):
         """``telemetry``: where query_logs rows go (default: written synchronously on ``svc``'s database);
         ``cache``: optional answer/retrieval cache (``None`` = no caching)."""
         self.svc = svc
         s = svc.settings
-        self.retriever = Retriever(svc.store, svc.embedder, rrf_k=s.rrf_k, candidates=s.candidates,
-                                   reranker=reranker if reranker is not None else svc.reranker,
-                                   rerank_candidates=s.rerank_candidates, dense_skip_scripts=s.dense_skip_scripts,
-                                   dense_windows=s.dense_window_tokens > 0, fusion=s.fusion,
-                                   clear_hit_ratio=s.clear_hit_ratio, dense_prefetch=s.dense_prefetch,
-                                   named_document_leg=s.named_document_leg, named_subset=s.named_document_subset,
-                                   table_vote=s.table_vote)
+        self.retriever = Retriever(
+            svc.store,
+            svc.embedder,
+            rrf_k=s.rrf_k,
+            candidates=s.candidates,
+            reranker=reranker if reranker is not None else svc.reranker,
+            rerank_candidates=s.rerank_candidates,
+            dense_skip_scripts=s.dense_skip_scripts,
+            dense_windows=s.dense_window_tokens > 0,
+            fusion=s.fusion,
+            clear_hit_ratio=s.clear_hit_ratio,
+            dense_prefetch=s.dense_prefetch,
+            named_document_leg=s.named_document_leg,
+            named_subset=s.named_document_subset,
+            table_vote=s.table_vote,
+        )
         self.answerer = answerer or build_answerer(svc)
         from cachetools import LRUCache
 
@@ -147,8 +171,9 @@ class QueryService:
         self.telemetry = telemetry or TelemetryWriter.from_services(svc, background=False)
         self.cache = cache
 
-    def search(self, question: str, scope: Scope | None = None, top_k: int | None = None,
-               mode: Mode | str = Mode.hybrid) -> RetrievalResult:
+    def search(
+        self, question: str, scope: Scope | None = None, top_k: int | None = None, mode: Mode | str = Mode.hybrid
+    ) -> RetrievalResult:
         """Retrieval only. See ``Retriever.retrieve``."""
         return self.retriever.retrieve(question, scope, top_k or self.svc.settings.top_k, mode)
 
@@ -166,26 +191,35 @@ class QueryService:
         pmin = scope.page_min if scope is not None else None
         pmax = scope.page_max if scope is not None else None
         out = []
-        keys = {(c.payload.get("document_id"), c.payload.get("doc_sha256"), c.payload.get("strategy"), pmin, pmax)
-                for c in chunks}
+        keys = {
+            (c.payload.get("document_id"), c.payload.get("doc_sha256"), c.payload.get("strategy"), pmin, pmax)
+            for c in chunks
+        }
         for key in keys:
             with self._doc_texts_lock:
                 text = self._doc_texts.get(key)
             if text is None:
-                where = [ChunkRow.document_id == key[0], ChunkRow.doc_sha256 == key[1], ChunkRow.strategy == key[2],
-                         ChunkRow.live.is_(True)]
+                where = [
+                    ChunkRow.document_id == key[0],
+                    ChunkRow.doc_sha256 == key[1],
+                    ChunkRow.strategy == key[2],
+                    ChunkRow.live.is_(True),
+                ]
                 if pmin is not None:
                     where.append(ChunkRow.page_start >= pmin)
                 if pmax is not None:
                     where.append(ChunkRow.page_end <= pmax)
                 with self.svc.sessions() as s:
-                    rows = s.execute(select(ChunkRow.char_start, ChunkRow.char_end, ChunkRow.text).where(*where)
-                                     .order_by(ChunkRow.char_start)).all()
+                    rows = s.execute(
+                        select(ChunkRow.char_start, ChunkRow.char_end, ChunkRow.text)
+                        .where(*where)
+                        .order_by(ChunkRow.char_start)
+                    ).all()
                 parts, end = [], 0
                 for cs, ce, chunk_text in rows:
                     if ce <= end:
                         continue
-                    parts.append(chunk_text[max(0, end - cs):])
+                    parts.append(chunk_text[max(0, end - cs) :])
                     end = ce
                 text = " ".join(parts)
                 with self._doc_texts_lock:
@@ -212,8 +246,9 @@ class QueryService:
         i = int(np.argmax(sims))
         return words[i], float(sims[i])
 
-    def prepare(self, question: str, scope: Scope | None = None, top_k: int | None = None,
-                mode: Mode | str = Mode.hybrid) -> Prepared:
+    def prepare(
+        self, question: str, scope: Scope | None = None, top_k: int | None = None, mode: Mode | str = Mode.hybrid
+    ) -> Prepared:
         """Retrieve and decide whether to answer. Raises ``ValueError`` for bad input."""
         t0 = time.perf_counter()
         top_k = top_k or self.svc.settings.top_k
@@ -228,8 +263,12 @@ class QueryService:
             gate = AnswerResult(CLARIFY_TEXT, [], "clarifying", model)
         elif is_underspecified(question):
             why = assess(question, []).reason
-            gate = AnswerResult(f"Your question does not say what it is about ({why}): which document, item or "
-                                "period do you mean?", [], "clarifying", model)
+            gate = AnswerResult(
+                f"Your question does not say what it is about ({why}): which document, item or period do you mean?",
+                [],
+                "clarifying",
+                model,
+            )
         elif res.scope_empty:  # not "nothing matches the question": nothing was searched ("dmca.PDF")
             # no "the documents do not contain the answer": no document was read
             gate = AnswerResult(f"Not answered. Nothing was searched: {empty_note(scope)}.", [], "refused", model)
@@ -243,8 +282,9 @@ class QueryService:
             aliases = verdict.aliases
         return Prepared(new_id(), question, scope, mode, top_k, res, sources, gate, t0, aliases)
 
-    def _refusal(self, question: str, sources: list[RetrievedChunk], reason: str, model: str,
-                 query_vector: Any = None) -> AnswerResult:
+    def _refusal(
+        self, question: str, sources: list[RetrievedChunk], reason: str, model: str, query_vector: Any = None
+    ) -> AnswerResult:
         """The refusal answer: ``REFUSAL_TEXT``, the gate's reason (``Verdict.reason``: what the
         searched documents lack, e.g. "The searched documents do not mention “Seoul”.") and,
         offline, the closest passage's best sentence, cited."""
@@ -265,11 +305,12 @@ class QueryService:
             return audit_answer(prep.gate, prep.sources)
         if isinstance(self.answerer, ExtractiveAnswerer):  # the question's vector from retrieval, not again
             qvec = prep.retrieval.query_vector if not prep.aliases else None  # the question read with its places
-            return audit_answer(self.answerer.answer(prep.answer_question, prep.sources, qvec),
-                                prep.sources)
+            return audit_answer(self.answerer.answer(prep.answer_question, prep.sources, qvec), prep.sources)
         return audit_answer(self.answerer.answer(prep.question, prep.sources), prep.sources)
 
-    def result_json(self, prep: Prepared, ans: AnswerResult, gen_ms: float, ttft_ms: float | None = None) -> dict[str, Any]:
+    def result_json(
+        self, prep: Prepared, ans: AnswerResult, gen_ms: float, ttft_ms: float | None = None
+    ) -> dict[str, Any]:
         total = (time.perf_counter() - prep.t0) * 1000
         timings = {k: round(v, 2) for k, v in prep.retrieval.timings_ms.items()}
         timings.update(generation=round(gen_ms, 2), total=round(total, 2))
@@ -288,12 +329,22 @@ class QueryService:
             "notes": list(prep.retrieval.notes),
             "scope": prep.scope.as_dict(),
             "timings_ms": timings,
-            "usage": {"model": ans.model, "prompt_tokens": ans.prompt_tokens,
-                      "completion_tokens": ans.completion_tokens, "cost_usd": ans.cost_usd},
+            "usage": {
+                "model": ans.model,
+                "prompt_tokens": ans.prompt_tokens,
+                "completion_tokens": ans.completion_tokens,
+                "cost_usd": ans.cost_usd,
+            },
         }
 
-    def ask(self, question: str, scope: Scope | None = None, top_k: int | None = None,
-            mode: Mode | str = Mode.hybrid, log_query: bool = True) -> dict[str, Any]:
+    def ask(
+        self,
+        question: str,
+        scope: Scope | None = None,
+        top_k: int | None = None,
+        mode: Mode | str = Mode.hybrid,
+        log_query: bool = True,
+    ) -> dict[str, Any]:
         """Answer ``question`` from the top-``top_k`` chunks within ``scope``.
 
         Returns the answer JSON (timings in ms, cost in USD). Raises ``ValueError`` for an empty
@@ -303,8 +354,11 @@ class QueryService:
         t0 = time.perf_counter()
         scope = scope or Scope()
         mode_v = Mode.parse(mode)
-        ckey = self._cache_key("answer", question, scope, mode_v, top_k or self.svc.settings.top_k,
-                               self._model_name()) if log_query else None
+        ckey = (
+            self._cache_key("answer", question, scope, mode_v, top_k or self.svc.settings.top_k, self._model_name())
+            if log_query
+            else None
+        )
         hit = self.cache.get(ckey) if ckey else None
         if hit is not None:
             return self._serve_cached(hit, new_id(), question, scope, mode_v, top_k or self.svc.settings.top_k, t0)
@@ -318,11 +372,29 @@ class QueryService:
         except Exception as e:
             if log_query:
                 if prep is None:  # retrieval failed: nothing to show but the time spent
-                    self._log(new_id(), question, scope, mode_v, top_k or self.svc.settings.top_k, None, None,
-                              (time.perf_counter() - t0) * 1000, error_kind=type(e).__name__)
+                    self._log(
+                        new_id(),
+                        question,
+                        scope,
+                        mode_v,
+                        top_k or self.svc.settings.top_k,
+                        None,
+                        None,
+                        (time.perf_counter() - t0) * 1000,
+                        error_kind=type(e).__name__,
+                    )
                 else:  # the answerer failed: the row keeps what retrieval did and how long generation ran
-                    self._log(prep.query_id, question, prep.scope, prep.mode, prep.top_k, self._partial(prep, t), None,
-                              (time.perf_counter() - t0) * 1000, error_kind=type(e).__name__)
+                    self._log(
+                        prep.query_id,
+                        question,
+                        prep.scope,
+                        prep.mode,
+                        prep.top_k,
+                        self._partial(prep, t),
+                        None,
+                        (time.perf_counter() - t0) * 1000,
+                        error_kind=type(e).__name__,
+                    )
             raise
         out = self.result_json(prep, ans, gen_ms)
         if log_query:
@@ -332,9 +404,15 @@ class QueryService:
                 self.cache.put(ckey, out)
         return out
 
-    def stream(self, question: str, scope: Scope | None = None, top_k: int | None = None,
-               mode: Mode | str = Mode.hybrid, log_query: bool = True,
-               cancel: Cancellation | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
+    def stream(
+        self,
+        question: str,
+        scope: Scope | None = None,
+        top_k: int | None = None,
+        mode: Mode | str = Mode.hybrid,
+        log_query: bool = True,
+        cancel: Cancellation | None = None,
+    ) -> Iterator[tuple[str, dict[str, Any]]]:
         """Yield ``(event, data)``: ``sources`` (numbered chunks) first, then ``token`` events
         (``{"text": delta}``), then ``done`` (label, citations, timings incl. ``ttft`` ms, usage).
 
@@ -348,13 +426,27 @@ class QueryService:
                 prep = self.prepare(question, scope, top_k, mode)
         except Exception as e:
             if log_query:
-                self._log(new_id(), question, scope or Scope(), mode if isinstance(mode, Mode) else Mode.hybrid,
-                          top_k or self.svc.settings.top_k, None, None, (time.perf_counter() - t0) * 1000,
-                          error_kind=type(e).__name__, endpoint="stream")
+                self._log(
+                    new_id(),
+                    question,
+                    scope or Scope(),
+                    mode if isinstance(mode, Mode) else Mode.hybrid,
+                    top_k or self.svc.settings.top_k,
+                    None,
+                    None,
+                    (time.perf_counter() - t0) * 1000,
+                    error_kind=type(e).__name__,
+                    endpoint="stream",
+                )
             raise
-        yield "sources", {"query_id": prep.query_id, "sources": [{"n": i, **c} for i, c in
-                                                                  enumerate(prep.sources_json(), start=1)],
-                          "notes": list(prep.retrieval.notes)}
+        yield (
+            "sources",
+            {
+                "query_id": prep.query_id,
+                "sources": [{"n": i, **c} for i, c in enumerate(prep.sources_json(), start=1)],
+                "notes": list(prep.retrieval.notes),
+            },
+        )
         t = time.perf_counter()
         ttft = None
         gen = None
@@ -366,8 +458,11 @@ class QueryService:
                         ttft = (time.perf_counter() - t) * 1000
                     yield "token", {"text": piece}
             else:
-                gen = (self.answerer.stream(prep.question, prep.sources, cancel=cancel) if cancel is not None
-                       else self.answerer.stream(prep.question, prep.sources))
+                gen = (
+                    self.answerer.stream(prep.question, prep.sources, cancel=cancel)
+                    if cancel is not None
+                    else self.answerer.stream(prep.question, prep.sources)
+                )
                 while True:
                     try:
                         piece = next(gen)
@@ -381,23 +476,64 @@ class QueryService:
             if gen is not None:
                 gen.close()
             if log_query:
-                self._log(prep.query_id, question, prep.scope, prep.mode, prep.top_k, self._partial(prep, t, ttft), None,
-                          (time.perf_counter() - prep.t0) * 1000, error_kind=CLIENT_DISCONNECTED, endpoint="stream")
+                self._log(
+                    prep.query_id,
+                    question,
+                    prep.scope,
+                    prep.mode,
+                    prep.top_k,
+                    self._partial(prep, t, ttft),
+                    None,
+                    (time.perf_counter() - prep.t0) * 1000,
+                    error_kind=CLIENT_DISCONNECTED,
+                    endpoint="stream",
+                )
             raise
         except Exception as e:
             kind = CLIENT_DISCONNECTED if cancel is not None and cancel.cancelled else type(e).__name__
             if log_query:
-                self._log(prep.query_id, question, prep.scope, prep.mode, prep.top_k, self._partial(prep, t, ttft), None,
-                          (time.perf_counter() - prep.t0) * 1000, error_kind=kind, endpoint="stream")
+                self._log(
+                    prep.query_id,
+                    question,
+                    prep.scope,
+                    prep.mode,
+                    prep.top_k,
+                    self._partial(prep, t, ttft),
+                    None,
+                    (time.perf_counter() - prep.t0) * 1000,
+                    error_kind=kind,
+                    endpoint="stream",
+                )
             if kind == CLIENT_DISCONNECTED:
                 return  # nobody is listening
             yield "error", {"query_id": prep.query_id, "error": type(e).__name__, "detail": str(e)[:500]}
             return
         out = self.result_json(prep, ans, (time.perf_counter() - t) * 1000, ttft)
         if log_query:
-            self._log(prep.query_id, question, prep.scope, prep.mode, prep.top_k, out, ans, out["timings_ms"]["total"],
-                      endpoint="stream")
-        done = {k: out[k] for k in ("query_id", "answer", "concise_answer", "label", "citations", "citation_check", "timings_ms", "usage")}
+            self._log(
+                prep.query_id,
+                question,
+                prep.scope,
+                prep.mode,
+                prep.top_k,
+                out,
+                ans,
+                out["timings_ms"]["total"],
+                endpoint="stream",
+            )
+        done = {
+            k: out[k]
+            for k in (
+                "query_id",
+                "answer",
+                "concise_answer",
+                "label",
+                "citations",
+                "citation_check",
+                "timings_ms",
+                "usage",
+            )
+        }
         yield "done", done
 
     @staticmethod
@@ -411,45 +547,90 @@ class QueryService:
             timings["ttft"] = round(ttft_ms, 2)
         return {"timings_ms": timings, "retrieved": prep.sources_json(), "citations": []}
 
-    def _log(self, qid: str, question: str, scope: Scope, mode: Mode, top_k: int, out: dict | None,
-             ans: AnswerResult | None, total_ms: float, error_kind: str | None = None, endpoint: str = "query") -> None:
+    def _log(
+        self,
+        qid: str,
+        question: str,
+        scope: Scope,
+        mode: Mode,
+        top_k: int,
+        out: dict | None,
+        ans: AnswerResult | None,
+        total_ms: float,
+        error_kind: str | None = None,
+        endpoint: str = "query",
+    ) -> None:
         t = dict((out or {}).get("timings_ms", {}))
         t["total"] = total_ms
         self.telemetry.record(
-            query_id=qid, endpoint=endpoint, question=question, scope=scope.as_dict(), mode=mode.value,
-            top_k=top_k, strategy=scope.strategy, model=ans.model if ans else self._model_name(),
-            label=ans.label if ans else None, timings_ms=t,
-            prompt_tokens=ans.prompt_tokens if ans else 0, completion_tokens=ans.completion_tokens if ans else 0,
+            query_id=qid,
+            endpoint=endpoint,
+            question=question,
+            scope=scope.as_dict(),
+            mode=mode.value,
+            top_k=top_k,
+            strategy=scope.strategy,
+            model=ans.model if ans else self._model_name(),
+            label=ans.label if ans else None,
+            timings_ms=t,
+            prompt_tokens=ans.prompt_tokens if ans else 0,
+            completion_tokens=ans.completion_tokens if ans else 0,
             cost_usd=ans.cost_usd if ans else 0.0,  # None = unknown price
             retrieved_ids=[r["chunk_id"] for r in out["retrieved"]] if out else None,
-            cited_ids=[c["chunk_id"] for c in out["citations"]] if out else None, error_kind=error_kind)
+            cited_ids=[c["chunk_id"] for c in out["citations"]] if out else None,
+            error_kind=error_kind,
+        )
 
     # --- answer/retrieval cache and /search telemetry (telemetry branch) ---
     def _model_name(self) -> str:
         return getattr(self.answerer, "name", None) or getattr(self.answerer, "model", None) or "unknown"
 
     def _cache_key(self, kind: str, question: str, scope: Scope, mode: Mode, top_k: int, model: str):
-        return self.cache.key(kind, question, scope.as_dict(), mode.value, top_k, scope.strategy, model) \
-            if self.cache is not None else None
+        return (
+            self.cache.key(kind, question, scope.as_dict(), mode.value, top_k, scope.strategy, model)
+            if self.cache is not None
+            else None
+        )
 
-    def _serve_cached(self, hit: dict, qid: str, question: str, scope: Scope, mode: Mode, top_k: int,
-                      t0: float) -> dict[str, Any]:
+    def _serve_cached(
+        self, hit: dict, qid: str, question: str, scope: Scope, mode: Mode, top_k: int, t0: float
+    ) -> dict[str, Any]:
         """A cached answer as a new request: new query_id, cost 0, original id/cost under ``cache``."""
         orig_id, usage = hit["query_id"], hit["usage"]
         total = (time.perf_counter() - t0) * 1000
-        hit.update(query_id=qid, question=question, timings_ms={"total": round(total, 2)},
-                   cache={"hit": True, "original_query_id": orig_id, "original_cost_usd": usage["cost_usd"],
-                          "original_timings_ms": hit["timings_ms"]},
-                   usage={**usage, "prompt_tokens": 0, "completion_tokens": 0, "cost_usd": 0.0})
+        hit.update(
+            query_id=qid,
+            question=question,
+            timings_ms={"total": round(total, 2)},
+            cache={
+                "hit": True,
+                "original_query_id": orig_id,
+                "original_cost_usd": usage["cost_usd"],
+                "original_timings_ms": hit["timings_ms"],
+            },
+            usage={**usage, "prompt_tokens": 0, "completion_tokens": 0, "cost_usd": 0.0},
+        )
         self.telemetry.record(
-            query_id=qid, endpoint="query", question=question, scope=scope.as_dict(), mode=mode.value, top_k=top_k,
-            strategy=scope.strategy, model=usage["model"], label=hit["label"], cache_hit=True,
-            cache_source_id=orig_id, timings_ms={"total": total},
-            retrieved_ids=[r["chunk_id"] for r in hit["retrieved"]], cited_ids=[c["chunk_id"] for c in hit["citations"]])
+            query_id=qid,
+            endpoint="query",
+            question=question,
+            scope=scope.as_dict(),
+            mode=mode.value,
+            top_k=top_k,
+            strategy=scope.strategy,
+            model=usage["model"],
+            label=hit["label"],
+            cache_hit=True,
+            cache_source_id=orig_id,
+            timings_ms={"total": total},
+            retrieved_ids=[r["chunk_id"] for r in hit["retrieved"]],
+            cited_ids=[c["chunk_id"] for c in hit["citations"]],
+        )
         return hit
 
-    def search_logged(self, question: str, scope: Scope | None = None, top_k: int | None = None,
-                      mode: Mode | str = Mode.hybrid) -> dict[str, Any]:
+    def search_logged(
+        self, question: str, scope: Scope | None = None, top_k: int | None = None, mode: Mode | str = Mode.hybrid
+    ) -> dict[str, Any]:
         """Retrieval for the /search endpoint, cached and logged (one query_logs row, endpoint "search").
 
         Returns ``{query_id, question, mode, retrieved[], timings_ms{}, cache{hit, original_query_id?}}``
@@ -461,8 +642,15 @@ class QueryService:
         scope = scope or Scope()
         qid = new_id()
         model = self.svc.settings.embedding_model
-        row = dict(query_id=qid, endpoint="search", question=question, scope=scope.as_dict(), top_k=top_k,
-                   strategy=scope.strategy, model=model)
+        row = dict(
+            query_id=qid,
+            endpoint="search",
+            question=question,
+            scope=scope.as_dict(),
+            top_k=top_k,
+            strategy=scope.strategy,
+            model=model,
+        )
         try:
             mode = Mode.parse(mode)
             ckey = self._cache_key("search", question, scope, mode, top_k, model)
@@ -471,25 +659,53 @@ class QueryService:
                 with request_in_flight():
                     res = self.retriever.retrieve(question, scope, top_k, mode)
         except Exception as e:
-            self.telemetry.record(**row, mode=str(getattr(mode, "value", mode))[:16],
-                                  timings_ms={"total": (time.perf_counter() - t0) * 1000}, error_kind=type(e).__name__)
+            self.telemetry.record(
+                **row,
+                mode=str(getattr(mode, "value", mode))[:16],
+                timings_ms={"total": (time.perf_counter() - t0) * 1000},
+                error_kind=type(e).__name__,
+            )
             raise
         total = (time.perf_counter() - t0) * 1000
         if hit is not None:
             orig = hit["query_id"]
-            hit.update(query_id=qid, question=question, timings_ms={"total": round(total, 2)},
-                       cache={"hit": True, "original_query_id": orig, "original_cost_usd": 0.0,
-                              "original_timings_ms": hit["timings_ms"]})
-            self.telemetry.record(**row, mode=mode.value, cache_hit=True, cache_source_id=orig,
-                                  timings_ms={"total": total}, retrieved_ids=[r["chunk_id"] for r in hit["retrieved"]])
+            hit.update(
+                query_id=qid,
+                question=question,
+                timings_ms={"total": round(total, 2)},
+                cache={
+                    "hit": True,
+                    "original_query_id": orig,
+                    "original_cost_usd": 0.0,
+                    "original_timings_ms": hit["timings_ms"],
+                },
+            )
+            self.telemetry.record(
+                **row,
+                mode=mode.value,
+                cache_hit=True,
+                cache_source_id=orig,
+                timings_ms={"total": total},
+                retrieved_ids=[r["chunk_id"] for r in hit["retrieved"]],
+            )
             return hit
         timings = {k: round(v, 2) for k, v in res.timings_ms.items()}
         timings["total"] = round(total, 2)
-        out = {"query_id": qid, "question": question, "mode": res.mode.value,
-               "retrieved": [c.to_json() for c in res.chunks], "notes": list(res.notes), "timings_ms": timings,
-               "cache": {"hit": False}}
-        self.telemetry.record(**row, mode=mode.value, timings_ms={**res.timings_ms, "total": total},
-                              retrieved_ids=[c.chunk_id for c in res.chunks])
+        out = {
+            "query_id": qid,
+            "question": question,
+            "mode": res.mode.value,
+            "retrieved": [c.to_json() for c in res.chunks],
+            "notes": list(res.notes),
+            "timings_ms": timings,
+            "cache": {"hit": False},
+        }
+        self.telemetry.record(
+            **row,
+            mode=mode.value,
+            timings_ms={**res.timings_ms, "total": total},
+            retrieved_ids=[c.chunk_id for c in res.chunks],
+        )
         if ckey:
             self.cache.put(ckey, out)
         return out

@@ -15,10 +15,10 @@ from functools import cached_property
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import sessionmaker
 
-from ragaudit.platform.db import make_engine, make_sessionmaker, migrate
 from ragaudit.index.embedding import Embedder, fix_mmap_threshold
-from ragaudit.platform.settings import DEFAULT_EMBEDDING_BACKEND, Settings
 from ragaudit.index.store import VectorStore, open_store
+from ragaudit.platform.db import make_engine, make_sessionmaker, migrate
+from ragaudit.platform.settings import DEFAULT_EMBEDDING_BACKEND, Settings
 
 
 @dataclass
@@ -42,8 +42,11 @@ class Services:
     def store(self) -> VectorStore:
         s = self.settings
         if s.qdrant_url:
-            return open_store(s.collection, url=s.qdrant_url,
-                              api_key=s.qdrant_api_key.get_secret_value() if s.qdrant_api_key else None)
+            return open_store(
+                s.collection,
+                url=s.qdrant_url,
+                api_key=s.qdrant_api_key.get_secret_value() if s.qdrant_api_key else None,
+            )
         s.qdrant_path.mkdir(parents=True, exist_ok=True)
         store = open_store(s.collection, backend=s.store_backend, path=str(s.qdrant_path))
         if s.store_backend == "edge" and not store.exists():
@@ -105,8 +108,12 @@ def _import_local_mode(store: VectorStore, folder, collection: str) -> None:
     try:
         n = copy_points(src, store)
         store.flush()
-        log.warning("imported %d points of local-mode store %s into Qdrant Edge (%s); the old folder "
-                    "can be deleted", n, folder, store.location)
+        log.warning(
+            "imported %d points of local-mode store %s into Qdrant Edge (%s); the old folder can be deleted",
+            n,
+            folder,
+            store.location,
+        )
     finally:
         src.close()
 
@@ -117,12 +124,20 @@ _REGISTRY_LOCK = threading.Lock()
 
 
 def _key(settings: Settings) -> tuple:
-    return (str(settings.data_dir), settings.database_url, settings.qdrant_url, settings.collection,
-            settings.embedding_model, settings.embedding_backend, settings.store_backend)
+    return (
+        str(settings.data_dir),
+        settings.database_url,
+        settings.qdrant_url,
+        settings.collection,
+        settings.embedding_model,
+        settings.embedding_backend,
+        settings.store_backend,
+    )
 
 
-def shared_embedder(model: str, batch_size: int = 32, backend: str = DEFAULT_EMBEDDING_BACKEND,
-                    cache_dir=None) -> Embedder:
+def shared_embedder(
+    model: str, batch_size: int = 32, backend: str = DEFAULT_EMBEDDING_BACKEND, cache_dir=None
+) -> Embedder:
     """One loaded model per (model, batch size, backend) per process: weights are read-only and
     thread-safe. ``cache_dir`` (where the onnx backend keeps its export) is not part of the key:
     the export of the same weights is the same file wherever it is kept."""

@@ -10,5 +10,8 @@ bash scripts/build_frontend.sh
 if ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
   (apt-get update -qq && apt-get install -y -qq chromium) >/dev/null || echo "test.sh: could not install chromium" >&2
 fi
+# lint and format first: a style error fails the run before the slow tests start
+.venv/bin/ruff check .
+.venv/bin/ruff format --check .
 export LITELLM_LOCAL_MODEL_COST_MAP=True HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 exec .venv/bin/python -m pytest -q "$@"

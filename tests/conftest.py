@@ -36,6 +36,7 @@ def sigterm_default_action():
     yield
     _sigterm_not_ignored()
 
+
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -55,8 +56,14 @@ def make_settings(data_dir: Path, **kw):
 
     # explicit values: the tests never depend on the developer's RAGAUDIT_* environment
     # RAGAUDIT_TEST_STORE_BACKEND=local runs the suite on qdrant-client's local mode instead of Qdrant Edge
-    base = dict(data_dir=data_dir, database_url="", qdrant_url="", llm_model="", embedding_model="bundled:all-MiniLM-L6-v2",
-                store_backend=os.environ.get("RAGAUDIT_TEST_STORE_BACKEND", "edge"))
+    base = dict(
+        data_dir=data_dir,
+        database_url="",
+        qdrant_url="",
+        llm_model="",
+        embedding_model="bundled:all-MiniLM-L6-v2",
+        store_backend=os.environ.get("RAGAUDIT_TEST_STORE_BACKEND", "edge"),
+    )
     base.update(kw)
     return Settings(_env_file=None, **base)
 
@@ -92,8 +99,8 @@ def embedder():
 def kb(tmp_path_factory, embedder):
     """A knowledge base with the three sample PDFs ingested through the Dagster asset job."""
     from ragaudit.ingest.documents import ingest_bytes
-    from ragaudit.services import get_services, release_services
     from ragaudit.pipelines.runner import DagsterRunner
+    from ragaudit.services import get_services, release_services
 
     settings = make_settings(tmp_path_factory.mktemp("kb"))
     svc = get_services(settings)

@@ -35,14 +35,24 @@ ANSWER = "The Act was signed into law on October 28, 1998 [1]."
 
 
 def _completion(model: str, text: str) -> dict:
-    return {"id": "chatcmpl-fake", "object": "chat.completion", "created": int(time.time()), "model": model,
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": 100, "completion_tokens": 12, "total_tokens": 112}}
+    return {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 100, "completion_tokens": 12, "total_tokens": 112},
+    }
 
 
 def _chunk(model: str, delta: dict, finish: str | None = None, usage: dict | None = None) -> str:
-    body = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": int(time.time()), "model": model,
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}] if usage is None else []}
+    body = {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}] if usage is None else [],
+    }
     if usage is not None:
         body["usage"] = usage
     return f"data: {json.dumps(body)}\n\n"
@@ -91,7 +101,7 @@ class FakeLLM:
             async def trickle():
                 try:
                     for i in range(len(payload)):
-                        yield payload[i:i + 1]
+                        yield payload[i : i + 1]
                         await asyncio.sleep(self.token_interval)
                 finally:
                     self.closed_at[kind].append(time.monotonic())

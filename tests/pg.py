@@ -60,13 +60,11 @@ class PostgresServer:
             shutil.chown(self.root, "postgres", "postgres")
             shutil.chown(self.sock, "postgres", "postgres")
         os.chmod(self.root, 0o700)
-        self._run("initdb", "-D", str(self.data), "-U", "postgres", "--auth=trust", "-E", "UTF8",
-                  "--locale=C.UTF-8")
+        self._run("initdb", "-D", str(self.data), "-U", "postgres", "--auth=trust", "-E", "UTF8", "--locale=C.UTF-8")
         self.resume()
         import psycopg
 
-        with psycopg.connect(f"host=127.0.0.1 port={self.port} user=postgres dbname=postgres",
-                             autocommit=True) as c:
+        with psycopg.connect(f"host=127.0.0.1 port={self.port} user=postgres dbname=postgres", autocommit=True) as c:
             c.execute("CREATE DATABASE ragaudit_test")
         return self.url
 
@@ -75,8 +73,17 @@ class PostgresServer:
         return f"postgresql+psycopg://postgres@127.0.0.1:{self.port}/ragaudit_test"
 
     def resume(self) -> None:
-        self._run("pg_ctl", "-D", str(self.data), "-l", str(self.log), "-w",
-                  "-o", f"-h 127.0.0.1 -p {self.port} -k {self.sock}", "start")
+        self._run(
+            "pg_ctl",
+            "-D",
+            str(self.data),
+            "-l",
+            str(self.log),
+            "-w",
+            "-o",
+            f"-h 127.0.0.1 -p {self.port} -k {self.sock}",
+            "start",
+        )
 
     def pause(self) -> None:
         self._run("pg_ctl", "-D", str(self.data), "-m", "fast", "-w", "stop")

@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 from sqlalchemy import select
 
 from ragaudit.answer.answerers import LLMAnswerer
+from ragaudit.index.store import Scope
 from ragaudit.platform.db import QueryLog
 from ragaudit.query import QueryService
-from ragaudit.index.store import Scope
 from tests.conftest import DMCA_QUESTION, SHARED_CORPUS
 
 BUSH = "The DMCA was signed by President Bush in 2005 [1]."
@@ -60,12 +60,16 @@ def test_issue_case_page_scope_holds_through_neighbour_expansion(kb):
     neighbour past its page (then the test no longer tests the case)."""
     qs = QueryService(kb)
     seen_neighbour_drop = False
-    for page, question in ((5, "What does the DMCA say about the limitations on liability of service providers?"),
-                           (5, "Which exemptions and limitations does Title I list?"), (5, DMCA_QUESTION),
-                           (10, "What conditions apply to caching of retained material by a service provider?")):
+    for page, question in (
+        (5, "What does the DMCA say about the limitations on liability of service providers?"),
+        (5, "Which exemptions and limitations does Title I list?"),
+        (5, DMCA_QUESTION),
+        (10, "What conditions apply to caching of retained material by a service provider?"),
+    ):
         for mode in ("hybrid", "bm25"):
-            res = qs.retriever.retrieve(question, Scope(doc_names=["dmca.pdf"], page_min=page, page_max=page), 5,
-                                        mode, neighbors=5)
+            res = qs.retriever.retrieve(
+                question, Scope(doc_names=["dmca.pdf"], page_min=page, page_max=page), 5, mode, neighbors=5
+            )
             assert res.chunks and all(c.page_start == page and c.page_end == page for c in res.chunks)
             seen_neighbour_drop |= any("left out" in n for n in res.notes)
     # the situation the issue describes did occur: a neighbour past page_max was fetched and left out
@@ -121,8 +125,11 @@ def _in_scope(item: dict, body: dict, doc_ids: dict[str, str]) -> list[str]:
 @st.composite
 def scoped_requests(draw, questions, doc_ids):
     names = sorted(doc_ids) + ["not-ingested.pdf"]
-    body = {"question": draw(st.sampled_from(questions)), "top_k": draw(st.integers(1, 8)),
-            "mode": draw(st.sampled_from(["vector", "bm25", "hybrid"]))}
+    body = {
+        "question": draw(st.sampled_from(questions)),
+        "top_k": draw(st.integers(1, 8)),
+        "mode": draw(st.sampled_from(["vector", "bm25", "hybrid"])),
+    }
     how = draw(st.sampled_from(["none", "doc_name", "doc_names"]))
     if how == "doc_name":
         body["doc_name"] = draw(st.sampled_from(names))
@@ -131,8 +138,9 @@ def scoped_requests(draw, questions, doc_ids):
     if draw(st.booleans()):
         body["knowledge_base"] = draw(st.sampled_from(["default", "other"]))
     if draw(st.integers(0, 3)) == 0:
-        body["document_ids"] = draw(st.lists(st.sampled_from(sorted(doc_ids.values())), min_size=1, max_size=2,
-                                             unique=True))
+        body["document_ids"] = draw(
+            st.lists(st.sampled_from(sorted(doc_ids.values())), min_size=1, max_size=2, unique=True)
+        )
     if draw(st.booleans()):
         body["page_min"] = draw(st.integers(1, 18))
     if draw(st.booleans()):
@@ -154,8 +162,13 @@ def test_random_scopes_return_nothing_out_of_scope(kb, api):
     questions = _dev_questions(set(doc_ids))
     stats = {"requests": 0, "items": 0, "citations": 0, "cache_hits": 0, "clipped": 0}
 
-    @settings(max_examples=40, deadline=None, derandomize=True, database=None,
-              suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+    @settings(
+        max_examples=40,
+        deadline=None,
+        derandomize=True,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+    )
     @given(scoped_requests(questions, doc_ids))
     def check(req):
         path, body = req
@@ -180,8 +193,14 @@ def test_random_scopes_return_nothing_out_of_scope(kb, api):
         stats["items"] += len(retrieved)
         stats["citations"] += len(citations)
         for item in retrieved:
-            assert not _in_scope(item, body, doc_ids), (path, body, item["doc_name"], item["page_start"],
-                                                        item["page_end"], _in_scope(item, body, doc_ids))
+            assert not _in_scope(item, body, doc_ids), (
+                path,
+                body,
+                item["doc_name"],
+                item["page_start"],
+                item["page_end"],
+                _in_scope(item, body, doc_ids),
+            )
         ids = {x["chunk_id"] for x in retrieved}
         for c in citations:
             assert c["chunk_id"] in ids, (path, body, c)
@@ -199,8 +218,11 @@ def test_a_scope_that_holds_no_chunk_is_refused_saying_so(kb):
     scope, in /query's reply and in retrieval's notes (/search); a scope that holds chunks keeps
     the ordinary outcome. Fails if a typo in a scope reads like "the documents do not say"."""
     qs = QueryService(kb)
-    for scope in (Scope(doc_names=["dmca.PDF"]), Scope(knowledge_base="Default"),
-                  Scope(doc_names=["dmca.pdf"], page_min=400)):
+    for scope in (
+        Scope(doc_names=["dmca.PDF"]),
+        Scope(knowledge_base="Default"),
+        Scope(doc_names=["dmca.pdf"], page_min=400),
+    ):
         out = qs.ask(DMCA_QUESTION, scope)
         assert out["label"] == "refused" and "Nothing was searched" in out["answer"], out["answer"]
         assert any("no indexed chunk is in the scope" in n for n in out["notes"]), out["notes"]
@@ -227,7 +249,9 @@ def test_an_empty_index_says_nothing_was_searched(tmp_path, embedder):
         with TestClient(create_app(settings)) as client:
             out = client.post("/query", json={"question": DMCA_QUESTION}).json()
             assert out["label"] == "refused", out
-            assert out["answer"].startswith("Not answered. Nothing was searched") and "ingest PDFs first" in out["answer"]
+            assert (
+                out["answer"].startswith("Not answered. Nothing was searched") and "ingest PDFs first" in out["answer"]
+            )
             assert "do not contain" not in out["answer"], out["answer"]  # no document was read
             hits = client.post("/search", json={"question": DMCA_QUESTION}).json()
             assert not hits["retrieved"] and any("holds no document yet" in n for n in hits["notes"]), hits
@@ -245,10 +269,13 @@ def test_an_index_with_documents_never_reports_itself_empty(kb):
     assert not res.chunks and not res.scope_empty and not any("no document yet" in n for n in res.notes)
 
 
-@pytest.mark.parametrize("question,doc", [
-    ("If I file to protect the shape of my boat's hull, for how long am I covered?", "dmca.pdf"),
-    ("Which chapter does the Vessel Hull Design Protection Act add to Title 17?", "dmca.pdf"),
-])
+@pytest.mark.parametrize(
+    "question,doc",
+    [
+        ("If I file to protect the shape of my boat's hull, for how long am I covered?", "dmca.pdf"),
+        ("Which chapter does the Vessel Hull Design Protection Act add to Title 17?", "dmca.pdf"),
+    ],
+)
 def test_offline_answer_quoting_an_abbreviation_is_audited_as_answered(kb, question, doc):
     """The offline answerer quotes whole sentences and cites each; its audit must not call them
     uncited. Fails if the answer's sentence split cuts a quote at the period of an abbreviation

@@ -44,8 +44,9 @@ def test_every_variable_is_a_setting_and_the_urls_agree():
     assert envs["api"] == envs["dagster-webserver"] == envs["dagster-daemon"]
     env = envs["api"]
     names = [k for k in env if k.startswith("RAGAUDIT_")]
-    assert names and all(k.removeprefix("RAGAUDIT_").lower() in fields for k in names), \
-        [k for k in names if k.removeprefix("RAGAUDIT_").lower() not in fields]
+    assert names and all(k.removeprefix("RAGAUDIT_").lower() in fields for k in names), [
+        k for k in names if k.removeprefix("RAGAUDIT_").lower() not in fields
+    ]
     assert "@postgres:5432/" in env["RAGAUDIT_DATABASE_URL"] and env["RAGAUDIT_QDRANT_URL"] == "http://qdrant:6333"
     assert env["RAGAUDIT_API_URL"] == "http://api:8000"
     assert env["DAGSTER_PG_URL"].startswith("postgresql+psycopg2://")  # Dagster's storage needs psycopg2

@@ -13,8 +13,8 @@ from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
 from ragaudit.api.app import create_app
-from ragaudit.platform.db import ChunkRow, Document
 from ragaudit.ingest.documents import count_check
+from ragaudit.platform.db import ChunkRow, Document
 from ragaudit.services import get_services, release_services
 from tests.conftest import SAMPLES, make_settings
 from tests.test_document_identity import fresh_pg_database
@@ -99,8 +99,9 @@ def test_processes_registering_the_same_bytes_at_once_make_one_document(tmp_path
     _ = svc.engine  # migrated once, before the race
     ctx = mp.get_context("spawn")
     barrier, results = ctx.Barrier(4), ctx.Queue()
-    procs = [ctx.Process(target=_register_in_child, args=(settings_kw, PDF.read_bytes(), barrier, results))
-             for _ in range(4)]
+    procs = [
+        ctx.Process(target=_register_in_child, args=(settings_kw, PDF.read_bytes(), barrier, results)) for _ in range(4)
+    ]
     try:
         for p in procs:
             p.start()

@@ -18,12 +18,12 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
-from ragaudit.platform.db import ChunkRow, Document, IndexState
+from ragaudit.index.store import Scope
 from ragaudit.ingest.documents import count_check, delete_document, ingest_bytes
+from ragaudit.pipelines.runner import DagsterRunner
+from ragaudit.platform.db import ChunkRow, Document, IndexState
 from ragaudit.query import QueryService
 from ragaudit.services import get_services, release_services
-from ragaudit.index.store import Scope
-from ragaudit.pipelines.runner import DagsterRunner
 from tests.conftest import SAMPLES, SHARED_CORPUS, make_settings
 
 SAME_NAME = SHARED_CORPUS / "cases" / "same-name"
@@ -100,8 +100,11 @@ def test_same_bytes_under_two_names_and_in_two_knowledge_bases(svc):
     # reported as duplicates, each a document of its own
     assert {d["doc_name"] for d in other.extra["duplicate_of"]} == {"report.pdf", "copy.pdf"}
     assert_consistent(svc)
-    for scope in (Scope(doc_names=["report.pdf"], knowledge_base="default"), Scope(doc_names=["copy.pdf"]),
-                  Scope(knowledge_base="other")):
+    for scope in (
+        Scope(doc_names=["report.pdf"], knowledge_base="default"),
+        Scope(doc_names=["copy.pdf"]),
+        Scope(knowledge_base="other"),
+    ):
         hits = QueryService(svc).search(NTSB_Q, scope, top_k=3).chunks
         assert hits and "FBVIF" in " ".join(c.text for c in hits), scope
         assert len({c.payload["document_id"] for c in hits}) == 1
@@ -142,8 +145,11 @@ def test_same_name_in_two_folders_via_cli(backend, request, tmp_path, monkeypatc
         assert out["label"] == "answered" and "8 am" in out["answer"], out["answer"]
         assert out["concise_answer"] == "8 am", out  # "when does ... open" asks for a clock time
         assert {c["doc_name"] for c in out["citations"]} == {"branch_alder/report.pdf"}
-        out = json.loads(cli.invoke(app, ["ask", "When does the branch open on weekdays?", "--doc",
-                                          "branch_birch/report.pdf", "--json"]).stdout)
+        out = json.loads(
+            cli.invoke(
+                app, ["ask", "When does the branch open on weekdays?", "--doc", "branch_birch/report.pdf", "--json"]
+            ).stdout
+        )
         assert "10 am" in out["answer"] and {c["doc_name"] for c in out["citations"]} == {"branch_birch/report.pdf"}
     finally:
         release_services(make_settings(tmp_path / "cli", **db))
@@ -153,21 +159,29 @@ def test_same_file_name_given_twice_gets_distinct_names():
     """Two files with one name given directly on the command line are named by their folders."""
     from ragaudit.text.docnames import folder_names
 
-    names = folder_names([(str(SAME_NAME / "branch_alder" / "report.pdf"), None),
-                          (str(SAME_NAME / "branch_birch" / "report.pdf"), None),
-                          (str(NTSB), None)])
+    names = folder_names(
+        [
+            (str(SAME_NAME / "branch_alder" / "report.pdf"), None),
+            (str(SAME_NAME / "branch_birch" / "report.pdf"), None),
+            (str(NTSB), None),
+        ]
+    )
     assert names == ["branch_alder/report.pdf", "branch_birch/report.pdf", NTSB.name]
     assert folder_names([(str(SAME_NAME / "branch_alder" / "report.pdf"), str(SAME_NAME))]) == [
-        "branch_alder/report.pdf"]
+        "branch_alder/report.pdf"
+    ]
 
 
-@pytest.mark.parametrize("name, why", [
-    ("x" * 596 + ".pdf", "characters long; the limit is 255"),
-    ("bad\x00name.pdf", "control character (U+0000)"),
-    ("two\nlines.pdf", "control character (U+000A)"),
-    ("tab\tname.pdf", "control character (U+0009)"),
-    ("   ", "document name is empty"),
-])
+@pytest.mark.parametrize(
+    "name, why",
+    [
+        ("x" * 596 + ".pdf", "characters long; the limit is 255"),
+        ("bad\x00name.pdf", "control character (U+0000)"),
+        ("two\nlines.pdf", "control character (U+000A)"),
+        ("tab\tname.pdf", "control character (U+0009)"),
+        ("   ", "document name is empty"),
+    ],
+)
 def test_names_that_cannot_be_stored_are_refused(svc, name, why):
     """A 600-character name or one with NUL/newline: a clear refusal on SQLite and PostgreSQL
     (before: varchar(512) / NUL DataError -> 500 on PostgreSQL), and nothing stored."""
@@ -204,18 +218,28 @@ def test_api_refuses_bad_names_with_422_and_keeps_folder_names(tmp_path, embedde
     data = (SAME_NAME / "branch_alder" / "report.pdf").read_bytes()
     try:
         with TestClient(create_app(settings)) as client:
-            r = client.post("/documents?wait=true", files={"file": ("report.pdf", data, "application/pdf")},
-                            data={"name": "branch_alder/report.pdf"})
+            r = client.post(
+                "/documents?wait=true",
+                files={"file": ("report.pdf", data, "application/pdf")},
+                data={"name": "branch_alder/report.pdf"},
+            )
             assert r.status_code == 201, r.text
             assert r.json()["document"]["doc_name"] == "branch_alder/report.pdf"
-            r = client.post("/documents?wait=true", files={"file": ("C:\\Users\\me\\report.pdf", data, "application/pdf")})
+            r = client.post(
+                "/documents?wait=true", files={"file": ("C:\\Users\\me\\report.pdf", data, "application/pdf")}
+            )
             assert r.status_code == 201 and r.json()["document"]["doc_name"] == "report.pdf"
             assert [d["doc_name"] for d in r.json()["duplicate_of"]] == ["branch_alder/report.pdf"]
             for bad in ("y" * 600, "a\x00b.pdf", "line\nbreak.pdf"):
-                r = client.post("/documents?wait=true", files={"file": ("x.pdf", data, "application/pdf")}, data={"name": bad})
+                r = client.post(
+                    "/documents?wait=true", files={"file": ("x.pdf", data, "application/pdf")}, data={"name": bad}
+                )
                 assert r.status_code == 422 and "document name" in r.json()["detail"], r.text
-            r = client.post("/documents?wait=true", files={"file": ("x.pdf", data, "application/pdf")},
-                            data={"knowledge_base": "k" * 200})
+            r = client.post(
+                "/documents?wait=true",
+                files={"file": ("x.pdf", data, "application/pdf")},
+                data={"knowledge_base": "k" * 200},
+            )
             assert r.status_code == 422 and "knowledge base name" in r.json()["detail"]
             assert len(client.get("/documents").json()) == 2
     finally:
@@ -234,9 +258,13 @@ def test_api_upload_of_new_content_under_a_taken_name_says_what_it_replaces(tmp_
     birch = (SAME_NAME / "branch_birch" / "report.pdf").read_bytes()
     try:
         with TestClient(create_app(settings)) as client:
+
             def up(data, wait=True, **form):
-                return client.post(f"/documents?wait={str(wait).lower()}",
-                                   files={"file": ("report.pdf", data, "application/pdf")}, data=form)
+                return client.post(
+                    f"/documents?wait={str(wait).lower()}",
+                    files={"file": ("report.pdf", data, "application/pdf")},
+                    data=form,
+                )
 
             r = up(alder)
             assert r.status_code == 201 and r.json()["replaces"] is None, r.text
@@ -259,7 +287,9 @@ def test_api_upload_of_new_content_under_a_taken_name_says_what_it_replaces(tmp_
             r = up(birch, name="branch_birch/report.pdf")
             assert r.status_code == 201 and r.json()["replaces"] is None
             assert sorted(d["doc_name"] for d in client.get("/documents").json()) == [
-                "branch_birch/report.pdf", "report.pdf"]
+                "branch_birch/report.pdf",
+                "report.pdf",
+            ]
     finally:
         release_services(settings)
 
@@ -324,8 +354,7 @@ def test_superseded_unpublished_versions_leave_no_stored_file(svc, monkeypatch):
     from ragaudit.ingest import documents as ingest
 
     runner = DagsterRunner()
-    a, b, c = (NTSB.read_bytes(), (SAMPLES / "20071229X02007.pdf").read_bytes(),
-               (SAMPLES / "dmca.pdf").read_bytes())
+    a, b, c = (NTSB.read_bytes(), (SAMPLES / "20071229X02007.pdf").read_bytes(), (SAMPLES / "dmca.pdf").read_bytes())
     sha = {k: f"{ingest.sha256_hex(v)}.pdf" for k, v in (("a", a), ("b", b), ("c", c))}
 
     def embedding_down(texts):
@@ -382,8 +411,13 @@ def test_count_mismatch_fails_the_ingestion_and_keeps_the_previous_version(svc, 
     real_upsert = svc.store.upsert
 
     def lossy(ids, dense, sparse, payloads, **kw):
-        return real_upsert(ids[:-1], dense[:-1], sparse[:-1], payloads[:-1],
-                           **{k: (v[:-1] if k == "windows" and v is not None else v) for k, v in kw.items()})
+        return real_upsert(
+            ids[:-1],
+            dense[:-1],
+            sparse[:-1],
+            payloads[:-1],
+            **{k: (v[:-1] if k == "windows" and v is not None else v) for k, v in kw.items()},
+        )
 
     monkeypatch.setattr(svc.store, "upsert", lossy)
     out = ingest_bytes(svc, (SAMPLES / "20071229X02007.pdf").read_bytes(), "report.pdf", runner)
@@ -408,8 +442,13 @@ def test_failure_after_partial_write_leaves_no_partial_chunks(svc, monkeypatch):
 
     def half_then_crash(ids, dense, sparse, payloads, **kw):
         n = max(1, len(ids) // 2)
-        real_upsert(ids[:n], dense[:n], sparse[:n], payloads[:n],
-                    **{k: (v[:n] if k == "windows" and v is not None else v) for k, v in kw.items()})
+        real_upsert(
+            ids[:n],
+            dense[:n],
+            sparse[:n],
+            payloads[:n],
+            **{k: (v[:n] if k == "windows" and v is not None else v) for k, v in kw.items()},
+        )
         written["n"] = svc.store.count(old.document["id"], live=False)
         raise ConnectionError("qdrant went away")
 
@@ -425,7 +464,9 @@ def test_failure_after_partial_write_leaves_no_partial_chunks(svc, monkeypatch):
 
 # --- property: any sequence of uploads, renames, duplicates, re-ingestions and deletions ---------
 
-from hypothesis import HealthCheck, settings as hsettings, strategies as st  # noqa: E402
+from hypothesis import HealthCheck  # noqa: E402
+from hypothesis import settings as hsettings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule  # noqa: E402
 
 ARCHIVES = ["Quillon", "Marrowby", "Tessaly", "Orvane"]
@@ -443,8 +484,12 @@ def archive_pdf(i: int) -> bytes:
         pdf.set_creation_date(__import__("datetime").datetime(2026, 1, 1, tzinfo=__import__("datetime").timezone.utc))
         pdf.add_page()
         pdf.set_font("helvetica", size=12)
-        pdf.multi_cell(0, 8, f"Archive register of {ARCHIVES[i]}. The vault code of the {ARCHIVES[i]} archive is "
-                             f"{CODES[i]}. The register is kept by the records office and checked every spring.")
+        pdf.multi_cell(
+            0,
+            8,
+            f"Archive register of {ARCHIVES[i]}. The vault code of the {ARCHIVES[i]} archive is "
+            f"{CODES[i]}. The register is kept by the records office and checked every spring.",
+        )
         _PDFS[i] = bytes(pdf.output())
     return _PDFS[i]
 
@@ -469,12 +514,17 @@ class DocumentLifecycle(RuleBasedStateMachine):
         self.model: dict[tuple[str, str], tuple[str, int]] = {}  # (kb, name) -> (document id, content)
         self.deleted: set[str] = set()
 
-    @rule(name=st.sampled_from(["a.pdf", "b.pdf", "dir1/a.pdf", "dir2/a.pdf"]),
-          kb=st.sampled_from(["default", "other"]), content=st.integers(0, len(ARCHIVES) - 1))
+    @rule(
+        name=st.sampled_from(["a.pdf", "b.pdf", "dir1/a.pdf", "dir2/a.pdf"]),
+        kb=st.sampled_from(["default", "other"]),
+        content=st.integers(0, len(ARCHIVES) - 1),
+    )
     def upload(self, name, kb, content):
-        r = self.client.post("/documents?wait=true", files={"file": (name.split("/")[-1], archive_pdf(content),
-                                                           "application/pdf")},
-                             data={"name": name, "knowledge_base": kb})
+        r = self.client.post(
+            "/documents?wait=true",
+            files={"file": (name.split("/")[-1], archive_pdf(content), "application/pdf")},
+            data={"name": name, "knowledge_base": kb},
+        )
         body = r.json()
         before = self.model.get((kb, name))
         expected = "unchanged" if before and before[1] == content else "ingested"
@@ -503,9 +553,15 @@ class DocumentLifecycle(RuleBasedStateMachine):
         from ragaudit.pipelines.runner import instance_for
 
         assert set(instance_for(svc).get_dynamic_partitions("documents")) == {v[0] for v in self.model.values()}
-        for (kb, name), (doc_id, content) in self.model.items():
-            r = self.client.post("/search", json={"question": f"What is the vault code of the {ARCHIVES[content]} "
-                                                              "archive?", "doc_name": name, "knowledge_base": kb})
+        for (kb, name), (_doc_id, content) in self.model.items():
+            r = self.client.post(
+                "/search",
+                json={
+                    "question": f"What is the vault code of the {ARCHIVES[content]} archive?",
+                    "doc_name": name,
+                    "knowledge_base": kb,
+                },
+            )
             assert r.status_code == 200, r.text
             got = r.json()["retrieved"]
             assert got and all(x["doc_name"] == name for x in got)
@@ -520,6 +576,10 @@ class DocumentLifecycle(RuleBasedStateMachine):
 
 
 TestDocumentLifecycle = DocumentLifecycle.TestCase
-TestDocumentLifecycle.settings = hsettings(max_examples=int(os.environ.get("RAGAUDIT_LIFECYCLE_EXAMPLES", "3")),
-                                           stateful_step_count=8, deadline=None, derandomize=True,
-                                           suppress_health_check=list(HealthCheck))
+TestDocumentLifecycle.settings = hsettings(
+    max_examples=int(os.environ.get("RAGAUDIT_LIFECYCLE_EXAMPLES", "3")),
+    stateful_step_count=8,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=list(HealthCheck),
+)

@@ -7,11 +7,11 @@ from sqlalchemy import select
 from typer.testing import CliRunner
 
 from ragaudit.api.cli import app
-from ragaudit.platform.db import ChunkRow, Document
-from ragaudit.ingest.documents import ingest_bytes
-from ragaudit.query import QueryService
 from ragaudit.index.store import Scope
+from ragaudit.ingest.documents import ingest_bytes
 from ragaudit.pipelines.runner import DagsterRunner
+from ragaudit.platform.db import ChunkRow, Document
+from ragaudit.query import QueryService
 from tests.conftest import BAD, DMCA_QUESTION, EDGE, ROOT, SAMPLES
 
 
@@ -19,8 +19,9 @@ def test_dmca_question_cites_page_one(kb):
     out = QueryService(kb).ask(DMCA_QUESTION)
     assert out["label"] == "answered"
     assert "October 28, 1998" in out["answer"]
-    assert any(c["doc_name"] == "dmca.pdf" and c["page"] == 1 and "October 28, 1998" in c["quote"]
-               for c in out["citations"])
+    assert any(
+        c["doc_name"] == "dmca.pdf" and c["page"] == 1 and "October 28, 1998" in c["quote"] for c in out["citations"]
+    )
     top = [r for r in out["retrieved"] if r["neighbor_of"] is None]
     assert [r["rank"] for r in top] == [1, 2, 3, 4, 5]
     for r in top:
@@ -34,8 +35,9 @@ def test_dmca_question_cites_page_one(kb):
 
 
 def test_scope_restricts_both_legs(kb):
-    out = QueryService(kb).search("What was the probable cause of the accident?",
-                                  Scope(doc_names=["20080102X00002.pdf"]), 10)
+    out = QueryService(kb).search(
+        "What was the probable cause of the accident?", Scope(doc_names=["20080102X00002.pdf"]), 10
+    )
     assert out.chunks and {c.doc_name for c in out.chunks} == {"20080102X00002.pdf"}
 
 
@@ -153,11 +155,17 @@ def test_cli_says_when_the_embedded_store_is_in_use(tmp_path, monkeypatch, backe
     store = Settings(_env_file=None, data_dir=tmp_path / "busy", store_backend=backend).qdrant_path
     store.mkdir(parents=True)
     holder = subprocess.Popen(
-        [sys.executable, "-c", f"import sys, time; sys.path.insert(0, {str(ROOT)!r}); "
-                               "from ragaudit.index.store import open_store; "
-                               f"c = open_store('ragaudit_chunks', backend={backend!r}, path={str(store)!r}); "
-                               "print('ready', flush=True); time.sleep(120)"],
-        stdout=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "-c",
+            f"import sys, time; sys.path.insert(0, {str(ROOT)!r}); "
+            "from ragaudit.index.store import open_store; "
+            f"c = open_store('ragaudit_chunks', backend={backend!r}, path={str(store)!r}); "
+            "print('ready', flush=True); time.sleep(120)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout.readline().strip() == "ready"
         monkeypatch.setenv("RAGAUDIT_DATA_DIR", str(tmp_path / "busy"))

@@ -7,19 +7,18 @@ import re
 import time
 
 import litellm
-import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 from typer.testing import CliRunner
 
 from ragaudit.api.app import create_app
 from ragaudit.api.cli import app
-from ragaudit.ingest.chunking import sentence_spans
-from ragaudit.platform.db import QAPair
 from ragaudit.evaluate.evaluation import EvalParams
 from ragaudit.evaluate.runs import create_run, execute_run
+from ragaudit.ingest.chunking import sentence_spans
 from ragaudit.ingest.documents import ingest_bytes
 from ragaudit.pipelines.runner import DagsterRunner, instance_for
+from ragaudit.platform.db import QAPair
 from tests.conftest import DATA, SAMPLES
 
 SMALL = DATA / "eval_small.jsonl"
@@ -46,7 +45,7 @@ def test_cli_eval_json_then_api_run_gives_the_same_results(kb, monkeypatch):
 
     assert cli["judge"] == "deterministic" and cli["answerer"] == "extractive"
     assert set(cli["modes"]) == {"vector", "bm25", "hybrid"} and "hybrid_rerank" in cli["skipped_modes"]
-    for m, v in cli["modes"].items():
+    for v in cli["modes"].values():
         assert v["n"] == 11  # the refuse question is not a retrieval question
         assert set(v) >= {"hit@1", "hit@5", "hit@10", "mrr", "ndcg@10", "evidence_recall@5", "evidence_recall@10"}
         assert 0 < v["mrr"] <= v["hit@10"] <= 1 and v["hit@1"] <= v["hit@5"] <= v["hit@10"]
@@ -130,8 +129,12 @@ def _fake_llm(real_completion, calls):
             passage = user.split("Passage:\n", 1)[1]
             ev = first_sentence(passage)
             q = f"What does the report say about {' '.join(ev.split()[:8])}?"
-            reply = {"pairs": [{"question": q, "answer": ev.split()[0], "evidence": ev},
-                               {"question": "What colour was the aircraft?", "answer": "purple", "evidence": FAKE}]}
+            reply = {
+                "pairs": [
+                    {"question": q, "answer": ev.split()[0], "evidence": ev},
+                    {"question": "What colour was the aircraft?", "answer": "purple", "evidence": FAKE},
+                ]
+            }
         elif system.startswith("You are a strict evaluation judge"):
             calls["judge"] += 1
             sources = user.split("Sources:\n", 1)[1].split("\n\nAnswer claims:\n")[0]
@@ -149,8 +152,9 @@ def _fake_llm(real_completion, calls):
         else:
             calls["answer"] += 1
             src1 = user.split("[1] ", 1)[1].split("\n", 1)[1]
-            return real_completion(model=model, messages=messages,
-                                   mock_response=f"{first_sentence(src1)} [1] {FAKE[:-1]} [1].", **kw)
+            return real_completion(
+                model=model, messages=messages, mock_response=f"{first_sentence(src1)} [1] {FAKE[:-1]} [1].", **kw
+            )
         return real_completion(model=model, messages=messages, mock_response=json.dumps(reply), **kw)
 
     return completion
@@ -171,8 +175,11 @@ def test_llm_generation_and_judge_paths_with_mock_responses(tmp_path, embedder, 
         n_chunks = out.document["chunk_count"]
         sampled = len(range(0, n_chunks, 3))
         assert calls["generate"] == sampled
-        md = instance_for(svc).get_latest_materialization_event(
-            __import__("dagster").AssetKey("gold_qa_pairs")).asset_materialization.metadata
+        md = (
+            instance_for(svc)
+            .get_latest_materialization_event(__import__("dagster").AssetKey("gold_qa_pairs"))
+            .asset_materialization.metadata
+        )
         # one pair per chunk had evidence that is not in the chunk: discarded and counted
         assert md["kept"].value == sampled and md["discarded"].value == sampled
         assert md["generator"].value == "llm" and md["model"].value == model

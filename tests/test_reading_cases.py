@@ -5,11 +5,9 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from ragaudit.ingest.documents import ingest_bytes
-from ragaudit.query import QueryService
 from ragaudit.pipelines.runner import DagsterRunner
+from ragaudit.query import QueryService
 from tests.conftest import SHARED_CORPUS
 
 CASES = SHARED_CORPUS / "cases"
@@ -45,8 +43,10 @@ def test_http_query_cites_both_pages_of_a_sentence_across_a_page_break(fresh_ser
     from ragaudit.api.app import create_app
 
     _ingest(fresh_services, "dmca-pages-9-10.pdf")
-    body = {"question": "On what terms must standard technical measures be available to anyone?",
-            "doc_name": "dmca-pages-9-10.pdf"}
+    body = {
+        "question": "On what terms must standard technical measures be available to anyone?",
+        "doc_name": "dmca-pages-9-10.pdf",
+    }
     with TestClient(create_app(fresh_services.settings)) as client:
         r = client.post("/query", json=body)
         assert r.status_code == 200, r.text

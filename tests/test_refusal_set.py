@@ -4,9 +4,9 @@ indexed texts, cases generated only where the answer cannot be, and every case r
 import re
 
 from ragaudit.evaluate.evaluation import load_dataset
-from ragaudit.query import QueryService
 from ragaudit.evaluate.refusalset import document_siblings, indexed_texts, refusal_set
 from ragaudit.index.store import Scope
+from ragaudit.query import QueryService
 from tests.conftest import ROOT
 
 SMALL = ROOT / "tests" / "data" / "eval_small.jsonl"
@@ -57,8 +57,9 @@ def test_generated_cases_are_refused_and_answerable_ones_are_not(kb):
             wrong.append((c.id, out["label"], out["answer"][:120]))
         elif out["label"] == "refused":
             # the gate's reason: what the searched documents (or best passages) lack
-            assert re.search(r"(?:searched documents|best passages)", out["answer"].split("answer to this question.")[-1]), \
-                out["answer"]
+            assert re.search(
+                r"(?:searched documents|best passages)", out["answer"].split("answer to this question.")[-1]
+            ), out["answer"]
     # known false answer: dev-018 asked without its report ("the pilot who clipped trees ... grass
     # strip": the other report's pilot and landing words cover half of the subject words)
     assert len(wrong) <= len(cases) // 10, wrong

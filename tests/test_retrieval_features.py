@@ -5,11 +5,11 @@ import json
 import pytest
 from fastapi.testclient import TestClient
 
+from ragaudit.index.store import Scope
 from ragaudit.ingest.documents import ingest_bytes
+from ragaudit.pipelines.runner import DagsterRunner
 from ragaudit.query import QueryService
 from ragaudit.retrieve.retriever import Mode
-from ragaudit.index.store import Scope
-from ragaudit.pipelines.runner import DagsterRunner
 from tests.conftest import DMCA_QUESTION, SAMPLES, make_settings
 
 
@@ -33,8 +33,8 @@ def test_dense_leg_scores_a_chunk_by_its_best_sentence_window(kb):
     leg's score is the cosine of the best window (MaxSim), computed here independently."""
     import numpy as np
 
-    from ragaudit.ingest.chunking import window_spans
     from ragaudit.index.store import WINDOWS
+    from ragaudit.ingest.chunking import window_spans
 
     assert kb.store.has_windows()
     q = "For how long does protection of a vessel hull design last once registered?"
@@ -53,8 +53,8 @@ def test_dense_leg_scores_a_chunk_by_its_best_sentence_window(kb):
 def test_bm25_finds_an_abbreviated_citation(kb, monkeypatch):
     """dev-002: the DMCA footnote says "Pub. L. No. 105-304, 112 Stat. 2860"; the question says
     "Public Law" and "Statutes at Large". Abbreviation terms lift the footnote into the BM25 top 5."""
-    import ragaudit.retrieve.retriever
     import ragaudit.index.sparse
+    import ragaudit.retrieve.retriever
 
     r = QueryService(kb).retriever
     q = "What is the Public Law number and Statutes at Large citation of the DMCA?"
@@ -174,7 +174,10 @@ def test_sse_stream_end_to_end(tmp_path, embedder):
     settings = make_settings(tmp_path / "sse")
     with TestClient(create_app(settings)) as client:
         with open(SAMPLES / "dmca.pdf", "rb") as f:
-            assert client.post("/documents?wait=true", files={"file": ("dmca.pdf", f, "application/pdf")}).status_code == 201
+            assert (
+                client.post("/documents?wait=true", files={"file": ("dmca.pdf", f, "application/pdf")}).status_code
+                == 201
+            )
         with client.stream("POST", "/query/stream", json={"question": DMCA_QUESTION, "top_k": 3}) as r:
             assert r.status_code == 200 and r.headers["content-type"].startswith("text/event-stream")
             body = "".join(r.iter_text())
@@ -271,7 +274,8 @@ def test_the_documents_a_questions_names_select_rank_first(tmp_path, embedder):
         docs, notes = {}, {}
         for ns in (0, 3):
             res = Retriever(svc.store, svc.embedder, named_document_leg=True, named_subset=ns).retrieve(
-                q, Scope(), top_k=5)
+                q, Scope(), top_k=5
+            )
             docs[ns], notes[ns] = [c.doc_name for c in res.chunks], res.notes
         assert "ULTABEAUTY_2023Q4_EARNINGS.pdf" in docs[0] and any("question's spend" in n for n in notes[0])
         assert set(docs[3]) <= {"2022 Q3 AAPL.pdf", "2023 Q3 AAPL.pdf"}, docs[3]
@@ -292,8 +296,12 @@ def test_the_names_select_the_documents_holding_most_of_them():
 
     r = Retriever.__new__(Retriever)
     r.named_subset = 3
-    per_doc = {"tlh": {"ntsb", "tallahasse", "decemb"}, "other": {"ntsb", "decemb"}, "paper": {"florida"},
-               "10q": {"hp"}}
+    per_doc = {
+        "tlh": {"ntsb", "tallahasse", "decemb"},
+        "other": {"ntsb", "decemb"},
+        "paper": {"florida"},
+        "10q": {"hp"},
+    }
     q = "What is the NTSB accident number of the December 2007 accident in Tallahassee, Florida?"
     assert r._named_by_names(q, per_doc) == (["tlh"], ["NTSB", "Tallahassee"])
     assert r._named_by_names("What did the December report say?", per_doc) is None
@@ -312,8 +320,8 @@ def test_a_document_one_name_alone_selects_comes_first_not_as_a_third_list():
     and NVIDIA's tax paragraphs kept the top 5 for "Intel's effective tax rate for the first nine
     months" and were quoted (the external set's ext1-014 asked without Intel's Q3 filing). A
     common word held by one document ("meeting") still makes the third list."""
-    from ragaudit.retrieve.retriever import Retriever
     from ragaudit.index.store import PointHit
+    from ragaudit.retrieve.retriever import Retriever
 
     r = Retriever.__new__(Retriever)
     r.named_subset = 3
@@ -322,10 +330,14 @@ def test_a_document_one_name_alone_selects_comes_first_not_as_a_third_list():
     def hit(pid, doc, text):
         return PointHit(pid, 1.0, {"document_id": doc, "text": text, "header": ""})
 
-    hits = {"vector": {"1": hit("1", "msft", "Our effective tax rate was 18%"),
-                       "2": hit("2", "intc", "Intel's effective tax rate was 51.4%"),
-                       "3": hit("3", "nvda", "Our effective tax rate was 13%")},
-            "bm25": {}}
+    hits = {
+        "vector": {
+            "1": hit("1", "msft", "Our effective tax rate was 18%"),
+            "2": hit("2", "intc", "Intel's effective tax rate was 51.4%"),
+            "3": hit("3", "nvda", "Our effective tax rate was 13%"),
+        },
+        "bm25": {},
+    }
     q = "What was Intel's effective tax rate for the first nine months of 2023?"
     assert r._named_document(q, hits, Scope()) == (["intc"], ["Intel"], True)
     q2 = "What was the effective tax rate at the annual meeting?"
@@ -386,8 +398,10 @@ def test_a_city_covered_by_its_country_is_answered_from_the_line_naming_the_coun
     svc = fresh_services
     name = "f1040nr.pdf"
     assert ingest_bytes(svc, (SHARED_CORPUS / "pdfs" / name).read_bytes(), name, DagsterRunner()).status == "ingested"
-    q = ("I'm a non-resident filing a 2007 U.S. return; I'm married and live in Seoul. "
-         "Which filing-status box applies to me?")
+    q = (
+        "I'm a non-resident filing a 2007 U.S. return; I'm married and live in Seoul. "
+        "Which filing-status box applies to me?"
+    )
     qs = QueryService(svc)
     prep = qs.prepare(q, Scope(doc_names=[name]))
     assert prep.gate is None and prep.aliases == {"Seoul": "Republic of Korea"}, prep.aliases

@@ -14,9 +14,15 @@ from ..schemas import ErrorOut
 router = APIRouter(prefix="/documents", tags=["documents"])
 
 
-@router.get("/{document_id}/file", response_class=FileResponse, dependencies=[RequireReadKey],
-            responses={200: {"content": {"application/pdf": {}}, "description": "the PDF as uploaded"},
-                       404: {"model": ErrorOut}})
+@router.get(
+    "/{document_id}/file",
+    response_class=FileResponse,
+    dependencies=[RequireReadKey],
+    responses={
+        200: {"content": {"application/pdf": {}}, "description": "the PDF as uploaded"},
+        404: {"model": ErrorOut},
+    },
+)
 def document_file(document_id: str, svc: ServicesDep) -> FileResponse:
     """The PDF bytes of the document's current (queryable) version, as uploaded.
 

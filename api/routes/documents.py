@@ -14,36 +14,66 @@ from sse_starlette.sse import EventSourceResponse
 
 from ragaudit.ingest import documents as ingest
 from ragaudit.ingest.chunking import Strategy
-from ragaudit.platform.db import Document
-from ragaudit.text.docnames import InvalidNameError, printable, upload_name
 from ragaudit.ingest.pdf import PDFError
 from ragaudit.pipelines.runner import DagsterRunner, remove_partition
+from ragaudit.platform.db import Document
+from ragaudit.text.docnames import InvalidNameError, printable, upload_name
 
 from ..deps import IngestQueueDep, RequireReadKey, RequireWriteKey, ServicesDep, SettingsDep
 from ..schemas import DocumentOut, ErrorOut, IngestOut
 
 router = APIRouter(prefix="/documents", tags=["documents"])
 
-_STATUS_FOR = {"not_a_pdf": 415, "empty_file": 422, "encrypted": 422, "corrupt": 422, "no_text": 422,
-               "invalid_pdf": 422, "invalid_request": 400, "invalid_name": 422, "busy": 409}
+_STATUS_FOR = {
+    "not_a_pdf": 415,
+    "empty_file": 422,
+    "encrypted": 422,
+    "corrupt": 422,
+    "no_text": 422,
+    "invalid_pdf": 422,
+    "invalid_request": 400,
+    "invalid_name": 422,
+    "busy": 409,
+}
 
 
-@router.post("", status_code=status.HTTP_202_ACCEPTED, response_model=IngestOut, dependencies=[RequireWriteKey],
-             responses={200: {"model": IngestOut, "description": "unchanged: the same bytes are already ingested"},
-                         201: {"model": IngestOut, "description": "ingested (with ?wait=true)"},
-                         400: {"model": ErrorOut}, 409: {"model": ErrorOut}, 413: {"model": ErrorOut},
-                         415: {"model": ErrorOut}, 422: {"model": ErrorOut}, 500: {"model": ErrorOut}})
-async def upload_document(svc: ServicesDep, settings: SettingsDep, jobs: IngestQueueDep, response: Response,
-                          file: UploadFile = File(...),
-                          knowledge_base: str = Form(ingest.DEFAULT_KB),
-                          name: str | None = Form(None, description="Document name (default: the file's name); "
-                                                  "may keep folders, e.g. branch_alder/report.pdf. At most 255 "
-                                                  "characters, no control characters."),
-                          strategy: str = Form(ingest.DEFAULT_STRATEGY,
-                                               description="fixed | sentence | heading | semantic"),
-                          wait: bool = Query(False, description="true = ingest before answering (201 with the "
-                                             "ready document); default: answer 202 at once and ingest in the "
-                                             "background")) -> IngestOut:
+@router.post(
+    "",
+    status_code=status.HTTP_202_ACCEPTED,
+    response_model=IngestOut,
+    dependencies=[RequireWriteKey],
+    responses={
+        200: {"model": IngestOut, "description": "unchanged: the same bytes are already ingested"},
+        201: {"model": IngestOut, "description": "ingested (with ?wait=true)"},
+        400: {"model": ErrorOut},
+        409: {"model": ErrorOut},
+        413: {"model": ErrorOut},
+        415: {"model": ErrorOut},
+        422: {"model": ErrorOut},
+        500: {"model": ErrorOut},
+    },
+)
+async def upload_document(
+    svc: ServicesDep,
+    settings: SettingsDep,
+    jobs: IngestQueueDep,
+    response: Response,
+    file: UploadFile = File(...),
+    knowledge_base: str = Form(ingest.DEFAULT_KB),
+    name: str | None = Form(
+        None,
+        description="Document name (default: the file's name); "
+        "may keep folders, e.g. branch_alder/report.pdf. At most 255 "
+        "characters, no control characters.",
+    ),
+    strategy: str = Form(ingest.DEFAULT_STRATEGY, description="fixed | sentence | heading | semantic"),
+    wait: bool = Query(
+        False,
+        description="true = ingest before answering (201 with the "
+        "ready document); default: answer 202 at once and ingest in the "
+        "background",
+    ),
+) -> IngestOut:
     """Upload a PDF; it is ingested (extract, chunk, embed, index) by the Dagster asset job.
 
     The upload is validated at once: bad input (not a PDF, empty, encrypted, truncated, no text
@@ -72,9 +102,14 @@ async def upload_document(svc: ServicesDep, settings: SettingsDep, jobs: IngestQ
         if out.status in ("refused", "failed"):
             _refuse(name, out.status, out.error_code, out.message)
         response.status_code = 200 if out.status == "unchanged" else 201
-        return IngestOut(status=out.status, message=out.message, seconds=round(out.seconds, 3),
-                         document=DocumentOut(**out.document), duplicate_of=out.extra.get("duplicate_of", []),
-                         replaces=out.extra.get("replaces"))
+        return IngestOut(
+            status=out.status,
+            message=out.message,
+            seconds=round(out.seconds, 3),
+            document=DocumentOut(**out.document),
+            duplicate_of=out.extra.get("duplicate_of", []),
+            replaces=out.extra.get("replaces"),
+        )
     t = time.perf_counter()
     try:
         strategy = Strategy.parse(strategy).value
@@ -100,8 +135,14 @@ async def upload_document(svc: ServicesDep, settings: SettingsDep, jobs: IngestQ
         response.status_code = 200
         state, message = "unchanged", "same content already ingested; nothing changed"
     dups = ingest.duplicates_of(svc, doc.id, ingest.target_version(doc))
-    return IngestOut(status=state, message=message, seconds=round(time.perf_counter() - t, 3),
-                     document=DocumentOut(**doc.as_dict()), duplicate_of=dups, replaces=replaces)
+    return IngestOut(
+        status=state,
+        message=message,
+        seconds=round(time.perf_counter() - t, 3),
+        document=DocumentOut(**doc.as_dict()),
+        duplicate_of=dups,
+        replaces=replaces,
+    )
 
 
 def _refuse(name: str, state: str, code: str | None, message: str) -> NoReturn:
@@ -120,8 +161,9 @@ def list_documents(svc: ServicesDep, knowledge_base: str | None = None) -> list[
         return [DocumentOut(**d.as_dict()) for d in s.scalars(q)]
 
 
-@router.get("/{document_id}", response_model=DocumentOut, responses={404: {"model": ErrorOut}},
-            dependencies=[RequireReadKey])
+@router.get(
+    "/{document_id}", response_model=DocumentOut, responses={404: {"model": ErrorOut}}, dependencies=[RequireReadKey]
+)
 def get_document(document_id: str, svc: ServicesDep) -> DocumentOut:
     with svc.sessions() as s:
         doc = s.get(Document, document_id)
@@ -130,10 +172,18 @@ def get_document(document_id: str, svc: ServicesDep) -> DocumentOut:
         return DocumentOut(**doc.as_dict())
 
 
-@router.get("/{document_id}/events", responses={404: {"model": ErrorOut}}, dependencies=[RequireReadKey],
-            response_class=EventSourceResponse)
-async def document_events(document_id: str, svc: ServicesDep, request: Request,
-                          interval_s: float = Query(0.5, ge=0.05, le=10, description="Poll interval of the row")):
+@router.get(
+    "/{document_id}/events",
+    responses={404: {"model": ErrorOut}},
+    dependencies=[RequireReadKey],
+    response_class=EventSourceResponse,
+)
+async def document_events(
+    document_id: str,
+    svc: ServicesDep,
+    request: Request,
+    interval_s: float = Query(0.5, ge=0.05, le=10, description="Poll interval of the row"),
+):
     """Server-Sent Events of a document's ingestion: an event ``progress`` whenever status or
     progress changes (data: ``{id, status, error, pages: {done, total}, chunks: {done, total}}``),
     then one event ``ready`` or ``failed`` (same data) and the stream ends. A document that is
@@ -153,8 +203,10 @@ async def document_events(document_id: str, svc: ServicesDep, request: Request,
         last, state = None, first
         while True:
             if state is None:
-                yield {"event": "failed", "data": json.dumps({"id": document_id, "status": "deleted",
-                                                              "error": "the document was deleted"})}
+                yield {
+                    "event": "failed",
+                    "data": json.dumps({"id": document_id, "status": "deleted", "error": "the document was deleted"}),
+                }
                 return
             if state["status"] not in ingest.ACTIVE:
                 yield {"event": state["status"], "data": json.dumps(state)}
@@ -170,9 +222,12 @@ async def document_events(document_id: str, svc: ServicesDep, request: Request,
     return EventSourceResponse(stream(), ping=15)
 
 
-@router.delete("/{document_id}", response_model=DocumentOut,
-               responses={401: {"model": ErrorOut}, 404: {"model": ErrorOut}, 409: {"model": ErrorOut}},
-               dependencies=[RequireWriteKey])
+@router.delete(
+    "/{document_id}",
+    response_model=DocumentOut,
+    responses={401: {"model": ErrorOut}, 404: {"model": ErrorOut}, 409: {"model": ErrorOut}},
+    dependencies=[RequireWriteKey],
+)
 def delete_document(document_id: str, svc: ServicesDep) -> DocumentOut:
     """Delete a document: its Qdrant points, chunk rows, Q&A pairs and its row. A queued document
     is deleted before it runs; one whose run is under way gets 409 (delete it when it is done)."""

@@ -23,8 +23,18 @@ from ..schemas import ErrorOut
 router = APIRouter(tags=["evaluation"], dependencies=[RequireReadKey])
 
 RETRIEVAL = ("hit@1", "hit@5", "hit@10", "mrr", "ndcg@10", "evidence_recall@5", "evidence_recall@10")
-ANSWER = ("exact_match", "f1", "exact_match_gold_guided", "f1_gold_guided", "refusal_accuracy", "citation_validity",
-          "answered_cited", "faithfulness", "context_relevance", "answer_relevance")
+ANSWER = (
+    "exact_match",
+    "f1",
+    "exact_match_gold_guided",
+    "f1_gold_guided",
+    "refusal_accuracy",
+    "citation_validity",
+    "answered_cited",
+    "faithfulness",
+    "context_relevance",
+    "answer_relevance",
+)
 
 
 def mean_ci(values: list[float], resamples: int = 2000, seed: int = 0) -> dict[str, Any]:
@@ -39,8 +49,15 @@ def mean_ci(values: list[float], resamples: int = 2000, seed: int = 0) -> dict[s
     if np.all(x == x[0]):
         out["ci95"] = [round(float(x[0]), 6)] * 2
         return out
-    res = bootstrap((x,), np.mean, vectorized=True, n_resamples=resamples, confidence_level=0.95,
-                    method="percentile", rng=np.random.default_rng(seed))
+    res = bootstrap(
+        (x,),
+        np.mean,
+        vectorized=True,
+        n_resamples=resamples,
+        confidence_level=0.95,
+        method="percentile",
+        rng=np.random.default_rng(seed),
+    )
     out["ci95"] = [round(float(res.confidence_interval.low), 6), round(float(res.confidence_interval.high), 6)]
     return out
 
@@ -60,17 +77,20 @@ def _value(v: Any) -> float | None:
 def run_intervals(results: dict[str, Any]) -> dict[str, Any]:
     """Per mode, per metric: mean and 95% bootstrap interval over the run's questions.
     Returns ``{"method", "retrieval": {mode: {metric: {mean, ci95, n}}}, "answers": {...}}``."""
-    out: dict[str, Any] = {"method": "percentile bootstrap of the mean, 2000 resamples, seed 0",
-                           "retrieval": {}, "answers": {}}
+    out: dict[str, Any] = {
+        "method": "percentile bootstrap of the mean, 2000 resamples, seed 0",
+        "retrieval": {},
+        "answers": {},
+    }
     questions = results.get("questions") or []
-    for mode in (results.get("modes") or {}):
+    for mode in results.get("modes") or {}:
         out["retrieval"][mode] = {}
         for k in RETRIEVAL:
             vals = [_value(((q.get("retrieval") or {}).get(mode) or {}).get("metrics", {}).get(k)) for q in questions]
             vals = [v for v in vals if v is not None]
             if vals:
                 out["retrieval"][mode][k] = mean_ci(vals)
-    for mode in (results.get("answers") or {}):
+    for mode in results.get("answers") or {}:
         out["answers"][mode] = {}
         for k in ANSWER:
             vals = [_value(((q.get("answers") or {}).get(mode) or {}).get("metrics", {}).get(k)) for q in questions]

@@ -35,8 +35,10 @@ class EvaluateIn(BaseModel):
     the scope (knowledge base, documents, chunking strategy), modes and ``top_k``."""
 
     dataset: str = Field(min_length=1, description="Dataset id or name, or generated[:KB[/DOC]]")
-    modes: list[str] = Field(default_factory=lambda: ["vector", "bm25", "hybrid", "hybrid_rerank"],
-                             description="hybrid_rerank is skipped with a note when no reranker is configured")
+    modes: list[str] = Field(
+        default_factory=lambda: ["vector", "bm25", "hybrid", "hybrid_rerank"],
+        description="hybrid_rerank is skipped with a note when no reranker is configured",
+    )
     top_k: int | None = Field(default=None, ge=1, le=100, description="Sources per answer (default: settings)")
     answers: bool = Field(default=True, description="False = retrieval metrics only")
     strategy: str | None = None
@@ -44,8 +46,14 @@ class EvaluateIn(BaseModel):
     doc_names: list[str] = Field(default_factory=list)
 
     def params(self) -> EvalParams:
-        return EvalParams(modes=self.modes, top_k=self.top_k, answers=self.answers, strategy=self.strategy,
-                          knowledge_base=self.knowledge_base, doc_names=self.doc_names)
+        return EvalParams(
+            modes=self.modes,
+            top_k=self.top_k,
+            answers=self.answers,
+            strategy=self.strategy,
+            knowledge_base=self.knowledge_base,
+            doc_names=self.doc_names,
+        )
 
 
 class RunOut(BaseModel):
@@ -61,8 +69,13 @@ class RunOut(BaseModel):
     summary: dict[str, Any] | None = None
 
 
-@router.post("/datasets", status_code=status.HTTP_201_CREATED, dependencies=[RequireWriteKey], response_model=DatasetOut,
-             responses={400: {"model": ErrorOut}})
+@router.post(
+    "/datasets",
+    status_code=status.HTTP_201_CREATED,
+    dependencies=[RequireWriteKey],
+    response_model=DatasetOut,
+    responses={400: {"model": ErrorOut}},
+)
 async def upload_dataset(svc: ServicesDep, file: UploadFile = File(...), name: str = Form("")) -> DatasetOut:
     """Import a JSONL gold set in the dev-set format (one question record per line). The name
     defaults to the file name; uploading a name again replaces that dataset."""
@@ -83,8 +96,13 @@ def list_datasets(svc: ServicesDep) -> list[DatasetOut]:
     return [DatasetOut(**d) for d in evalruns.list_datasets(svc)]
 
 
-@router.post("/evaluate", status_code=status.HTTP_202_ACCEPTED, dependencies=[RequireWriteKey], response_model=RunOut,
-             responses={400: {"model": ErrorOut}, 404: {"model": ErrorOut}})
+@router.post(
+    "/evaluate",
+    status_code=status.HTTP_202_ACCEPTED,
+    dependencies=[RequireWriteKey],
+    response_model=RunOut,
+    responses={400: {"model": ErrorOut}, 404: {"model": ErrorOut}},
+)
 def start_evaluation(body: EvaluateIn, svc: ServicesDep, qs: QueryServiceDep) -> RunOut:
     """Start an evaluation run in the background and return it (status ``queued``) at once."""
     try:

@@ -27,8 +27,7 @@ def _timed(fn: Callable[[], dict[str, Any] | None]) -> dict[str, Any]:
         status = detail.pop("status", "up")
         return {"status": status, "latency_ms": round((time.perf_counter() - t) * 1000, 2), **detail}
     except Exception as e:
-        return {"status": "down", "latency_ms": round((time.perf_counter() - t) * 1000, 2),
-                "error": type(e).__name__}
+        return {"status": "down", "latency_ms": round((time.perf_counter() - t) * 1000, 2), "error": type(e).__name__}
 
 
 def llm_probe(settings: Any) -> dict[str, Any]:
@@ -75,24 +74,36 @@ async def health(svc: ServicesDep, request: Request) -> JSONResponse:
 
     def qdrant():
         exists = svc.store.exists()
-        out = {"location": svc.store.location, "collection": svc.store.collection, "collection_exists": exists,
-               "points": svc.store.count() if exists else 0}
+        out = {
+            "location": svc.store.location,
+            "collection": svc.store.collection,
+            "collection_exists": exists,
+            "points": svc.store.count() if exists else 0,
+        }
         return out
 
     def model():
         e = svc.embedder
-        return {"model": svc.settings.embedding_model, "loaded": True, "dim": e.dim,
-                "max_seq_length": e.max_seq_length}
+        return {"model": svc.settings.embedding_model, "loaded": True, "dim": e.dim, "max_seq_length": e.max_seq_length}
 
     def probe_all() -> dict[str, Any]:
-        return {"api": {"status": "up", "latency_ms": 0.0}, "database": _timed(db), "qdrant": _timed(qdrant),
-                "embedding_model": _timed(model), "llm": _timed(lambda: llm_probe(svc.settings))}
+        return {
+            "api": {"status": "up", "latency_ms": 0.0},
+            "database": _timed(db),
+            "qdrant": _timed(qdrant),
+            "embedding_model": _timed(model),
+            "llm": _timed(lambda: llm_probe(svc.settings)),
+        }
 
     parts = await run_in_threadpool(probe_all)
     telemetry = getattr(request.app.state, "telemetry", None)
     if telemetry is not None:
         st = telemetry.stats()
-        parts["telemetry"] = {"status": "up" if st["alive"] else "down", "required": False,
-                              "degraded": bool(st["failing"] or st["dropped"]), **st}
+        parts["telemetry"] = {
+            "status": "up" if st["alive"] else "down",
+            "required": False,
+            "degraded": bool(st["failing"] or st["dropped"]),
+            **st,
+        }
     ok = all(parts[p]["status"] == "up" for p in REQUIRED)
     return JSONResponse({"status": "ok" if ok else "degraded", "parts": parts}, status_code=200 if ok else 503)

@@ -21,8 +21,13 @@ class RunAccepted(BaseModel):
     queued_before: int = Field(description="Runs and uploads waiting or running ahead of this one")
 
 
-@router.post("/dagster/runs", status_code=status.HTTP_202_ACCEPTED, response_model=RunAccepted,
-             dependencies=[RequireWriteKey], responses={400: {"model": ErrorOut}, 404: {"model": ErrorOut}})
+@router.post(
+    "/dagster/runs",
+    status_code=status.HTTP_202_ACCEPTED,
+    response_model=RunAccepted,
+    dependencies=[RequireWriteKey],
+    responses={400: {"model": ErrorOut}, 404: {"model": ErrorOut}},
+)
 def accept_run(body: RunIn, svc: ServicesDep, jobs: IngestQueueDep) -> RunAccepted:
     """Queue a Dagster run (created by the webserver or daemon) for execution in this process
     (``ragaudit.pipelines.launcher.StoreOwnerRunLauncher``). 404 if the shared Dagster instance does not
@@ -30,8 +35,11 @@ def accept_run(body: RunIn, svc: ServicesDep, jobs: IngestQueueDep) -> RunAccept
     from ragaudit.pipelines.runner import instance_for
 
     if instance_for(svc).get_run_by_id(body.run_id) is None:
-        raise HTTPException(404, f"run {body.run_id} is not in this process's Dagster instance: "
-                                 "start the Dagster webserver and daemon with the same DAGSTER_HOME")
+        raise HTTPException(
+            404,
+            f"run {body.run_id} is not in this process's Dagster instance: "
+            "start the Dagster webserver and daemon with the same DAGSTER_HOME",
+        )
     ahead = jobs.pending()
     jobs.submit_run(body.run_id)
     return RunAccepted(run_id=body.run_id, queued_before=ahead)

@@ -12,18 +12,21 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from ragaudit.platform.opsmetrics import compute_metrics
 
-from ..schemas import ErrorOut
 from ..deps import PrometheusDep, RequireReadKey, ServicesDep, TelemetryDep
+from ..schemas import ErrorOut
 
 router = APIRouter(tags=["metrics"], dependencies=[RequireReadKey])
 
 
 @router.get("/metrics", responses={400: {"model": ErrorOut}, 503: {"model": ErrorOut}})
-async def metrics(svc: ServicesDep, telemetry: TelemetryDep,
-                  since: str | None = Query(None, description="ISO 8601, inclusive; naive = UTC"),
-                  until: str | None = Query(None, description="ISO 8601, exclusive; naive = UTC"),
-                  group_by: Literal["mode", "model", "label", "endpoint"] | None = None,
-                  endpoint: str | None = Query(None, description="query | query_stream | search")) -> dict:
+async def metrics(
+    svc: ServicesDep,
+    telemetry: TelemetryDep,
+    since: str | None = Query(None, description="ISO 8601, inclusive; naive = UTC"),
+    until: str | None = Query(None, description="ISO 8601, exclusive; naive = UTC"),
+    group_by: Literal["mode", "model", "label", "endpoint"] | None = None,
+    endpoint: str | None = Query(None, description="query | query_stream | search"),
+) -> dict:
     """Count, error rate, cache-hit rate, P50/P95/P99 latency (total and per stage, ms), cost (USD)
     and tokens over the logged requests in ``[since, until)``, overall and per ``group_by`` value.
 

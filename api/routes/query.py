@@ -62,9 +62,15 @@ async def search(body: QueryIn, qs: QueryServiceDep) -> dict:
         return await run_in_threadpool(qs.search_logged, body.question, body.to_scope(), body.top_k, body.mode)
     except ValueError as e:
         raise HTTPException(400, str(e)) from None
-@router.post("/query/stream", responses={200: {"content": {"text/event-stream": {}},
-                                              "description": "Server-Sent Events: sources, token*, done"},
-                                         400: {"model": ErrorOut}})
+
+
+@router.post(
+    "/query/stream",
+    responses={
+        200: {"content": {"text/event-stream": {}}, "description": "Server-Sent Events: sources, token*, done"},
+        400: {"model": ErrorOut},
+    },
+)
 async def query_stream(body: QueryIn, qs: QueryServiceDep) -> EventSourceResponse:
     """Stream an answer as Server-Sent Events (sse-starlette).
 
@@ -75,8 +81,9 @@ async def query_stream(body: QueryIn, qs: QueryServiceDep) -> EventSourceRespons
     """
     cancel = Cancellation()
     try:
-        events = await run_in_threadpool(lambda: qs.stream(body.question, body.to_scope(), body.top_k, body.mode,
-                                                           cancel=cancel))
+        events = await run_in_threadpool(
+            lambda: qs.stream(body.question, body.to_scope(), body.top_k, body.mode, cancel=cancel)
+        )
         first = await run_in_threadpool(next, events)  # retrieval errors surface as HTTP 400 here
     except ValueError as e:
         raise HTTPException(400, str(e)) from None

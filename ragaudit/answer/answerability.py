@@ -58,13 +58,86 @@ from ragaudit.index.sparse import CJK_CHAR, STOP_WORDS, tokenize
 
 _MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December"
 _DATE = re.compile(rf"\b(?:{_MONTHS})\s+\d{{1,2}},\s+\d{{4}}\b")
-_CAP_RUN = re.compile(r"\b(?:[A-Z][A-Za-z&.'’\-]*[A-Za-z]|[A-Z]{2,})(?:\s+(?:of\s+|and\s+|&\s+)?(?:[A-Z][A-Za-z&.'’\-]*[A-Za-z]|[A-Z]{2,}|[A-Z]\.(?=\s+[A-Z])))*")
-_QUESTION_WORDS = {"what", "which", "who", "whom", "whose", "when", "where", "why", "how", "is", "are", "was", "were",
-                   "do", "does", "did", "can", "could", "would", "should", "will", "according", "in", "on", "for",
-                   "if", "the", "a", "an", "i", "my", "give", "list", "tell", "please", "explain", "describe", "to"}
-_VAGUE = {"tell", "more", "about", "that", "this", "it", "they", "them", "those", "these", "there", "thing", "things",
-          "something", "anything", "stuff", "explain", "info", "information", "detail", "details", "say", "said",
-          "know", "please", "else", "elaborate", "further", "go", "on", "me", "you", "can", "could", "what", "about"}
+_CAP_RUN = re.compile(
+    r"\b(?:[A-Z][A-Za-z&.'’\-]*[A-Za-z]|[A-Z]{2,})(?:\s+(?:of\s+|and\s+|&\s+)?(?:[A-Z][A-Za-z&.'’\-]*[A-Za-z]|[A-Z]{2,}|[A-Z]\.(?=\s+[A-Z])))*"
+)
+_QUESTION_WORDS = {
+    "what",
+    "which",
+    "who",
+    "whom",
+    "whose",
+    "when",
+    "where",
+    "why",
+    "how",
+    "is",
+    "are",
+    "was",
+    "were",
+    "do",
+    "does",
+    "did",
+    "can",
+    "could",
+    "would",
+    "should",
+    "will",
+    "according",
+    "in",
+    "on",
+    "for",
+    "if",
+    "the",
+    "a",
+    "an",
+    "i",
+    "my",
+    "give",
+    "list",
+    "tell",
+    "please",
+    "explain",
+    "describe",
+    "to",
+}
+_VAGUE = {
+    "tell",
+    "more",
+    "about",
+    "that",
+    "this",
+    "it",
+    "they",
+    "them",
+    "those",
+    "these",
+    "there",
+    "thing",
+    "things",
+    "something",
+    "anything",
+    "stuff",
+    "explain",
+    "info",
+    "information",
+    "detail",
+    "details",
+    "say",
+    "said",
+    "know",
+    "please",
+    "else",
+    "elaborate",
+    "further",
+    "go",
+    "on",
+    "me",
+    "you",
+    "can",
+    "could",
+    "what",
+}
 
 
 # a capitalised word joined to a lower-case one describes it ("American-registered", "U.S.-based"):
@@ -74,10 +147,14 @@ _QUALIFIER = re.compile(r"^[A-Z][\w.'’]*(?:-[a-z][a-z-]*)+$")
 
 # an identifier: letters and digits mixed, or words joined by "_" ("1040NR", "F172", "PA-22-150",
 # "CLIENT_IPADDR"); a fiscal period ("FY2023", "Q3", "2023Q4") or a filing form ("10-Q") is not one
-_IDENT = re.compile(r"(?<![\w-])(?=[\w./-]*\d)(?=[\w./-]*[A-Za-z])[A-Za-z0-9][\w./-]*[A-Za-z0-9]|"
-                    r"(?<![\w-])[A-Za-z0-9]+(?:_[A-Za-z0-9]+)+")
-_PERIOD = re.compile(r"(?i)(?:fy|cy|q[1-4]|h[12])[\s-]?\d{2,4}|\d{4}[\s-]?(?:q[1-4]|h[12])|\d{1,2}-[a-z]|"
-                     r"\d+(?:st|nd|rd|th|s)")
+_IDENT = re.compile(
+    r"(?<![\w-])(?=[\w./-]*\d)(?=[\w./-]*[A-Za-z])[A-Za-z0-9][\w./-]*[A-Za-z0-9]|"
+    r"(?<![\w-])[A-Za-z0-9]+(?:_[A-Za-z0-9]+)+"
+)
+_PERIOD = re.compile(
+    r"(?i)(?:fy|cy|q[1-4]|h[12])[\s-]?\d{2,4}|\d{4}[\s-]?(?:q[1-4]|h[12])|\d{1,2}-[a-z]|"
+    r"\d+(?:st|nd|rd|th|s)"
+)
 _TITLE_ABBR = re.compile(r"\b(?:Dr|Mr|Mrs|Ms|Prof|St|Sen|Rep|Gen|Capt|Sgt|Jr|Sr|[A-Z])\.$")  # a title or an initial
 
 
@@ -103,11 +180,17 @@ def question_anchors(question: str) -> list[Anchor]:
         phrase = re.sub(r"['’]s$", "", m.group(0)).strip(" .-'’")
         words = phrase.split()
         before = masked[: m.start()].rstrip()
-        if (m.start() == 0 or (before.endswith(("?", ".", "!")) and not _TITLE_ABBR.search(before))) and words \
-                and not words[0].isupper():
+        if (
+            (m.start() == 0 or (before.endswith(("?", ".", "!")) and not _TITLE_ABBR.search(before)))
+            and words
+            and not words[0].isupper()
+        ):
             words = words[1:]  # sentence-initial capital, not a name
-        words = [w for w in words if w.lower() not in _QUESTION_WORDS and not _QUALIFIER.match(w)
-                 and not re.fullmatch(r"I['’]\w+", w)]  # "I'm", "I've": the asker, not a name
+        words = [
+            w
+            for w in words
+            if w.lower() not in _QUESTION_WORDS and not _QUALIFIER.match(w) and not re.fullmatch(r"I['’]\w+", w)
+        ]  # "I'm", "I've": the asker, not a name
         # a possessive ends one name ("Apple Inc.'s IRS Employer Identification Number": the owner
         # and what it owns are two things to find)
         groups: list[list[str]] = [[]]
@@ -141,8 +224,9 @@ def _acronym_found(acro: str, text: str) -> bool:
     ("AGM": "Annual General Meeting"; "of", "and", "the", "for", "&" may come between), or, for 3
     or more letters, with one inner letter left out ("Annual Meeting")."""
     letters = list(acro.upper())
-    variants = [letters] + ([letters[:i] + letters[i + 1:] for i in range(1, len(letters) - 1)]
-                            if len(letters) >= 3 else [])
+    variants = [letters] + (
+        [letters[:i] + letters[i + 1 :] for i in range(1, len(letters) - 1)] if len(letters) >= 3 else []
+    )
     glue = r"(?:[\s\-]+(?:of|and|the|for|on|&)\b)?[\s\-]+"
     for v in variants:
         pat = r"\b" + glue.join(rf"{c}[a-z]+" for c in v) + r"\b"
@@ -174,8 +258,14 @@ def _present(anchor: Anchor, text_lower: str, terms: set[str], text: str = "") -
     found = [_word_found(w, text, text_lower, terms) for w in words]
     from wordfreq import zipf_frequency
 
-    if any(not f and (re.fullmatch(r"[A-Z]{2,6}(?:['’]?s)?", w.strip(".,"))
-                      or zipf_frequency(w.strip(".,'’").lower(), "en") < RARE_ZIPF) for w, f in zip(words, found)):
+    if any(
+        not f
+        and (
+            re.fullmatch(r"[A-Z]{2,6}(?:['’]?s)?", w.strip(".,"))
+            or zipf_frequency(w.strip(".,'’").lower(), "en") < RARE_ZIPF
+        )
+        for w, f in zip(words, found)
+    ):
         return False  # an acronym or a rare word ("Preemptive") names one specific thing: it must be found itself
     return sum(found) / len(words) >= 0.6
 
@@ -198,7 +288,7 @@ def _places() -> tuple[dict[str, str], dict[str, frozenset[str]], dict[str, tupl
         names = countries.setdefault(c.alpha_2, set())
         for n in {c.name, getattr(c, "official_name", None), getattr(c, "common_name", None)} - {None}:
             names.add(n)
-            if (m := re.fullmatch(r"(.+?), (.+)", n)):
+            if m := re.fullmatch(r"(.+?), (.+)", n):
                 names.update({m.group(1), f"{m.group(2)} {m.group(1)}"})
     not_cities = {n for ns in countries.values() for n in ns} | {s["name"] for s in gc.get_us_states().values()}
     best: dict[str, tuple[int, str]] = {}
@@ -207,9 +297,11 @@ def _places() -> tuple[dict[str, str], dict[str, frozenset[str]], dict[str, tupl
         by_country.setdefault(c["countrycode"], set()).add(c["name"])
         if c["name"] not in best or c["population"] > best[c["name"]][0]:
             best[c["name"]] = (c["population"], c["countrycode"])
-    return ({n: cc for n, (_, cc) in best.items() if n not in not_cities},
-            {cc: frozenset(ns) for cc, ns in by_country.items()},
-            {cc: tuple(sorted(ns, key=len, reverse=True)) for cc, ns in countries.items()})
+    return (
+        {n: cc for n, (_, cc) in best.items() if n not in not_cities},
+        {cc: frozenset(ns) for cc, ns in by_country.items()},
+        {cc: tuple(sorted(ns, key=len, reverse=True)) for cc, ns in countries.items()},
+    )
 
 
 def covering_country(name: str, text: str) -> str | None:
@@ -259,10 +351,12 @@ def place_aliases(question: str, text: str) -> dict[str, str]:
 def _absent_name(anchor: Anchor, text_lower: str, terms: set[str], text: str) -> bool:
     """A name of two or more capitalised words (a person, an organisation) none of whose words
     occurs in the documents."""
-    words = [w.strip(".,'’") for w in anchor.text.split() if w[:1].isupper() and w.lower() not in STOP_WORDS
-             and not re.fullmatch(r"[A-Z]\.?", w)]  # an initial ("Michelle L. Collins") is no evidence
-    return anchor.kind == "name" and len(words) >= 2 and \
-        not any(_word_found(w, text, text_lower, terms) for w in words)
+    words = [
+        w.strip(".,'’")
+        for w in anchor.text.split()
+        if w[:1].isupper() and w.lower() not in STOP_WORDS and not re.fullmatch(r"[A-Z]\.?", w)
+    ]  # an initial ("Michelle L. Collins") is no evidence
+    return anchor.kind == "name" and len(words) >= 2 and not any(_word_found(w, text, text_lower, terms) for w in words)
 
 
 _MONTH_WORDS = set(_MONTHS.lower().split("|"))
@@ -284,7 +378,9 @@ def _supported(anchor: Anchor, others: set[str], sentences: list[set[str]], sent
     return False
 
 
-OPENING_CHARS = 600  # the opening of a document's text: its title, authors or issuer (a paper's author block, a filing's cover)
+OPENING_CHARS = (
+    600  # the opening of a document's text: its title, authors or issuer (a paper's author block, a filing's cover)
+)
 
 
 def _in_opening(anchor: Anchor, docs_lower: list[str]) -> bool:
@@ -302,8 +398,11 @@ def _specific(anchor: Anchor) -> bool:
     from wordfreq import zipf_frequency
 
     word = anchor.text.strip(".,'’")
-    return anchor.kind == "name" and " " not in word and (
-        bool(re.fullmatch(r"[A-Z]{2,6}s?", word)) or zipf_frequency(word.lower(), "en") < RARE_ZIPF)
+    return (
+        anchor.kind == "name"
+        and " " not in word
+        and (bool(re.fullmatch(r"[A-Z]{2,6}s?", word)) or zipf_frequency(word.lower(), "en") < RARE_ZIPF)
+    )
 
 
 @lru_cache(maxsize=32)
@@ -360,7 +459,7 @@ def missing_anchors(question: str, document_texts: list[str], source_passages: l
         sent_terms = [set(tokenize(x)) for x in sent_texts]
         docs_lower = [normalize_ws(t).lower() for t in document_texts]
         names = [a for a in anchors if a.kind == "name"]
-        for a in (names if len(names) == 1 else []):  # a question about one named thing
+        for a in names if len(names) == 1 else []:  # a question about one named thing
             if a in missing:
                 continue
             needle = _folded_pattern(a.text)
@@ -387,11 +486,62 @@ def is_vague(question: str) -> bool:
 
 # measures and other words that say *what kind* of value is wanted but not of what: a question
 # made only of them ("What was the total?") does not say what it asks about
-_GENERIC = {"total", "amount", "number", "value", "sum", "figure", "figures", "result", "results", "count", "price",
-            "cost", "rate", "date", "time", "name", "thing", "part", "item", "answer", "level", "percentage",
-            "percent", "quantity", "size", "much", "many", "final", "overall", "exact", "current", "new", "old",
-            "main", "big", "biggest", "largest", "highest", "lowest", "first", "last", "number", "one", "ones",
-            "calendar", "happen", "happened", "happens", "mean", "means", "meaning", "get", "got", "say", "says"}
+_GENERIC = {
+    "total",
+    "amount",
+    "number",
+    "value",
+    "sum",
+    "figure",
+    "figures",
+    "result",
+    "results",
+    "count",
+    "price",
+    "cost",
+    "rate",
+    "date",
+    "time",
+    "name",
+    "thing",
+    "part",
+    "item",
+    "answer",
+    "level",
+    "percentage",
+    "percent",
+    "quantity",
+    "size",
+    "much",
+    "many",
+    "final",
+    "overall",
+    "exact",
+    "current",
+    "new",
+    "old",
+    "main",
+    "big",
+    "biggest",
+    "largest",
+    "highest",
+    "lowest",
+    "first",
+    "last",
+    "one",
+    "ones",
+    "calendar",
+    "happen",
+    "happened",
+    "happens",
+    "mean",
+    "means",
+    "meaning",
+    "get",
+    "got",
+    "say",
+    "says",
+}
 _GENERIC_TERMS = {t for w in _GENERIC for t in tokenize(w)}
 RARE_ZIPF = 3.0  # wordfreq Zipf frequency below which a word of a name is rare (about 1 per million words)
 # below which a lower-case question word is taken for a name of its own (a drug: "metformin" 2.55,
@@ -436,8 +586,9 @@ def rare_terms(question: str) -> list[str]:
     return out
 
 
-def assess(question: str, document_texts: list[str], source_passages: list[str] | None = None,
-           similar: Any = None) -> Verdict:
+def assess(
+    question: str, document_texts: list[str], source_passages: list[str] | None = None, similar: Any = None
+) -> Verdict:
     """Decide whether ``question`` can be answered from the searched documents.
 
     ``document_texts``: full texts of the documents the sources come from; ``source_passages``:
@@ -456,12 +607,15 @@ def assess(question: str, document_texts: list[str], source_passages: list[str] 
     if is_vague(question):
         return Verdict("clarifying", [], "the question names nothing to look up")
     if is_underspecified(question):
-        what = ", ".join(sorted(w for w in re.findall(r"[a-z]+", question.lower()) if set(tokenize(w)) & _GENERIC_TERMS))
+        what = ", ".join(
+            sorted(w for w in re.findall(r"[a-z]+", question.lower()) if set(tokenize(w)) & _GENERIC_TERMS)
+        )
         return Verdict("clarifying", [], f"the question asks for a {what or 'value'} but does not say of what")
     missing = missing_anchors(question, document_texts, source_passages)
     if missing:
-        return Verdict("refused", missing, "the searched documents do not mention " +
-                       ", ".join(f"“{m}”" for m in missing))
+        return Verdict(
+            "refused", missing, "the searched documents do not mention " + ", ".join(f"“{m}”" for m in missing)
+        )
     raw = normalize_ws(" ".join(document_texts))
     terms = text_terms(document_texts)
     absent = []
@@ -475,28 +629,44 @@ def assess(question: str, document_texts: list[str], source_passages: list[str] 
                 continue
         absent.append(w)
     if absent:
-        return Verdict("refused", absent, "the searched documents do not mention " +
-                       ", ".join(f"“{m}”" for m in absent))
+        return Verdict(
+            "refused", absent, "the searched documents do not mention " + ", ".join(f"“{m}”" for m in absent)
+        )
     subject = subject_words(question)
     cjk_raw = _cjk_fold(raw) if any(CJK_CHAR.search(w) for w in subject) else ""
     gone = [w for w in subject if not (w in cjk_raw if CJK_CHAR.search(w) else _word_found(w, raw, raw.lower(), terms))]
     if similar is not None and source_passages and len(subject) >= 2 and len(gone) / len(subject) >= SUBJECT_ABSENT:
         # the bundled embedding model is English: CJK words are not compared by their vectors
-        gone = [w for w in gone if not (w.isalpha() and not CJK_CHAR.search(w)
-                                        and similar(w, source_passages)[1] >= SIMILAR_WORD)]
+        gone = [
+            w
+            for w in gone
+            if not (w.isalpha() and not CJK_CHAR.search(w) and similar(w, source_passages)[1] >= SIMILAR_WORD)
+        ]
     if len(subject) >= 2 and len(gone) / len(subject) >= SUBJECT_ABSENT:
-        return Verdict("refused", gone, f"the searched documents mention {len(subject) - len(gone)} of the "
-                       f"{len(subject)} words naming what the question is about; not " +
-                       ", ".join(f"“{m}”" for m in gone))
-    if (years := missing_years(question, document_texts, source_passages)):
-        return Verdict("refused", years, "the searched documents do not speak of " + ", ".join(years) +
-                       " for what the question names (only of other years)")
-    if (periods := missing_periods(question, raw)):
-        return Verdict("refused", periods, "the searched documents do not report a period of " +
-                       ", ".join(f"“{p}”" for p in periods))
-    if (ends := missing_period_ends(question, raw)):
-        return Verdict("refused", ends, "the searched documents report no period ended " +
-                       ", ".join(f"“{e}”" for e in ends))
+        return Verdict(
+            "refused",
+            gone,
+            f"the searched documents mention {len(subject) - len(gone)} of the "
+            f"{len(subject)} words naming what the question is about; not " + ", ".join(f"“{m}”" for m in gone),
+        )
+    if years := missing_years(question, document_texts, source_passages):
+        return Verdict(
+            "refused",
+            years,
+            "the searched documents do not speak of "
+            + ", ".join(years)
+            + " for what the question names (only of other years)",
+        )
+    if periods := missing_periods(question, raw):
+        return Verdict(
+            "refused",
+            periods,
+            "the searched documents do not report a period of " + ", ".join(f"“{p}”" for p in periods),
+        )
+    if ends := missing_period_ends(question, raw):
+        return Verdict(
+            "refused", ends, "the searched documents report no period ended " + ", ".join(f"“{e}”" for e in ends)
+        )
     wanted = asked_for(question)
     if wanted and source_passages is not None:
         own = subject_passages(question, document_texts, source_passages)
@@ -506,10 +676,16 @@ def assess(question: str, document_texts: list[str], source_passages: list[str] 
         if similar is not None:
             lacking = [w for w in lacking if not (w.isalpha() and similar(w, own)[1] >= SIMILAR_WORD)]
         if len(lacking) * 2 > len(wanted):
-            where = "none of the best passages" if len(own) == len(source_passages) else \
-                "none of the best passages from the documents that name what the question is about"
-            return Verdict("refused", lacking, f"{where} mentions " +
-                           ", ".join(f"“{m}”" for m in lacking) + ", which the question asks for")
+            where = (
+                "none of the best passages"
+                if len(own) == len(source_passages)
+                else "none of the best passages from the documents that name what the question is about"
+            )
+            return Verdict(
+                "refused",
+                lacking,
+                f"{where} mentions " + ", ".join(f"“{m}”" for m in lacking) + ", which the question asks for",
+            )
     return Verdict(None, [], aliases=place_aliases(question, raw))
 
 
@@ -517,8 +693,10 @@ _AUX = r"(?:is|are|was|were|do|does|did|has|have|had|can|could|will|would|should
 _ASKED = re.compile(rf"(?i)\b(?:what|which)\s+(?!{_AUX}\b)(.+?)\s+{_AUX}\b")
 
 
-_ROLE = re.compile(r"(?i)^\s*(?P<wh>who|what|which)\s+(?:is|was|are|were)\s+the\s+(?P<x>[\w'’-]+(?:\s+[\w'’-]+){0,2}?)\s+"
-                   r"(?:of|for|in|at|on|aboard|behind|during)\b")
+_ROLE = re.compile(
+    r"(?i)^\s*(?P<wh>who|what|which)\s+(?:is|was|are|were)\s+the\s+(?P<x>[\w'’-]+(?:\s+[\w'’-]+){0,2}?)\s+"
+    r"(?:of|for|in|at|on|aboard|behind|during)\b"
+)
 
 
 _PERIOD_WORDS = r"(?:three|six|nine|twelve|3|6|9|12)"
@@ -545,8 +723,10 @@ def missing_period_ends(question: str, document_text: str) -> list[str]:
         mon = re.escape(month[:3]) + (r"t?" if month.lower().startswith("sep") else "") + r"\.?"
         words = "ended" if verb.lower() == "ended" else "ended|ending"
         date = re.compile(rf"(?i)\b(?:{month}|{mon})\s+0?{day},?(?=[^.]{{0,40}}?\b{year}\b)")
-        found = any(re.search(rf"(?i)\b(?:{words})\b", document_text[max(0, d.start() - 60):d.start()])
-                    for d in date.finditer(document_text))
+        found = any(
+            re.search(rf"(?i)\b(?:{words})\b", document_text[max(0, d.start() - 60) : d.start()])
+            for d in date.finditer(document_text)
+        )
         if not found:
             out.append(f"{month} {day}, {year}")
     return out
@@ -590,15 +770,61 @@ def asked_for(question: str) -> list[str]:
         return []
     else:
         words = re.findall(r"[^\W_][\w'’.-]*[^\W_]|[^\W_]", m.group(1))[:-1]  # the head noun is the answer's type
-    return [w for w in words if w.lower() not in STOP_WORDS and w.lower() not in _GENERIC
-            and w.lower() not in _PHRASING and w.lower() not in _QUESTION_WORDS and not CJK_CHAR.search(w)]
+    return [
+        w
+        for w in words
+        if w.lower() not in STOP_WORDS
+        and w.lower() not in _GENERIC
+        and w.lower() not in _PHRASING
+        and w.lower() not in _QUESTION_WORDS
+        and not CJK_CHAR.search(w)
+    ]
 
 
 # words that phrase a question rather than name its subject
-_PHRASING = {"report", "reported", "reports", "according", "mention", "mentioned", "mentions", "say", "said", "state",
-             "stated", "describe", "described", "paper", "document", "documents", "filing", "use", "used", "using",
-             "uses", "give", "given", "gives", "show", "shown", "shows", "list", "listed", "provide", "provided", "take",
-             "took", "make", "made", "kind", "type", "way", "reach", "reached", "reaches"}
+_PHRASING = {
+    "report",
+    "reported",
+    "reports",
+    "according",
+    "mention",
+    "mentioned",
+    "mentions",
+    "say",
+    "said",
+    "state",
+    "stated",
+    "describe",
+    "described",
+    "paper",
+    "document",
+    "documents",
+    "filing",
+    "use",
+    "used",
+    "using",
+    "uses",
+    "give",
+    "given",
+    "gives",
+    "show",
+    "shown",
+    "shows",
+    "list",
+    "listed",
+    "provide",
+    "provided",
+    "take",
+    "took",
+    "make",
+    "made",
+    "kind",
+    "type",
+    "way",
+    "reach",
+    "reached",
+    "reaches",
+}
 
 
 def subject_words(question: str) -> list[str]:
@@ -619,8 +845,15 @@ def subject_words(question: str) -> list[str]:
                 if cw not in out:
                     out.append(cw)
             continue
-        if (low in STOP_WORDS or low in _QUESTION_WORDS or low in _VAGUE or low in _GENERIC or low in _PHRASING
-                or low in _MONTH_WORDS or (len(w) < 3 and not any(c.isdigit() for c in w))):
+        if (
+            low in STOP_WORDS
+            or low in _QUESTION_WORDS
+            or low in _VAGUE
+            or low in _GENERIC
+            or low in _PHRASING
+            or low in _MONTH_WORDS
+            or (len(w) < 3 and not any(c.isdigit() for c in w))
+        ):
             continue
         if (set(tokenize(low)) and set(tokenize(low)) <= _GENERIC_TERMS) or zipf_frequency(low, "en") >= COMMON_ZIPF:
             continue
@@ -650,8 +883,29 @@ def _relation_verb(words: list[str]) -> str | None:
 
 # interrogatives of Chinese questions ("how much", "what", "which", "how", "why", "whether", "who",
 # "when", "where"): they phrase the question, they do not name its subject
-_QUESTION_WORDS_ZH = {"多少", "什么", "哪些", "哪个", "哪里", "哪儿", "如何", "怎么", "怎样", "为什么", "为何", "是否",
-                      "是不是", "有没有", "几个", "谁", "何时", "什么时候", "多大", "多长", "请问"}
+_QUESTION_WORDS_ZH = {
+    "多少",
+    "什么",
+    "哪些",
+    "哪个",
+    "哪里",
+    "哪儿",
+    "如何",
+    "怎么",
+    "怎样",
+    "为什么",
+    "为何",
+    "是否",
+    "是不是",
+    "有没有",
+    "几个",
+    "谁",
+    "何时",
+    "什么时候",
+    "多大",
+    "多长",
+    "请问",
+}
 
 
 def cjk_subject_words(text: str) -> list[str]:
@@ -671,8 +925,12 @@ def cjk_subject_words(text: str) -> list[str]:
             out.extend(w for w in subject_words(piece) if w not in out)
             continue
         for tok in wf_tokenize(piece, "zh"):
-            if len(tok) >= 2 and tok not in _QUESTION_WORDS_ZH and zipf_frequency(tok, "zh") < COMMON_ZIPF_ZH \
-                    and tok not in out:
+            if (
+                len(tok) >= 2
+                and tok not in _QUESTION_WORDS_ZH
+                and zipf_frequency(tok, "zh") < COMMON_ZIPF_ZH
+                and tok not in out
+            ):
                 out.append(tok)
     return out
 
@@ -680,8 +938,12 @@ def cjk_subject_words(text: str) -> list[str]:
 def _cjk_fold(text: str) -> str:
     """``text`` lower-cased without whitespace next to a CJK character (PDF text often spaces
     CJK characters apart: "访 问" is "访问")."""
-    return re.sub(r"\s+(?=[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af])|"
-                  r"(?<=[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af])\s+", "", text.lower())
+    return re.sub(
+        r"\s+(?=[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af])|"
+        r"(?<=[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af])\s+",
+        "",
+        text.lower(),
+    )
 
 
 COMMON_ZIPF_ZH = 5.0  # Zipf frequency in Chinese from which a segmented word is too common to name a subject ("使用")
@@ -722,10 +984,12 @@ def missing_years(question: str, document_texts: list[str], source_passages: lis
             continue
         for w in _qualifier_words(masked, m.start(), m.end()):
             w = re.escape(w)
-            other = re.search(rf"(?<!\d)(?!{year})(?:19|20)\d\d\s+{w}\b|\b{w}\s+(?:year\s+)?(?!{year})(?:19|20)\d\d(?!\d)",
-                              texts)
-            near = re.search(rf"(?<!\d){year}(?!\d)(?:\W+\w+){{0,3}}?\W+{w}\b|\b{w}(?:\W+\w+){{0,3}}?\W+{year}(?!\d)",
-                             texts)
+            other = re.search(
+                rf"(?<!\d)(?!{year})(?:19|20)\d\d\s+{w}\b|\b{w}\s+(?:year\s+)?(?!{year})(?:19|20)\d\d(?!\d)", texts
+            )
+            near = re.search(
+                rf"(?<!\d){year}(?!\d)(?:\W+\w+){{0,3}}?\W+{w}\b|\b{w}(?:\W+\w+){{0,3}}?\W+{year}(?!\d)", texts
+            )
             if other and not near:
                 out.append(year)
                 break
@@ -739,8 +1003,11 @@ def subject_passages(question: str, document_texts: list[str], source_passages: 
     asks for must then be found where its subject is ("What probable cause ... for the accident
     at Vance W. Amory Airport": another accident's report giving a probable cause does not
     answer it). A passage belongs to the document holding its last 80 characters."""
-    names = [a for a in question_anchors(question) if a.kind == "id" or (a.kind == "name" and
-             (len(a.text.split()) >= 2 or _specific(a)))]
+    names = [
+        a
+        for a in question_anchors(question)
+        if a.kind == "id" or (a.kind == "name" and (len(a.text.split()) >= 2 or _specific(a)))
+    ]
     if not names or not source_passages:
         return source_passages
     docs = [normalize_ws(d) for d in document_texts]

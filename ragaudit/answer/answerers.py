@@ -20,13 +20,26 @@ from typing import Any
 
 import numpy as np
 
-from ragaudit.ingest.chunking import sentence_spans
+from ragaudit.answer.citations import (
+    CitedQuote,
+    audit_citations,
+    claim_parts,
+    claim_support,
+    normalize_ws,
+    strip_citations,
+)
 from ragaudit.answer.concise import concise_answer, concise_span
-from ragaudit.answer.citations import CitedQuote, audit_citations, claim_parts, claim_support, normalize_ws, strip_citations
 from ragaudit.index.embedding import Embedder
-from ragaudit.platform.llmcall import Cancellation, abort_stream, call_with_deadline, completion_cost_or_none, deadline_for
-from ragaudit.retrieve.retriever import RetrievedChunk
 from ragaudit.index.sparse import tokenize
+from ragaudit.ingest.chunking import sentence_spans
+from ragaudit.platform.llmcall import (
+    Cancellation,
+    abort_stream,
+    call_with_deadline,
+    completion_cost_or_none,
+    deadline_for,
+)
+from ragaudit.retrieve.retriever import RetrievedChunk
 
 REFUSAL_TEXT = "The documents do not contain the answer to this question."
 
@@ -58,9 +71,19 @@ class Citation:
         return list(range(self.page, max(self.page, self.page_end or self.page) + 1))
 
     def to_json(self) -> dict[str, Any]:
-        return {"n": self.n, "doc_name": self.doc_name, "page": self.page, "pages": self.pages,
-                "page_end": self.page_end, "chunk_id": self.chunk_id, "quote": self.quote, "claim": self.claim, "verified": self.verified,
-                "supports": self.supports, "reason": self.reason}
+        return {
+            "n": self.n,
+            "doc_name": self.doc_name,
+            "page": self.page,
+            "pages": self.pages,
+            "page_end": self.page_end,
+            "chunk_id": self.chunk_id,
+            "quote": self.quote,
+            "claim": self.claim,
+            "verified": self.verified,
+            "supports": self.supports,
+            "reason": self.reason,
+        }
 
 
 @dataclass
@@ -87,8 +110,7 @@ def audit_answer(ans: AnswerResult, sources: list[RetrievedChunk]) -> AnswerResu
     clarifying stay). Idempotent; every answerer's output goes through it (``QueryService``).
     """
     cites = [CitedQuote(c.n, c.chunk_id, c.quote, c.claim or c.quote) for c in ans.citations]
-    verdicts, check, label = audit_citations(ans.answer, ans.label, cites,
-                                             [(c.chunk_id, c.text) for c in sources])
+    verdicts, check, label = audit_citations(ans.answer, ans.label, cites, [(c.chunk_id, c.text) for c in sources])
     for c, v in zip(ans.citations, verdicts):
         c.verified, c.supports, c.reason = v.verified, v.supports, v.reason
     ans.citation_check, ans.label = check, label
@@ -161,7 +183,7 @@ def _row_group(sent: "_Sentence") -> str:
 
     if not row(sent.text.strip()):
         return ""
-    for line in reversed(sent.chunk.text[:sent.start].rstrip("\n").split("\n")[-12:]):
+    for line in reversed(sent.chunk.text[: sent.start].rstrip("\n").split("\n")[-12:]):
         t = line.strip()
         if not t or row(t):
             continue
@@ -186,27 +208,48 @@ def _window_of(spans: list[tuple[int, int]], start: int) -> int | None:
 
 def _citation(sent: _Sentence) -> Citation:
     quote = normalize_ws(sent.text)
-    return Citation(n=sent.n, doc_name=sent.chunk.doc_name, page=sent.chunk.page_at(sent.start),
-                    chunk_id=sent.chunk.chunk_id, quote=quote, claim=quote,
-                    page_end=sent.chunk.page_at(max(sent.end - 1, sent.start)))
+    return Citation(
+        n=sent.n,
+        doc_name=sent.chunk.doc_name,
+        page=sent.chunk.page_at(sent.start),
+        chunk_id=sent.chunk.chunk_id,
+        quote=quote,
+        claim=quote,
+        page_end=sent.chunk.page_at(max(sent.end - 1, sent.start)),
+    )
 
 
-_NUMBER_Q = re.compile(r"\b(how (many|much|old|long|often|far|large|big)|what (percent|percentage|share|amount|number|"
-                       r"rate|range|score|accuracy|price|cost|value|total|size)|when|what date|which year|what year)\b", re.I)
-_HAS_NUMBER = re.compile(r"\d|\b(one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|"
-                         r"forty|fifty|hundred|thousand|million|billion|half|quarter|dozen)\b", re.I)
+_NUMBER_Q = re.compile(
+    r"\b(how (many|much|old|long|often|far|large|big)|what (percent|percentage|share|amount|number|"
+    r"rate|range|score|accuracy|price|cost|value|total|size)|when|what date|which year|what year)\b",
+    re.I,
+)
+_HAS_NUMBER = re.compile(
+    r"\d|\b(one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|"
+    r"forty|fifty|hundred|thousand|million|billion|half|quarter|dozen)\b",
+    re.I,
+)
 _NUM = r"(\d[\d,.]*|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|fifty|hundred)"
 _MONTH = r"(jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?"
 # Expected answer types (Harabagiu et al., "FALCON: Boosting Knowledge for Answer Engines", TREC-9, 2000):
 # (question pattern, pattern of a sentence that has an answer of that type).
 _ANSWER_TYPES = [
-    (re.compile(r"\bhow long\b(?!.*\b(feet|foot|meters?|miles?|inches|wide|tall)\b)|\bfor how many (years|months|weeks|days)|"
-                r"\bwhat (period|duration|term)\b", re.I),
-     re.compile(rf"\b{_NUM}[\s-]+(years?|months?|weeks?|days?|hours?|minutes?)\b", re.I)),
-    (re.compile(r"\b(when|what date|on what (calendar )?date|which day)\b", re.I),
-     re.compile(rf"\b{_MONTH}\s+\d{{1,2}},?\s+\d{{4}}\b|\b\d{{1,2}}/\d{{1,2}}/\d{{2,4}}\b", re.I)),
-    (re.compile(r"\b(what percent(age)?|what (\w+ )?(rate|margin|accuracy|share))\b", re.I),
-     re.compile(r"\d\s?%|\bper ?cent\b", re.I)),
+    (
+        re.compile(
+            r"\bhow long\b(?!.*\b(feet|foot|meters?|miles?|inches|wide|tall)\b)|\bfor how many (years|months|weeks|days)|"
+            r"\bwhat (period|duration|term)\b",
+            re.I,
+        ),
+        re.compile(rf"\b{_NUM}[\s-]+(years?|months?|weeks?|days?|hours?|minutes?)\b", re.I),
+    ),
+    (
+        re.compile(r"\b(when|what date|on what (calendar )?date|which day)\b", re.I),
+        re.compile(rf"\b{_MONTH}\s+\d{{1,2}},?\s+\d{{4}}\b|\b\d{{1,2}}/\d{{1,2}}/\d{{2,4}}\b", re.I),
+    ),
+    (
+        re.compile(r"\b(what percent(age)?|what (\w+ )?(rate|margin|accuracy|share))\b", re.I),
+        re.compile(r"\d\s?%|\bper ?cent\b", re.I),
+    ),
 ]
 
 
@@ -248,8 +291,15 @@ class ExtractiveAnswerer:
     document_tie = 0.9
     refine_rounds = 3
 
-    def __init__(self, embedder: Embedder, max_sentences: int = 3, relative: float = 0.7, rank_weight: float = 0.3,
-                 store: Any = None, window_tokens: int = 0):
+    def __init__(
+        self,
+        embedder: Embedder,
+        max_sentences: int = 3,
+        relative: float = 0.7,
+        rank_weight: float = 0.3,
+        store: Any = None,
+        window_tokens: int = 0,
+    ):
         """``store`` (a ``VectorStore``): sentences are first scored with the stored vector of the
         sentence window holding them (``dense_windows``, embedded at ingestion) and only the best
         few get their own embedding (``score_sentences``); sentences of chunks without usable
@@ -268,8 +318,9 @@ class ExtractiveAnswerer:
         self._spans_cache: LRUCache = LRUCache(maxsize=20_000)  # recomputed window spans per chunk text
         self._cache_lock = threading.Lock()  # requests run in threads; LRUCache is not thread-safe
 
-    def score_sentences(self, question: str, sources: list[RetrievedChunk],
-                        query_vector: np.ndarray | None = None) -> list[tuple[float, _Sentence]]:
+    def score_sentences(
+        self, question: str, sources: list[RetrievedChunk], query_vector: np.ndarray | None = None
+    ) -> list[tuple[float, _Sentence]]:
         """All source sentences with their scores, best first. ``query_vector``: the question's
         embedding when the caller has it (retrieval's), else it is embedded here.
 
@@ -320,8 +371,9 @@ class ExtractiveAnswerer:
             scored = ranked()
         return scored
 
-    def _dense_scores(self, qvec: np.ndarray, sents: list[_Sentence],
-                      sources: list[RetrievedChunk]) -> tuple[np.ndarray, np.ndarray]:
+    def _dense_scores(
+        self, qvec: np.ndarray, sents: list[_Sentence], sources: list[RetrievedChunk]
+    ) -> tuple[np.ndarray, np.ndarray]:
         """``(cosines (n,), exact (n,) bool)``: the question's cosine to each sentence. A sentence of
         a chunk with stored window vectors scores the cosine of the window holding it (the window
         the dense retriever's MaxSim scored, header included; ``exact`` False); the others are
@@ -403,14 +455,15 @@ class ExtractiveAnswerer:
             if not spans:
                 lead = normalize_ws(s.text)
                 for k, c in enumerate(sources or [], start=1):
-                    nxt = c.payload.get("chunk_index") == (s.chunk.payload.get("chunk_index") or 0) + 1 \
-                        and c.payload.get("document_id") == s.chunk.payload.get("document_id")
+                    nxt = c.payload.get("chunk_index") == (
+                        s.chunk.payload.get("chunk_index") or 0
+                    ) + 1 and c.payload.get("document_id") == s.chunk.payload.get("document_id")
                     if c is s.chunk or not (c.neighbor_of == s.chunk.chunk_id or nxt):
                         continue
                     own = source_sentence_spans(c)
                     at = next((i for i, (a, b) in enumerate(own) if normalize_ws(c.text[a:b]) == lead), None)
                     if at is not None and at + 1 < len(own):
-                        chunk, n, spans = c, k, own[at + 1:]
+                        chunk, n, spans = c, k, own[at + 1 :]
                         break
             if spans and not any(p.chunk is chunk and p.start == spans[0][0] for p in picked):
                 a, b = spans[0]
@@ -427,7 +480,7 @@ class ExtractiveAnswerer:
                 before = [(a, b) for a, b in source_sentence_spans(s.chunk) if b <= s.start]
                 if before:
                     a, b = before[-1]
-                    gap = s.chunk.text[b:s.start]
+                    gap = s.chunk.text[b : s.start]
                     if "\n" in gap and not gap.strip() and not any(p.chunk is s.chunk and p.start == a for p in picked):
                         out.append(_Sentence(s.n, s.chunk, a, b, s.chunk.text[a:b]))
             out.append(s)
@@ -449,13 +502,21 @@ class ExtractiveAnswerer:
                 near.append(own[i - 1])  # the completion of a lead-in that ended its chunk (``_complete_lead_ins``)
             # a value line quoted with the form caption under it (``_complete_captions``): the caption labels it
             label = ""
-            if i + 1 < len(picked) and picked[i + 1].chunk is s.chunk and _is_caption(picked[i + 1].text) \
-                    and s.end <= picked[i + 1].start:
+            if (
+                i + 1 < len(picked)
+                and picked[i + 1].chunk is s.chunk
+                and _is_caption(picked[i + 1].text)
+                and s.end <= picked[i + 1].start
+            ):
                 label = normalize_ws(picked[i + 1].text.strip()[1:-1])
-            pool.append((max([own[i], *near]), normalize_ws(s.text), s.chunk.text[max(0, s.start - 1500):s.start],
-                         label))
-        pool += [(sc, normalize_ws(s.text), s.chunk.text[max(0, s.start - 1500):s.start], "") for sc, s in scored
-                 if s.chunk.doc_name == best_doc and not any(s is p for p in picked)]
+            pool.append(
+                (max([own[i], *near]), normalize_ws(s.text), s.chunk.text[max(0, s.start - 1500) : s.start], label)
+            )
+        pool += [
+            (sc, normalize_ws(s.text), s.chunk.text[max(0, s.start - 1500) : s.start], "")
+            for sc, s in scored
+            if s.chunk.doc_name == best_doc and not any(s is p for p in picked)
+        ]
         pool.sort(key=lambda x: -x[0])
         # else the best sentence of the answer's document (``select_sentences`` may quote another than the best's);
         # a lead-in ("... the probable cause(s) of this accident to be:") announces the answer: its quoted
@@ -465,8 +526,9 @@ class ExtractiveAnswerer:
         # its own chunk, else quoted right after it from the chunk that continues it)
         lead = next((i for i, p in enumerate(picked[:-1]) if p.text.rstrip().endswith(":")), None)
         if lead is not None:
-            fallback = next((p for p in picked if p.chunk is picked[lead].chunk and p.start >= picked[lead].end),
-                            picked[lead + 1])
+            fallback = next(
+                (p for p in picked if p.chunk is picked[lead].chunk and p.start >= picked[lead].end), picked[lead + 1]
+            )
         elif fallback.text.rstrip().endswith(":"):
             fallback = next((p for p in picked if p.chunk is fallback.chunk and p.start >= fallback.end), fallback)
         return concise_answer(question, pool) or normalize_ws(fallback.text)
@@ -497,8 +559,9 @@ class ExtractiveAnswerer:
                 picked.append(top1[1])
         return picked
 
-    def answer(self, question: str, sources: list[RetrievedChunk],
-               query_vector: np.ndarray | None = None) -> AnswerResult:
+    def answer(
+        self, question: str, sources: list[RetrievedChunk], query_vector: np.ndarray | None = None
+    ) -> AnswerResult:
         """Answer from ``sources`` (numbered 1..n in order); ``refused`` when there are none.
         ``query_vector``: the question's embedding if already computed (see ``score_sentences``)."""
         scored = self.score_sentences(question, sources, query_vector)
@@ -556,13 +619,21 @@ class LLMAnswerer:
         if not sources:
             return AnswerResult(REFUSAL_TEXT, [], "refused", self.model)
         messages = self.messages(question, sources)
-        resp = call_with_deadline(lambda: litellm.completion(model=self.model, messages=messages, **self.kwargs),
-                                  deadline_for(self.kwargs.get("timeout"), self.kwargs.get("max_retries")))
+        resp = call_with_deadline(
+            lambda: litellm.completion(model=self.model, messages=messages, **self.kwargs),
+            deadline_for(self.kwargs.get("timeout"), self.kwargs.get("max_retries")),
+        )
         text = (resp.choices[0].message.content or "").strip()
         usage = getattr(resp, "usage", None)
         cost = completion_cost_or_none(resp)
-        return self.finish(text, sources, getattr(usage, "prompt_tokens", 0) or 0,
-                           getattr(usage, "completion_tokens", 0) or 0, cost, question=question)
+        return self.finish(
+            text,
+            sources,
+            getattr(usage, "prompt_tokens", 0) or 0,
+            getattr(usage, "completion_tokens", 0) or 0,
+            cost,
+            question=question,
+        )
 
     def stream(self, question: str, sources: list[RetrievedChunk], cancel: Cancellation | None = None):
         """Generator of text deltas; its return value (``StopIteration.value``) is the
@@ -577,8 +648,9 @@ class LLMAnswerer:
             return AnswerResult(REFUSAL_TEXT, [], "refused", self.model)
         messages = self.messages(question, sources)
         chunks = []
-        upstream = litellm.completion(model=self.model, messages=messages, stream=True,
-                                      stream_options={"include_usage": True}, **self.kwargs)
+        upstream = litellm.completion(
+            model=self.model, messages=messages, stream=True, stream_options={"include_usage": True}, **self.kwargs
+        )
         if cancel is not None:
             cancel.on_cancel(lambda: abort_stream(upstream))
         for part in upstream:
@@ -590,11 +662,24 @@ class LLMAnswerer:
         text = (resp.choices[0].message.content or "").strip()
         usage = getattr(resp, "usage", None)
         cost = completion_cost_or_none(resp)
-        return self.finish(text, sources, getattr(usage, "prompt_tokens", 0) or 0,
-                           getattr(usage, "completion_tokens", 0) or 0, cost, question=question)
+        return self.finish(
+            text,
+            sources,
+            getattr(usage, "prompt_tokens", 0) or 0,
+            getattr(usage, "completion_tokens", 0) or 0,
+            cost,
+            question=question,
+        )
 
-    def finish(self, text: str, sources: list[RetrievedChunk], prompt_tokens: int, completion_tokens: int,
-               cost: float | None, question: str = "") -> AnswerResult:
+    def finish(
+        self,
+        text: str,
+        sources: list[RetrievedChunk],
+        prompt_tokens: int,
+        completion_tokens: int,
+        cost: float | None,
+        question: str = "",
+    ) -> AnswerResult:
         """Build citations for ``text`` and audit them (``audit_answer``): each claim's cited [n]
         gets the passage of chunk n (one sentence, or two adjacent ones) that supports the claim
         (``citations.claim_support``), else the sentence sharing most of its terms. ``concise``: the
@@ -612,11 +697,22 @@ class LLMAnswerer:
                 span = best_quote_span(claim, claim_terms, c.text)
                 if span is None:
                     continue
-                quote = c.text[span[0]:span[1]]
+                quote = c.text[span[0] : span[1]]
                 cites.append(Citation(n, c.doc_name, c.page_at(span[0]), c.chunk_id, normalize_ws(quote), claim))
         plain = normalize_ws(strip_citations(text))
-        return audit_answer(AnswerResult(text, cites, "answered", self.model, prompt_tokens, completion_tokens, cost,
-                                         concise=concise_span(question, plain) or plain), sources)
+        return audit_answer(
+            AnswerResult(
+                text,
+                cites,
+                "answered",
+                self.model,
+                prompt_tokens,
+                completion_tokens,
+                cost,
+                concise=concise_span(question, plain) or plain,
+            ),
+            sources,
+        )
 
 
 def best_quote_span(claim: str, claim_terms: set[str], text: str) -> tuple[int, int] | None:
@@ -631,4 +727,4 @@ def best_quote_span(claim: str, claim_terms: set[str], text: str) -> tuple[int, 
     for s, e in candidates:
         if claim_support(claim, text[s:e]).supports:
             return s, e
-    return max(spans, key=lambda se: (len(claim_terms & set(tokenize(text[se[0]:se[1]]))), -se[0]))
+    return max(spans, key=lambda se: (len(claim_terms & set(tokenize(text[se[0] : se[1]]))), -se[0]))

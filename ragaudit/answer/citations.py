@@ -47,7 +47,7 @@ def _sentence_ends(text: str) -> set[int]:
 
     plain, where, pos = [], [], 0
     for m in _CITE.finditer(text):
-        plain.append(text[pos:m.start()])
+        plain.append(text[pos : m.start()])
         where.extend(range(pos, m.start()))
         pos = m.end()
     plain.append(text[pos:])
@@ -73,7 +73,7 @@ def split_answer_sentences(text: str) -> list[str]:
                 ends = _sentence_ends(text)
             if not any(m.start("stop") < e <= m.end("stop") for e in ends):
                 continue
-        out.append(text[pos:m.end()].strip())
+        out.append(text[pos : m.end()].strip())
         pos = m.end()
     out.append(text[pos:].strip())
     return [x for x in out if x]
@@ -92,8 +92,12 @@ class CitationReport:
         return not self.invalid_numbers and not self.uncited_sentences and bool(self.cited)
 
     def to_json(self) -> dict:
-        return {"ok": self.ok, "cited": self.cited, "invalid_numbers": self.invalid_numbers,
-                "uncited_sentences": self.uncited_sentences}
+        return {
+            "ok": self.ok,
+            "cited": self.cited,
+            "invalid_numbers": self.invalid_numbers,
+            "uncited_sentences": self.uncited_sentences,
+        }
 
 
 def check_citations(answer: str, n_sources: int) -> CitationReport:
@@ -150,12 +154,41 @@ def find_quote(quote: str, chunk_text: str) -> int:
 
 MIN_TERM_RECALL = 0.5
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
-_NUMBER_WORDS = {"two": "2", "three": "3", "four": "4", "five": "5", "six": "6", "seven": "7", "eight": "8",
-                 "nine": "9", "ten": "10", "eleven": "11", "twelve": "12", "twenty": "20", "thirty": "30",
-                 "forty": "40", "fifty": "50", "hundred": "100", "thousand": "1000", "million": "1000000",
-                 "billion": "1000000000"}
-_MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
-           "november", "december")
+_NUMBER_WORDS = {
+    "two": "2",
+    "three": "3",
+    "four": "4",
+    "five": "5",
+    "six": "6",
+    "seven": "7",
+    "eight": "8",
+    "nine": "9",
+    "ten": "10",
+    "eleven": "11",
+    "twelve": "12",
+    "twenty": "20",
+    "thirty": "30",
+    "forty": "40",
+    "fifty": "50",
+    "hundred": "100",
+    "thousand": "1000",
+    "million": "1000000",
+    "billion": "1000000000",
+}
+_MONTHS = (
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+)
 _MONTH_ABBR = {m[:3]: m for m in _MONTHS} | {"sept": "september"}
 _WORD = re.compile(r"[^\W_]+(?:['’.-][^\W_]+)*")
 _NEGATIONS = frozenset({"not", "no", "never", "none", "neither", "nor", "without", "cannot"})
@@ -258,8 +291,9 @@ class CitationVerdict:
     reason: str
 
 
-def verify_citation(claim: str, quote: str, chunk_text: str | None,
-                    together_with: list[tuple[int, str]] | None = None) -> CitationVerdict:
+def verify_citation(
+    claim: str, quote: str, chunk_text: str | None, together_with: list[tuple[int, str]] | None = None
+) -> CitationVerdict:
     """Verdict on one citation of ``claim`` quoting ``quote`` from a chunk with text ``chunk_text``
     (``None``: the cited chunk is not among the sources).
 
@@ -283,8 +317,9 @@ def verify_citation(claim: str, quote: str, chunk_text: str | None,
 ANSWER_LABELS = ("answered", "refused", "clarifying", "uncited", "unsupported")
 
 
-def answer_label(label: str, report: CitationReport, verdicts: list[CitationVerdict],
-                 unsupported_claims: int = 0) -> str:
+def answer_label(
+    label: str, report: CitationReport, verdicts: list[CitationVerdict], unsupported_claims: int = 0
+) -> str:
     """The label of an answer after its citation audit.
 
     ``refused`` / ``clarifying`` stay; otherwise ``uncited`` when a cited ``[n]`` names no source,
@@ -328,8 +363,9 @@ class CitedQuote:
     claim: str
 
 
-def audit_citations(answer: str, label: str, cites: list[CitedQuote],
-                    sources: list[tuple[str, str]]) -> tuple[list[CitationVerdict], dict, str]:
+def audit_citations(
+    answer: str, label: str, cites: list[CitedQuote], sources: list[tuple[str, str]]
+) -> tuple[list[CitationVerdict], dict, str]:
     """Audit the citations of ``answer`` against its numbered ``sources`` (``(chunk_id, text)``, 1-based).
 
     Returns ``(verdicts, citation_check, label)``: one ``CitationVerdict`` per citation (a citation

@@ -33,11 +33,15 @@ import re
 from ragaudit.index.sparse import CJK_CHAR, STOP_WORDS, question_row_terms, row_label_terms, tokenize
 
 _MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?"
-_NUMWORD = r"(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|forty|fifty|hundred)"
+_NUMWORD = (
+    r"(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|forty|fifty|hundred)"
+)
 _NUMBER = rf"(?:\d[\d,]*(?:\.\d+)?|{_NUMWORD})"
 _SCALE = r"(?:\s?(?:million|billion|thousand|trillion|[mbk]n?)\b)?"
-_UNITS = (r"(?:years?|months?|weeks?|days?|hours?|minutes?|seconds?|feet|foot|ft|meters?|miles?|knots?|degrees?|"
-          r"shares?|votes?|stores?|records?|pages?|tables?|questions?|articles?|gpus?|percent|%)")
+_UNITS = (
+    r"(?:years?|months?|weeks?|days?|hours?|minutes?|seconds?|feet|foot|ft|meters?|miles?|knots?|degrees?|"
+    r"shares?|votes?|stores?|records?|pages?|tables?|questions?|articles?|gpus?|percent|%)"
+)
 _CJK_UNIT = r"(?:亿元|万元|元|亿|万|个|家|人|次|年|月|天|%)"
 # a digit may follow CJK text directly ("达372.53亿元"): no \b there, so "not after a Latin letter or digit"
 _NB = r"(?<![A-Za-z0-9_.$])"
@@ -45,74 +49,170 @@ _NB = r"(?<![A-Za-z0-9_.$])"
 _APPROX = r"(?:(?:about|approximately|approx\.|roughly|nearly|almost|around|over|under|more than|less than|up to|at least|at most)\s+)?"
 
 TYPES: dict[str, re.Pattern] = {
-    "date": re.compile(rf"\b{_MONTH}\s+\d{{1,2}},?\s+\d{{4}}\b|\b\d{{1,2}}/\d{{1,2}}/\d{{2,4}}\b|"
-                       rf"\b\d{{1,2}}\s+{_MONTH}\s+\d{{4}}\b|\b{_MONTH}\s+\d{{4}}\b|\d{{4}}年\d{{1,2}}月(?:\d{{1,2}}日)?",
-                       re.I),
+    "date": re.compile(
+        rf"\b{_MONTH}\s+\d{{1,2}},?\s+\d{{4}}\b|\b\d{{1,2}}/\d{{1,2}}/\d{{2,4}}\b|"
+        rf"\b\d{{1,2}}\s+{_MONTH}\s+\d{{4}}\b|\b{_MONTH}\s+\d{{4}}\b|\d{{4}}年\d{{1,2}}月(?:\d{{1,2}}日)?",
+        re.I,
+    ),
     # a clock time ("8 am", "10:30 a.m.", "0826 eastern standard time", "1730 EST", "14:05")
-    "time": re.compile(r"(?<![\w.:])(?:[01]?\d|2[0-3])(?::[0-5]\d)?\s?(?:a\.m\.|p\.m\.|am\b|pm\b)|"
-                       r"(?<![\w.:])(?:[01]\d|2[0-3]):?[0-5]\d(?:\s(?:(?:eastern|central|mountain|pacific|local|"
-                       r"coordinated universal|universal)\s(?:standard |daylight )?time|[ECMP][SD]T|UTC|GMT|Z)\b)|"
-                       r"(?<![\w.:])(?:[01]?\d|2[0-3]):[0-5]\d(?![\d:])", re.I),
-    "duration": re.compile(rf"(?<![\w.]){_APPROX}{_NUMBER}(?:\s|-)+(?:years?|months?|weeks?|days?|hours?|minutes?)\b",
-                           re.I),
+    "time": re.compile(
+        r"(?<![\w.:])(?:[01]?\d|2[0-3])(?::[0-5]\d)?\s?(?:a\.m\.|p\.m\.|am\b|pm\b)|"
+        r"(?<![\w.:])(?:[01]\d|2[0-3]):?[0-5]\d(?:\s(?:(?:eastern|central|mountain|pacific|local|"
+        r"coordinated universal|universal)\s(?:standard |daylight )?time|[ECMP][SD]T|UTC|GMT|Z)\b)|"
+        r"(?<![\w.:])(?:[01]?\d|2[0-3]):[0-5]\d(?![\d:])",
+        re.I,
+    ),
+    "duration": re.compile(
+        rf"(?<![\w.]){_APPROX}{_NUMBER}(?:\s|-)+(?:years?|months?|weeks?|days?|hours?|minutes?)\b", re.I
+    ),
     # a distance or size ("3078 feet", "100 feet wide" -> "100 feet", "1,500-foot", "2.5 nm")
-    "length": re.compile(rf"(?<![\w.]){_APPROX}\d[\d,]*(?:\.\d+)?(?:\s|-)?(?:feet|foot|ft|meters?|metres?|km|"
-                         r"kilometers?|miles?|nm|nautical miles?|inches|inch|yards?|cm|mm)\b", re.I),
+    "length": re.compile(
+        rf"(?<![\w.]){_APPROX}\d[\d,]*(?:\.\d+)?(?:\s|-)?(?:feet|foot|ft|meters?|metres?|km|"
+        r"kilometers?|miles?|nm|nautical miles?|inches|inch|yards?|cm|mm)\b",
+        re.I,
+    ),
     # a speed ("15 knots", "120 mph", "8 kts")
-    "speed": re.compile(rf"(?<![\w.]){_APPROX}\d[\d,]*(?:\.\d+)?\s?(?:knots?|kts|mph|miles per hour|km/h|"
-                        r"kph|kilometers per hour|m/s|meters per second|feet per (?:second|minute)|fpm)(?![\w/])", re.I),
+    "speed": re.compile(
+        rf"(?<![\w.]){_APPROX}\d[\d,]*(?:\.\d+)?\s?(?:knots?|kts|mph|miles per hour|km/h|"
+        r"kph|kilometers per hour|m/s|meters per second|feet per (?:second|minute)|fpm)(?![\w/])",
+        re.I,
+    ),
     "percent": re.compile(rf"{_APPROX}{_NB}\d[\d,]*(?:\.\d+)?\s?(?:%|percent\b)", re.I),
     # a year on its own ("created in 1934", "(2019)"), for "in what year" questions
     "year": re.compile(r"(?<![\w.,$])(?:1[5-9]|20)\d\d(?![\w,%]|\.\d)"),
     # a person's age as reports print it ("age 85", "Age: 85", "aged 32", "a 54-year-old pilot")
     "age": re.compile(r"(?i)(?:(?<=\bage )|(?<=\bage: )|(?<=\baged ))\d{1,3}\b|\b\d{1,3}(?=[- ]years?[- ]old\b)"),
-    "money": re.compile(rf"{_APPROX}(?:\$|US\$|USD\s?|€|£|¥)\s?\d[\d,]*(?:\.\d+)?{_SCALE}|"
-                        rf"{_APPROX}{_NB}\d[\d,]*(?:\.\d+)?\s?(?:million|billion)?\s?(?:dollars|yuan|euros?|亿元|万元|元)",
-                        re.I),
-    "number": re.compile(rf"{_APPROX}{_NB}(?:\d[\d,]*(?:\.\d+)?|\b{_NUMWORD}\b)(?:{_SCALE})"
-                         rf"(?:\s?{_CJK_UNIT}|\s{_UNITS}\b)?(?![A-Za-z0-9_])", re.I),
+    "money": re.compile(
+        rf"{_APPROX}(?:\$|US\$|USD\s?|€|£|¥)\s?\d[\d,]*(?:\.\d+)?{_SCALE}|"
+        rf"{_APPROX}{_NB}\d[\d,]*(?:\.\d+)?\s?(?:million|billion)?\s?(?:dollars|yuan|euros?|亿元|万元|元)",
+        re.I,
+    ),
+    "number": re.compile(
+        rf"{_APPROX}{_NB}(?:\d[\d,]*(?:\.\d+)?|\b{_NUMWORD}\b)(?:{_SCALE})"
+        rf"(?:\s?{_CJK_UNIT}|\s{_UNITS}\b)?(?![A-Za-z0-9_])",
+        re.I,
+    ),
     # a call with its arguments ("doc.save(filename, garbage=3, deflate=1)"), else one token holding
     # a digit, two capitals or an underscore ("NYC08CA055", "VARCHAR(128)", "istio_requests_total")
-    "identifier": re.compile(r"(?<![\w.])[A-Za-z_][\w.]*\([^()]{0,80}\)|"
-                             r"(?<![\w])(?=[\w./()-]*\d|[A-Z0-9_]*[A-Z]{2}|\w*_\w)[A-Za-z0-9][\w./()-]*[\w)](?![\w])"),
+    "identifier": re.compile(
+        r"(?<![\w.])[A-Za-z_][\w.]*\([^()]{0,80}\)|"
+        r"(?<![\w])(?=[\w./()-]*\d|[A-Z0-9_]*[A-Z]{2}|\w*_\w)[A-Za-z0-9][\w./()-]*[\w)](?![\w])"
+    ),
     "name": re.compile(r"\b[A-Z][\w&.'-]*(?:\s+(?:of\s+|de\s+|&\s+)?[A-Z][\w&.'-]*)*"),
 }
 
-_PRONOUNS = {"we", "i", "you", "he", "she", "they", "it", "this", "that", "these", "those", "our", "their", "his",
-             "her", "its", "table", "figure", "section", "page", "note", "item", "part"}
+_PRONOUNS = {
+    "we",
+    "i",
+    "you",
+    "he",
+    "she",
+    "they",
+    "it",
+    "this",
+    "that",
+    "these",
+    "those",
+    "our",
+    "their",
+    "his",
+    "her",
+    "its",
+    "table",
+    "figure",
+    "section",
+    "page",
+    "note",
+    "item",
+    "part",
+}
 
 _Q_TYPES: list[tuple[str, re.Pattern]] = [
-    ("duration", re.compile(r"\bhow long\b(?!.*\b(feet|foot|meters?|miles?|wide|tall)\b)|\bfor how many "
-                            r"(years|months|weeks|days)\b|\bwhat (period|duration|term|time ?frame)\b|"
-                            r"\bwithin what time\b|\bhow much ([\w-]+ ){0,2}time\b", re.I)),
-    ("time", re.compile(r"\b(what|which) time\b|\bat what (hour|time)\b|\bwhen does\b.*\b(open|close|start|begin|end|"
-                        r"depart|arrive|leave)s?\b|几点", re.I)),
+    (
+        "duration",
+        re.compile(
+            r"\bhow long\b(?!.*\b(feet|foot|meters?|miles?|wide|tall)\b)|\bfor how many "
+            r"(years|months|weeks|days)\b|\bwhat (period|duration|term|time ?frame)\b|"
+            r"\bwithin what time\b|\bhow much ([\w-]+ ){0,2}time\b",
+            re.I,
+        ),
+    ),
+    (
+        "time",
+        re.compile(
+            r"\b(what|which) time\b|\bat what (hour|time)\b|\bwhen does\b.*\b(open|close|start|begin|end|"
+            r"depart|arrive|leave)s?\b|几点",
+            re.I,
+        ),
+    ),
     ("speed", re.compile(r"\bhow fast\b|\b(what|which)( [\w-]+){0,3} (speed|velocity)\b|\bat what speed\b", re.I)),
-    ("length", re.compile(r"\bhow (far|wide|tall|high|deep)\b|\bhow long\b.*\b(feet|foot|meters?|miles?|wide|"
-                          r"runway|strip|distance|road|bridge)\b|\b(what|which)( [\w-]+){0,2} (length|width|"
-                          r"height|distance|depth|altitude|elevation)\b", re.I)),
-    ("year", re.compile(r"\b(in )?(what|which) year\b|\byear of (its |their )?(founding|creation|establishment)\b",
-                        re.I)),
-    ("date", re.compile(r"\b(when|what date|on what (calendar )?date|which day|what day)\b|何时|什么时候|哪一?天|哪年",
-                        re.I)),
-    ("percent", re.compile(r"\b(what (percent(age)?|share|proportion|fraction)|how much of|(what|which)( [\w-]+){1,3} "
-                           r"(rate|margin|accuracy|share)|what (rate|margin|accuracy)|"
-                           # "What was the effective tax rate ...?", "What is the annual growth rate ...?"
-                           r"what (is|was|are|were) the ([\w-]+ ){0,3}(rate|percentage|ratio))\b|%|百分比|比例", re.I)),
-    ("money", re.compile(r"\bhow much\b.*\b(spen[dt]|cost|pay|paid|revenue|sales|income|earn|expense|price|"
-                         r"generate|bring in|worth|fee|budget|capital)|\bwhat (amount|price|cost)\b|"
-                         r"\b(revenue|sales|income|expenditure|cost)\b.*\?$|"
-                         # a measure noun asks for an amount ("What is the closing balance of the fund?")
-                         r"\bwhat (is|was|are|were) the ([\w-]+ ){0,2}(balance|amount|price|fee|budget|deficit|"
-                         r"surplus|profit|loss|payment|salary)\b", re.I)),
+    (
+        "length",
+        re.compile(
+            r"\bhow (far|wide|tall|high|deep)\b|\bhow long\b.*\b(feet|foot|meters?|miles?|wide|"
+            r"runway|strip|distance|road|bridge)\b|\b(what|which)( [\w-]+){0,2} (length|width|"
+            r"height|distance|depth|altitude|elevation)\b",
+            re.I,
+        ),
+    ),
+    (
+        "year",
+        re.compile(r"\b(in )?(what|which) year\b|\byear of (its |their )?(founding|creation|establishment)\b", re.I),
+    ),
+    (
+        "date",
+        re.compile(
+            r"\b(when|what date|on what (calendar )?date|which day|what day)\b|何时|什么时候|哪一?天|哪年", re.I
+        ),
+    ),
+    (
+        "percent",
+        re.compile(
+            r"\b(what (percent(age)?|share|proportion|fraction)|how much of|(what|which)( [\w-]+){1,3} "
+            r"(rate|margin|accuracy|share)|what (rate|margin|accuracy)|"
+            # "What was the effective tax rate ...?", "What is the annual growth rate ...?"
+            r"what (is|was|are|were) the ([\w-]+ ){0,3}(rate|percentage|ratio))\b|%|百分比|比例",
+            re.I,
+        ),
+    ),
+    (
+        "money",
+        re.compile(
+            r"\bhow much\b.*\b(spen[dt]|cost|pay|paid|revenue|sales|income|earn|expense|price|"
+            r"generate|bring in|worth|fee|budget|capital)|\bwhat (amount|price|cost)\b|"
+            r"\b(revenue|sales|income|expenditure|cost)\b.*\?$|"
+            # a measure noun asks for an amount ("What is the closing balance of the fund?")
+            r"\bwhat (is|was|are|were) the ([\w-]+ ){0,2}(balance|amount|price|fee|budget|deficit|"
+            r"surplus|profit|loss|payment|salary)\b",
+            re.I,
+        ),
+    ),
     ("age", re.compile(r"\bhow old\b|\b(what|which) age\b|\bat what age\b", re.I)),
-    ("number", re.compile(r"\bhow (many|much|old|far|large|big|often|fast|high|tall)\b|\bwhat (number|score|"
-                          r"value|threshold|size|total|age|count|speed)\b|\b(what|which) [\w-]+ (score|value|"
-                          r"threshold|number|count)\b|\bon which line\b|多少|几", re.I)),
-    ("identifier", re.compile(r"\b(what|which) (is the )?[\w\s'’.()-]{0,60}?\b(number|no\.?|id|identifier|code|"
-                              r"command|statement|registration|metric|type|call|key|exhibit|line|instance)\b", re.I)),
-    ("name", re.compile(r"\b(who|whom|whose)\b|\b(which|what) (library|company|firm|authority|agency|person|"
-                        r"provider|tool|vendor|country|city|state|organi[sz]ation|bank|auditor)\b|谁|哪家", re.I)),
+    (
+        "number",
+        re.compile(
+            r"\bhow (many|much|old|far|large|big|often|fast|high|tall)\b|\bwhat (number|score|"
+            r"value|threshold|size|total|age|count|speed)\b|\b(what|which) [\w-]+ (score|value|"
+            r"threshold|number|count)\b|\bon which line\b|多少|几",
+            re.I,
+        ),
+    ),
+    (
+        "identifier",
+        re.compile(
+            r"\b(what|which) (is the )?[\w\s'’.()-]{0,60}?\b(number|no\.?|id|identifier|code|"
+            r"command|statement|registration|metric|type|call|key|exhibit|line|instance)\b",
+            re.I,
+        ),
+    ),
+    (
+        "name",
+        re.compile(
+            r"\b(who|whom|whose)\b|\b(which|what) (library|company|firm|authority|agency|person|"
+            r"provider|tool|vendor|country|city|state|organi[sz]ation|bank|auditor)\b|谁|哪家",
+            re.I,
+        ),
+    ),
 ]
 
 
@@ -124,11 +224,13 @@ def without_conjunction_when(question: str) -> str:
     "when" after another wh-word ("Which parts were damaged *when* it hit the lights?", "What was
     the pilot doing *when* the plane slowed?") asks for no date, unless "and", "or" or a comma
     starts a second question with it ("..., and when was his last medical exam?")."""
+
     def repl(m: re.Match) -> str:
-        before = question[:m.start()]
+        before = question[: m.start()]
         if _WH_BEFORE.search(before) and not re.search(r"(?i)(?:\band|\bor|[,;])\s*$", before):
             return "as"
         return m.group(0)
+
     return re.sub(r"(?i)\bwhen\b", repl, question)
 
 
@@ -146,10 +248,19 @@ def question_type(question: str) -> str | None:
 
 
 def _fallback_types(t: str) -> list[str]:
-    return {"time": ["time", "date"], "date": ["date", "time"], "speed": ["speed", "number"],
-            "length": ["length", "number"], "duration": ["duration", "length", "date"],
-            "money": ["money", "number"], "number": ["number", "money", "percent"], "percent": ["percent", "number"],
-            "identifier": ["identifier", "number"], "age": ["age", "number"], "year": ["year", "date"]}.get(t, [t])
+    return {
+        "time": ["time", "date"],
+        "date": ["date", "time"],
+        "speed": ["speed", "number"],
+        "length": ["length", "number"],
+        "duration": ["duration", "length", "date"],
+        "money": ["money", "number"],
+        "number": ["number", "money", "percent"],
+        "percent": ["percent", "number"],
+        "identifier": ["identifier", "number"],
+        "age": ["age", "number"],
+        "year": ["year", "date"],
+    }.get(t, [t])
 
 
 _AUX = r"(?:is|are|was|were|do|does|did|has|have|had|can|could|will|would|should|must|may|might)"
@@ -173,16 +284,17 @@ def _form_fields(sentence: str, q_terms: set[str] | None = None) -> list[tuple[s
     colon may hold the previous field's value too ("Piper PA-22-150 Aircraft Damage:"): the label
     is the run's last two words, or with ``q_terms`` its ending of up to four words with the most
     question terms; a value runs to the next label."""
-    runs = [(m.start(), m.end()) for m in _LABEL.finditer(sentence)
-            if not sentence[m.end():m.end() + 2].startswith("//")]  # not "https://"
+    runs = [
+        (m.start(), m.end()) for m in _LABEL.finditer(sentence) if not sentence[m.end() : m.end() + 2].startswith("//")
+    ]  # not "https://"
     starts = []
     for n, (a, b) in enumerate(runs):
-        words = list(re.finditer(r"\S+", sentence[a:b - 1]))
+        words = list(re.finditer(r"\S+", sentence[a : b - 1]))
         cut = max(0, len(words) - 2)
         if q_terms:
             best = (0, 0.0, cut)
             for i in range(max(0, len(words) - 4), len(words)):
-                terms = set(tokenize(sentence[a + words[i].start():b - 1])) - STOP_WORDS
+                terms = set(tokenize(sentence[a + words[i].start() : b - 1])) - STOP_WORDS
                 hit = len(terms & q_terms)
                 if hit and (hit, hit / len(terms)) > best[:2]:
                     best = (hit, hit / len(terms), i)
@@ -191,10 +303,10 @@ def _form_fields(sentence: str, q_terms: set[str] | None = None) -> list[tuple[s
             cut = 0  # nothing before the first label: the whole run is its label
         starts.append(a + words[cut].start() if words else a)
     out = []
-    for i, (a, b) in enumerate(runs):
+    for i, (_a, b) in enumerate(runs):
         end = starts[i + 1] if i + 1 < len(runs) else len(sentence)
         value = sentence[b:end].strip(" ,;/")
-        out.append((sentence[starts[i]:b - 1].strip(), value.rstrip("."), b))
+        out.append((sentence[starts[i] : b - 1].strip(), value.rstrip("."), b))
     return out
 
 
@@ -218,24 +330,37 @@ def _typed_spans(question: str, sentence: str, t: str) -> list[tuple[int, int, i
             raw = m.group(0)
             lead = len(raw) - len(raw.lstrip(" ,.;:"))
             start, span = m.start() + lead, raw.strip(" ,.;:")
-            if not span or span.lower() in q_low or (set(tokenize(span)) and set(tokenize(span)) <= q_terms
-                                                      and typ in ("name", "identifier")):
+            if (
+                not span
+                or span.lower() in q_low
+                or (set(tokenize(span)) and set(tokenize(span)) <= q_terms and typ in ("name", "identifier"))
+            ):
                 continue
             if typ == "identifier" and not re.search(r"\d|[A-Z]{2}|_|\(", span):
                 continue
-            if typ == "name" and (span.lower() in STOP_WORDS or span.lower() in _PRONOUNS
-                                  or (not sentence[:m.start()].strip() and " " not in span)):
+            if typ == "name" and (
+                span.lower() in STOP_WORDS
+                or span.lower() in _PRONOUNS
+                or (not sentence[: m.start()].strip() and " " not in span)
+            ):
                 continue  # "We ...", a capitalised first word: not a name
             if typ in ("number", "identifier", "money") and _structure_ref(question, sentence, start, span):
                 continue
-            if typ in ("number", "percent", "duration", "length", "speed") and t != "date" and any(
-                    a <= start < b for a, b in dates):
+            if (
+                typ in ("number", "percent", "duration", "length", "speed")
+                and t != "date"
+                and any(a <= start < b for a, b in dates)
+            ):
                 continue  # the day or year of a date ("July 1, 2023") is no count
             end = start + len(span)
             if typ == "number" and re.fullmatch(rf"(?i){_NUMWORD}", span):
                 tier += 0.5  # a bare number word is often a pronoun ("one groups items"): after the digits
-            if typ == "number" and t != "date" and re.fullmatch(r"(?:19|20)\d\d", span) \
-                    and not _ASKS_YEAR.search(question):
+            if (
+                typ == "number"
+                and t != "date"
+                and re.fullmatch(r"(?:19|20)\d\d", span)
+                and not _ASKS_YEAR.search(question)
+            ):
                 tier += 1  # a bare year ("the 2024 annual meeting", "In 1990, ...") names a time, not a count
             if typ in ("money", "number", "percent", "duration", "date", "length", "speed"):
                 # a range ("$400 million to $475 million") or a rate ("$145 per record") is one value
@@ -250,14 +375,16 @@ def _typed_spans(question: str, sentence: str, t: str) -> list[tuple[int, int, i
                 # the question's head noun printed in front of the identifier belongs to it ("Grant IIS-00325657")
                 before = re.search(rf"(?i)\b{re.escape(head)}\s+$", sentence[:start])
                 if before:
-                    start, span = before.start(), sentence[before.start():end]
+                    start, span = before.start(), sentence[before.start() : end]
             out.append((tier, start, end, span))
     return out
 
 
 # a form's "line 22" numbers the form's structure as "page 4" numbers a document's
-_STRUCTURE = re.compile(r"(?i)\b(?:table|figure|fig\.|section|chapter|appendix|note|page|pages|p\.|item|part|line|lines)"
-                        r"\s*$")
+_STRUCTURE = re.compile(
+    r"(?i)\b(?:table|figure|fig\.|section|chapter|appendix|note|page|pages|p\.|item|part|line|lines)"
+    r"\s*$"
+)
 
 
 def _structure_ref(question: str, sentence: str, start: int, span: str) -> bool:
@@ -313,8 +440,10 @@ def _label_match(sentence: str, start: int, q_terms: set[str], caption: str = ""
     return max(from_caption, _label_words_match(before[:-1], q_terms))
 
 
-_FOCUS = re.compile(r"(?i)^\s*(?:what|which)\s+(?:is|was|are|were)\s+(?:the\s+)?(?P<focus>[\w'’ -]+?)\s+"
-                    r"(?:of|for|in|at|on|from|to|by|with|during|that|which|behind)\b")
+_FOCUS = re.compile(
+    r"(?i)^\s*(?:what|which)\s+(?:is|was|are|were)\s+(?:the\s+)?(?P<focus>[\w'’ -]+?)\s+"
+    r"(?:of|for|in|at|on|from|to|by|with|during|that|which|behind)\b"
+)
 
 
 def question_focus(question: str) -> set[str]:
@@ -366,10 +495,12 @@ _CELL = re.compile(r"(?<![\w.])(?:\$\s?)?\(?-?\d+(?:,\d{3})*(?:\.\d+)?\)?%?(?![\
 _UNIT_LINE = re.compile(r"(?i)^\s*\((?:dollars |\$ |amounts )?in (?:millions|thousands|billions)\b[^)]*\)\s*$")
 _FISCAL_YEAR = re.compile(r"(?i)\bfiscal(?:\s+year)?\s+(?:19|20)\d\d\b|\bFY\s?(?:19|20)?\d\d\b")
 _PERIOD_GROUP = re.compile(r"(?i)\b(three|six|nine|twelve)\s+months\s+ended\b")
-_ASKED_PERIOD = [("nine", re.compile(r"(?i)\bnine[\s-]+months?\b|\b9[\s-]+months?\b")),
-                 ("six", re.compile(r"(?i)\bsix[\s-]+months?\b|\b6[\s-]+months?\b|\bfirst half\b")),
-                 ("twelve", re.compile(r"(?i)\btwelve[\s-]+months?\b|\b12[\s-]+months?\b")),
-                 ("three", re.compile(r"(?i)\bthree[\s-]+months?\b|\b3[\s-]+months?\b|\bquarter\b"))]
+_ASKED_PERIOD = [
+    ("nine", re.compile(r"(?i)\bnine[\s-]+months?\b|\b9[\s-]+months?\b")),
+    ("six", re.compile(r"(?i)\bsix[\s-]+months?\b|\b6[\s-]+months?\b|\bfirst half\b")),
+    ("twelve", re.compile(r"(?i)\btwelve[\s-]+months?\b|\b12[\s-]+months?\b")),
+    ("three", re.compile(r"(?i)\bthree[\s-]+months?\b|\b3[\s-]+months?\b|\bquarter\b")),
+]
 
 
 def asked_period(question: str) -> str | None:
@@ -406,8 +537,13 @@ def table_cell(question: str, row: str, context: str) -> str | None:
     for at, line in enumerate(above):
         if _UNIT_LINE.match(line):
             continue  # "(In millions)" between the header and the rows
-        if (groups < 3 and below_is_row and line.strip() and not re.search(r"\d", line)
-                and (len(line.split()) <= 2 or (len(line.split()) <= 4 and line.rstrip().endswith(":")))):
+        if (
+            groups < 3
+            and below_is_row
+            and line.strip()
+            and not re.search(r"\d", line)
+            and (len(line.split()) <= 2 or (len(line.split()) <= 4 and line.rstrip().endswith(":")))
+        ):
             groups += 1  # a row group's label ("AWS", "North America", "Current liabilities:") above rows
             below_is_row = False
             continue
@@ -419,7 +555,7 @@ def table_cell(question: str, row: str, context: str) -> str | None:
             cols = range(len(years))
             # "Three Months Ended Nine Months Ended" over "2023 2022 2023 2022": the question's
             # period picks its half before its year picks the column
-            spans = next((found for up in above[at + 1:at + 4] if len(found := _PERIOD_GROUP.findall(up)) >= 2), [])
+            spans = next((found for up in above[at + 1 : at + 4] if len(found := _PERIOD_GROUP.findall(up)) >= 2), [])
             spans = [w.lower() for w in spans]
             asked = asked_period(question)
             # a fiscal year ("the first nine months of fiscal year 2023") is not the calendar year of
@@ -481,8 +617,11 @@ def concise_answer(question: str, sentences: list[tuple]) -> str | None:
     if not sentences:
         return None
     top = max(x[0] for x in sentences) or 1.0
-    wide = [(x[0] / top if top > 0 else 1.0, x[1], x[2] if len(x) > 2 else "", x[3] if len(x) > 3 else "")
-            for x in sentences if x[0] >= WIDE_POOL * top or x[0] == top]
+    wide = [
+        (x[0] / top if top > 0 else 1.0, x[1], x[2] if len(x) > 2 else "", x[3] if len(x) > 3 else "")
+        for x in sentences
+        if x[0] >= WIDE_POOL * top or x[0] == top
+    ]
     pool = [x for x in wide if x[0] >= RELATIVE_POOL]
     t = question_type(question)
     q_terms = _q_terms(question)
@@ -492,11 +631,13 @@ def concise_answer(question: str, sentences: list[tuple]) -> str | None:
         # ("Provision for (benefit from) taxes ..."), each group in score order
         q_rows = question_row_terms(question)
         named = [x for x in pool if q_rows & set(row_label_terms(x[1]))]
-        for rel, text, context, _ in named + [x for x in pool if not any(x is y for y in named)]:
+        for _rel, text, context, _ in named + [x for x in pool if not any(x is y for y in named)]:
             if context and (cell := table_cell(question, text, context)) and _cell_has_type(cell, t):
                 return cell
     if t is None:
-        found = [(rel, i, u) for i, (rel, text, _, _) in enumerate(pool) if (u := _untyped_span(question, text, q_terms))]
+        found = [
+            (rel, i, u) for i, (rel, text, _, _) in enumerate(pool) if (u := _untyped_span(question, text, q_terms))
+        ]
         if not found:
             return None
         return max(found, key=lambda x: (x[0] + 0.5 * x[2][0], -x[1]))[2][1]

@@ -53,10 +53,10 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
-from ragaudit.evaluate import metrics
 from ragaudit.answer.citations import normalize_ws, strip_citations
-from ragaudit.retrieve.retriever import Mode, Retriever
+from ragaudit.evaluate import metrics
 from ragaudit.index.store import Scope
+from ragaudit.retrieve.retriever import Mode, Retriever
 
 
 @dataclass
@@ -83,8 +83,11 @@ class GoldQuestion:
             return []
         out = [(self.doc_name, int(self.page))]
         out += [(self.doc_name, int(x["page"])) for x in self.extra_evidence if x.get("page") is not None]
-        out += [(x.get("doc_name") or self.doc_name, int(x["page"])) for x in self.also_found_in
-                if x.get("page") is not None]
+        out += [
+            (x.get("doc_name") or self.doc_name, int(x["page"]))
+            for x in self.also_found_in
+            if x.get("page") is not None
+        ]
         return out
 
     @classmethod
@@ -92,10 +95,18 @@ class GoldQuestion:
         """Build from one dev-set record. Raises ``KeyError``/``TypeError`` when malformed."""
         if not isinstance(d, dict) or not str(d["question"]).strip():
             raise TypeError("record must be an object with a non-empty question")
-        return cls(id=str(d.get("id", f"q{i}")), question=d["question"], answer=d.get("answer") or "",
-                   kind=d.get("kind", "fact"), doc_name=d.get("doc_name"), page=d.get("page"),
-                   evidence=d.get("evidence") or "", extra_evidence=d.get("extra_evidence") or [],
-                   also_found_in=d.get("also_found_in") or [], raw=d)
+        return cls(
+            id=str(d.get("id", f"q{i}")),
+            question=d["question"],
+            answer=d.get("answer") or "",
+            kind=d.get("kind", "fact"),
+            doc_name=d.get("doc_name"),
+            page=d.get("page"),
+            evidence=d.get("evidence") or "",
+            extra_evidence=d.get("extra_evidence") or [],
+            also_found_in=d.get("also_found_in") or [],
+            raw=d,
+        )
 
     def scope(self) -> Scope:
         """``scoped`` questions are asked of their own document; all others of the whole corpus."""
@@ -153,10 +164,21 @@ def hit_rank(q: GoldQuestion, texts: list[str]) -> int | None:
     return max(ranks)  # type: ignore[arg-type]
 
 
-
 RETRIEVAL_KEYS = ("hit@1", "hit@5", "hit@10", "mrr", "ndcg@10", "evidence_recall@5", "evidence_recall@10")
-ANSWER_KEYS = ("exact_match", "f1", "exact_match_gold_guided", "f1_gold_guided", "f1_full", "refusal_accuracy", "citation_validity", "answered_cited",
-               "citation_support", "faithfulness", "context_relevance", "answer_relevance")
+ANSWER_KEYS = (
+    "exact_match",
+    "f1",
+    "exact_match_gold_guided",
+    "f1_gold_guided",
+    "f1_full",
+    "refusal_accuracy",
+    "citation_validity",
+    "answered_cited",
+    "citation_support",
+    "faithfulness",
+    "context_relevance",
+    "answer_relevance",
+)
 SCHEMA_VERSION = 1
 
 
@@ -165,8 +187,14 @@ def question_scope(q: GoldQuestion, base: Scope | None = None) -> Scope:
     to the question's document for ``scoped`` questions."""
     b = base or Scope()
     own = q.scope()
-    return Scope(doc_names=own.doc_names or list(b.doc_names), knowledge_base=b.knowledge_base,
-                 document_ids=list(b.document_ids), strategy=b.strategy, page_min=b.page_min, page_max=b.page_max)
+    return Scope(
+        doc_names=own.doc_names or list(b.doc_names),
+        knowledge_base=b.knowledge_base,
+        document_ids=list(b.document_ids),
+        strategy=b.strategy,
+        page_min=b.page_min,
+        page_max=b.page_max,
+    )
 
 
 def _list_ranks(q: GoldQuestion, chunks: list[Any]) -> dict[str, int | None]:
@@ -196,8 +224,12 @@ def _retrieval_record(q: GoldQuestion, retriever: Retriever, scope: Scope, mode:
     m["ndcg@10"] = metrics.ndcg_at_k(texts, ref, 10).value
     m["evidence_recall@5"] = metrics.evidence_recall_at_k(texts, ref, 5).value
     m["evidence_recall@10"] = metrics.evidence_recall_at_k(texts, ref, 10).value
-    rec = {"rank": hit_rank(q, texts), "list_ranks": _list_ranks(q, res.chunks),
-           "retrieved_chunk_ids": [c.chunk_id for c in top], "metrics": m}
+    rec = {
+        "rank": hit_rank(q, texts),
+        "list_ranks": _list_ranks(q, res.chunks),
+        "retrieved_chunk_ids": [c.chunk_id for c in top],
+        "metrics": m,
+    }
     if q.kind == "scoped":
         rec["scope_violations"] = sum(1 for c in top if c.doc_name != q.doc_name)
     return rec
@@ -208,8 +240,13 @@ def _mean(values: Iterable[float | None]) -> float | None:
     return round(float(np.mean(v)), 6) if v else None
 
 
-def retrieval_eval(retriever: Retriever, questions: Iterable[GoldQuestion], modes: list[Mode | str],
-                   k_max: int = 10, scope: Scope | None = None) -> dict[str, Any]:
+def retrieval_eval(
+    retriever: Retriever,
+    questions: Iterable[GoldQuestion],
+    modes: list[Mode | str],
+    k_max: int = 10,
+    scope: Scope | None = None,
+) -> dict[str, Any]:
     """Retrieval metrics per mode over the non-refusal questions, plus a per-question list.
 
     Returns ``{"modes": {mode: {"hit@1", "hit@5", "hit@10", "mrr", "ndcg@10", "evidence_recall@5",
@@ -272,8 +309,9 @@ class EvalParams:
         return cls(**{k: v for k, v in d.items() if k in cls.__dataclass_fields__})
 
 
-def paired_bootstrap_ci(a: Sequence[float], b: Sequence[float], *, resamples: int = 2000, seed: int = 0,
-                        confidence: float = 0.95) -> dict[str, Any]:
+def paired_bootstrap_ci(
+    a: Sequence[float], b: Sequence[float], *, resamples: int = 2000, seed: int = 0, confidence: float = 0.95
+) -> dict[str, Any]:
     """Paired bootstrap confidence interval of mean(a) - mean(b) over the same questions.
 
     Uses ``scipy.stats.bootstrap(paired=True, method="percentile")`` (Efron & Tibshirani, "An
@@ -287,9 +325,16 @@ def paired_bootstrap_ci(a: Sequence[float], b: Sequence[float], *, resamples: in
     x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if x.shape != y.shape:
         raise ValueError("paired samples must have the same length")
-    out: dict[str, Any] = {"a": _mean(x), "b": _mean(y), "diff": round(float(np.mean(x - y)), 6) if len(x) else None,
-                           "ci95": None, "n": int(len(x)), "method": "paired bootstrap, percentile",
-                           "resamples": resamples, "seed": seed}
+    out: dict[str, Any] = {
+        "a": _mean(x),
+        "b": _mean(y),
+        "diff": round(float(np.mean(x - y)), 6) if len(x) else None,
+        "ci95": None,
+        "n": int(len(x)),
+        "method": "paired bootstrap, percentile",
+        "resamples": resamples,
+        "seed": seed,
+    }
     if len(x) < 2:
         out["note"] = "fewer than 2 paired values"
         return out
@@ -297,9 +342,16 @@ def paired_bootstrap_ci(a: Sequence[float], b: Sequence[float], *, resamples: in
         d = float((x - y)[0])
         out["ci95"] = [round(d, 6), round(d, 6)]
         return out
-    res = bootstrap((x, y), lambda u, v, axis: np.mean(u, axis=axis) - np.mean(v, axis=axis), paired=True,
-                    vectorized=True, n_resamples=resamples, confidence_level=confidence, method="percentile",
-                    rng=np.random.default_rng(seed))
+    res = bootstrap(
+        (x, y),
+        lambda u, v, axis: np.mean(u, axis=axis) - np.mean(v, axis=axis),
+        paired=True,
+        vectorized=True,
+        n_resamples=resamples,
+        confidence_level=confidence,
+        method="percentile",
+        rng=np.random.default_rng(seed),
+    )
     out["ci95"] = [round(float(res.confidence_interval.low), 6), round(float(res.confidence_interval.high), 6)]
     return out
 
@@ -328,7 +380,8 @@ def _answer_record(q: GoldQuestion, out: dict[str, Any], judge: Any) -> dict[str
     places = q.gold_places()
     if places:
         m["citation_validity"] = metrics.citation_validity(
-            out["citations"], (out.get("citation_check") or {}).get("invalid_numbers", []), places).to_json()
+            out["citations"], (out.get("citation_check") or {}).get("invalid_numbers", []), places
+        ).to_json()
         if not q.is_refusal:
             ok = label == "answered" and m["citation_validity"]["value"] == 1.0
             m["answered_cited"] = {"value": float(ok), "reason": f"label {label!r}; {m['citation_validity']['reason']}"}
@@ -347,11 +400,28 @@ def _answer_record(q: GoldQuestion, out: dict[str, Any], judge: Any) -> dict[str
         except Exception as e:  # a judge API error or invalid judge output: recorded, run goes on
             for k in ("faithfulness", "context_relevance", "answer_relevance"):
                 m[k] = {"value": None, "reason": f"judge failed: {type(e).__name__}: {str(e)[:200]}"}
-    return {"answer": answer, "concise_answer": concise, "concise_answer_gold_guided": guided, "label": label,
-            "citations": [{"n": c["n"], "doc_name": c["doc_name"], "page": c["page"], "chunk_id": c["chunk_id"],
-                           "verified": c.get("verified"), "supports": c.get("supports")} for c in out["citations"]],
-            "metrics": m, "claims": claims, "retrieved_chunk_ids": [r["chunk_id"] for r in out["retrieved"]],
-            "latency_ms": out["timings_ms"].get("total"), "cost_usd": round(cost, 8)}
+    return {
+        "answer": answer,
+        "concise_answer": concise,
+        "concise_answer_gold_guided": guided,
+        "label": label,
+        "citations": [
+            {
+                "n": c["n"],
+                "doc_name": c["doc_name"],
+                "page": c["page"],
+                "chunk_id": c["chunk_id"],
+                "verified": c.get("verified"),
+                "supports": c.get("supports"),
+            }
+            for c in out["citations"]
+        ],
+        "metrics": m,
+        "claims": claims,
+        "retrieved_chunk_ids": [r["chunk_id"] for r in out["retrieved"]],
+        "latency_ms": out["timings_ms"].get("total"),
+        "cost_usd": round(cost, 8),
+    }
 
 
 def _aggregate_answers(per_q: list[dict[str, Any]], mode: str) -> dict[str, Any]:
@@ -368,16 +438,30 @@ def _aggregate_answers(per_q: list[dict[str, Any]], mode: str) -> dict[str, Any]
     lat = [r["latency_ms"] for r in recs if r["latency_ms"] is not None]
     cost = [r["cost_usd"] for r in recs]
     out["labels"] = labels
-    out["latency_ms"] = ({"mean": round(float(np.mean(lat)), 2), "p50": round(float(np.percentile(lat, 50)), 2),
-                          "p95": round(float(np.percentile(lat, 95)), 2), "total": round(float(np.sum(lat)), 2)}
-                         if lat else None)
+    out["latency_ms"] = (
+        {
+            "mean": round(float(np.mean(lat)), 2),
+            "p50": round(float(np.percentile(lat, 50)), 2),
+            "p95": round(float(np.percentile(lat, 95)), 2),
+            "total": round(float(np.sum(lat)), 2),
+        }
+        if lat
+        else None
+    )
     out["cost_usd"] = {"mean": round(float(np.mean(cost)), 8) if cost else 0.0, "total": round(float(np.sum(cost)), 8)}
     out["counts"] = counts
     return out
 
 
-def evaluate(svc: Any, questions: list[GoldQuestion], params: EvalParams | None = None, *, dataset_name: str = "",
-             progress: Callable[[int, int], None] | None = None, query_service: Any = None) -> dict[str, Any]:
+def evaluate(
+    svc: Any,
+    questions: list[GoldQuestion],
+    params: EvalParams | None = None,
+    *,
+    dataset_name: str = "",
+    progress: Callable[[int, int], None] | None = None,
+    query_service: Any = None,
+) -> dict[str, Any]:
     """Run an evaluation: retrieval metrics per mode, and (``params.answers``) answers through
     ``QueryService.ask`` scored for EM/F1, refusal, citations, faithfulness and relevance, with
     a judge control and paired bootstrap CIs between modes. Returns the results JSON described
@@ -409,10 +493,20 @@ def evaluate(svc: Any, questions: list[GoldQuestion], params: EvalParams | None 
     judge = build_judge(svc) if p.answers else None
     per_q: list[dict[str, Any]] = []
     for q in questions:
-        rec: dict[str, Any] = {"id": q.id, "kind": q.kind, "question": q.question,
-                               "gold": {"answer": q.answer, "doc_name": q.doc_name, "page": q.page,
-                                        "evidence": evidence_parts(q), "places": q.gold_places()},
-                               "ranks": {}, "retrieval": {}}
+        rec: dict[str, Any] = {
+            "id": q.id,
+            "kind": q.kind,
+            "question": q.question,
+            "gold": {
+                "answer": q.answer,
+                "doc_name": q.doc_name,
+                "page": q.page,
+                "evidence": evidence_parts(q),
+                "places": q.gold_places(),
+            },
+            "ranks": {},
+            "retrieval": {},
+        }
         if p.answers:
             rec["answers"] = {}
         per_q.append(rec)
@@ -437,10 +531,19 @@ def evaluate(svc: Any, questions: list[GoldQuestion], params: EvalParams | None 
                 progress(done, total)
     result: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
-        "dataset": {"name": dataset_name, "n_questions": len(questions),
-                    "n_refuse": sum(1 for q in questions if q.is_refusal)},
-        "params": {**p.to_json(), "modes": modes, "top_k": top_k, "seed": seed, "resamples": resamples,
-                   "judge_controls": p.judge_controls if p.judge_controls is not None else s.eval_judge_controls},
+        "dataset": {
+            "name": dataset_name,
+            "n_questions": len(questions),
+            "n_refuse": sum(1 for q in questions if q.is_refusal),
+        },
+        "params": {
+            **p.to_json(),
+            "modes": modes,
+            "top_k": top_k,
+            "seed": seed,
+            "resamples": resamples,
+            "judge_controls": p.judge_controls if p.judge_controls is not None else s.eval_judge_controls,
+        },
         "judge": judge.name if judge else None,
         "answerer": answerer,
         "modes": {m: _aggregate_retrieval(per_q, m) for m in modes},
@@ -453,12 +556,20 @@ def evaluate(svc: Any, questions: list[GoldQuestion], params: EvalParams | None 
         if a in modes and b in modes:
             c: dict[str, Any] = {}
             ids = [r for r in per_q if a in r["retrieval"] and b in r["retrieval"]]
-            c["hit@5"] = paired_bootstrap_ci([r["retrieval"][a]["metrics"]["hit@5"] for r in ids],
-                                             [r["retrieval"][b]["metrics"]["hit@5"] for r in ids],
-                                             resamples=resamples, seed=seed)
+            c["hit@5"] = paired_bootstrap_ci(
+                [r["retrieval"][a]["metrics"]["hit@5"] for r in ids],
+                [r["retrieval"][b]["metrics"]["hit@5"] for r in ids],
+                resamples=resamples,
+                seed=seed,
+            )
             if p.answers:
-                fa = [(r["answers"][a]["metrics"].get("f1", {}).get("value"),
-                       r["answers"][b]["metrics"].get("f1", {}).get("value")) for r in per_q]
+                fa = [
+                    (
+                        r["answers"][a]["metrics"].get("f1", {}).get("value"),
+                        r["answers"][b]["metrics"].get("f1", {}).get("value"),
+                    )
+                    for r in per_q
+                ]
                 fa = [x for x in fa if x[0] is not None and x[1] is not None]
                 c["f1"] = paired_bootstrap_ci([x[0] for x in fa], [x[1] for x in fa], resamples=resamples, seed=seed)
             comps[f"{a}_vs_{b}"] = c
@@ -470,9 +581,13 @@ def evaluate(svc: Any, questions: list[GoldQuestion], params: EvalParams | None 
         result["judge_control"]["mode"] = ctl_mode
     lat = [a["latency_ms"] for r in per_q for a in r.get("answers", {}).values() if a["latency_ms"] is not None]
     cost = sum(a["cost_usd"] for r in per_q for a in r.get("answers", {}).values())
-    result["totals"] = {"questions": len(questions), "question_mode_pairs": total,
-                        "seconds": round(time.perf_counter() - t0, 3),
-                        "latency_ms": round(float(np.sum(lat)), 2) if lat else 0.0, "cost_usd": round(cost, 8)}
+    result["totals"] = {
+        "questions": len(questions),
+        "question_mode_pairs": total,
+        "seconds": round(time.perf_counter() - t0, 3),
+        "latency_ms": round(float(np.sum(lat)), 2) if lat else 0.0,
+        "cost_usd": round(cost, 8),
+    }
     result["questions"] = per_q
     return clean_json(result)
 

@@ -29,8 +29,8 @@ from typing import Any
 from pydantic import BaseModel, Field, ValidationError
 from sqlalchemy import delete, select
 
-from ragaudit.ingest.chunking import Chunk, sentence_spans
 from ragaudit.answer.citations import find_quote, normalize_ws
+from ragaudit.ingest.chunking import Chunk, sentence_spans
 from ragaudit.platform.db import ChunkRow, Document, QAPair
 from ragaudit.services import Services
 
@@ -57,18 +57,31 @@ class _PairsModel(BaseModel):
     pairs: list[_PairModel]
 
 
-_MONTH = (r"(?:January|February|March|April|May|June|July|August|September|October|November|December|"
-          r"Jan\.|Feb\.|Mar\.|Apr\.|Aug\.|Sept?\.|Oct\.|Nov\.|Dec\.)")
+_MONTH = (
+    r"(?:January|February|March|April|May|June|July|August|September|October|November|December|"
+    r"Jan\.|Feb\.|Mar\.|Apr\.|Aug\.|Sept?\.|Oct\.|Nov\.|Dec\.)"
+)
 _PATTERNS: list[tuple[str, re.Pattern, str]] = [
     ("date", re.compile(rf"\b{_MONTH}\s+\d{{1,2}},\s+\d{{4}}\b|\b\d{{1,2}}/\d{{1,2}}/\d{{4}}\b"), "what date"),
-    ("identifier", re.compile(r"\b(?=[A-Z0-9-]*\d)(?=[A-Z0-9-]*[A-Z])[A-Z0-9]{2,}(?:-[A-Z0-9]+)*\b|\b\d+-\d+(?:-\d+)*\b"),
-     "what identifier"),
-    ("number", re.compile(r"(?<![\w.])\$?\d[\d,]*(?:\.\d+)?(?:\s?(?:%|percent|hours?|years?|months?|days?|minutes?|"
-                          r"feet|knots|miles|million|billion|pages?|sections?))?(?![\w.])"), "what number"),
+    (
+        "identifier",
+        re.compile(r"\b(?=[A-Z0-9-]*\d)(?=[A-Z0-9-]*[A-Z])[A-Z0-9]{2,}(?:-[A-Z0-9]+)*\b|\b\d+-\d+(?:-\d+)*\b"),
+        "what identifier",
+    ),
+    (
+        "number",
+        re.compile(
+            r"(?<![\w.])\$?\d[\d,]*(?:\.\d+)?(?:\s?(?:%|percent|hours?|years?|months?|days?|minutes?|"
+            r"feet|knots|miles|million|billion|pages?|sections?))?(?![\w.])"
+        ),
+        "what number",
+    ),
     ("name", re.compile(r"\b(?:[A-Z][a-z]+\s+){1,3}[A-Z][a-z]+\b"), "which name"),
 ]
-_DEFINITION = re.compile(r"^(?:The\s+)?(?P<term>[A-Z][\w\-]*(?:\s+[\w\-]+){0,5}?)\s+(?:is|are|means|refers to)\s+"
-                         r"(?P<def>(?:a|an|the)\s+[^,;.]{8,120})")
+_DEFINITION = re.compile(
+    r"^(?:The\s+)?(?P<term>[A-Z][\w\-]*(?:\s+[\w\-]+){0,5}?)\s+(?:is|are|means|refers to)\s+"
+    r"(?P<def>(?:a|an|the)\s+[^,;.]{8,120})"
+)
 
 
 def _window(text: str, s: int, e: int, a_s: int, a_e: int, words: int = 14) -> tuple[int, int]:
@@ -100,7 +113,7 @@ class ExtractiveGenerator:
             pair = self._definition(chunk_text, s, e)
             prio = 1
             if pair is None:
-                for prio, (kind, pat, wh) in enumerate(_PATTERNS):
+                for kind, pat, wh in _PATTERNS:
                     m = next((m for m in pat.finditer(sent) if m.start() > 0 or kind != "name"), None)
                     if m is None:
                         continue
@@ -137,8 +150,12 @@ class ExtractiveGenerator:
             return None
         term, definition = normalize_ws(m.group("term")), normalize_ws(m.group("def"))
         ws, we = _window(text, s, e, s + m.start("def"), s + m.end("def"))
-        return GoldPair(f"What {'are' if ' are ' in sent[:m.end('term') + 5] else 'is'} {term}?", definition,
-                        normalize_ws(text[ws:we]), "definition")
+        return GoldPair(
+            f"What {'are' if ' are ' in sent[: m.end('term') + 5] else 'is'} {term}?",
+            definition,
+            normalize_ws(text[ws:we]),
+            "definition",
+        )
 
 
 GEN_SYSTEM_PROMPT = (
@@ -162,7 +179,7 @@ def parse_json_object(text: str) -> Any:
         a, b = t.find("{"), t.rfind("}")
         if a < 0 or b < a:
             raise ValueError("no JSON object in model output")
-        t = t[a:b + 1]
+        t = t[a : b + 1]
     try:
         return json.loads(t)
     except json.JSONDecodeError as e:
@@ -186,9 +203,14 @@ class LLMGenerator:
     def generate(self, chunk_text: str, doc_name: str = "") -> list[GoldPair]:
         import litellm
 
-        resp = litellm.completion(model=self.model, messages=[
-            {"role": "system", "content": GEN_SYSTEM_PROMPT},
-            {"role": "user", "content": f"Document: {doc_name}\nPassage:\n{chunk_text}"}], **self.kwargs)
+        resp = litellm.completion(
+            model=self.model,
+            messages=[
+                {"role": "system", "content": GEN_SYSTEM_PROMPT},
+                {"role": "user", "content": f"Document: {doc_name}\nPassage:\n{chunk_text}"},
+            ],
+            **self.kwargs,
+        )
         try:
             self.cost_usd += float(litellm.completion_cost(completion_response=resp) or 0.0)
         except Exception:  # model without a known price
@@ -198,23 +220,32 @@ class LLMGenerator:
             pairs = _PairsModel.model_validate(data).pairs
         except ValidationError as e:
             raise ValueError(f"model output is not a list of pairs: {e.error_count()} errors") from None
-        return [GoldPair(normalize_ws(p.question), normalize_ws(p.answer), normalize_ws(p.evidence), "llm")
-                for p in pairs[: self.per_chunk]]
+        return [
+            GoldPair(normalize_ws(p.question), normalize_ws(p.answer), normalize_ws(p.evidence), "llm")
+            for p in pairs[: self.per_chunk]
+        ]
 
 
 def build_generator(svc: Services) -> ExtractiveGenerator | LLMGenerator:
     """The LLM generator when ``llm_model`` is set, else the extractive one."""
     s = svc.settings
     if s.llm_model:
-        return LLMGenerator(s.llm_model, s.qa_pairs_per_chunk, api_base=s.llm_api_base or None,
-                            api_key=s.llm_api_key.get_secret_value() if s.llm_api_key else None,
-                            temperature=s.llm_temperature, max_tokens=s.llm_max_tokens, timeout=s.llm_timeout_s,
-                            max_retries=s.llm_retries)
+        return LLMGenerator(
+            s.llm_model,
+            s.qa_pairs_per_chunk,
+            api_base=s.llm_api_base or None,
+            api_key=s.llm_api_key.get_secret_value() if s.llm_api_key else None,
+            temperature=s.llm_temperature,
+            max_tokens=s.llm_max_tokens,
+            timeout=s.llm_timeout_s,
+            max_retries=s.llm_retries,
+        )
     return ExtractiveGenerator(s.qa_pairs_per_chunk)
 
 
-def generate_for_document(svc: Services, document_id: str, chunks: list[Chunk],
-                          generator: ExtractiveGenerator | LLMGenerator | None = None) -> dict[str, Any]:
+def generate_for_document(
+    svc: Services, document_id: str, chunks: list[Chunk], generator: ExtractiveGenerator | LLMGenerator | None = None
+) -> dict[str, Any]:
     """Generate, verify and store the gold pairs of one document (replacing its previous pairs).
 
     Returns metadata: ``chunks_sampled``, ``kept``, ``discarded`` (evidence not verbatim in the
@@ -228,8 +259,13 @@ def generate_for_document(svc: Services, document_id: str, chunks: list[Chunk],
         if doc is None:
             raise KeyError(f"document {document_id} not found")
         strategy = chunks[0].strategy if chunks else doc.strategy
-        ids = dict(s.execute(select(ChunkRow.index, ChunkRow.id).where(
-            ChunkRow.document_id == document_id, ChunkRow.strategy == strategy, ChunkRow.live.is_(True))).all())
+        ids = dict(
+            s.execute(
+                select(ChunkRow.index, ChunkRow.id).where(
+                    ChunkRow.document_id == document_id, ChunkRow.strategy == strategy, ChunkRow.live.is_(True)
+                )
+            ).all()
+        )
         doc_name = doc.doc_name
     rows: list[QAPair] = []
     sampled = kept = discarded = failed = 0
@@ -251,16 +287,33 @@ def generate_for_document(svc: Services, document_id: str, chunks: list[Chunk],
                 discarded += 1
                 continue
             kept += 1
-            rows.append(QAPair(document_id=document_id, chunk_id=ids.get(c.index), page=c.page_at(off),
-                               question=p.question, answer=normalize_ws(p.answer), evidence=normalize_ws(p.evidence),
-                               generator=gen.name, model=gen.model))
+            rows.append(
+                QAPair(
+                    document_id=document_id,
+                    chunk_id=ids.get(c.index),
+                    page=c.page_at(off),
+                    question=p.question,
+                    answer=normalize_ws(p.answer),
+                    evidence=normalize_ws(p.evidence),
+                    generator=gen.name,
+                    model=gen.model,
+                )
+            )
     with svc.sessions.begin() as s:
         s.execute(delete(QAPair).where(QAPair.document_id == document_id))
         s.add_all(rows)
-    return {"doc_name": doc_name, "chunks_sampled": sampled, "kept": kept, "discarded": discarded,
-            "failed_chunks": failed, "failure_kinds": json.dumps(reasons), "generator": gen.name,
-            "model": gen.model or "none", "every_n_chunks": every,
-            "cost_usd": round(getattr(gen, "cost_usd", 0.0), 6)}
+    return {
+        "doc_name": doc_name,
+        "chunks_sampled": sampled,
+        "kept": kept,
+        "discarded": discarded,
+        "failed_chunks": failed,
+        "failure_kinds": json.dumps(reasons),
+        "generator": gen.name,
+        "model": gen.model or "none",
+        "every_n_chunks": every,
+        "cost_usd": round(getattr(gen, "cost_usd", 0.0), 6),
+    }
 
 
 def verify_stored_pairs(svc: Services) -> dict[str, Any]:
@@ -269,8 +322,11 @@ def verify_stored_pairs(svc: Services) -> dict[str, Any]:
     out = {"pairs": 0, "verbatim": 0, "not_verbatim": 0, "missing_chunk": 0}
     docs: set[str] = set()
     with svc.sessions() as s:
-        rows = s.execute(select(QAPair.evidence, QAPair.answer, QAPair.document_id, ChunkRow.text)
-                         .join(ChunkRow, ChunkRow.id == QAPair.chunk_id, isouter=True)).all()
+        rows = s.execute(
+            select(QAPair.evidence, QAPair.answer, QAPair.document_id, ChunkRow.text).join(
+                ChunkRow, ChunkRow.id == QAPair.chunk_id, isouter=True
+            )
+        ).all()
     for ev, ans, doc_id, text in rows:
         out["pairs"] += 1
         docs.add(doc_id)

@@ -25,11 +25,11 @@ from typing import Any, Sequence
 import numpy as np
 from pydantic import BaseModel, Field, ValidationError
 
-from ragaudit.ingest.chunking import sentence_spans
 from ragaudit.answer.citations import claim_parts, find_quote, normalize_ws, strip_citations
 from ragaudit.evaluate.goldgen import parse_json_object
 from ragaudit.evaluate.metrics import REFUSAL_LABELS, MetricResult, term_overlap
 from ragaudit.index.sparse import tokenize
+from ragaudit.ingest.chunking import sentence_spans
 
 
 @dataclass
@@ -63,8 +63,9 @@ class JudgeResult:
     completion_tokens: int = 0
 
 
-def _verify(claims: list[Claim], verdicts: dict[int, tuple[bool, str, int | None]],
-            contexts: Sequence[str]) -> tuple[MetricResult, list[dict[str, Any]]]:
+def _verify(
+    claims: list[Claim], verdicts: dict[int, tuple[bool, str, int | None]], contexts: Sequence[str]
+) -> tuple[MetricResult, list[dict[str, Any]]]:
     """Faithfulness from per-claim verdicts ``{i: (supported, quote, source n)}``: a claim is
     supported only if the quote occurs in a context that the claim cites."""
     rows = []
@@ -78,15 +79,17 @@ def _verify(claims: list[Claim], verdicts: dict[int, tuple[bool, str, int | None
             reason = reason or "judge: not supported"
         else:
             cands = [src] if src in c.cites else c.cites
-            where = next((n for n in cands if 1 <= n <= len(contexts) and find_quote(quote, contexts[n - 1]) >= 0),
-                         None)
+            where = next(
+                (n for n in cands if 1 <= n <= len(contexts) and find_quote(quote, contexts[n - 1]) >= 0), None
+            )
             if where is None:
                 sup, reason = False, "supporting quote not found in the cited chunk"
             else:
                 src, reason = where, f"quote found in source [{where}]"
         ok += int(sup)
-        rows.append({"claim": c.text, "cites": c.cites, "supported": bool(sup), "quote": quote, "source": src,
-                     "reason": reason})
+        rows.append(
+            {"claim": c.text, "cites": c.cites, "supported": bool(sup), "quote": quote, "source": src, "reason": reason}
+        )
     if not claims:
         return MetricResult(float("nan"), "no claims in the answer"), rows
     return MetricResult(ok / len(claims), f"{ok}/{len(claims)} claims supported by a verified quote"), rows
@@ -175,10 +178,17 @@ class LLMJudge:
         claims = split_claims(response)
         sources = "\n\n".join(f"[{n}] {t}" for n, t in enumerate(retrieved_contexts, 1))
         listed = "\n".join(f"{c.i}. {c.text} (cites {c.cites or 'nothing'})" for c in claims)
-        resp = litellm.completion(model=self.name, messages=[
-            {"role": "system", "content": JUDGE_SYSTEM_PROMPT},
-            {"role": "user", "content": f"Question: {user_input}\n\nSources:\n{sources}\n\nAnswer claims:\n{listed}"}],
-            **self.kwargs)
+        resp = litellm.completion(
+            model=self.name,
+            messages=[
+                {"role": "system", "content": JUDGE_SYSTEM_PROMPT},
+                {
+                    "role": "user",
+                    "content": f"Question: {user_input}\n\nSources:\n{sources}\n\nAnswer claims:\n{listed}",
+                },
+            ],
+            **self.kwargs,
+        )
         usage = getattr(resp, "usage", None)
         try:
             cost = float(litellm.completion_cost(completion_response=resp) or 0.0)
@@ -190,10 +200,16 @@ class LLMJudge:
             raise ValueError(f"judge output invalid: {e.error_count()} errors") from None
         verdicts = {v.i: (v.supported, v.quote, v.source) for v in j.claims}
         faith, rows = _verify(claims, verdicts, retrieved_contexts)
-        return JudgeResult(self.name, faith,
-                           MetricResult(j.context_relevance, f"rated by {self.name}"),
-                           MetricResult(j.answer_relevance, f"rated by {self.name}"), rows, cost,
-                           getattr(usage, "prompt_tokens", 0) or 0, getattr(usage, "completion_tokens", 0) or 0)
+        return JudgeResult(
+            self.name,
+            faith,
+            MetricResult(j.context_relevance, f"rated by {self.name}"),
+            MetricResult(j.answer_relevance, f"rated by {self.name}"),
+            rows,
+            cost,
+            getattr(usage, "prompt_tokens", 0) or 0,
+            getattr(usage, "completion_tokens", 0) or 0,
+        )
 
 
 def build_judge(svc: Any) -> DeterministicJudge | LLMJudge:
@@ -202,15 +218,21 @@ def build_judge(svc: Any) -> DeterministicJudge | LLMJudge:
     s = svc.settings
     model = s.judge_model or s.llm_model
     if model and model != "deterministic":
-        return LLMJudge(model, api_base=s.llm_api_base or None,
-                        api_key=s.llm_api_key.get_secret_value() if s.llm_api_key else None,
-                        temperature=0.0, max_tokens=max(s.llm_max_tokens, 1024), timeout=s.llm_timeout_s,
-                        max_retries=s.llm_retries)
+        return LLMJudge(
+            model,
+            api_base=s.llm_api_base or None,
+            api_key=s.llm_api_key.get_secret_value() if s.llm_api_key else None,
+            temperature=0.0,
+            max_tokens=max(s.llm_max_tokens, 1024),
+            timeout=s.llm_timeout_s,
+            max_retries=s.llm_retries,
+        )
     return DeterministicJudge(svc.embedder)
 
 
-def judge_control(per_q: list[dict[str, Any]], answers_by_id: dict[str, dict[str, Any]], judge: Any,
-                    n: int) -> dict[str, Any]:
+def judge_control(
+    per_q: list[dict[str, Any]], answers_by_id: dict[str, dict[str, Any]], judge: Any, n: int
+) -> dict[str, Any]:
     """The judge control: score up to ``n`` answers against another question's retrieved context
     (sharing no chunk and, when possible, no document). A control *fails* when faithfulness < 0.5
     (or is undefined); a working judge fails all of them, so ``all_failed`` false means the judge
@@ -220,16 +242,20 @@ def judge_control(per_q: list[dict[str, Any]], answers_by_id: dict[str, dict[str
     ``answer``, ``label``, ``retrieved[{chunk_id, doc_name, text}]``). Returns ``{"judge", "n",
     "failed", "all_failed", "rule", "pairs": [{answer_of, context_of, faithfulness, failed,
     reason}]}``; a judge error counts as a control that did not fail."""
-    cands = [(p["id"], answers_by_id[p["id"]]) for p in per_q if p["id"] in answers_by_id
-             and answers_by_id[p["id"]]["label"] not in REFUSAL_LABELS]
+    cands = [
+        (p["id"], answers_by_id[p["id"]])
+        for p in per_q
+        if p["id"] in answers_by_id and answers_by_id[p["id"]]["label"] not in REFUSAL_LABELS
+    ]
     pairs = []
     for i, (qid, out) in enumerate(cands):
         if len(pairs) >= n:
             break
         mine = {r["chunk_id"] for r in out["retrieved"]}
         docs = {r["doc_name"] for r in out["retrieved"][:1]}
-        others = [(oid, o) for oid, o in cands[i + 1:] + cands[:i]
-                  if not mine & {r["chunk_id"] for r in o["retrieved"]}]
+        others = [
+            (oid, o) for oid, o in cands[i + 1 :] + cands[:i] if not mine & {r["chunk_id"] for r in o["retrieved"]}
+        ]
         others.sort(key=lambda x: x[1]["retrieved"][0]["doc_name"] in docs if x[1]["retrieved"] else True)
         if others:
             pairs.append((qid, out, others[0][0], others[0][1]))
@@ -244,8 +270,20 @@ def judge_control(per_q: list[dict[str, Any]], answers_by_id: dict[str, dict[str
         except Exception as e:
             v, ok_fail, reason = None, False, f"judge failed: {type(e).__name__}"
         failed += int(ok_fail)
-        rows.append({"answer_of": qid, "context_of": oid, "faithfulness": None if v is None or math.isnan(v) else
-                     round(float(v), 6), "failed": bool(ok_fail), "reason": reason})
-    return {"judge": judge.name, "n": len(rows), "failed": failed, "all_failed": failed == len(rows),
-            "rule": "faithfulness of an answer judged against another question's context must be < 0.5",
-            "pairs": rows}
+        rows.append(
+            {
+                "answer_of": qid,
+                "context_of": oid,
+                "faithfulness": None if v is None or math.isnan(v) else round(float(v), 6),
+                "failed": bool(ok_fail),
+                "reason": reason,
+            }
+        )
+    return {
+        "judge": judge.name,
+        "n": len(rows),
+        "failed": failed,
+        "all_failed": failed == len(rows),
+        "rule": "faithfulness of an answer judged against another question's context must be < 0.5",
+        "pairs": rows,
+    }

@@ -38,8 +38,11 @@ class MetricResult:
     reason: str
 
     def to_json(self) -> dict[str, Any]:
-        v = None if self.value is None or (isinstance(self.value, float) and math.isnan(self.value)) else round(
-            float(self.value), 6)
+        v = (
+            None
+            if self.value is None or (isinstance(self.value, float) and math.isnan(self.value))
+            else round(float(self.value), 6)
+        )
         return {"value": v, "reason": self.reason}
 
 
@@ -49,6 +52,7 @@ def _nan(metric: str, what: str) -> MetricResult:
 
 
 # --------------------------------------------------------------------------- evidence matching
+
 
 def contains_evidence(text: str, evidence: str) -> bool:
     """True when ``evidence`` occurs in ``text`` after whitespace normalisation (or, as the dev
@@ -61,8 +65,9 @@ def contains_evidence(text: str, evidence: str) -> bool:
 
 def evidence_part_ranks(retrieved_contexts: Sequence[str], reference: Sequence[str]) -> list[int | None]:
     """1-based rank of the first context containing each evidence string (None if absent)."""
-    return [next((i for i, t in enumerate(retrieved_contexts, 1) if contains_evidence(t, ev)), None)
-            for ev in reference]
+    return [
+        next((i for i, t in enumerate(retrieved_contexts, 1) if contains_evidence(t, ev)), None) for ev in reference
+    ]
 
 
 def _all_found_rank(retrieved_contexts: Sequence[str], reference: Sequence[str]) -> int | None:
@@ -73,6 +78,7 @@ def _all_found_rank(retrieved_contexts: Sequence[str], reference: Sequence[str])
 
 
 # --------------------------------------------------------------------------- retrieval metrics
+
 
 def hit_at_k(retrieved_contexts: Sequence[str], reference: Sequence[str], k: int) -> MetricResult:
     """1.0 when every evidence string of ``reference`` is contained in the top ``k`` contexts."""
@@ -123,6 +129,7 @@ def evidence_recall_at_k(retrieved_contexts: Sequence[str], reference: Sequence[
 
 # --------------------------------------------------------------------------- SQuAD EM / F1
 
+
 def normalize_answer(s: str) -> str:
     """SQuAD v1.1 ``normalize_answer``: lower case, drop punctuation, articles and extra spaces."""
     s = s.lower()
@@ -157,8 +164,12 @@ def exact_match(response: str, reference: str) -> MetricResult:
         return _nan("exact_match", "reference")
     golds = gold_variants(reference)
     ok = any(normalize_answer(response) == normalize_answer(g) for g in golds)
-    return MetricResult(float(ok), "matches gold after SQuAD normalisation" if ok else
-                        f"{normalize_answer(response)!r} != {normalize_answer(golds[-1])!r}")
+    return MetricResult(
+        float(ok),
+        "matches gold after SQuAD normalisation"
+        if ok
+        else f"{normalize_answer(response)!r} != {normalize_answer(golds[-1])!r}",
+    )
 
 
 def token_f1(response: str, reference: str) -> MetricResult:
@@ -204,7 +215,7 @@ def concise_answer(response: str, reference: str) -> str:
                 f = 2 * p * r / (p + r)
                 if f > best + 1e-12 or (abs(f - best) <= 1e-12 and n < best_span[1] - best_span[0]):
                     best, best_span = f, (i, j + 1)
-    return " ".join(toks[best_span[0]:best_span[1]]) if best > 0 else ""
+    return " ".join(toks[best_span[0] : best_span[1]]) if best > 0 else ""
 
 
 # --------------------------------------------------------------------------- answer metrics
@@ -220,8 +231,9 @@ def refusal_correct(label: str, should_refuse: bool) -> MetricResult:
     return MetricResult(float(ok), f"label {label!r}; {'should' if should_refuse else 'should not'} refuse")
 
 
-def citation_validity(citations: Sequence[dict[str, Any]], invalid_numbers: Sequence[int],
-                      gold_places: Sequence[tuple[str, int]]) -> MetricResult:
+def citation_validity(
+    citations: Sequence[dict[str, Any]], invalid_numbers: Sequence[int], gold_places: Sequence[tuple[str, int]]
+) -> MetricResult:
     """1.0 when the answer cites at least one source, every cited ``[n]`` names a source, and a
     citation points at a gold (doc_name, page) — the gold page, a page of ``extra_evidence`` or
     an ``also_found_in`` place."""

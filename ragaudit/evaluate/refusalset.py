@@ -118,14 +118,16 @@ def indexed_texts(svc: Any, knowledge_base: str | None = None) -> dict[str, str]
         for doc_id, name, strategy, kb in docs:
             if knowledge_base and kb != knowledge_base:
                 continue
-            rows = s.execute(select(ChunkRow.char_start, ChunkRow.char_end, ChunkRow.text).where(
-                ChunkRow.document_id == doc_id, ChunkRow.strategy == strategy, ChunkRow.live.is_(True))
-                .order_by(ChunkRow.char_start)).all()
+            rows = s.execute(
+                select(ChunkRow.char_start, ChunkRow.char_end, ChunkRow.text)
+                .where(ChunkRow.document_id == doc_id, ChunkRow.strategy == strategy, ChunkRow.live.is_(True))
+                .order_by(ChunkRow.char_start)
+            ).all()
             parts, end = [], 0
             for cs, ce, text in rows:
                 if ce <= end:
                     continue
-                parts.append(text[max(0, end - cs):])
+                parts.append(text[max(0, end - cs) :])
                 end = ce
             out[name] = " ".join(parts)
     return out

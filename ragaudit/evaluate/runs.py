@@ -18,8 +18,8 @@ from typing import Any
 
 from sqlalchemy import delete, func, select
 
-from ragaudit.platform.db import Document, EvalDataset, EvalQuestion, EvalRun, QAPair, utcnow
 from ragaudit.evaluate.evaluation import EvalParams, GoldQuestion, evaluate, parse_jsonl
+from ragaudit.platform.db import Document, EvalDataset, EvalQuestion, EvalRun, QAPair, utcnow
 from ragaudit.services import Services
 
 log = logging.getLogger(__name__)
@@ -52,38 +52,56 @@ def list_datasets(svc: Services) -> list[dict[str, Any]]:
     their question counts."""
     with svc.sessions() as s:
         out = [d.as_dict() for d in s.scalars(select(EvalDataset).order_by(EvalDataset.created_at.desc()))]
-        rows = s.execute(select(Document.knowledge_base, Document.doc_name, func.count(QAPair.id))
-                         .join(QAPair, QAPair.document_id == Document.id)
-                         .group_by(Document.knowledge_base, Document.doc_name)
-                         .order_by(Document.knowledge_base, Document.doc_name)).all()
+        rows = s.execute(
+            select(Document.knowledge_base, Document.doc_name, func.count(QAPair.id))
+            .join(QAPair, QAPair.document_id == Document.id)
+            .group_by(Document.knowledge_base, Document.doc_name)
+            .order_by(Document.knowledge_base, Document.doc_name)
+        ).all()
     if rows:
         out.append({"id": GENERATED, "name": GENERATED, "source": "generated", "n_questions": sum(r[2] for r in rows)})
         kbs: dict[str, int] = {}
         for kb, _, n in rows:
             kbs[kb] = kbs.get(kb, 0) + n
         for kb, n in kbs.items():
-            out.append({"id": f"{GENERATED}:{kb}", "name": f"{GENERATED}:{kb}", "source": "generated", "n_questions": n})
+            out.append(
+                {"id": f"{GENERATED}:{kb}", "name": f"{GENERATED}:{kb}", "source": "generated", "n_questions": n}
+            )
         for kb, doc, n in rows:
             ref = f"{GENERATED}:{kb}/{doc}"
             out.append({"id": ref, "name": ref, "source": "generated", "n_questions": n})
     return out
 
 
-def generated_questions(svc: Services, knowledge_base: str | None = None,
-                        doc_name: str | None = None) -> list[GoldQuestion]:
+def generated_questions(
+    svc: Services, knowledge_base: str | None = None, doc_name: str | None = None
+) -> list[GoldQuestion]:
     """The gold pairs generated at ingestion as questions (``kind: "generated"``; asked of the
     whole scope of the run), in document and page order."""
-    q = (select(QAPair, Document.doc_name).join(Document, Document.id == QAPair.document_id)
-         .order_by(Document.doc_name, QAPair.page, QAPair.id))
+    q = (
+        select(QAPair, Document.doc_name)
+        .join(Document, Document.id == QAPair.document_id)
+        .order_by(Document.doc_name, QAPair.page, QAPair.id)
+    )
     if knowledge_base:
         q = q.where(Document.knowledge_base == knowledge_base)
     if doc_name:
         q = q.where(Document.doc_name == doc_name)
     with svc.sessions() as s:
         rows = s.execute(q).all()
-    return [GoldQuestion(id=p.id, question=p.question, answer=p.answer, kind="generated", doc_name=name, page=p.page,
-                         evidence=p.evidence, raw={"generator": p.generator, "model": p.model, "chunk_id": p.chunk_id})
-            for p, name in rows]
+    return [
+        GoldQuestion(
+            id=p.id,
+            question=p.question,
+            answer=p.answer,
+            kind="generated",
+            doc_name=name,
+            page=p.page,
+            evidence=p.evidence,
+            raw={"generator": p.generator, "model": p.model, "chunk_id": p.chunk_id},
+        )
+        for p, name in rows
+    ]
 
 
 def resolve_dataset(svc: Services, ref: str) -> tuple[str, list[GoldQuestion]]:
@@ -92,7 +110,7 @@ def resolve_dataset(svc: Services, ref: str) -> tuple[str, list[GoldQuestion]]:
     Raises ``KeyError`` when nothing matches and ``ValueError`` for a malformed file or an
     empty generated set."""
     if ref == GENERATED or ref.startswith(GENERATED + ":"):
-        rest = ref[len(GENERATED) + 1:] if ":" in ref else ""
+        rest = ref[len(GENERATED) + 1 :] if ":" in ref else ""
         kb, _, doc = rest.partition("/")
         qs = generated_questions(svc, kb or None, doc or None)
         if not qs:
@@ -105,8 +123,11 @@ def resolve_dataset(svc: Services, ref: str) -> tuple[str, list[GoldQuestion]]:
         ds = s.get(EvalDataset, ref) or s.scalar(select(EvalDataset).where(EvalDataset.name == ref))
         if ds is None:
             raise KeyError(f"dataset {ref!r} not found (neither a file nor an imported dataset)")
-        recs = list(s.scalars(select(EvalQuestion.record).where(EvalQuestion.dataset_id == ds.id)
-                              .order_by(EvalQuestion.position)))
+        recs = list(
+            s.scalars(
+                select(EvalQuestion.record).where(EvalQuestion.dataset_id == ds.id).order_by(EvalQuestion.position)
+            )
+        )
         name = ds.name
     return name, [GoldQuestion.from_record(r, i) for i, r in enumerate(recs, 1)]
 
@@ -120,16 +141,18 @@ def create_run(svc: Services, dataset_ref: str, params: EvalParams) -> str:
         Mode.parse(m)
     name, qs = resolve_dataset(svc, dataset_ref)
     with svc.sessions.begin() as s:
-        run = EvalRun(dataset=dataset_ref if dataset_ref.startswith(GENERATED) else name,
-                      params={**params.to_json(), "dataset_ref": dataset_ref}, status="queued",
-                      progress_total=len(qs) * len(params.modes))
+        run = EvalRun(
+            dataset=dataset_ref if dataset_ref.startswith(GENERATED) else name,
+            params={**params.to_json(), "dataset_ref": dataset_ref},
+            status="queued",
+            progress_total=len(qs) * len(params.modes),
+        )
         s.add(run)
         s.flush()
         return run.id
 
 
-def execute_run(svc: Services, run_id: str, query_service: Any = None,
-                on_progress: Any = None) -> dict[str, Any]:
+def execute_run(svc: Services, run_id: str, query_service: Any = None, on_progress: Any = None) -> dict[str, Any]:
     """Run a recorded evaluation to the end, updating its progress, and store the results
     (``status: done``) or the error (``status: failed``, then re-raised). ``on_progress(done,
     total)``: also called after every question x mode (the CLI's progress bar)."""
@@ -195,10 +218,13 @@ def list_runs(svc: Services, limit: int = 100) -> list[dict[str, Any]]:
         for r in runs:
             d = r.as_dict(with_results=False)
             if r.results:
-                d["summary"] = {"modes": r.results.get("modes"),
-                                "answers": {m: {k: v.get(k) for k in ("f1", "exact_match", "refusal_accuracy",
-                                                                       "faithfulness")}
-                                            for m, v in (r.results.get("answers") or {}).items()},
-                                "judge": r.results.get("judge")}
+                d["summary"] = {
+                    "modes": r.results.get("modes"),
+                    "answers": {
+                        m: {k: v.get(k) for k in ("f1", "exact_match", "refusal_accuracy", "faithfulness")}
+                        for m, v in (r.results.get("answers") or {}).items()
+                    },
+                    "judge": r.results.get("judge"),
+                }
             out.append(d)
         return out

@@ -148,8 +148,11 @@ class UnsupportedModelError(RuntimeError):
 ONNX_OPSET = 17
 # bump when the export below changes (the cache key includes it: old files are then ignored)
 ONNX_EXPORT_REVISION = 1
-_ST_MODULES = ("sentence_transformers.models.Transformer", "sentence_transformers.models.Pooling",
-               "sentence_transformers.models.Normalize")
+_ST_MODULES = (
+    "sentence_transformers.models.Transformer",
+    "sentence_transformers.models.Pooling",
+    "sentence_transformers.models.Normalize",
+)
 _WEIGHT_FILES = ("config.json", "model.safetensors", "pytorch_model.bin")
 
 
@@ -168,39 +171,48 @@ def read_pooling(path: Path) -> dict:
     if not modules_file.is_file():
         raise UnsupportedModelError(f"{path} has no modules.json: not a sentence-transformers folder")
     modules = json.loads(modules_file.read_text())
-    types = [m.get("type", "").replace("sentence_transformers.base.modules.", "sentence_transformers.models.")
-             .replace("sentence_transformers.sentence_transformer.modules.", "sentence_transformers.models.")
-             for m in modules]
+    types = [
+        m.get("type", "")
+        .replace("sentence_transformers.base.modules.", "sentence_transformers.models.")
+        .replace("sentence_transformers.sentence_transformer.modules.", "sentence_transformers.models.")
+        for m in modules
+    ]
     if types not in (list(_ST_MODULES[:2]), list(_ST_MODULES)) or modules[0].get("path", "") != "":
         raise UnsupportedModelError(
             f"the ONNX embedding backend implements Transformer -> Pooling [-> Normalize] only; {path} has "
-            f"{types}: set RAGAUDIT_EMBEDDING_BACKEND=torch")
+            f"{types}: set RAGAUDIT_EMBEDDING_BACKEND=torch"
+        )
     pool_cfg = json.loads((path / modules[1]["path"] / "config.json").read_text())
     if "pooling_mode" in pool_cfg:  # sentence-transformers >= 6 format
         modes = pool_cfg["pooling_mode"]
         modes = [modes] if isinstance(modes, str) else list(modes)
     else:  # the pooling_mode_<name>: bool format
-        modes = [k[len("pooling_mode_"):] for k, v in pool_cfg.items() if k.startswith("pooling_mode_") and v]
+        modes = [k[len("pooling_mode_") :] for k, v in pool_cfg.items() if k.startswith("pooling_mode_") and v]
     names = {"mean": "mean", "mean_tokens": "mean", "cls": "cls", "cls_token": "cls"}
     if len(modes) != 1 or modes[0] not in names:
         raise UnsupportedModelError(
             f"the ONNX embedding backend implements mean or CLS pooling only; {path} asks for {modes}: set "
-            "RAGAUDIT_EMBEDDING_BACKEND=torch")
+            "RAGAUDIT_EMBEDDING_BACKEND=torch"
+        )
     st_cfg_file = path / "sentence_bert_config.json"
     st_cfg = json.loads(st_cfg_file.read_text()) if st_cfg_file.is_file() else {}
     if st_cfg.get("do_lower_case"):
-        raise UnsupportedModelError(f"{path} asks sentence-transformers to lower-case inputs, which the ONNX "
-                                    "backend does not do: set RAGAUDIT_EMBEDDING_BACKEND=torch")
+        raise UnsupportedModelError(
+            f"{path} asks sentence-transformers to lower-case inputs, which the ONNX "
+            "backend does not do: set RAGAUDIT_EMBEDDING_BACKEND=torch"
+        )
     top_file = path / "config_sentence_transformers.json"
     top = json.loads(top_file.read_text()) if top_file.is_file() else {}
     if top.get("default_prompt_name"):
-        raise UnsupportedModelError(f"{path} has a default prompt, which the ONNX backend does not add: set "
-                                    "RAGAUDIT_EMBEDDING_BACKEND=torch")
+        raise UnsupportedModelError(
+            f"{path} has a default prompt, which the ONNX backend does not add: set RAGAUDIT_EMBEDDING_BACKEND=torch"
+        )
     dim = pool_cfg.get("word_embedding_dimension", pool_cfg.get("embedding_dimension"))
     max_len = st_cfg.get("max_seq_length")
     if not dim or not max_len:
-        raise UnsupportedModelError(f"{path}: no embedding dimension or max_seq_length in its sentence-transformers "
-                                    "config")
+        raise UnsupportedModelError(
+            f"{path}: no embedding dimension or max_seq_length in its sentence-transformers config"
+        )
     return {"mode": names[modes[0]], "dim": int(dim), "max_seq_length": int(max_len)}
 
 
@@ -219,8 +231,10 @@ def onnx_cache_key(path: Path) -> str:
             with open(f, "rb") as fh:
                 for block in iter(lambda: fh.read(1 << 20), b""):
                     h.update(block)
-    h.update(f"torch={version('torch')};transformers={version('transformers')};opset={ONNX_OPSET};"
-             f"rev={ONNX_EXPORT_REVISION}".encode())
+    h.update(
+        f"torch={version('torch')};transformers={version('transformers')};opset={ONNX_OPSET};"
+        f"rev={ONNX_EXPORT_REVISION}".encode()
+    )
     return h.hexdigest()[:32]
 
 
@@ -243,13 +257,26 @@ def export_onnx(path: Path, out: Path) -> None:
     import subprocess
     import sys
 
-    code = "import sys; from ragaudit.index.embedding import export_onnx_here; export_onnx_here(sys.argv[1], sys.argv[2])"
+    code = (
+        "import sys; from ragaudit.index.embedding import export_onnx_here; export_onnx_here(sys.argv[1], sys.argv[2])"
+    )
     root = str(Path(__file__).resolve().parents[2])  # the folder holding the ``ragaudit`` package
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
-           "PYTHONPATH": os.pathsep.join([root, *filter(None, [os.environ.get("PYTHONPATH")])])}
+    env = {
+        **os.environ,
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "TOKENIZERS_PARALLELISM": "false",
+        "PYTHONPATH": os.pathsep.join([root, *filter(None, [os.environ.get("PYTHONPATH")])]),
+    }
     try:
-        done = subprocess.run([sys.executable, "-c", code, str(path), str(out)], env=env, capture_output=True,
-                              text=True, timeout=EXPORT_TIMEOUT_S, check=False)
+        done = subprocess.run(
+            [sys.executable, "-c", code, str(path), str(out)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=EXPORT_TIMEOUT_S,
+            check=False,
+        )
     except subprocess.TimeoutExpired as e:
         raise RuntimeError(f"ONNX export of {path} took more than {EXPORT_TIMEOUT_S} s") from e
     if done.returncode != 0:
@@ -278,8 +305,7 @@ def export_onnx_here(path: Path | str, out: Path | str) -> None:
         def forward(self, *inputs):
             return self.m(**dict(zip(names, inputs))).last_hidden_state
 
-    sample = tok(["a short text", "a somewhat longer second text to pad the first"], return_tensors="pt",
-                 padding=True)
+    sample = tok(["a short text", "a somewhat longer second text to pad the first"], return_tensors="pt", padding=True)
     axes = {n: {0: "batch", 1: "sequence"} for n in [*names, "last_hidden_state"]}
     import warnings
 
@@ -288,9 +314,16 @@ def export_onnx_here(path: Path | str, out: Path | str) -> None:
     # the exported graph is checked against sentence-transformers' vectors in tests/core/test_embedding_onnx.py
     with warnings.catch_warnings(), torch.no_grad():
         warnings.simplefilter("ignore")
-        torch.onnx.export(LastHiddenState(model), tuple(sample[n] for n in names), str(out), input_names=names,
-                          output_names=["last_hidden_state"], dynamic_axes=axes, opset_version=ONNX_OPSET,
-                          dynamo=False)
+        torch.onnx.export(
+            LastHiddenState(model),
+            tuple(sample[n] for n in names),
+            str(out),
+            input_names=names,
+            output_names=["last_hidden_state"],
+            dynamic_axes=axes,
+            opset_version=ONNX_OPSET,
+            dynamo=False,
+        )
 
 
 def onnx_model_file(path: Path, cache_dir: Path | None = None) -> Path:
@@ -312,8 +345,13 @@ def onnx_model_file(path: Path, cache_dir: Path | None = None) -> Path:
         probe.close()
     except OSError as e:
         tmp = Path(tempfile.mkdtemp(prefix="ragaudit-onnx-"))
-        log.warning("embedding cache folder %s is not writable (%s): exporting the ONNX model to %s for this "
-                    "process only; set RAGAUDIT_EMBEDDING_CACHE_DIR to a writable folder", folder, e, tmp)
+        log.warning(
+            "embedding cache folder %s is not writable (%s): exporting the ONNX model to %s for this "
+            "process only; set RAGAUDIT_EMBEDDING_CACHE_DIR to a writable folder",
+            folder,
+            e,
+            tmp,
+        )
         folder = tmp
     out = folder / f"{path.name if path.name != 'model' else path.parent.name}-{key}.onnx"
     if out.is_file():
@@ -381,8 +419,10 @@ class FastTokenizer:
 
         file = path / "tokenizer.json"
         if not file.is_file():
-            raise UnsupportedModelError(f"{path} has no tokenizer.json (a fast tokenizer), which the ONNX backend "
-                                        "needs: set RAGAUDIT_EMBEDDING_BACKEND=torch")
+            raise UnsupportedModelError(
+                f"{path} has no tokenizer.json (a fast tokenizer), which the ONNX backend "
+                "needs: set RAGAUDIT_EMBEDDING_BACKEND=torch"
+            )
         cfg_file = path / "tokenizer_config.json"
         cfg = json.loads(cfg_file.read_text()) if cfg_file.is_file() else {}
         pad = _special_token(path, "pad_token")
@@ -393,13 +433,16 @@ class FastTokenizer:
         if pad is not None:
             pad_id = self._pieces.token_to_id(pad)
         if pad_id is None:
-            raise UnsupportedModelError(f"{path}: no pad token in its tokenizer config: set "
-                                        "RAGAUDIT_EMBEDDING_BACKEND=torch")
+            raise UnsupportedModelError(
+                f"{path}: no pad token in its tokenizer config: set RAGAUDIT_EMBEDDING_BACKEND=torch"
+            )
         self._batch = Tokenizer.from_file(str(file))
-        self._batch.enable_truncation(int(max_seq_length), strategy="longest_first",
-                                      direction=cfg.get("truncation_side", "right"))
-        self._batch.enable_padding(direction=cfg.get("padding_side", "right"), pad_id=pad_id, pad_type_id=0,
-                                   pad_token=pad)
+        self._batch.enable_truncation(
+            int(max_seq_length), strategy="longest_first", direction=cfg.get("truncation_side", "right")
+        )
+        self._batch.enable_padding(
+            direction=cfg.get("padding_side", "right"), pad_id=pad_id, pad_type_id=0, pad_token=pad
+        )
         self.max_seq_length = int(max_seq_length)
 
     def count_tokens(self, texts: list[str]) -> list[int]:
@@ -414,9 +457,11 @@ class FastTokenizer:
         """``input_ids``, ``attention_mask``, ``token_type_ids``: int64 arrays (len(texts), L), L =
         the longest text's pieces with [CLS]/[SEP], at most ``max_seq_length``."""
         enc = self._batch.encode_batch(texts)
-        return {"input_ids": np.array([e.ids for e in enc], dtype=np.int64),
-                "attention_mask": np.array([e.attention_mask for e in enc], dtype=np.int64),
-                "token_type_ids": np.array([e.type_ids for e in enc], dtype=np.int64)}
+        return {
+            "input_ids": np.array([e.ids for e in enc], dtype=np.int64),
+            "attention_mask": np.array([e.attention_mask for e in enc], dtype=np.int64),
+            "token_type_ids": np.array([e.type_ids for e in enc], dtype=np.int64),
+        }
 
 
 class _OnnxEncoder:
@@ -462,8 +507,9 @@ class _OnnxEncoder:
         if self._pool is None:
             from concurrent.futures import ThreadPoolExecutor
 
-            self._pool = ThreadPoolExecutor(max_workers=max(1, (os.cpu_count() or 2) - 1),
-                                            thread_name_prefix="ragaudit-onnx")
+            self._pool = ThreadPoolExecutor(
+                max_workers=max(1, (os.cpu_count() or 2) - 1), thread_name_prefix="ragaudit-onnx"
+            )
         idx = [list(range(k, len(texts), parts)) for k in range(parts)]  # interleaved: similar lengths
         futures = [self._pool.submit(self._forward, [texts[j] for j in ix]) for ix in idx[1:]]
         first = self._forward([texts[j] for j in idx[0]])
@@ -502,8 +548,13 @@ class Embedder:
     # texts x padded length² per model batch (see _batches): 32 texts of 128 word pieces; 8 of 256
     attention_budget = 32 * 128 * 128
 
-    def __init__(self, model: str = BUNDLED_EMBEDDING_MODEL, batch_size: int = 32,
-                 backend: str = DEFAULT_EMBEDDING_BACKEND, cache_dir: Path | None = None):
+    def __init__(
+        self,
+        model: str = BUNDLED_EMBEDDING_MODEL,
+        batch_size: int = 32,
+        backend: str = DEFAULT_EMBEDDING_BACKEND,
+        cache_dir: Path | None = None,
+    ):
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         if backend not in ("onnx", "torch"):
@@ -522,8 +573,10 @@ class Embedder:
             self._torch = torch
             self.tokenizer = self._st_model.tokenizer
             self.max_seq_length: int = int(self._st_model.max_seq_length)
-            getdim = (getattr(self._st_model, "get_embedding_dimension", None)
-                      or self._st_model.get_sentence_embedding_dimension)
+            getdim = (
+                getattr(self._st_model, "get_embedding_dimension", None)
+                or self._st_model.get_sentence_embedding_dimension
+            )
             self.dim: int = int(getdim())
             # the model's intra-op threads when no core is busy
             self.threads: int = int(torch.get_num_threads())
@@ -536,8 +589,13 @@ class Embedder:
             # concurrent one-thread runs when no core is busy: one per core, as torch's default
             import psutil
 
-            self.threads = max(1, min(psutil.cpu_count(logical=False) or 1, len(os.sched_getaffinity(0))
-                                      if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)))
+            self.threads = max(
+                1,
+                min(
+                    psutil.cpu_count(logical=False) or 1,
+                    len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1),
+                ),
+            )
         self._model_cv = threading.Condition()  # the model runs one encode at a time (both cores)
         self._model_busy = False
         self._urgent_waiting = 0  # query batches waiting for the model: they go before bulk slices
@@ -615,8 +673,9 @@ class Embedder:
         by ``_encode_turn`` while it holds the model); (n, dim) float32 unit rows."""
         if self._onnx is not None:
             return self._onnx.encode(texts, self._turn_threads)
-        return self._st_model.encode(texts, batch_size=self.batch_size, normalize_embeddings=True,
-                                     convert_to_numpy=True, show_progress_bar=False)
+        return self._st_model.encode(
+            texts, batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+        )
 
     def _encode_turn(self, texts: list[str], urgent: bool) -> np.ndarray:
         """One encode call holding the model, with one thread per core not declared busy
@@ -647,7 +706,9 @@ class Embedder:
         for k, n in enumerate(counts):
             n = min(n + 2, self.max_seq_length)  # [CLS] + [SEP], truncated like encode truncates
             longest_with = max(longest, n)
-            if k > start and (k - start >= self.batch_size or (k - start + 1) * longest_with ** 2 > self.attention_budget):
+            if k > start and (
+                k - start >= self.batch_size or (k - start + 1) * longest_with**2 > self.attention_budget
+            ):
                 out.append(order[start:k])
                 start, longest_with = k, n
             longest = longest_with

@@ -70,8 +70,7 @@ ABBREVIATION_WEIGHT = 0.5
 
 def abbreviation_terms(text: str) -> list[str]:
     """``abbr:<word>`` terms for the abbreviations in ``text`` (see the module docstring)."""
-    return [f"abbr:{m.group(1).lower()}" for m in _ABBREVIATION.finditer(text)
-            if m.group(1).lower() not in STOP_WORDS]
+    return [f"abbr:{m.group(1).lower()}" for m in _ABBREVIATION.finditer(text) if m.group(1).lower() not in STOP_WORDS]
 
 
 _CAPITALISED_RUN = re.compile(r"\b[A-Z][a-z]+(?:\s+[A-Z][a-z]+)+\b")
@@ -217,12 +216,16 @@ def question_row_terms(text: str) -> set[str]:
     """``row:<n-gram>`` for every run of ``ROW_LABEL_MIN_WORDS`` to ``ROW_LABEL_MAX_WORDS``
     consecutive ``label_words`` of a question: the row labels it could name."""
     words = label_words(text)
-    return {"row:" + " ".join(words[i:j]) for i in range(len(words))
-            for j in range(i + ROW_LABEL_MIN_WORDS, min(i + ROW_LABEL_MAX_WORDS, len(words)) + 1)}
+    return {
+        "row:" + " ".join(words[i:j])
+        for i in range(len(words))
+        for j in range(i + ROW_LABEL_MIN_WORDS, min(i + ROW_LABEL_MAX_WORDS, len(words)) + 1)
+    }
 
 
-def bm25_document_vector(text: str, k1: float = 1.2, b: float = 0.75, avgdl: float = 120.0,
-                         rows: str | None = None) -> SparseVector:
+def bm25_document_vector(
+    text: str, k1: float = 1.2, b: float = 0.75, avgdl: float = 120.0, rows: str | None = None
+) -> SparseVector:
     """Sparse BM25 document vector: term id -> saturated tf (IDF applied by Qdrant).
 
     ``rows``: the passage whose table rows are indexed as ``row_label_terms`` (weight 1 each, not

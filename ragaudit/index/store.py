@@ -82,10 +82,16 @@ class Scope:
         must: list[Any] = []
         if self.doc_names:  # matched on the NFC key; points written before the key existed by their name
             keys = sorted({name_key(n) for n in self.doc_names})
-            must.append(models.Filter(should=[
-                models.FieldCondition(key="doc_key", match=models.MatchAny(any=keys)),
-                models.FieldCondition(key="doc_name", match=models.MatchAny(any=sorted(set(self.doc_names) | set(keys)))),
-            ]))
+            must.append(
+                models.Filter(
+                    should=[
+                        models.FieldCondition(key="doc_key", match=models.MatchAny(any=keys)),
+                        models.FieldCondition(
+                            key="doc_name", match=models.MatchAny(any=sorted(set(self.doc_names) | set(keys)))
+                        ),
+                    ]
+                )
+            )
         if self.knowledge_base:
             must.append(models.FieldCondition(key="knowledge_base", match=models.MatchValue(value=self.knowledge_base)))
         if self.document_ids:
@@ -123,8 +129,7 @@ class VectorStore:
 
     backend = "qdrant-client"
 
-    def __init__(self, collection: str, *, path: str | None = None, url: str | None = None,
-                 api_key: str | None = None):
+    def __init__(self, collection: str, *, path: str | None = None, url: str | None = None, api_key: str | None = None):
         if url:
             self.client = QdrantClient(url=url, api_key=api_key, timeout=30)
             self.location = url
@@ -149,11 +154,14 @@ class VectorStore:
     def _create(self, dim: int, windows: bool) -> None:
         vectors = {DENSE: models.VectorParams(size=dim, distance=models.Distance.COSINE)}
         if windows:
-            vectors[WINDOWS] = models.VectorParams(size=dim, distance=models.Distance.COSINE,
-                                                   multivector_config=models.MultiVectorConfig(
-                                                       comparator=models.MultiVectorComparator.MAX_SIM))
+            vectors[WINDOWS] = models.VectorParams(
+                size=dim,
+                distance=models.Distance.COSINE,
+                multivector_config=models.MultiVectorConfig(comparator=models.MultiVectorComparator.MAX_SIM),
+            )
         self.client.create_collection(
-            self.collection, vectors_config=vectors,
+            self.collection,
+            vectors_config=vectors,
             sparse_vectors_config={SPARSE: models.SparseVectorParams(modifier=models.Modifier.IDF)},
         )
         if not self.local:  # local mode ignores payload indexes (and warns): create them on servers
@@ -168,11 +176,20 @@ class VectorStore:
         vectors = self.client.get_collection(self.collection).config.params.vectors
         return isinstance(vectors, dict) and WINDOWS in vectors
 
-    def _upsert_points(self, ids: Sequence[str], vectors: list[dict[str, Any]],
-                       payloads: Sequence[dict[str, Any]]) -> None:
-        points = [models.PointStruct(id=pid, vector={
-            k: (models.SparseVector(indices=v.indices, values=v.values) if k == SPARSE else v)
-            for k, v in vec.items()}, payload=pl) for pid, vec, pl in zip(ids, vectors, payloads)]
+    def _upsert_points(
+        self, ids: Sequence[str], vectors: list[dict[str, Any]], payloads: Sequence[dict[str, Any]]
+    ) -> None:
+        points = [
+            models.PointStruct(
+                id=pid,
+                vector={
+                    k: (models.SparseVector(indices=v.indices, values=v.values) if k == SPARSE else v)
+                    for k, v in vec.items()
+                },
+                payload=pl,
+            )
+            for pid, vec, pl in zip(ids, vectors, payloads)
+        ]
         self.client.upsert(self.collection, points=points, wait=True)
 
     def _delete(self, flt: models.Filter) -> None:
@@ -184,8 +201,15 @@ class VectorStore:
     def _count(self, flt: models.Filter | None) -> int:
         return self.client.count(self.collection, count_filter=flt, exact=True).count
 
-    def _query(self, using: str, query: Any, flt: models.Filter | None, limit: int,
-               prefetch: tuple[str, Any, int] | None = None, with_payload: bool = True) -> list[PointHit]:
+    def _query(
+        self,
+        using: str,
+        query: Any,
+        flt: models.Filter | None,
+        limit: int,
+        prefetch: tuple[str, Any, int] | None = None,
+        with_payload: bool = True,
+    ) -> list[PointHit]:
         """Top-``limit`` points by ``query`` on vector ``using`` under ``flt``; with ``prefetch`` =
         ``(using, query, limit)``, only that first stage's top points (same filter) are scored.
         ``with_payload=False``: hits with empty payloads (fetch the ones kept with ``get_payloads``)."""
@@ -194,13 +218,21 @@ class VectorStore:
         pre = None
         if prefetch is not None:
             pre = models.Prefetch(query=prefetch[1], using=prefetch[0], filter=flt, limit=prefetch[2])
-        res = self.client.query_points(self.collection, query=query, using=using, query_filter=flt, limit=limit,
-                                       prefetch=pre, with_payload=with_payload)
+        res = self.client.query_points(
+            self.collection,
+            query=query,
+            using=using,
+            query_filter=flt,
+            limit=limit,
+            prefetch=pre,
+            with_payload=with_payload,
+        )
         return [PointHit(str(p.id), float(p.score), p.payload or {}) for p in res.points]
 
     def _scroll(self, flt: models.Filter | None, limit: int, offset: Any) -> tuple[list[tuple[str, dict]], Any]:
-        pts, offset = self.client.scroll(self.collection, scroll_filter=flt, limit=limit, offset=offset,
-                                         with_payload=True, with_vectors=False)
+        pts, offset = self.client.scroll(
+            self.collection, scroll_filter=flt, limit=limit, offset=offset, with_payload=True, with_vectors=False
+        )
         return [(str(p.id), p.payload or {}) for p in pts], offset
 
     def exists(self) -> bool:
@@ -222,8 +254,11 @@ class VectorStore:
         out = {}
         for p in pts:
             vec = p.vector if isinstance(p.vector, dict) else {}
-            out[str(p.id)] = {k: (SparseVector(list(v.indices), list(v.values)) if k == SPARSE else v)
-                              for k, v in vec.items() if k in names}
+            out[str(p.id)] = {
+                k: (SparseVector(list(v.indices), list(v.values)) if k == SPARSE else v)
+                for k, v in vec.items()
+                if k in names
+            }
         return out
 
     def delete_points(self, ids: list[str]) -> None:
@@ -257,9 +292,15 @@ class VectorStore:
             self._has_windows = self._windows_in_collection()
         return self._has_windows
 
-    def upsert(self, ids: Sequence[str], dense: Sequence[Sequence[float]], sparse: Sequence[SparseVector],
-               payloads: Sequence[dict[str, Any]], batch_size: int = 256,
-               windows: Sequence[Sequence[Sequence[float]]] | None = None) -> None:
+    def upsert(
+        self,
+        ids: Sequence[str],
+        dense: Sequence[Sequence[float]],
+        sparse: Sequence[SparseVector],
+        payloads: Sequence[dict[str, Any]],
+        batch_size: int = 256,
+        windows: Sequence[Sequence[Sequence[float]]] | None = None,
+    ) -> None:
         """Upsert points in batches (idempotent: same ids overwrite). ``windows``: per point, the
         vectors of its sentence windows (stored when the collection has the multivector)."""
         with_windows = windows is not None and self.has_windows()
@@ -271,11 +312,17 @@ class VectorStore:
                     vector[WINDOWS] = [_floats(v) for v in windows[j]]
                 vectors.append(vector)
             with self._lock:  # per batch: a search (or another writer) gets a turn in between
-                self._upsert_points(ids[i:i + batch_size], vectors, payloads[i:i + batch_size])
+                self._upsert_points(ids[i : i + batch_size], vectors, payloads[i : i + batch_size])
 
-    def _doc_filter(self, document_id: str, keep_sha256: str | None = None, only_sha256: str | None = None,
-                    strategy: str | None = None, version: int | None = None,
-                    live: bool | None = None) -> models.Filter:
+    def _doc_filter(
+        self,
+        document_id: str,
+        keep_sha256: str | None = None,
+        only_sha256: str | None = None,
+        strategy: str | None = None,
+        version: int | None = None,
+        live: bool | None = None,
+    ) -> models.Filter:
         must: list[Any] = [models.FieldCondition(key="document_id", match=models.MatchValue(value=document_id))]
         must_not: list[Any] = []
         if version is not None:
@@ -292,9 +339,16 @@ class VectorStore:
             must_not.append(models.FieldCondition(key="doc_sha256", match=models.MatchValue(value=keep_sha256)))
         return models.Filter(must=must, must_not=must_not or None)
 
-    def delete_document(self, document_id: str, *, keep_sha256: str | None = None,
-                        only_sha256: str | None = None, strategy: str | None = None,
-                        version: int | None = None, live: bool | None = None) -> None:
+    def delete_document(
+        self,
+        document_id: str,
+        *,
+        keep_sha256: str | None = None,
+        only_sha256: str | None = None,
+        strategy: str | None = None,
+        version: int | None = None,
+        live: bool | None = None,
+    ) -> None:
         """Delete a document's points (only that document's: every filter includes its id);
         ``keep_sha256`` spares one content version, ``only_sha256`` / ``version`` / ``strategy`` /
         ``live`` narrow the selection."""
@@ -305,9 +359,12 @@ class VectorStore:
 
     def set_live(self, document_id: str, version: int, live: bool) -> None:
         """Turn the points of one ingest version of a document searchable (``live``) or back."""
-        flt = models.Filter(must=[
-            models.FieldCondition(key="document_id", match=models.MatchValue(value=document_id)),
-            models.FieldCondition(key="ingest_version", match=models.MatchValue(value=version))])
+        flt = models.Filter(
+            must=[
+                models.FieldCondition(key="document_id", match=models.MatchValue(value=document_id)),
+                models.FieldCondition(key="ingest_version", match=models.MatchValue(value=version)),
+            ]
+        )
         with self._lock:
             self._set_payload(flt, {"live": live})
 
@@ -319,8 +376,9 @@ class VectorStore:
         this = models.FieldCondition(key="ingest_version", match=models.MatchValue(value=version))
         same_sha = models.FieldCondition(key="doc_sha256", match=models.MatchValue(value=sha256))
         same_strategy = models.FieldCondition(key="strategy", match=models.MatchValue(value=strategy))
-        replaced = models.Filter(must=[doc], must_not=[this],
-                                 should=[models.Filter(must_not=[same_sha]), same_strategy])
+        replaced = models.Filter(
+            must=[doc], must_not=[this], should=[models.Filter(must_not=[same_sha]), same_strategy]
+        )
         with self._lock:
             self._delete(replaced)
         self.set_primary(document_id, strategy)
@@ -333,14 +391,24 @@ class VectorStore:
             self._set_payload(models.Filter(must=[doc], must_not=[same]), {"primary": False})
             self._set_payload(models.Filter(must=[doc, same]), {"primary": True})
 
-    def count(self, document_id: str | None = None, *, sha256: str | None = None, strategy: str | None = None,
-              version: int | None = None, live: bool | None = None) -> int:
+    def count(
+        self,
+        document_id: str | None = None,
+        *,
+        sha256: str | None = None,
+        strategy: str | None = None,
+        version: int | None = None,
+        live: bool | None = None,
+    ) -> int:
         """Exact number of points, optionally of one document (and content version / strategy /
         ingest version / live state)."""
         if not self.exists():
             return 0
-        flt = self._doc_filter(document_id, only_sha256=sha256, strategy=strategy, version=version,
-                               live=live) if document_id else None
+        flt = (
+            self._doc_filter(document_id, only_sha256=sha256, strategy=strategy, version=version, live=live)
+            if document_id
+            else None
+        )
         return self._count(flt)
 
     def count_matching(self, flt: models.Filter | None) -> int:
@@ -348,8 +416,15 @@ class VectorStore:
         collection exists."""
         return self._count(flt) if self.exists() else 0
 
-    def search_dense(self, vector: Sequence[float], flt: models.Filter | None, limit: int,
-                     windows: bool = False, prefetch: int = 0, with_payload: bool = True) -> list[PointHit]:
+    def search_dense(
+        self,
+        vector: Sequence[float],
+        flt: models.Filter | None,
+        limit: int,
+        windows: bool = False,
+        prefetch: int = 0,
+        with_payload: bool = True,
+    ) -> list[PointHit]:
         """Top-``limit`` by cosine similarity of the dense vector; with ``windows`` (and a collection
         that has them), by MaxSim: the cosine of the chunk's best sentence window.
 
@@ -363,14 +438,21 @@ class VectorStore:
                 # exact ties come back from the rescoring stage in no fixed order (the CLI and API
                 # evaluations of one knowledge base differed until they were ordered): ties by id,
                 # a few spare hits so that a tie at the cut does not decide which one is kept
-                hits = self._query(WINDOWS, [vec], flt, min(prefetch, limit + 20), prefetch=(DENSE, vec, prefetch),
-                                   with_payload=with_payload)
+                hits = self._query(
+                    WINDOWS,
+                    [vec],
+                    flt,
+                    min(prefetch, limit + 20),
+                    prefetch=(DENSE, vec, prefetch),
+                    with_payload=with_payload,
+                )
                 return sorted(hits, key=lambda h: (-h.score, h.id))[:limit]
             return self._query(WINDOWS, [vec], flt, limit, with_payload=with_payload)
         return self._query(DENSE, _floats(vector), flt, limit, with_payload=with_payload)
 
-    def search_sparse(self, vector: SparseVector, flt: models.Filter | None, limit: int,
-                      with_payload: bool = True) -> list[PointHit]:
+    def search_sparse(
+        self, vector: SparseVector, flt: models.Filter | None, limit: int, with_payload: bool = True
+    ) -> list[PointHit]:
         """Top-``limit`` by BM25 (sparse dot product with IDF modifier); empty query gives [].
         ``with_payload=False``: empty payloads."""
         if not vector.indices:
@@ -446,7 +528,8 @@ class EdgeVectorStore(VectorStore):
                 except Timeout:
                     raise StoreInUseError(
                         f"Storage folder {path} is already accessed by another instance of ragaudit's "
-                        "embedded store (Qdrant Edge allows one process per folder)") from None
+                        "embedded store (Qdrant Edge allows one process per folder)"
+                    ) from None
                 try:
                     if self.meta_path.exists() and self.shard_dir.exists():
                         import json
@@ -519,18 +602,25 @@ class EdgeVectorStore(VectorStore):
         qe = self.qe
         vectors = {DENSE: qe.EdgeVectorParams(size=dim, distance=qe.Distance.Cosine)}
         if windows:
-            vectors[WINDOWS] = qe.EdgeVectorParams(size=dim, distance=qe.Distance.Cosine,
-                                                   multivector_config=qe.MultiVectorConfig(
-                                                       comparator=qe.MultiVectorComparator.MaxSim))
+            vectors[WINDOWS] = qe.EdgeVectorParams(
+                size=dim,
+                distance=qe.Distance.Cosine,
+                multivector_config=qe.MultiVectorConfig(comparator=qe.MultiVectorComparator.MaxSim),
+            )
         if self.shard_dir.exists():  # a shard folder without our metadata: an interrupted create
             import shutil
 
             shutil.rmtree(self.shard_dir)
-        shard = qe.EdgeShard.create(str(self.shard_dir), qe.EdgeConfig(
-            vectors=vectors, sparse_vectors={SPARSE: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
-            # payload in RAM: the live/primary filter of every query reads it (Cold: 92 vs 51 ms
-            # for an unscoped windows query at 10k points here)
-            payload_memory=qe.Memory.Cached))
+        shard = qe.EdgeShard.create(
+            str(self.shard_dir),
+            qe.EdgeConfig(
+                vectors=vectors,
+                sparse_vectors={SPARSE: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
+                # payload in RAM: the live/primary filter of every query reads it (Cold: 92 vs 51 ms
+                # for an unscoped windows query at 10k points here)
+                payload_memory=qe.Memory.Cached,
+            ),
+        )
         for name in KEYWORD_FIELDS:
             shard.update(qe.UpdateOperation.create_field_index(name, qe.PayloadSchemaType.Keyword))
         for name in (*INTEGER_FIELDS, *EDGE_BOOL_SHADOW.values()):
@@ -547,8 +637,10 @@ class EdgeVectorStore(VectorStore):
         qe = self.qe
         points = []
         for pid, vec, pl in zip(ids, vectors, payloads):
-            v = {k: (qe.SparseVector(indices=list(x.indices), values=[float(y) for y in x.values]) if k == SPARSE
-                     else x) for k, x in vec.items()}
+            v = {
+                k: (qe.SparseVector(indices=list(x.indices), values=[float(y) for y in x.values]) if k == SPARSE else x)
+                for k, x in vec.items()
+            }
             points.append(qe.Point(pid, v, _with_shadows(pl)))
         self._h.writes += 1  # before the write: see _query
         self.shard.update(qe.UpdateOperation.upsert_points(points))
@@ -564,8 +656,15 @@ class EdgeVectorStore(VectorStore):
     def _count(self, flt: models.Filter | None) -> int:
         return self.shard.count(self.qe.CountRequest(exact=True, filter=edge_filter(flt)))
 
-    def _query(self, using: str, query: Any, flt: models.Filter | None, limit: int,
-               prefetch: tuple[str, Any, int] | None = None, with_payload: bool = True) -> list[PointHit]:
+    def _query(
+        self,
+        using: str,
+        query: Any,
+        flt: models.Filter | None,
+        limit: int,
+        prefetch: tuple[str, Any, int] | None = None,
+        with_payload: bool = True,
+    ) -> list[PointHit]:
         """As ``VectorStore._query``. The unscoped filter (``Scope().to_filter()``: not staged, each
         document's primary strategy) is left out of the request while the shard holds no point it
         excludes (``all_searchable``): it then selects every point, and evaluating it point by
@@ -579,14 +678,23 @@ class EdgeVectorStore(VectorStore):
         def run(eflt: Any) -> list[PointHit]:
             pre = None
             if prefetch is not None:
-                pre = [qe.Prefetch(limit=prefetch[2], query=qe.Query.Nearest(prefetch[1], using=prefetch[0]),
-                                   filter=eflt)]
-            req = qe.QueryRequest(limit=limit, query=qe.Query.Nearest(query, using=using), prefetches=pre,
-                                  filter=eflt, with_payload=with_payload)
+                pre = [
+                    qe.Prefetch(limit=prefetch[2], query=qe.Query.Nearest(prefetch[1], using=prefetch[0]), filter=eflt)
+                ]
+            req = qe.QueryRequest(
+                limit=limit,
+                query=qe.Query.Nearest(query, using=using),
+                prefetches=pre,
+                filter=eflt,
+                with_payload=with_payload,
+            )
             # the two-stage dense query (a scan of every chunk vector) is coalesced with the ones other
             # threads send meanwhile (see _QueryBatcher); its callers order ties by id (search_dense)
-            res = self._h.batcher.query(self.shard, req) if prefetch is not None and self.batch_queries \
+            res = (
+                self._h.batcher.query(self.shard, req)
+                if prefetch is not None and self.batch_queries
                 else self.shard.query(req)
+            )
             if not with_payload:
                 return [PointHit(str(p.id), float(p.score), {}) for p in res]
             return [PointHit(str(p.id), float(p.score), _without_shadows(p.payload)) for p in res]
@@ -618,8 +726,11 @@ class EdgeVectorStore(VectorStore):
         return h.unsearchable == 0
 
     def _scroll(self, flt, limit, offset):
-        recs, nxt = self.shard.scroll(self.qe.ScrollRequest(offset=offset, limit=limit, filter=edge_filter(flt),
-                                                            with_payload=True, with_vector=False))
+        recs, nxt = self.shard.scroll(
+            self.qe.ScrollRequest(
+                offset=offset, limit=limit, filter=edge_filter(flt), with_payload=True, with_vector=False
+            )
+        )
         return [(str(r.id), _without_shadows(r.payload)) for r in recs], nxt
 
     def get_payloads(self, ids: list[str]) -> list[tuple[str, dict]]:
@@ -636,8 +747,11 @@ class EdgeVectorStore(VectorStore):
         out = {}
         for r in recs:
             vec = r.vector if isinstance(r.vector, dict) else {}
-            out[str(r.id)] = {k: (SparseVector(list(v.indices), list(v.values)) if k == SPARSE else v)
-                              for k, v in vec.items() if k in names}
+            out[str(r.id)] = {
+                k: (SparseVector(list(v.indices), list(v.values)) if k == SPARSE else v)
+                for k, v in vec.items()
+                if k in names
+            }
         return out
 
     def delete_points(self, ids: list[str]) -> None:
@@ -773,7 +887,9 @@ def _searchable_filter() -> models.Filter:
 @lru_cache(maxsize=1)
 def _unsearchable_filter() -> models.Filter:
     """Points an unscoped search never returns: staged, or of a non-primary strategy."""
-    return models.Filter(should=[_live_only(), models.FieldCondition(key="primary", match=models.MatchValue(value=False))])
+    return models.Filter(
+        should=[_live_only(), models.FieldCondition(key="primary", match=models.MatchValue(value=False))]
+    )
 
 
 def _with_shadows(payload: dict[str, Any]) -> dict[str, Any]:
@@ -847,9 +963,13 @@ def copy_points(src: VectorStore, dst: VectorStore, batch: int = 256) -> int:
     def flush_rows() -> int:
         vecs = src.get_vectors([pid for pid, _ in rows], names)
         keep = [(pid, pl) for pid, pl in rows if pid in vecs]
-        dst.upsert([pid for pid, _ in keep], [vecs[pid][DENSE] for pid, _ in keep],
-                   [vecs[pid][SPARSE] for pid, _ in keep], [pl for _, pl in keep],
-                   windows=[vecs[pid][WINDOWS] for pid, _ in keep] if WINDOWS in names else None)
+        dst.upsert(
+            [pid for pid, _ in keep],
+            [vecs[pid][DENSE] for pid, _ in keep],
+            [vecs[pid][SPARSE] for pid, _ in keep],
+            [pl for _, pl in keep],
+            windows=[vecs[pid][WINDOWS] for pid, _ in keep] if WINDOWS in names else None,
+        )
         return len(keep)
 
     for row in src.iter_payloads(batch=batch):
@@ -862,8 +982,14 @@ def copy_points(src: VectorStore, dst: VectorStore, batch: int = 256) -> int:
     return n
 
 
-def open_store(collection: str, *, backend: str = "edge", path: str | None = None, url: str | None = None,
-               api_key: str | None = None) -> VectorStore:
+def open_store(
+    collection: str,
+    *,
+    backend: str = "edge",
+    path: str | None = None,
+    url: str | None = None,
+    api_key: str | None = None,
+) -> VectorStore:
     """The store for these settings: a Qdrant server when ``url`` is set (``backend`` is then
     ignored), else the embedded ``backend`` (``"edge"`` or ``"local"``) in folder ``path``.
     ``ValueError`` for an unknown backend; ``StoreInUseError`` / ``RuntimeError`` when another

@@ -26,13 +26,25 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from ragaudit.ingest.chunking import Strategy
 from ragaudit.index.embedding import cores_busy
-from ragaudit.ingest.documents import (DEFAULT_KB, DEFAULT_STRATEGY, INGEST_LOCK, DocumentBusyError, IngestOutcome, duplicates_of, get_document, notify, register, rollback, run_stages)
-from ragaudit.text.docnames import InvalidNameError
-from ragaudit.ingest.pdf import PDFError
+from ragaudit.ingest.chunking import Strategy
+from ragaudit.ingest.documents import (
+    DEFAULT_KB,
+    DEFAULT_STRATEGY,
+    INGEST_LOCK,
+    DocumentBusyError,
+    IngestOutcome,
+    duplicates_of,
+    get_document,
+    notify,
+    register,
+    rollback,
+    run_stages,
+)
 from ragaudit.ingest.guard import parse_pdf_bounded
+from ragaudit.ingest.pdf import PDFError
 from ragaudit.services import Services
+from ragaudit.text.docnames import InvalidNameError
 
 
 @dataclass(frozen=True)
@@ -56,13 +68,15 @@ class _ParseAhead:
     def __init__(self, svc: Services, files: list[BulkFile], lookahead: int, workers: int = 2):
         self.svc, self.files, self.lookahead = svc, files, max(1, lookahead)
         self.cond = threading.Condition()
-        self.next = 0          # next file index to claim
-        self.wanted = 0        # the index the consumer needs next
-        self.waiting = False   # the consumer is blocked in get()
+        self.next = 0  # next file index to claim
+        self.wanted = 0  # the index the consumer needs next
+        self.waiting = False  # the consumer is blocked in get()
         self.results: dict[int, tuple] = {}
         self.stopped = False
-        self.threads = [threading.Thread(target=self._work, args=(k,), name=f"ragaudit-parse-ahead-{k}", daemon=True)
-                        for k in range(max(1, workers))]
+        self.threads = [
+            threading.Thread(target=self._work, args=(k,), name=f"ragaudit-parse-ahead-{k}", daemon=True)
+            for k in range(max(1, workers))
+        ]
 
     def start(self) -> "_ParseAhead":
         for th in self.threads:
@@ -118,10 +132,16 @@ class _ParseAhead:
             th.join(timeout=5)
 
 
-def ingest_files(svc: Services, files: Iterable[BulkFile], knowledge_base: str = DEFAULT_KB,
-                 strategy: str = DEFAULT_STRATEGY, *, lookahead: int = 2,
-                 on_outcome: Callable[[int, IngestOutcome], None] | None = None,
-                 timings: dict[str, float] | None = None) -> list[IngestOutcome]:
+def ingest_files(
+    svc: Services,
+    files: Iterable[BulkFile],
+    knowledge_base: str = DEFAULT_KB,
+    strategy: str = DEFAULT_STRATEGY,
+    *,
+    lookahead: int = 2,
+    on_outcome: Callable[[int, IngestOutcome], None] | None = None,
+    timings: dict[str, float] | None = None,
+) -> list[IngestOutcome]:
     """Ingest ``files`` in order with parsing overlapped (see the module docstring); returns one
     ``IngestOutcome`` per file, in order (``ingested`` | ``unchanged`` | ``refused`` | ``failed``,
     as ``ragaudit.ingest.documents.ingest_bytes`` reports them). ``on_outcome(index, outcome)`` is called as
@@ -154,17 +174,29 @@ def ingest_files(svc: Services, files: Iterable[BulkFile], knowledge_base: str =
     return outcomes
 
 
-def _ingest_one(svc: Services, f: BulkFile, data: bytes | None, res: Any, parse_s: float, knowledge_base: str,
-                strategy: str, t: dict[str, float], index: int, total: int) -> IngestOutcome:
+def _ingest_one(
+    svc: Services,
+    f: BulkFile,
+    data: bytes | None,
+    res: Any,
+    parse_s: float,
+    knowledge_base: str,
+    strategy: str,
+    t: dict[str, float],
+    index: int,
+    total: int,
+) -> IngestOutcome:
     t0 = time.perf_counter()
     if isinstance(res, PDFError):
         return IngestOutcome(f.name, "refused", str(res), error_code=res.code, seconds=parse_s)
     if isinstance(res, OSError):
-        return IngestOutcome(f.name, "refused", f"cannot read the file: {res.strerror or res}",
-                             error_code="unreadable", seconds=parse_s)
+        return IngestOutcome(
+            f.name, "refused", f"cannot read the file: {res.strerror or res}", error_code="unreadable", seconds=parse_s
+        )
     if isinstance(res, Exception):
-        return IngestOutcome(f.name, "failed", f"{type(res).__name__}: {res}", error_code="ingest_failed",
-                             seconds=parse_s)
+        return IngestOutcome(
+            f.name, "failed", f"{type(res).__name__}: {res}", error_code="ingest_failed", seconds=parse_s
+        )
     info, pages, child = res
     for k in ("validate", "extract"):
         t[k] = t.get(k, 0.0) + child.get(k, 0.0)
@@ -179,21 +211,34 @@ def _ingest_one(svc: Services, f: BulkFile, data: bytes | None, res: Any, parse_
         except ValueError as e:
             return IngestOutcome(f.name, "refused", str(e), error_code="invalid_request", seconds=parse_s)
         t["register"] = t.get("register", 0.0) + (time.perf_counter() - t0)
-        notify(doc.id, {"file": f.name, "index": index, "total": total, "status": "registered",
-                        "needs_run": needs_run})
+        notify(doc.id, {"file": f.name, "index": index, "total": total, "status": "registered", "needs_run": needs_run})
         if not needs_run:
-            return IngestOutcome(doc.doc_name, "unchanged", "same content already ingested; nothing changed",
-                                 document=doc.as_dict(), seconds=parse_s + time.perf_counter() - t0)
+            return IngestOutcome(
+                doc.doc_name,
+                "unchanged",
+                "same content already ingested; nothing changed",
+                document=doc.as_dict(),
+                seconds=parse_s + time.perf_counter() - t0,
+            )
         try:
             run_stages(svc, doc.id, strategy, pages=pages, timings=t)
         except Exception as e:  # the run failed in some stage: undo and report
             rollback(svc, doc.id, str(e))
             status = "refused" if isinstance(e, PDFError) else "failed"
-            return IngestOutcome(doc.doc_name, status, str(e), error_code=getattr(e, "code", "ingest_failed"),
-                                 seconds=parse_s + time.perf_counter() - t0)
+            return IngestOutcome(
+                doc.doc_name,
+                status,
+                str(e),
+                error_code=getattr(e, "code", "ingest_failed"),
+                seconds=parse_s + time.perf_counter() - t0,
+            )
     doc = get_document(svc, doc.id)
     dups = duplicates_of(svc, doc.id, doc.sha256)
-    return IngestOutcome(doc.doc_name, "ingested", f"{doc.pages} pages, {doc.chunk_count} chunks",
-                         document=doc.as_dict(), seconds=parse_s + time.perf_counter() - t0,
-                         extra={"duplicate_of": dups} if dups else {})
-
+    return IngestOutcome(
+        doc.doc_name,
+        "ingested",
+        f"{doc.pages} pages, {doc.chunk_count} chunks",
+        document=doc.as_dict(),
+        seconds=parse_s + time.perf_counter() - t0,
+        extra={"duplicate_of": dups} if dups else {},
+    )

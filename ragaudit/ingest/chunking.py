@@ -33,8 +33,8 @@ from typing import Protocol
 import numpy as np
 import pysbd
 
-from ragaudit.types import ChoiceEnum
 from ragaudit.ingest.pdf import Page
+from ragaudit.types import ChoiceEnum
 
 PAGE_SEPARATOR = "\n\n"
 
@@ -59,7 +59,9 @@ class Strategy(ChoiceEnum):
 
 
 DEFAULT_STRATEGY = Strategy.sentence
-DEFAULT_ATOMIC_UNITS = True  # as settings.chunk_atomic_units; on: SQL statements and list items kept whole, the last chunk a full window
+DEFAULT_ATOMIC_UNITS = (
+    True  # as settings.chunk_atomic_units; on: SQL statements and list items kept whole, the last chunk a full window
+)
 # what ``atomic_units`` builds, recorded in a version's build info: 2 = statements, clauses and list
 # items whole + the last chunk as the document's last full window (1, recorded as ``True``, had no
 # last-window rule; 2 took no table header above a group label such as "Revenue:" and at most three
@@ -214,7 +216,7 @@ def _paragraph_text(page_text: str) -> str:
         nxt = lines[i + 1]
         if not nxt.strip():
             # blank lines (a page break inside a chunk): soft when the text runs on across them
-            after = next((x for x in lines[i + 1:] if x.strip()), "")
+            after = next((x for x in lines[i + 1 :] if x.strip()), "")
             hard = not (ln.strip() and after and continues(ln, after) and not _BULLET.match(after))
         elif not ln.strip():
             prev = next((x for x in reversed(lines[:i]) if x.strip()), "")
@@ -224,7 +226,8 @@ def _paragraph_text(page_text: str) -> str:
                 _TERMINAL.search(ln) is not None
                 or _BULLET.match(nxt) is not None
                 or len(ln.strip()) < 0.6 * width
-                or _is_row(ln) or _is_row(nxt)
+                or _is_row(ln)
+                or _is_row(nxt)
             )
         out.append("\n" if hard else " ")
     return "".join(out)
@@ -277,8 +280,12 @@ def _join_abbreviations(text: str, spans: list[tuple[int, int]]) -> list[tuple[i
     shows the period was an abbreviation's."""
     out: list[tuple[int, int]] = []
     for s, e in spans:
-        if (out and _ABBR_END.search(text[out[-1][0]:out[-1][1]]) and "\n" not in text[out[-1][1]:s]
-                and _NUMBER_START.match(text, s)):
+        if (
+            out
+            and _ABBR_END.search(text[out[-1][0] : out[-1][1]])
+            and "\n" not in text[out[-1][1] : s]
+            and _NUMBER_START.match(text, s)
+        ):
             out[-1] = (out[-1][0], e)
         else:
             out.append((s, e))
@@ -345,8 +352,7 @@ def _tables(page_text: str) -> tuple[list[tuple[int, int, int]], list[Table]]:
             k -= 1  # the first rows' group label ("Revenue:") sits between the header and the rows
         while k > taken and len(head) < 4:
             ln = lines[k][2]
-            if (not ln.strip() or _TERMINAL.search(ln) or _CAPTION.match(ln) or len(ln) > 160
-                    or (is_data_row(k))):
+            if not ln.strip() or _TERMINAL.search(ln) or _CAPTION.match(ln) or len(ln) > 160 or (is_data_row(k)):
                 break
             if len(ln.split()) < 2 and not _header_row(ln):
                 break
@@ -369,8 +375,16 @@ def _tables(page_text: str) -> tuple[list[tuple[int, int, int]], list[Table]]:
     return rows, tables
 
 
-def _close_run(out: list[tuple], out_n: list[int], raw: list[tuple], counts: list[int], i: int, j: int,
-               kind: str | None, limit: int) -> None:
+def _close_run(
+    out: list[tuple],
+    out_n: list[int],
+    raw: list[tuple],
+    counts: list[int],
+    i: int,
+    j: int,
+    kind: str | None,
+    limit: int,
+) -> None:
     """Append the run ``raw[i:j]`` (units with word-piece ``counts``) to ``out`` / ``out_n``: as one
     unit of ``kind`` (first unit's start and page, last unit's end) when ``kind`` is given, the run
     has more than one unit and totals at most ``limit`` word pieces; else unit by unit, unchanged.
@@ -384,8 +398,9 @@ def _close_run(out: list[tuple], out_n: list[int], raw: list[tuple], counts: lis
         out_n.extend(counts[i:j])
 
 
-def _whole_small_tables(raw: list[tuple], counts: list[int], extents: list[tuple[int, int]],
-                        limit: int) -> tuple[list[tuple], list[int]]:
+def _whole_small_tables(
+    raw: list[tuple], counts: list[int], extents: list[tuple[int, int]], limit: int
+) -> tuple[list[tuple], list[int]]:
     """Merge the units of each table (header lines, rows, wrapped labels) into one unit of kind
     ``table`` when they total at most ``limit`` word pieces, so a small table is never cut;
     a longer table stays one unit per row (its chunks repeat caption and header)."""
@@ -406,8 +421,10 @@ def _whole_small_tables(raw: list[tuple], counts: list[int], extents: list[tuple
     return out, out_n
 
 
-_SQL_START = re.compile(r"^\s*(?:CREATE|ALTER|SELECT|INSERT|UPDATE|DELETE|DROP|GRANT|REVOKE|DECLARE|SET|CALL|WITH|"
-                        r"MERGE|COMMENT|BEGIN)\b")
+_SQL_START = re.compile(
+    r"^\s*(?:CREATE|ALTER|SELECT|INSERT|UPDATE|DELETE|DROP|GRANT|REVOKE|DECLARE|SET|CALL|WITH|"
+    r"MERGE|COMMENT|BEGIN)\b"
+)
 _PROSE = re.compile(r"(?:\b[a-z]{2,}\b[ ,]+){4}")
 _SQL_COMMENT = re.compile(r"^\s*(?:/\*.*\*/|--.*)\s*$")
 _CLAUSE_CONT = re.compile(r"^\s*(?:THEN|AND|OR|NOT|IN|IS|[(),=<>+*/|-])")
@@ -486,8 +503,9 @@ def code_clauses(page_text: str, statements: list[tuple[int, int]]) -> list[tupl
     return out
 
 
-def _code_lines(page_text: str, spans: list[tuple[int, int]],
-                statements: list[tuple[int, int]]) -> list[tuple[int, int]]:
+def _code_lines(
+    page_text: str, spans: list[tuple[int, int]], statements: list[tuple[int, int]]
+) -> list[tuple[int, int]]:
     """``spans`` (sentences) with the spans overlapping a code statement replaced by the
     statement's lines: sentence rules cut code at "C ." or "1." inside an expression and run one
     clause into the next; the parts of such a span outside the statement stay units of their own."""
@@ -505,7 +523,7 @@ def _code_lines(page_text: str, spans: list[tuple[int, int]],
             out.append((s, s + len(page_text[s:a].rstrip())))
         if st not in done:
             done.add(st)
-            for ls, le, ln in _lines(page_text[a:b]):
+            for ls, _le, ln in _lines(page_text[a:b]):
                 if ln.strip():
                     out.append((a + ls + len(ln) - len(ln.lstrip()), a + ls + len(ln.rstrip())))
         if e > b and page_text[b:e].strip():
@@ -551,8 +569,9 @@ def document_list_items(pages: list[Page]) -> list[tuple[int, int]]:
     return out
 
 
-def _merge_spans(raw: list[tuple], counts: list[int], spans: list[tuple[int, int]], limit: int, kind: str,
-                 protect: set[int]) -> tuple[list[tuple], list[int]]:
+def _merge_spans(
+    raw: list[tuple], counts: list[int], spans: list[tuple[int, int]], limit: int, kind: str, protect: set[int]
+) -> tuple[list[tuple], list[int]]:
     """Merge each run of consecutive units overlapping one of ``spans`` (document offsets, sorted)
     into one unit of ``kind`` when the run totals at most ``limit`` word pieces, so the span (a
     SQL statement or clause, a list item) is never cut; a longer run stays as it was. Units
@@ -568,16 +587,18 @@ def _merge_spans(raw: list[tuple], counts: list[int], spans: list[tuple[int, int
         k = bisect_right(starts, e0 - 1) - 1
         ext = spans[k] if k >= 0 and spans[k][1] > s0 else None
         j = i + 1
-        while (ext is not None and j < len(raw) and raw[j][0] < ext[1] and raw[j][0] not in protect
-               and raw[j][3] == "text"):
+        while (
+            ext is not None and j < len(raw) and raw[j][0] < ext[1] and raw[j][0] not in protect and raw[j][3] == "text"
+        ):
             j += 1
         _close_run(out, out_n, raw, counts, i, j, kind if ext is not None and raw[i][3] == "text" else None, limit)
         i = j
     return out, out_n
 
 
-def document_units(pages: list[Page], counter: TokenCounter, budget: int,
-                   atomic_units: bool = DEFAULT_ATOMIC_UNITS) -> tuple[str, list[Unit], list[Table]]:
+def document_units(
+    pages: list[Page], counter: TokenCounter, budget: int, atomic_units: bool = DEFAULT_ATOMIC_UNITS
+) -> tuple[str, list[Unit], list[Table]]:
     """Document text, its units (each at most ``budget`` word pieces, in order) and its tables.
 
     ``atomic_units`` (on by default, see ``chunk_document``): a SQL statement (else each of its
@@ -603,12 +624,18 @@ def document_units(pages: list[Page], counter: TokenCounter, budget: int,
             heading_at[start + off] = (int(level), str(htext))
         first = True
         spans = sentence_spans(page.text)
-        for s, e in (_code_lines(page.text, spans, stmts) if atomic_units else spans):
+        for s, e in _code_lines(page.text, spans, stmts) if atomic_units else spans:
             kind, tid = "text", None
             if s in row_at:
                 kind, tid = "row", row_at[s]
-            if (first and raw and kind == "text" and raw[-1][3] == "text" and raw[-1][2] == page.number - 1
-                    and continues(text[raw[-1][0]:raw[-1][1]], page.text[s:e])):
+            if (
+                first
+                and raw
+                and kind == "text"
+                and raw[-1][3] == "text"
+                and raw[-1][2] == page.number - 1
+                and continues(text[raw[-1][0] : raw[-1][1]], page.text[s:e])
+            ):
                 # a sentence broken by the page break is one unit over both pages
                 raw[-1] = (raw[-1][0], start + e, raw[-1][2], "text", None)
             else:
@@ -638,7 +665,7 @@ def document_units(pages: list[Page], counter: TokenCounter, budget: int,
             continue
         offsets = counter.token_offsets(text[s:e])
         for i in range(0, len(offsets), budget):
-            piece = offsets[i: i + budget]
+            piece = offsets[i : i + budget]
             units.append(Unit(s + piece[0][0], s + piece[-1][1], pno, len(piece), kind, tid, section))
     return text, units, all_tables
 
@@ -687,22 +714,43 @@ class _Headers:
         return n
 
 
-def _make_chunk(index: int, text: str, page_starts: list[int], units: list[Unit], header: str,
-                header_tokens: int, strategy: str) -> Chunk:
+def _make_chunk(
+    index: int, text: str, page_starts: list[int], units: list[Unit], header: str, header_tokens: int, strategy: str
+) -> Chunk:
     cs, ce = units[0].start, units[-1].end
     # pages from offsets: a unit (a sentence broken by a page break) may span two pages
     p0 = bisect_right(page_starts, cs)
     p1 = bisect_right(page_starts, max(ce - 1, cs))
     breaks = [(p0, 0)] + [(p, page_starts[p - 1] - cs) for p in range(p0 + 1, p1 + 1)]
     section = " > ".join(units[0].section)
-    return Chunk(index=index, text=text[cs:ce], header=header, page_start=p0, page_end=p1,
-                 char_start=cs, char_end=ce, token_count=header_tokens + sum(u.tokens for u in units),
-                 page_breaks=breaks, section=section[:500], strategy=strategy)
+    return Chunk(
+        index=index,
+        text=text[cs:ce],
+        header=header,
+        page_start=p0,
+        page_end=p1,
+        char_start=cs,
+        char_end=ce,
+        token_count=header_tokens + sum(u.tokens for u in units),
+        page_breaks=breaks,
+        section=section[:500],
+        strategy=strategy,
+    )
 
 
-def _pack(text: str, page_starts: list[int], units: list[Unit], headers: _Headers, max_tokens: int,
-          overlap: int, strategy: str, breaks_before: set[int] | None = None,
-          overlap_fraction: float = 0.0, hard_max: int | None = None, full_tail: bool = False) -> list[Chunk]:
+def _pack(
+    text: str,
+    page_starts: list[int],
+    units: list[Unit],
+    headers: _Headers,
+    max_tokens: int,
+    overlap: int,
+    strategy: str,
+    breaks_before: set[int] | None = None,
+    overlap_fraction: float = 0.0,
+    hard_max: int | None = None,
+    full_tail: bool = False,
+) -> list[Chunk]:
     """Greedy packing of units into chunks of at most ``max_tokens`` (header included).
 
     The next chunk repeats the last ``overlap`` sentences, and more while the repeated part stays
@@ -729,7 +777,7 @@ def _pack(text: str, page_starts: list[int], units: list[Unit], headers: _Header
             keep = current[-overlap:] if overlap and i not in breaks_before else []
             if keep:
                 j = len(current) - len(keep)
-                while j > 1 and sum(k.tokens for k in current[j - 1:]) <= overlap_fraction * max_tokens:
+                while j > 1 and sum(k.tokens for k in current[j - 1 :]) <= overlap_fraction * max_tokens:
                     j -= 1
                 keep = current[j:]
             while keep and (sum(k.tokens for k in keep) > (max_tokens // 2) or cost(keep + [u]) > max_tokens):
@@ -750,21 +798,30 @@ def _pack(text: str, page_starts: list[int], units: list[Unit], headers: _Header
             prev = chunks[-1]
             prev_units = [u for u in units[:first] if u.start >= prev.char_start]
             fresh = [u for u in current if u.start >= prev.char_end]
-            if (cost(current) < max_tokens // 3 and hard_max and prev_units and fresh and first not in breaks_before
-                    and cost(prev_units + fresh) <= hard_max):
+            if (
+                cost(current) < max_tokens // 3
+                and hard_max
+                and prev_units
+                and fresh
+                and first not in breaks_before
+                and cost(prev_units + fresh) <= hard_max
+            ):
                 chunks.pop()
                 current = prev_units + fresh
             else:
                 j = first
                 fill = (hard_max or max_tokens) if full_tail else 0.7 * max_tokens
-                while j > 0 and (j not in breaks_before) and cost(units[j - 1:first] + current) <= fill:
+                while j > 0 and (j not in breaks_before) and cost(units[j - 1 : first] + current) <= fill:
                     j -= 1
                 current = units[j:first] + current
                 while full_tail and chunks:  # a chunk whose own units all sit in the last one repeats it
                     prev = chunks[-1]
                     before = chunks[-2].char_end if len(chunks) > 1 else -1
-                    own = [u for u in units[:first] if prev.char_start <= u.start and u.end <= prev.char_end
-                           and u.start >= before]
+                    own = [
+                        u
+                        for u in units[:first]
+                        if prev.char_start <= u.start and u.end <= prev.char_end and u.start >= before
+                    ]
                     if own and own[0].start < current[0].start:
                         break
                     chunks.pop()
@@ -782,15 +839,27 @@ def _fixed(pages: list[Page], counter: TokenCounter, title: str, max_tokens: int
     offsets = counter.token_offsets(text)
     chunks: list[Chunk] = []
     for i in range(0, len(offsets), step):
-        piece = offsets[i: i + size]
+        piece = offsets[i : i + size]
         if not piece:
             break
         s, e = piece[0][0], piece[-1][1]
         p0 = bisect_right(page_starts, s)
         p1 = bisect_right(page_starts, max(e - 1, s))
         breaks = [(p0, 0)] + [(p, page_starts[p - 1] - s) for p in range(p0 + 1, p1 + 1)]
-        chunks.append(Chunk(index=len(chunks), text=text[s:e], header=h, page_start=p0, page_end=p1, char_start=s,
-                            char_end=e, token_count=ht + len(piece), page_breaks=breaks, strategy="fixed"))
+        chunks.append(
+            Chunk(
+                index=len(chunks),
+                text=text[s:e],
+                header=h,
+                page_start=p0,
+                page_end=p1,
+                char_start=s,
+                char_end=e,
+                token_count=ht + len(piece),
+                page_breaks=breaks,
+                strategy="fixed",
+            )
+        )
         if i + size >= len(offsets):
             break
     return chunks
@@ -800,15 +869,23 @@ def _semantic_breaks(units: list[Unit], text: str, embedder, percentile: float =
     """Indices ``i`` where a chunk should start: similarity(unit i-1, unit i) below the percentile."""
     if len(units) < 3 or embedder is None:
         return set()
-    vecs = embedder.embed([text[u.start:u.end] for u in units])
+    vecs = embedder.embed([text[u.start : u.end] for u in units])
     sims = np.sum(vecs[1:] * vecs[:-1], axis=1)
     threshold = float(np.percentile(sims, percentile))
     return {i + 1 for i, s in enumerate(sims) if s < threshold}
 
 
-def chunk_document(pages: list[Page], counter: TokenCounter, title: str, strategy: Strategy | str = DEFAULT_STRATEGY,
-                   max_tokens: int = 200, overlap_sentences: int = 1, embedder=None,
-                   overlap_fraction: float = 0.0, atomic_units: bool = DEFAULT_ATOMIC_UNITS) -> list[Chunk]:
+def chunk_document(
+    pages: list[Page],
+    counter: TokenCounter,
+    title: str,
+    strategy: Strategy | str = DEFAULT_STRATEGY,
+    max_tokens: int = 200,
+    overlap_sentences: int = 1,
+    embedder=None,
+    overlap_fraction: float = 0.0,
+    atomic_units: bool = DEFAULT_ATOMIC_UNITS,
+) -> list[Chunk]:
     """Chunk a document with ``strategy``; chunks have ``index`` 0..n-1 in document order.
 
     ``max_tokens`` (word pieces, header included) is capped at the model's ``max_content_tokens``.
@@ -834,12 +911,24 @@ def chunk_document(pages: list[Page], counter: TokenCounter, title: str, strateg
     elif strategy is Strategy.semantic:
         breaks = _semantic_breaks(units, text, embedder if embedder is not None else counter)
         overlap = 0
-    return _pack(text, page_starts, units, headers, max_tokens, overlap, strategy.value, breaks,
-                 overlap_fraction if overlap else 0.0, hard_max=counter.max_content_tokens, full_tail=atomic_units)
+    return _pack(
+        text,
+        page_starts,
+        units,
+        headers,
+        max_tokens,
+        overlap,
+        strategy.value,
+        breaks,
+        overlap_fraction if overlap else 0.0,
+        hard_max=counter.max_content_tokens,
+        full_tail=atomic_units,
+    )
 
 
-def window_spans(text: str, counter: TokenCounter, max_tokens: int,
-                 sentences: list[tuple[int, int]] | None = None) -> list[tuple[int, int]]:
+def window_spans(
+    text: str, counter: TokenCounter, max_tokens: int, sentences: list[tuple[int, int]] | None = None
+) -> list[tuple[int, int]]:
     """Character spans of ``text`` cut into windows of whole sentences of at most ``max_tokens``
     word pieces (a longer sentence is a window of its own), in order, covering every sentence.
     An empty or sentence-less text gives one window over all of it. ``sentences``: the text's
@@ -849,7 +938,7 @@ def window_spans(text: str, counter: TokenCounter, max_tokens: int,
         return [(0, len(text))]
     counts = counter.count_tokens([text[s:e] for s, e in spans])
     out: list[tuple[int, int]] = []
-    start, used = None, 0
+    start, used, prev_end = None, 0, 0
     for (s, e), n in zip(spans, counts):
         if start is not None and used + n > max_tokens:
             out.append((start, prev_end))
@@ -862,7 +951,8 @@ def window_spans(text: str, counter: TokenCounter, max_tokens: int,
     return out
 
 
-def chunk_sentences(pages: list[Page], counter: TokenCounter, title: str, max_tokens: int = 200,
-                    overlap_sentences: int = 1) -> list[Chunk]:
+def chunk_sentences(
+    pages: list[Page], counter: TokenCounter, title: str, max_tokens: int = 200, overlap_sentences: int = 1
+) -> list[Chunk]:
     """The ``sentence`` strategy (see ``chunk_document``)."""
     return chunk_document(pages, counter, title, Strategy.sentence, max_tokens, overlap_sentences)

@@ -35,16 +35,23 @@ import numpy as np
 from sqlalchemy import delete, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
-from ragaudit.ingest.chunking import DEFAULT_STRATEGY as _DEFAULT_STRATEGY
-from ragaudit.ingest.chunking import (ATOMIC_UNITS_REVISION, Chunk, Strategy, chunk_document, document_title, sentence_spans,
-                       window_spans)
-from ragaudit.platform.db import ChunkRow, Document, QAPair, bump_index_version, utcnow
-from ragaudit.text.docnames import InvalidNameError, name_key, validate_knowledge_base, validate_name
-from ragaudit.ingest.pdf import Page, PDFError, PDFInfo
-from ragaudit.ingest.guard import extract_pages_bounded, inspect_pdf_bounded
-from ragaudit.services import Services
 from ragaudit.index.sparse import bm25_document_vector
 from ragaudit.index.store import point_id
+from ragaudit.ingest.chunking import (
+    ATOMIC_UNITS_REVISION,
+    Chunk,
+    Strategy,
+    chunk_document,
+    document_title,
+    sentence_spans,
+    window_spans,
+)
+from ragaudit.ingest.chunking import DEFAULT_STRATEGY as _DEFAULT_STRATEGY
+from ragaudit.ingest.guard import extract_pages_bounded, inspect_pdf_bounded
+from ragaudit.ingest.pdf import Page, PDFError, PDFInfo
+from ragaudit.platform.db import ChunkRow, Document, QAPair, bump_index_version, utcnow
+from ragaudit.services import Services
+from ragaudit.text.docnames import InvalidNameError, name_key, validate_knowledge_base, validate_name
 
 log = logging.getLogger(__name__)
 
@@ -142,8 +149,12 @@ def set_progress(svc: Services, document_id: str, *, force: bool = False, **valu
         return
     _LAST_PROGRESS[document_id] = now
     with svc.sessions.begin() as s:
-        s.execute(update(Document).where(Document.id == document_id).values(**values)
-                  .execution_options(synchronize_session=False))
+        s.execute(
+            update(Document)
+            .where(Document.id == document_id)
+            .values(**values)
+            .execution_options(synchronize_session=False)
+        )
     if _LISTENERS:
         notify(document_id, values)
 
@@ -152,14 +163,22 @@ def build_info(svc: Services, strategy: str) -> dict[str, Any]:
     """What a version is built with: chunking strategy, embedding model, chunk and index settings
     (every setting that changes the points). Compared by re-ingestion through ``fingerprint``."""
     st = svc.settings
-    return {"strategy": strategy, "embedding_model": st.embedding_model,
-            "chunk_max_tokens": st.chunk_max_tokens, "chunk_overlap_sentences": st.chunk_overlap_sentences,
-            "chunk_overlap_fraction": st.chunk_overlap_fraction, "dense_window_tokens": st.dense_window_tokens,
-            "bm25_k1": st.bm25_k1, "bm25_b": st.bm25_b, "bm25_avgdl": st.bm25_avgdl, "collection": st.collection,
-            # only when on: versions built before the setting existed keep their fingerprint; on, the
-            # chunker's revision (a version built by an earlier one, recorded as True, is re-chunked)
-            **({"chunk_atomic_units": ATOMIC_UNITS_REVISION} if st.chunk_atomic_units else {}),
-            **({"bm25_row_labels": 1} if st.bm25_row_labels else {})}
+    return {
+        "strategy": strategy,
+        "embedding_model": st.embedding_model,
+        "chunk_max_tokens": st.chunk_max_tokens,
+        "chunk_overlap_sentences": st.chunk_overlap_sentences,
+        "chunk_overlap_fraction": st.chunk_overlap_fraction,
+        "dense_window_tokens": st.dense_window_tokens,
+        "bm25_k1": st.bm25_k1,
+        "bm25_b": st.bm25_b,
+        "bm25_avgdl": st.bm25_avgdl,
+        "collection": st.collection,
+        # only when on: versions built before the setting existed keep their fingerprint; on, the
+        # chunker's revision (a version built by an earlier one, recorded as True, is re-chunked)
+        **({"chunk_atomic_units": ATOMIC_UNITS_REVISION} if st.chunk_atomic_units else {}),
+        **({"bm25_row_labels": 1} if st.bm25_row_labels else {}),
+    }
 
 
 def fingerprint(info: dict[str, Any]) -> str:
@@ -196,8 +215,11 @@ def remove_file_if_unreferenced(svc: Services, sha: str | None) -> bool:
         return False
     with REGISTER_LOCK:
         with svc.sessions() as s:
-            used = s.scalar(select(func.count()).select_from(Document).where(
-                or_(Document.sha256 == sha, Document.pending_sha256 == sha)))
+            used = s.scalar(
+                select(func.count())
+                .select_from(Document)
+                .where(or_(Document.sha256 == sha, Document.pending_sha256 == sha))
+            )
         path = file_path(svc, sha)
         if used or not path.exists():
             return False
@@ -209,15 +231,23 @@ def duplicates_of(svc: Services, document_id: str, sha: str) -> list[dict[str, s
     """Other documents whose live or pending version has the same bytes: ``[{id, knowledge_base,
     doc_name}]`` (reported to the user; each stays a document of its own)."""
     with svc.sessions() as s:
-        rows = s.execute(select(Document.id, Document.knowledge_base, Document.doc_name).where(
-            Document.id != document_id, or_(Document.sha256 == sha, Document.pending_sha256 == sha))
-            .order_by(Document.knowledge_base, Document.doc_name)).all()
+        rows = s.execute(
+            select(Document.id, Document.knowledge_base, Document.doc_name)
+            .where(Document.id != document_id, or_(Document.sha256 == sha, Document.pending_sha256 == sha))
+            .order_by(Document.knowledge_base, Document.doc_name)
+        ).all()
     return [{"id": i, "knowledge_base": kb, "doc_name": n} for i, kb, n in rows]
 
 
-def register(svc: Services, data: bytes, doc_name: str, knowledge_base: str = DEFAULT_KB,
-             strategy: str = DEFAULT_STRATEGY, source_path: str | None = None,
-             info: PDFInfo | None = None) -> tuple[Document, bool]:
+def register(
+    svc: Services,
+    data: bytes,
+    doc_name: str,
+    knowledge_base: str = DEFAULT_KB,
+    strategy: str = DEFAULT_STRATEGY,
+    source_path: str | None = None,
+    info: PDFInfo | None = None,
+) -> tuple[Document, bool]:
     """Validate and register an upload. Returns ``(document, needs_run)``.
 
     ``doc_name`` is the document's name as given (a path such as ``branch_alder/report.pdf``
@@ -247,8 +277,17 @@ def register(svc: Services, data: bytes, doc_name: str, knowledge_base: str = DE
             remove_file_if_unreferenced(svc, old)
 
 
-def _register_row(svc: Services, data: bytes, sha: str, doc_name: str, key: str, knowledge_base: str,
-                  strategy: str, source_path: str | None, replaced: set[str | None]) -> tuple[Document, bool]:
+def _register_row(
+    svc: Services,
+    data: bytes,
+    sha: str,
+    doc_name: str,
+    key: str,
+    knowledge_base: str,
+    strategy: str,
+    source_path: str | None,
+    replaced: set[str | None],
+) -> tuple[Document, bool]:
     """``register``'s row update (under ``REGISTER_LOCK``); adds to ``replaced`` the content
     versions the document stops referring to (a never-published or queued version superseded)."""
     for attempt in range(2):
@@ -256,32 +295,62 @@ def _register_row(svc: Services, data: bytes, sha: str, doc_name: str, key: str,
             with REGISTER_LOCK, svc.sessions.begin() as s:
                 if not file_path(svc, sha).exists():  # deleted meanwhile as unreferenced: store it again
                     store_file(svc, data, sha)
-                doc = s.scalar(select(Document).where(Document.knowledge_base == knowledge_base,
-                                                      Document.name_key == key))
+                doc = s.scalar(
+                    select(Document).where(Document.knowledge_base == knowledge_base, Document.name_key == key)
+                )
                 if doc is not None and doc.status in RUNNING:
                     same = target_version(doc) == sha and (doc.pending_strategy or doc.strategy) == strategy
                     if same:
                         return doc, False  # this very version is being built: nothing new to do
-                    raise DocumentBusyError(f"{doc.doc_name}: a version is being ingested (status {doc.status}); "
-                                            "upload again when it is ready or failed")
-                if (doc is not None and doc.sha256 == sha and doc.ingest_version > 0 and doc.strategy == strategy
-                        and doc.status != "queued"):
+                    raise DocumentBusyError(
+                        f"{doc.doc_name}: a version is being ingested (status {doc.status}); "
+                        "upload again when it is ready or failed"
+                    )
+                if (
+                    doc is not None
+                    and doc.sha256 == sha
+                    and doc.ingest_version > 0
+                    and doc.strategy == strategy
+                    and doc.status != "queued"
+                ):
                     if doc.status != "ready" or doc.pending_sha256:  # a failed newer version: the live one stays
                         doc.status, doc.error, doc.pending_sha256 = "ready", None, None
                     if source_path:
                         doc.source_path = source_path
                     return doc, False  # same bytes, same primary strategy: nothing to do
-                if doc is not None and doc.status == "queued" and target_version(doc) == sha and \
-                        (doc.pending_strategy or doc.strategy) == strategy:
+                if (
+                    doc is not None
+                    and doc.status == "queued"
+                    and target_version(doc) == sha
+                    and (doc.pending_strategy or doc.strategy) == strategy
+                ):
                     return doc, False  # already queued with these bytes
-                progress = dict(status="queued", error=None, pending_strategy=strategy, queued_at=utcnow(),
-                                pages_done=0, pages_total=0, chunks_done=0, chunks_total=0)
+                progress = dict(
+                    status="queued",
+                    error=None,
+                    pending_strategy=strategy,
+                    queued_at=utcnow(),
+                    pages_done=0,
+                    pages_total=0,
+                    chunks_done=0,
+                    chunks_total=0,
+                )
                 if doc is None:
-                    doc = Document(doc_name=doc_name, name_key=key, knowledge_base=knowledge_base, sha256=sha,
-                                   size_bytes=len(data), strategy=strategy, source_path=source_path, **progress)
+                    doc = Document(
+                        doc_name=doc_name,
+                        name_key=key,
+                        knowledge_base=knowledge_base,
+                        sha256=sha,
+                        size_bytes=len(data),
+                        strategy=strategy,
+                        source_path=source_path,
+                        **progress,
+                    )
                     s.add(doc)
                 else:
-                    replaced.update({doc.pending_sha256} if doc.ingest_version > 0 else {doc.sha256, doc.pending_sha256})
+                    replaced.update(
+                        {doc.pending_sha256} if doc.ingest_version > 0 else {doc.sha256, doc.pending_sha256}
+                    )
                     doc.pending_sha256 = sha if (doc.ingest_version > 0 or sha != doc.sha256) else None
                     if doc.ingest_version == 0:  # never published: the new bytes are the document
                         doc.sha256, doc.size_bytes, doc.pending_sha256 = sha, len(data), None
@@ -310,8 +379,10 @@ def replaced_version(doc: Document) -> dict[str, Any] | None:
 def replaced_note(doc_name: str, replaces: dict[str, Any]) -> str:
     """The sentence an upload's reply adds when it replaces a published version (never silent:
     two different files with one name, e.g. two folders' ``report.pdf``, keep only the last)."""
-    return (f"new content for {doc_name}: replaces version {replaces['ingest_version']} (sha256 "
-            f"{replaces['sha256'][:12]}...) once indexed; to keep both, upload it under another name")
+    return (
+        f"new content for {doc_name}: replaces version {replaces['ingest_version']} (sha256 "
+        f"{replaces['sha256'][:12]}...) once indexed; to keep both, upload it under another name"
+    )
 
 
 def target_version(doc: Document) -> str:
@@ -352,9 +423,17 @@ def build_chunks(svc: Services, doc: Document, pages: list[Page], strategy: str 
     s = svc.settings
     set_progress(svc, doc.id, status="chunking")
     title = document_title(doc.doc_name, pages)
-    chunks = chunk_document(pages, svc.embedder, title, strategy or doc.strategy, s.chunk_max_tokens,
-                            s.chunk_overlap_sentences, embedder=svc.embedder,
-                            overlap_fraction=s.chunk_overlap_fraction, atomic_units=s.chunk_atomic_units)
+    chunks = chunk_document(
+        pages,
+        svc.embedder,
+        title,
+        strategy or doc.strategy,
+        s.chunk_max_tokens,
+        s.chunk_overlap_sentences,
+        embedder=svc.embedder,
+        overlap_fraction=s.chunk_overlap_fraction,
+        atomic_units=s.chunk_atomic_units,
+    )
     if not chunks:
         raise IngestError(f"{doc.doc_name}: no text to index", stage="chunks")
     return chunks
@@ -365,8 +444,9 @@ def _unit(v: np.ndarray) -> np.ndarray:
     return v / n if n > 0 else v
 
 
-def embed_batched(svc: Services, texts: list[str], owners: list[int] | None = None,
-                  document_id: str | None = None) -> np.ndarray:
+def embed_batched(
+    svc: Services, texts: list[str], owners: list[int] | None = None, document_id: str | None = None
+) -> np.ndarray:
     """Embed ``texts`` in slices of ``EMBED_PROGRESS_BATCH`` (one ``encode`` call each, which
     sorts its texts by length so its padded batches are uniform); after each slice,
     ``chunks_done`` of ``document_id`` becomes the number of chunks whose texts are all embedded
@@ -384,7 +464,7 @@ def embed_batched(svc: Services, texts: list[str], owners: list[int] | None = No
     n_owners, done = len(left), 0
     out = np.zeros((len(texts), svc.embedder.dim), dtype=np.float32)
     for a in range(0, len(order), EMBED_PROGRESS_BATCH):
-        idx = order[a:a + EMBED_PROGRESS_BATCH]
+        idx = order[a : a + EMBED_PROGRESS_BATCH]
         out[idx] = svc.embedder.embed([texts[i] for i in idx])
         for i in idx:
             left[owners[i]] -= 1
@@ -394,8 +474,9 @@ def embed_batched(svc: Services, texts: list[str], owners: list[int] | None = No
     return out
 
 
-def embed_windows(svc: Services, chunks: list[Chunk], document_id: str | None = None,
-                  spans_out: list[dict[str, Any]] | None = None) -> list[list[Any]]:
+def embed_windows(
+    svc: Services, chunks: list[Chunk], document_id: str | None = None, spans_out: list[dict[str, Any]] | None = None
+) -> list[list[Any]]:
     """Per chunk, the embeddings of its sentence windows (``window_spans`` of at most
     ``dense_window_tokens`` word pieces), each prefixed with the chunk's context header, so
     dense retrieval can match one fact in a long chunk (MaxSim). Shape: chunks x windows x dim.
@@ -408,8 +489,9 @@ def embed_windows(svc: Services, chunks: list[Chunk], document_id: str | None = 
         sentences = sentence_spans(c.text)
         spans = window_spans(c.text, svc.embedder, svc.settings.dense_window_tokens, sentences)
         if spans_out is not None:
-            spans_out.append({"window_spans": [[a, b] for a, b in spans],
-                              "sentence_spans": [[a, b] for a, b in sentences]})
+            spans_out.append(
+                {"window_spans": [[a, b] for a, b in spans], "sentence_spans": [[a, b] for a, b in sentences]}
+            )
         for a, b in spans:
             texts.append(f"{c.header}\n{c.text[a:b]}" if c.header else c.text[a:b])
             owners.append(i)
@@ -458,7 +540,7 @@ def stage_chunks(svc: Services, document_id: str, chunks: list[Chunk], strategy:
         _discard_staged(svc, doc.id)
         use_windows = bool(st.dense_window_tokens) and svc.store.has_windows()
         for a in range(0, len(chunks), STAGE_BATCH_CHUNKS):
-            part = chunks[a:a + STAGE_BATCH_CHUNKS]
+            part = chunks[a : a + STAGE_BATCH_CHUNKS]
             t0 = time.perf_counter()
             texts = [c.indexed_text for c in part]
             if use_windows:
@@ -473,29 +555,63 @@ def stage_chunks(svc: Services, document_id: str, chunks: list[Chunk], strategy:
             t_embed += time.perf_counter() - t0
             done = a + len(part)
             set_progress(svc, doc.id, force=done == len(chunks), chunks_done=done)
-            sparse = [bm25_document_vector(t, st.bm25_k1, st.bm25_b, st.bm25_avgdl,
-                                           rows=c.text if st.bm25_row_labels else None) for t, c in zip(texts, part)]
+            sparse = [
+                bm25_document_vector(
+                    t, st.bm25_k1, st.bm25_b, st.bm25_avgdl, rows=c.text if st.bm25_row_labels else None
+                )
+                for t, c in zip(texts, part)
+            ]
             part_ids = [point_id(doc.id, version, strategy, c.index) for c in part]
-            payloads = [{
-                "document_id": doc.id, "doc_name": doc.doc_name, "doc_key": doc.name_key,
-                "knowledge_base": doc.knowledge_base, "doc_sha256": sha, "strategy": strategy,
-                "chunk_index": c.index, "page_start": c.page_start, "page_end": c.page_end,
-                "page_breaks": [list(b) for b in c.page_breaks], "char_start": c.char_start,
-                "char_end": c.char_end, "section": c.section, "header": c.header, "text": c.text,
-                "token_count": c.token_count, "ingest_version": version, "primary": True, "live": False,
-                # the window vectors' and sentences' spans: the extractive answerer scores sentences
-                # with them (no embedding or sentence segmentation per question)
-                **(spans[k] if spans else {}),
-            } for k, c in enumerate(part)]
+            payloads = [
+                {
+                    "document_id": doc.id,
+                    "doc_name": doc.doc_name,
+                    "doc_key": doc.name_key,
+                    "knowledge_base": doc.knowledge_base,
+                    "doc_sha256": sha,
+                    "strategy": strategy,
+                    "chunk_index": c.index,
+                    "page_start": c.page_start,
+                    "page_end": c.page_end,
+                    "page_breaks": [list(b) for b in c.page_breaks],
+                    "char_start": c.char_start,
+                    "char_end": c.char_end,
+                    "section": c.section,
+                    "header": c.header,
+                    "text": c.text,
+                    "token_count": c.token_count,
+                    "ingest_version": version,
+                    "primary": True,
+                    "live": False,
+                    # the window vectors' and sentences' spans: the extractive answerer scores sentences
+                    # with them (no embedding or sentence segmentation per question)
+                    **(spans[k] if spans else {}),
+                }
+                for k, c in enumerate(part)
+            ]
             t1 = time.perf_counter()
             svc.store.upsert(part_ids, dense, sparse, payloads, windows=windows)
             t_upsert += time.perf_counter() - t1
             with svc.sessions.begin() as s:
-                s.add_all(ChunkRow(id=i, document_id=doc.id, index=c.index, strategy=strategy,
-                                   page_start=c.page_start, page_end=c.page_end, char_start=c.char_start,
-                                   char_end=c.char_end, section=c.section, text=c.text, token_count=c.token_count,
-                                   doc_sha256=sha, ingest_version=version, live=False)
-                          for i, c in zip(part_ids, part))
+                s.add_all(
+                    ChunkRow(
+                        id=i,
+                        document_id=doc.id,
+                        index=c.index,
+                        strategy=strategy,
+                        page_start=c.page_start,
+                        page_end=c.page_end,
+                        char_start=c.char_start,
+                        char_end=c.char_end,
+                        section=c.section,
+                        text=c.text,
+                        token_count=c.token_count,
+                        doc_sha256=sha,
+                        ingest_version=version,
+                        live=False,
+                    )
+                    for i, c in zip(part_ids, part)
+                )
             ids += part_ids
             del windows, dense, sparse, payloads, spans
         set_progress(svc, doc.id, status="indexing", chunks_done=len(chunks))
@@ -505,9 +621,14 @@ def stage_chunks(svc: Services, document_id: str, chunks: list[Chunk], strategy:
         except Exception:  # the store is down: the next run of this document removes the leftovers
             log.exception("could not remove the staged chunks of %s", doc.id)
         raise IngestError(f"{doc.doc_name}: indexing failed: {type(e).__name__}: {e}", stage="chunk_points") from e
-    return {"chunks": len(chunks), "points": len(ids), "ingest_version": version,
-            "embed_ms": round(t_embed * 1000, 1), "upsert_ms": round(t_upsert * 1000, 1),
-            "max_tokens": max(c.token_count for c in chunks)}
+    return {
+        "chunks": len(chunks),
+        "points": len(ids),
+        "ingest_version": version,
+        "embed_ms": round(t_embed * 1000, 1),
+        "upsert_ms": round(t_upsert * 1000, 1),
+        "max_tokens": max(c.token_count for c in chunks),
+    }
 
 
 def count_check(svc: Services, document_id: str) -> dict[str, Any]:
@@ -516,8 +637,11 @@ def count_check(svc: Services, document_id: str) -> dict[str, Any]:
     compares the staged counts while a version is staged, else the totals."""
     with svc.sessions() as s:
         n_sql = s.scalar(select(func.count()).select_from(ChunkRow).where(ChunkRow.document_id == document_id))
-        staged_sql = s.scalar(select(func.count()).select_from(ChunkRow).where(
-            ChunkRow.document_id == document_id, ChunkRow.live.is_(False)))
+        staged_sql = s.scalar(
+            select(func.count())
+            .select_from(ChunkRow)
+            .where(ChunkRow.document_id == document_id, ChunkRow.live.is_(False))
+        )
     n_q = svc.store.count(document_id)
     staged_q = svc.store.count(document_id, live=False)
     # during a run the staged version decides (the live one is about to be replaced, and may be
@@ -532,9 +656,13 @@ def page_coverage(svc: Services, document_id: str, pages: list[tuple[int, str]])
     at most 50]}``."""
     with svc.sessions() as s:
         doc = s.get(Document, document_id)
-        spans = s.execute(select(ChunkRow.page_start, ChunkRow.page_end).where(
-            ChunkRow.document_id == document_id, ChunkRow.live.is_(True),
-            ChunkRow.strategy == (doc.strategy if doc else ChunkRow.strategy))).all()
+        spans = s.execute(
+            select(ChunkRow.page_start, ChunkRow.page_end).where(
+                ChunkRow.document_id == document_id,
+                ChunkRow.live.is_(True),
+                ChunkRow.strategy == (doc.strategy if doc else ChunkRow.strategy),
+            )
+        ).all()
     covered = set()
     for a, b in spans:
         covered.update(range(a, b + 1))
@@ -555,12 +683,18 @@ def orphans(svc: Services) -> dict[str, Any]:
         points[pid] = payload.get("document_id")
     orphan_points = [p for p, d in points.items() if p not in rows or d not in docs]
     orphan_rows = [r for r in rows if r not in points]
-    return {"points": len(points), "rows": len(rows), "orphan_points": len(orphan_points),
-            "orphan_rows": len(orphan_rows), "examples": (orphan_points + orphan_rows)[:10]}
+    return {
+        "points": len(points),
+        "rows": len(rows),
+        "orphan_points": len(orphan_points),
+        "orphan_rows": len(orphan_rows),
+        "examples": (orphan_points + orphan_rows)[:10],
+    }
 
 
-def publish(svc: Services, document_id: str, *, strategy: str | None, pages: int, extractor: str,
-            title: str) -> dict[str, Any]:
+def publish(
+    svc: Services, document_id: str, *, strategy: str | None, pages: int, extractor: str, title: str
+) -> dict[str, Any]:
     """Stage 4: make the staged version the document's searchable one (after the count check).
 
     Order: staged points turn live; one SQL transaction deletes the replaced rows (other content
@@ -581,11 +715,18 @@ def publish(svc: Services, document_id: str, *, strategy: str | None, pages: int
     svc.store.set_live(doc.id, version, True)
     try:
         with svc.sessions.begin() as s:
-            s.execute(delete(ChunkRow).where(
-                ChunkRow.document_id == doc.id, ChunkRow.live.is_(True),
-                (ChunkRow.strategy == strategy) | (ChunkRow.doc_sha256 != sha)))
-            s.execute(update(ChunkRow).where(ChunkRow.document_id == doc.id, ChunkRow.ingest_version == version)
-                      .values(live=True))
+            s.execute(
+                delete(ChunkRow).where(
+                    ChunkRow.document_id == doc.id,
+                    ChunkRow.live.is_(True),
+                    (ChunkRow.strategy == strategy) | (ChunkRow.doc_sha256 != sha),
+                )
+            )
+            s.execute(
+                update(ChunkRow)
+                .where(ChunkRow.document_id == doc.id, ChunkRow.ingest_version == version)
+                .values(live=True)
+            )
             d = s.get(Document, doc.id)
             d.sha256, d.pending_sha256 = sha, None
             d.pages, d.chunk_count, d.extractor = pages, n, extractor
@@ -646,8 +787,9 @@ def delete_document(svc: Services, document_id: str, refuse_running: bool = Fals
         if doc is None:
             raise KeyError(f"document {document_id} not found")
         if refuse_running and doc.status in RUNNING:
-            raise DocumentBusyError(f"{doc.doc_name}: being ingested (status {doc.status}); delete it when the run "
-                                    "is done")
+            raise DocumentBusyError(
+                f"{doc.doc_name}: being ingested (status {doc.status}); delete it when the run is done"
+            )
         info = doc.as_dict()
         shas = {doc.sha256, doc.pending_sha256}
         svc.store.delete_document(doc.id)
@@ -662,8 +804,14 @@ def delete_document(svc: Services, document_id: str, refuse_running: bool = Fals
 Runner = Callable[[Services, str, str], None]
 
 
-def ingest_bytes(svc: Services, data: bytes, doc_name: str, runner: Runner, knowledge_base: str = DEFAULT_KB,
-                 strategy: str = DEFAULT_STRATEGY) -> IngestOutcome:
+def ingest_bytes(
+    svc: Services,
+    data: bytes,
+    doc_name: str,
+    runner: Runner,
+    knowledge_base: str = DEFAULT_KB,
+    strategy: str = DEFAULT_STRATEGY,
+) -> IngestOutcome:
     """Validate, register and ingest one PDF through ``runner`` (the Dagster asset job).
 
     Never raises for bad input: returns ``status="refused"`` with the reason (nothing stored in
@@ -680,16 +828,23 @@ def ingest_bytes(svc: Services, data: bytes, doc_name: str, runner: Runner, know
         except PDFError as e:
             return IngestOutcome(doc_name, "refused", str(e), error_code=e.code, seconds=time.perf_counter() - t)
         except InvalidNameError as e:
-            return IngestOutcome(doc_name, "refused", str(e), error_code="invalid_name",
-                                 seconds=time.perf_counter() - t)
+            return IngestOutcome(
+                doc_name, "refused", str(e), error_code="invalid_name", seconds=time.perf_counter() - t
+            )
         except DocumentBusyError as e:
             return IngestOutcome(doc_name, "refused", str(e), error_code="busy", seconds=time.perf_counter() - t)
         except ValueError as e:
-            return IngestOutcome(doc_name, "refused", str(e), error_code="invalid_request",
-                                 seconds=time.perf_counter() - t)
+            return IngestOutcome(
+                doc_name, "refused", str(e), error_code="invalid_request", seconds=time.perf_counter() - t
+            )
         if not needs_run:
-            return IngestOutcome(doc.doc_name, "unchanged", "same content already ingested; nothing changed",
-                                 document=doc.as_dict(), seconds=time.perf_counter() - t)
+            return IngestOutcome(
+                doc.doc_name,
+                "unchanged",
+                "same content already ingested; nothing changed",
+                document=doc.as_dict(),
+                seconds=time.perf_counter() - t,
+            )
         replaces = replaced_version(doc)
         try:
             runner(svc, doc.id, strategy)
@@ -710,8 +865,9 @@ def ingest_bytes(svc: Services, data: bytes, doc_name: str, runner: Runner, know
         extra: dict[str, Any] = {"duplicate_of": dups} if dups else {}
         if replaces:
             extra["replaces"] = replaces
-        return IngestOutcome(doc.doc_name, "ingested", message, document=doc.as_dict(),
-                             seconds=time.perf_counter() - t, extra=extra)
+        return IngestOutcome(
+            doc.doc_name, "ingested", message, document=doc.as_dict(), seconds=time.perf_counter() - t, extra=extra
+        )
 
 
 def run_queued(svc: Services, document_id: str, runner: Runner) -> IngestOutcome | None:
@@ -732,8 +888,12 @@ def run_queued(svc: Services, document_id: str, runner: Runner) -> IngestOutcome
             strategy = doc.pending_strategy or doc.strategy
             name = doc.doc_name
             # atomic claim: another process (a second API, the Dagster daemon) may claim it too
-            claimed = s.execute(update(Document).where(Document.id == document_id, Document.status == "queued")
-                                .values(status="extracting").execution_options(synchronize_session=False))
+            claimed = s.execute(
+                update(Document)
+                .where(Document.id == document_id, Document.status == "queued")
+                .values(status="extracting")
+                .execution_options(synchronize_session=False)
+            )
             if claimed.rowcount != 1:
                 return None
         try:
@@ -744,8 +904,13 @@ def run_queued(svc: Services, document_id: str, runner: Runner) -> IngestOutcome
             code = e.code if isinstance(e, PDFError) else "ingest_failed"
             return IngestOutcome(name, "failed", str(e), error_code=code, seconds=time.perf_counter() - t)
     doc = get_document(svc, document_id)
-    return IngestOutcome(doc.doc_name, "ingested", f"{doc.pages} pages, {doc.chunk_count} chunks",
-                         document=doc.as_dict(), seconds=time.perf_counter() - t)
+    return IngestOutcome(
+        doc.doc_name,
+        "ingested",
+        f"{doc.pages} pages, {doc.chunk_count} chunks",
+        document=doc.as_dict(),
+        seconds=time.perf_counter() - t,
+    )
 
 
 def active_documents(svc: Services) -> list[str]:
@@ -753,24 +918,39 @@ def active_documents(svc: Services) -> list[str]:
     The ones in a run stage are set back to ``queued`` (their staged leftovers are discarded by
     the next run), so a restart loses no upload."""
     with REGISTER_LOCK, svc.sessions.begin() as s:
-        docs = list(s.scalars(select(Document).where(Document.status.in_(ACTIVE))
-                              .order_by(Document.queued_at, Document.created_at)))
+        docs = list(
+            s.scalars(
+                select(Document).where(Document.status.in_(ACTIVE)).order_by(Document.queued_at, Document.created_at)
+            )
+        )
         for d in docs:
             if d.status != "queued":
-                s.execute(update(Document).where(Document.id == d.id).values(status="queued")
-                          .execution_options(synchronize_session=False))
+                s.execute(
+                    update(Document)
+                    .where(Document.id == d.id)
+                    .values(status="queued")
+                    .execution_options(synchronize_session=False)
+                )
         return [d.id for d in docs]
 
 
 def queued_documents(svc: Services) -> list[str]:
     """Ids of documents in status ``queued``, oldest first."""
     with svc.sessions() as s:
-        return list(s.scalars(select(Document.id).where(Document.status == "queued")
-                              .order_by(Document.queued_at, Document.created_at)))
+        return list(
+            s.scalars(
+                select(Document.id).where(Document.status == "queued").order_by(Document.queued_at, Document.created_at)
+            )
+        )
 
 
-def run_stages(svc: Services, document_id: str, strategy: str | None = None, pages: list[Page] | None = None,
-               timings: dict[str, float] | None = None) -> dict[str, Any]:
+def run_stages(
+    svc: Services,
+    document_id: str,
+    strategy: str | None = None,
+    pages: list[Page] | None = None,
+    timings: dict[str, float] | None = None,
+) -> dict[str, Any]:
     """All stages of one document in this process, without Dagster: extract, chunk, stage, count
     check, publish, gold pairs (a ``Runner``; the batch job runs small documents with it so one
     Dagster run covers many). ``pages``: already extracted from the document's bytes (not parsed
@@ -791,10 +971,18 @@ def run_stages(svc: Services, document_id: str, strategy: str | None = None, pag
     stats = stage_chunks(svc, document_id, chunks, strategy=strategy)
     check = count_check(svc, document_id)
     if not check.pop("passed"):
-        raise IngestError(f"asset check chunk_counts_match failed: {check}; the previous version stays searchable",
-                          stage="chunk_counts_match")
-    pub = publish(svc, document_id, strategy=strategy, pages=len(pages),
-                  extractor=pages[0].extractor if pages else "none", title=chunks[0].header if chunks else "")
+        raise IngestError(
+            f"asset check chunk_counts_match failed: {check}; the previous version stays searchable",
+            stage="chunk_counts_match",
+        )
+    pub = publish(
+        svc,
+        document_id,
+        strategy=strategy,
+        pages=len(pages),
+        extractor=pages[0].extractor if pages else "none",
+        title=chunks[0].header if chunks else "",
+    )
     t3 = time.perf_counter()
     embed_s, upsert_s = stats["embed_ms"] / 1000, stats["upsert_ms"] / 1000
     t["embed"] = t.get("embed", 0.0) + embed_s
@@ -802,5 +990,9 @@ def run_stages(svc: Services, document_id: str, strategy: str | None = None, pag
     t["sql"] = t.get("sql", 0.0) + max(0.0, (t3 - t2) - embed_s - upsert_s)
     gold = generate_for_document(svc, document_id, chunks)
     t["gold pairs"] = t.get("gold pairs", 0.0) + (time.perf_counter() - t3)
-    return {**stats, **{k: v for k, v in pub.items() if v is not None}, "pages": len(pages),
-            "gold_pairs": gold.get("kept", 0)}
+    return {
+        **stats,
+        **{k: v for k, v in pub.items() if v is not None},
+        "pages": len(pages),
+        "gold_pairs": gold.get("kept", 0),
+    }

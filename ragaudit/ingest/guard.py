@@ -84,15 +84,19 @@ def run_bounded(fn: Callable, args: tuple, *, timeout_s: float, memory_mb: int, 
     child.close()
     try:
         if not parent.poll(timeout_s):
-            raise PDFTooComplexError(f"PDF refused: {what} took longer than the {timeout_s:g} s bound per document "
-                                     "(RAGAUDIT_PDF_PARSE_TIMEOUT_S); the file may be crafted to stall the parser")
+            raise PDFTooComplexError(
+                f"PDF refused: {what} took longer than the {timeout_s:g} s bound per document "
+                "(RAGAUDIT_PDF_PARSE_TIMEOUT_S); the file may be crafted to stall the parser"
+            )
         try:
             status, value = parent.recv()
         except EOFError:  # the child died without answering (killed by the kernel, native abort)
             proc.join(5)
-            raise PDFTooComplexError(f"PDF refused: the parser died while {what} (exit code {proc.exitcode}); "
-                                     f"most likely it exceeded the {memory_mb} MB memory bound "
-                                     "(RAGAUDIT_PDF_PARSE_MEMORY_MB)") from None
+            raise PDFTooComplexError(
+                f"PDF refused: the parser died while {what} (exit code {proc.exitcode}); "
+                f"most likely it exceeded the {memory_mb} MB memory bound "
+                "(RAGAUDIT_PDF_PARSE_MEMORY_MB)"
+            ) from None
     finally:
         parent.close()
         if proc.is_alive():
@@ -101,8 +105,10 @@ def run_bounded(fn: Callable, args: tuple, *, timeout_s: float, memory_mb: int, 
     if status == "ok":
         return value
     if status == "memory":
-        raise PDFTooComplexError(f"PDF refused: {what} needed more than the {memory_mb} MB memory bound per "
-                                 "document (RAGAUDIT_PDF_PARSE_MEMORY_MB); the file may be a decompression bomb")
+        raise PDFTooComplexError(
+            f"PDF refused: {what} needed more than the {memory_mb} MB memory bound per "
+            "document (RAGAUDIT_PDF_PARSE_MEMORY_MB); the file may be a decompression bomb"
+        )
     raise value
 
 
@@ -113,8 +119,10 @@ def _inspect(data: bytes, min_text_chars: int, max_pages: int) -> PDFInfo:
     finally:
         doc.close()
     if max_pages and n > max_pages:
-        raise PDFTooManyPagesError(f"PDF refused: it has {n} pages; the limit is {max_pages} "
-                                   "(RAGAUDIT_MAX_PDF_PAGES); split it into smaller documents")
+        raise PDFTooManyPagesError(
+            f"PDF refused: it has {n} pages; the limit is {max_pages} "
+            "(RAGAUDIT_MAX_PDF_PAGES); split it into smaller documents"
+        )
     return inspect_pdf(data, min_text_chars)
 
 
@@ -125,8 +133,13 @@ def inspect_pdf_bounded(data: bytes, settings: Any) -> PDFInfo:
     args = (data, settings.min_text_chars, settings.max_pdf_pages)
     if settings.pdf_parse_timeout_s <= 0:
         return _inspect(*args)
-    return run_bounded(_inspect, args, timeout_s=settings.pdf_parse_timeout_s,
-                       memory_mb=settings.pdf_parse_memory_mb, what="validating")
+    return run_bounded(
+        _inspect,
+        args,
+        timeout_s=settings.pdf_parse_timeout_s,
+        memory_mb=settings.pdf_parse_memory_mb,
+        what="validating",
+    )
 
 
 def extract_pages_bounded(data: bytes, settings: Any) -> list[Page]:
@@ -134,8 +147,13 @@ def extract_pages_bounded(data: bytes, settings: Any) -> list[Page]:
     ``PDFError`` subclasses or ``PDFTooComplexError``."""
     if settings.pdf_parse_timeout_s <= 0:
         return extract_pages(data)
-    return run_bounded(extract_pages, (data,), timeout_s=settings.pdf_parse_timeout_s,
-                       memory_mb=settings.pdf_parse_memory_mb, what="extracting text")
+    return run_bounded(
+        extract_pages,
+        (data,),
+        timeout_s=settings.pdf_parse_timeout_s,
+        memory_mb=settings.pdf_parse_memory_mb,
+        what="extracting text",
+    )
 
 
 def _parse(data: bytes, min_text_chars: int, max_pages: int) -> tuple[PDFInfo, list[Page], dict[str, float]]:
@@ -145,8 +163,15 @@ def _parse(data: bytes, min_text_chars: int, max_pages: int) -> tuple[PDFInfo, l
     info = _inspect(data, min_text_chars, max_pages)
     t1 = time.perf_counter()
     pages = extract_pages(data)
-    return info, pages, {"validate": t1 - t0, "extract": time.perf_counter() - t1,
-                         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+    return (
+        info,
+        pages,
+        {
+            "validate": t1 - t0,
+            "extract": time.perf_counter() - t1,
+            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        },
+    )
 
 
 def parse_pdf_bounded(data: bytes, settings: Any) -> tuple[PDFInfo, list[Page], dict[str, float]]:
@@ -158,5 +183,10 @@ def parse_pdf_bounded(data: bytes, settings: Any) -> tuple[PDFInfo, list[Page], 
     args = (data, settings.min_text_chars, settings.max_pdf_pages)
     if settings.pdf_parse_timeout_s <= 0:
         return _parse(*args)
-    return run_bounded(_parse, args, timeout_s=settings.pdf_parse_timeout_s,
-                       memory_mb=settings.pdf_parse_memory_mb, what="validating and extracting text")
+    return run_bounded(
+        _parse,
+        args,
+        timeout_s=settings.pdf_parse_timeout_s,
+        memory_mb=settings.pdf_parse_memory_mb,
+        what="validating and extracting text",
+    )

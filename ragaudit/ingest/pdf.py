@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
-
 import pdfplumber
 import pypdfium2 as pdfium
 
@@ -78,7 +77,9 @@ def _open_pdfium(data: bytes) -> pdfium.PdfDocument:
     if len(data) == 0:
         raise EmptyFileError("empty file: the upload has 0 bytes")
     if _PDF_MAGIC not in data[:1024]:
-        raise NotAPDFError("not a PDF: the file does not start with a %PDF- header (check the file type, not the extension)")
+        raise NotAPDFError(
+            "not a PDF: the file does not start with a %PDF- header (check the file type, not the extension)"
+        )
     try:
         return pdfium.PdfDocument(data, password=None)
     except pdfium.PdfiumError as e:
@@ -201,8 +202,16 @@ def extract_pages(data: bytes, on_page: Callable[[int, int], None] | None = None
     running = running_lines([ls or [] for ls in page_lines], heights)
     # a running header stays where it first appears (often the document's title on page 1);
     # footers go everywhere (a page-1 footer would split a sentence that runs onto page 2)
-    lines = [[ln for ln in (ls or []) if not ln.edge or _where(ln, heights[i]) + ":" + ln.key not in running
-              or running[_where(ln, heights[i]) + ":" + ln.key] == i] for i, ls in enumerate(page_lines)]
+    lines = [
+        [
+            ln
+            for ln in (ls or [])
+            if not ln.edge
+            or _where(ln, heights[i]) + ":" + ln.key not in running
+            or running[_where(ln, heights[i]) + ":" + ln.key] == i
+        ]
+        for i, ls in enumerate(page_lines)
+    ]
     lines = dehyphenate(lines)
     texts = []
     for i, ls in enumerate(lines):
@@ -212,8 +221,10 @@ def extract_pages(data: bytes, on_page: Callable[[int, int], None] | None = None
             texts.append(collapse_leaders("\n".join(ln.text for ln in ls)))
     sized = [[(collapse_leaders(ln.text), ln.size, ln.n) for ln in ls] for ls in lines]
     headings = _find_headings(texts, sized)
-    return [Page(number=i + 1, text=t, headings=tuple(h), extractor=x)
-            for i, (t, h, x) in enumerate(zip(texts, headings, extractors))]
+    return [
+        Page(number=i + 1, text=t, headings=tuple(h), extractor=x)
+        for i, (t, h, x) in enumerate(zip(texts, headings, extractors))
+    ]
 
 
 @dataclass
@@ -236,9 +247,20 @@ class _Line:
 
 # spacing accents (as TeX and many PDF producers draw them: a separate glyph over the letter)
 # -> the combining character that NFC composes with the letter
-_ACCENTS = {"\u00a8": "\u0308", "\u00b4": "\u0301", "\u02c6": "\u0302", "\u02dc": "\u0303",
-            "\u00b8": "\u0327", "\u02d8": "\u0306", "\u02c7": "\u030c", "\u02da": "\u030a",
-            "\u00af": "\u0304", "\u02d9": "\u0307", "\u02dd": "\u030b", "\u02db": "\u0328"}
+_ACCENTS = {
+    "\u00a8": "\u0308",
+    "\u00b4": "\u0301",
+    "\u02c6": "\u0302",
+    "\u02dc": "\u0303",
+    "\u00b8": "\u0327",
+    "\u02d8": "\u0306",
+    "\u02c7": "\u030c",
+    "\u02da": "\u030a",
+    "\u00af": "\u0304",
+    "\u02d9": "\u0307",
+    "\u02dd": "\u030b",
+    "\u02db": "\u0328",
+}
 _CID_CHAR = re.compile(r"^\(cid:\d+\)$")
 
 
@@ -284,8 +306,11 @@ def dedupe_chars(chars: list[dict], tolerance: float = 1.0) -> list[dict]:
     if n < 2:
         return list(chars)
     gid: dict[tuple, int] = {}
-    g = np.fromiter((gid.setdefault((c.get("upright"), c.get("text"), c.get("fontname"), c.get("size")), len(gid))
-                     for c in chars), dtype=np.int64, count=n)
+    g = np.fromiter(
+        (gid.setdefault((c.get("upright"), c.get("text"), c.get("fontname"), c.get("size")), len(gid)) for c in chars),
+        dtype=np.int64,
+        count=n,
+    )
     if len(gid) == n:
         return list(chars)
     y = np.fromiter((c["doctop"] for c in chars), dtype=np.float64, count=n)
@@ -343,8 +368,11 @@ def _textmap(chars: list[dict], opts: dict, words: list | None = None):
     if words is None:
         return pdfplumber.utils.chars_to_textmap(chars, **opts)
     # the body of chars_to_textmap (pdfplumber 0.11) after its word extraction
-    kwargs = {**opts, "presorted": True,
-              "layout_bbox": opts.get("layout_bbox") or pdfplumber.utils.objects_to_bbox(chars)}
+    kwargs = {
+        **opts,
+        "presorted": True,
+        "layout_bbox": opts.get("layout_bbox") or pdfplumber.utils.objects_to_bbox(chars),
+    }
     return WordMap(words).to_textmap(**{k: kwargs[k] for k in TEXTMAP_KWARGS if k in kwargs})
 
 
@@ -357,8 +385,9 @@ def _lines_of(chars: list[dict], opts: dict, words: list | None = None) -> list[
         sizes = sorted(round(float(c.get("size", 0.0)), 1) for c in ln["chars"])
         text = unicodedata.normalize("NFC", ln["text"])
         if text.strip():
-            out.append(_Line(text, sizes[len(sizes) // 2] if sizes else 0.0, len(sizes), float(ln["top"]),
-                             float(ln["bottom"])))
+            out.append(
+                _Line(text, sizes[len(sizes) // 2] if sizes else 0.0, len(sizes), float(ln["top"]), float(ln["bottom"]))
+            )
     return out
 
 
@@ -423,12 +452,34 @@ def _turn_upright(chars: list[dict], width: float, height: float) -> list[list[d
         m = c.get("matrix") or (1, 0, 0, 1)
         if m[1] > 0:  # baseline points up the page
             x0, x1, top, bottom = height - c["bottom"], height - c["top"], c["x0"], c["x1"]
-            up.append({**c, "x0": x0, "x1": x1, "top": top, "bottom": bottom, "doctop": top, "upright": True,
-                       "width": x1 - x0, "height": bottom - top})
+            up.append(
+                {
+                    **c,
+                    "x0": x0,
+                    "x1": x1,
+                    "top": top,
+                    "bottom": bottom,
+                    "doctop": top,
+                    "upright": True,
+                    "width": x1 - x0,
+                    "height": bottom - top,
+                }
+            )
         else:
             x0, x1, top, bottom = c["top"], c["bottom"], width - c["x1"], width - c["x0"]
-            down.append({**c, "x0": x0, "x1": x1, "top": top, "bottom": bottom, "doctop": top, "upright": True,
-                         "width": x1 - x0, "height": bottom - top})
+            down.append(
+                {
+                    **c,
+                    "x0": x0,
+                    "x1": x1,
+                    "top": top,
+                    "bottom": bottom,
+                    "doctop": top,
+                    "upright": True,
+                    "width": x1 - x0,
+                    "height": bottom - top,
+                }
+            )
     return [sorted(g, key=lambda c: (round(c["top"]), c["x0"])) for g in (up, down) if g]
 
 
@@ -502,7 +553,9 @@ def _column_regions(chars: list[dict], width: float, opts: dict | None = None) -
     for line in lines:
         lw = [words[k] for k in line if words[k]["x1"] <= gutter]
         rw = [words[k] for k in line if words[k]["x0"] >= gutter]
-        if len(lw) + len(rw) < len(line) or (lw and rw and min(w["x0"] for w in rw) - max(w["x1"] for w in lw) < min_gap):
+        if len(lw) + len(rw) < len(line) or (
+            lw and rw and min(w["x0"] for w in rw) - max(w["x1"] for w in lw) < min_gap
+        ):
             kinds.append("span")
             continue
         lp, rp = prose(lw, left_edge, g0), prose(rw, g1, right_edge)
@@ -616,7 +669,7 @@ def dehyphenate(pages: list[list[_Line]]) -> list[list[_Line]]:
                 keep = zipf_frequency(joined, "en") < zipf_frequency(compound, "en")
             piece = n.group(1) + n.group(2)
             a.text = (a.text if keep else a.text[:-1]) + piece
-            b.text = b.text[n.end():]
+            b.text = b.text[n.end() :]
         out.append([ln for ln in ls if ln.text.strip()])
     return out
 
@@ -664,8 +717,13 @@ def _find_headings(texts: list[str], lines: list[list[tuple[str, float, int]]]) 
                 prev_heading = False
                 continue
             pos = off + len(ln)
-            is_h = (size >= body + 1.5 and 2 <= len(ln.strip()) <= 100 and len(ln.split()) <= 12
-                    and sum(ch.isalpha() for ch in ln) >= 2 and not ln.strip().endswith((".", ",", ";", ":")))
+            is_h = (
+                size >= body + 1.5
+                and 2 <= len(ln.strip()) <= 100
+                and len(ln.split()) <= 12
+                and sum(ch.isalpha() for ch in ln) >= 2
+                and not ln.strip().endswith((".", ",", ";", ":"))
+            )
             if is_h and prev_heading and page_h and page_h[-1][3] == size and len(page_h[-1][2]) + len(ln) <= 150:
                 page_h[-1][2] = f"{page_h[-1][2]} {ln.strip()}"
             elif is_h:

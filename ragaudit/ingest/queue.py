@@ -33,9 +33,14 @@ class IngestQueue:
     the store), checking SQL every ``poll_s`` seconds when idle.
     """
 
-    def __init__(self, svc: Services, runner: Runner,
-                 on_done: Callable[[str, IngestOutcome | None], None] | None = None,
-                 poll_s: float | None = None, run_executor: Callable[[Services, str], Any] | None = None):
+    def __init__(
+        self,
+        svc: Services,
+        runner: Runner,
+        on_done: Callable[[str, IngestOutcome | None], None] | None = None,
+        poll_s: float | None = None,
+        run_executor: Callable[[Services, str], Any] | None = None,
+    ):
         self.poll_s = poll_s
         self.run_executor = run_executor
         self.svc = svc
@@ -98,8 +103,9 @@ class IngestQueue:
         self._thread.join(timeout)
         ended = not self._thread.is_alive()
         if not ended:
-            log.warning("ingestion worker still running %s after %.0f s; it stops when that run ends",
-                        self._running, timeout)
+            log.warning(
+                "ingestion worker still running %s after %.0f s; it stops when that run ends", self._running, timeout
+            )
         self._thread = None
         return ended
 
@@ -130,7 +136,7 @@ class IngestQueue:
             out = None
             try:
                 if doc_id.startswith(RUN_PREFIX):
-                    self.run_executor(self.svc, doc_id[len(RUN_PREFIX):])
+                    self.run_executor(self.svc, doc_id[len(RUN_PREFIX) :])
                 else:
                     out = run_queued(self.svc, doc_id, self.runner)
             except Exception:  # the worker must survive anything a run throws

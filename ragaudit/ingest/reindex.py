@@ -28,8 +28,8 @@ from sqlalchemy import select
 
 from ragaudit.ingest import documents as ingest
 from ragaudit.platform.db import Document, utcnow
-from ragaudit.text.docnames import folder_names, name_key
 from ragaudit.services import Services
+from ragaudit.text.docnames import folder_names, name_key
 
 log = logging.getLogger(__name__)
 
@@ -63,12 +63,20 @@ def _changed_settings(built: dict[str, Any] | None, now: dict[str, Any]) -> list
         return ["no build record (ingested before builds were recorded)"]
     # keys of both: a setting recorded only when not at its default (chunk_atomic_units,
     # embedding_precision) is a change when it is dropped again, too
-    return [f"{k}: {built.get(k)!r} -> {now.get(k)!r}" for k in sorted(set(now) | set(built))
-            if built.get(k) != now.get(k)]
+    return [
+        f"{k}: {built.get(k)!r} -> {now.get(k)!r}" for k in sorted(set(now) | set(built)) if built.get(k) != now.get(k)
+    ]
 
 
-def plan(svc: Services, *, all_docs: bool = False, names: list[str] | None = None,
-         knowledge_base: str | None = None, verify_index: bool = True, force: bool = False) -> Plan:
+def plan(
+    svc: Services,
+    *,
+    all_docs: bool = False,
+    names: list[str] | None = None,
+    knowledge_base: str | None = None,
+    verify_index: bool = True,
+    force: bool = False,
+) -> Plan:
     """Decide, for every document (or those named in ``names``, matched by NFC key, optionally of
     one knowledge base), whether it needs re-ingestion. ``verify_index`` also compares its live
     chunk rows with its live points (a lost point makes it incomplete: rebuilt); it opens the
@@ -130,8 +138,11 @@ def _live_counts(svc: Services, document_id: str) -> tuple[int, int]:
     from ragaudit.platform.db import ChunkRow
 
     with svc.sessions() as s:
-        n = s.scalar(select(func.count()).select_from(ChunkRow).where(ChunkRow.document_id == document_id,
-                                                                       ChunkRow.live.is_(True)))
+        n = s.scalar(
+            select(func.count())
+            .select_from(ChunkRow)
+            .where(ChunkRow.document_id == document_id, ChunkRow.live.is_(True))
+        )
     return n, svc.store.count(document_id, live=True)
 
 
@@ -139,8 +150,9 @@ def enqueue(svc: Services, dec: Decision) -> bool:
     """Put a planned document in status ``queued`` (storing new bytes first when its source
     changed). Returns False when nothing needs to run after all (it changed meanwhile)."""
     if dec.data is not None:
-        _, needs = ingest.register(svc, dec.data, dec.doc_name, dec.knowledge_base, dec.strategy,
-                                   source_path=dec.source_path)
+        _, needs = ingest.register(
+            svc, dec.data, dec.doc_name, dec.knowledge_base, dec.strategy, source_path=dec.source_path
+        )
         return needs
     return requeue(svc, dec.document_id)
 
@@ -158,9 +170,16 @@ def requeue(svc: Services, document_id: str, strategy: str | None = None) -> boo
         return True
 
 
-def run(svc: Services, runner: ingest.Runner, *, all_docs: bool = False, names: list[str] | None = None,
-        knowledge_base: str | None = None, force: bool = False,
-        on_result: Callable[[Decision, ingest.IngestOutcome | None], None] | None = None) -> dict[str, Any]:
+def run(
+    svc: Services,
+    runner: ingest.Runner,
+    *,
+    all_docs: bool = False,
+    names: list[str] | None = None,
+    knowledge_base: str | None = None,
+    force: bool = False,
+    on_result: Callable[[Decision, ingest.IngestOutcome | None], None] | None = None,
+) -> dict[str, Any]:
     """Plan and run re-ingestions one by one in this process (blocking; CLI). Returns ``{checked,
     reingested, failed, unchanged, skipped}`` (``reingested``/``failed``: lists of ``{doc_name,
     reasons, message}``; ``unchanged``: a count). ``force``: see ``plan``."""
@@ -168,19 +187,35 @@ def run(svc: Services, runner: ingest.Runner, *, all_docs: bool = False, names: 
     done, failed = [], []
     for dec in p.todo:
         out = ingest.run_queued(svc, dec.document_id, runner) if enqueue(svc, dec) else None
-        item = {"doc_name": dec.doc_name, "knowledge_base": dec.knowledge_base, "reasons": dec.reasons,
-                "message": out.message if out else "nothing to do"}
+        item = {
+            "doc_name": dec.doc_name,
+            "knowledge_base": dec.knowledge_base,
+            "reasons": dec.reasons,
+            "message": out.message if out else "nothing to do",
+        }
         (done if out is None or out.ok else failed).append(item)
         if on_result is not None:
             on_result(dec, out)
-    return {"checked": len(p.todo) + p.unchanged + len(p.skipped), "reingested": done, "failed": failed,
-            "unchanged": p.unchanged, "skipped": p.skipped}
+    return {
+        "checked": len(p.todo) + p.unchanged + len(p.skipped),
+        "reingested": done,
+        "failed": failed,
+        "unchanged": p.unchanged,
+        "skipped": p.skipped,
+    }
 
 
-def run_via_queue(svc: Services, *, all_docs: bool = False, names: list[str] | None = None,
-                  knowledge_base: str | None = None, force: bool = False, poll_s: float = 0.5,
-                  timeout_s: float | None = None,
-                  on_result: Callable[[Decision, ingest.IngestOutcome | None], None] | None = None) -> dict[str, Any]:
+def run_via_queue(
+    svc: Services,
+    *,
+    all_docs: bool = False,
+    names: list[str] | None = None,
+    knowledge_base: str | None = None,
+    force: bool = False,
+    poll_s: float = 0.5,
+    timeout_s: float | None = None,
+    on_result: Callable[[Decision, ingest.IngestOutcome | None], None] | None = None,
+) -> dict[str, Any]:
     """``run`` for a process that may not open the embedded store (``ragaudit serve`` holds it):
     the documents to re-ingest are put in status ``queued`` in SQL, the serving process's worker
     (which polls for them) runs them as Dagster runs, and this waits until each is ``ready`` or
@@ -189,8 +224,11 @@ def run_via_queue(svc: Services, *, all_docs: bool = False, names: list[str] | N
     off): ``force`` with ``names`` rebuilds the named documents anyway. Same result shape as ``run``."""
     p = plan(svc, all_docs=all_docs, names=names, knowledge_base=knowledge_base, verify_index=False, force=force)
     waiting = [d for d in p.todo if enqueue(svc, d)]
-    done: list[dict[str, Any]] = [{"doc_name": d.doc_name, "knowledge_base": d.knowledge_base, "reasons": d.reasons,
-                                   "message": "nothing to do"} for d in p.todo if d not in waiting]
+    done: list[dict[str, Any]] = [
+        {"doc_name": d.doc_name, "knowledge_base": d.knowledge_base, "reasons": d.reasons, "message": "nothing to do"}
+        for d in p.todo
+        if d not in waiting
+    ]
     failed: list[dict[str, Any]] = []
     t0 = time.monotonic()
     while waiting and (timeout_s is None or time.monotonic() - t0 < timeout_s):
@@ -201,22 +239,43 @@ def run_via_queue(svc: Services, *, all_docs: bool = False, names: list[str] | N
                 continue
             waiting.remove(dec)
             ok = doc is not None and doc.status == "ready"
-            msg = (f"{doc.pages} pages, {doc.chunk_count} chunks" if ok else
-                   doc.error or doc.status if doc is not None else "the document was deleted meanwhile")
-            out = ingest.IngestOutcome(dec.doc_name, "ingested" if ok else "failed", msg or "",
-                                       document=doc.as_dict() if doc is not None else None,
-                                       seconds=time.monotonic() - t0)
-            (done if ok else failed).append({"doc_name": dec.doc_name, "knowledge_base": dec.knowledge_base,
-                                             "reasons": dec.reasons, "message": out.message})
+            msg = (
+                f"{doc.pages} pages, {doc.chunk_count} chunks"
+                if ok
+                else doc.error or doc.status
+                if doc is not None
+                else "the document was deleted meanwhile"
+            )
+            out = ingest.IngestOutcome(
+                dec.doc_name,
+                "ingested" if ok else "failed",
+                msg or "",
+                document=doc.as_dict() if doc is not None else None,
+                seconds=time.monotonic() - t0,
+            )
+            (done if ok else failed).append(
+                {
+                    "doc_name": dec.doc_name,
+                    "knowledge_base": dec.knowledge_base,
+                    "reasons": dec.reasons,
+                    "message": out.message,
+                }
+            )
             if on_result is not None:
                 on_result(dec, out)
     skipped = dict(p.skipped)
     skipped.update({d.doc_name: "still queued for the serving process" for d in waiting})
-    return {"checked": len(p.todo) + p.unchanged + len(p.skipped), "reingested": done, "failed": failed,
-            "unchanged": p.unchanged, "skipped": skipped}
+    return {
+        "checked": len(p.todo) + p.unchanged + len(p.skipped),
+        "reingested": done,
+        "failed": failed,
+        "unchanged": p.unchanged,
+        "skipped": skipped,
+    }
 
 
 # --- landing folder -----------------------------------------------------------------------------
+
 
 @dataclass
 class LandingFile:
@@ -235,8 +294,7 @@ def scan_landing(root: Path) -> list[LandingFile]:
     found: list[Path] = []
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        found += [Path(dirpath) / f for f in sorted(filenames)
-                  if f.lower().endswith(".pdf") and not f.startswith(".")]
+        found += [Path(dirpath) / f for f in sorted(filenames) if f.lower().endswith(".pdf") and not f.startswith(".")]
     names = folder_names([(str(f), str(root)) for f in found])
     out = []
     for f, n in zip(found, names):
@@ -248,8 +306,9 @@ def scan_landing(root: Path) -> list[LandingFile]:
     return out
 
 
-def register_landing(svc: Services, files: list[LandingFile], knowledge_base: str | None = None,
-                     settle_s: float = 2.0) -> tuple[list[tuple[str, LandingFile]], dict[str, str], list[LandingFile]]:
+def register_landing(
+    svc: Services, files: list[LandingFile], knowledge_base: str | None = None, settle_s: float = 2.0
+) -> tuple[list[tuple[str, LandingFile]], dict[str, str], list[LandingFile]]:
     """Register landing files as documents (new or changed bytes -> status ``queued``).
 
     Returns ``(queued, refused, deferred)``: ``[(document id, file)]`` to run; ``{name: reason}``

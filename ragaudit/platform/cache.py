@@ -57,8 +57,16 @@ class AnswerCache:
         s = svc.settings
         return cls(lambda: svc.sessions, s.cache_ttl_s, s.cache_max_entries) if s.cache_ttl_s > 0 else None
 
-    def key(self, kind: str, question: str, scope: dict[str, Any], mode: str, top_k: int,
-            strategy: str | None, model: str | None) -> tuple | None:
+    def key(
+        self,
+        kind: str,
+        question: str,
+        scope: dict[str, Any],
+        mode: str,
+        top_k: int,
+        strategy: str | None,
+        model: str | None,
+    ) -> tuple | None:
         """The cache key, or ``None`` (do not cache) when the index version cannot be read."""
         sm = self._sessions if hasattr(self._sessions, "begin") else self._sessions()
         try:
@@ -66,8 +74,16 @@ class AnswerCache:
         except Exception as e:
             log.warning("answer cache bypassed: index version unavailable (%s)", type(e).__name__)
             return None
-        return (kind, normalize_question(question), json.dumps(scope, sort_keys=True, default=str), mode,
-                int(top_k), strategy, model, version)
+        return (
+            kind,
+            normalize_question(question),
+            json.dumps(scope, sort_keys=True, default=str),
+            mode,
+            int(top_k),
+            strategy,
+            model,
+            version,
+        )
 
     def get(self, key: tuple | None) -> Any | None:
         """A deep copy of the cached value, or ``None`` (miss, expired, or ``key`` is ``None``)."""

@@ -11,11 +11,26 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import (JSON, Boolean, DateTime, Float, ForeignKey, Index, Integer, String, Text,
-                        UniqueConstraint, create_engine, event, text, true, update)
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+    create_engine,
+    event,
+    text,
+    true,
+    update,
+)
 from sqlalchemy.engine import Engine
-from sqlalchemy.types import TypeDecorator
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, sessionmaker
+from sqlalchemy.types import TypeDecorator
 
 
 def utcnow() -> datetime:
@@ -102,22 +117,37 @@ class Document(Base):
 
     def progress(self) -> dict[str, Any]:
         """``{status, error, pages: {done, total}, chunks: {done, total}}`` (GET /documents/{id}/events)."""
-        return {"id": self.id, "status": self.status, "error": self.error,
-                "pages": {"done": self.pages_done or 0, "total": self.pages_total or 0},
-                "chunks": {"done": self.chunks_done or 0, "total": self.chunks_total or 0}}
+        return {
+            "id": self.id,
+            "status": self.status,
+            "error": self.error,
+            "pages": {"done": self.pages_done or 0, "total": self.pages_total or 0},
+            "chunks": {"done": self.chunks_done or 0, "total": self.chunks_total or 0},
+        }
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "id": self.id, "doc_name": self.doc_name, "knowledge_base": self.knowledge_base,
-            "sha256": self.sha256, "size_bytes": self.size_bytes, "pages": self.pages,
-            "chunk_count": self.chunk_count, "strategy": self.strategy, "extractor": self.extractor,
-            "title": self.title, "status": self.status, "error": self.error,
+            "id": self.id,
+            "doc_name": self.doc_name,
+            "knowledge_base": self.knowledge_base,
+            "sha256": self.sha256,
+            "size_bytes": self.size_bytes,
+            "pages": self.pages,
+            "chunk_count": self.chunk_count,
+            "strategy": self.strategy,
+            "extractor": self.extractor,
+            "title": self.title,
+            "status": self.status,
+            "error": self.error,
             "ingest_version": self.ingest_version,
             "created_at": self.created_at.isoformat() if self.created_at else None,
             "ingested_at": self.ingested_at.isoformat() if self.ingested_at else None,
-            "progress": {"pages": {"done": self.pages_done or 0, "total": self.pages_total or 0},
-                         "chunks": {"done": self.chunks_done or 0, "total": self.chunks_total or 0}},
-            "built_with": self.built_with, "source_path": self.source_path,
+            "progress": {
+                "pages": {"done": self.pages_done or 0, "total": self.pages_total or 0},
+                "chunks": {"done": self.chunks_done or 0, "total": self.chunks_total or 0},
+            },
+            "built_with": self.built_with,
+            "source_path": self.source_path,
         }
 
 
@@ -175,8 +205,13 @@ class EvalDataset(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "name": self.name, "source": self.source, "n_questions": self.n_questions,
-                "created_at": self.created_at.isoformat() if self.created_at else None}
+        return {
+            "id": self.id,
+            "name": self.name,
+            "source": self.source,
+            "n_questions": self.n_questions,
+            "created_at": self.created_at.isoformat() if self.created_at else None,
+        }
 
 
 class EvalQuestion(Base):
@@ -209,10 +244,16 @@ class EvalRun(Base):
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
 
     def as_dict(self, with_results: bool = True) -> dict[str, Any]:
-        d = {"id": self.id, "dataset": self.dataset, "params": self.params, "status": self.status,
-             "progress": {"done": self.progress_done, "total": self.progress_total}, "error": self.error,
-             "created_at": self.created_at.isoformat() if self.created_at else None,
-             "finished_at": self.finished_at.isoformat() if self.finished_at else None}
+        d = {
+            "id": self.id,
+            "dataset": self.dataset,
+            "params": self.params,
+            "status": self.status,
+            "progress": {"done": self.progress_done, "total": self.progress_total},
+            "error": self.error,
+            "created_at": self.created_at.isoformat() if self.created_at else None,
+            "finished_at": self.finished_at.isoformat() if self.finished_at else None,
+        }
         if with_results:
             d["results"] = self.results
         return d
@@ -245,7 +286,9 @@ class QueryLog(Base):
     total_ms: Mapped[float | None] = mapped_column(Float, nullable=True)
     prompt_tokens: Mapped[int] = mapped_column(Integer, default=0)
     completion_tokens: Mapped[int] = mapped_column(Integer, default=0)
-    cost_usd: Mapped[float | None] = mapped_column(Float, nullable=True)  # NULL = unknown price (no ORM default: None must stay None)
+    cost_usd: Mapped[float | None] = mapped_column(
+        Float, nullable=True
+    )  # NULL = unknown price (no ORM default: None must stay None)
     retrieved_ids: Mapped[list | None] = mapped_column(JSON, nullable=True)
     cited_ids: Mapped[list | None] = mapped_column(JSON, nullable=True)
     error_kind: Mapped[str | None] = mapped_column(String(64), nullable=True)

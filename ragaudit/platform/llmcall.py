@@ -150,6 +150,5 @@ def completion_cost_or_none(resp: Any) -> float | None:
     try:
         return float(litellm.completion_cost(completion_response=resp))
     except Exception as e:  # litellm raises for unmapped models (NotFoundError / ModelNotMappedError)
-        log.info("no price for model %s (%s): cost recorded as unknown",
-                 getattr(resp, "model", "?"), type(e).__name__)
+        log.info("no price for model %s (%s): cost recorded as unknown", getattr(resp, "model", "?"), type(e).__name__)
         return None

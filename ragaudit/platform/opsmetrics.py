@@ -54,8 +54,18 @@ def parse_time(value: str | datetime | None) -> datetime | None:
     return dt.astimezone(timezone.utc)
 
 
-_COLS = ["mode", "model", "label", "endpoint", "cache_hit", "error_kind", "prompt_tokens", "completion_tokens",
-         "cost_usd", *STAGE_COLUMNS.values()]
+_COLS = [
+    "mode",
+    "model",
+    "label",
+    "endpoint",
+    "cache_hit",
+    "error_kind",
+    "prompt_tokens",
+    "completion_tokens",
+    "cost_usd",
+    *STAGE_COLUMNS.values(),
+]
 
 
 def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -78,17 +88,30 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     prompt = int(sum(r["prompt_tokens"] or 0 for r in rows))
     completion = int(sum(r["completion_tokens"] or 0 for r in rows))
     return {
-        "count": n, "errors": errors, "error_rate": errors / n if n else None,
-        "cache_hits": hits, "cache_hit_rate": hits / n if n else None,
+        "count": n,
+        "errors": errors,
+        "error_rate": errors / n if n else None,
+        "cache_hits": hits,
+        "cache_hit_rate": hits / n if n else None,
         "latency_ms": latency,
-        "cost_usd": {"total": round(cost, 8), "mean": round(cost / len(known), 8) if known else None,
-                     "known": len(known), "unknown": n - len(known), "unknown_models": unknown_models},
+        "cost_usd": {
+            "total": round(cost, 8),
+            "mean": round(cost / len(known), 8) if known else None,
+            "known": len(known),
+            "unknown": n - len(known),
+            "unknown_models": unknown_models,
+        },
         "tokens": {"prompt": prompt, "completion": completion, "total": prompt + completion},
     }
 
 
-def compute_metrics(sessions: Any, since: str | datetime | None = None, until: str | datetime | None = None,
-                    group_by: str | None = None, endpoint: str | None = None) -> dict[str, Any]:
+def compute_metrics(
+    sessions: Any,
+    since: str | datetime | None = None,
+    until: str | datetime | None = None,
+    group_by: str | None = None,
+    endpoint: str | None = None,
+) -> dict[str, Any]:
     """Aggregate ``query_logs`` rows with ``since <= created_at < until`` (ISO 8601, UTC if naive).
 
     ``group_by``: one of ``mode``, ``model``, ``label``, ``endpoint`` or ``None``; ``endpoint``
@@ -110,16 +133,19 @@ def compute_metrics(sessions: Any, since: str | datetime | None = None, until: s
         rows = [dict(r._mapping) for r in s.execute(q)]
     out: dict[str, Any] = {
         "window": {"since": t0.isoformat() if t0 else None, "until": t1.isoformat() if t1 else None},
-        "endpoint": endpoint, "group_by": group_by,
+        "endpoint": endpoint,
+        "group_by": group_by,
         "percentile_method": "numpy 'linear' (Hyndman & Fan type 7), computed in Python for every database",
-        "overall": summarize(rows), "groups": [],
+        "overall": summarize(rows),
+        "groups": [],
     }
     if group_by:
         groups: dict[Any, list[dict]] = {}
         for r in rows:
             groups.setdefault(r[group_by], []).append(r)
-        out["groups"] = [{"key": k, **summarize(v)}
-                         for k, v in sorted(groups.items(), key=lambda kv: (kv[0] is None, str(kv[0])))]
+        out["groups"] = [
+            {"key": k, **summarize(v)} for k, v in sorted(groups.items(), key=lambda kv: (kv[0] is None, str(kv[0])))
+        ]
     return out
 
 
@@ -138,16 +164,27 @@ class PrometheusMetrics:
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
         self.requests = Counter("ragaudit_requests", "Logged requests", ["endpoint", "mode", "status"], registry=r)
-        self.cache_hits = Counter("ragaudit_cache_hits", "Requests served from the answer/retrieval cache",
-                                  ["endpoint"], registry=r)
-        self.latency = Histogram("ragaudit_request_latency_seconds", "Total request latency", ["endpoint", "mode"],
-                                 buckets=self.BUCKETS, registry=r)
-        self.stage = Histogram("ragaudit_stage_latency_seconds", "Latency of each stage", ["stage"],
-                               buckets=self.BUCKETS, registry=r)
+        self.cache_hits = Counter(
+            "ragaudit_cache_hits", "Requests served from the answer/retrieval cache", ["endpoint"], registry=r
+        )
+        self.latency = Histogram(
+            "ragaudit_request_latency_seconds",
+            "Total request latency",
+            ["endpoint", "mode"],
+            buckets=self.BUCKETS,
+            registry=r,
+        )
+        self.stage = Histogram(
+            "ragaudit_stage_latency_seconds", "Latency of each stage", ["stage"], buckets=self.BUCKETS, registry=r
+        )
         self.cost = Counter("ragaudit_cost_usd", "LLM/embedding cost in USD", ["model"], registry=r)
         self.tokens = Counter("ragaudit_tokens", "LLM tokens", ["model", "kind"], registry=r)
-        self.cost_unknown = Counter("ragaudit_cost_unknown", "Requests whose cost is unknown (model without a "
-                                    "price in litellm's map)", ["model"], registry=r)
+        self.cost_unknown = Counter(
+            "ragaudit_cost_unknown",
+            "Requests whose cost is unknown (model without a price in litellm's map)",
+            ["model"],
+            registry=r,
+        )
 
     def observe(self, row: dict[str, Any]) -> None:
         """Count one telemetry row (the dict ``TelemetryWriter.record`` builds)."""
@@ -185,7 +222,11 @@ class TelemetryStatsCollector(Collector):
     def collect(self):
         st = self.writer.stats()
         yield CounterMetricFamily("ragaudit_telemetry_rows_written", "query_logs rows written", value=st["written"])
-        yield CounterMetricFamily("ragaudit_telemetry_rows_dropped",
-                                  "query_logs rows dropped (queue full, database down too long)", value=st["dropped"])
-        yield GaugeMetricFamily("ragaudit_telemetry_rows_pending", "query_logs rows buffered, not yet written",
-                                value=st["pending"])
+        yield CounterMetricFamily(
+            "ragaudit_telemetry_rows_dropped",
+            "query_logs rows dropped (queue full, database down too long)",
+            value=st["dropped"],
+        )
+        yield GaugeMetricFamily(
+            "ragaudit_telemetry_rows_pending", "query_logs rows buffered, not yet written", value=st["pending"]
+        )

@@ -31,9 +31,11 @@ class Settings(BaseSettings):
     database_url: str = Field(default="", description="SQLAlchemy URL; empty = SQLite file in data_dir")
     qdrant_url: str = Field(default="", description="Qdrant server URL; empty = the embedded store (store_backend)")
     store_backend: Literal["edge", "local"] = Field(
-        default="edge", description="Embedded vector store when qdrant_url is empty: 'edge' = Qdrant Edge "
+        default="edge",
+        description="Embedded vector store when qdrant_url is empty: 'edge' = Qdrant Edge "
         "(in-process engine, data_dir/qdrant_edge; indexed filters, ~1 ms scoped queries at 10k chunks) or "
-        "'local' = qdrant-client's local mode (data_dir/qdrant; pure Python, ~1 s per filtered query at 10k)")
+        "'local' = qdrant-client's local mode (data_dir/qdrant; pure Python, ~1 s per filtered query at 10k)",
+    )
     qdrant_api_key: SecretStr | None = None
     collection: str = Field(default="ragaudit_chunks", description="Qdrant collection name")
 
@@ -44,14 +46,19 @@ class Settings(BaseSettings):
     )
     embedding_batch_size: int = Field(default=32, gt=0)
     embedding_backend: Literal["onnx", "torch"] = Field(
-        default=DEFAULT_EMBEDDING_BACKEND, description="'onnx' = the model's transformer exported once from the "
+        default=DEFAULT_EMBEDDING_BACKEND,
+        description="'onnx' = the model's transformer exported once from the "
         "local weights (torch.onnx.export) and run by ONNX Runtime; 'torch' = sentence-transformers' encode. Same "
-        "vectors (cosine >= 0.99999); see README, Embedding backend")
+        "vectors (cosine >= 0.99999); see README, Embedding backend",
+    )
     embedding_cache_dir: Path | None = Field(
-        default=None, description="Folder of the ONNX export (made once per weights + torch/transformers versions, "
-        "under a file lock); empty = the user cache folder (~/.cache/ragaudit/onnx)")
+        default=None,
+        description="Folder of the ONNX export (made once per weights + torch/transformers versions, "
+        "under a file lock); empty = the user cache folder (~/.cache/ragaudit/onnx)",
+    )
     embedding_mmap_threshold_mb: float = Field(
-        default=0.0, ge=0,
+        default=0.0,
+        ge=0,
         description="0 = glibc's dynamic mmap threshold (fastest). N > 0: blocks of N MB and more get their own "
         "mapping (mallopt M_MMAP_THRESHOLD, process-wide), so the model's freed activations go back to the OS: "
         "a 615-page PDF's ingestion peaked at 892 MB with 1 instead of 1,322 MB, but embedding took ~40% more "
@@ -63,125 +70,212 @@ class Settings(BaseSettings):
     llm_api_key: SecretStr | None = None
     llm_temperature: float = 0.0
     llm_max_tokens: int = Field(default=512, gt=0)
-    llm_timeout_s: float = Field(default=60.0, gt=0, description="Bound (s) of one LLM request: per HTTP read, "
-                                 "and /query answers 502 after timeout x (1 + llm_retries)")
-    llm_retries: int = Field(default=0, ge=0, le=5, description="Extra upstream attempts after a failed LLM "
-                             "request (0 = one attempt)")
+    llm_timeout_s: float = Field(
+        default=60.0,
+        gt=0,
+        description="Bound (s) of one LLM request: per HTTP read, "
+        "and /query answers 502 after timeout x (1 + llm_retries)",
+    )
+    llm_retries: int = Field(
+        default=0, ge=0, le=5, description="Extra upstream attempts after a failed LLM request (0 = one attempt)"
+    )
 
     chunk_max_tokens: int = Field(default=200, gt=16, description="Token budget per chunk, header included")
     chunk_overlap_sentences: int = Field(default=1, ge=0)
-    dense_window_tokens: int = Field(default=64, ge=0, description="Dense retrieval scores a chunk by its best "
-                                     "window of whole sentences up to this many word pieces (each embedded with the "
-                                     "chunk's context header; Qdrant multivector, MaxSim); 0 = one vector per chunk")
-    dense_prefetch: int = Field(default=DENSE_PREFETCH_DEFAULT, ge=0, description="Dense retrieval with windows "
-                                "in two stages: MaxSim over the top-N chunks by their single chunk vector (under "
-                                "the same filter) instead of an exact scan of every window; 0 = exact scan")
+    dense_window_tokens: int = Field(
+        default=64,
+        ge=0,
+        description="Dense retrieval scores a chunk by its best "
+        "window of whole sentences up to this many word pieces (each embedded with the "
+        "chunk's context header; Qdrant multivector, MaxSim); 0 = one vector per chunk",
+    )
+    dense_prefetch: int = Field(
+        default=DENSE_PREFETCH_DEFAULT,
+        ge=0,
+        description="Dense retrieval with windows "
+        "in two stages: MaxSim over the top-N chunks by their single chunk vector (under "
+        "the same filter) instead of an exact scan of every window; 0 = exact scan",
+    )
     min_text_chars: int = Field(
         default=40, ge=1, description="Fewer non-space characters than this in the whole PDF = refused as no text"
     )
     bm25_k1: float = Field(default=1.2, gt=0)
     bm25_b: float = Field(default=0.75, ge=0, le=1)
     bm25_avgdl: float = Field(default=120.0, gt=0, description="Assumed average chunk length in BM25 terms")
-    bm25_row_labels: bool = Field(default=True, description="Index each table row's label as one BM25 term "
-                                  "(row:<label words>) that a question naming the row matches (ragaudit.index.sparse); "
-                                  "recorded in the build info only when on")
+    bm25_row_labels: bool = Field(
+        default=True,
+        description="Index each table row's label as one BM25 term "
+        "(row:<label words>) that a question naming the row matches (ragaudit.index.sparse); "
+        "recorded in the build info only when on",
+    )
 
-    reranker_model: str = Field(default="", description="Local sentence-transformers CrossEncoder folder for "
-                                "mode hybrid_rerank; empty = rerank unavailable (none ships offline)")
+    reranker_model: str = Field(
+        default="",
+        description="Local sentence-transformers CrossEncoder folder for "
+        "mode hybrid_rerank; empty = rerank unavailable (none ships offline)",
+    )
     rerank_candidates: int = Field(default=30, gt=0, description="Fused top-N reordered by the cross-encoder")
-    neighbor_chunks: int = Field(default=2, ge=0, description="Max neighbouring chunks added to the answer "
-                                 "context when a retrieved chunk is cut from a longer list or table")
-    dense_skip_scripts: str = Field(default="cjk", description="Scripts the embedding model does not cover "
-                                    "(comma list; 'cjk' for the English all-MiniLM-L6-v2): hybrid queries mostly in "
-                                    "them use BM25 only, and say so. Empty for a multilingual model.")
-    chunk_overlap_fraction: float = Field(default=0.0, ge=0, le=0.5, description="Sentence overlap between "
-                                          "chunks grows up to this share of the chunk budget")
-    chunk_atomic_units: bool = Field(default=True, description="Keep SQL statements (else each clause) and "
-                                     "list items whole in one chunk, and make a document's last chunk its last full "
-                                     "window (ragaudit.ingest.chunking). On by default since session 8: neutral or better on "
-                                     "both tuning parts of the dev set (see README, Chunking). Recorded in the build "
-                                     "info only when on (the chunker's revision), so versions built with it off, "
-                                     "the earlier default, are re-chunked by reindex")
+    neighbor_chunks: int = Field(
+        default=2,
+        ge=0,
+        description="Max neighbouring chunks added to the answer "
+        "context when a retrieved chunk is cut from a longer list or table",
+    )
+    dense_skip_scripts: str = Field(
+        default="cjk",
+        description="Scripts the embedding model does not cover "
+        "(comma list; 'cjk' for the English all-MiniLM-L6-v2): hybrid queries mostly in "
+        "them use BM25 only, and say so. Empty for a multilingual model.",
+    )
+    chunk_overlap_fraction: float = Field(
+        default=0.0,
+        ge=0,
+        le=0.5,
+        description="Sentence overlap between chunks grows up to this share of the chunk budget",
+    )
+    chunk_atomic_units: bool = Field(
+        default=True,
+        description="Keep SQL statements (else each clause) and "
+        "list items whole in one chunk, and make a document's last chunk its last full "
+        "window (ragaudit.ingest.chunking). On by default since session 8: neutral or better on "
+        "both tuning parts of the dev set (see README, Chunking). Recorded in the build "
+        "info only when on (the chunker's revision), so versions built with it off, "
+        "the earlier default, are re-chunked by reindex",
+    )
     rrf_k: int = Field(default=60, gt=0, description="RRF constant k (Cormack et al., SIGIR 2009)")
-    fusion: str = Field(default="rrf", pattern="^(rrf|rrf_fill|dbsf)$", description="Fusion of the dense and "
-                        "BM25 lists: rrf | rrf_fill (a chunk missing from a list ranked just below its end) | dbsf "
-                        "(distribution-based score fusion); exact ties go to identifier matches, then BM25 score")
-    clear_hit_ratio: float = Field(default=1.5, ge=0, description="BM25's top hit scoring at least this many "
-                                   "times BM25's second is ranked first after fusion (a clear lexical match that "
-                                   "rank fusion would let middling chunks outvote); 0 = off")
-    table_vote: bool = Field(default=True, description="RRF: a chunk that is mostly table rows and holds a "
-                             "row whose whole label the question names gets BM25's rank as its dense rank too (the "
-                             "dense leg cannot read a column of numbers; ragaudit.retrieve.retriever.table_votes); not for 'why' "
-                             "questions")
-    named_document_leg: bool = Field(default=True, description="when the question names one document (a "
-                                     "term of it that no other candidate document holds: 'the Madill accident'), "
-                                     "a third RRF list ranks that document's chunks by the same dense and BM25 "
-                                     "legs scoped to it, so a page that does not repeat the naming term (page 2's "
-                                     "pilot data) can still rank")
-    named_document_subset: int = Field(default=3, ge=0, description="with the leg on: when the question's "
-                                       "names (proper names, acronyms, identifiers: 'Intel', 'AWS') are held by at "
-                                       "most this many of the candidate documents, and not all, those documents' "
-                                       "passages rank first; 0 = off")
-    candidates: int = Field(default=20, gt=0, description="top-N taken from each retriever before fusion "
-                            "(measured on the dev set: 10-20 beat 25-50, where chunks at middling ranks in both "
-                            "lists collect a second RRF vote and push out one retriever's clear best)")
+    fusion: str = Field(
+        default="rrf",
+        pattern="^(rrf|rrf_fill|dbsf)$",
+        description="Fusion of the dense and "
+        "BM25 lists: rrf | rrf_fill (a chunk missing from a list ranked just below its end) | dbsf "
+        "(distribution-based score fusion); exact ties go to identifier matches, then BM25 score",
+    )
+    clear_hit_ratio: float = Field(
+        default=1.5,
+        ge=0,
+        description="BM25's top hit scoring at least this many "
+        "times BM25's second is ranked first after fusion (a clear lexical match that "
+        "rank fusion would let middling chunks outvote); 0 = off",
+    )
+    table_vote: bool = Field(
+        default=True,
+        description="RRF: a chunk that is mostly table rows and holds a "
+        "row whose whole label the question names gets BM25's rank as its dense rank too (the "
+        "dense leg cannot read a column of numbers; ragaudit.retrieve.retriever.table_votes); not for 'why' "
+        "questions",
+    )
+    named_document_leg: bool = Field(
+        default=True,
+        description="when the question names one document (a "
+        "term of it that no other candidate document holds: 'the Madill accident'), "
+        "a third RRF list ranks that document's chunks by the same dense and BM25 "
+        "legs scoped to it, so a page that does not repeat the naming term (page 2's "
+        "pilot data) can still rank",
+    )
+    named_document_subset: int = Field(
+        default=3,
+        ge=0,
+        description="with the leg on: when the question's "
+        "names (proper names, acronyms, identifiers: 'Intel', 'AWS') are held by at "
+        "most this many of the candidate documents, and not all, those documents' "
+        "passages rank first; 0 = off",
+    )
+    candidates: int = Field(
+        default=20,
+        gt=0,
+        description="top-N taken from each retriever before fusion "
+        "(measured on the dev set: 10-20 beat 25-50, where chunks at middling ranks in both "
+        "lists collect a second RRF vote and push out one retriever's clear best)",
+    )
     top_k: int = Field(default=5, gt=0, le=100)
 
     qa_every_n_chunks: int = Field(default=3, gt=0, description="Gold Q&A pairs from every Nth chunk at ingestion")
     qa_pairs_per_chunk: int = Field(default=3, ge=1, le=5, description="Gold Q&A pairs asked for per sampled chunk")
-    judge_model: str = Field(default="", description="litellm model judging answers; empty = llm_model, "
-                             "'deterministic' or no model = offline deterministic judge")
+    judge_model: str = Field(
+        default="",
+        description="litellm model judging answers; empty = llm_model, "
+        "'deterministic' or no model = offline deterministic judge",
+    )
     eval_bootstrap_resamples: int = Field(default=2000, ge=100, description="Paired bootstrap resamples")
     eval_seed: int = Field(default=0, description="Seed of the bootstrap (reproducible intervals)")
-    eval_judge_controls: int = Field(default=3, ge=0, description="Answers judged against another question's "
-                                     "context per run (they must fail)")
+    eval_judge_controls: int = Field(
+        default=3, ge=0, description="Answers judged against another question's context per run (they must fail)"
+    )
 
     host: str = "127.0.0.1"
     port: int = 8000
-    api_url: str = Field(default="", description="URL at which Dagster processes reach the serving process (run "
-                         "launcher, embedded mode); empty = http://127.0.0.1:<port>")
+    api_url: str = Field(
+        default="",
+        description="URL at which Dagster processes reach the serving process (run "
+        "launcher, embedded mode); empty = http://127.0.0.1:<port>",
+    )
     max_upload_mb: int = Field(default=100, gt=0)
     max_pdf_pages: int = Field(default=5000, ge=0, description="PDFs with more pages are refused (422); 0 = no limit")
-    pdf_parse_timeout_s: float = Field(default=600.0, description="Wall-clock bound (s) on validating and on "
-                                       "extracting one PDF, each in a child process; <= 0 = parse inline, unbounded")
+    pdf_parse_timeout_s: float = Field(
+        default=600.0,
+        description="Wall-clock bound (s) on validating and on "
+        "extracting one PDF, each in a child process; <= 0 = parse inline, unbounded",
+    )
     pdf_parse_memory_mb: int = Field(default=3072, gt=256, description="Address-space bound (MB) of that child process")
 
     # --- telemetry (query_logs rows written off the request path) ---
     telemetry_store_question: bool = Field(
-        default=True, description="False = query_logs keeps only the sha256 of each question, not its text")
+        default=True, description="False = query_logs keeps only the sha256 of each question, not its text"
+    )
     telemetry_queue_size: int = Field(
-        default=10000, gt=0, description="Rows buffered in memory while the database is slow or down; "
-        "beyond this, rows are dropped and counted (ragaudit_telemetry_dropped_total)")
+        default=10000,
+        gt=0,
+        description="Rows buffered in memory while the database is slow or down; "
+        "beyond this, rows are dropped and counted (ragaudit_telemetry_dropped_total)",
+    )
     telemetry_batch_size: int = Field(default=200, gt=0, description="Rows written per transaction")
     telemetry_retry_max_s: float = Field(
-        default=300.0, gt=0, description="How long a batch is retried (exponential backoff) before it is dropped and counted")
+        default=300.0,
+        gt=0,
+        description="How long a batch is retried (exponential backoff) before it is dropped and counted",
+    )
 
     # --- answer and retrieval cache ---
-    cache_ttl_s: float = Field(default=300.0, ge=0, description="Time to live of cached answers/retrievals; 0 = no cache")
+    cache_ttl_s: float = Field(
+        default=300.0, ge=0, description="Time to live of cached answers/retrievals; 0 = no cache"
+    )
     cache_max_entries: int = Field(default=1024, gt=0)
 
     # --- ingestion operations (Dagster sensor and schedule) ---
-    landing_dir: Path | None = Field(default=None, description="Landing folder watched by the Dagster sensor "
-                                     "landing_folder_sensor: new or changed PDFs in any subfolder become documents "
-                                     "named by their path below this folder; empty = no sensor")
+    landing_dir: Path | None = Field(
+        default=None,
+        description="Landing folder watched by the Dagster sensor "
+        "landing_folder_sensor: new or changed PDFs in any subfolder become documents "
+        "named by their path below this folder; empty = no sensor",
+    )
     landing_knowledge_base: str = Field(default="default", description="Knowledge base of landing-folder documents")
     landing_interval_s: int = Field(default=30, ge=5, description="Seconds between landing-folder scans")
-    landing_batch_max_bytes: int = Field(default=2_000_000, ge=0, description="Landing PDFs up to this size are "
-                                         "ingested several per run (one Dagster run costs seconds of overhead)")
+    landing_batch_max_bytes: int = Field(
+        default=2_000_000,
+        ge=0,
+        description="Landing PDFs up to this size are "
+        "ingested several per run (one Dagster run costs seconds of overhead)",
+    )
     landing_batch_size: int = Field(default=20, gt=0, description="At most this many small documents per batch run")
     reindex_cron: str = Field(default="0 3 * * *", description="Cron of the re-ingestion schedule (UTC)")
-    reindex_schedule_enabled: bool = Field(default=True, description="Initial state of the re-ingestion schedule "
-                                           "(it can be started and stopped in the Dagster UI)")
+    reindex_schedule_enabled: bool = Field(
+        default=True,
+        description="Initial state of the re-ingestion schedule (it can be started and stopped in the Dagster UI)",
+    )
 
     # --- access ---
     api_keys: Annotated[list[SecretStr], NoDecode] = Field(
-        default_factory=list, description="Comma-separated API keys; when set, write and paid endpoints need one "
-        "(header X-API-Key or Authorization: Bearer)")
+        default_factory=list,
+        description="Comma-separated API keys; when set, write and paid endpoints need one "
+        "(header X-API-Key or Authorization: Bearer)",
+    )
     read_requires_api_key: bool = Field(
-        default=False, description="True = read endpoints (/query, /search, /documents GET, /metrics) need a key too")
+        default=False, description="True = read endpoints (/query, /search, /documents GET, /metrics) need a key too"
+    )
     cors_origins: Annotated[list[str], NoDecode] = Field(
         default_factory=lambda: ["http://localhost:5173", "http://127.0.0.1:5173"],
-        description="Comma-separated origins allowed by CORS")
+        description="Comma-separated origins allowed by CORS",
+    )
 
     @field_validator("api_keys", mode="before")
     @classmethod

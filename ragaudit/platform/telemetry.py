@@ -48,8 +48,14 @@ log = logging.getLogger(__name__)
 
 #: stage name -> query_logs column (all in ms)
 STAGE_COLUMNS: dict[str, str] = {
-    "embed": "embed_ms", "vector": "vector_ms", "bm25": "bm25_ms", "fusion": "fusion_ms",
-    "rerank": "rerank_ms", "generation": "generation_ms", "ttft": "ttft_ms", "total": "total_ms",
+    "embed": "embed_ms",
+    "vector": "vector_ms",
+    "bm25": "bm25_ms",
+    "fusion": "fusion_ms",
+    "rerank": "rerank_ms",
+    "generation": "generation_ms",
+    "ttft": "ttft_ms",
+    "total": "total_ms",
 }
 
 
@@ -75,9 +81,17 @@ class TelemetryWriter:
 
     POLL_S = 0.1  # the background thread looks for queued rows this often (s)
 
-    def __init__(self, sessions: Any, *, store_question: bool = True, queue_size: int = 10000,
-                 batch_size: int = 200, retry_max_s: float = 300.0, background: bool = True,
-                 observer: Callable[[dict[str, Any]], None] | None = None):
+    def __init__(
+        self,
+        sessions: Any,
+        *,
+        store_question: bool = True,
+        queue_size: int = 10000,
+        batch_size: int = 200,
+        retry_max_s: float = 300.0,
+        background: bool = True,
+        observer: Callable[[dict[str, Any]], None] | None = None,
+    ):
         self._sessions = sessions
         self.store_question = store_question
         self.batch_size = batch_size
@@ -97,22 +111,45 @@ class TelemetryWriter:
             self._thread.start()
 
     @classmethod
-    def from_services(cls, svc: Any, *, background: bool = True,
-                      observer: Callable[[dict[str, Any]], None] | None = None) -> "TelemetryWriter":
+    def from_services(
+        cls, svc: Any, *, background: bool = True, observer: Callable[[dict[str, Any]], None] | None = None
+    ) -> "TelemetryWriter":
         """A writer configured from ``svc.settings`` (``telemetry_*`` settings) on ``svc``'s database."""
         s = svc.settings
-        return cls(lambda: svc.sessions, store_question=s.telemetry_store_question,
-                   queue_size=s.telemetry_queue_size, batch_size=s.telemetry_batch_size,
-                   retry_max_s=s.telemetry_retry_max_s, background=background, observer=observer)
+        return cls(
+            lambda: svc.sessions,
+            store_question=s.telemetry_store_question,
+            queue_size=s.telemetry_queue_size,
+            batch_size=s.telemetry_batch_size,
+            retry_max_s=s.telemetry_retry_max_s,
+            background=background,
+            observer=observer,
+        )
 
     # ------------------------------------------------------------------ public API
-    def record(self, *, endpoint: str, question: str, mode: str, top_k: int, scope: dict | None = None,
-               strategy: str | None = None, model: str | None = None, label: str | None = None,
-               cache_hit: bool = False, cache_source_id: str | None = None,
-               timings_ms: dict[str, float | None] | None = None, prompt_tokens: int = 0,
-               completion_tokens: int = 0, cost_usd: float | None = 0.0, retrieved_ids: list[str] | None = None,
-               cited_ids: list[str] | None = None, error_kind: str | None = None,
-               query_id: str | None = None, created_at: datetime | None = None) -> str:
+    def record(
+        self,
+        *,
+        endpoint: str,
+        question: str,
+        mode: str,
+        top_k: int,
+        scope: dict | None = None,
+        strategy: str | None = None,
+        model: str | None = None,
+        label: str | None = None,
+        cache_hit: bool = False,
+        cache_source_id: str | None = None,
+        timings_ms: dict[str, float | None] | None = None,
+        prompt_tokens: int = 0,
+        completion_tokens: int = 0,
+        cost_usd: float | None = 0.0,
+        retrieved_ids: list[str] | None = None,
+        cited_ids: list[str] | None = None,
+        error_kind: str | None = None,
+        query_id: str | None = None,
+        created_at: datetime | None = None,
+    ) -> str:
         """Record one request; returns its ``query_logs.id`` (``query_id`` if given, else a new one).
 
         ``endpoint``: "query" | "query_stream" | "search". ``timings_ms``: stage -> ms, keys from
@@ -124,12 +161,24 @@ class TelemetryWriter:
         """
         t = timings_ms or {}
         row: dict[str, Any] = {
-            "id": query_id or new_id(), "created_at": created_at or utcnow(), "endpoint": endpoint,
-            "question": question if self.store_question else None, "question_hash": question_hash(question),
-            "scope": scope or None, "mode": mode, "top_k": int(top_k), "strategy": strategy, "model": model,
-            "label": label, "cache_hit": bool(cache_hit), "cache_source_id": cache_source_id,
-            "prompt_tokens": int(prompt_tokens or 0), "completion_tokens": int(completion_tokens or 0),
-            "cost_usd": None if cost_usd is None else float(cost_usd), "retrieved_ids": retrieved_ids, "cited_ids": cited_ids,
+            "id": query_id or new_id(),
+            "created_at": created_at or utcnow(),
+            "endpoint": endpoint,
+            "question": question if self.store_question else None,
+            "question_hash": question_hash(question),
+            "scope": scope or None,
+            "mode": mode,
+            "top_k": int(top_k),
+            "strategy": strategy,
+            "model": model,
+            "label": label,
+            "cache_hit": bool(cache_hit),
+            "cache_source_id": cache_source_id,
+            "prompt_tokens": int(prompt_tokens or 0),
+            "completion_tokens": int(completion_tokens or 0),
+            "cost_usd": None if cost_usd is None else float(cost_usd),
+            "retrieved_ids": retrieved_ids,
+            "cited_ids": cited_ids,
             "error_kind": error_kind,
         }
         for stage, col in STAGE_COLUMNS.items():
@@ -159,10 +208,15 @@ class TelemetryWriter:
         """Counts since start: ``{recorded, written, dropped, pending, failing, last_error, alive}``;
         ``recorded == written + dropped + pending``. ``last_error`` is an exception type name."""
         with self._lock:
-            return {"recorded": self._recorded, "written": self._written, "dropped": self._dropped,
-                    "pending": self._pending, "failing": self._failing,
-                    "last_error": self._last_error,
-                    "alive": (self._thread.is_alive() if self._thread else True)}
+            return {
+                "recorded": self._recorded,
+                "written": self._written,
+                "dropped": self._dropped,
+                "pending": self._pending,
+                "failing": self._failing,
+                "last_error": self._last_error,
+                "alive": (self._thread.is_alive() if self._thread else True),
+            }
 
     def flush(self, timeout: float = 30.0) -> bool:
         """Wait until every recorded row is written or counted as dropped; False on timeout."""
@@ -229,10 +283,13 @@ class TelemetryWriter:
             if rs.attempt_number == 1:
                 log.warning("telemetry: database unavailable (%s); buffering and retrying", self._last_error)
 
-        retrying = Retrying(retry=retry_if_exception(is_transient),
-                            wait=wait_exponential(multiplier=0.05, max=2.0),
-                            stop=stop_after_delay(self.retry_max_s) | self._closing,
-                            before_sleep=before_sleep, reraise=True)
+        retrying = Retrying(
+            retry=retry_if_exception(is_transient),
+            wait=wait_exponential(multiplier=0.05, max=2.0),
+            stop=stop_after_delay(self.retry_max_s) | self._closing,
+            before_sleep=before_sleep,
+            reraise=True,
+        )
         try:
             retrying(self._insert, batch)
         except Exception as e:

@@ -17,10 +17,10 @@ from typing import Any
 import numpy as np
 
 from ragaudit.index.embedding import Embedder
-from ragaudit.types import ChoiceEnum
 from ragaudit.index.sparse import CJK_CHAR, bm25_query_vector
-from ragaudit.retrieve.scope import enforce_scope
 from ragaudit.index.store import PointHit, Scope, VectorStore
+from ragaudit.retrieve.scope import enforce_scope
+from ragaudit.types import ChoiceEnum
 
 
 class Mode(ChoiceEnum):
@@ -104,20 +104,22 @@ class RetrievalResult:
 
 
 # why a scoped search found nothing when the scope itself holds no chunk (notes and the refusal say it)
-EMPTY_SCOPE_NOTE = ("no indexed chunk is in the scope: check the document names (matched exactly, case "
-                    "included), knowledge base, ids and page range; GET /documents lists them")
+EMPTY_SCOPE_NOTE = (
+    "no indexed chunk is in the scope: check the document names (matched exactly, case "
+    "included), knowledge base, ids and page range; GET /documents lists them"
+)
 # the same when no scope was given and the whole index is empty (a fresh install, a wrong data folder)
-EMPTY_INDEX_NOTE = ("the index holds no document yet: ingest PDFs first (`ragaudit ingest FOLDER`, "
-                    "POST /documents or the Upload page), and check that this process uses the data folder "
-                    "or Qdrant URL they were ingested into")
+EMPTY_INDEX_NOTE = (
+    "the index holds no document yet: ingest PDFs first (`ragaudit ingest FOLDER`, "
+    "POST /documents or the Upload page), and check that this process uses the data folder "
+    "or Qdrant URL they were ingested into"
+)
 
 
 def empty_note(scope: Scope) -> str:
     """Why nothing was searched: ``EMPTY_SCOPE_NOTE`` when the question had a scope, else
     ``EMPTY_INDEX_NOTE`` (the whole index holds no chunk)."""
     return EMPTY_SCOPE_NOTE if scope.as_dict() else EMPTY_INDEX_NOTE
-
-
 
 
 def query_script(question: str) -> str:
@@ -127,12 +129,15 @@ def query_script(question: str) -> str:
     return "cjk" if letters and cjk / len(letters) >= 0.5 else "latin"
 
 
-_CALENDAR = re.compile(r"(?i)(?:jan|febr)uary|march|april|may|june|july|august|september|october|november|december|"
-                       r"(?:mon|tues|wednes|thurs|fri|satur|sun)day")
+_CALENDAR = re.compile(
+    r"(?i)(?:jan|febr)uary|march|april|may|june|july|august|september|october|november|december|"
+    r"(?:mon|tues|wednes|thurs|fri|satur|sun)day"
+)
 
 
-def reciprocal_rank_fusion(lists: dict[str, list[str]], k: int = 60, *, fill_missing: bool = False,
-                           tiebreak: dict[str, tuple] | None = None) -> list[tuple[str, float]]:
+def reciprocal_rank_fusion(
+    lists: dict[str, list[str]], k: int = 60, *, fill_missing: bool = False, tiebreak: dict[str, tuple] | None = None
+) -> list[tuple[str, float]]:
     """Fuse ranked id lists with RRF (Cormack et al., SIGIR 2009).
 
     ``lists`` maps retriever name -> ids best first. Returns ``(id, score)`` sorted by score
@@ -177,8 +182,9 @@ def distribution_score_fusion(scores: dict[str, dict[str, float]]) -> list[tuple
     return sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))
 
 
-def keep_clear_hit(fused: list[tuple[str, float]], bm25: dict[str, PointHit],
-                   ratio: float) -> tuple[list[tuple[str, float]], dict[str, tuple[float, float]]]:
+def keep_clear_hit(
+    fused: list[tuple[str, float]], bm25: dict[str, PointHit], ratio: float
+) -> tuple[list[tuple[str, float]], dict[str, tuple[float, float]]]:
     """Put BM25's clear best hit first in the fused list.
 
     A BM25 top hit scoring at least ``ratio`` x the second hit's score matches the question's
@@ -246,8 +252,11 @@ def table_votes(question: str, bm25_ids: list[str], texts: dict[str, str]) -> di
     q_rows = table_vote_rows(question)
     if not q_rows:
         return {}
-    return {pid: r for r, pid in enumerate(bm25_ids, start=1)
-            if q_rows & set(row_label_terms(texts.get(pid, ""))) and is_table_chunk(texts.get(pid, ""))}
+    return {
+        pid: r
+        for r, pid in enumerate(bm25_ids, start=1)
+        if q_rows & set(row_label_terms(texts.get(pid, ""))) and is_table_chunk(texts.get(pid, ""))
+    }
 
 
 def question_identifiers(question: str) -> frozenset[str]:
@@ -310,11 +319,24 @@ class Retriever:
     (a sentence-transformers ``CrossEncoder``).
     """
 
-    def __init__(self, store: VectorStore, embedder: Embedder, *, rrf_k: int = 60, candidates: int = 20,
-                 reranker: Any = None, rerank_candidates: int = 30, dense_skip_scripts: str = "",
-                 dense_windows: bool = True, fusion: "Fusion | str" = "rrf", clear_hit_ratio: float = 1.5,
-                 dense_prefetch: int = 0, named_document_leg: bool = False, named_subset: int = 3,
-                 table_vote: bool = False):
+    def __init__(
+        self,
+        store: VectorStore,
+        embedder: Embedder,
+        *,
+        rrf_k: int = 60,
+        candidates: int = 20,
+        reranker: Any = None,
+        rerank_candidates: int = 30,
+        dense_skip_scripts: str = "",
+        dense_windows: bool = True,
+        fusion: "Fusion | str" = "rrf",
+        clear_hit_ratio: float = 1.5,
+        dense_prefetch: int = 0,
+        named_document_leg: bool = False,
+        named_subset: int = 3,
+        table_vote: bool = False,
+    ):
         self.store = store
         self.embedder = embedder
         self.rrf_k = rrf_k
@@ -332,8 +354,14 @@ class Retriever:
         self.named_subset = named_subset  # most documents the question's names may select to rank first (0 = off)
         self.table_vote = table_vote  # table chunks naming the question's row: BM25's rank votes for the dense leg
 
-    def retrieve(self, question: str, scope: Scope | None = None, top_k: int = 5,
-                 mode: Mode | str = Mode.hybrid, neighbors: int | None = None) -> RetrievalResult:
+    def retrieve(
+        self,
+        question: str,
+        scope: Scope | None = None,
+        top_k: int = 5,
+        mode: Mode | str = Mode.hybrid,
+        neighbors: int | None = None,
+    ) -> RetrievalResult:
         """Top-``top_k`` chunks for ``question`` within ``scope``, followed by up to ``neighbors``
         neighbouring chunks (``Retriever.neighbors``; ``None`` = none, no timing).
 
@@ -363,8 +391,10 @@ class Retriever:
         script = query_script(question)
         if mode is not Mode.vector and script in self.dense_skip_scripts:
             use_dense = False
-            notes.append(f"vector leg skipped: the question is in {script} script, which the embedding model "
-                         "does not cover (RAGAUDIT_DENSE_SKIP_SCRIPTS); BM25 only")
+            notes.append(
+                f"vector leg skipped: the question is in {script} script, which the embedding model "
+                "does not cover (RAGAUDIT_DENSE_SKIP_SCRIPTS); BM25 only"
+            )
         # the legs return ids and scores only; payloads are fetched for the chunks kept (one call),
         # not converted for every candidate of both lists (the reranker reads its whole pool)
         lazy = mode is not Mode.hybrid_rerank
@@ -375,16 +405,21 @@ class Retriever:
             t = time.perf_counter()
             windows = self.dense_windows and self.store.has_windows()
             if self.dense_windows and not windows:
-                notes.append("vector leg: this collection has one vector per chunk (created before sentence "
-                             "windows); re-ingest into a new collection for window-level (MaxSim) dense retrieval")
-            hits["vector"] = self._by_position(self.store.search_dense(qvec, flt, n, windows=windows,
-                                                                        prefetch=self.dense_prefetch,
-                                                                        with_payload=not lazy))
+                notes.append(
+                    "vector leg: this collection has one vector per chunk (created before sentence "
+                    "windows); re-ingest into a new collection for window-level (MaxSim) dense retrieval"
+                )
+            hits["vector"] = self._by_position(
+                self.store.search_dense(
+                    qvec, flt, n, windows=windows, prefetch=self.dense_prefetch, with_payload=not lazy
+                )
+            )
             timings["vector"] = (time.perf_counter() - t) * 1000
         if mode in (Mode.bm25, Mode.hybrid, Mode.hybrid_rerank):
             t = time.perf_counter()
-            hits["bm25"] = self._by_position(self.store.search_sparse(bm25_query_vector(question), flt, n,
-                                                                       with_payload=not lazy))
+            hits["bm25"] = self._by_position(
+                self.store.search_sparse(bm25_query_vector(question), flt, n, with_payload=not lazy)
+            )
             timings["bm25"] = (time.perf_counter() - t) * 1000
         if self.named_document_leg and len(hits) == 2 and Fusion.parse(self.fusion) is not Fusion.dbsf:
             t = time.perf_counter()
@@ -394,35 +429,46 @@ class Retriever:
             if named is not None:
                 doc_ids, terms, _ = named
                 sub = replace(scope, document_ids=doc_ids).to_filter()
-                dense_doc = self._by_position(self.store.search_dense(qvec, sub, n, windows=windows,
-                                                                     prefetch=self.dense_prefetch,
-                                                                     with_payload=not lazy))
-                bm25_doc = self._by_position(self.store.search_sparse(bm25_query_vector(question), sub, n,
-                                                                     with_payload=not lazy))
+                dense_doc = self._by_position(
+                    self.store.search_dense(
+                        qvec, sub, n, windows=windows, prefetch=self.dense_prefetch, with_payload=not lazy
+                    )
+                )
+                bm25_doc = self._by_position(
+                    self.store.search_sparse(bm25_query_vector(question), sub, n, with_payload=not lazy)
+                )
                 # fused like the two legs (exact ties by identifiers, BM25, dense score, position)
-                both, _ = self._fuse(question, {"vector": dense_doc, "bm25": bm25_doc},
-                                     {"vector": list(dense_doc), "bm25": list(bm25_doc)})
+                both, _ = self._fuse(
+                    question,
+                    {"vector": dense_doc, "bm25": bm25_doc},
+                    {"vector": list(dense_doc), "bm25": list(bm25_doc)},
+                )
                 merged = {**bm25_doc, **dense_doc}
                 scoped = {pid: merged[pid] for pid, _ in both}
                 if by_names := named[2]:
                     # the documents the question's names select come first, in the order of the two
                     # legs run within them; the other documents' passages follow
                     first_docs = list(both)
-                    names_note = (f"the question's {', '.join(terms)} " +
-                                  ("is" if len(terms) == 1 else "are") + f" held by {len(doc_ids)} of the "
-                                  "candidate documents only: their passages, ranked by both legs within them, "
-                                  "come first ('document')")
+                    names_note = (
+                        f"the question's {', '.join(terms)} "
+                        + ("is" if len(terms) == 1 else "are")
+                        + f" held by {len(doc_ids)} of the "
+                        "candidate documents only: their passages, ranked by both legs within them, "
+                        "come first ('document')"
+                    )
                 else:
                     hits["document"] = scoped
-                    notes.append(f"one candidate document alone holds the question's {', '.join(terms)}: its "
-                                 "chunks were also ranked within it (a third RRF list, 'document')")
+                    notes.append(
+                        f"one candidate document alone holds the question's {', '.join(terms)}: its "
+                        "chunks were also ranked within it (a third RRF list, 'document')"
+                    )
             timings["document"] = (time.perf_counter() - t) * 1000
         t = time.perf_counter()
         ranked_ids = {name: list(h) for name, h in hits.items()}
         clear: dict[str, tuple[float, float]] = {}
         votes: dict[str, int] = {}
         if len(hits) == 1:
-            (name, only), = hits.items()
+            ((name, only),) = hits.items()
             fused = [(pid, h.score) for pid, h in only.items()]
         else:
             fused, votes = self._fuse(question, hits, ranked_ids)
@@ -450,12 +496,19 @@ class Retriever:
             src = next(h[pid] for h in hits.values() if pid in h)
             if lazy and not src.payload:  # deleted between the query and the fetch
                 continue
-            out.append(RetrievedChunk(
-                rank=0, chunk_id=pid, score=float(score), payload=src.payload,
-                ranks={name: rank_of.get(name, {}).get(pid) for name in ("vector", "bm25")},
-                scores={name: (hits[name][pid].score if name in hits and pid in hits[name] else None)
-                        for name in ("vector", "bm25")},
-            ))
+            out.append(
+                RetrievedChunk(
+                    rank=0,
+                    chunk_id=pid,
+                    score=float(score),
+                    payload=src.payload,
+                    ranks={name: rank_of.get(name, {}).get(pid) for name in ("vector", "bm25")},
+                    scores={
+                        name: (hits[name][pid].score if name in hits and pid in hits[name] else None)
+                        for name in ("vector", "bm25")
+                    },
+                )
+            )
             if len(hits) > 1:
                 out[-1].scores["rrf"] = float(score)
                 if pid in votes:  # a table chunk: the dense leg abstained, BM25's rank voted for both
@@ -484,11 +537,13 @@ class Retriever:
         empty = not out and not self.store.count_matching(scope.to_filter())
         if empty:
             scope_notes.append(f"scope {scope.as_dict()}: {EMPTY_SCOPE_NOTE}" if scope.as_dict() else EMPTY_INDEX_NOTE)
-        return RetrievalResult(out, timings, mode, ranked_ids, notes + scope_notes, qvec if use_dense else None,
-                               scope_empty=empty)
+        return RetrievalResult(
+            out, timings, mode, ranked_ids, notes + scope_notes, qvec if use_dense else None, scope_empty=empty
+        )
 
-    def _top_already_in(self, question: str, hits: dict[str, dict[str, PointHit]], doc_ids: list[str],
-                        top_k: int) -> bool:
+    def _top_already_in(
+        self, question: str, hits: dict[str, dict[str, PointHit]], doc_ids: list[str], top_k: int
+    ) -> bool:
         """True when the ``top_k`` passages of the two legs' fusion all come from ``doc_ids`` (the
         documents the question's names select): they then need no re-ranking within them. Fused as
         the final list is (``_fuse``: exact ties by identifiers, BM25, dense score, position); with
@@ -498,8 +553,9 @@ class Retriever:
         first = [next(h[pid] for h in hits.values() if pid in h) for pid, _ in fused[:top_k]]
         return all(h.payload.get("document_id") in doc_ids for h in first)
 
-    def _named_document(self, question: str, hits: dict[str, dict[str, PointHit]],
-                        scope: Scope) -> tuple[list[str], list[str], bool] | None:
+    def _named_document(
+        self, question: str, hits: dict[str, dict[str, PointHit]], scope: Scope
+    ) -> tuple[list[str], list[str], bool] | None:
         """``(document ids, naming terms, by_names)`` for the documents the question names among those
         its dense and BM25 candidates come from, or None.
 
@@ -541,8 +597,12 @@ class Retriever:
         by_names = self._named_by_names(question, per_doc) if self.named_subset else None
         naming = {d: sorted(ts - set().union(*(o for e, o in per_doc.items() if e != d))) for d, ts in per_doc.items()}
         named = [(d, ts) for d, ts in naming.items() if ts]
-        if len(named) == 1 and in_scope(named[0][0]) and (by_names is None or named[0][0] in by_names[0]) \
-                and not (by_names is not None and by_names[0] == [named[0][0]]):
+        if (
+            len(named) == 1
+            and in_scope(named[0][0])
+            and (by_names is None or named[0][0] in by_names[0])
+            and not (by_names is not None and by_names[0] == [named[0][0]])
+        ):
             return [named[0][0]], named[0][1], False
         if by_names is None:
             return None
@@ -606,8 +666,9 @@ class Retriever:
                 if pid in hs and not hs[pid].payload and pid in have:
                     hs[pid].payload = have[pid]
 
-    def _fuse(self, question: str, hits: dict[str, dict[str, PointHit]],
-              ranked_ids: dict[str, list[str]]) -> tuple[list[tuple[str, float]], dict[str, int]]:
+    def _fuse(
+        self, question: str, hits: dict[str, dict[str, PointHit]], ranked_ids: dict[str, list[str]]
+    ) -> tuple[list[tuple[str, float]], dict[str, int]]:
         """Fused ``(id, score)`` list of the dense and BM25 hits (``self.fusion``) and ``{id: BM25
         rank}`` of the table chunks whose dense vote was BM25's (``table_votes``, with
         ``self.table_vote`` and RRF); exact ties go to the chunk matching more of the question's
@@ -620,18 +681,32 @@ class Retriever:
             fused = reciprocal_rank_fusion(ranked_ids, self.rrf_k, fill_missing=fusion is Fusion.rrf_fill)
             if self.table_vote and "vector" in ranked_ids and ranked_ids.get("bm25") and table_vote_rows(question):
                 self._fill_payloads(hits, ranked_ids["bm25"])  # only when a vote can be given
-                votes = table_votes(question, ranked_ids["bm25"],
-                                    {pid: hits["bm25"][pid].payload.get("text", "") for pid in ranked_ids["bm25"]})
+                votes = table_votes(
+                    question,
+                    ranked_ids["bm25"],
+                    {pid: hits["bm25"][pid].payload.get("text", "") for pid in ranked_ids["bm25"]},
+                )
             if votes:
                 dense_rank = {pid: r for r, pid in enumerate(ranked_ids["vector"], start=1)}
                 k = self.rrf_k
                 # the dense leg's 1 / (k + rank) (or what rrf_fill gave a missing id) becomes BM25's
-                old_dense = {pid: (1.0 / (k + dense_rank[pid]) if pid in dense_rank else
-                                   1.0 / (k + len(ranked_ids["vector"]) + 1) if fusion is Fusion.rrf_fill else 0.0)
-                             for pid in votes}
-                fused = sorted(((pid, sc + (1.0 / (k + votes[pid]) - old_dense[pid] if pid in votes else 0.0))
-                                for pid, sc in fused), key=lambda kv: -round(kv[1], 12))
-        score_of = dict(fused)
+                old_dense = {
+                    pid: (
+                        1.0 / (k + dense_rank[pid])
+                        if pid in dense_rank
+                        else 1.0 / (k + len(ranked_ids["vector"]) + 1)
+                        if fusion is Fusion.rrf_fill
+                        else 0.0
+                    )
+                    for pid in votes
+                }
+                fused = sorted(
+                    (
+                        (pid, sc + (1.0 / (k + votes[pid]) - old_dense[pid] if pid in votes else 0.0))
+                        for pid, sc in fused
+                    ),
+                    key=lambda kv: -round(kv[1], 12),
+                )
         groups: dict[float, list[str]] = {}
         for pid, sc in fused:
             groups.setdefault(round(sc, 12), []).append(pid)
@@ -646,14 +721,18 @@ class Retriever:
             for pid in g:
                 h = next(hs[pid] for hs in hits.values() if pid in hs)
                 text = f"{h.payload.get('header', '')}\n{h.payload.get('text', '')}"
-                tb[pid] = (identifier_matches(question, text, ids),
-                           hits.get("bm25", {}).get(pid).score if pid in hits.get("bm25", {}) else 0.0,
-                           hits.get("vector", {}).get(pid).score if pid in hits.get("vector", {}) else 0.0)
+                tb[pid] = (
+                    identifier_matches(question, text, ids),
+                    hits.get("bm25", {}).get(pid).score if pid in hits.get("bm25", {}) else 0.0,
+                    hits.get("vector", {}).get(pid).score if pid in hits.get("vector", {}) else 0.0,
+                )
                 # then where the chunk is, not its id: point ids embed the random document id, so an
                 # id order would flip between two ingestions of the same files
                 where[pid] = (str(h.payload.get("doc_name", "")), int(h.payload.get("chunk_index", 0) or 0))
-        return sorted(fused, key=lambda kv: (-round(kv[1], 12), tuple(-x for x in tb.get(kv[0], ())),
-                                             where.get(kv[0], ("", 0)), kv[0])), votes
+        return sorted(
+            fused,
+            key=lambda kv: (-round(kv[1], 12), tuple(-x for x in tb.get(kv[0], ())), where.get(kv[0], ("", 0)), kv[0]),
+        ), votes
 
     def neighbors(self, chunks: list[RetrievedChunk], limit: int = 2) -> list[RetrievedChunk]:
         """Chunks that continue a retrieved chunk cut from a longer list or table.
@@ -667,8 +746,8 @@ class Retriever:
         """
         if limit <= 0 or not chunks:
             return []
-        from ragaudit.ingest.chunking import ends_mid_list, ends_with_lead_in
         from ragaudit.index.store import point_id
+        from ragaudit.ingest.chunking import ends_mid_list, ends_with_lead_in
 
         have = {c.chunk_id for c in chunks}
         want: list[tuple[str, RetrievedChunk]] = []
@@ -678,8 +757,12 @@ class Retriever:
                 continue
             if not p.get("document_id") or p.get("chunk_index") is None:
                 continue
-            nid = point_id(p["document_id"], int(p.get("ingest_version") or 0), p.get("strategy", "sentence"),
-                           int(p["chunk_index"]) + 1)
+            nid = point_id(
+                p["document_id"],
+                int(p.get("ingest_version") or 0),
+                p.get("strategy", "sentence"),
+                int(p["chunk_index"]) + 1,
+            )
             if nid not in have:
                 have.add(nid)
                 want.append((nid, c))
@@ -691,8 +774,18 @@ class Retriever:
         out = []
         for nid, src in want:
             payload = got.get(nid)
-            if payload and ((payload.get("section") or "") == (src.payload.get("section") or "")
-                            or ends_with_lead_in(src.text)):
-                out.append(RetrievedChunk(rank=len(chunks) + len(out) + 1, chunk_id=nid, score=0.0, payload=payload,
-                                          ranks={"vector": None, "bm25": None}, scores={}, neighbor_of=src.chunk_id))
+            if payload and (
+                (payload.get("section") or "") == (src.payload.get("section") or "") or ends_with_lead_in(src.text)
+            ):
+                out.append(
+                    RetrievedChunk(
+                        rank=len(chunks) + len(out) + 1,
+                        chunk_id=nid,
+                        score=0.0,
+                        payload=payload,
+                        ranks={"vector": None, "bm25": None},
+                        scores={},
+                        neighbor_of=src.chunk_id,
+                    )
+                )
         return out

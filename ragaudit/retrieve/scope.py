@@ -19,8 +19,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from ragaudit.text.docnames import name_key
 from ragaudit.index.store import Scope
+from ragaudit.text.docnames import name_key
 
 
 def admits(scope: Scope, payload: dict[str, Any]) -> bool:
@@ -75,8 +75,13 @@ def clip_to_pages(payload: dict[str, Any], page_min: int | None, page_max: int |
     if not text[a:b].strip():
         return None
     out = copy.deepcopy(payload)
-    out.update(text=text[a:b], page_start=kept[0][0], page_end=kept[-1][0],
-               page_breaks=[[p, o - a] for p, o, _ in kept], clipped_pages=[kept[0][0], kept[-1][0]])
+    out.update(
+        text=text[a:b],
+        page_start=kept[0][0],
+        page_end=kept[-1][0],
+        page_breaks=[[p, o - a] for p, o, _ in kept],
+        clipped_pages=[kept[0][0], kept[-1][0]],
+    )
     return out
 
 
@@ -103,5 +108,7 @@ def enforce_scope(scope: Scope, chunks: list[Any]) -> tuple[list[Any], list[str]
     if dropped:
         notes.append(f"scope: {dropped} chunk(s) outside the scope left out (e.g. a neighbouring chunk past page_max)")
     if clipped:
-        notes.append(f"scope: {clipped} chunk(s) spanning pages outside page_min..page_max were cut to the pages inside")
+        notes.append(
+            f"scope: {clipped} chunk(s) spanning pages outside page_min..page_max were cut to the pages inside"
+        )
     return kept, notes

@@ -70,6 +70,7 @@ def folder_names(files: list[tuple[str, str | None]]) -> list[str]:
     that still clash within the batch are extended with parent folders until they differ
     (``a/report.pdf``, ``b/report.pdf``). Separators are ``/`` on every system.
     """
+
     def parts(path: str, root: str | None) -> list[str]:
         p = os.path.abspath(path)
         if root is not None:
@@ -88,7 +89,7 @@ def folder_names(files: list[tuple[str, str | None]]) -> list[str]:
         grew = False
         for i, k in enumerate(keys):
             if k in clash and len(names[i]) < len(full[i]):
-                names[i] = full[i][-(len(names[i]) + 1):]
+                names[i] = full[i][-(len(names[i]) + 1) :]
                 grew = True
         if not grew:
             break

@@ -33,7 +33,9 @@ def get_list(client, resource, sort=("id", "ASC"), page=1, per_page=10, flt=None
     """What ra-data-simple-rest's getList sends: JSON sort/range/filter and a Range header."""
     start, end = (page - 1) * per_page, page * per_page - 1
     q = {"sort": json.dumps(list(sort)), "range": json.dumps([start, end]), "filter": json.dumps(flt or {})}
-    return client.get(f"/admin/api/{resource}?{urlencode(q)}", headers={"Range": f"{resource}={start}-{end}", **headers})
+    return client.get(
+        f"/admin/api/{resource}?{urlencode(q)}", headers={"Range": f"{resource}={start}-{end}", **headers}
+    )
 
 
 def total(r) -> int:
@@ -61,7 +63,9 @@ def test_get_list_sort_range_filter_and_content_range(client):
     assert r2.headers["content-range"] == f"chunks 5-9/{dmca['chunk_count']}"
     assert not {c["id"] for c in r.json()} & {c["id"] for c in r2.json()}
 
-    r = get_list(client, "chunks", per_page=100, flt={"document_id": dmca["id"], "page_start_gte": 2, "page_end_lte": 3})
+    r = get_list(
+        client, "chunks", per_page=100, flt={"document_id": dmca["id"], "page_start_gte": 2, "page_end_lte": 3}
+    )
     assert r.json() and all(2 <= c["page_start"] and c["page_end"] <= 3 for c in r.json())
     assert total(r) < dmca["chunk_count"]
 
@@ -69,14 +73,16 @@ def test_get_list_sort_range_filter_and_content_range(client):
     assert r.json() and all("october 28, 1998" in c["text"].lower() for c in r.json())
     # q is a substring, not a pattern: '%' and '_' match themselves
     assert total(get_list(client, "chunks", flt={"q": "%"})) == sum(
-        "%" in c["text"] for c in get_list(client, "chunks", per_page=1000).json())
+        "%" in c["text"] for c in get_list(client, "chunks", per_page=1000).json()
+    )
 
 
 def test_get_one_get_many_get_many_reference(client):
     """fails if getOne/getMany do not return the asked ids, or getManyReference ignores its target."""
     dmca, ntsb = client.docs["dmca.pdf"], client.docs["20071229X02007.pdf"]
-    r = client.post("/admin/api/qa_pairs", json={"question": "q?", "answer": "a", "evidence": "e", "chunk_id": "c",
-                                                 "colour": "red"})
+    r = client.post(
+        "/admin/api/qa_pairs", json={"question": "q?", "answer": "a", "evidence": "e", "chunk_id": "c", "colour": "red"}
+    )
     assert r.status_code == 400 and "'colour'" in r.json()["message"]
     r = client.get(f"/admin/api/documents/{dmca['id']}")
     assert r.status_code == 200 and r.json()["doc_name"] == "dmca.pdf" and r.json()["id"] == dmca["id"]
@@ -107,8 +113,10 @@ def test_qa_pairs_create_update_delete_keep_evidence_verbatim(client):
     chunk = _a_chunk(client, doc)
     words = chunk["text"].split()
     evidence = "  ".join(words[3:12])  # verbatim up to whitespace
-    r = client.post("/admin/api/qa_pairs", json={"question": "What does it say?", "answer": words[5],
-                                                 "evidence": evidence, "chunk_id": chunk["id"]})
+    r = client.post(
+        "/admin/api/qa_pairs",
+        json={"question": "What does it say?", "answer": words[5], "evidence": evidence, "chunk_id": chunk["id"]},
+    )
     assert r.status_code == 201, r.text
     pair = r.json()
     assert pair["id"] and pair["document_id"] == doc["id"] and pair["page"] == chunk["page_start"]
@@ -120,8 +128,9 @@ def test_qa_pairs_create_update_delete_keep_evidence_verbatim(client):
     assert client.get(f"/admin/api/qa_pairs/{pair['id']}").json()["evidence"] == pair["evidence"]
     r = client.post("/admin/api/qa_pairs", json={**bad, "id": None})
     assert r.status_code == 400 and "verbatim" in r.json()["message"]
-    r = client.post("/admin/api/qa_pairs", json={"question": "q?", "answer": "a", "evidence": evidence,
-                                                 "chunk_id": "no-such-chunk"})
+    r = client.post(
+        "/admin/api/qa_pairs", json={"question": "q?", "answer": "a", "evidence": evidence, "chunk_id": "no-such-chunk"}
+    )
     assert r.status_code == 400 and "chunk_id" in r.json()["message"]
 
     # react-admin's update sends the whole record back, edited fields included
@@ -144,29 +153,32 @@ def test_writes_to_read_only_resources_are_405(client, resource):
     assert client.post("/admin/api/documents", json={"doc_name": "x"}).status_code == 405
 
 
-@pytest.mark.parametrize("params,word", [
-    ({"sort": '["text; DROP TABLE chunks--","ASC"]'}, "not sortable"),
-    ({"sort": '["nope","ASC"]'}, "'nope'"),
-    ({"sort": '["index","ASC; DELETE FROM chunks"]'}, "ASC or DESC"),
-    ({"sort": '["index"'}, "malformed JSON"),
-    ({"sort": '"index"'}, "sort"),
-    ({"range": "[0,"}, "malformed JSON"),
-    ({"range": '[5,1]'}, "range"),
-    ({"range": '[0,"10"]'}, "range"),
-    ({"range": '[0,100000]'}, "range"),
-    ({"filter": "{not json"}, "malformed JSON"),
-    ({"filter": '[1,2]'}, "JSON object"),
-    ({"filter": '{"1=1 OR text":"x"}'}, "not filterable"),
-    ({"filter": '{"text":"x"}'}, "'text'"),
-    ({"filter": '{"page_start":"1 OR 1=1"}'}, "number"),
-    ({"filter": '{"page_start_gte":{"$gt":1}}'}, "scalar"),
-    ({"filter": '{"q":["a"]}'}, "'q'"),
-    ({"filter": '{"id":[{"a":1}]}'}, "scalar"),
-    ({"filter": '{"page_start":100000000000000000000000000000}'}, "out of range"),
-    ({"filter": '{"page_start":NaN}'}, "page_start"),
-    ({"filter": '{"q":"a\\u0000b"}'}, "NUL"),
-    ({"range": '[100000000000000000000000000000,100000000000000000000000000005]'}, "range"),
-])
+@pytest.mark.parametrize(
+    "params,word",
+    [
+        ({"sort": '["text; DROP TABLE chunks--","ASC"]'}, "not sortable"),
+        ({"sort": '["nope","ASC"]'}, "'nope'"),
+        ({"sort": '["index","ASC; DELETE FROM chunks"]'}, "ASC or DESC"),
+        ({"sort": '["index"'}, "malformed JSON"),
+        ({"sort": '"index"'}, "sort"),
+        ({"range": "[0,"}, "malformed JSON"),
+        ({"range": "[5,1]"}, "range"),
+        ({"range": '[0,"10"]'}, "range"),
+        ({"range": "[0,100000]"}, "range"),
+        ({"filter": "{not json"}, "malformed JSON"),
+        ({"filter": "[1,2]"}, "JSON object"),
+        ({"filter": '{"1=1 OR text":"x"}'}, "not filterable"),
+        ({"filter": '{"text":"x"}'}, "'text'"),
+        ({"filter": '{"page_start":"1 OR 1=1"}'}, "number"),
+        ({"filter": '{"page_start_gte":{"$gt":1}}'}, "scalar"),
+        ({"filter": '{"q":["a"]}'}, "'q'"),
+        ({"filter": '{"id":[{"a":1}]}'}, "scalar"),
+        ({"filter": '{"page_start":100000000000000000000000000000}'}, "out of range"),
+        ({"filter": '{"page_start":NaN}'}, "page_start"),
+        ({"filter": '{"q":"a\\u0000b"}'}, "NUL"),
+        ({"range": "[100000000000000000000000000000,100000000000000000000000000005]"}, "range"),
+    ],
+)
 def test_hostile_parameters_are_400_naming_the_problem(client, params, word):
     """fails if a bad sort/range/filter reaches SQL (500 or rows returned) instead of a 400 that names it."""
     before = total(get_list(client, "chunks"))
@@ -188,9 +200,14 @@ def test_unknown_resource_and_bad_body(client):
 
 def test_cors_exposes_content_range(client):
     """fails if a browser on another origin cannot read Content-Range (react-admin needs it for totals)."""
-    r = client.options("/admin/api/documents", headers={"Origin": "http://ui.example",
-                                                         "Access-Control-Request-Method": "GET",
-                                                         "Access-Control-Request-Headers": "range"})
+    r = client.options(
+        "/admin/api/documents",
+        headers={
+            "Origin": "http://ui.example",
+            "Access-Control-Request-Method": "GET",
+            "Access-Control-Request-Headers": "range",
+        },
+    )
     assert r.status_code == 200
     r = get_list(client, "documents", Origin="http://ui.example")
     assert "content-range" in r.headers.get("access-control-expose-headers", "").lower()
@@ -257,7 +274,9 @@ def test_documents_reingest_and_delete(client):
     unchanged), if another field can be changed through it, or if DELETE leaves the document or its
     chunks behind."""
     with open(SAMPLES / "20080102X00002.pdf", "rb") as f:
-        doc = client.post("/documents", params={"wait": "true"}, files={"file": ("20080102X00002.pdf", f, "application/pdf")}).json()["document"]
+        doc = client.post(
+            "/documents", params={"wait": "true"}, files={"file": ("20080102X00002.pdf", f, "application/pdf")}
+        ).json()["document"]
     rec = client.get(f"/admin/api/documents/{doc['id']}").json()
     assert rec["strategy"] == "sentence"
     r = client.put(f"/admin/api/documents/{doc['id']}", json={**rec, "doc_name": "renamed.pdf", "strategy": "fixed"})

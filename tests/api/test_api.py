@@ -34,8 +34,9 @@ def test_upload_query_delete(client):
     r = client.post("/query", json={"question": DMCA_QUESTION, "knowledge_base": "law", "top_k": 3})
     assert r.status_code == 200, r.text
     body = r.json()
-    assert any(c["doc_name"] == "dmca.pdf" and c["page"] == 1 and "October 28, 1998" in c["quote"]
-               for c in body["citations"])
+    assert any(
+        c["doc_name"] == "dmca.pdf" and c["page"] == 1 and "October 28, 1998" in c["quote"] for c in body["citations"]
+    )
     assert len(body["retrieved"]) == 3 and all("vector" in x["ranks"] for x in body["retrieved"])
     # scoped to another knowledge base: nothing retrieved, refused
     r = client.post("/query", json={"question": DMCA_QUESTION, "knowledge_base": "other"})
@@ -57,13 +58,16 @@ def test_upload_query_delete(client):
     assert health["parts"]["qdrant"]["points"] == 0
 
 
-@pytest.mark.parametrize("name,code,words", [
-    ("zero-byte.pdf", 422, "empty file"),
-    ("plain-text-renamed.pdf", 415, "not a PDF"),
-    ("password-example.pdf", 422, "password-protected"),
-    ("truncated-half-dpr.pdf", 422, "corrupt or truncated"),
-    ("image-only-3pages.pdf", 422, "no extractable text"),
-])
+@pytest.mark.parametrize(
+    "name,code,words",
+    [
+        ("zero-byte.pdf", 422, "empty file"),
+        ("plain-text-renamed.pdf", 415, "not a PDF"),
+        ("password-example.pdf", 422, "password-protected"),
+        ("truncated-half-dpr.pdf", 422, "corrupt or truncated"),
+        ("image-only-3pages.pdf", 422, "no extractable text"),
+    ],
+)
 def test_bad_uploads_refused_and_nothing_stored(client, name, code, words):
     r = _upload(client, BAD / name)
     assert r.status_code == code

@@ -10,7 +10,7 @@ from sqlalchemy import MetaData, select
 
 from ragaudit.api.app import create_app
 from ragaudit.api.deps import key_is_valid
-from tests.api.test_telemetry import DOC, upload
+from tests.api.test_telemetry import upload
 from tests.conftest import make_settings
 
 
@@ -19,8 +19,9 @@ def keyed(tmp_path, embedder):
     from ragaudit.services import release_services
 
     key = "rk-" + secrets.token_hex(16)
-    settings = make_settings(tmp_path / "keys", api_keys=f"other-key-1, {key}", read_requires_api_key=False,
-                             cors_origins="http://ui.example")
+    settings = make_settings(
+        tmp_path / "keys", api_keys=f"other-key-1, {key}", read_requires_api_key=False, cors_origins="http://ui.example"
+    )
     yield settings, key
     release_services(settings)
 
@@ -41,17 +42,27 @@ def test_api_key_required_for_writes_and_never_leaks(keyed, caplog, capsys):
         assert keep(upload(client, headers={"X-API-Key": key})).status_code == 201
         doc_id = keep(client.get("/documents")).json()[0]["id"]  # reads are open by default
         # the key sent on reads too (where it is not needed) is neither echoed nor stored
-        keep(client.post("/query", json={"question": "what was the probable cause?", "top_k": 2},
-                         headers={"X-API-Key": key}))
-        keep(client.post("/search", json={"question": "probable cause", "top_k": 2},
-                         headers={"Authorization": f"Bearer {key}"}))
+        keep(
+            client.post(
+                "/query", json={"question": "what was the probable cause?", "top_k": 2}, headers={"X-API-Key": key}
+            )
+        )
+        keep(
+            client.post(
+                "/search", json={"question": "probable cause", "top_k": 2}, headers={"Authorization": f"Bearer {key}"}
+            )
+        )
         keep(client.get("/metrics", headers={"X-API-Key": key}))
         keep(client.get("/metrics/prometheus"))
         keep(client.get("/health"))
-        r = keep(client.options("/query", headers={"Origin": "http://ui.example", "Access-Control-Request-Method": "POST"}))
+        r = keep(
+            client.options("/query", headers={"Origin": "http://ui.example", "Access-Control-Request-Method": "POST"})
+        )
         assert r.headers["access-control-allow-origin"] == "http://ui.example"
         assert keep(client.delete(f"/documents/{doc_id}")).status_code == 401
-        assert keep(client.delete(f"/documents/{doc_id}", headers={"Authorization": f"Bearer {key}"})).status_code == 200
+        assert (
+            keep(client.delete(f"/documents/{doc_id}", headers={"Authorization": f"Bearer {key}"})).status_code == 200
+        )
         client.app.state.telemetry.flush(30)
         svc = client.app.state.services
         # every row of every table
@@ -65,8 +76,13 @@ def test_api_key_required_for_writes_and_never_leaks(keyed, caplog, capsys):
     bodies = "\n".join(r.text + repr(dict(r.headers)) for r in responses)
     files = b"".join(p.read_bytes() for p in settings.data_dir.rglob("*") if p.is_file())
     assert "what was the probable cause?" in dump and logs  # the rows and logs searched are real
-    for where, text in {"database rows": dump, "logs": logs, "stdout": out.out, "stderr": out.err,
-                        "responses": bodies}.items():
+    for where, text in {
+        "database rows": dump,
+        "logs": logs,
+        "stdout": out.out,
+        "stderr": out.err,
+        "responses": bodies,
+    }.items():
         assert text.count(key) == 0, where
     assert files.count(key.encode()) == 0  # SQLite file + WAL, Qdrant folder, stored PDFs
 

@@ -65,8 +65,13 @@ def test_five_uploads_at_once_answer_202_and_all_end_ready(settings):
     and every document is searchable. Fails if POST waits for the ingestion (it took 5-20 s per
     file before), if stages are not written by the stage functions (the stream would jump from
     queued to ready), if runs are lost or not serialised, or if the stream never ends."""
-    files = [SAMPLES / "dmca.pdf", SAMPLES / "20071229X02007.pdf", SAMPLES / "20080102X00002.pdf",
-             NTSB / "20080116X00055.pdf", NTSB / "20080117X00064.pdf"]
+    files = [
+        SAMPLES / "dmca.pdf",
+        SAMPLES / "20071229X02007.pdf",
+        SAMPLES / "20080102X00002.pdf",
+        NTSB / "20080116X00055.pdf",
+        NTSB / "20080117X00064.pdf",
+    ]
     with _client(settings) as client:
         answers: dict[str, tuple[int, float, dict]] = {}
 
@@ -155,8 +160,9 @@ def test_failed_background_ingestion_is_reported_with_its_reason(settings, monke
 
     with _client(settings) as client:
         monkeypatch.setattr(svc.embedder, "embed", boom)
-        r = client.post("/documents", files={"file": ("n.pdf", (NTSB / "20080117X00064.pdf").read_bytes(),
-                                                      "application/pdf")})
+        r = client.post(
+            "/documents", files={"file": ("n.pdf", (NTSB / "20080117X00064.pdf").read_bytes(), "application/pdf")}
+        )
         assert r.status_code == 202
         evs = _events(client, r.json()["document"]["id"])
         assert evs[-1][0] == "failed" and "embedding backend crashed" in evs[-1][1]["error"], evs[-1]

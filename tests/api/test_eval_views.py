@@ -35,7 +35,12 @@ def test_intervals_of_a_run(tmp_path, embedder):
     settings = make_settings(tmp_path / "ev")
     with TestClient(create_app(settings)) as c:
         with open(SAMPLES / "dmca.pdf", "rb") as f:
-            assert c.post("/documents", params={"wait": "true"}, files={"file": ("dmca.pdf", f, "application/pdf")}).status_code == 201
+            assert (
+                c.post(
+                    "/documents", params={"wait": "true"}, files={"file": ("dmca.pdf", f, "application/pdf")}
+                ).status_code
+                == 201
+            )
         assert c.get("/evaluate/nope/intervals").status_code == 404
         run = c.post("/evaluate", json={"dataset": "generated", "modes": ["vector", "bm25"], "answers": False}).json()
         for _ in range(600):

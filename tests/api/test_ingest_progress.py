@@ -30,8 +30,12 @@ def test_plain_lines_when_not_a_terminal():
     _feed(p)
     p.close()
     assert err.getvalue().splitlines() == [
-        "[1/2] a.pdf: parsing", "[1/2] a.pdf: extracting",
-        "[1/2] a.pdf: chunking 4 pages", "[1/2] a.pdf: embedding 0/9 chunks", "[1/2] a.pdf: indexing 9 chunks"]
+        "[1/2] a.pdf: parsing",
+        "[1/2] a.pdf: extracting",
+        "[1/2] a.pdf: chunking 4 pages",
+        "[1/2] a.pdf: embedding 0/9 chunks",
+        "[1/2] a.pdf: indexing 9 chunks",
+    ]
     assert out.getvalue() == "ingested  a.pdf: 4 pages\n"
 
 

@@ -33,8 +33,8 @@ def fake_llm():
 def kb_dir(tmp_path_factory, embedder):
     """A data folder with dmca.pdf ingested (offline settings: no LLM at ingestion)."""
     from ragaudit.ingest.documents import ingest_bytes
-    from ragaudit.services import get_services, release_services
     from ragaudit.pipelines.runner import DagsterRunner
+    from ragaudit.services import get_services, release_services
 
     settings = make_settings(tmp_path_factory.mktemp("llmfaults"))
     svc = get_services(settings)
@@ -54,8 +54,9 @@ def llm_settings(kb_dir, fake_llm):
 
     def make(behaviour: str, model: str = "openai/gpt-4o-mini", **kw):
         release_services(made[-1]) if made else None
-        s = make_settings(kb_dir, llm_model=model, llm_api_base=fake_llm.base(behaviour), llm_api_key="sk-fake",
-                          cache_ttl_s=0, **kw)
+        s = make_settings(
+            kb_dir, llm_model=model, llm_api_base=fake_llm.base(behaviour), llm_api_key="sk-fake", cache_ttl_s=0, **kw
+        )
         made.append(s)
         return s
 

@@ -15,10 +15,12 @@ def test_422_on_query_search_and_stream_writes_a_query_logs_row(tmp_path, embedd
 
     settings = make_settings(tmp_path / "api422")
     with TestClient(create_app(settings)) as client:
-        bad = [("/query", {"question": "When was it signed?", "mode": "dense"}),
-               ("/query", {"question": ""}),
-               ("/search", {"question": "hull designs", "top_k": 0, "doc_name": "dmca.pdf"}),
-               ("/query/stream", {"question": "x", "mode": "bogus"})]
+        bad = [
+            ("/query", {"question": "When was it signed?", "mode": "dense"}),
+            ("/query", {"question": ""}),
+            ("/search", {"question": "hull designs", "top_k": 0, "doc_name": "dmca.pdf"}),
+            ("/query/stream", {"question": "x", "mode": "bogus"}),
+        ]
         for path, body in bad:
             assert client.post(path, json=body).status_code == 422
         r = client.post("/query", content=b"{not json", headers={"content-type": "application/json"})
@@ -29,9 +31,15 @@ def test_422_on_query_search_and_stream_writes_a_query_logs_row(tmp_path, embedd
         with svc.sessions() as s:
             rows = s.scalars(select(QueryLog).order_by(QueryLog.created_at)).all()
     release_services(settings)
-    assert sorted((r.endpoint, r.error_kind) for r in rows) == sorted([
-        ("query", "validation_error"), ("query", "validation_error"), ("search", "validation_error"),
-        ("stream", "validation_error"), ("query", "validation_error")])
+    assert sorted((r.endpoint, r.error_kind) for r in rows) == sorted(
+        [
+            ("query", "validation_error"),
+            ("query", "validation_error"),
+            ("search", "validation_error"),
+            ("stream", "validation_error"),
+            ("query", "validation_error"),
+        ]
+    )
     by_q = {(r.endpoint, r.question): r for r in rows}
     first = by_q[("query", "When was it signed?")]
     assert first.mode == "dense" and first.label is None

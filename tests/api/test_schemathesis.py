@@ -50,8 +50,13 @@ def running_app():
 
 
 @schema.parametrize()
-@settings(max_examples=12, deadline=None, derandomize=True, phases=[Phase.explicit, Phase.generate],
-          suppress_health_check=list(HealthCheck))
+@settings(
+    max_examples=12,
+    deadline=None,
+    derandomize=True,
+    phases=[Phase.explicit, Phase.generate],
+    suppress_health_check=list(HealthCheck),
+)
 def test_every_operation_conforms(case):
     """Fails on any 5xx, an undocumented status code, a body that violates its documented schema,
     a wrong content type or an ``Allow`` header missing a method (schemathesis' default checks).

@@ -17,10 +17,16 @@ from ragaudit.platform.db import QueryLog
 from tests.conftest import SAMPLES, make_settings
 
 DOC = SAMPLES / "20080102X00002.pdf"
-BASE_QUESTIONS = ["What was the probable cause of the accident?", "What were the weather conditions?",
-                  "How badly was the aircraft damaged?", "Were there any injuries?",
-                  "What did the pilot report?", "What type of aircraft was involved?",
-                  "Where did the accident happen?", "What happened during the landing?"]
+BASE_QUESTIONS = [
+    "What was the probable cause of the accident?",
+    "What were the weather conditions?",
+    "How badly was the aircraft damaged?",
+    "Were there any injuries?",
+    "What did the pilot report?",
+    "What type of aircraft was involved?",
+    "Where did the accident happen?",
+    "What happened during the landing?",
+]
 MODES = ["vector", "bm25", "hybrid"]
 
 
@@ -34,7 +40,9 @@ def type7(values: list[float], q: float) -> float:
 
 def upload(client, path=DOC, headers=None):
     with open(path, "rb") as f:
-        return client.post("/documents?wait=true", files={"file": (path.name, f, "application/pdf")}, headers=headers or {})
+        return client.post(
+            "/documents?wait=true", files={"file": (path.name, f, "application/pdf")}, headers=headers or {}
+        )
 
 
 def run_traffic(client, n=200):
@@ -105,8 +113,12 @@ def test_metrics_match_raw_rows_after_200_requests(app_settings):
         assert {r.model for r in rows} == {"extractive", "bundled:all-MiniLM-L6-v2"}
 
         # percentiles: recomputed from the raw rows with an independent type-7 implementation
-        for stage, col in [("total", "total_ms"), ("embed", "embed_ms"), ("bm25", "bm25_ms"),
-                           ("generation", "generation_ms")]:
+        for stage, col in [
+            ("total", "total_ms"),
+            ("embed", "embed_ms"),
+            ("bm25", "bm25_ms"),
+            ("generation", "generation_ms"),
+        ]:
             vals = [getattr(r, col) for r in rows if getattr(r, col) is not None]
             got = m["overall"]["latency_ms"][stage]
             assert got["n"] == len(vals) > 0
@@ -119,13 +131,19 @@ def test_metrics_match_raw_rows_after_200_requests(app_settings):
         for grp in g["groups"]:
             vals = [r.total_ms for r in rows if r.mode == grp["key"]]
             assert grp["latency_ms"]["total"]["p95"] == pytest.approx(type7(vals, 95), abs=1e-3)
-        assert {x["key"] for x in client.get("/metrics", params={"since": since.isoformat(),
-                                                                 "group_by": "label"}).json()["groups"]} >= {None}
+        assert {
+            x["key"]
+            for x in client.get("/metrics", params={"since": since.isoformat(), "group_by": "label"}).json()["groups"]
+        } >= {None}
         # window: nothing after now, nothing before the test
         later = (datetime.now(timezone.utc) + timedelta(minutes=1)).isoformat()
         assert client.get("/metrics", params={"since": later}).json()["overall"]["count"] == 0
-        assert client.get("/metrics", params={"since": since.isoformat(), "until": since.isoformat()}
-                          ).json()["overall"]["count"] == 0
+        assert (
+            client.get("/metrics", params={"since": since.isoformat(), "until": since.isoformat()}).json()["overall"][
+                "count"
+            ]
+            == 0
+        )
         assert client.get("/metrics", params={"group_by": "nope"}).status_code == 422
         assert client.get("/metrics", params={"since": "yesterday"}).status_code == 400
         assert m["telemetry"]["dropped"] == 0 and m["telemetry"]["pending"] == 0
@@ -134,10 +152,12 @@ def test_metrics_match_raw_rows_after_200_requests(app_settings):
         text = client.get("/metrics/prometheus").text
         fams = {f.name: f for f in text_string_to_metric_families(text)}
         reqs = sum(s.value for s in fams["ragaudit_requests"].samples if s.name == "ragaudit_requests_total")
-        errs = sum(s.value for s in fams["ragaudit_requests"].samples
-                   if s.name == "ragaudit_requests_total" and s.labels["status"] == "error")
-        hist_count = sum(s.value for s in fams["ragaudit_request_latency_seconds"].samples
-                         if s.name.endswith("_count"))
+        errs = sum(
+            s.value
+            for s in fams["ragaudit_requests"].samples
+            if s.name == "ragaudit_requests_total" and s.labels["status"] == "error"
+        )
+        hist_count = sum(s.value for s in fams["ragaudit_request_latency_seconds"].samples if s.name.endswith("_count"))
         assert reqs == hist_count == 200 and errs == 5
         assert sum(s.value for s in fams["ragaudit_cache_hits"].samples if s.name.endswith("_total")) == tally["hits"]
         dropped = [s.value for s in fams["ragaudit_telemetry_rows_dropped"].samples if s.name.endswith("_total")]

@@ -24,7 +24,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.conftest import ROOT, SHARED_CORPUS, SAMPLES, BAD
+from tests.conftest import BAD, ROOT, SAMPLES, SHARED_CORPUS
 
 FRONTEND = ROOT / "frontend"
 CHROMIUM = os.environ.get("RAGAUDIT_CHROMIUM", "/usr/bin/chromium")
@@ -62,14 +62,39 @@ def server(tmp_path_factory):
         pytest.skip(why)
     data = tmp_path_factory.mktemp("ui")
     port = _free_port()
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "RAGAUDIT_DATA_DIR": str(data / "data"), "RAGAUDIT_DATABASE_URL": "",
-           "RAGAUDIT_QDRANT_URL": "", "RAGAUDIT_LLM_MODEL": "", "RAGAUDIT_API_KEYS": "",
-           "RAGAUDIT_EMBEDDING_MODEL": "bundled:all-MiniLM-L6-v2", "HF_HUB_OFFLINE": "1",
-           "LITELLM_LOCAL_MODEL_COST_MAP": "True", "TOKENIZERS_PARALLELISM": "false"}
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "RAGAUDIT_DATA_DIR": str(data / "data"),
+        "RAGAUDIT_DATABASE_URL": "",
+        "RAGAUDIT_QDRANT_URL": "",
+        "RAGAUDIT_LLM_MODEL": "",
+        "RAGAUDIT_API_KEYS": "",
+        "RAGAUDIT_EMBEDDING_MODEL": "bundled:all-MiniLM-L6-v2",
+        "HF_HUB_OFFLINE": "1",
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+        "TOKENIZERS_PARALLELISM": "false",
+    }
     log = open(data / "server.log", "wb")
-    proc = subprocess.Popen([sys.executable, "-m", "uvicorn", "--factory", "ragaudit.api.app:create_app", "--host", "127.0.0.1",
-                             "--port", str(port), "--log-level", "warning"], cwd=data, env=env, stdout=log,
-                            stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "--factory",
+            "ragaudit.api.app:create_app",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--log-level",
+            "warning",
+        ],
+        cwd=data,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 180
@@ -121,25 +146,45 @@ def test_ui_end_to_end(server, tmp_path):
     base, data = server
     corpus = SHARED_CORPUS / "pdfs" if (SHARED_CORPUS / "pdfs" / DOC).is_file() else SAMPLES
     qs = _dev_questions(DOC)
-    q = next(r for r in qs if r["id"] == "dev-017") if any(r["id"] == "dev-017" for r in qs) else {
-        "question": "What is the NTSB accident number of the December 2007 accident in Tallahassee, Florida?",
-        "answer": "NYC08CA055", "page": 1}
+    q = (
+        next(r for r in qs if r["id"] == "dev-017")
+        if any(r["id"] == "dev-017" for r in qs)
+        else {
+            "question": "What is the NTSB accident number of the December 2007 accident in Tallahassee, Florida?",
+            "answer": "NYC08CA055",
+            "page": 1,
+        }
+    )
     dataset = tmp_path / "ui-gold.jsonl"
     dataset.write_text("".join(json.dumps(r) + "\n" for r in (qs or [q])))
     shots = Path(os.environ.get("RAGAUDIT_UI_SCREENSHOTS", str(tmp_path / "shots")))
-    cfg = {"base": base, "good_pdf": str(corpus / DOC), "bad_pdf": str(BAD / "password-example.pdf"),
-           "sibling_pdf": str(SAMPLES / SIBLING),
-           "same_name_a": str(SHARED_CORPUS / "cases" / "same-name" / "branch_alder" / "report.pdf"),
-           "same_name_b": str(SHARED_CORPUS / "cases" / "same-name" / "branch_birch" / "report.pdf"),
-           "question": q["question"], "expect_page": q["page"], "dataset_jsonl": str(dataset),
-           "screenshots": str(shots), "chromium": CHROMIUM, "playwright_core": str(PLAYWRIGHT)}
+    cfg = {
+        "base": base,
+        "good_pdf": str(corpus / DOC),
+        "bad_pdf": str(BAD / "password-example.pdf"),
+        "sibling_pdf": str(SAMPLES / SIBLING),
+        "same_name_a": str(SHARED_CORPUS / "cases" / "same-name" / "branch_alder" / "report.pdf"),
+        "same_name_b": str(SHARED_CORPUS / "cases" / "same-name" / "branch_birch" / "report.pdf"),
+        "question": q["question"],
+        "expect_page": q["page"],
+        "dataset_jsonl": str(dataset),
+        "screenshots": str(shots),
+        "chromium": CHROMIUM,
+        "playwright_core": str(PLAYWRIGHT),
+    }
     (tmp_path / "cfg.json").write_text(json.dumps(cfg))
-    p = subprocess.run(["node", str(Path(__file__).with_name("ui_flow.mjs")), str(tmp_path / "cfg.json")],
-                       capture_output=True, text=True, timeout=600)
+    p = subprocess.run(
+        ["node", str(Path(__file__).with_name("ui_flow.mjs")), str(tmp_path / "cfg.json")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     lines = [x for x in p.stdout.splitlines() if x.startswith("{")]
     assert lines, f"no result from the browser script: {p.stdout[-2000:]} {p.stderr[-3000:]}"
     out = json.loads(lines[-1])
-    assert out["ok"], f"browser step {out.get('step')} failed: {out.get('error')}\nsteps: {json.dumps(out['steps'])[:3000]}"
+    assert out["ok"], (
+        f"browser step {out.get('step')} failed: {out.get('error')}\nsteps: {json.dumps(out['steps'])[:3000]}"
+    )
     s = out["steps"]
 
     # upload and refusal
@@ -150,8 +195,11 @@ def test_ui_end_to_end(server, tmp_path):
     assert s["label"] == "answered"
     assert s["cite_title"] == f"{DOC}, page {q['page']}"
     assert f"{DOC}, page {q['page']}" in s["citation_title"]
-    assert s["quote"].strip() and s["quote"].split()[0] in httpx.get(f"{base}/admin/api/chunks",
-                                                                     params={"filter": json.dumps({"q": s["quote"]})}).text
+    assert (
+        s["quote"].strip()
+        and s["quote"].split()[0]
+        in httpx.get(f"{base}/admin/api/chunks", params={"filter": json.dumps({"q": s["quote"]})}).text
+    )
     assert s["pdf_href"].endswith(f"/file#page={q['page']}") and s["pdf_status"] == 200
     assert s["pdf_type"] == "application/pdf"
     # X-ray: bm25 run has no vector ranks, hybrid had some; ranks moved or chunks changed

@@ -5,20 +5,35 @@ from ragaudit.retrieve.retriever import RetrievedChunk
 
 
 def _chunk(n, text, page=1, breaks=None):
-    return RetrievedChunk(rank=n, chunk_id=f"c{n}", score=1.0 / n,
-                          payload={"text": text, "doc_name": "dmca.pdf", "page_start": page, "page_end": page,
-                                   "page_breaks": breaks or [[page, 0]]})
+    return RetrievedChunk(
+        rank=n,
+        chunk_id=f"c{n}",
+        score=1.0 / n,
+        payload={
+            "text": text,
+            "doc_name": "dmca.pdf",
+            "page_start": page,
+            "page_end": page,
+            "page_breaks": breaks or [[page, 0]],
+        },
+    )
 
 
 SOURCES = [
     _chunk(1, "The DMCA was signed into law by President Clinton on October 28, 1998. It has five titles."),
-    _chunk(2, "Title V protects vessel hull designs.\nOnce registered, protection continues for ten years.", page=16,
-           breaks=[[16, 0], [17, 38]]),
+    _chunk(
+        2,
+        "Title V protects vessel hull designs.\nOnce registered, protection continues for ten years.",
+        page=16,
+        breaks=[[16, 0], [17, 38]],
+    ),
 ]
 
 
 def test_llm_answer_cites_and_costs_through_litellm():
-    ans = LLMAnswerer("gpt-4o-mini", mock_response="It was signed on October 28, 1998 [1]. Protection lasts ten years [2].")
+    ans = LLMAnswerer(
+        "gpt-4o-mini", mock_response="It was signed on October 28, 1998 [1]. Protection lasts ten years [2]."
+    )
     res = ans.answer("When was it signed?", SOURCES)
     assert res.label == "answered"
     assert [c.n for c in res.citations] == [1, 2]
@@ -47,9 +62,14 @@ def test_extractive_answer_is_verbatim_and_cited(embedder):
 
 
 def test_extractive_completes_a_lead_in_sentence(embedder):
-    src = [_chunk(1, "Probable Cause and Findings\nThe National Transportation Safety Board determines the probable "
-                     "cause(s) of this accident to be:\nThe pilot's misjudged clearance over obstacles during final "
-                     "approach.\nFindings\nPersonnel issues")]
+    src = [
+        _chunk(
+            1,
+            "Probable Cause and Findings\nThe National Transportation Safety Board determines the probable "
+            "cause(s) of this accident to be:\nThe pilot's misjudged clearance over obstacles during final "
+            "approach.\nFindings\nPersonnel issues",
+        )
+    ]
     res = ExtractiveAnswerer(embedder).answer("What was the probable cause of the accident?", src)
     assert "misjudged clearance over obstacles" in res.answer
     assert res.citation_check["ok"]
@@ -63,18 +83,33 @@ def test_answer_type_prefers_a_duration_for_how_long(embedder):
     # the first wh-phrase decides: a count, though a "when" clause follows
     assert answer_type_bonus("How many stores ran when the year ended?", "opened on March 1, 2022") == 0.15
     assert answer_type_bonus("When, and how many, stores opened?", "opened on March 1, 2022") == 0.3
-    src = [_chunk(1, "Title V, the Vessel Hull Design Protection Act, creates a new form of protection for the design "
-                     "of vessel hulls."),
-           _chunk(2, "Useful articles are limited to hulls of vessels no longer than 200 feet. Once registered, "
-                     "protection continues for ten years from the date protection begins.", page=17)]
-    res = ExtractiveAnswerer(embedder).answer("If I file to protect the shape of my boat's hull, for how long am I "
-                                              "covered?", src)
+    src = [
+        _chunk(
+            1,
+            "Title V, the Vessel Hull Design Protection Act, creates a new form of protection for the design "
+            "of vessel hulls.",
+        ),
+        _chunk(
+            2,
+            "Useful articles are limited to hulls of vessels no longer than 200 feet. Once registered, "
+            "protection continues for ten years from the date protection begins.",
+            page=17,
+        ),
+    ]
+    res = ExtractiveAnswerer(embedder).answer(
+        "If I file to protect the shape of my boat's hull, for how long am I covered?", src
+    )
     assert "ten years" in res.answer and any(c.page == 17 for c in res.citations)
 
 
 def test_form_caption_is_quoted_with_the_value_above_it(embedder):
-    src = [_chunk(1, "Apple Inc.\n(Exact name of Registrant as specified in its charter)\nCalifornia 94-2404110\n"
-                     "(State or other jurisdiction (I.R.S. Employer Identification No.)\nOne Apple Park Way")]
+    src = [
+        _chunk(
+            1,
+            "Apple Inc.\n(Exact name of Registrant as specified in its charter)\nCalifornia 94-2404110\n"
+            "(State or other jurisdiction (I.R.S. Employer Identification No.)\nOne Apple Park Way",
+        )
+    ]
     res = ExtractiveAnswerer(embedder).answer("What is Apple Inc.'s IRS Employer Identification Number?", src)
     assert "94-2404110" in res.answer
     assert res.answer.index("94-2404110") < res.answer.index("Identification No.")
@@ -92,9 +127,14 @@ def test_a_cover_line_ending_in_an_identifier_is_a_value_not_a_heading(embedder)
 
     pdf = Path(__file__).resolve().parents[2] / "bench" / "probes" / "external" / "pdfs" / "2023 Q3 MSFT.pdf"
     cover = extract_pages(pdf.read_bytes())[0].text
-    src = [_chunk(1, cover[:cover.index("Securities registered pursuant")]),
-           _chunk(2, "(1) The Report fully complies with the requirements of section 13(a) or 15(d) of the "
-                     "Securities Exchange Act of 1934; and")]
+    src = [
+        _chunk(1, cover[: cover.index("Securities registered pursuant")]),
+        _chunk(
+            2,
+            "(1) The Report fully complies with the requirements of section 13(a) or 15(d) of the "
+            "Securities Exchange Act of 1934; and",
+        ),
+    ]
     res = ExtractiveAnswerer(embedder).answer("What is Microsoft's SEC Commission File Number?", src)
     assert res.concise == "001-37845"
     assert "Commission File Number 001-37845 [1]" in res.answer

@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 
 from ragaudit.answer.answerers import ExtractiveAnswerer, _Sentence, source_sentence_spans
-from ragaudit.ingest.chunking import chunk_document, document_title
 from ragaudit.answer.concise import concise_answer
+from ragaudit.ingest.chunking import chunk_document, document_title
 from ragaudit.ingest.pdf import extract_pages
 from ragaudit.retrieve.retriever import RetrievedChunk
 from tests.conftest import SHARED_CORPUS
@@ -32,10 +32,19 @@ def _source(name: str, phrase: str, n: int, score: float, embedder) -> Retrieved
         pages = extract_pages((PDFS / name).read_bytes())
         _CHUNKS[name] = chunk_document(pages, embedder, document_title(name, pages), "sentence", 200, embedder=embedder)
     c = next(c for c in _CHUNKS[name] if phrase in _ws(c.text))
-    return RetrievedChunk(rank=n, chunk_id=f"{name}#{c.index}", score=score,
-                          payload={"text": c.text, "doc_name": name, "page_start": c.page_start,
-                                   "page_end": c.page_end, "page_breaks": c.page_breaks,
-                                   "header": c.header})
+    return RetrievedChunk(
+        rank=n,
+        chunk_id=f"{name}#{c.index}",
+        score=score,
+        payload={
+            "text": c.text,
+            "doc_name": name,
+            "page_start": c.page_start,
+            "page_end": c.page_end,
+            "page_breaks": c.page_breaks,
+            "header": c.header,
+        },
+    )
 
 
 def _sentence(src: RetrievedChunk, n: int, phrase: str) -> _Sentence:
@@ -46,8 +55,9 @@ def _sentence(src: RetrievedChunk, n: int, phrase: str) -> _Sentence:
 @pytest.fixture(scope="module")
 def ulta(embedder):
     """Source 1: the 8-K's vote results (page 4); source 2: the earnings release's first page."""
-    vote = _source("ULTABEAUTY_2023_8K_dated-2023-06-07.pdf", "In accordance with the results of this vote", 1,
-                   0.0328, embedder)
+    vote = _source(
+        "ULTABEAUTY_2023_8K_dated-2023-06-07.pdf", "In accordance with the results of this vote", 1, 0.0328, embedder
+    )
     release = _source("ULTABEAUTY_2023Q4_EARNINGS.pdf", "33-year history", 2, 0.0298, embedder)
     return vote, release
 

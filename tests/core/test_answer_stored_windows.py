@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 
 from ragaudit.answer.answerers import ExtractiveAnswerer, source_sentence_spans
-from ragaudit.ingest.chunking import sentence_spans, window_spans
 from ragaudit.index.embedding import busy_cores
+from ragaudit.index.store import DENSE, SPARSE, WINDOWS
+from ragaudit.ingest.chunking import sentence_spans, window_spans
 from ragaudit.query import QueryService, request_in_flight, requests_in_flight
 from ragaudit.retrieve.retriever import Mode, RetrievedChunk
-from ragaudit.index.store import DENSE, SPARSE, WINDOWS
 from tests.conftest import DMCA_QUESTION, SAMPLES
 
 
@@ -99,7 +99,7 @@ def test_window_score_is_the_cosine_of_the_stored_window_holding_the_sentence(kb
     for s, score in zip(sents, scores):
         k = next(i for i, (a, b) in enumerate(spans) if a <= s.start < b)
         assert score == pytest.approx(float(vectors[k] @ q), abs=1e-6)
-        assert c.text[spans[k][0]:spans[k][1]].find(s.text) >= 0
+        assert c.text[spans[k][0] : spans[k][1]].find(s.text) >= 0
 
 
 def test_points_stored_before_the_spans_recompute_them_and_embed_nothing(fresh_services, monkeypatch):
@@ -118,8 +118,13 @@ def test_points_stored_before_the_spans_recompute_them_and_embed_nothing(fresh_s
     vecs = store.get_vectors([pid for pid, _ in rows], (DENSE, SPARSE, WINDOWS))
     old = [{k: v for k, v in p.items() if k not in ("window_spans", "sentence_spans")} for _, p in rows]
     store.delete_points([pid for pid, _ in rows])  # rewritten as an older ingestion wrote them
-    store.upsert([pid for pid, _ in rows], [vecs[pid][DENSE] for pid, _ in rows],
-                 [vecs[pid][SPARSE] for pid, _ in rows], old, windows=[vecs[pid][WINDOWS] for pid, _ in rows])
+    store.upsert(
+        [pid for pid, _ in rows],
+        [vecs[pid][DENSE] for pid, _ in rows],
+        [vecs[pid][SPARSE] for pid, _ in rows],
+        old,
+        windows=[vecs[pid][WINDOWS] for pid, _ in rows],
+    )
     assert not any("window_spans" in p for _, p in store.iter_payloads())
     spy = EmbedSpy(svc.embedder, monkeypatch)
     after = QueryService(svc).ask(DMCA_QUESTION, log_query=False)

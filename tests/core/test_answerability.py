@@ -9,12 +9,16 @@ gate on real PDFs.
 
 from ragaudit.answer.answerability import assess, is_underspecified, missing_anchors, question_anchors, rare_terms
 
-NTSB = ("On December 29, 2007, about 1330 eastern standard time, a Piper PA-22-150, N5921D, registered to and "
-        "operated by the pilot, was substantially damaged during landing at a private airstrip in Tallahassee, "
-        "Florida. The airplane was registered in the United States.")
-FILING = ("PepsiCo, Inc. and its subsidiaries reported net revenue of $22.3 billion. At the Annual General Meeting "
-          "of shareholders held on May 3, the shareholders elected twelve directors. The PC–12/47E aircraft was "
-          "leased by the company.")
+NTSB = (
+    "On December 29, 2007, about 1330 eastern standard time, a Piper PA-22-150, N5921D, registered to and "
+    "operated by the pilot, was substantially damaged during landing at a private airstrip in Tallahassee, "
+    "Florida. The airplane was registered in the United States."
+)
+FILING = (
+    "PepsiCo, Inc. and its subsidiaries reported net revenue of $22.3 billion. At the Annual General Meeting "
+    "of shareholders held on May 3, the shareholders elected twelve directors. The PC–12/47E aircraft was "
+    "leased by the company."
+)
 MEETING = "Ulta Beauty held its Annual Meeting of Stockholders on June 1, 2023, where 87.78% of shares were voted."
 
 
@@ -125,7 +129,7 @@ def test_chinese_question_is_split_into_subject_words():
     v = assess(q, [slides])
     assert v.label == "refused" and {"发行人", "额度"} <= set(v.missing), v
     # Latin glued to CJK keeps its own word
-    assert subject_words("IREXの基準は何ですか") [0] == "IREX"
+    assert subject_words("IREXの基準は何ですか")[0] == "IREX"
 
 
 def test_author_named_in_the_opening_is_not_a_passing_mention():
@@ -165,15 +169,19 @@ def test_two_letter_acronyms_and_initials_belong_to_names():
     ("Michelle L. Collins" became "Michelle", and the initial "L" was then found in any text):
     a question about a director's votes was answered from an earnings release that never names her."""
     assert [a.text for a in question_anchors("Which public cloud provider is HP's internal cloud built on?")] == ["HP"]
-    q = ("Whom did Ulta Beauty's stockholders elect as Class I directors in 2023, and how many votes for did "
-         "Michelle L. Collins receive?")
+    q = (
+        "Whom did Ulta Beauty's stockholders elect as Class I directors in 2023, and how many votes for did "
+        "Michelle L. Collins receive?"
+    )
     assert "Michelle L. Collins" in [a.text for a in question_anchors(q)]
     release = _text(SHARED_CORPUS / "pdfs" / "ULTABEAUTY_2023Q4_EARNINGS.pdf")
     assert "Collins" not in release
     v = assess(q, [release])
     assert v.label == "refused" and any("Collins" in m for m in v.missing), v
-    vote = ("At the Annual Meeting, Ulta Beauty's stockholders elected the Class I directors: Michelle L. Collins "
-            "received 41,262,102 votes for, 2,101,004 against.")
+    vote = (
+        "At the Annual Meeting, Ulta Beauty's stockholders elected the Class I directors: Michelle L. Collins "
+        "received 41,262,102 votes for, 2,101,004 against."
+    )
     assert assess(q, [vote], [vote]).label is None
 
 
@@ -191,18 +199,25 @@ def test_modifiers_of_what_the_question_asks_for_must_be_in_the_best_passages():
     neither "capital" nor "expenditure" (an 8-K's signature and exhibit pages, found by the
     company's name), or if the answer type itself (the head noun "range", "library", "date") is
     required: the passage gives the value, not the type's name."""
-    assert asked_for("What capital expenditure range did Ulta Beauty guide to for fiscal 2023?") == \
-        ["capital", "expenditure"]
+    assert asked_for("What capital expenditure range did Ulta Beauty guide to for fiscal 2023?") == [
+        "capital",
+        "expenditure",
+    ]
     assert asked_for("Which library does DPR use to index the passage embeddings offline?") == []
     assert asked_for("On what calendar date does the ban take effect?") == []
     assert asked_for("What is the capital of Australia?") == []
     q = "What capital expenditure range did Ulta Beauty guide to for fiscal 2023?"
     release = _text(SHARED_CORPUS / "pdfs" / "ULTABEAUTY_2023Q4_EARNINGS.pdf")
-    guidance = next(p for p in _pages(str(SHARED_CORPUS / "pdfs" / "ULTABEAUTY_2023Q4_EARNINGS.pdf"))
-                    if "capital expenditures" in " ".join(p.split()).lower())
+    guidance = next(
+        p
+        for p in _pages(str(SHARED_CORPUS / "pdfs" / "ULTABEAUTY_2023Q4_EARNINGS.pdf"))
+        if "capital expenditures" in " ".join(p.split()).lower()
+    )
     assert assess(q, [release], [guidance]).label is None
-    signatures = ("SIGNATURES Pursuant to the requirements of the Securities Exchange Act of 1934, the registrant has "
-                  "duly caused this report to be signed on its behalf by Ulta Beauty, Inc. for fiscal 2023.")
+    signatures = (
+        "SIGNATURES Pursuant to the requirements of the Securities Exchange Act of 1934, the registrant has "
+        "duly caused this report to be signed on its behalf by Ulta Beauty, Inc. for fiscal 2023."
+    )
     v = assess(q, [release + " " + signatures], [signatures])
     assert v.label == "refused" and set(v.missing) == {"capital", "expenditure"} and "asks for" in v.reason
 
@@ -218,18 +233,31 @@ def test_a_year_the_documents_pair_only_with_other_years_is_refused():
     eight_k = _text(SHARED_CORPUS / "pdfs" / "ULTABEAUTY_2023_8K_dated-2023-06-07.pdf")
     release = _text(SHARED_CORPUS / "pdfs" / "ULTABEAUTY_2023Q4_EARNINGS.pdf")
     assert "2022" not in eight_k and "fiscal 2022" in release.lower() and "2023 annual meeting" in eight_k
-    passage = next(p for p in _pages(str(SHARED_CORPUS / "pdfs" / "ULTABEAUTY_2023_8K_dated-2023-06-07.pdf"))
-                   if "Executive Compensation" in p)
+    passage = next(
+        p
+        for p in _pages(str(SHARED_CORPUS / "pdfs" / "ULTABEAUTY_2023_8K_dated-2023-06-07.pdf"))
+        if "Executive Compensation" in p
+    )
     q = "How many votes were cast against Ulta Beauty's say-on-pay proposal at its 2022 annual meeting?"
     assert missing_years(q, [eight_k, release], [passage]) == ["2022"]
     v = assess(q, [eight_k, release], [passage])
     assert v.label == "refused" and v.missing == ["2022"] and "2022" in v.reason
     assert missing_years(q.replace("2022", "2019"), [eight_k], [passage]) == ["2019"]  # in no document
     ok = q.replace("2022", "2023")
-    assert missing_years(ok, [eight_k, release], [passage]) == [] and assess(ok, [eight_k, release], [passage]).label is None
+    assert (
+        missing_years(ok, [eight_k, release], [passage]) == []
+        and assess(ok, [eight_k, release], [passage]).label is None
+    )
     nvda = _text(SHARED_CORPUS / "pdfs" / "2023 Q2 NVDA.pdf")
-    assert missing_years("In NVIDIA's quarter ended July 2023, how much of total sales came from a single "
-                         "reseller of data-center products?", [nvda], [nvda[:3000]]) == []
+    assert (
+        missing_years(
+            "In NVIDIA's quarter ended July 2023, how much of total sales came from a single "
+            "reseller of data-center products?",
+            [nvda],
+            [nvda[:3000]],
+        )
+        == []
+    )
 
 
 def test_what_the_question_asks_for_must_be_in_the_document_naming_its_subject():
@@ -254,7 +282,7 @@ def test_what_the_question_asks_for_must_be_in_the_document_naming_its_subject()
 
 
 def test_the_verb_a_who_question_asks_about_is_not_a_missing_subject_word():
-    """"Who wrote LayoutParser?" against the LayoutParser paper's first pages (a real PDF): a paper
+    """ "Who wrote LayoutParser?" against the LayoutParser paper's first pages (a real PDF): a paper
     names its authors and never says "wrote", so counting the verb as a subject word refused the
     question (1 of its 2 subject words missing). Only the verb right after a question-initial
     Who/What/Which is the relation asked about; a verb describing the subject ("the pilot who
@@ -277,7 +305,7 @@ def test_the_verb_a_who_question_asks_about_is_not_a_missing_subject_word():
 
 
 def test_the_role_a_who_was_the_x_of_y_question_asks_for_must_be_in_the_best_passages():
-    """"Who was the co-pilot of the Cessna Skyhawk at Wausau?" (probe1-018) was answered with the
+    """ "Who was the co-pilot of the Cessna Skyhawk at Wausau?" (probe1-018) was answered with the
     report's form line: every subject word is in the report, but nothing says "co-pilot". What a
     "Who/What was the X of Y?" question asks for is X (``asked_for``), which the best passages must
     hold; the report's own roles and fields still pass. A real NTSB report of the shared corpus."""
@@ -293,8 +321,10 @@ def test_the_role_a_who_was_the_x_of_y_question_asks_for_must_be_in_the_best_pas
     best = [pages[0][:1500]]
     off = assess("Who was the co-pilot of the Piper PA-22-150 at Tallahassee?", pages, best)
     assert off.label == "refused" and off.missing == ["co-pilot"], off
-    for q in ("Who was the pilot of the Piper PA-22-150 at Tallahassee?",
-              "What was the probable cause of the Piper PA-22-150 accident at Tallahassee?"):
+    for q in (
+        "Who was the pilot of the Piper PA-22-150 at Tallahassee?",
+        "What was the probable cause of the Piper PA-22-150 accident at Tallahassee?",
+    ):
         assert assess(q, pages, best).label is None, q
 
 
@@ -327,10 +357,14 @@ def test_an_owner_the_documents_never_name_is_not_outweighed_by_field_names():
     company's filing names "Commission File Number" and "Form 10-Q" too, so two of the three names
     are found, and Intel's file number would be given as Apple's. The same question asked of
     Apple's own cover page is answerable, and a non-possessive name may still be outweighed."""
-    intel = ("UNITED STATES SECURITIES AND EXCHANGE COMMISSION FORM 10-Q Commission File Number: 000-06217 "
-             "INTEL CORPORATION (Exact name of registrant as specified in its charter)")
-    apple = ("UNITED STATES SECURITIES AND EXCHANGE COMMISSION FORM 10-Q Commission File Number: 001-36743 "
-             "Apple Inc. (Exact name of Registrant as specified in its charter)")
+    intel = (
+        "UNITED STATES SECURITIES AND EXCHANGE COMMISSION FORM 10-Q Commission File Number: 000-06217 "
+        "INTEL CORPORATION (Exact name of registrant as specified in its charter)"
+    )
+    apple = (
+        "UNITED STATES SECURITIES AND EXCHANGE COMMISSION FORM 10-Q Commission File Number: 001-36743 "
+        "Apple Inc. (Exact name of Registrant as specified in its charter)"
+    )
     q = "What is Apple's Commission File Number on its Form 10-Q?"
     assert missing_anchors(q, [intel]) == ["Apple"]
     assert assess(q, [intel]).label == "refused"
@@ -352,8 +386,10 @@ def test_a_city_is_covered_by_a_document_that_names_only_its_country():
     from tests.conftest import SHARED_CORPUS
 
     pages = [p.text for p in extract_pages(Path(SHARED_CORPUS, "pdfs", "f1040nr.pdf").read_bytes())]
-    q = ("I'm a non-resident filing a 2007 U.S. return; I'm married and live in Seoul. "
-         "Which filing-status box applies to me?")
+    q = (
+        "I'm a non-resident filing a 2007 U.S. return; I'm married and live in Seoul. "
+        "Which filing-status box applies to me?"
+    )
     box = next(p for p in pages if "Republic of Korea" in p)
     assert missing_anchors(q, pages) == []
     assert assess(q, pages, [box]).label is None
@@ -385,12 +421,15 @@ def test_a_period_end_the_filing_never_reports_as_ended_is_refused():
     assert missing_period_ends(q, msft) == ["December 31, 2023"]
     v = assess(q, [msft])
     assert v.label == "refused" and v.missing == ["December 31, 2023"], v
-    assert missing_period_ends("What was Microsoft's revenue for the three months ended September 30, 2023?", msft) == []
+    assert (
+        missing_period_ends("What was Microsoft's revenue for the three months ended September 30, 2023?", msft) == []
+    )
     assert missing_period_ends("What revenue is expected for the three months ending December 31, 2023?", msft) == []
     header = "Three Months Ended\nDecember 31, December 25,\n2022 2021\nNet sales $ 117,154 $ 123,945"
     for d in ("December 31, 2022", "December 25, 2021"):
         assert missing_period_ends(f"What were net sales for the quarter ended {d}?", header) == [], d
-    assert missing_period_ends("What were net sales for the quarter ended March 25, 2022?", header) == \
-        ["March 25, 2022"]
+    assert missing_period_ends("What were net sales for the quarter ended March 25, 2022?", header) == [
+        "March 25, 2022"
+    ]
     intel = "Three Months Ended Six Months Ended\n(In Millions) Jul 1, 2023 Jul 2, 2022 Jul 1, 2023 Jul 2, 2022"
     assert missing_period_ends("What was the operating income for the three months ended July 1, 2023?", intel) == []

@@ -8,8 +8,14 @@ from __future__ import annotations
 import pytest
 from fpdf import FPDF
 
-from ragaudit.ingest.chunking import (ATOMIC_UNITS_REVISION, chunk_document, code_clauses, code_statements, document_list_items,
-                           document_text)
+from ragaudit.ingest.chunking import (
+    ATOMIC_UNITS_REVISION,
+    chunk_document,
+    code_clauses,
+    code_statements,
+    document_list_items,
+    document_text,
+)
 from ragaudit.ingest.pdf import extract_pages
 
 FILLER = [f"Paragraph {i} says something about the annual meeting and the board of the company." for i in range(1, 9)]
@@ -54,8 +60,10 @@ SQL = [
     "END",
     "ENABLE ;",
 ]
-ARM = ("WHEN VERIFY_GROUP_FOR_USER ( SESSION_USER , 'MGR' ) = 1\nAND SESSION_USER <> EMPLOYEES . USER_ID\n"
-       "THEN ( 'XXX-XX-' CONCAT QSYS2 . SUBSTR ( EMPLOYEES . TAX_ID , 8 , 4 ) )")
+ARM = (
+    "WHEN VERIFY_GROUP_FOR_USER ( SESSION_USER , 'MGR' ) = 1\nAND SESSION_USER <> EMPLOYEES . USER_ID\n"
+    "THEN ( 'XXX-XX-' CONCAT QSYS2 . SUBSTR ( EMPLOYEES . TAX_ID , 8 , 4 ) )"
+)
 
 
 def test_sql_statement_and_clauses_are_found():
@@ -65,7 +73,7 @@ def test_sql_statement_and_clauses_are_found():
     t = pages[0].text
     stmts = code_statements(t)
     assert [t[a:b].split("\n")[0] for a, b in stmts] == ["CREATE MASK HR_SCHEMA.MASK_TAX_ID_ON_EMPLOYEES"]
-    assert t[stmts[0][0]:stmts[0][1]].endswith("ENABLE ;")
+    assert t[stmts[0][0] : stmts[0][1]].endswith("ENABLE ;")
     assert ARM in [t[a:b] for a, b in code_clauses(t, stmts)]
     # prose that starts with a keyword or ends in a semicolon is not code; a one-line statement is
     assert code_statements("Select the option you want; then continue.\nSET the value;") == []
@@ -86,7 +94,9 @@ def test_comment_lines_above_a_statement_belong_to_it():
 def test_sql_statement_whole_when_it_fits(embedder, max_tokens):
     """fails if a SQL statement that fits in a chunk is not one unit: the sentence splitter cuts
     it at "THEN C ." and the packer closes a chunk between its lines."""
-    chunks = chunk_document(_pdf([FILLER[:5] + SQL + FILLER[5:]]), embedder, "redp", "sentence", max_tokens, atomic_units=True)
+    chunks = chunk_document(
+        _pdf([FILLER[:5] + SQL + FILLER[5:]]), embedder, "redp", "sentence", max_tokens, atomic_units=True
+    )
     holding = _holding(chunks, "CREATE MASK")
     assert holding and all("ENABLE ;" in c.text and "THEN C . TAX_ID" in c.text for c in holding)
 
@@ -96,7 +106,9 @@ def test_long_sql_statement_is_cut_between_clauses(embedder, max_tokens):
     """fails if a statement too long for one chunk is cut inside a clause (``code_clauses``
     not merged): the ``WHEN ... AND ... THEN ( 'XXX-XX-' CONCAT ... )`` arm must be whole in a
     chunk, and no chunk starts with a clause's continuation or ends inside a bracket."""
-    chunks = chunk_document(_pdf([FILLER[:3] + SQL + FILLER[3:]]), embedder, "redp", "sentence", max_tokens, atomic_units=True)
+    chunks = chunk_document(
+        _pdf([FILLER[:3] + SQL + FILLER[3:]]), embedder, "redp", "sentence", max_tokens, atomic_units=True
+    )
     assert not any("CREATE MASK" in c.text and "ENABLE ;" in c.text for c in chunks), "the statement should not fit"
     assert any(ARM in c.text for c in chunks)
     for c in chunks:
@@ -105,17 +117,26 @@ def test_long_sql_statement_is_cut_between_clauses(embedder, max_tokens):
         assert c.text.count("(") == c.text.count(")"), c.text[-80:]
 
 
-ITEM = ["- Managers see a masked version of the tax number. The first five characters are replaced",
-        "with the X character. For example, XXX-XX-1234 is what a manager sees on the screen."]
-LIST = ["The rules to enforce include the following ones:",
-        "- Human Resources can see the unmasked number of the employees."] + ITEM + [
-        "- Employees can see only their own number."]
+ITEM = [
+    "- Managers see a masked version of the tax number. The first five characters are replaced",
+    "with the X character. For example, XXX-XX-1234 is what a manager sees on the screen.",
+]
+LIST = (
+    [
+        "The rules to enforce include the following ones:",
+        "- Human Resources can see the unmasked number of the employees.",
+    ]
+    + ITEM
+    + ["- Employees can see only their own number."]
+)
 
 
 @pytest.mark.parametrize("max_tokens", [60, 80, 100, 120])
 def test_list_item_of_several_sentences_stays_whole(embedder, max_tokens):
     """fails if the sentences of one list item (``list_items``) can be packed into two chunks."""
-    chunks = chunk_document(_pdf([FILLER[:3] + LIST + FILLER[3:]]), embedder, "redp", "sentence", max_tokens, atomic_units=True)
+    chunks = chunk_document(
+        _pdf([FILLER[:3] + LIST + FILLER[3:]]), embedder, "redp", "sentence", max_tokens, atomic_units=True
+    )
     holding = _holding(chunks, "Managers see")
     assert holding and all("XXX-XX-1234 is what a manager sees on the screen." in c.text for c in holding)
 
@@ -136,46 +157,64 @@ def _wrapped(paragraph: str, width: int = 90) -> list[str]:
 def test_list_item_longer_than_a_chunk_is_cut_at_sentence_ends(embedder):
     """fails if an over-long item is cut anywhere but at a sentence end, or if the item after it
     is merged into it (``list_items`` must end an item where the next bullet starts)."""
-    long_item = "1. Quorum. " + " ".join(f"Clause {i} of the quorum rule applies to each meeting of the board."
-                                         for i in range(1, 13))
-    lines = FILLER[:2] + _wrapped(long_item) + ["2. Notice. Notice of each meeting is given ten days before it."] + FILLER[2:]
+    long_item = "1. Quorum. " + " ".join(
+        f"Clause {i} of the quorum rule applies to each meeting of the board." for i in range(1, 13)
+    )
+    lines = (
+        FILLER[:2]
+        + _wrapped(long_item)
+        + ["2. Notice. Notice of each meeting is given ten days before it."]
+        + FILLER[2:]
+    )
     pages = _pdf([lines])
     text, _ = document_text(pages)
     items = document_list_items(pages)
     assert [text[a:b][:10] for a, b in items] == ["1. Quorum.", "2. Notice."]
-    assert " ".join(text[items[0][0]:items[0][1]].split()).endswith("Clause 12 of the quorum rule applies to each meeting of the board.")
+    assert " ".join(text[items[0][0] : items[0][1]].split()).endswith(
+        "Clause 12 of the quorum rule applies to each meeting of the board."
+    )
     chunks = chunk_document(pages, embedder, "bylaws", "sentence", 80, atomic_units=True)
     a, b = items[0]
     assert not any(c.char_start <= a and b <= c.char_end for c in chunks), "the item should not fit in one chunk"
     for c in chunks:
         if a < c.char_end < b:  # a boundary inside the long item falls at a sentence end
-            assert text[:c.char_end].endswith("board."), text[c.char_end - 40:c.char_end]
-    assert any(text[items[1][0]:items[1][1]] in c.text for c in chunks)
+            assert text[: c.char_end].endswith("board."), text[c.char_end - 40 : c.char_end]
+    assert any(text[items[1][0] : items[1][1]] in c.text for c in chunks)
 
 
 def test_list_item_over_a_page_break_counts_with_its_continuation(embedder):
     """fails if ``document_list_items`` ends an item at the page break when its sentence runs on
     to the next page, or if the chunker cuts such an item although it fits in a chunk."""
-    p1 = FILLER[:6] + ["(a) Eligibility. Whenever the Board solicits proxies for an annual meeting, it shall include in",
-                       "its proxy materials the name of any person nominated for election to"]
-    p2 = ["the Board by an eligible stockholder. The stockholder must hold three percent of the shares.",
-          "(b) Number. The maximum number of nominees is two."] + FILLER[6:]
+    p1 = FILLER[:6] + [
+        "(a) Eligibility. Whenever the Board solicits proxies for an annual meeting, it shall include in",
+        "its proxy materials the name of any person nominated for election to",
+    ]
+    p2 = [
+        "the Board by an eligible stockholder. The stockholder must hold three percent of the shares.",
+        "(b) Number. The maximum number of nominees is two.",
+    ] + FILLER[6:]
     pages = _pdf([p1, p2])
     text, _ = document_text(pages)
     items = document_list_items(pages)
-    assert text[items[0][0]:items[0][1]].endswith("three percent of the shares.")
+    assert text[items[0][0] : items[0][1]].endswith("three percent of the shares.")
     for max_tokens in (80, 100, 140):
         chunks = chunk_document(pages, embedder, "bylaws", "sentence", max_tokens, atomic_units=True)
         assert any(c.char_start <= items[0][0] and items[0][1] <= c.char_end for c in chunks), max_tokens
         assert any(c.page_start == 1 and c.page_end == 2 for c in chunks if "(a) Eligibility" in c.text)
 
 
-BACK_COVER = ["Back cover",
-              "This paper describes how row and column access control protects the columns of a table.",
-              "It offers examples of row permissions and column masks for each kind of user.",
-              "Readers should know object level security and the SQL language.",
-              "Experts from around the world", "wrote this paper", "from their own projects.",
-              "For more information:", "example.com/papers", "REDP-9999-00"]
+BACK_COVER = [
+    "Back cover",
+    "This paper describes how row and column access control protects the columns of a table.",
+    "It offers examples of row permissions and column masks for each kind of user.",
+    "Readers should know object level security and the SQL language.",
+    "Experts from around the world",
+    "wrote this paper",
+    "from their own projects.",
+    "For more information:",
+    "example.com/papers",
+    "REDP-9999-00",
+]
 MORE = [f"Section {i} explains one more rule of the board about the annual meeting." for i in range(1, 12)]
 
 
@@ -196,7 +235,7 @@ def test_last_chunk_is_the_documents_last_window(embedder):
         assert embedder.count_tokens([last.indexed_text])[0] <= embedder.max_content_tokens
         for prev, c in zip([None] + chunks[:-2], chunks[:-1]):
             own_from = max(c.char_start, prev.char_end if prev else 0)
-            assert text[own_from:last.char_start].strip(), f"chunk {c.index} repeats the last chunk"
+            assert text[own_from : last.char_start].strip(), f"chunk {c.index} repeats the last chunk"
         lasts.append(last.text)
     assert lasts[0] == lasts[1]
 
@@ -212,10 +251,10 @@ def test_chunk_atomic_units_setting_reaches_ingestion(tmp_path, embedder):
     from sqlalchemy import select
 
     from ragaudit.ingest.chunking import document_title
-    from ragaudit.platform.db import ChunkRow
     from ragaudit.ingest.documents import build_info, ingest_bytes
-    from ragaudit.services import get_services, release_services
     from ragaudit.pipelines.runner import DagsterRunner
+    from ragaudit.platform.db import ChunkRow
+    from ragaudit.services import get_services, release_services
     from tests.conftest import SAMPLES, make_settings
 
     settings = make_settings(tmp_path / "on", chunk_atomic_units=True)
@@ -225,8 +264,9 @@ def test_chunk_atomic_units_setting_reaches_ingestion(tmp_path, embedder):
         out = ingest_bytes(svc, data, "dmca.pdf", DagsterRunner())
         assert out.status == "ingested", out
         with svc.sessions() as s:
-            stored = [t for t in s.scalars(select(ChunkRow.text).where(ChunkRow.live.is_(True))
-                                            .order_by(ChunkRow.index))]
+            stored = [
+                t for t in s.scalars(select(ChunkRow.text).where(ChunkRow.live.is_(True)).order_by(ChunkRow.index))
+            ]
         recorded = build_info(svc, "sentence")["chunk_atomic_units"]
         assert recorded == ATOMIC_UNITS_REVISION and recorded is not True and recorded != 1
     finally:
@@ -235,10 +275,12 @@ def test_chunk_atomic_units_setting_reaches_ingestion(tmp_path, embedder):
     title = document_title("dmca.pdf", pages)
     st = settings
     kw = dict(embedder=embedder, overlap_fraction=st.chunk_overlap_fraction)
-    on = chunk_document(pages, embedder, title, "sentence", st.chunk_max_tokens, st.chunk_overlap_sentences,
-                        atomic_units=True, **kw)
-    off = chunk_document(pages, embedder, title, "sentence", st.chunk_max_tokens, st.chunk_overlap_sentences,
-                         atomic_units=False, **kw)
+    on = chunk_document(
+        pages, embedder, title, "sentence", st.chunk_max_tokens, st.chunk_overlap_sentences, atomic_units=True, **kw
+    )
+    off = chunk_document(
+        pages, embedder, title, "sentence", st.chunk_max_tokens, st.chunk_overlap_sentences, atomic_units=False, **kw
+    )
     assert stored == [c.text for c in on] and stored != [c.text for c in off]
     off_settings = make_settings(tmp_path / "off", chunk_atomic_units=False)
     svc = get_services(off_settings)
@@ -261,10 +303,10 @@ def test_atomic_units_are_the_default_and_old_default_builds_are_rechunked(fresh
 
     from ragaudit.ingest import reindex
     from ragaudit.ingest.chunking import DEFAULT_ATOMIC_UNITS
-    from ragaudit.platform.db import Document
     from ragaudit.ingest.documents import ingest_bytes
-    from ragaudit.platform.settings import Settings
     from ragaudit.pipelines.runner import DagsterRunner
+    from ragaudit.platform.db import Document
+    from ragaudit.platform.settings import Settings
     from tests.conftest import SAMPLES
 
     assert Settings.model_fields["chunk_atomic_units"].default is True
@@ -279,7 +321,8 @@ def test_atomic_units_are_the_default_and_old_default_builds_are_rechunked(fresh
     monkeypatch.setattr(svc, "settings", now)
     p = reindex.plan(svc)
     assert [(d.doc_name, d.reasons) for d in p.todo] == [
-        ("a.pdf", [f"chunk_atomic_units: None -> {ATOMIC_UNITS_REVISION}"])]
+        ("a.pdf", [f"chunk_atomic_units: None -> {ATOMIC_UNITS_REVISION}"])
+    ]
     out = reindex.run(svc, DagsterRunner())
     assert [r["doc_name"] for r in out["reingested"]] == ["a.pdf"] and not out["failed"]
     assert reindex.plan(svc).todo == []

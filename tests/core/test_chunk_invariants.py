@@ -8,8 +8,18 @@ from __future__ import annotations
 
 import pytest
 
-from ragaudit.ingest.chunking import (DEFAULT_STRATEGY, _tables, chunk_document, code_clauses, code_statements, continues,
-                            document_list_items, document_text, document_title, sentence_spans)
+from ragaudit.ingest.chunking import (
+    DEFAULT_STRATEGY,
+    _tables,
+    chunk_document,
+    code_clauses,
+    code_statements,
+    continues,
+    document_list_items,
+    document_text,
+    document_title,
+    sentence_spans,
+)
 from ragaudit.ingest.pdf import extract_pages
 from tests.conftest import SHARED_CORPUS
 
@@ -40,10 +50,15 @@ def check_invariants(pages, chunks, counter, budget_tokens: int, atomic: bool = 
                 problems.append(f"p.{page.number}: small table ({n} word pieces) cut: {text[a:b][:80]!r}")
             elif t.header and n > 0.8 * budget_tokens:
                 for c in chunks:
-                    has_row = any(c.char_start <= start + ra and start + rb <= c.char_end
-                                  for ra, rb, tid in rows if tables[tid] is t)
+                    has_row = any(
+                        c.char_start <= start + ra and start + rb <= c.char_end
+                        for ra, rb, tid in rows
+                        if tables[tid] is t
+                    )
                     if has_row and t.header not in c.header and t.header not in c.text:
-                        problems.append(f"p.{page.number}: chunk {c.index} has rows without the header {t.header[:60]!r}")
+                        problems.append(
+                            f"p.{page.number}: chunk {c.index} has rows without the header {t.header[:60]!r}"
+                        )
         if not atomic:
             continue
         # SQL: a statement that fits is whole in a chunk; a longer one is cut between clauses only
@@ -64,13 +79,16 @@ def check_invariants(pages, chunks, counter, budget_tokens: int, atomic: bool = 
     items = document_list_items(pages) if atomic else []  # document offsets; a sentence broken by a page break is one
     for page, start in zip(pages, starts):
         for k, (a, b) in enumerate(sentence_spans(page.text)):
-            if k == 0 and sentences and continues(text[sentences[-1][0]:sentences[-1][1]], page.text[a:b]):
+            if k == 0 and sentences and continues(text[sentences[-1][0] : sentences[-1][1]], page.text[a:b]):
                 sentences[-1] = (sentences[-1][0], start + b)
             else:
                 sentences.append((start + a, start + b))
     sentence_ends = {b for _, b in sentences}
-    long_sentences = [(a, b) for (a, b), n in zip(sentences, counter.count_tokens([text[a:b] for a, b in sentences]))
-                      if n > budget_tokens]
+    long_sentences = [
+        (a, b)
+        for (a, b), n in zip(sentences, counter.count_tokens([text[a:b] for a, b in sentences]))
+        if n > budget_tokens
+    ]
     for a, b in items:
         n = counter.count_tokens([text[a:b]])[0]
         if n <= budget_tokens:
@@ -78,9 +96,12 @@ def check_invariants(pages, chunks, counter, budget_tokens: int, atomic: bool = 
                 problems.append(f"list item ({n} word pieces) cut: {text[a:b][:60]!r}")
             continue
         for c in chunks:
-            if a < c.char_end < b and c.char_end not in sentence_ends and not any(
-                    x <= c.char_end <= y for x, y in long_sentences):
-                problems.append(f"long list item cut mid-sentence: {text[c.char_end - 40:c.char_end]!r}")
+            if (
+                a < c.char_end < b
+                and c.char_end not in sentence_ends
+                and not any(x <= c.char_end <= y for x, y in long_sentences)
+            ):
+                problems.append(f"long list item cut mid-sentence: {text[c.char_end - 40 : c.char_end]!r}")
     for c in chunks:
         if "(cid:" in c.text:
             problems.append(f"chunk {c.index}: (cid:NN) in text")
@@ -89,7 +110,7 @@ def check_invariants(pages, chunks, counter, budget_tokens: int, atomic: bool = 
         # nothing of its own (all its text past the chunk before it inside the last one)
         last = chunks[-1]
         for prev, c in zip([None] + chunks[:-2], chunks[:-1]):
-            if not text[max(c.char_start, prev.char_end if prev else 0):last.char_start].strip():
+            if not text[max(c.char_start, prev.char_end if prev else 0) : last.char_start].strip():
                 problems.append(f"chunk {c.index} repeats the last chunk")
     return problems
 
@@ -138,10 +159,9 @@ def test_a_table_header_above_a_group_label_is_the_tables_header(embedder):
     pages = extract_pages(path.read_bytes())
     page = next(p for p in pages if "Data Center $ 14,514" in p.text)
     _, tables = _tables(page.text)
-    t = next(t for t in tables if "Data Center $ 14,514" in page.text[t.extent[0]:t.extent[1]])
+    t = next(t for t in tables if "Data Center $ 14,514" in page.text[t.extent[0] : t.extent[1]])
     assert t.header.startswith("Three Months Ended Nine Months Ended | October 29,"), t.header
     assert "2023 2022 2023 2022" in t.header and "(In millions)" in t.header, t.header
-    chunks = chunk_document(pages, embedder, document_title(path.name, pages), DEFAULT_STRATEGY, 200,
-                            embedder=embedder)
+    chunks = chunk_document(pages, embedder, document_title(path.name, pages), DEFAULT_STRATEGY, 200, embedder=embedder)
     c = next(c for c in chunks if "Data Center $ 14,514" in c.text)
     assert "Nine Months Ended" in c.header + "\n" + c.text, (c.header, c.text[:200])

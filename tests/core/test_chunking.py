@@ -4,8 +4,15 @@ import re
 
 import pytest
 
-from ragaudit.ingest.chunking import (Strategy, chunk_document, chunk_sentences, document_text, document_title, sentence_spans,
-                           window_spans)
+from ragaudit.ingest.chunking import (
+    Strategy,
+    chunk_document,
+    chunk_sentences,
+    document_text,
+    document_title,
+    sentence_spans,
+    window_spans,
+)
 from ragaudit.ingest.pdf import extract_pages
 from tests.conftest import DATA, SAMPLES, SHARED_CORPUS
 
@@ -36,7 +43,7 @@ def test_offsets_pages_and_header(dmca_pages, embedder):
     chunks = chunk_sentences(dmca_pages, embedder, "THE DMCA", max_tokens=160)
     assert [c.index for c in chunks] == list(range(len(chunks)))
     for c in chunks:
-        assert text[c.char_start:c.char_end] == c.text
+        assert text[c.char_start : c.char_end] == c.text
         assert c.page_start >= 1 and c.page_start <= c.page_end <= 18
         assert c.indexed_text.startswith("THE DMCA") and c.indexed_text.endswith(c.text)
         # every page break inside the chunk points at that page's text
@@ -101,11 +108,13 @@ def test_each_strategy_on_a_real_pdf(strategy, redp_pages, embedder):
     real = embedder.count_tokens([c.indexed_text for c in chunks])
     # the budget holds for every chunk but the last (a short tail may join it); the model limit for all
     assert max(real[:-1]) <= 180 <= embedder.max_content_tokens and real[-1] <= embedder.max_content_tokens
-    for c, n in zip(chunks, real):
-        assert text[c.char_start:c.char_end] == c.text
+    for c, _n in zip(chunks, real):
+        assert text[c.char_start : c.char_end] == c.text
         assert c.strategy == strategy
         assert c.page_start >= 1 and c.page_start <= c.page_end <= len(redp_pages)
-        assert starts[c.page_start - 1] <= c.char_start and c.char_end <= starts[c.page_end - 1] + len(redp_pages[c.page_end - 1].text)
+        assert starts[c.page_start - 1] <= c.char_start and c.char_end <= starts[c.page_end - 1] + len(
+            redp_pages[c.page_end - 1].text
+        )
         assert c.indexed_text.startswith(title)
     covered = "".join(c.text for c in chunks)
     assert "CHGFCNUSG FCNID(QIBM_DB_SECADM)" in covered
@@ -146,10 +155,10 @@ def test_window_spans_pack_whole_sentences(dmca_pages, embedder):
     chunks = chunk_sentences(dmca_pages, embedder, "dmca", max_tokens=200)
     for c in chunks[:10]:
         spans = window_spans(c.text, embedder, 64)
-        assert spans[0][0] == 0 or not c.text[:spans[0][0]].strip()
+        assert spans[0][0] == 0 or not c.text[: spans[0][0]].strip()
         sentences = sentence_spans(c.text)
         assert {s for s, _ in spans} <= {s for s, _ in sentences} and {e for _, e in spans} <= {e for _, e in sentences}
-        for (a, b), (a2, _) in zip(spans, spans[1:]):
+        for (_a, b), (a2, _) in zip(spans, spans[1:]):
             assert b <= a2
         for a, b in spans:
             n = embedder.count_tokens([c.text[a:b]])[0]

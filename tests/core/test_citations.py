@@ -33,12 +33,16 @@ def test_abbreviations_and_initials_do_not_end_an_answer_sentence():
     "St.") splits it: the fragment would be an uncited sentence. A period before a citation, or
     where the sentence segmenter ends a sentence, still splits, so an uncited sentence after a
     cited one is still flagged."""
-    quoted = ("The stockholders elected Michelle L. Collins, Patricia A. Little and Heidi G. Petz as "
-              "directors of Ulta Beauty, Inc. at the meeting. [1] The gap is large when k is small "
-              "(e.g., 78.4% vs. 59.1% for top-20 accuracy). [2] It landed at St. Kitts and Nevis. [3]")
+    quoted = (
+        "The stockholders elected Michelle L. Collins, Patricia A. Little and Heidi G. Petz as "
+        "directors of Ulta Beauty, Inc. at the meeting. [1] The gap is large when k is small "
+        "(e.g., 78.4% vs. 59.1% for top-20 accuracy). [2] It landed at St. Kitts and Nevis. [3]"
+    )
     assert len(split_answer_sentences(quoted)) == 3
     assert check_citations(quoted, 3).ok
     rep = check_citations("Apple Inc. reported net sales of $81.8 billion [1]. It also bought back shares.", 1)
     assert rep.uncited_sentences == ["It also bought back shares."]
-    assert split_answer_sentences("Signed by Clinton. He was president. [1]") == ["Signed by Clinton.",
-                                                                               "He was president. [1]"]
+    assert split_answer_sentences("Signed by Clinton. He was president. [1]") == [
+        "Signed by Clinton.",
+        "He was president. [1]",
+    ]

@@ -16,15 +16,23 @@ def _roundtrip(url: str) -> tuple[datetime, datetime, int]:
         migrate(engine)
         sessions = make_sessionmaker(engine)
         paris = timezone(timedelta(hours=1))
-        doc = Document(id=new_id(), doc_name="t.pdf", name_key="t.pdf", sha256="0" * 64,
-                       ingested_at=datetime(2026, 11, 30, 11, 0, tzinfo=paris))
+        doc = Document(
+            id=new_id(),
+            doc_name="t.pdf",
+            name_key="t.pdf",
+            sha256="0" * 64,
+            ingested_at=datetime(2026, 11, 30, 11, 0, tzinfo=paris),
+        )
         with sessions.begin() as s:
             s.add(doc)
         with sessions() as s:
             row = s.get(Document, doc.id)
             # a filter with an aware bound selects by the instant, not by the wall-clock text
-            n = len(s.scalars(select(Document).where(
-                Document.ingested_at >= datetime(2026, 11, 30, 10, 0, tzinfo=timezone.utc))).all())
+            n = len(
+                s.scalars(
+                    select(Document).where(Document.ingested_at >= datetime(2026, 11, 30, 10, 0, tzinfo=timezone.utc))
+                ).all()
+            )
             return row.created_at, row.ingested_at, n
     finally:
         engine.dispose()

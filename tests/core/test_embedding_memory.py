@@ -35,7 +35,7 @@ def test_the_setting_fixes_the_threshold_and_the_default_leaves_glibcs(tmp_path,
     for mb, want in ((0.0, []), (1.0, [1 << 20])):
         calls.clear()
         st = Settings(_env_file=None, data_dir=tmp_path / f"d{mb}", embedding_mmap_threshold_mb=mb)
-        services_mod.Services(st).embedder
+        _ = services_mod.Services(st).embedder
         assert calls == want, (mb, calls)
     assert Settings(_env_file=None, data_dir=tmp_path).embedding_mmap_threshold_mb == 0
 
@@ -54,13 +54,13 @@ def test_large_blocks_keep_their_own_mapping_once_the_threshold_is_fixed():
 
     # a fresh process: glibc serves a request from free heap chunks before it considers mmap, so in
     # a process that already embedded (the rest of the suite) the blocks could come from the heap
-    code = textwrap.dedent('''
+    code = textwrap.dedent("""
         import sys
         sys.path.insert(0, ".")
         from tests.core.test_embedding_memory import _check_fixed_threshold
         _check_fixed_threshold()
         print("ok")
-    ''')
+    """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
 
@@ -80,7 +80,6 @@ def _check_fixed_threshold() -> None:
     finally:
         for b in blocks:
             libc.free(b)
-
 
 
 def test_torch_allocates_large_tensors_with_huge_page_advice(embedder):

@@ -18,7 +18,14 @@ import numpy as np
 import pytest
 
 from ragaudit.index import embedding
-from ragaudit.index.embedding import Embedder, UnsupportedModelError, cores_busy, onnx_model_file, read_pooling, resolve_model_path
+from ragaudit.index.embedding import (
+    Embedder,
+    UnsupportedModelError,
+    cores_busy,
+    onnx_model_file,
+    read_pooling,
+    resolve_model_path,
+)
 from ragaudit.platform.settings import BUNDLED_EMBEDDING_MODEL
 from tests.conftest import ROOT, SHARED_CORPUS
 
@@ -54,10 +61,12 @@ def test_onnx_vectors_match_sentence_transformers_on_real_chunk_texts(embedder, 
     assert embedder.backend == "onnx" and embedder.onnx_file is not None and embedder.onnx_file.is_file()
     texts = _chunk_texts(embedder)
     assert len(texts) >= 20
-    questions = [json.loads(line)["question"] for line in
-                 (SHARED_CORPUS / "dev_questions.jsonl").read_text().splitlines()[:8]]
-    want = torch_embedder.model.encode(texts + questions, batch_size=32, normalize_embeddings=True,
-                                       convert_to_numpy=True, show_progress_bar=False)
+    questions = [
+        json.loads(line)["question"] for line in (SHARED_CORPUS / "dev_questions.jsonl").read_text().splitlines()[:8]
+    ]
+    want = torch_embedder.model.encode(
+        texts + questions, batch_size=32, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+    )
     got = embedder.embed(texts + questions)
     with cores_busy():
         busy = embedder.embed(texts[:40])
@@ -135,7 +144,7 @@ def test_two_processes_starting_together_make_one_valid_file(tmp_path, torch_emb
     meet a half-written file) or without the atomic rename."""
     cache = tmp_path / "cache"
     go = tmp_path / "go"
-    code = textwrap.dedent(f'''
+    code = textwrap.dedent(f"""
         import logging, os, sys, time
         sys.path.insert(0, {str(ROOT)!r})
         logging.basicConfig(level=logging.WARNING, format="%(message)s")
@@ -146,10 +155,14 @@ def test_two_processes_starting_together_make_one_valid_file(tmp_path, torch_emb
         while not os.path.exists({str(go)!r}):
             time.sleep(0.01)
         print(onnx_model_file(path, Path({str(cache)!r})))
-    ''')
+    """)
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
-    procs = [subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              text=True, env=env) for _ in range(2)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+        )
+        for _ in range(2)
+    ]
     try:
         go.touch()
         outs = [p.communicate(timeout=300) for p in procs]
@@ -178,8 +191,8 @@ def test_torch_backend_is_still_selectable_through_the_settings(tmp_path, torch_
     or the torch path broke."""
     import pydantic
 
-    from ragaudit.services import Services
     from ragaudit.platform.settings import Settings
+    from ragaudit.services import Services
 
     os.environ["RAGAUDIT_EMBEDDING_BACKEND"] = "torch"
     try:
@@ -209,12 +222,17 @@ def _model_copy(tmp_path: Path) -> Path:
     return dst
 
 
-@pytest.mark.parametrize("config, named", [
-    ({"word_embedding_dimension": 384, "pooling_mode_max_tokens": True}, "max_tokens"),
-    ({"word_embedding_dimension": 384, "pooling_mode_mean_tokens": True, "pooling_mode_cls_token": True},
-     "cls_token"),
-    ({"embedding_dimension": 384, "pooling_mode": "lasttoken"}, "lasttoken"),
-])
+@pytest.mark.parametrize(
+    "config, named",
+    [
+        ({"word_embedding_dimension": 384, "pooling_mode_max_tokens": True}, "max_tokens"),
+        (
+            {"word_embedding_dimension": 384, "pooling_mode_mean_tokens": True, "pooling_mode_cls_token": True},
+            "cls_token",
+        ),
+        ({"embedding_dimension": 384, "pooling_mode": "lasttoken"}, "lasttoken"),
+    ],
+)
 def test_a_pooling_mode_not_implemented_is_refused_by_name(tmp_path, config, named):
     """A model folder whose ``1_Pooling/config.json`` asks for max pooling, for two modes at once,
     or (new format) last-token pooling is refused by the onnx backend with ``UnsupportedModelError``
@@ -222,7 +240,10 @@ def test_a_pooling_mode_not_implemented_is_refused_by_name(tmp_path, config, nam
     folder reads as mean pooling, 384-d, 256 pieces. Fails if an unknown mode silently falls back
     to mean pooling (other vectors than the model's) or the error does not say what to do."""
     assert read_pooling(resolve_model_path(BUNDLED_EMBEDDING_MODEL)) == {
-        "mode": "mean", "dim": 384, "max_seq_length": 256}
+        "mode": "mean",
+        "dim": 384,
+        "max_seq_length": 256,
+    }
     folder = _model_copy(tmp_path)
     (folder / "1_Pooling" / "config.json").write_text(json.dumps(config))
     cache = tmp_path / "cache"
@@ -249,8 +270,13 @@ def test_modules_beyond_transformer_pooling_normalize_are_refused(tmp_path):
 
 
 CJK_PDF = SHARED_CORPUS / "pdfs" / "chinese-tables.pdf"
-TOKENIZER_PDFS = [PDF, CJK_PDF, SHARED_CORPUS / "pdfs" / "karpukhin2020-dpr.pdf", SHARED_CORPUS / "pdfs" / "dmca.pdf",
-                  SHARED_CORPUS / "pdfs" / "kcd-beijing-2025-model-serving.pdf"]
+TOKENIZER_PDFS = [
+    PDF,
+    CJK_PDF,
+    SHARED_CORPUS / "pdfs" / "karpukhin2020-dpr.pdf",
+    SHARED_CORPUS / "pdfs" / "dmca.pdf",
+    SHARED_CORPUS / "pdfs" / "kcd-beijing-2025-model-serving.pdf",
+]
 
 
 def _real_texts(embedder) -> list[str]:
@@ -289,9 +315,10 @@ def test_tokenizers_library_gives_autotokenizer_pieces_offsets_and_model_inputs(
         want = hf(t, add_special_tokens=False, truncation=False, return_offsets_mapping=True)["offset_mapping"]
         assert embedder.token_offsets(t) == [tuple(o) for o in want], t[:80]
     for i in range(0, len(texts), 32):  # document order: short and long texts padded together
-        batch = texts[i:i + 32]
-        want = hf(batch, padding=True, truncation="longest_first", max_length=embedder.max_seq_length,
-                  return_tensors="np")
+        batch = texts[i : i + 32]
+        want = hf(
+            batch, padding=True, truncation="longest_first", max_length=embedder.max_seq_length, return_tensors="np"
+        )
         got = embedder.tokenizer.model_inputs(batch)
         assert set(got) == {"input_ids", "attention_mask", "token_type_ids"} == set(want)
         for name in got:
@@ -319,12 +346,24 @@ def _fresh_python(code: str, tmp_path: Path) -> dict:
     """Run ``code`` in a new Python (repository on the path, test data dir, no LLM/servers); its
     last stdout line is JSON, returned."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAGAUDIT_")}
-    env.update({"HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", "RAGAUDIT_DATA_DIR": str(tmp_path / "data"),
-                "PYTHONPATH": str(ROOT)})
+    env.update(
+        {
+            "HF_HUB_OFFLINE": "1",
+            "TOKENIZERS_PARALLELISM": "false",
+            "RAGAUDIT_DATA_DIR": str(tmp_path / "data"),
+            "PYTHONPATH": str(ROOT),
+        }
+    )
     if os.environ.get("RAGAUDIT_EMBEDDING_CACHE_DIR"):
         env["RAGAUDIT_EMBEDDING_CACHE_DIR"] = os.environ["RAGAUDIT_EMBEDDING_CACHE_DIR"]
-    done = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=env,
-                          timeout=600, cwd=tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+        cwd=tmp_path,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -334,7 +373,8 @@ def test_default_services_embed_and_chunk_without_torch_or_transformers(tmp_path
     embeds and chunks a real PDF has not imported torch, transformers or sentence-transformers
     (~400 MB resident memory), and its vectors are the suite's onnx embedder's. Fails if anything
     on that path imports them (the tokenizer, the export, a logging call, a type import)."""
-    out = _fresh_python(f'''
+    out = _fresh_python(
+        f"""
         import json, sys
         from ragaudit.services import Services
         from ragaudit.platform.settings import Settings
@@ -347,7 +387,9 @@ def test_default_services_embed_and_chunk_without_torch_or_transformers(tmp_path
         v = e.embed([c.text for c in chunks[:4]])
         print(json.dumps({{"backend": e.backend, "chunks": len(chunks), "q": q.tolist(), "v0": v[0].tolist(),
                           "heavy": [m for m in {_HEAVY!r} if m in sys.modules]}}))
-    ''', tmp_path)
+    """,
+        tmp_path,
+    )
     assert out["backend"] == "onnx" and out["chunks"] >= 5
     assert out["heavy"] == []
     assert float(np.dot(out["q"], embedder.embed_query("What was the revenue in the first quarter?"))) >= MIN_COSINE
@@ -360,7 +402,8 @@ def test_cli_ingest_and_ask_do_not_import_torch_or_transformers(tmp_path):
     ``RAGAUDIT_EMBEDDING_BACKEND=torch`` load them on purpose.) Fails if the CLI's start-up
     (logging set-up) or its ingest/ask path imports them."""
     pdf = ROOT / "samples" / "dmca.pdf"
-    out = _fresh_python(f'''
+    out = _fresh_python(
+        f"""
         import json, sys
         from ragaudit.api.cli import app
         codes = []
@@ -371,6 +414,8 @@ def test_cli_ingest_and_ask_do_not_import_torch_or_transformers(tmp_path):
             except SystemExit as e:
                 codes.append(e.code)
         print(json.dumps({{"codes": codes, "heavy": [m for m in {_HEAVY!r} if m in sys.modules]}}))
-    ''', tmp_path)
+    """,
+        tmp_path,
+    )
     assert out["codes"] == [0, 0]
     assert out["heavy"] == []

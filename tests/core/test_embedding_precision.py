@@ -73,4 +73,6 @@ def test_reindex_notices_a_non_default_setting_dropped_again(fresh_services, mon
     assert reindex.plan(svc).todo == []
     monkeypatch.setattr(svc, "settings", off)
     p = reindex.plan(svc)
-    assert [(d.doc_name, d.reasons) for d in p.todo] == [("a.pdf", [f"chunk_atomic_units: {ATOMIC_UNITS_REVISION} -> None"])]
+    assert [(d.doc_name, d.reasons) for d in p.todo] == [
+        ("a.pdf", [f"chunk_atomic_units: {ATOMIC_UNITS_REVISION} -> None"])
+    ]

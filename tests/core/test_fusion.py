@@ -59,8 +59,7 @@ def test_rrf_fill_keeps_one_retrievers_clear_hit():
 def test_distribution_based_score_fusion():
     """DBSF scales each list over mean +- 3 sd; fails if raw score scales leak through (BM25
     scores in the tens would otherwise always beat cosine similarities)."""
-    fused = dict(distribution_score_fusion({"vector": {"a": 0.9, "b": 0.5, "c": 0.1},
-                                            "bm25": {"a": 10.0, "c": 30.0}}))
+    fused = dict(distribution_score_fusion({"vector": {"a": 0.9, "b": 0.5, "c": 0.1}, "bm25": {"a": 10.0, "c": 30.0}}))
     assert set(fused) == {"a", "b", "c"}
     assert all(0.0 <= v <= 2.0 for v in fused.values())
     assert fused["a"] > fused["b"]  # top of the dense list and present in BM25
@@ -80,7 +79,7 @@ def test_bm25_clear_hit_is_ranked_first_after_fusion():
     descending score order, or does not report the move."""
     from ragaudit.retrieve.retriever import keep_clear_hit
 
-    lists = {"vector": [f"v{i}" for i in range(20)] , "bm25": ["clear"] + [f"v{i}" for i in range(1, 20, 2)]}
+    lists = {"vector": [f"v{i}" for i in range(20)], "bm25": ["clear"] + [f"v{i}" for i in range(1, 20, 2)]}
     fused = reciprocal_rank_fusion(lists, k=60)
     assert [p for p, _ in fused].index("clear") > 4  # the failure mode: absent from the dense top-N
     bm25 = _hits({"clear": 33.2, "v1": 20.7, "v3": 17.7})
@@ -115,8 +114,13 @@ def test_retriever_ranks_bm25s_clear_hit_first_on_real_documents(kb):
     from ragaudit.query import QueryService
 
     r = QueryService(kb).retriever
-    questions = ["What was the airframe total time?", "What is the accident number?", "When was the last inspection?",
-                 "Who was the registered owner of the airplane?", "Which engine model was installed?"]
+    questions = [
+        "What was the airframe total time?",
+        "What is the accident number?",
+        "When was the last inspection?",
+        "Who was the registered owner of the airplane?",
+        "Which engine model was installed?",
+    ]
     changed = 0
     try:
         for q in questions:
@@ -144,8 +148,8 @@ def test_a_tie_left_after_the_scores_goes_by_position_not_by_point_id():
     chunks other ids: a tie the scores leave open was broken by the id string, and one probe
     question's answer changed between two fresh ingestions (the named-document leg fused its two
     scoped lists with no second signal at all). Fails if the order follows the ids."""
-    from ragaudit.retrieve.retriever import Retriever
     from ragaudit.index.store import PointHit
+    from ragaudit.retrieve.retriever import Retriever
 
     r = Retriever.__new__(Retriever)
     r.fusion, r.rrf_k, r.table_vote = "rrf", 60, True
@@ -154,8 +158,10 @@ def test_a_tie_left_after_the_scores_goes_by_position_not_by_point_id():
     for first, second in (("a-id", "b-id"), ("b-id", "a-id")):  # the same two chunks, ids swapped
         p5 = {"doc_name": "r.pdf", "chunk_index": 5, "text": "runway 04", "header": ""}
         p0 = {"doc_name": "r.pdf", "chunk_index": 0, "text": "runway 04", "header": ""}
-        hits = {"vector": {first: PointHit(first, 0.5, p5), second: PointHit(second, 0.5, p0)},
-                "bm25": {second: PointHit(second, 3.0, p0), first: PointHit(first, 3.0, p5)}}
+        hits = {
+            "vector": {first: PointHit(first, 0.5, p5), second: PointHit(second, 0.5, p0)},
+            "bm25": {second: PointHit(second, 3.0, p0), first: PointHit(first, 3.0, p5)},
+        }
         fused, votes = r._fuse("How long was the runway?", hits, {n: list(h) for n, h in hits.items()})
         assert votes == {}  # prose: no table chunk
         orders.append([hits["vector"][pid].payload["chunk_index"] for pid, _ in fused])
@@ -170,10 +176,10 @@ def _statement_and_prose():
     pages = extract_pages((SHARED_CORPUS / "pdfs" / "2023 Q3 AAPL.pdf").read_bytes())
     text = pages[3].text
     start = text.index("Cost of sales:")
-    statement = text[start:text.index("Operating income", start)]
+    statement = text[start : text.index("Operating income", start)]
     mdna = next(p.text for p in pages if "The growth in research and development" in p.text)
     start = mdna.index("Research and Development\n")
-    return statement, mdna[start:mdna.index("Provision for Income Taxes", start)]
+    return statement, mdna[start : mdna.index("Provision for Income Taxes", start)]
 
 
 def test_a_table_chunk_naming_the_questions_row_gets_bm25s_rank_as_its_dense_vote():
@@ -183,8 +189,8 @@ def test_a_table_chunk_naming_the_questions_row_gets_bm25s_rank_as_its_dense_vot
     row whose whole label the question names takes BM25's rank for the dense vote too; prose,
     a table the question names no row of, and a "why" question do not. Fails if the vote is lost
     or given to what cannot be a row value."""
-    from ragaudit.retrieve.retriever import Retriever, is_table_chunk, table_votes
     from ragaudit.index.store import PointHit
+    from ragaudit.retrieve.retriever import Retriever, is_table_chunk, table_votes
 
     statement, prose = _statement_and_prose()
     assert is_table_chunk(statement) and not is_table_chunk(prose)
@@ -201,8 +207,10 @@ def test_a_table_chunk_naming_the_questions_row_gets_bm25s_rank_as_its_dense_vot
     bm25 = ["table", "p4", "p3"]
     payload = {pid: {"text": prose, "header": "", "doc_name": "a.pdf", "chunk_index": i} for i, pid in enumerate(dense)}
     payload["table"] = {"text": statement, "header": "", "doc_name": "a.pdf", "chunk_index": 9}
-    hits = {"vector": {pid: PointHit(pid, 0.5 - i / 100, payload[pid]) for i, pid in enumerate(dense)},
-            "bm25": {pid: PointHit(pid, 9.0 - i, payload[pid]) for i, pid in enumerate(bm25)}}
+    hits = {
+        "vector": {pid: PointHit(pid, 0.5 - i / 100, payload[pid]) for i, pid in enumerate(dense)},
+        "bm25": {pid: PointHit(pid, 9.0 - i, payload[pid]) for i, pid in enumerate(bm25)},
+    }
     order = {}
     for on in (False, True):
         r.table_vote = on
@@ -219,17 +227,19 @@ def test_a_legs_exact_tie_goes_by_position_not_by_point_id():
     order. Point ids embed the random document id: two fresh ingestions of the same PDFs ranked the
     two chunks in opposite orders and the answer quoted another sentence. Each leg's exact ties go by
     (document, chunk index). Fails if the leg's order follows the ids."""
-    from ragaudit.retrieve.retriever import Retriever
     from ragaudit.index.store import PointHit
+    from ragaudit.retrieve.retriever import Retriever
 
     r = Retriever.__new__(Retriever)
     r._fill_payloads = lambda hits, ids: None  # payloads already there
     orders = []
     for first, second in (("a-id", "b-id"), ("b-id", "a-id")):  # the same two chunks, ids swapped
-        leg = [PointHit("top", 0.9, {"doc_name": "z.pdf", "chunk_index": 9}),
-               PointHit(first, 0.743768, {"doc_name": "q3.pdf", "chunk_index": 152}),
-               PointHit(second, 0.743768, {"doc_name": "q3.pdf", "chunk_index": 151}),
-               PointHit("low", 0.5, {"doc_name": "a.pdf", "chunk_index": 0})]
+        leg = [
+            PointHit("top", 0.9, {"doc_name": "z.pdf", "chunk_index": 9}),
+            PointHit(first, 0.743768, {"doc_name": "q3.pdf", "chunk_index": 152}),
+            PointHit(second, 0.743768, {"doc_name": "q3.pdf", "chunk_index": 151}),
+            PointHit("low", 0.5, {"doc_name": "a.pdf", "chunk_index": 0}),
+        ]
         orders.append([h.payload["chunk_index"] for h in r._by_position(leg).values()])
     assert orders == [[9, 151, 152, 0], [9, 151, 152, 0]], orders
 
@@ -241,8 +251,8 @@ def test_the_named_documents_check_breaks_fusion_ties_by_position_not_by_point_i
     of the same eleven PDFs, ext2-007 ("how much did Apple spend on research and development")
     was answered from Apple's 10-Q on one index and Intel's on the other. Fails if the check's
     verdict follows the ids of two exactly tied passages."""
-    from ragaudit.retrieve.retriever import Retriever
     from ragaudit.index.store import PointHit
+    from ragaudit.retrieve.retriever import Retriever
 
     r = Retriever.__new__(Retriever)
     r.fusion, r.rrf_k, r.table_vote = "rrf", 60, True
@@ -252,7 +262,9 @@ def test_the_named_documents_check_breaks_fusion_ties_by_position_not_by_point_i
         pa = {"doc_name": "AAPL.pdf", "chunk_index": 4, "document_id": "aapl", "text": "research", "header": ""}
         pi = {"doc_name": "INTC.pdf", "chunk_index": 5, "document_id": "intc", "text": "research", "header": ""}
         # dense ranks Apple's chunk 1st and Intel's 2nd, BM25 the other way round: an exact RRF tie
-        hits = {"vector": {apple: PointHit(apple, 0.6, pa), intel: PointHit(intel, 0.5, pi)},
-                "bm25": {intel: PointHit(intel, 9.0, pi), apple: PointHit(apple, 9.0, pa)}}
+        hits = {
+            "vector": {apple: PointHit(apple, 0.6, pa), intel: PointHit(intel, 0.5, pi)},
+            "bm25": {intel: PointHit(intel, 9.0, pi), apple: PointHit(apple, 9.0, pa)},
+        }
         verdicts.append(r._top_already_in("What did Apple spend on research?", hits, ["aapl"], 1))
     assert verdicts[0] == verdicts[1], verdicts

@@ -5,8 +5,7 @@ is a litellm ``mock_response`` that calls every claim supported and quotes a rea
 
 import json
 
-from ragaudit.evaluate.judge import judge_control
-from ragaudit.evaluate.judge import DeterministicJudge, LLMJudge
+from ragaudit.evaluate.judge import DeterministicJudge, LLMJudge, judge_control
 
 NTSB = "The pilot's misjudged clearance over obstacles during final approach. The airplane struck a fence."
 DMCA = "The DMCA was signed into law by President Clinton on October 28, 1998. It has five titles."
@@ -15,12 +14,18 @@ DMCA = "The DMCA was signed into law by President Clinton on October 28, 1998. I
 def _answers():
     per_q = [{"id": "q1"}, {"id": "q2"}]
     answers = {
-        "q1": {"question": "What caused the accident?", "label": "answered",
-               "answer": "The pilot misjudged the clearance over obstacles [1].",
-               "retrieved": [{"chunk_id": "n1", "doc_name": "ntsb.pdf", "text": NTSB}]},
-        "q2": {"question": "When was the DMCA signed?", "label": "answered",
-               "answer": "It was signed on October 28, 1998 [1].",
-               "retrieved": [{"chunk_id": "d1", "doc_name": "dmca.pdf", "text": DMCA}]},
+        "q1": {
+            "question": "What caused the accident?",
+            "label": "answered",
+            "answer": "The pilot misjudged the clearance over obstacles [1].",
+            "retrieved": [{"chunk_id": "n1", "doc_name": "ntsb.pdf", "text": NTSB}],
+        },
+        "q2": {
+            "question": "When was the DMCA signed?",
+            "label": "answered",
+            "answer": "It was signed on October 28, 1998 [1].",
+            "retrieved": [{"chunk_id": "d1", "doc_name": "dmca.pdf", "text": DMCA}],
+        },
     }
     return per_q, answers
 
@@ -39,8 +44,13 @@ def test_a_lenient_judge_makes_the_control_report_all_failed_false():
     the faithfulness threshold (< 0.5 fails) is inverted: the lenient judge passes the answer of q1
     against q2's DMCA context with faithfulness 1.0, and that control must not count as failed."""
     per_q, answers = _answers()
-    lenient = json.dumps({"claims": [{"i": 0, "supported": True, "source": 1, "quote": DMCA.split(". ")[0] + "."}],
-                          "context_relevance": 1.0, "answer_relevance": 1.0})
+    lenient = json.dumps(
+        {
+            "claims": [{"i": 0, "supported": True, "source": 1, "quote": DMCA.split(". ")[0] + "."}],
+            "context_relevance": 1.0,
+            "answer_relevance": 1.0,
+        }
+    )
     out = judge_control(per_q, answers, LLMJudge("gpt-4o-mini", mock_response=lenient), 3)
     assert out["n"] == 2 and out["all_failed"] is False and out["failed"] == 1
     by_answer = {p["answer_of"]: p for p in out["pairs"]}
@@ -56,14 +66,23 @@ def test_deterministic_judge_support_rules():
     ``break``); the threshold is inclusive (0.8 of the terms passes, ``>=`` -> ``>``); ties keep the
     first sentence; the quote and source reported are the best sentence's."""
     j = DeterministicJudge()
-    ctx = ["Alpha beta gamma delta epsilon. Other words here.",
-           "Filler sentence first. Alpha beta gamma delta zeta. Alpha beta gamma delta eta."]
+    ctx = [
+        "Alpha beta gamma delta epsilon. Other words here.",
+        "Filler sentence first. Alpha beta gamma delta zeta. Alpha beta gamma delta eta.",
+    ]
     from ragaudit.evaluate.judge import Claim
 
-    assert j._support(Claim(0, "Alpha beta gamma delta epsilon.", [1]), ctx) == (True, "Alpha beta gamma delta epsilon.", 1)
+    assert j._support(Claim(0, "Alpha beta gamma delta epsilon.", [1]), ctx) == (
+        True,
+        "Alpha beta gamma delta epsilon.",
+        1,
+    )
     # 4 of the 5 terms (0.8) in the first matching sentence of source 2 (the last source), after an invalid [7]
     assert j._support(Claim(0, "alpha beta gamma delta omega", [7, 2]), ctx) == (
-        True, "Alpha beta gamma delta zeta.", 2)
+        True,
+        "Alpha beta gamma delta zeta.",
+        2,
+    )
     assert j._support(Claim(0, "alpha beta gamma omega psi", [2]), ctx)[0] is False  # 3/5 < 0.8
     assert j._support(Claim(0, "alpha beta", [9]), ctx) == (False, "", None)
 
@@ -74,8 +93,11 @@ def test_deterministic_judge_scores_and_reasons():
     import math
 
     j = DeterministicJudge()
-    r = j.judge("alpha beta", "Alpha beta gamma delta epsilon [1]. Unrelated made up claim [2].",
-                ["Alpha beta gamma delta epsilon.", "alpha only"])
+    r = j.judge(
+        "alpha beta",
+        "Alpha beta gamma delta epsilon [1]. Unrelated made up claim [2].",
+        ["Alpha beta gamma delta epsilon.", "alpha only"],
+    )
     assert r.faithfulness.value == 0.5 and r.faithfulness.reason == "1/2 claims supported by a verified quote"
     assert r.context_relevance.value == 0.75
     assert r.context_relevance.reason == "mean share of question terms per context over 2"
@@ -92,15 +114,24 @@ def test_uncited_claims_and_judge_errors_never_pass():
     faithfulness exactly 0.5 counts as failed (``< 0.5`` -> ``<= 0.5``)."""
     from ragaudit.evaluate.judge import _verify, split_claims
 
-    faith, rows = _verify(split_claims("Alpha beta gamma without a source."), {0: (True, "Alpha beta", None)},
-                          ["Alpha beta gamma"])
+    faith, rows = _verify(
+        split_claims("Alpha beta gamma without a source."), {0: (True, "Alpha beta", None)}, ["Alpha beta gamma"]
+    )
     assert faith.value == 0.0 and rows[0]["reason"] == "claim cites no source"
     per_q, answers = _answers()
     broken = judge_control(per_q, answers, LLMJudge("gpt-4o-mini", mock_response="not json"), 3)
     assert broken["failed"] == 0 and broken["all_failed"] is False
     assert broken["pairs"][0]["reason"].startswith("judge failed: ValueError")
-    half = json.dumps({"claims": [{"i": 0, "supported": True, "source": 1, "quote": DMCA.split(". ")[0] + "."},
-                                  {"i": 1, "supported": False}], "context_relevance": 1.0, "answer_relevance": 1.0})
+    half = json.dumps(
+        {
+            "claims": [
+                {"i": 0, "supported": True, "source": 1, "quote": DMCA.split(". ")[0] + "."},
+                {"i": 1, "supported": False},
+            ],
+            "context_relevance": 1.0,
+            "answer_relevance": 1.0,
+        }
+    )
     answers["q1"]["answer"] = "The pilot misjudged the clearance [1]. The airplane struck a fence [1]."
     out = judge_control(per_q, answers, LLMJudge("gpt-4o-mini", mock_response=half), 3)
     row = next(p for p in out["pairs"] if p["answer_of"] == "q1")

@@ -86,7 +86,9 @@ def test_quote_not_in_cited_chunk_is_unsupported():
     assert "not found" in rows[1]["reason"] and faith.value == 0.5
     # a citation followed by more text ends a claim
     assert [(c.text, c.cites) for c in split_claims("A first claim [1] A second one [2].")] == [
-        ("A first claim", [1]), ("A second one.", [2])]
+        ("A first claim", [1]),
+        ("A second one.", [2]),
+    ]
     # the deterministic judge accepts the verbatim claim, rejects it against another context
     j = DeterministicJudge()
     assert j.judge("q", "The pilot, age 85, was landing. [1]", contexts).faithfulness.value == 1.0
@@ -102,8 +104,13 @@ def test_citation_support_is_supported_over_cited_claims():
 
     from ragaudit.evaluate.metrics import citation_support
 
-    r = citation_support({"claims": 4, "supported_claims": 3,
-                          "unsupported": [{"claim": "Signed by Bush in 2005.", "reason": "not in the quote: number 2005"}]})
+    r = citation_support(
+        {
+            "claims": 4,
+            "supported_claims": 3,
+            "unsupported": [{"claim": "Signed by Bush in 2005.", "reason": "not in the quote: number 2005"}],
+        }
+    )
     assert r.value == 0.75 and "3/4" in r.reason and "Bush" in r.reason and "number 2005" in r.reason
     assert citation_support({"claims": 2, "supported_claims": 2, "unsupported": []}).value == 1.0
     assert citation_support({"claims": 1, "supported_claims": 0}).value == 0.0
@@ -113,15 +120,18 @@ def test_citation_support_is_supported_over_cited_claims():
         assert math.isnan(citation_support({}).value)
 
 
-@pytest.mark.parametrize("name,call", [
-    ("hit@5", lambda: metrics.hit_at_k(["x"], [], 5)),
-    ("mrr", lambda: metrics.reciprocal_rank(["x"], [])),
-    ("ndcg@10", lambda: metrics.ndcg_at_k(["x"], [], 10)),
-    ("evidence_recall@5", lambda: metrics.evidence_recall_at_k(["x"], [], 5)),
-    ("exact_match", lambda: metrics.exact_match("x", "")),
-    ("f1", lambda: metrics.token_f1("x", "")),
-    ("citation_validity", lambda: metrics.citation_validity([{"doc_name": "a", "page": 1}], [], [])),
-])
+@pytest.mark.parametrize(
+    "name,call",
+    [
+        ("hit@5", lambda: metrics.hit_at_k(["x"], [], 5)),
+        ("mrr", lambda: metrics.reciprocal_rank(["x"], [])),
+        ("ndcg@10", lambda: metrics.ndcg_at_k(["x"], [], 10)),
+        ("evidence_recall@5", lambda: metrics.evidence_recall_at_k(["x"], [], 5)),
+        ("exact_match", lambda: metrics.exact_match("x", "")),
+        ("f1", lambda: metrics.token_f1("x", "")),
+        ("citation_validity", lambda: metrics.citation_validity([{"doc_name": "a", "page": 1}], [], [])),
+    ],
+)
 def test_every_undefined_metric_is_nan_with_a_named_warning(name, call):
     """Fails if a metric's undefined case is not NaN, or its reason and warning do not name the
     metric and the empty input exactly (e.g. ``_nan("mrr", None)``)."""

@@ -16,8 +16,7 @@ migrate(make_engine(sys.argv[1]))
 
 
 def _migrate_concurrently(url: str, n: int = 6) -> None:
-    procs = [subprocess.Popen([sys.executable, "-c", SCRIPT, url], stderr=subprocess.PIPE, text=True)
-             for _ in range(n)]
+    procs = [subprocess.Popen([sys.executable, "-c", SCRIPT, url], stderr=subprocess.PIPE, text=True) for _ in range(n)]
     errors = [p.communicate(timeout=300)[1] for p in procs]
     assert all(p.returncode == 0 for p in procs), errors
 

@@ -2,8 +2,16 @@
 
 import pytest
 
-from ragaudit.ingest.pdf import (CorruptPDFError, EmptyFileError, EncryptedPDFError, NoTextError, NotAPDFError, collapse_leaders,
-                      extract_pages, inspect_pdf)
+from ragaudit.ingest.pdf import (
+    CorruptPDFError,
+    EmptyFileError,
+    EncryptedPDFError,
+    NotAPDFError,
+    NoTextError,
+    collapse_leaders,
+    extract_pages,
+    inspect_pdf,
+)
 from tests.conftest import BAD, DATA, EDGE, SAMPLES
 
 EXPECTED = {

@@ -13,8 +13,14 @@ import json
 import pdfplumber
 import pytest
 
-from ragaudit.ingest.pdf import (_column_regions, _dedupe_chars_clustered, _text_options, _textmap, dedupe_chars,
-                      extract_pages)
+from ragaudit.ingest.pdf import (
+    _column_regions,
+    _dedupe_chars_clustered,
+    _text_options,
+    _textmap,
+    dedupe_chars,
+    extract_pages,
+)
 from tests.conftest import DATA, SHARED_CORPUS
 
 # two-column paper (rotated arXiv stamp, (cid:NN) glyphs, a form XObject), a sampled IBM Redbook
@@ -55,11 +61,19 @@ def test_dedupe_chars_equals_pdfplumber(path):
 def test_dedupe_chars_chained_clusters():
     """fails if clustering is not chained like pdfplumber's (values 0.8 pt apart chain into one
     cluster although the ends are 1.6 pt apart) or the kept char is not the first by (doctop, x0)."""
+
     def ch(x0, doctop, text="e"):
         return {"upright": True, "text": text, "fontname": "F", "size": 10.0, "x0": x0, "doctop": doctop}
 
-    chars = [ch(10.0, 100.0), ch(10.5, 100.8), ch(10.2, 101.6), ch(50.0, 100.0), ch(10.0, 100.0, "f"),
-             ch(9.9, 101.6), ch(10.0, 100.0)]
+    chars = [
+        ch(10.0, 100.0),
+        ch(10.5, 100.8),
+        ch(10.2, 101.6),
+        ch(50.0, 100.0),
+        ch(10.0, 100.0, "f"),
+        ch(9.9, 101.6),
+        ch(10.0, 100.0),
+    ]
     assert dedupe_chars(chars) == _dedupe_chars_clustered(chars, 1.0) == pdfplumber.utils.dedupe_chars(chars)
     assert [c["x0"] for c in dedupe_chars(chars)] == [10.0, 50.0, 10.0]
 
@@ -82,8 +96,9 @@ def test_textmap_from_column_words_equals_chars_to_textmap(path):
         a, b = _textmap(chars, opts, words), pdfplumber.utils.chars_to_textmap(chars, **opts)
         assert a.as_string == b.as_string, f"page {p.page_number}"
         la, lb = a.extract_text_lines(return_chars=True), b.extract_text_lines(return_chars=True)
-        assert [(x["text"], x["top"], [id(c) for c in x["chars"]]) for x in la] == \
-               [(x["text"], x["top"], [id(c) for c in x["chars"]]) for x in lb]
+        assert [(x["text"], x["top"], [id(c) for c in x["chars"]]) for x in la] == [
+            (x["text"], x["top"], [id(c) for c in x["chars"]]) for x in lb
+        ]
     # the two-column paper is read column by column (its regions are re-extracted, nothing reused)
     assert split > 0 if path.name == "karpukhin2020-dpr.pdf" else reused > 0
 
@@ -97,9 +112,14 @@ def test_extract_pages_matches_pins(name):
     from what main produced before the speed-ups (sha256 of each, per page)."""
     path = next(p for p in [*PDFS, DATA / "ntsb" / name, SHARED_CORPUS / "pdfs" / name] if p.name == name)
     pages = extract_pages(path.read_bytes())
-    got = [{"text": hashlib.sha256(pg.text.encode()).hexdigest(), "extractor": pg.extractor,
-            "headings": hashlib.sha256(json.dumps([list(h) for h in pg.headings]).encode()).hexdigest()}
-           for pg in pages]
+    got = [
+        {
+            "text": hashlib.sha256(pg.text.encode()).hexdigest(),
+            "extractor": pg.extractor,
+            "headings": hashlib.sha256(json.dumps([list(h) for h in pg.headings]).encode()).hexdigest(),
+        }
+        for pg in pages
+    ]
     want = PINS["files"][name]
     assert len(got) == len(want)
     for i, (g, w) in enumerate(zip(got, want), 1):

@@ -6,7 +6,6 @@ from __future__ import annotations
 import io
 import re
 
-import pytest
 from fpdf import FPDF
 
 from ragaudit.ingest.pdf import extract_pages
@@ -68,8 +67,11 @@ def test_a_table_across_both_columns_keeps_its_rows():
     for i, (a, b) in enumerate(zip(LOREM_LEFT, LOREM_RIGHT)):
         pdf.text(72, 100 + 14 * i, a)
         pdf.text(320, 100 + 14 * i, b)
-    rows = [("Model BM25", "59.1 66.9 55.0", "70.9 68.8 73.7"), ("Model DPR", "78.4 79.4 73.2", "79.8 63.2 85.4"),
-            ("Model Both", "76.6 79.8 71.0", "85.2 71.5 83.8")]
+    rows = [
+        ("Model BM25", "59.1 66.9 55.0", "70.9 68.8 73.7"),
+        ("Model DPR", "78.4 79.4 73.2", "79.8 63.2 85.4"),
+        ("Model Both", "76.6 79.8 71.0", "85.2 71.5 83.8"),
+    ]
     for i, (label, left, right) in enumerate(rows):
         y = 300 + 14 * i
         pdf.text(72, y, label)
@@ -93,7 +95,10 @@ def test_real_two_column_paper_keeps_column_lines_adjacent():
         for page, text in zip(pdf.pages, texts):
             flat = re.sub(r"\s+", "", text)
             for x0, x1 in ((0, page.width / 2), (page.width / 2, page.width)):
-                lines = [re.sub(r"\s+", "", x) for x in (page.crop((x0, 0, x1, page.height)).extract_text() or "").split("\n")]
+                lines = [
+                    re.sub(r"\s+", "", x)
+                    for x in (page.crop((x0, 0, x1, page.height)).extract_text() or "").split("\n")
+                ]
                 for a, b in zip(lines, lines[1:]):
                     if len(a) >= 20 and len(b) >= 20:
                         pairs += 1
@@ -130,9 +135,14 @@ def test_hyphenated_line_ends_rejoined_but_compounds_kept():
     ("dualencoder")."""
     pdf = _pdf()
     pdf.add_page()
-    lines = ["The statute forbids the circumven-", "tion of technological measures that protect",
-             "works, and the paper trains a dual-", "encoder model on question and passage pairs.",
-             "It is a well-", "known result that nobody disputes."]
+    lines = [
+        "The statute forbids the circumven-",
+        "tion of technological measures that protect",
+        "works, and the paper trains a dual-",
+        "encoder model on question and passage pairs.",
+        "It is a well-",
+        "known result that nobody disputes.",
+    ]
     for i, ln in enumerate(lines):
         pdf.text(72, 100 + 14 * i, ln)
     text = _flat(_pages(pdf)[0].text)
@@ -147,7 +157,10 @@ def test_running_header_and_footer_removed_and_sentence_reads_across_the_page_br
     footer splits the sentence that runs from page 1 onto page 2)."""
     pdf = _pdf()
     body = [
-        ["The members shall meet every quarter to review the accounts.", "Standard measures must be available to anyone on"],
+        [
+            "The members shall meet every quarter to review the accounts.",
+            "Standard measures must be available to anyone on",
+        ],
         ["reasonable nondiscriminatory terms, as the rules say.", "The second page has its own closing sentence."],
         ["A third page repeats nothing but the running lines.", "It ends here."],
     ]

@@ -135,8 +135,9 @@ def test_a_query_runs_between_the_slices_of_a_long_embed(embedder, monkeypatch):
     holds the model for its whole length (the question waits behind every slice), or if slicing
     changes the vectors (another order or padding than one ``encode`` call)."""
     texts = [f"sentence number {i} " + "word " * (i % 17) for i in range(3 * embedder.batch_size)]
-    whole = embedder.model.encode(texts, batch_size=embedder.batch_size, normalize_embeddings=True,
-                                  convert_to_numpy=True, show_progress_bar=False)
+    whole = embedder.model.encode(
+        texts, batch_size=embedder.batch_size, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+    )
     calls: list[int] = []
     real = embedder._encode
     got: dict[str, np.ndarray] = {}

@@ -1,15 +1,23 @@
 """Scope enforcement (``ragaudit/retrieve/scope.py``) on chunk payloads shaped as ingestion writes them; each test
 names the mutation it kills. The end-to-end property test is ``tests/test_audit_claims.py``."""
 
+from ragaudit.index.store import Scope
 from ragaudit.retrieve.retriever import RetrievedChunk
 from ragaudit.retrieve.scope import admits, clip_to_pages, enforce_scope
-from ragaudit.index.store import Scope
 
 
 def _payload(**kw):
-    p = {"doc_name": "dmca.pdf", "knowledge_base": "law", "document_id": "d1", "strategy": "sentence",
-         "primary": True, "page_start": 4, "page_end": 6, "text": "Page four text. Page five text. Page six text.",
-         "page_breaks": [[4, 0], [5, 16], [6, 32]]}
+    p = {
+        "doc_name": "dmca.pdf",
+        "knowledge_base": "law",
+        "document_id": "d1",
+        "strategy": "sentence",
+        "primary": True,
+        "page_start": 4,
+        "page_end": 6,
+        "text": "Page four text. Page five text. Page six text.",
+        "page_breaks": [[4, 0], [5, 16], [6, 32]],
+    }
     p.update(kw)
     return p
 
@@ -57,9 +65,17 @@ def test_clip_without_a_break_at_offset_zero_starts_on_page_start():
 def test_enforce_drops_clips_reranks_and_says_so():
     """Fails if ``enforce_scope`` keeps an out-of-scope chunk, skips clipping, leaves gaps in the
     ranks, or stays silent about what it changed."""
-    chunks = [RetrievedChunk(rank=i, chunk_id=f"c{i}", score=1.0, payload=p) for i, p in enumerate([
-        _payload(doc_name="other.pdf"), _payload(), _payload(page_start=5, page_end=5, text="Five.",
-                                                             page_breaks=[[5, 0]])], start=1)]
+    chunks = [
+        RetrievedChunk(rank=i, chunk_id=f"c{i}", score=1.0, payload=p)
+        for i, p in enumerate(
+            [
+                _payload(doc_name="other.pdf"),
+                _payload(),
+                _payload(page_start=5, page_end=5, text="Five.", page_breaks=[[5, 0]]),
+            ],
+            start=1,
+        )
+    ]
     kept, notes = enforce_scope(Scope(doc_names=["dmca.pdf"], page_min=5, page_max=5), chunks)
     assert [c.chunk_id for c in kept] == ["c2", "c3"] and [c.rank for c in kept] == [1, 2]
     assert kept[0].text == "Page five text. " and kept[0].page_start == 5
@@ -73,12 +89,18 @@ def test_enforce_counts_every_dropped_and_clipped_chunk_and_goes_on_after_one():
     """Fails if a dropped or clipped chunk is counted as ``= 1`` / ``-= 1`` / ``+= 2``, or if the loop
     stops (``break``) at the first chunk left out, or at a chunk whose in-range part is blank."""
     blank = _payload(text="   Page five text.", page_breaks=[[4, 0], [5, 3]], page_start=4, page_end=5)
-    chunks = [RetrievedChunk(rank=i, chunk_id=f"c{i}", score=1.0, payload=p) for i, p in enumerate([
-        _payload(doc_name="a.pdf"), _payload(doc_name="b.pdf"), blank, _payload(), _payload()], start=1)]
+    chunks = [
+        RetrievedChunk(rank=i, chunk_id=f"c{i}", score=1.0, payload=p)
+        for i, p in enumerate(
+            [_payload(doc_name="a.pdf"), _payload(doc_name="b.pdf"), blank, _payload(), _payload()], start=1
+        )
+    ]
     kept, notes = enforce_scope(Scope(doc_names=["dmca.pdf"], page_min=4, page_max=4), chunks)
     assert [c.chunk_id for c in kept] == ["c4", "c5"]
-    assert notes == ["scope: 3 chunk(s) outside the scope left out (e.g. a neighbouring chunk past page_max)",
-                     "scope: 2 chunk(s) spanning pages outside page_min..page_max were cut to the pages inside"]
+    assert notes == [
+        "scope: 3 chunk(s) outside the scope left out (e.g. a neighbouring chunk past page_max)",
+        "scope: 2 chunk(s) spanning pages outside page_min..page_max were cut to the pages inside",
+    ]
 
 
 def test_clip_without_page_breaks_and_with_a_first_break_past_offset_zero():

@@ -2,12 +2,33 @@
 
 import pytest
 
-from ragaudit.index.sparse import (ABBREVIATION_WEIGHT, ROW_LABEL_WEIGHT, abbreviation_terms, acronym_queries, bm25_document_vector,
-                         bm25_query_vector, question_row_terms, row_label_terms, term_id, tokenize)
+from ragaudit.index.sparse import (
+    ABBREVIATION_WEIGHT,
+    ROW_LABEL_WEIGHT,
+    abbreviation_terms,
+    acronym_queries,
+    bm25_document_vector,
+    bm25_query_vector,
+    question_row_terms,
+    row_label_terms,
+    term_id,
+    tokenize,
+)
 
 
-@pytest.mark.parametrize("ident", ["16.11.1", "snake_case", "hr_schema.employees", "cve-2021-44228", "94-2404110",
-                                   "10/28/1998", "qibm_db_secadm", "nyc08ca055"])
+@pytest.mark.parametrize(
+    "ident",
+    [
+        "16.11.1",
+        "snake_case",
+        "hr_schema.employees",
+        "cve-2021-44228",
+        "94-2404110",
+        "10/28/1998",
+        "qibm_db_secadm",
+        "nyc08ca055",
+    ],
+)
 def test_identifiers_stay_single_tokens(ident):
     toks = tokenize(f"see {ident.upper()} here")
     assert ident in toks
@@ -53,13 +74,18 @@ def test_abbreviations_match_the_words_they_shorten():
 
 def test_sentence_final_words_and_stop_words_are_not_abbreviations():
     assert abbreviation_terms("It amends the Act. The Office reports. See Fig. 3 and Sec. 512, Dept. of Labor") == [
-        "abbr:fig", "abbr:sec", "abbr:dept"]
+        "abbr:fig",
+        "abbr:sec",
+        "abbr:dept",
+    ]
     assert abbreviation_terms("No. 5") == []  # "no" is a stop word
 
 
 def test_mixed_case_names_are_also_indexed_split():
     toks = tokenize("CuratedTREC and TriviaQA, getUserName")
-    assert {"curatedtrec", "curat", "trec", "triviaqa", "trivia", "qa", "getusername", "get", "user", "name"} <= set(toks)
+    assert {"curatedtrec", "curat", "trec", "triviaqa", "trivia", "qa", "getusername", "get", "user", "name"} <= set(
+        toks
+    )
     assert tokenize("DB2 NQ") == ["db2", "nq"]  # no case change inside: unchanged
 
 
@@ -88,7 +114,8 @@ def test_unicode_variants_fold_for_matching():
     assert tokenize("ﬁnancial ﬂow") == tokenize("financial flow")
     q = bm25_query_vector("PC-12/47E")
     assert _dot(q, bm25_document_vector("The Pilatus PC–12/47E was damaged.")) > _dot(
-        q, bm25_document_vector("The Pilatus PC–12 was damaged."))
+        q, bm25_document_vector("The Pilatus PC–12 was damaged.")
+    )
 
 
 # lines of a real statement page (Microsoft's 10-Q income statement, Amazon's segment table)
@@ -107,19 +134,31 @@ Our effective tax rate was 18% and 19% for the three months ended September 30, 
 def test_table_rows_are_indexed_by_their_whole_label():
     terms = row_label_terms(STATEMENT)
     # "Service and other": one word once "and other" are out, as "Total", "Revenue": no particular row
-    assert terms == ["row:total cost revenu", "row:cost revenu", "row:gross margin", "row:research develop",
-                     "row:oper loss", "row:effect tax rate", "row:net incom", "row:profession visual"]
+    assert terms == [
+        "row:total cost revenu",
+        "row:cost revenu",
+        "row:gross margin",
+        "row:research develop",
+        "row:oper loss",
+        "row:effect tax rate",
+        "row:net incom",
+        "row:profession visual",
+    ]
     # a heading without cells and a prose line ending in numbers name no row
-    assert not row_label_terms("Cost of revenue:\nOur effective tax rate was 18% and 19% for the three months ended "
-                               "September 30, 2023 and 2022")
+    assert not row_label_terms(
+        "Cost of revenue:\nOur effective tax rate was 18% and 19% for the three months ended "
+        "September 30, 2023 and 2022"
+    )
 
 
 def test_a_question_naming_a_row_matches_its_label_not_its_scattered_words():
     q = bm25_query_vector("How much did Apple spend on research and development?")
     assert "row:research develop" in question_row_terms("How much did Apple spend on research and development?")
     assert not any(" " not in t for t in question_row_terms("How much did Apple spend on research and development?"))
-    row = bm25_document_vector("Operating expenses:\nResearch and development $ 7,709 $ 6,306", rows=(
-        "Operating expenses:\nResearch and development $ 7,709 $ 6,306"))
+    row = bm25_document_vector(
+        "Operating expenses:\nResearch and development $ 7,709 $ 6,306",
+        rows=("Operating expenses:\nResearch and development $ 7,709 $ 6,306"),
+    )
     same_words = bm25_document_vector("Operating expenses:\nResearch and development $ 7,709 $ 6,306")
     text = "Research and, in some markets, development continue."
     prose = bm25_document_vector(text, rows=text)

@@ -17,9 +17,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ragaudit.retrieve.scope import admits
 from ragaudit.index.sparse import SparseVector
 from ragaudit.index.store import BACKENDS, Scope, StoreInUseError, open_store, point_id
+from ragaudit.retrieve.scope import admits
 
 ROOT = Path(__file__).resolve().parents[2]
 DIM = 8
@@ -39,16 +39,42 @@ def store(request, tmp_path):
     s.close()
 
 
-def add(store, doc: str, n: int, *, version: int = 1, live: bool = True, primary: bool = True,
-        strategy: str = "sentence", sha: str = "sha-a", kb: str = "default", name: str | None = None,
-        terms: list[list[int]] | None = None, start_page: int = 1) -> list[str]:
+def add(
+    store,
+    doc: str,
+    n: int,
+    *,
+    version: int = 1,
+    live: bool = True,
+    primary: bool = True,
+    strategy: str = "sentence",
+    sha: str = "sha-a",
+    kb: str = "default",
+    name: str | None = None,
+    terms: list[list[int]] | None = None,
+    start_page: int = 1,
+) -> list[str]:
     """``n`` points of document ``doc`` (chunk i on page start_page + i); returns their ids."""
     ids = [point_id(doc, version, strategy, i) for i in range(n)]
     name = name or f"{doc}.pdf"
-    payloads = [{"document_id": doc, "doc_name": name, "doc_key": unicodedata.normalize("NFC", name),
-                 "knowledge_base": kb, "strategy": strategy, "doc_sha256": sha, "ingest_version": version,
-                 "chunk_index": i, "page_start": start_page + i, "page_end": start_page + i, "live": live,
-                 "primary": primary, "text": f"{doc} chunk {i}"} for i in range(n)]
+    payloads = [
+        {
+            "document_id": doc,
+            "doc_name": name,
+            "doc_key": unicodedata.normalize("NFC", name),
+            "knowledge_base": kb,
+            "strategy": strategy,
+            "doc_sha256": sha,
+            "ingest_version": version,
+            "chunk_index": i,
+            "page_start": start_page + i,
+            "page_end": start_page + i,
+            "live": live,
+            "primary": primary,
+            "text": f"{doc} chunk {i}",
+        }
+        for i in range(n)
+    ]
     dense = [unit(1.0, 0.1 * (i + 1), hash(doc) % 7 / 10) for i in range(n)]
     sparse = [SparseVector(*zip(*[(t, 1.0) for t in (terms[i] if terms else [1, 100 + i])])) for i in range(n)]
     sparse = [SparseVector(list(s.indices), list(s.values)) for s in sparse]
@@ -71,7 +97,9 @@ def test_staged_points_are_searched_only_after_publish(store):
     other = add(store, "b", 2)
     new = add(store, "a", 4, version=2, sha="sha-2", live=False)
     assert searched(store, Scope()) == set(old) | set(other)
-    assert {h.id for h in store.search_sparse(SparseVector([1], [1.0]), Scope().to_filter(), 100)} == set(old) | set(other)
+    assert {h.id for h in store.search_sparse(SparseVector([1], [1.0]), Scope().to_filter(), 100)} == set(old) | set(
+        other
+    )
     assert store.count("a", live=False) == 4 and store.count("a", live=True) == 3 and store.count("a", version=2) == 4
     store.set_live("a", 2, True)
     assert searched(store, Scope()) == set(old) | set(new) | set(other)
@@ -92,11 +120,19 @@ def test_scope_filters_match_the_scope_rules(store):
     add(store, "c", 2, live=False)
     payloads = dict(store.iter_payloads(batch=3))  # paging through several batches
     assert len(payloads) == 12
-    scopes = [Scope(), Scope(doc_names=["Caf\u00e9.pdf"]), Scope(doc_names=["b.pdf", "c.pdf"]),
-              Scope(knowledge_base="legal"), Scope(document_ids=["a"]), Scope(strategy="fixed"),
-              Scope(page_min=2, page_max=3), Scope(page_min=6), Scope(page_max=1),
-              Scope(knowledge_base="legal", strategy="fixed", page_min=6, page_max=6),
-              Scope(doc_names=["a.pdf"])]
+    scopes = [
+        Scope(),
+        Scope(doc_names=["Caf\u00e9.pdf"]),
+        Scope(doc_names=["b.pdf", "c.pdf"]),
+        Scope(knowledge_base="legal"),
+        Scope(document_ids=["a"]),
+        Scope(strategy="fixed"),
+        Scope(page_min=2, page_max=3),
+        Scope(page_min=6),
+        Scope(page_max=1),
+        Scope(knowledge_base="legal", strategy="fixed", page_min=6, page_max=6),
+        Scope(doc_names=["a.pdf"]),
+    ]
     for scope in scopes:
         want = {pid for pid, pl in payloads.items() if admits(scope, pl)}
         assert searched(store, scope) == want, scope
@@ -139,11 +175,29 @@ def test_two_stage_dense_rescores_only_the_prefetched_chunks(store):
     staged = add(store, "c", 2, live=False)
     # chunk "b"/0: a chunk vector far from the query, but one window exactly on it
     pid = point_id("b", 1, "sentence", 0)
-    store.upsert([pid], [unit(0.0, 0.0, 0.0, 1.0)], [SparseVector([1], [1.0])],
-                 [{"document_id": "b", "doc_name": "b.pdf", "doc_key": "b.pdf", "knowledge_base": "default",
-                   "strategy": "sentence", "doc_sha256": "s", "ingest_version": 1, "chunk_index": 0,
-                   "page_start": 1, "page_end": 1, "live": True, "primary": True, "text": "b"}],
-                 windows=[[unit(0.0, 0.0, 0.0, 1.0), unit(0.0, 0.0, 0.0, 0.0, 1.0)]])
+    store.upsert(
+        [pid],
+        [unit(0.0, 0.0, 0.0, 1.0)],
+        [SparseVector([1], [1.0])],
+        [
+            {
+                "document_id": "b",
+                "doc_name": "b.pdf",
+                "doc_key": "b.pdf",
+                "knowledge_base": "default",
+                "strategy": "sentence",
+                "doc_sha256": "s",
+                "ingest_version": 1,
+                "chunk_index": 0,
+                "page_start": 1,
+                "page_end": 1,
+                "live": True,
+                "primary": True,
+                "text": "b",
+            }
+        ],
+        windows=[[unit(0.0, 0.0, 0.0, 1.0), unit(0.0, 0.0, 0.0, 0.0, 1.0)]],
+    )
     q = unit(0.1, 0.0, 0.0, 0.0, 1.0)  # no exact ties between the other chunks' best windows
     flt = Scope().to_filter()
     exact = store.search_dense(q, flt, 3, windows=True)
@@ -171,8 +225,21 @@ def test_delete_by_document_and_by_id(store):
     store.delete_points([b[0]])
     got = store.get_payloads([b[0], b[1], a1[0]])
     assert [p for p, _ in got] == [b[1]]
-    assert set(got[0][1]) == {"document_id", "doc_name", "doc_key", "knowledge_base", "strategy", "doc_sha256",
-                              "ingest_version", "chunk_index", "page_start", "page_end", "live", "primary", "text"}
+    assert set(got[0][1]) == {
+        "document_id",
+        "doc_name",
+        "doc_key",
+        "knowledge_base",
+        "strategy",
+        "doc_sha256",
+        "ingest_version",
+        "chunk_index",
+        "page_start",
+        "page_end",
+        "live",
+        "primary",
+        "text",
+    }
     store.delete_document("a")
     assert store.count("a") == 0 and store.count() == 1
 
@@ -217,8 +284,12 @@ def test_second_process_is_refused_and_the_holder_keeps_writing(backend, tmp_pat
     the refused attempt (Qdrant Edge's own refusal damages the live writer: our file lock is
     taken before Edge opens the folder). Fails if the lock is missing or taken after opening."""
     path = str(tmp_path / backend)
-    holder = subprocess.Popen([sys.executable, "-c", HOLDER.format(root=str(ROOT), backend=backend, path=path)],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER.format(root=str(ROOT), backend=backend, path=path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout.readline().strip() == "ready"
         with pytest.raises(RuntimeError, match="already accessed") as err:
@@ -275,9 +346,14 @@ def test_a_local_mode_store_is_imported_into_edge_once(tmp_path):
     try:
         store = svc.store
         assert store.backend == "edge" and store.count() == len(ids) and store.count("b", live=False) == 3
-        assert sorted((h.id, round(h.score, 5)) for h in store.search_dense(q, Scope().to_filter(), 10, windows=True)) == want
-        assert sorted((h.id, round(h.score, 5)) for h in store.search_sparse(SparseVector([1], [1.0]), None, 10)) == want_sparse
+        assert (
+            sorted((h.id, round(h.score, 5)) for h in store.search_dense(q, Scope().to_filter(), 10, windows=True))
+            == want
+        )
+        assert (
+            sorted((h.id, round(h.score, 5)) for h in store.search_sparse(SparseVector([1], [1.0]), None, 10))
+            == want_sparse
+        )
         assert len(want) == 5 and len(want_sparse) == 8
     finally:
         release_services(settings)
-

@@ -24,8 +24,10 @@ QUESTIONS = [
     ("Which exemptions and limitations does Title I list?", Scope(doc_names=["dmca.pdf"])),
     ("What does the act say about circumvention of technological measures?", Scope(doc_names=["dmca.pdf"])),
     ("What was the weather at the time of the accident?", Scope(doc_names=["20071229X02007.pdf"])),
-    ("How many hours of flight experience did the pilot have?",
-     Scope(doc_names=["20071229X02007.pdf", "20080102X00002.pdf"])),
+    (
+        "How many hours of flight experience did the pilot have?",
+        Scope(doc_names=["20071229X02007.pdf", "20080102X00002.pdf"]),
+    ),
 ]
 
 
@@ -115,8 +117,9 @@ def test_coalesced_dense_queries_return_the_plain_results(kb, retriever, monkeyp
     monkeypatch.setattr(store, "batch_queries", True)
     b = store._h.batcher
     calls, queries = b.calls, b.queries
-    got, errors = run_coalesced(store, lambda i: result_of(retriever.retrieve(QUESTIONS[i][0], QUESTIONS[i][1], 5,
-                                                                              "hybrid")), len(QUESTIONS))
+    got, errors = run_coalesced(
+        store, lambda i: result_of(retriever.retrieve(QUESTIONS[i][0], QUESTIONS[i][1], 5, "hybrid")), len(QUESTIONS)
+    )
     assert not errors
     assert (b.calls - calls, b.queries - queries) == (1, len(QUESTIONS))  # one Edge call served them all
     for i, (q, _) in enumerate(QUESTIONS):
@@ -129,13 +132,17 @@ def test_coalesced_store_queries_equal_plain_ones_at_every_depth(kb, retriever, 
     same query run alone."""
     store = kb.store
     flt = Scope().to_filter()
-    cases = [(retriever.embedder.embed_query(q), limit, pre) for q, _ in QUESTIONS[:4] for limit, pre in
-             ((20, retriever.dense_prefetch), (60, 300))]
+    cases = [
+        (retriever.embedder.embed_query(q), limit, pre)
+        for q, _ in QUESTIONS[:4]
+        for limit, pre in ((20, retriever.dense_prefetch), (60, 300))
+    ]
 
     def hits(i):
         vec, limit, pre = cases[i]
-        return [(h.id, h.score) for h in store.search_dense(vec, flt, limit, windows=True, prefetch=pre,
-                                                            with_payload=False)]
+        return [
+            (h.id, h.score) for h in store.search_dense(vec, flt, limit, windows=True, prefetch=pre, with_payload=False)
+        ]
 
     monkeypatch.setattr(store, "batch_queries", False)
     plain = [hits(i) for i in range(len(cases))]
@@ -157,8 +164,12 @@ def test_a_failing_query_fails_alone_in_a_batch(kb, retriever):
     bad = vecs[0][:7]
 
     def request(v):  # 30 hits of which 10 are compared, so that a tie at the 10th is kept whole
-        return qe.QueryRequest(limit=30, query=qe.Query.Nearest([v], using=WINDOWS), with_payload=False,
-                               prefetches=[qe.Prefetch(limit=50, query=qe.Query.Nearest(v, using=DENSE))])
+        return qe.QueryRequest(
+            limit=30,
+            query=qe.Query.Nearest([v], using=WINDOWS),
+            with_payload=False,
+            prefetches=[qe.Prefetch(limit=50, query=qe.Query.Nearest(v, using=DENSE))],
+        )
 
     def ranked(points):  # exact ties in any order (search_dense orders them by id)
         return sorted(((str(p.id), p.score) for p in points), key=lambda t: (-t[1], t[0]))[:10]

@@ -20,8 +20,17 @@ def unit(*xs: float) -> list[float]:
 
 
 def payload(doc: str, live: bool = True, primary: bool = True) -> dict:
-    return {"document_id": doc, "doc_name": doc, "text": doc, "live": live, "primary": primary, "strategy": "sentence",
-            "ingest_version": 1, "page_start": 1, "page_end": 1}
+    return {
+        "document_id": doc,
+        "doc_name": doc,
+        "text": doc,
+        "live": live,
+        "primary": primary,
+        "strategy": "sentence",
+        "ingest_version": 1,
+        "page_start": 1,
+        "page_end": 1,
+    }
 
 
 @pytest.fixture()
@@ -60,8 +69,13 @@ def search(s, flt):
 
 
 def upsert(s, n: int, doc: str, vec: list[float], **kw):
-    s.upsert([store_mod.point_id(doc, 1, "sentence", n)], [vec], [SparseVector([1], [1.0 + n])], [payload(doc, **kw)],
-             windows=[[vec]])
+    s.upsert(
+        [store_mod.point_id(doc, 1, "sentence", n)],
+        [vec],
+        [SparseVector([1], [1.0 + n])],
+        [payload(doc, **kw)],
+        windows=[[vec]],
+    )
 
 
 def test_unscoped_filter_is_left_out_only_while_it_excludes_nothing(edge, monkeypatch):

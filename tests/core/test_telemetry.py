@@ -9,8 +9,8 @@ from ragaudit.answer.answerers import LLMAnswerer
 from ragaudit.platform.cache import AnswerCache, normalize_question
 from ragaudit.platform.db import QueryLog, make_sessionmaker
 from ragaudit.platform.opsmetrics import percentiles
-from ragaudit.query import QueryService
 from ragaudit.platform.telemetry import TelemetryWriter, question_hash
+from ragaudit.query import QueryService
 
 
 def _row(svc, qid):
@@ -21,8 +21,12 @@ def _row(svc, qid):
 def test_llm_cost_cache_hit_and_failure_rows(kb):
     tele = TelemetryWriter.from_services(kb, background=False)
     cache = AnswerCache(kb.sessions, ttl_s=60)
-    qs = QueryService(kb, answerer=LLMAnswerer("gpt-4o-mini", mock_response="It was signed on October 28, 1998 [1]."),
-                      telemetry=tele, cache=cache)
+    qs = QueryService(
+        kb,
+        answerer=LLMAnswerer("gpt-4o-mini", mock_response="It was signed on October 28, 1998 [1]."),
+        telemetry=tele,
+        cache=cache,
+    )
     q = "When was the Digital Millennium Copyright Act signed?"
     first = qs.ask(q, top_k=2)
     row = _row(kb, first["query_id"])
@@ -37,8 +41,13 @@ def test_llm_cost_cache_hit_and_failure_rows(kb):
     assert hit.cache_hit and hit.cost_usd == 0 and hit.cache_source_id == first["query_id"]
     assert qs.ask(q, top_k=3)["cache"]["hit"] is False  # top_k is part of the key
 
-    failing = QueryService(kb, answerer=LLMAnswerer("gpt-4o-mini", mock_response=litellm.RateLimitError(
-        "slow down", llm_provider="openai", model="gpt-4o-mini")), telemetry=tele)
+    failing = QueryService(
+        kb,
+        answerer=LLMAnswerer(
+            "gpt-4o-mini", mock_response=litellm.RateLimitError("slow down", llm_provider="openai", model="gpt-4o-mini")
+        ),
+        telemetry=tele,
+    )
     with pytest.raises(litellm.RateLimitError):
         failing.ask("What is a vessel hull design?", top_k=2)
     with kb.sessions() as s:
@@ -85,8 +94,10 @@ def test_background_writer_polls_and_writes_every_row(kb):
     try:
         time.sleep(3 * TelemetryWriter.POLL_S)
         assert tele._queue.not_empty._waiters == type(tele._queue.not_empty._waiters)()  # nobody to wake
-        ids = [tele.record(endpoint="search", question=f"poll {i}", mode="bm25", top_k=2, timings_ms={"total": 1.0})
-               for i in range(7)]
+        ids = [
+            tele.record(endpoint="search", question=f"poll {i}", mode="bm25", top_k=2, timings_ms={"total": 1.0})
+            for i in range(7)
+        ]
         assert tele.flush(30)
         assert tele.stats()["written"] == 7
         with kb.sessions() as s:

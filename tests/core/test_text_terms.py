@@ -9,9 +9,24 @@ from ragaudit.answer.citations import normalize_ws
 from ragaudit.index.sparse import tokenize
 from tests.conftest import SAMPLES, SHARED_CORPUS
 
-TRICKY = ["Pub. L. No. 105-", "304, 112 Stat. 2860", "CuratedTREC and", "HR_SCHEMA.EMPLOYEES", "IREXの基準",
-          "とは", "PC–12/47E", "ﬁnal ligature", "  spaced\n\ttext  ", "", "10-", "Q filing", "Oğuz Küttler",
-          "dual-\nencoder", "94-2404110", "Fig. 3"]
+TRICKY = [
+    "Pub. L. No. 105-",
+    "304, 112 Stat. 2860",
+    "CuratedTREC and",
+    "HR_SCHEMA.EMPLOYEES",
+    "IREXの基準",
+    "とは",
+    "PC–12/47E",
+    "ﬁnal ligature",
+    "  spaced\n\ttext  ",
+    "",
+    "10-",
+    "Q filing",
+    "Oğuz Küttler",
+    "dual-\nencoder",
+    "94-2404110",
+    "Fig. 3",
+]
 
 
 def _joined(texts: list[str]) -> set[str]:
@@ -24,7 +39,7 @@ def test_union_of_cached_pieces_equals_the_joined_tokenization():
     set. Checked on boundary-tricky strings and on the dev set's real evidence passages."""
     assert text_terms(TRICKY) == _joined(TRICKY)
     for i in range(len(TRICKY)):  # every adjacent pair as the boundary
-        pair = TRICKY[i:i + 2]
+        pair = TRICKY[i : i + 2]
         assert text_terms(pair) == _joined(pair), pair
     path = SHARED_CORPUS / "dev_questions.jsonl"
     if path.exists():

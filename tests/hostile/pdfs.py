@@ -14,12 +14,14 @@ def bomb_pdf(inflated_mb: int = 50) -> bytes:
     line = b"BT /F1 12 Tf 72 712 Td (bomb) Tj ET\n"
     block = line * (1024 * 1024 // len(line))
     stream = b"".join([c.compress(block) for _ in range(inflated_mb)] + [c.flush()])
-    objs = [b"<< /Type /Catalog /Pages 2 0 R >>",
-            b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
-            b"/Resources << /Font << /F1 5 0 R >> >> >>",
-            b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(stream) + stream + b"\nendstream",
-            b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"]
+    objs = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
+        b"/Resources << /Font << /F1 5 0 R >> >> >>",
+        b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(stream) + stream + b"\nendstream",
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    ]
     out = bytearray(b"%PDF-1.4\n")
     offsets = []
     for i, o in enumerate(objs, 1):
@@ -35,7 +37,7 @@ def bomb_pdf(inflated_mb: int = 50) -> bytes:
 
 def hog_memory() -> int:
     """Allocates 2 GB."""
-    return len(bytearray(2 * 1024 ** 3))
+    return len(bytearray(2 * 1024**3))
 
 
 def spin() -> None:

@@ -9,8 +9,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from ragaudit.api.app import create_app
-from ragaudit.ingest.pdf import NoTextError
 from ragaudit.ingest.guard import PDFTooComplexError, run_bounded
+from ragaudit.ingest.pdf import NoTextError
 from tests.conftest import DMCA_QUESTION, SAMPLES, make_settings
 from tests.hostile.pdfs import bomb_pdf, hog_memory, refuse, spin
 
@@ -121,10 +121,18 @@ def test_refusals_raised_in_the_dagster_stage_keep_their_code():
     assert "PDFTooManyPagesError" in PDF_ERROR_NAMES and "NoTextError" in PDF_ERROR_NAMES
 
 
-@pytest.mark.parametrize("question,ok", [
-    ("x" * 20_000, False), ("what is \x00 this", False), ("colour \x1b[31mred", False), ("bell\x07", False),
-    ("C1 \x85 control", False), ("tab\tand\nnewline are fine?", True), ("ünïcödé and 中文 are fine", True),
-])
+@pytest.mark.parametrize(
+    "question,ok",
+    [
+        ("x" * 20_000, False),
+        ("what is \x00 this", False),
+        ("colour \x1b[31mred", False),
+        ("bell\x07", False),
+        ("C1 \x85 control", False),
+        ("tab\tand\nnewline are fine?", True),
+        ("ünïcödé and 中文 are fine", True),
+    ],
+)
 def test_question_limits(make_client, question, ok):
     """Questions of 20,000 characters or with control characters: 422 on /query, /search and
     /query/stream; plain text with tabs/newlines/Unicode passes. Fails if the validator is

@@ -26,14 +26,21 @@ def test_admin_bridge_on_postgres(pg_url, tmp_path, embedder):
     settings = make_settings(tmp_path / "pg-admin", database_url=pg_url)
     with TestClient(create_app(settings)) as c:
         with open(SAMPLES / "dmca.pdf", "rb") as f:
-            r = c.post("/documents", params={"wait": "true"}, files={"file": ("dmca.pdf", f, "application/pdf")}, data={"knowledge_base": "admin-pg"})
+            r = c.post(
+                "/documents",
+                params={"wait": "true"},
+                files={"file": ("dmca.pdf", f, "application/pdf")},
+                data={"knowledge_base": "admin-pg"},
+            )
         assert r.status_code == 201, r.text
         doc = r.json()["document"]
         try:
             r = _list(c, "documents", {"knowledge_base": "admin-pg"})
             assert r.status_code == 200 and [d["id"] for d in r.json()] == [doc["id"]]
             assert r.headers["content-range"] == "documents 0-0/1"
-            r = _list(c, "chunks", {"document_id": doc["id"], "page_start_gte": 2, "page_end_lte": 3}, sort=("index", "DESC"))
+            r = _list(
+                c, "chunks", {"document_id": doc["id"], "page_start_gte": 2, "page_end_lte": 3}, sort=("index", "DESC")
+            )
             assert r.status_code == 200 and r.json()
             assert all(2 <= x["page_start"] and x["page_end"] <= 3 for x in r.json())
             assert [x["index"] for x in r.json()] == sorted((x["index"] for x in r.json()), reverse=True)
@@ -43,17 +50,28 @@ def test_admin_bridge_on_postgres(pg_url, tmp_path, embedder):
 
             chunk = _list(c, "chunks", {"document_id": doc["id"]}, sort=("index", "ASC"), rng=(0, 0)).json()[0]
             ev = " ".join(chunk["text"].split()[:8])
-            r = c.post("/admin/api/qa_pairs", json={"question": "q?", "answer": "a", "evidence": ev, "chunk_id": chunk["id"]})
+            r = c.post(
+                "/admin/api/qa_pairs", json={"question": "q?", "answer": "a", "evidence": ev, "chunk_id": chunk["id"]}
+            )
             assert r.status_code == 201, r.text
             r = c.put(f"/admin/api/qa_pairs/{r.json()['id']}", json={**r.json(), "evidence": "not in the chunk"})
             assert r.status_code == 400 and "verbatim" in r.json()["message"]
 
-            for flt in ({"q": "a\u0000b"}, {"page_start": 10**30}, {"text": "x"}, {"index; DROP TABLE chunks": 1},
-                        {"document_id": "x\u0000"}):
+            for flt in (
+                {"q": "a\u0000b"},
+                {"page_start": 10**30},
+                {"text": "x"},
+                {"index; DROP TABLE chunks": 1},
+                {"document_id": "x\u0000"},
+            ):
                 r = _list(c, "chunks", flt)
                 assert r.status_code == 400, (flt, r.status_code, r.text)
             assert _list(c, "chunks", {}, sort=("index) DESC; --", "ASC")).status_code == 400
-            assert _list(c, "chunks", {"document_id": doc["id"]}).headers["content-range"].endswith(f"/{doc['chunk_count']}")
+            assert (
+                _list(c, "chunks", {"document_id": doc["id"]})
+                .headers["content-range"]
+                .endswith(f"/{doc['chunk_count']}")
+            )
         finally:
             assert c.delete(f"/admin/api/documents/{doc['id']}").status_code == 200
     release_services(settings)

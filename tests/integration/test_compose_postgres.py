@@ -40,8 +40,8 @@ def test_compose_environment_runs_api_dagster_and_a_run_on_postgres(pg_url, tmp_
     from sqlalchemy.engine import make_url
 
     from ragaudit.api.app import create_app
-    from ragaudit.services import release_services
     from ragaudit.platform.settings import Settings
+    from ragaudit.services import release_services
 
     url = make_url(pg_url)
     with psycopg.connect(host=url.host, port=url.port, user=url.username, dbname="postgres", autocommit=True) as c:
@@ -58,8 +58,9 @@ def test_compose_environment_runs_api_dagster_and_a_run_on_postgres(pg_url, tmp_
     home = tmp_path / "dagster_home"
     home.mkdir()
     shutil.copy(ROOT / "deploy" / "dagster.yaml", home / "dagster.yaml")
-    env.update(RAGAUDIT_DATA_DIR=str(tmp_path / "data"), RAGAUDIT_LANDING_DIR=str(tmp_path / "landing"),
-               DAGSTER_HOME=str(home))
+    env.update(
+        RAGAUDIT_DATA_DIR=str(tmp_path / "data"), RAGAUDIT_LANDING_DIR=str(tmp_path / "landing"), DAGSTER_HOME=str(home)
+    )
     for k in [k for k in os.environ if k.startswith("RAGAUDIT_")]:
         monkeypatch.delenv(k)
     for k, v in env.items():
@@ -67,15 +68,23 @@ def test_compose_environment_runs_api_dagster_and_a_run_on_postgres(pg_url, tmp_
 
     daemon_env = {**os.environ, "PYTHONPATH": str(ROOT)}
     log = open(tmp_path / "daemon.log", "wb")
-    daemon = subprocess.Popen([str(Path(sys.executable).parent / "dagster-daemon"), "run", "-m",
-                               "ragaudit.pipelines.definitions"], cwd=ROOT, env=daemon_env, stdout=log,
-                              stderr=subprocess.STDOUT, start_new_session=True)
+    daemon = subprocess.Popen(
+        [str(Path(sys.executable).parent / "dagster-daemon"), "run", "-m", "ragaudit.pipelines.definitions"],
+        cwd=ROOT,
+        env=daemon_env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     settings = Settings(_env_file=None)
     try:
         assert settings.database_url.startswith("postgresql+psycopg://") and settings.qdrant_url == ""
         with TestClient(create_app(settings)) as client:
-            r = client.post("/documents", params={"wait": "true"},
-                            files={"file": ("dmca.pdf", (SAMPLES / "dmca.pdf").read_bytes(), "application/pdf")})
+            r = client.post(
+                "/documents",
+                params={"wait": "true"},
+                files={"file": ("dmca.pdf", (SAMPLES / "dmca.pdf").read_bytes(), "application/pdf")},
+            )
             assert r.status_code == 201, r.text
             doc = r.json()["document"]
             assert client.get("/health").json()["parts"]["database"]["status"] == "up"
@@ -90,8 +99,15 @@ def test_compose_environment_runs_api_dagster_and_a_run_on_postgres(pg_url, tmp_
         ok, t = False, time.monotonic()
         while time.monotonic() - t < 90 and not ok:
             assert daemon.poll() is None, (tmp_path / "daemon.log").read_text()[-2000:]
-            ok = subprocess.run([str(Path(sys.executable).parent / "dagster-daemon"), "liveness-check"],
-                                env=daemon_env, cwd=ROOT, capture_output=True).returncode == 0
+            ok = (
+                subprocess.run(
+                    [str(Path(sys.executable).parent / "dagster-daemon"), "liveness-check"],
+                    env=daemon_env,
+                    cwd=ROOT,
+                    capture_output=True,
+                ).returncode
+                == 0
+            )
             time.sleep(2)
         assert ok, (tmp_path / "daemon.log").read_text()[-2000:]
     finally:

@@ -4,12 +4,12 @@ migration 0002, cascade of a document's gold pairs on delete)."""
 import pytest
 from sqlalchemy import inspect, select
 
-from ragaudit.platform.db import EvalRun, QAPair
-from ragaudit.evaluate.runs import create_run, execute_run, get_run, import_dataset, list_datasets
 from ragaudit.evaluate.evaluation import EvalParams
+from ragaudit.evaluate.runs import create_run, execute_run, get_run, import_dataset, list_datasets
 from ragaudit.ingest.documents import delete_document, ingest_bytes
-from ragaudit.services import get_services, release_services
 from ragaudit.pipelines.runner import DagsterRunner
+from ragaudit.platform.db import EvalRun, QAPair
+from ragaudit.services import get_services, release_services
 from tests.conftest import DATA, SAMPLES, make_settings
 
 pytestmark = pytest.mark.integration

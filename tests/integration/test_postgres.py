@@ -3,11 +3,11 @@
 import pytest
 from sqlalchemy import inspect, select
 
-from ragaudit.platform.db import ChunkRow, Document, QueryLog, migrate
 from ragaudit.ingest.documents import delete_document, ingest_bytes
+from ragaudit.pipelines.runner import DagsterRunner
+from ragaudit.platform.db import ChunkRow, Document, QueryLog, migrate
 from ragaudit.query import QueryService
 from ragaudit.services import get_services, release_services
-from ragaudit.pipelines.runner import DagsterRunner
 from tests.conftest import BAD, DMCA_QUESTION, SAMPLES, make_settings
 
 pytestmark = pytest.mark.integration
@@ -20,7 +20,8 @@ def test_ingest_query_delete_on_postgres(pg_url, tmp_path, embedder):
         assert svc.engine.dialect.name == "postgresql"
         migrate(svc.engine)  # idempotent second run
         assert {"documents", "chunks", "qa_pairs", "query_logs", "alembic_version"} <= set(
-            inspect(svc.engine).get_table_names())
+            inspect(svc.engine).get_table_names()
+        )
         out = ingest_bytes(svc, (SAMPLES / "dmca.pdf").read_bytes(), "dmca.pdf", DagsterRunner())
         assert out.status == "ingested"
         bad = ingest_bytes(svc, (BAD / "truncated-2kb-dpr.pdf").read_bytes(), "truncated.pdf", DagsterRunner())

@@ -1,7 +1,6 @@
 """PostgreSQL stops during traffic and comes back: no request fails because of telemetry, and
 rows written + rows counted as dropped == requests made (a small buffer forces some drops)."""
 
-import time
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -22,8 +21,9 @@ def test_postgres_outage_loses_no_row_silently(tmp_path, embedder):
 
     server = PostgresServer()  # our own server: this test stops it
     url = server.start()
-    settings = make_settings(tmp_path / "outage", database_url=url, telemetry_queue_size=30,
-                             telemetry_batch_size=10, cache_ttl_s=0)
+    settings = make_settings(
+        tmp_path / "outage", database_url=url, telemetry_queue_size=30, telemetry_batch_size=10, cache_ttl_s=0
+    )
     since = datetime.now(timezone.utc) - timedelta(seconds=1)
     made = 0
     try:

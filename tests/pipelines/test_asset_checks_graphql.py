@@ -86,9 +86,9 @@ def test_broken_check_fails_in_dagster_graphql_and_passes_after_reindex(tmp_path
     from dagster_graphql.test.utils import execute_dagster_graphql
 
     from ragaudit.api.app import create_app
-    from ragaudit.services import get_services, release_services
-    from ragaudit.platform.settings import Settings
     from ragaudit.pipelines.runner import instance_for
+    from ragaudit.platform.settings import Settings
+    from ragaudit.services import get_services, release_services
 
     data, port = tmp_path / "data", _port()
     home = data / "dagster_home"
@@ -96,8 +96,12 @@ def test_broken_check_fails_in_dagster_graphql_and_passes_after_reindex(tmp_path
     shutil.copy(ROOT / "dagster.yaml", home / "dagster.yaml")  # StoreOwnerRunLauncher, queued runs
     for k in [k for k in os.environ if k.startswith("RAGAUDIT_")]:
         monkeypatch.delenv(k)
-    env = dict(RAGAUDIT_DATA_DIR=str(data), RAGAUDIT_PORT=str(port), DAGSTER_HOME=str(home),
-               RAGAUDIT_EMBEDDING_MODEL="bundled:all-MiniLM-L6-v2")
+    env = dict(
+        RAGAUDIT_DATA_DIR=str(data),
+        RAGAUDIT_PORT=str(port),
+        DAGSTER_HOME=str(home),
+        RAGAUDIT_EMBEDDING_MODEL="bundled:all-MiniLM-L6-v2",
+    )
     for k, v in env.items():
         monkeypatch.setenv(k, v)
     settings = Settings(_env_file=None)  # what `ragaudit serve` reads; runs of the launcher read the same
@@ -105,15 +109,20 @@ def test_broken_check_fails_in_dagster_graphql_and_passes_after_reindex(tmp_path
     base = f"http://127.0.0.1:{port}"
     try:
         with LiveAPI(create_app(settings), port):
-            r = httpx.post(base + "/documents", params={"wait": "true"}, timeout=300,
-                           files={"file": ("report.pdf", PDF.read_bytes(), "application/pdf")})
+            r = httpx.post(
+                base + "/documents",
+                params={"wait": "true"},
+                timeout=300,
+                files={"file": ("report.pdf", PDF.read_bytes(), "application/pdf")},
+            )
             assert r.status_code == 201, r.text
             doc = r.json()["document"]
 
             instance = instance_for(svc)
             origin = InProcessCodeLocationOrigin(
                 LoadableTargetOrigin(module_name="ragaudit.pipelines.definitions", working_directory=str(ROOT)),
-                location_name="ragaudit")
+                location_name="ragaudit",
+            )
             with WorkspaceProcessContext(instance, InProcessWorkspaceLoadTarget(origin)) as workspace:
 
                 def gql(query: str, **variables):
@@ -123,12 +132,20 @@ def test_broken_check_fails_in_dagster_graphql_and_passes_after_reindex(tmp_path
 
                 def execute_checks() -> str:
                     """The UI's "Execute checks": a run of the asset job with only the checks selected."""
-                    out = gql(LAUNCH, params={
-                        "selector": {"repositoryLocationName": "ragaudit", "repositoryName": "__repository__",
-                                     "jobName": "__ASSET_JOB", "assetSelection": [],
-                                     "assetCheckSelection": [{"assetKey": {"path": [a]}, "name": n} for a, n in CHECKS]},
-                        "executionMetadata": {"tags": [{"key": "dagster/partition", "value": doc["id"]}]},
-                        "runConfigData": {}})["launchRun"]
+                    out = gql(
+                        LAUNCH,
+                        params={
+                            "selector": {
+                                "repositoryLocationName": "ragaudit",
+                                "repositoryName": "__repository__",
+                                "jobName": "__ASSET_JOB",
+                                "assetSelection": [],
+                                "assetCheckSelection": [{"assetKey": {"path": [a]}, "name": n} for a, n in CHECKS],
+                            },
+                            "executionMetadata": {"tags": [{"key": "dagster/partition", "value": doc["id"]}]},
+                            "runConfigData": {},
+                        },
+                    )["launchRun"]
                     assert out["__typename"] == "LaunchRunSuccess", out
                     run_id = out["run"]["runId"]
                     daemon = QueuedRunCoordinatorDaemon(interval_seconds=1)
@@ -148,8 +165,11 @@ def test_broken_check_fails_in_dagster_graphql_and_passes_after_reindex(tmp_path
                     out = {}
                     for asset, name in CHECKS:
                         (ex,) = gql(EXECUTIONS, key={"path": [asset]}, name=name)["assetCheckExecutions"]
-                        out[name] = {"run": ex["runId"], "status": ex["status"],
-                                     **{m["label"]: m.get("intValue") for m in ex["evaluation"]["metadataEntries"]}}
+                        out[name] = {
+                            "run": ex["runId"],
+                            "status": ex["status"],
+                            **{m["label"]: m.get("intValue") for m in ex["evaluation"]["metadataEntries"]},
+                        }
                     return out
 
                 run_id = execute_checks()
@@ -162,8 +182,9 @@ def test_broken_check_fails_in_dagster_graphql_and_passes_after_reindex(tmp_path
                 svc.store.delete_points([victim])
                 run_id = execute_checks()
                 broken = latest()
-                assert {n: (c["status"], c["run"]) for n, c in broken.items()} == \
-                       {n: ("FAILED", run_id) for _, n in CHECKS}, broken
+                assert {n: (c["status"], c["run"]) for n, c in broken.items()} == {
+                    n: ("FAILED", run_id) for _, n in CHECKS
+                }, broken
                 assert broken["chunk_counts_match"]["sql"] == broken["chunk_counts_match"]["qdrant"] + 1
                 assert broken["no_orphans"]["orphan_rows"] == 1 and broken["no_orphans"]["orphan_points"] == 0
                 after_check = httpx.get(f"{base}/documents/{doc['id']}").json()
@@ -171,9 +192,14 @@ def test_broken_check_fails_in_dagster_graphql_and_passes_after_reindex(tmp_path
 
                 # the operator repairs it by name, in a shell of their own, while the API serves
                 cli_env = {k: v for k, v in os.environ.items() if not k.startswith(("RAGAUDIT_", "DAGSTER_"))}
-                cli = subprocess.run([sys.executable, "-m", "ragaudit.api.cli", "reindex", "--doc", "report.pdf"],
-                                     cwd=ROOT, env={**cli_env, **env, "PYTHONPATH": str(ROOT)}, capture_output=True,
-                                     text=True, timeout=300)
+                cli = subprocess.run(
+                    [sys.executable, "-m", "ragaudit.api.cli", "reindex", "--doc", "report.pdf"],
+                    cwd=ROOT,
+                    env={**cli_env, **env, "PYTHONPATH": str(ROOT)},
+                    capture_output=True,
+                    text=True,
+                    timeout=300,
+                )
                 assert cli.returncode == 0, (cli.stdout, cli.stderr)
                 assert "1 re-ingested, 0 failed" in cli.stdout, cli.stdout
                 assert "held by the serving process" in cli.stderr and "named with --doc" in cli.stdout
@@ -184,8 +210,9 @@ def test_broken_check_fails_in_dagster_graphql_and_passes_after_reindex(tmp_path
                 assert {n: c["status"] for n, c in latest().items()} == {n: "SUCCEEDED" for _, n in CHECKS}
                 run_id = execute_checks()
                 again = latest()
-                assert {n: (c["status"], c["run"]) for n, c in again.items()} == \
-                       {n: ("SUCCEEDED", run_id) for _, n in CHECKS}, again
+                assert {n: (c["status"], c["run"]) for n, c in again.items()} == {
+                    n: ("SUCCEEDED", run_id) for _, n in CHECKS
+                }, again
                 assert again["no_orphans"]["orphan_rows"] == 0
     finally:
         release_services(settings)

@@ -13,9 +13,9 @@ from typer.testing import CliRunner
 
 from ragaudit.ingest import documents as ingest
 from ragaudit.ingest.bulk import BulkFile
+from ragaudit.pipelines.runner import DagsterRunner, instance_for, run_bulk
 from ragaudit.platform.db import ChunkRow
 from ragaudit.services import get_services, release_services
-from ragaudit.pipelines.runner import DagsterRunner, instance_for, run_bulk
 from tests.conftest import BAD, SAMPLES, make_settings
 
 FILES = [SAMPLES / "20071229X02007.pdf", BAD / "zero-byte.pdf", SAMPLES / "20080102X00002.pdf"]
@@ -31,10 +31,14 @@ def svc(tmp_path, embedder):
 
 def _chunks(svc, document_id: str) -> list[tuple]:
     with svc.sessions() as s:
-        return [tuple(r) for r in s.execute(select(ChunkRow.index, ChunkRow.page_start, ChunkRow.page_end,
-                                                   ChunkRow.text).where(ChunkRow.document_id == document_id,
-                                                                        ChunkRow.live.is_(True))
-                                            .order_by(ChunkRow.index)).all()]
+        return [
+            tuple(r)
+            for r in s.execute(
+                select(ChunkRow.index, ChunkRow.page_start, ChunkRow.page_end, ChunkRow.text)
+                .where(ChunkRow.document_id == document_id, ChunkRow.live.is_(True))
+                .order_by(ChunkRow.index)
+            ).all()
+        ]
 
 
 def test_bulk_is_one_run_parses_once_ahead_and_builds_the_same_chunks(svc, tmp_path, monkeypatch):
@@ -66,8 +70,13 @@ def test_bulk_is_one_run_parses_once_ahead_and_builds_the_same_chunks(svc, tmp_p
     first_id = outs[0].document["id"]
     order = [("parse", v["index"]) if d is None else (d, v.get("status")) for d, v in events]
     assert order.index(("parse", 2)) < order.index((first_id, "indexing")), order
-    assert {v.get("status") for d, v in events if d == first_id} >= {"registered", "extracting", "chunking",
-                                                                    "embedding", "indexing"}
+    assert {v.get("status") for d, v in events if d == first_id} >= {
+        "registered",
+        "extracting",
+        "chunking",
+        "embedding",
+        "indexing",
+    }
 
     # the per-document asset job on the same file, in another data folder: identical chunks
     monkeypatch.undo()
@@ -96,8 +105,15 @@ def test_embed_batched_keeps_order_and_reports_progress(svc):
     from ragaudit.platform.db import Document
 
     with svc.sessions.begin() as s:
-        d = Document(doc_name="x.pdf", name_key="x.pdf", knowledge_base="default", sha256="0" * 64, size_bytes=1,
-                     strategy="sentence", status="embedding")
+        d = Document(
+            doc_name="x.pdf",
+            name_key="x.pdf",
+            knowledge_base="default",
+            sha256="0" * 64,
+            size_bytes=1,
+            strategy="sentence",
+            status="embedding",
+        )
         s.add(d)
         s.flush()
         doc_id = d.id
@@ -149,8 +165,12 @@ def test_parse_ahead_is_bounded_in_order_and_adds_a_parser_only_when_the_consume
     from ragaudit.ingest import bulk
     from ragaudit.ingest.pdf import extract_pages
 
-    files = [SAMPLES / "20071229X02007.pdf", SAMPLES / "20080102X00002.pdf", SAMPLES / "dmca.pdf",
-             SAMPLES / "20071229X02007.pdf"]
+    files = [
+        SAMPLES / "20071229X02007.pdf",
+        SAMPLES / "20080102X00002.pdf",
+        SAMPLES / "dmca.pdf",
+        SAMPLES / "20071229X02007.pdf",
+    ]
     calls: list[tuple[str, int]] = []
     real = bulk.parse_pdf_bounded
 
@@ -172,7 +192,7 @@ def test_parse_ahead_is_bounded_in_order_and_adds_a_parser_only_when_the_consume
     finally:
         p.stop()
     assert [g[0] for g in got] == [0, 1, 2, 3]
-    for (i, data, res, _), f in zip(got, files):
+    for (_i, data, res, _), f in zip(got, files):
         info, pages, stats = res
         assert data == f.read_bytes() and [pg.text for pg in pages] == [pg.text for pg in extract_pages(data)]
         assert info.pages == len(pages) and stats["extract"] > 0

@@ -3,11 +3,11 @@
 import dagster as dg
 from sqlalchemy import func, select
 
-from ragaudit.platform.db import ChunkRow
 from ragaudit.ingest.documents import register
-from ragaudit.services import services_key
 from ragaudit.pipelines.definitions import INGEST_ASSETS, INGEST_CHECKS, defs
 from ragaudit.pipelines.resources import RagauditResource
+from ragaudit.platform.db import ChunkRow
+from ragaudit.services import services_key
 from tests.conftest import SAMPLES
 
 
@@ -34,8 +34,9 @@ def test_assets_called_directly_then_materialized(fresh_services, tmp_path):
 
     instance = dg.DagsterInstance.ephemeral()
     instance.add_dynamic_partitions("documents", [doc.id])
-    result = dg.materialize([*INGEST_ASSETS, *INGEST_CHECKS], partition_key=doc.id, instance=instance,
-                            resources={"ragaudit": res})
+    result = dg.materialize(
+        [*INGEST_ASSETS, *INGEST_CHECKS], partition_key=doc.id, instance=instance, resources={"ragaudit": res}
+    )
     assert result.success
     mat = result.asset_materializations_for_node("chunk_points")[0]
     n_chunks = mat.metadata["chunks"].value

@@ -3,18 +3,19 @@
 import dagster as dg
 from sqlalchemy import func, select
 
-from ragaudit.platform.db import ChunkRow, Document, QAPair
 from ragaudit.answer.citations import find_quote
-from ragaudit.services import services_key
 from ragaudit.pipelines.resources import RagauditResource
 from ragaudit.pipelines.runner import instance_for
+from ragaudit.platform.db import ChunkRow, Document, QAPair
+from ragaudit.services import services_key
 
 
 def test_gold_pairs_have_verbatim_evidence_and_counts_in_metadata(kb):
     with kb.sessions() as s:
         doc = s.scalar(select(Document).where(Document.doc_name == "dmca.pdf"))
-        rows = s.execute(select(QAPair, ChunkRow).join(ChunkRow, ChunkRow.id == QAPair.chunk_id)
-                         .where(QAPair.document_id == doc.id)).all()
+        rows = s.execute(
+            select(QAPair, ChunkRow).join(ChunkRow, ChunkRow.id == QAPair.chunk_id).where(QAPair.document_id == doc.id)
+        ).all()
         n_chunks = s.scalar(select(func.count()).select_from(ChunkRow).where(ChunkRow.document_id == doc.id))
     # about 1.5 pairs per sampled chunk; before running headers/footers left page text, 9 of 50 pairs
     # were cloze questions about them ("Copyright Office Summary December what number Page 2?")
@@ -41,8 +42,9 @@ def test_gold_pairs_have_verbatim_evidence_and_counts_in_metadata(kb):
         all_chunks = s.scalars(select(ChunkRow).where(ChunkRow.document_id == doc.id).order_by(ChunkRow.index)).all()
     from ragaudit.ingest.documents import get_document
 
-    out = gold_qa_pairs(dg.build_asset_context(partition_key=doc.id), ragaudit=res,
-                        chunks=[_chunk_dict(c, kb) for c in all_chunks])
+    out = gold_qa_pairs(
+        dg.build_asset_context(partition_key=doc.id), ragaudit=res, chunks=[_chunk_dict(c, kb) for c in all_chunks]
+    )
     assert out.metadata["kept"] == len(rows) and out.metadata["discarded"] == 0
     with kb.sessions() as s:
         assert s.scalar(select(func.count()).select_from(QAPair).where(QAPair.document_id == doc.id)) == len(rows)
@@ -55,7 +57,16 @@ def test_gold_pairs_have_verbatim_evidence_and_counts_in_metadata(kb):
 def _chunk_dict(c, svc):
     """A chunk row as the ``chunks`` asset emits it (page breaks from the Qdrant payload)."""
     payload = dict(svc.store.get_payloads([c.id])[0][1])
-    return {"index": c.index, "text": c.text, "header": payload.get("header", ""), "page_start": c.page_start,
-            "page_end": c.page_end, "char_start": c.char_start, "char_end": c.char_end,
-            "token_count": c.token_count, "page_breaks": payload.get("page_breaks", []),
-            "section": c.section or "", "strategy": c.strategy}
+    return {
+        "index": c.index,
+        "text": c.text,
+        "header": payload.get("header", ""),
+        "page_start": c.page_start,
+        "page_end": c.page_end,
+        "char_start": c.char_start,
+        "char_end": c.char_end,
+        "token_count": c.token_count,
+        "page_breaks": payload.get("page_breaks", []),
+        "section": c.section or "",
+        "strategy": c.strategy,
+    }

@@ -8,19 +8,17 @@ import shutil
 import time
 
 import dagster as dg
-import pytest
 from sqlalchemy import func, select
 
 from ragaudit.ingest import documents as ingest
-
 from ragaudit.ingest import reindex
-from ragaudit.platform.db import ChunkRow, Document, QAPair
 from ragaudit.ingest.documents import ingest_bytes
-from ragaudit.query import QueryService
-from ragaudit.services import services_key
 from ragaudit.pipelines.operations import _requests, scan_landing_folder
 from ragaudit.pipelines.resources import RagauditResource
 from ragaudit.pipelines.runner import DagsterRunner
+from ragaudit.platform.db import ChunkRow, Document, QAPair
+from ragaudit.query import QueryService
+from ragaudit.services import services_key
 from tests.conftest import DATA, SAMPLES
 
 NTSB_A = SAMPLES / "20080102X00002.pdf"  # Reims F172 M, registration FBVIF
@@ -52,7 +50,7 @@ def test_reindex_rebuilds_changed_settings_and_lost_points_and_skips_the_rest(fr
     svc = fresh_services
     runner = DagsterRunner()
     a = ingest_bytes(svc, NTSB_A.read_bytes(), "a.pdf", runner).document
-    b = ingest_bytes(svc, NTSB_B.read_bytes(), "b.pdf", runner).document
+    ingest_bytes(svc, NTSB_B.read_bytes(), "b.pdf", runner)
     assert a["built_with"]["chunk_max_tokens"] == svc.settings.chunk_max_tokens
     p = reindex.plan(svc)
     assert p.todo == [] and p.unchanged == 2
@@ -135,11 +133,15 @@ def test_small_documents_are_batched_large_ones_run_alone(fresh_services, monkey
     share ingest_batch runs of at most landing_batch_size. Fails if every file gets its own run
     (per-run overhead) or if a batch exceeds its size."""
     svc = fresh_services
-    monkeypatch.setattr(svc, "settings", svc.settings.model_copy(
-        update={"landing_batch_max_bytes": 1000, "landing_batch_size": 2}))
+    monkeypatch.setattr(
+        svc, "settings", svc.settings.model_copy(update={"landing_batch_max_bytes": 1000, "landing_batch_size": 2})
+    )
     reqs = _requests(svc, [("big", 5000), ("s1", 10), ("s2", 20), ("s3", 30)], "k")
     assert [(r.job_name, r.partition_key) for r in reqs[:1]] == [("ingest_document", "big")]
-    assert [r.run_config["ops"]["ingest_documents"]["config"]["document_ids"] for r in reqs[1:]] == [["s1", "s2"], ["s3"]]
+    assert [r.run_config["ops"]["ingest_documents"]["config"]["document_ids"] for r in reqs[1:]] == [
+        ["s1", "s2"],
+        ["s3"],
+    ]
 
 
 def test_batch_job_ingests_queued_documents_in_one_run(fresh_services):
@@ -153,8 +155,10 @@ def test_batch_job_ingests_queued_documents_in_one_run(fresh_services):
     instance = dg.DagsterInstance.ephemeral()
     instance.add_dynamic_partitions("documents", ids)
     result = ingest_batch.execute_in_process(
-        run_config={"ops": {"ingest_documents": {"config": {"document_ids": ids}}}}, instance=instance,
-        resources={"ragaudit": RagauditResource(services_key=services_key(svc.settings))})
+        run_config={"ops": {"ingest_documents": {"config": {"document_ids": ids}}}},
+        instance=instance,
+        resources={"ragaudit": RagauditResource(services_key=services_key(svc.settings))},
+    )
     assert result.success
     mats = [e for e in result.all_events if e.event_type_value == "ASSET_MATERIALIZATION"]
     assert sorted(e.partition for e in mats) == sorted(ids)
@@ -192,6 +196,7 @@ def test_failure_on_the_third_embedding_batch_keeps_the_previous_answer(fresh_se
     assert doc.status == "failed" and doc.ingest_version == 1 and doc.sha256 == old.document["sha256"]
     after = QueryService(svc).ask(QUESTION, top_k=3)
     assert after["answer"] == before["answer"]
-    assert [(c["doc_name"], c["page"], c["quote"]) for c in after["citations"]] == \
-           [(c["doc_name"], c["page"], c["quote"]) for c in before["citations"]]
+    assert [(c["doc_name"], c["page"], c["quote"]) for c in after["citations"]] == [
+        (c["doc_name"], c["page"], c["quote"]) for c in before["citations"]
+    ]
     assert ingest.count_check(svc, doc.id)["staged_qdrant"] == 0

@@ -14,8 +14,13 @@ def test_definitions_load_without_preview_or_deprecation_warnings():
     ``ragaudit`` command) or if ``define_asset_job`` is given ``partitions_def`` again
     (deprecated: inferred from the assets). Warnings are shown (``-W default``) so a hidden
     DeprecationWarning counts too."""
-    p = subprocess.run([sys.executable, "-W", "default", "-c", "import ragaudit.pipelines.definitions"], cwd=ROOT,
-                       capture_output=True, text=True, timeout=300)
+    p = subprocess.run(
+        [sys.executable, "-W", "default", "-c", "import ragaudit.pipelines.definitions"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert p.returncode == 0, p.stderr[-2000:]
     assert "PreviewWarning" not in p.stderr, p.stderr[-2000:]
     assert "define_asset_job" not in p.stderr, p.stderr[-2000:]

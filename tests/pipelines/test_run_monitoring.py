@@ -12,7 +12,6 @@ import subprocess
 import sys
 import textwrap
 
-import pytest
 from fastapi.testclient import TestClient
 
 from tests.conftest import ROOT, make_settings
@@ -41,8 +40,15 @@ WORKER = textwrap.dedent("""
 def _start_worker(home: str) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     env.pop("DAGSTER_HOME", None)
-    p = subprocess.Popen([sys.executable, "-c", WORKER, home], cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                         stderr=subprocess.DEVNULL, text=True, start_new_session=True)
+    p = subprocess.Popen(
+        [sys.executable, "-c", WORKER, home],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        start_new_session=True,
+    )
     return p
 
 
@@ -80,9 +86,9 @@ def test_runs_of_a_killed_worker_end_failed_with_the_reason(tmp_path, monkeypatc
     from dagster._daemon.monitoring.run_monitoring import monitor_started_run
 
     from ragaudit.api.app import create_app
-    from ragaudit.services import get_services, release_services
     from ragaudit.pipelines.launcher import StoreOwnerRunLauncher
     from ragaudit.pipelines.runner import dagster_home, instance_for
+    from ragaudit.services import get_services, release_services
 
     monkeypatch.delenv("DAGSTER_HOME", raising=False)
     settings = make_settings(tmp_path / "data")

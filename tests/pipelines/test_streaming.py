@@ -11,8 +11,8 @@ from sqlalchemy import func, select
 
 from ragaudit.ingest import documents as ingest
 from ragaudit.ingest.chunking import window_spans
-from ragaudit.platform.db import ChunkRow
 from ragaudit.pipelines.runner import DagsterRunner
+from ragaudit.platform.db import ChunkRow
 from tests.conftest import SAMPLES
 
 
@@ -60,13 +60,14 @@ def test_a_long_document_is_embedded_and_upserted_in_bounded_interleaved_batches
     assert rows == n == svc.store.count(doc_id)
     # each embedding call is exactly the windows of one batch of 5 consecutive chunks
     windows = [len(window_spans(t, svc.embedder, svc.settings.dense_window_tokens)) for t in texts]
-    assert [k for e, k in events if e == "embed"] == [sum(windows[a:a + 5]) for a in range(0, n, 5)], events
+    assert [k for e, k in events if e == "embed"] == [sum(windows[a : a + 5]) for a in range(0, n, 5)], events
 
     monkeypatch.setattr(ingest, "STAGE_BATCH_CHUNKS", 10_000)
     one = ingest.ingest_bytes(svc, data, "dmca.pdf", DagsterRunner(), knowledge_base="other")
     with svc.sessions() as s:
-        again = list(s.scalars(select(ChunkRow.text).where(ChunkRow.document_id == one.document["id"])
-                               .order_by(ChunkRow.index)))
+        again = list(
+            s.scalars(select(ChunkRow.text).where(ChunkRow.document_id == one.document["id"]).order_by(ChunkRow.index))
+        )
     assert again == texts
 
 
@@ -87,7 +88,7 @@ def test_long_texts_go_to_the_model_in_smaller_batches_with_the_same_vectors(emb
     for b in batches:
         longest = min(max(n + 2 for n in embedder.count_tokens([texts[j] for j in b])), embedder.max_seq_length)
         assert len(b) <= embedder.batch_size
-        assert len(b) == 1 or len(b) * longest ** 2 <= embedder.attention_budget, (len(b), longest)
+        assert len(b) == 1 or len(b) * longest**2 <= embedder.attention_budget, (len(b), longest)
     assert max(len(b) for b in batches if all(texts[j] in short for j in b)) == embedder.batch_size
     assert max(len(b) for b in batches if all(texts[j] in long for j in b)) < embedder.batch_size
     vecs = embedder.embed(texts)

@@ -38,8 +38,9 @@ class Proc:
     def __init__(self, args: list[str], env: dict, log: Path):
         self.log = log
         self.fh = open(log, "wb")
-        self.p = subprocess.Popen(args, env=env, cwd=ROOT, stdout=self.fh, stderr=subprocess.STDOUT,
-                                  start_new_session=True)
+        self.p = subprocess.Popen(
+            args, env=env, cwd=ROOT, stdout=self.fh, stderr=subprocess.STDOUT, start_new_session=True
+        )
 
     def stop(self) -> None:
         if self.p.poll() is None:
@@ -83,23 +84,47 @@ def test_reingestion_launched_from_dagster_runs_in_the_api_while_it_serves(tmp_p
     shutil.copy(ROOT / "dagster.yaml", home / "dagster.yaml")
     api_port, web_port = _port(), _port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RAGAUDIT_", "DAGSTER_"))}
-    env.update(RAGAUDIT_DATA_DIR=str(data), RAGAUDIT_PORT=str(api_port), DAGSTER_HOME=str(home),
-               PYTHONPATH=str(ROOT), HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false",
-               LITELLM_LOCAL_MODEL_COST_MAP="True")
+    env.update(
+        RAGAUDIT_DATA_DIR=str(data),
+        RAGAUDIT_PORT=str(api_port),
+        DAGSTER_HOME=str(home),
+        PYTHONPATH=str(ROOT),
+        HF_HUB_OFFLINE="1",
+        TOKENIZERS_PARALLELISM="false",
+        LITELLM_LOCAL_MODEL_COST_MAP="True",
+    )
     procs: list[Proc] = []
     try:
-        api = Proc([sys.executable, "-m", "ragaudit.api.cli", "serve", "--port", str(api_port)], env, tmp_path / "api.log")
+        api = Proc(
+            [sys.executable, "-m", "ragaudit.api.cli", "serve", "--port", str(api_port)], env, tmp_path / "api.log"
+        )
         procs.append(api)
         base = f"http://127.0.0.1:{api_port}"
         _wait(base + "/health", api)  # the API creates the Dagster storage before it serves (as the README says)
-        web = Proc([str(BIN / "dagster-webserver"), "-m", "ragaudit.pipelines.definitions", "-h", "127.0.0.1", "-p",
-                    str(web_port)], env, tmp_path / "web.log")
+        web = Proc(
+            [
+                str(BIN / "dagster-webserver"),
+                "-m",
+                "ragaudit.pipelines.definitions",
+                "-h",
+                "127.0.0.1",
+                "-p",
+                str(web_port),
+            ],
+            env,
+            tmp_path / "web.log",
+        )
         procs.append(web)
-        daemon = Proc([str(BIN / "dagster-daemon"), "run", "-m", "ragaudit.pipelines.definitions"], env,
-                      tmp_path / "daemon.log")
+        daemon = Proc(
+            [str(BIN / "dagster-daemon"), "run", "-m", "ragaudit.pipelines.definitions"], env, tmp_path / "daemon.log"
+        )
         procs.append(daemon)
-        r = httpx.post(base + "/documents", params={"wait": "true"}, timeout=300,
-                       files={"file": ("report.pdf", (SAMPLES / "20080102X00002.pdf").read_bytes(), "application/pdf")})
+        r = httpx.post(
+            base + "/documents",
+            params={"wait": "true"},
+            timeout=300,
+            files={"file": ("report.pdf", (SAMPLES / "20080102X00002.pdf").read_bytes(), "application/pdf")},
+        )
         assert r.status_code == 201, r.text
         doc = r.json()["document"]
         _wait(f"http://127.0.0.1:{web_port}/server_info", web)
@@ -120,8 +145,10 @@ def test_reingestion_launched_from_dagster_runs_in_the_api_while_it_serves(tmp_p
             with httpx.Client(timeout=10) as c:
                 while not stop.is_set():
                     try:
-                        res = c.post(base + "/search", json={"question": "What registration did the Reims F172 M "
-                                                                         "carry?", "top_k": 3})
+                        res = c.post(
+                            base + "/search",
+                            json={"question": "What registration did the Reims F172 M carry?", "top_k": 3},
+                        )
                         answers.append(res.status_code)
                         if res.status_code != 200 or not res.json()["retrieved"]:
                             errors.append(res.text[:200])
@@ -132,11 +159,18 @@ def test_reingestion_launched_from_dagster_runs_in_the_api_while_it_serves(tmp_p
         loop = threading.Thread(target=query_loop)
         loop.start()
         try:
-            out = graphql(LAUNCH, params={
-                "selector": {"repositoryLocationName": location, "repositoryName": "__repository__",
-                             "jobName": "ingest_document"},
-                "executionMetadata": {"tags": [{"key": "dagster/partition", "value": doc["id"]}]},
-                "runConfigData": {}})["launchRun"]
+            out = graphql(
+                LAUNCH,
+                params={
+                    "selector": {
+                        "repositoryLocationName": location,
+                        "repositoryName": "__repository__",
+                        "jobName": "ingest_document",
+                    },
+                    "executionMetadata": {"tags": [{"key": "dagster/partition", "value": doc["id"]}]},
+                    "runConfigData": {},
+                },
+            )["launchRun"]
             assert out["__typename"] == "LaunchRunSuccess", out
             run_id = out["run"]["runId"]
             t, state = time.monotonic(), None
@@ -152,9 +186,17 @@ def test_reingestion_launched_from_dagster_runs_in_the_api_while_it_serves(tmp_p
         assert errors == [] and len(answers) >= 10, (errors[:3], len(answers))
         after = httpx.get(f"{base}/documents/{doc['id']}").json()
         assert after["status"] == "ready" and after["ingest_version"] == doc["ingest_version"] + 1
-        assert "handed to the serving process" in httpx.post(gql, json={"query": """query($id: ID!) {
+        assert (
+            "handed to the serving process"
+            in httpx.post(
+                gql,
+                json={
+                    "query": """query($id: ID!) {
             logsForRun(runId: $id) { ... on EventConnection { events { ... on EngineEvent { message } } } } }""",
-            "variables": {"id": run_id}}).text
+                    "variables": {"id": run_id},
+                },
+            ).text
+        )
     finally:
         for p in reversed(procs):
             p.stop()

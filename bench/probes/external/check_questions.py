@@ -10,6 +10,7 @@ PDF whose text also contains the evidence) and `evidence_extractors` (pdfplumber
 its page text contains the evidence after the same normalisation). Prints counts per set and
 kind and the PDFs' page counts; exits 1 on any error.
 """
+
 import collections
 import json
 import re
@@ -20,7 +21,10 @@ import pdfplumber
 
 HERE = Path(__file__).resolve().parent
 KINDS = {"fact", "identifier", "paraphrase", "table", "multipage", "refuse"}
-norm = lambda s: re.sub(r"\s+", " ", s or "").strip()
+
+
+def norm(s):
+    return re.sub(r"\s+", " ", s or "").strip()
 
 
 def pages(extractor: str) -> dict[str, list[str]]:
@@ -31,6 +35,7 @@ def pages(extractor: str) -> dict[str, list[str]]:
                 out[f.name] = [norm(p.extract_text()) for p in pdf.pages]
         else:
             import pypdf
+
             out[f.name] = [norm(p.extract_text()) for p in pypdf.PdfReader(f).pages]
     return out
 
@@ -38,7 +43,7 @@ def pages(extractor: str) -> dict[str, list[str]]:
 def main() -> int:
     annotate = "--annotate" in sys.argv
     path = HERE / "questions.jsonl"
-    recs = [json.loads(l) for l in path.read_text(encoding="utf-8").splitlines() if l.strip()]
+    recs = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     text = pages("pdfplumber")
     alt = pages("pypdf") if annotate else {}
     errors, doc_sets, ids = [], collections.defaultdict(set), set()
@@ -69,8 +74,12 @@ def main() -> int:
         if not ev or ev not in text[doc][page - 1]:
             errors.append(f"{rid}: evidence not on {doc} p{page}: {ev!r}")
         if annotate:
-            also = [{"doc_name": d, "page": i + 1} for d, ps in text.items() for i, t in enumerate(ps)
-                    if ev in t and (d, i + 1) != (doc, page)]
+            also = [
+                {"doc_name": d, "page": i + 1}
+                for d, ps in text.items()
+                for i, t in enumerate(ps)
+                if ev in t and (d, i + 1) != (doc, page)
+            ]
             r.pop("also_found_in", None)
             if also:
                 r["also_found_in"] = also
@@ -79,8 +88,20 @@ def main() -> int:
         if len(sets) > 1:
             errors.append(f"{doc}: used in several sets {sorted(sets)}")
     if annotate and not errors:
-        order = ["id", "doc_name", "page", "question", "answer", "evidence", "kind", "source", "note",
-                 "also_found_in", "evidence_extractors", "set"]
+        order = [
+            "id",
+            "doc_name",
+            "page",
+            "question",
+            "answer",
+            "evidence",
+            "kind",
+            "source",
+            "note",
+            "also_found_in",
+            "evidence_extractors",
+            "set",
+        ]
         recs = [{k: r[k] for k in order if k in r} for r in recs]
         path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in recs), encoding="utf-8")
     counts = collections.Counter((r["set"], r["kind"]) for r in recs)

@@ -3,9 +3,9 @@
 Revision ID: 0003
 Revises: 0002
 """
-from alembic import op
-import sqlalchemy as sa
 
+import sqlalchemy as sa
+from alembic import op
 
 revision = "0003"
 down_revision = "0002"

@@ -4,11 +4,11 @@ ingest version (chunks.ingest_version, chunks.live) so a run's rows are invisibl
 Revision ID: 0004
 Revises: 0003
 """
+
 import unicodedata
 
-from alembic import op
 import sqlalchemy as sa
-
+from alembic import op
 
 revision = "0004"
 down_revision = "0003"
@@ -20,11 +20,11 @@ def upgrade() -> None:
     with op.batch_alter_table("documents", schema=None) as batch_op:
         batch_op.add_column(sa.Column("name_key", sa.String(length=512), nullable=True))
     conn = op.get_bind()
-    docs = sa.table("documents", sa.column("id", sa.String), sa.column("doc_name", sa.String),
-                    sa.column("name_key", sa.String))
+    docs = sa.table(
+        "documents", sa.column("id", sa.String), sa.column("doc_name", sa.String), sa.column("name_key", sa.String)
+    )
     for doc_id, name in conn.execute(sa.select(docs.c.id, docs.c.doc_name)).all():
-        conn.execute(docs.update().where(docs.c.id == doc_id)
-                     .values(name_key=unicodedata.normalize("NFC", name)))
+        conn.execute(docs.update().where(docs.c.id == doc_id).values(name_key=unicodedata.normalize("NFC", name)))
     with op.batch_alter_table("documents", schema=None) as batch_op:
         batch_op.alter_column("name_key", existing_type=sa.String(length=512), nullable=False)
         batch_op.drop_constraint("uq_documents_kb_name", type_="unique")

@@ -6,9 +6,9 @@ strategy a queued run builds, what the live version was built with (``built_with
 Revision ID: 0005
 Revises: 0004
 """
-from alembic import op
-import sqlalchemy as sa
 
+import sqlalchemy as sa
+from alembic import op
 
 revision = "0005"
 down_revision = "0004"
@@ -35,6 +35,15 @@ def upgrade() -> None:
 def downgrade() -> None:
     with op.batch_alter_table("documents", schema=None) as batch_op:
         batch_op.drop_index("ix_documents_status")
-        for col in ("source_path", "build_fingerprint", "built_with", "queued_at", "pending_strategy",
-                    "chunks_total", "chunks_done", "pages_total", "pages_done"):
+        for col in (
+            "source_path",
+            "build_fingerprint",
+            "built_with",
+            "queued_at",
+            "pending_strategy",
+            "chunks_total",
+            "chunks_done",
+            "pages_total",
+            "pages_done",
+        ):
             batch_op.drop_column(col)
