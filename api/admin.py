@@ -20,8 +20,10 @@ Only the fields listed per resource may be sorted or filtered on: anything else,
 JSON value or a bad range is a 400 whose ``message`` names the parameter or field. Every value
 reaches SQL as a bound parameter (SQLAlchemy expressions; no string is ever spliced into SQL).
 Errors are ``{"message": ...}`` (what react-admin's ``fetchJson`` shows). Writes to read-only
-resources get 405. Access follows the API's key rules (``ragaudit.api.deps``): reads need a key only
-when ``RAGAUDIT_READ_REQUIRES_API_KEY`` is true, writes whenever ``RAGAUDIT_API_KEYS`` is set.
+resources get 405. Access follows the API's key rules (``ragaudit.api.deps.key_required``): when
+``RAGAUDIT_API_KEYS`` is set, writes always need a key (re-ingestion can call the LLM for gold Q&A),
+``query_logs`` (users' questions) unless ``RAGAUDIT_FILES_AND_QUERY_LOGS_OPEN`` is true with reads
+open, other reads only when ``RAGAUDIT_READ_REQUIRES_API_KEY`` is true.
 
 Resources: ``documents`` (list/show; delete removes the document like ``DELETE /documents/{id}``;
 update with ``{"strategy": S}`` re-ingests the stored file with chunking strategy S), ``chunks``
@@ -49,7 +51,7 @@ from starlette.routing import Route
 from ragaudit.answer.citations import find_quote
 from ragaudit.platform.db import ChunkRow, Document, EvalDataset, EvalRun, QAPair, QueryLog, new_id
 
-from .deps import key_is_valid, presented_key
+from .deps import key_is_valid, key_required, presented_key
 
 
 class BridgeError(Exception):
@@ -66,7 +68,8 @@ class Resource:
 
     ``fields``: columns returned (all plain columns when empty); ``sortable``/``filterable``: the
     whitelists; ``text``: columns ``q`` searches; ``ranged``: columns accepting ``_gte``/``_lte``;
-    ``writable``: which of create/update/delete are allowed; ``to_json``: record serialiser."""
+    ``writable``: which of create/update/delete are allowed; ``extra``: fields added to each record;
+    ``private``: reading it needs a key like stored files and query logs (``key_required``)."""
 
     name: str
     model: Any
@@ -78,6 +81,7 @@ class Resource:
     default_sort: tuple[str, str] = ("id", "ASC")
     exclude: tuple[str, ...] = ()
     extra: Callable[[Any, Any], dict[str, Any]] | None = None
+    private: bool = False
     columns: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -180,6 +184,7 @@ RESOURCES: dict[str, Resource] = {
             text=("question",),
             ranged=("created_at", "total_ms", "cost_usd", "top_k"),
             default_sort=("created_at", "DESC"),
+            private=True,  # users' questions
         ),
         Resource(
             "eval_runs",
@@ -332,9 +337,12 @@ class Bridge:
 
     # --- access -------------------------------------------------------------------------------
     def _check_key(self, request: Request, write: bool) -> None:
+        """401 unless the request may go on without a key (an unknown resource is checked as a read,
+        then answered 404)."""
         s = self.settings()
-        required = write or s.read_requires_api_key
-        if required and s.api_keys and not key_is_valid(presented_key(request), s):
+        res = RESOURCES.get(request.path_params["resource"])
+        level = "write" if write else "private" if res is not None and res.private else "read"
+        if key_required(s, level) and not key_is_valid(presented_key(request), s):
             raise BridgeError(401, "missing or invalid API key (send X-API-Key or Authorization: Bearer)")
 
     def _resource(self, request: Request) -> Resource:

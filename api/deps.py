@@ -1,15 +1,23 @@
 """FastAPI dependencies as ``Annotated`` aliases (one place), including API-key access control.
 
-Access: when ``RAGAUDIT_API_KEYS`` is set, routes depending on ``RequireWriteKey`` (uploads,
-deletion, re-ingestion, evaluation, dataset import — anything that writes or spends money) need
-a valid key in ``X-API-Key: <key>`` or ``Authorization: Bearer <key>``; routes depending on
-``RequireReadKey`` need one only when ``RAGAUDIT_READ_REQUIRES_API_KEY=true``. Keys are compared
-in constant time (``hmac.compare_digest``) and never echoed: the 401 says only that a key is
-missing or invalid.
+Access when ``RAGAUDIT_API_KEYS`` is set (a valid key in ``X-API-Key: <key>`` or
+``Authorization: Bearer <key>``):
+
+- ``RequireWriteKey``: writes (uploads, deletion, re-ingestion, dataset import) always need a key;
+- ``RequirePaidKey``: so does every route that can call a paid model (``/query``,
+  ``/query/stream``: an LLM answer when ``llm_model`` is set; ``/evaluate``: answers and the LLM
+  judge), whatever the read setting;
+- ``RequirePrivateKey``: stored PDFs and users' questions (query logs) need a key unless
+  ``RAGAUDIT_FILES_AND_QUERY_LOGS_OPEN=true`` and reads are open;
+- ``RequireReadKey``: other reads need one only when ``RAGAUDIT_READ_REQUIRES_API_KEY=true``.
+
+Without keys every route is open. Keys are compared in constant time (``hmac.compare_digest``)
+and never echoed: the 401 says only that a key is missing or invalid. The admin bridge
+(``ragaudit.api.admin``) applies the same rules through ``key_required``.
 
 Usage in a router::
 
-    @router.post("/evaluate", dependencies=[RequireWriteKey])
+    @router.post("/evaluate", dependencies=[RequirePaidKey])
 """
 
 from __future__ import annotations
@@ -83,11 +91,24 @@ def key_is_valid(presented: str | None, settings: Settings) -> bool:
     return ok
 
 
-def _check(request: Request, required: bool) -> None:
+def key_required(settings: Settings, level: str) -> bool:
+    """Whether a route of access ``level`` needs a key under ``settings``: ``"write"`` and
+    ``"paid"`` whenever keys are set, ``"private"`` unless ``files_and_query_logs_open`` with
+    reads open, ``"read"`` when ``read_requires_api_key``. Always False without keys."""
+    if not settings.api_keys:
+        return False
+    if level in ("write", "paid"):
+        return True
+    if level == "private":
+        return settings.read_requires_api_key or not settings.files_and_query_logs_open
+    if level == "read":
+        return settings.read_requires_api_key
+    raise ValueError(f"unknown access level {level!r}")
+
+
+def _check(request: Request, level: str) -> None:
     settings: Settings = request.app.state.settings
-    if not required or not settings.api_keys:
-        return
-    if not key_is_valid(presented_key(request), settings):
+    if key_required(settings, level) and not key_is_valid(presented_key(request), settings):
         raise HTTPException(
             401,
             "missing or invalid API key (send X-API-Key or Authorization: Bearer)",
@@ -97,13 +118,27 @@ def _check(request: Request, required: bool) -> None:
 
 def require_write_key(request: Request) -> None:
     """Raises 401 unless a valid API key is sent (only when ``RAGAUDIT_API_KEYS`` is set)."""
-    _check(request, True)
+    _check(request, "write")
+
+
+def require_paid_key(request: Request) -> None:
+    """Raises 401 unless a valid API key is sent, when keys are set, whatever the read setting:
+    the route can call a paid model."""
+    _check(request, "paid")
+
+
+def require_private_key(request: Request) -> None:
+    """Raises 401 unless a valid key is sent, when keys are set and ``files_and_query_logs_open`` is
+    false or reads are closed (stored PDFs, users' questions)."""
+    _check(request, "private")
 
 
 def require_read_key(request: Request) -> None:
     """Raises 401 unless a valid key is sent, when keys are set and ``read_requires_api_key`` is true."""
-    _check(request, request.app.state.settings.read_requires_api_key)
+    _check(request, "read")
 
 
 RequireWriteKey = Depends(require_write_key)
+RequirePaidKey = Depends(require_paid_key)
+RequirePrivateKey = Depends(require_private_key)
 RequireReadKey = Depends(require_read_key)

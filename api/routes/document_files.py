@@ -8,7 +8,7 @@ from fastapi.responses import FileResponse
 
 from ragaudit.platform.db import Document
 
-from ..deps import RequireReadKey, ServicesDep
+from ..deps import RequirePrivateKey, ServicesDep
 from ..schemas import ErrorOut
 
 router = APIRouter(prefix="/documents", tags=["documents"])
@@ -17,7 +17,7 @@ router = APIRouter(prefix="/documents", tags=["documents"])
 @router.get(
     "/{document_id}/file",
     response_class=FileResponse,
-    dependencies=[RequireReadKey],
+    dependencies=[RequirePrivateKey],
     responses={
         200: {"content": {"application/pdf": {}}, "description": "the PDF as uploaded"},
         404: {"model": ErrorOut},

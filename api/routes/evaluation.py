@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field
 from ragaudit.evaluate import runs as evalruns
 from ragaudit.evaluate.evaluation import EvalParams
 
-from ..deps import QueryServiceDep, RequireReadKey, RequireWriteKey, ServicesDep
+from ..deps import QueryServiceDep, RequirePaidKey, RequireReadKey, RequireWriteKey, ServicesDep
 from ..schemas import ErrorOut
 
 router = APIRouter(tags=["evaluation"], dependencies=[RequireReadKey])
@@ -99,7 +99,7 @@ def list_datasets(svc: ServicesDep) -> list[DatasetOut]:
 @router.post(
     "/evaluate",
     status_code=status.HTTP_202_ACCEPTED,
-    dependencies=[RequireWriteKey],
+    dependencies=[RequirePaidKey],
     response_model=RunOut,
     responses={400: {"model": ErrorOut}, 404: {"model": ErrorOut}},
 )

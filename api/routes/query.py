@@ -12,7 +12,7 @@ from sse_starlette.sse import EventSourceResponse
 
 from ragaudit.platform.llmcall import Cancellation
 
-from ..deps import QueryServiceDep, RequireReadKey
+from ..deps import QueryServiceDep, RequirePaidKey, RequireReadKey
 from ..schemas import AnswerOut, ErrorOut, QueryIn, SearchOut
 
 router = APIRouter(tags=["query"], dependencies=[RequireReadKey])
@@ -37,7 +37,12 @@ def close_generator_soon(gen, within_s: float = 30.0) -> None:
     threading.Thread(target=run, name="ragaudit-stream-close", daemon=True).start()
 
 
-@router.post("/query", response_model=AnswerOut, responses={400: {"model": ErrorOut}, 502: {"model": ErrorOut}})
+@router.post(
+    "/query",
+    response_model=AnswerOut,
+    dependencies=[RequirePaidKey],
+    responses={400: {"model": ErrorOut}, 401: {"model": ErrorOut}, 502: {"model": ErrorOut}},
+)
 async def query(body: QueryIn, qs: QueryServiceDep) -> dict:
     """Answer a question from the knowledge base with numbered citations ``[n]``.
 
@@ -66,7 +71,9 @@ async def search(body: QueryIn, qs: QueryServiceDep) -> dict:
 
 @router.post(
     "/query/stream",
+    dependencies=[RequirePaidKey],
     responses={
+        401: {"model": ErrorOut},
         200: {"content": {"text/event-stream": {}}, "description": "Server-Sent Events: sources, token*, done"},
         400: {"model": ErrorOut},
     },

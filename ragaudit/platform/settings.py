@@ -266,11 +266,21 @@ class Settings(BaseSettings):
     # --- access ---
     api_keys: Annotated[list[SecretStr], NoDecode] = Field(
         default_factory=list,
-        description="Comma-separated API keys; when set, write and paid endpoints need one "
-        "(header X-API-Key or Authorization: Bearer)",
+        description="Comma-separated API keys; when set, every write and every endpoint that can call a paid "
+        "model needs one (uploads, deletion, re-ingestion, /query and /query/stream, /evaluate, dataset import), "
+        "and so do stored PDFs and query logs (see files_and_query_logs_open); header X-API-Key or "
+        "Authorization: Bearer",
     )
     read_requires_api_key: bool = Field(
-        default=False, description="True = read endpoints (/query, /search, /documents GET, /metrics) need a key too"
+        default=False,
+        description="True = read endpoints (/search, /documents GET, /datasets, /evaluate GET, /metrics, "
+        "the admin lists) need a key too; /health and the API docs stay open",
+    )
+    files_and_query_logs_open: bool = Field(
+        default=False,
+        description="True = stored PDFs (GET /documents/{id}/file) and query logs (/admin/api/query_logs: "
+        "users' questions) are readable without a key while read_requires_api_key is false; "
+        "False = they need a key whenever api_keys is set",
     )
     cors_origins: Annotated[list[str], NoDecode] = Field(
         default_factory=lambda: ["http://localhost:5173", "http://127.0.0.1:5173"],
