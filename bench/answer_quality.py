@@ -8,9 +8,10 @@ no documents yet, so a second run reuses the index):
 
 Per question it records hit@1/5/10 and MRR (answerable questions), whether the refusal decision
 was right (answerable questions refused = false refusals; unanswerable ones answered = false
-answers), citation validity, and EM / F1 of the answerer's own concise answer (no gold
-guidance: the reply's ``concise_answer``, or the whole citation-free answer when the reply has
-none) beside the gold-guided span's EM / F1 (``metrics.concise_answer``, an upper bound).
+answers), citation validity, and the answerer's own concise answer (no gold guidance: the
+reply's ``concise``): its coverage (shown on answerable questions), its precision (right when
+shown: token F1 against the gold answer at least ``RIGHT_F1``) and EM / F1 of the shown ones,
+beside the gold-guided span's EM / F1 (``metrics.concise_answer``, an upper bound).
 The generated refusal set (``ragaudit.evaluate.refusalset``: each gold question asked of its most similar
 other document, and of the knowledge base without its document) is answered too; every case
 must be refused.
@@ -49,11 +50,16 @@ ROWS = [
     ("false answers (share of must-refuse: dev + generated)", "false_answer", "ref"),
     ("citation validity", "citation_validity", "ans"),
     ("audit label `answered` (share of answers not refused)", "audit_answered", "ans"),
-    ("F1, own concise answer", "f1", "ans"),
-    ("EM, own concise answer", "em", "ans"),
+    ("concise answer coverage (shown / answerable)", "concise_shown", "ans"),
+    ("concise answer precision (right when shown: token F1 >= 0.5)", "concise_right", "shown"),
+    ("F1 of shown concise answers", "f1", "shown"),
+    ("EM of shown concise answers", "em", "shown"),
     ("F1, gold-guided span (upper bound)", "f1_gold_guided", "ans"),
     ("EM, gold-guided span (upper bound)", "em_gold_guided", "ans"),
 ]
+
+
+RIGHT_F1 = 0.5  # a shown concise answer is right when its token F1 against the gold answer is at least this
 
 
 def part(qid: str) -> str:
@@ -81,7 +87,6 @@ def _ensure_index(svc, pdfs: Path) -> None:
 
 def run(svc, questions, top_k: int | None = None) -> dict:
     """Per-question records ``{id: {...}}`` for the dev questions and the generated cases."""
-    from ragaudit.answer.citations import strip_citations
     from ragaudit.evaluate import metrics
     from ragaudit.evaluate.evaluation import _retrieval_record, question_scope
     from ragaudit.evaluate.refusalset import indexed_texts, refusal_set
@@ -97,21 +102,34 @@ def run(svc, questions, top_k: int | None = None) -> dict:
         if not q.is_refusal:
             m = _retrieval_record(q, qs.retriever, scope, Mode.hybrid, 10)["metrics"]
             r.update({k: m[k] for k in ("hit@1", "hit@5", "hit@10", "mrr")})
+        t0 = time.perf_counter()
         out = qs.ask(q.question, scope, top_k, Mode.hybrid, log_query=False)
+        r["seconds"] = time.perf_counter() - t0
         refused = out["label"] in metrics.REFUSAL_LABELS
         r.update(label=out["label"], refusal_ok=float(refused == q.is_refusal))
         if q.is_refusal:
             r["false_answer"] = float(not refused)
         else:
             r["false_refusal"] = float(refused)
-            own = "" if refused else (out.get("concise_answer") or strip_citations(out["answer"]))
+            concise = {} if refused else (out.get("concise") or {})
+            if not refused and "concise" not in out and out.get("concise_answer"):
+                concise = {"text": out["concise_answer"]}  # a reply of a version without the ``concise`` object
+            own = concise.get("text") or ""
             gg = "" if refused else metrics.concise_answer(out["answer"], q.answer)
             if not refused:  # the citation audit passed (not uncited / unsupported)
                 r["audit_answered"] = float(out["label"] == "answered")
+            f1 = metrics.token_f1(own, q.answer).value if own else None
             r.update(
                 concise=own,
-                f1=metrics.token_f1(own, q.answer).value,
-                em=metrics.exact_match(own, q.answer).value,
+                concise_shown=float(bool(own)),
+                concise_right=float(f1 >= RIGHT_F1) if own else None,
+                concise_rule=concise.get("rule"),
+                concise_type=concise.get("type"),
+                concise_confidence=concise.get("confidence"),
+                concise_features=concise.get("features"),
+                f1=f1,
+                em=metrics.exact_match(own, q.answer).value if own else None,
+                rules=out.get("rules"),
                 f1_gold_guided=metrics.token_f1(gg, q.answer).value,
                 em_gold_guided=metrics.exact_match(gg, q.answer).value,
                 citation_validity=metrics.citation_validity(
@@ -141,6 +159,8 @@ def _select(recs: dict, which: str, p: str) -> list[str]:
     ids = [i for i in recs if p == "all" or part(i) == p]
     if which == "ans":
         return [i for i in ids if recs[i]["set"] == "dev" and recs[i]["answerable"]]
+    if which == "shown":
+        return [i for i in ids if recs[i]["set"] == "dev" and recs[i]["answerable"] and recs[i].get("concise_shown")]
     if which == "dev":
         return [i for i in ids if recs[i]["set"] == "dev"]
     if which == "ref":
