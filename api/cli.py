@@ -237,8 +237,8 @@ def ask(
 ) -> None:
     """Answer a question with numbered citations; --json shows retrieval ranks, timings and usage."""
     _quiet()
-    from ragaudit.index.store import Scope
     from ragaudit.query import QueryService
+    from ragaudit.types import Scope
 
     svc = _services()
     try:

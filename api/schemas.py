@@ -7,8 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, field_validator
 
-from ragaudit.index.store import Scope
-from ragaudit.retrieve.retriever import Mode
+from ragaudit.types import Mode, Scope, Strategy
 
 # C0 and C1 control characters other than tab, newline and carriage return (and DEL)
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
@@ -23,7 +22,9 @@ class ScopeIn(BaseModel):
     document_ids: list[str] = Field(default_factory=list)
     page_min: int | None = Field(default=None, ge=1)
     page_max: int | None = Field(default=None, ge=1)
-    strategy: str | None = Field(default=None, description="fixed | sentence | heading | semantic")
+    strategy: Strategy | None = Field(
+        default=None, description="fixed | sentence | heading | semantic (default: each document's primary one)"
+    )
 
     def to_scope(self) -> Scope:
         names = list(self.doc_names) + ([self.doc_name] if self.doc_name else [])

@@ -386,7 +386,7 @@ class PythonBaseline:
 
 
 def _cells(retr, qs: list[dict], modes=MODES) -> dict[str, Any]:
-    from ragaudit.index.store import Scope
+    from ragaudit.types import Scope
 
     res: dict[str, Any] = {}
     for q in qs[:2]:  # warm-up (first calls load lazily built state)
@@ -413,7 +413,7 @@ def _cells_interleaved(variants: dict[str, tuple[Any, tuple[str, ...]]], qs: lis
     alternates per question), so a load change on a shared machine hits every variant alike and
     their ratios hold. ``variants``: name -> (a ``Retriever``, or a ``PythonBaseline`` (hybrid
     only), modes to measure). Returns name -> cell -> P50/P95 (+ store/embed P95 for retrievers)."""
-    from ragaudit.index.store import Scope
+    from ragaudit.types import Scope
 
     for obj, _ in variants.values():
         if hasattr(obj, "retrieve"):

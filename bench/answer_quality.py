@@ -90,9 +90,8 @@ def run(svc, questions, top_k: int | None = None) -> dict:
     from ragaudit.evaluate import metrics
     from ragaudit.evaluate.evaluation import _retrieval_record, question_scope
     from ragaudit.evaluate.refusalset import indexed_texts, refusal_set
-    from ragaudit.index.store import Scope
     from ragaudit.query import QueryService
-    from ragaudit.retrieve.retriever import Mode
+    from ragaudit.types import Mode, Scope
 
     qs = QueryService(svc)
     recs: dict[str, dict] = {}

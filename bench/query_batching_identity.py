@@ -34,10 +34,10 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 def main(argv: list[str] | None = None) -> int:
     from bench.__main__ import dev_questions
-    from ragaudit.index.store import Scope
     from ragaudit.platform.settings import Settings
     from ragaudit.query import QueryService
     from ragaudit.services import get_services, release_services
+    from ragaudit.types import Scope
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", type=Path, required=True)

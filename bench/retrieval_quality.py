@@ -67,12 +67,12 @@ def main() -> int:
 
     logging.disable(logging.WARNING)
     from ragaudit.evaluate.evaluation import load_dataset, retrieval_eval
-    from ragaudit.index.store import Scope
     from ragaudit.ingest.documents import ingest_bytes
     from ragaudit.pipelines.runner import DagsterRunner
     from ragaudit.platform.settings import Settings
     from ragaudit.query import QueryService
     from ragaudit.services import get_services
+    from ragaudit.types import Scope
 
     strategies = [s for s in args.strategies.split(",") if s]
     modes = [m for m in args.modes.split(",") if m]

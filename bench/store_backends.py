@@ -84,15 +84,17 @@ class LocalBackend:
             )
 
     def dense(self, qvec, doc_key: str | None, limit=20):
-        from ragaudit.index.store import Scope
+        from ragaudit.index.store import scope_filter
+        from ragaudit.types import Scope
 
-        flt = (Scope(doc_names=[doc_key]) if doc_key else Scope()).to_filter()
+        flt = scope_filter(Scope(doc_names=[doc_key]) if doc_key else Scope())
         return [h.id for h in self.store.search_dense(qvec, flt, limit, windows=True)]
 
     def sparse(self, svec, doc_key: str | None, limit=20):
-        from ragaudit.index.store import Scope
+        from ragaudit.index.store import scope_filter
+        from ragaudit.types import Scope
 
-        flt = (Scope(doc_names=[doc_key]) if doc_key else Scope()).to_filter()
+        flt = scope_filter(Scope(doc_names=[doc_key]) if doc_key else Scope())
         return [h.id for h in self.store.search_sparse(svec, flt, limit)]
 
     def close(self):

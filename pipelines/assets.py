@@ -12,8 +12,8 @@ from dataclasses import asdict
 import dagster as dg
 
 from ragaudit.ingest import documents as ingest
-from ragaudit.ingest.chunking import Chunk
 from ragaudit.ingest.pdf import Page
+from ragaudit.types import Chunk
 
 from .resources import RagauditResource
 

@@ -20,7 +20,6 @@ from typing import Any, Iterator
 from ragaudit.answer.answerability import assess, is_underspecified, is_vague
 from ragaudit.answer.answerers import (
     REFUSAL_TEXT,
-    AnswerResult,
     ExtractiveAnswerer,
     LLMAnswerer,
     _citation,
@@ -28,13 +27,13 @@ from ragaudit.answer.answerers import (
 )
 from ragaudit.answer.citations import normalize_ws
 from ragaudit.index.embedding import cores_busy
-from ragaudit.index.store import Scope
 from ragaudit.platform.cache import AnswerCache
 from ragaudit.platform.db import new_id
 from ragaudit.platform.llmcall import CLIENT_DISCONNECTED, Cancellation, litellm_kwargs
 from ragaudit.platform.telemetry import TelemetryWriter
-from ragaudit.retrieve.retriever import Mode, RetrievalResult, RetrievedChunk, Retriever, empty_note
+from ragaudit.retrieve.retriever import RetrievalResult, Retriever, empty_note
 from ragaudit.services import Services
+from ragaudit.types import AnswerResult, Mode, RetrievedChunk, Scope
 
 log = logging.getLogger(__name__)
 
@@ -569,7 +568,7 @@ class QueryService:
             scope=scope.as_dict(),
             mode=mode.value,
             top_k=top_k,
-            strategy=scope.strategy,
+            strategy=scope.strategy.value if scope.strategy else None,
             model=ans.model if ans else self._model_name(),
             label=ans.label if ans else None,
             timings_ms=t,
@@ -587,7 +586,7 @@ class QueryService:
 
     def _cache_key(self, kind: str, question: str, scope: Scope, mode: Mode, top_k: int, model: str):
         return (
-            self.cache.key(kind, question, scope.as_dict(), mode.value, top_k, scope.strategy, model)
+            self.cache.key(kind, question, scope.as_dict(), mode.value, top_k, scope.as_dict().get("strategy"), model)
             if self.cache is not None
             else None
         )
@@ -617,7 +616,7 @@ class QueryService:
             scope=scope.as_dict(),
             mode=mode.value,
             top_k=top_k,
-            strategy=scope.strategy,
+            strategy=scope.strategy.value if scope.strategy else None,
             model=usage["model"],
             label=hit["label"],
             cache_hit=True,
@@ -648,7 +647,7 @@ class QueryService:
             question=question,
             scope=scope.as_dict(),
             top_k=top_k,
-            strategy=scope.strategy,
+            strategy=scope.strategy.value if scope.strategy else None,
             model=model,
         )
         try:

@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 from sqlalchemy import select
 
 from ragaudit.answer.answerers import LLMAnswerer
-from ragaudit.index.store import Scope
 from ragaudit.platform.db import QueryLog
 from ragaudit.query import QueryService
+from ragaudit.types import Scope
 from tests.conftest import DMCA_QUESTION, SHARED_CORPUS
 
 BUSH = "The DMCA was signed by President Bush in 2005 [1]."

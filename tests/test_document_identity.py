@@ -18,12 +18,12 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
-from ragaudit.index.store import Scope
 from ragaudit.ingest.documents import count_check, delete_document, ingest_bytes
 from ragaudit.pipelines.runner import DagsterRunner
 from ragaudit.platform.db import ChunkRow, Document, IndexState
 from ragaudit.query import QueryService
 from ragaudit.services import get_services, release_services
+from ragaudit.types import Scope
 from tests.conftest import SAMPLES, SHARED_CORPUS, make_settings
 
 SAME_NAME = SHARED_CORPUS / "cases" / "same-name"

@@ -7,11 +7,11 @@ from sqlalchemy import select
 from typer.testing import CliRunner
 
 from ragaudit.api.cli import app
-from ragaudit.index.store import Scope
 from ragaudit.ingest.documents import ingest_bytes
 from ragaudit.pipelines.runner import DagsterRunner
 from ragaudit.platform.db import ChunkRow, Document
 from ragaudit.query import QueryService
+from ragaudit.types import Scope
 from tests.conftest import BAD, DMCA_QUESTION, EDGE, ROOT, SAMPLES
 
 

@@ -5,8 +5,8 @@ import re
 
 from ragaudit.evaluate.evaluation import load_dataset
 from ragaudit.evaluate.refusalset import document_siblings, indexed_texts, refusal_set
-from ragaudit.index.store import Scope
 from ragaudit.query import QueryService
+from ragaudit.types import Scope
 from tests.conftest import ROOT
 
 SMALL = ROOT / "tests" / "data" / "eval_small.jsonl"

@@ -5,11 +5,10 @@ import json
 import pytest
 from fastapi.testclient import TestClient
 
-from ragaudit.index.store import Scope
 from ragaudit.ingest.documents import ingest_bytes
 from ragaudit.pipelines.runner import DagsterRunner
 from ragaudit.query import QueryService
-from ragaudit.retrieve.retriever import Mode
+from ragaudit.types import Mode, Scope
 from tests.conftest import DMCA_QUESTION, SAMPLES, make_settings
 
 

@@ -13,11 +13,11 @@ from sqlalchemy import select
 from sse_starlette.sse import EventSourceResponse
 
 from ragaudit.ingest import documents as ingest
-from ragaudit.ingest.chunking import Strategy
 from ragaudit.ingest.pdf import PDFError
 from ragaudit.pipelines.runner import DagsterRunner, remove_partition
 from ragaudit.platform.db import Document
 from ragaudit.text.docnames import InvalidNameError, printable, upload_name
+from ragaudit.types import Strategy
 
 from ..deps import IngestQueueDep, RequireReadKey, RequireWriteKey, ServicesDep, SettingsDep
 from ..schemas import DocumentOut, ErrorOut, IngestOut

@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field
 
 from ragaudit.evaluate import runs as evalruns
 from ragaudit.evaluate.evaluation import EvalParams
+from ragaudit.types import Strategy
 
 from ..deps import QueryServiceDep, RequirePaidKey, RequireReadKey, RequireWriteKey, ServicesDep
 from ..schemas import ErrorOut
@@ -41,7 +42,7 @@ class EvaluateIn(BaseModel):
     )
     top_k: int | None = Field(default=None, ge=1, le=100, description="Sources per answer (default: settings)")
     answers: bool = Field(default=True, description="False = retrieval metrics only")
-    strategy: str | None = None
+    strategy: Strategy | None = Field(default=None, description="fixed | sentence | heading | semantic")
     knowledge_base: str | None = None
     doc_names: list[str] = Field(default_factory=list)
 
@@ -50,7 +51,7 @@ class EvaluateIn(BaseModel):
             modes=self.modes,
             top_k=self.top_k,
             answers=self.answers,
-            strategy=self.strategy,
+            strategy=self.strategy.value if self.strategy else None,
             knowledge_base=self.knowledge_base,
             doc_names=self.doc_names,
         )

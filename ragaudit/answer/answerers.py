@@ -14,7 +14,7 @@ import math
 import os
 import re
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -39,67 +39,9 @@ from ragaudit.platform.llmcall import (
     completion_cost_or_none,
     deadline_for,
 )
-from ragaudit.retrieve.retriever import RetrievedChunk
+from ragaudit.types import AnswerResult, Citation, RetrievedChunk
 
 REFUSAL_TEXT = "The documents do not contain the answer to this question."
-
-
-@dataclass
-class Citation:
-    """A citation of source ``n`` (chunk ``chunk_id``, ``page`` of the quoted sentence).
-
-    ``claim``: the answer text (citations stripped) that carries it; ``verified``: ``quote``
-    occurs (whitespace-normalised) in the cited chunk's text; ``supports``: the quote supports the
-    claim (``citations.claim_support``: its numbers, dates and names are in the quote), ``reason``
-    says why or what is missing. Set by ``audit_answer``; a citation not yet audited is neither.
-    """
-
-    n: int
-    doc_name: str
-    page: int
-    chunk_id: str
-    quote: str
-    claim: str = ""
-    verified: bool = False
-    supports: bool = False
-    reason: str = "not audited"
-    page_end: int | None = None  # last page of a quote that runs across a page break
-
-    @property
-    def pages(self) -> list[int]:
-        """Every page the quote is on (1-based): one, or two for a sentence across a page break."""
-        return list(range(self.page, max(self.page, self.page_end or self.page) + 1))
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "n": self.n,
-            "doc_name": self.doc_name,
-            "page": self.page,
-            "pages": self.pages,
-            "page_end": self.page_end,
-            "chunk_id": self.chunk_id,
-            "quote": self.quote,
-            "claim": self.claim,
-            "verified": self.verified,
-            "supports": self.supports,
-            "reason": self.reason,
-        }
-
-
-@dataclass
-class AnswerResult:
-    """Answer text with citations; usage in tokens and USD; ``label`` is answered | refused |
-    clarifying | uncited | unsupported (see ``citations.answer_label``)."""
-
-    answer: str
-    citations: list[Citation]
-    label: str
-    model: str
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost_usd: float | None = 0.0  # None = unknown (model not in litellm's price map)
-    citation_check: dict[str, Any] = field(default_factory=dict)
-    concise: str = ""  # the span answering the question's type (ragaudit.answer.concise), "" when refused
 
 
 def audit_answer(ans: AnswerResult, sources: list[RetrievedChunk]) -> AnswerResult:

@@ -55,8 +55,8 @@ import numpy as np
 
 from ragaudit.answer.citations import normalize_ws, strip_citations
 from ragaudit.evaluate import metrics
-from ragaudit.index.store import Scope
-from ragaudit.retrieve.retriever import Mode, Retriever
+from ragaudit.retrieve.retriever import Retriever
+from ragaudit.types import Mode, Scope
 
 
 @dataclass

@@ -30,9 +30,10 @@ from pydantic import BaseModel, Field, ValidationError
 from sqlalchemy import delete, select
 
 from ragaudit.answer.citations import find_quote, normalize_ws
-from ragaudit.ingest.chunking import Chunk, sentence_spans
+from ragaudit.ingest.chunking import sentence_spans
 from ragaudit.platform.db import ChunkRow, Document, QAPair
 from ragaudit.services import Services
+from ragaudit.types import Chunk
 
 log = logging.getLogger(__name__)
 

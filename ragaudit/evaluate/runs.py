@@ -21,6 +21,7 @@ from sqlalchemy import delete, func, select
 from ragaudit.evaluate.evaluation import EvalParams, GoldQuestion, evaluate, parse_jsonl
 from ragaudit.platform.db import Document, EvalDataset, EvalQuestion, EvalRun, QAPair, utcnow
 from ragaudit.services import Services
+from ragaudit.types import Mode, Strategy
 
 log = logging.getLogger(__name__)
 GENERATED = "generated"
@@ -134,11 +135,11 @@ def resolve_dataset(svc: Services, ref: str) -> tuple[str, list[GoldQuestion]]:
 
 def create_run(svc: Services, dataset_ref: str, params: EvalParams) -> str:
     """Validate the dataset reference and modes and record a ``queued`` run; returns its id.
-    Raises ``KeyError`` (unknown dataset) or ``ValueError`` (bad dataset or mode)."""
-    from ragaudit.retrieve.retriever import Mode
-
+    Raises ``KeyError`` (unknown dataset) or ``ValueError`` (bad dataset, mode or strategy)."""
     for m in params.modes:
         Mode.parse(m)
+    if params.strategy:
+        Strategy.parse(params.strategy)
     name, qs = resolve_dataset(svc, dataset_ref)
     with svc.sessions.begin() as s:
         run = EvalRun(

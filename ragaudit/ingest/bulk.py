@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from ragaudit.index.embedding import cores_busy
-from ragaudit.ingest.chunking import Strategy
 from ragaudit.ingest.documents import (
     DEFAULT_KB,
     DEFAULT_STRATEGY,
@@ -45,6 +44,7 @@ from ragaudit.ingest.guard import parse_pdf_bounded
 from ragaudit.ingest.pdf import PDFError
 from ragaudit.services import Services
 from ragaudit.text.docnames import InvalidNameError
+from ragaudit.types import Strategy
 
 
 @dataclass(frozen=True)

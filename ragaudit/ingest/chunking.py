@@ -27,14 +27,14 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
 import pysbd
 
 from ragaudit.ingest.pdf import Page
-from ragaudit.types import ChoiceEnum
+from ragaudit.types import DEFAULT_STRATEGY, Chunk, Strategy
 
 PAGE_SEPARATOR = "\n\n"
 
@@ -45,20 +45,6 @@ _GROUP_LABEL = re.compile(r"^\s*[A-Z][^\d:]{0,40}:\s*$")  # a row group's label:
 _CAPTION = re.compile(r"^\s*(Table|TABLE|Tab\.)\s+\d+[.:]?")
 
 
-class Strategy(ChoiceEnum):
-    """Chunking strategy; ``ValueError`` from ``parse`` lists the valid values."""
-
-    fixed = "fixed"
-    sentence = "sentence"
-    heading = "heading"
-    semantic = "semantic"
-
-    @classmethod
-    def kind(cls) -> str:
-        return "chunking strategy"
-
-
-DEFAULT_STRATEGY = Strategy.sentence
 DEFAULT_ATOMIC_UNITS = (
     True  # as settings.chunk_atomic_units; on: SQL statements and list items kept whole, the last chunk a full window
 )
@@ -75,41 +61,6 @@ class TokenCounter(Protocol):
     def count_tokens(self, texts: list[str]) -> list[int]: ...
 
     def token_offsets(self, text: str) -> list[tuple[int, int]]: ...
-
-
-@dataclass
-class Chunk:
-    """A passage of a document.
-
-    ``text`` is the passage (a slice of the document text, offsets ``char_start:char_end``);
-    ``header`` is the context header prepended for embedding and BM25 (title, section path,
-    table caption/header rows); ``page_breaks`` lists ``(page, offset_in_text)`` where each
-    page's part begins; ``section`` is the heading path (``"A > B"``).
-    ``token_count`` counts word pieces of ``header + "\\n" + text``.
-    """
-
-    index: int
-    text: str
-    header: str
-    page_start: int
-    page_end: int
-    char_start: int
-    char_end: int
-    token_count: int
-    page_breaks: list[tuple[int, int]] = field(default_factory=list)
-    section: str = ""
-    strategy: str = "sentence"
-
-    @property
-    def indexed_text(self) -> str:
-        """What is embedded and BM25-indexed: header line(s) + passage."""
-        return f"{self.header}\n{self.text}" if self.header else self.text
-
-    def page_at(self, offset: int) -> int:
-        """1-based page of the character at ``offset`` in ``text``."""
-        starts = [o for _, o in self.page_breaks]
-        i = bisect_right(starts, offset) - 1
-        return self.page_breaks[max(i, 0)][0] if self.page_breaks else self.page_start
 
 
 @dataclass(frozen=True)

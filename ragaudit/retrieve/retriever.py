@@ -18,78 +18,9 @@ import numpy as np
 
 from ragaudit.index.embedding import Embedder
 from ragaudit.index.sparse import CJK_CHAR, bm25_query_vector
-from ragaudit.index.store import PointHit, Scope, VectorStore
+from ragaudit.index.store import PointHit, VectorStore, scope_filter
 from ragaudit.retrieve.scope import enforce_scope
-from ragaudit.types import ChoiceEnum
-
-
-class Mode(ChoiceEnum):
-    """Retrieval mode. ``hybrid_rerank`` needs a cross-encoder (``RAGAUDIT_RERANKER_MODEL``)."""
-
-    vector = "vector"
-    bm25 = "bm25"
-    hybrid = "hybrid"
-    hybrid_rerank = "hybrid_rerank"
-
-    @classmethod
-    def kind(cls) -> str:
-        return "retrieval mode"
-
-
-@dataclass
-class RetrievedChunk:
-    """One retrieved chunk. ``rank`` is 1-based in the final list; ``ranks``/``scores`` per retriever
-    (``None`` when the chunk was not in that retriever's top-N)."""
-
-    rank: int
-    chunk_id: str
-    score: float
-    payload: dict[str, Any]
-    ranks: dict[str, int | None] = field(default_factory=dict)
-    scores: dict[str, float | None] = field(default_factory=dict)
-    neighbor_of: str | None = None
-
-    @property
-    def text(self) -> str:
-        return self.payload.get("text", "")
-
-    @property
-    def doc_name(self) -> str:
-        return self.payload.get("doc_name", "")
-
-    @property
-    def page_start(self) -> int:
-        return int(self.payload.get("page_start", 0))
-
-    @property
-    def page_end(self) -> int:
-        return int(self.payload.get("page_end", 0))
-
-    def page_at(self, offset: int) -> int:
-        """1-based page of character ``offset`` of ``text`` (from the stored page breaks)."""
-        page = self.page_start
-        for p, off in self.payload.get("page_breaks", []) or []:
-            if off <= offset:
-                page = p
-        return page
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "rank": self.rank,
-            "chunk_id": self.chunk_id,
-            "document_id": self.payload.get("document_id"),
-            "doc_name": self.doc_name,
-            "page_start": self.page_start,
-            "page_end": self.page_end,
-            "header": self.payload.get("header") or "",
-            "text": self.text,
-            "score": self.score,
-            "ranks": {"vector": self.ranks.get("vector"), "bm25": self.ranks.get("bm25")},
-            "scores": dict(self.scores),
-            "section": self.payload.get("section") or "",
-            "strategy": self.payload.get("strategy"),
-            "neighbor_of": self.neighbor_of,
-        }
+from ragaudit.types import ChoiceEnum, Mode, RetrievedChunk, Scope
 
 
 @dataclass
@@ -378,7 +309,7 @@ class Retriever:
         if mode is Mode.hybrid_rerank and self.reranker is None:
             raise ValueError("mode hybrid_rerank needs a cross-encoder: set RAGAUDIT_RERANKER_MODEL to a local folder")
         scope = scope or Scope()
-        flt = scope.to_filter()
+        flt = scope_filter(scope)
         n = max(self.candidates, top_k)
         timings = {"embed": 0.0, "vector": 0.0, "bm25": 0.0, "fusion": 0.0, "rerank": 0.0}
         hits: dict[str, dict[str, PointHit]] = {}
@@ -428,7 +359,7 @@ class Retriever:
                 named = None  # within the named documents the two legs already agree
             if named is not None:
                 doc_ids, terms, _ = named
-                sub = replace(scope, document_ids=doc_ids).to_filter()
+                sub = scope_filter(replace(scope, document_ids=doc_ids))
                 dense_doc = self._by_position(
                     self.store.search_dense(
                         qvec, sub, n, windows=windows, prefetch=self.dense_prefetch, with_payload=not lazy
@@ -534,7 +465,7 @@ class Retriever:
             out += self.neighbors(out, neighbors)
             timings["neighbors"] = (time.perf_counter() - t) * 1000
         out, scope_notes = enforce_scope(scope, out)
-        empty = not out and not self.store.count_matching(scope.to_filter())
+        empty = not out and not self.store.count_matching(scope_filter(scope))
         if empty:
             scope_notes.append(f"scope {scope.as_dict()}: {EMPTY_SCOPE_NOTE}" if scope.as_dict() else EMPTY_INDEX_NOTE)
         return RetrievalResult(

@@ -1,14 +1,15 @@
 """Scope enforcement: the one check every retrieved chunk passes before anyone sees it.
 
-Qdrant applies ``Scope.to_filter()`` to both retrieval legs, but chunks also arrive by other
-ways (neighbour expansion fetches points by id; a reranker reorders a pool; a cache replays a
-reply). ``enforce_scope`` is called once, at the single exit of ``Retriever.retrieve``, which
+Qdrant applies the scope's filter (``ragaudit.index.store.scope_filter``) to both retrieval legs,
+but chunks also arrive by other ways (neighbour expansion fetches points by id; a reranker
+reorders a pool; a cache replays a reply). ``enforce_scope`` is called once, at the single exit of ``Retriever.retrieve``, which
 ``/query``, ``/query/stream``, ``/search``, the CLI and evaluation all go through (cached replies
 are keyed on the scope and were enforced when first computed). It
 
-- drops a chunk whose payload does not match the scope (``admits``: the same conditions as
-  ``Scope.to_filter``: doc_names, knowledge_base, document_ids, strategy or, unset, the
-  document's primary strategy, page range on the chunk's page span), and
+- drops a chunk whose payload does not match the scope (``admits``: the conditions the Qdrant
+  filter is built from, ``ragaudit.types.Scope.conditions``: doc_names, knowledge_base,
+  document_ids, strategy or, unset, the document's primary strategy, page range overlapping the
+  chunk's page span), and
 - clips a chunk that straddles the page range to its pages inside the range (``clip_to_pages``),
   so no sentence outside the range can be shown or cited; its text, page span and page breaks
   are those of the kept pages.
@@ -19,35 +20,15 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from ragaudit.index.store import Scope
-from ragaudit.text.docnames import name_key
+from ragaudit.types import ChunkPayload, Scope
 
 
-def admits(scope: Scope, payload: dict[str, Any]) -> bool:
-    """True when a chunk with ``payload`` is inside ``scope`` (mirrors ``Scope.to_filter``):
-    every set field matches (values inside one field are OR-ed); the page span
-    ``[page_start, page_end]`` overlaps ``[page_min, page_max]`` (inclusive, 1-based)."""
-    if payload.get("live") is False:  # a run's staged chunks are never shown
-        return False
-    if scope.doc_names:  # names match by their NFC key (ragaudit.text.docnames), as in the Qdrant filter
-        key = payload.get("doc_key") or name_key(payload.get("doc_name") or "")
-        if key not in {name_key(n) for n in scope.doc_names}:
-            return False
-    if scope.knowledge_base and payload.get("knowledge_base") != scope.knowledge_base:
-        return False
-    if scope.document_ids and payload.get("document_id") not in scope.document_ids:
-        return False
-    if scope.strategy:
-        if payload.get("strategy") != scope.strategy:
-            return False
-    elif payload.get("primary") is False:
-        return False
-    start, end = int(payload.get("page_start") or 0), int(payload.get("page_end") or 0)
-    if scope.page_min is not None and end < scope.page_min:
-        return False
-    if scope.page_max is not None and start > scope.page_max:
-        return False
-    return True
+def admits(scope: Scope, payload: ChunkPayload | dict[str, Any]) -> bool:
+    """True when a chunk with ``payload`` is inside ``scope``: ``Scope.admits``, read from the same
+    conditions as the Qdrant filter (``ragaudit.types.Scope.conditions``). Every set field matches
+    (values inside one field are OR-ed); the page span ``[page_start, page_end]`` overlaps
+    ``[page_min, page_max]`` (inclusive, 1-based); staged chunks (``live`` false) never match."""
+    return scope.admits(payload)
 
 
 def clip_to_pages(payload: dict[str, Any], page_min: int | None, page_max: int | None) -> dict[str, Any] | None:

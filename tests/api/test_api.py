@@ -76,8 +76,18 @@ def test_bad_uploads_refused_and_nothing_stored(client, name, code, words):
 
 
 def test_validation_and_openapi(client):
+    """Fails if a bad mode, an empty question or an unknown chunking strategy is accepted on the
+    query side (the strategy is a typed value: a 422 that lists the valid ones), or if the
+    OpenAPI document or /health lose their routes."""
     assert client.post("/query", json={"question": "x", "mode": "dense"}).status_code == 422
     assert client.post("/query", json={"question": ""}).status_code == 422
+    for path in ("/query", "/search", "/query/stream"):
+        r = client.post(path, json={"question": "x", "strategy": "paragraph"})
+        assert r.status_code == 422, (path, r.text)
+        assert all(s in r.text for s in ("fixed", "sentence", "heading", "semantic")), r.text
+    r = client.post("/evaluate", json={"dataset": "generated", "strategy": "paragraph"})
+    assert r.status_code == 422 and "semantic" in r.text, r.text
+    assert client.post("/search", json={"question": "x", "strategy": "heading"}).status_code == 200
     paths = client.get("/openapi.json").json()["paths"]
     assert {"/documents", "/documents/{document_id}", "/query", "/search", "/health"} <= set(paths)
     assert {"post", "get"} <= set(paths["/documents"]) and "delete" in paths["/documents/{document_id}"]

@@ -1,7 +1,7 @@
 """Answerers: the LLM path through litellm (mock_response: no network) and the extractive one."""
 
 from ragaudit.answer.answerers import REFUSAL_TEXT, ExtractiveAnswerer, LLMAnswerer, answer_type_bonus
-from ragaudit.retrieve.retriever import RetrievedChunk
+from ragaudit.types import RetrievedChunk
 
 
 def _chunk(n, text, page=1, breaks=None):

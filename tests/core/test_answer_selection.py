@@ -12,7 +12,7 @@ from ragaudit.answer.answerers import ExtractiveAnswerer, _Sentence, source_sent
 from ragaudit.answer.concise import concise_answer
 from ragaudit.ingest.chunking import chunk_document, document_title
 from ragaudit.ingest.pdf import extract_pages
-from ragaudit.retrieve.retriever import RetrievedChunk
+from ragaudit.types import RetrievedChunk
 from tests.conftest import SHARED_CORPUS
 
 PDFS = SHARED_CORPUS / "pdfs"  # CI lays the shared corpus beside the checkout: no silent skip without it

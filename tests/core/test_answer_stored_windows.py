@@ -15,7 +15,7 @@ from ragaudit.index.embedding import busy_cores
 from ragaudit.index.store import DENSE, SPARSE, WINDOWS
 from ragaudit.ingest.chunking import sentence_spans, window_spans
 from ragaudit.query import QueryService, request_in_flight, requests_in_flight
-from ragaudit.retrieve.retriever import Mode, RetrievedChunk
+from ragaudit.types import Mode, RetrievedChunk
 from tests.conftest import DMCA_QUESTION, SAMPLES
 
 

@@ -5,7 +5,7 @@ Each test's docstring names the mutation of ``ragaudit/answer/citations.py`` / `
 
 import pytest
 
-from ragaudit.answer.answerers import AnswerResult, Citation, LLMAnswerer, audit_answer
+from ragaudit.answer.answerers import LLMAnswerer, audit_answer
 from ragaudit.answer.citations import (
     CitationReport,
     CitationVerdict,
@@ -17,7 +17,7 @@ from ragaudit.answer.citations import (
     claim_support,
     verify_citation,
 )
-from ragaudit.retrieve.retriever import RetrievedChunk
+from ragaudit.types import AnswerResult, Citation, RetrievedChunk
 
 DMCA_P1 = "The DMCA was signed into law by President Clinton on October 28, 1998. It has five titles."
 HULLS = "Title V protects vessel hull designs.\nOnce registered, protection continues for ten years."

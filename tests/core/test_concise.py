@@ -4,7 +4,7 @@ import pytest
 
 from ragaudit.answer.answerers import ExtractiveAnswerer, LLMAnswerer
 from ragaudit.answer.concise import concise_answer, concise_span, question_type
-from ragaudit.retrieve.retriever import RetrievedChunk
+from ragaudit.types import RetrievedChunk
 
 CASES = [  # (question, sentence, expected type, expected span) -- sentences as the dev PDFs print them
     (

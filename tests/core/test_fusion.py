@@ -2,7 +2,8 @@
 
 import pytest
 
-from ragaudit.retrieve.retriever import Fusion, Mode, distribution_score_fusion, reciprocal_rank_fusion
+from ragaudit.retrieve.retriever import Fusion, distribution_score_fusion, reciprocal_rank_fusion
+from ragaudit.types import Mode
 
 
 def test_rrf_scores_and_order():

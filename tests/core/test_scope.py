@@ -1,9 +1,8 @@
 """Scope enforcement (``ragaudit/retrieve/scope.py``) on chunk payloads shaped as ingestion writes them; each test
 names the mutation it kills. The end-to-end property test is ``tests/test_audit_claims.py``."""
 
-from ragaudit.index.store import Scope
-from ragaudit.retrieve.retriever import RetrievedChunk
 from ragaudit.retrieve.scope import admits, clip_to_pages, enforce_scope
+from ragaudit.types import RetrievedChunk, Scope
 
 
 def _payload(**kw):

@@ -18,8 +18,9 @@ import numpy as np
 import pytest
 
 from ragaudit.index.sparse import SparseVector
-from ragaudit.index.store import BACKENDS, Scope, StoreInUseError, open_store, point_id
+from ragaudit.index.store import BACKENDS, StoreInUseError, open_store, point_id, scope_filter
 from ragaudit.retrieve.scope import admits
+from ragaudit.types import Scope
 
 ROOT = Path(__file__).resolve().parents[2]
 DIM = 8
@@ -84,7 +85,7 @@ def add(
 
 
 def searched(store, scope: Scope, limit: int = 100) -> set[str]:
-    return {h.id for h in store.search_dense(unit(1.0), scope.to_filter(), limit)}
+    return {h.id for h in store.search_dense(unit(1.0), scope_filter(scope), limit)}
 
 
 def test_staged_points_are_searched_only_after_publish(store):
@@ -97,7 +98,7 @@ def test_staged_points_are_searched_only_after_publish(store):
     other = add(store, "b", 2)
     new = add(store, "a", 4, version=2, sha="sha-2", live=False)
     assert searched(store, Scope()) == set(old) | set(other)
-    assert {h.id for h in store.search_sparse(SparseVector([1], [1.0]), Scope().to_filter(), 100)} == set(old) | set(
+    assert {h.id for h in store.search_sparse(SparseVector([1], [1.0]), scope_filter(Scope()), 100)} == set(old) | set(
         other
     )
     assert store.count("a", live=False) == 4 and store.count("a", live=True) == 3 and store.count("a", version=2) == 4
@@ -136,7 +137,7 @@ def test_scope_filters_match_the_scope_rules(store):
     for scope in scopes:
         want = {pid for pid, pl in payloads.items() if admits(scope, pl)}
         assert searched(store, scope) == want, scope
-        assert {h.id for h in store.search_sparse(SparseVector([1], [1.0]), scope.to_filter(), 100)} == want, scope
+        assert {h.id for h in store.search_sparse(SparseVector([1], [1.0]), scope_filter(scope), 100)} == want, scope
     assert searched(store, Scope(doc_names=["Caf\u00e9.pdf"])) and not searched(store, Scope(doc_names=["a.pdf"]))
 
 
@@ -145,7 +146,7 @@ def test_bm25_leg_weights_terms_by_idf(store):
     idf(t) = ln(1 + (N - n_t + 0.5) / (n_t + 0.5)) over the points holding t. Fails if the IDF
     modifier is missing on a backend (a common term would weigh as much as a rare one)."""
     add(store, "a", 4, terms=[[1, 2], [1], [1], [1]])
-    hits = store.search_sparse(SparseVector([1, 2], [1.0, 1.0]), Scope().to_filter(), 10)
+    hits = store.search_sparse(SparseVector([1, 2], [1.0, 1.0]), scope_filter(Scope()), 10)
     idf = lambda n: math.log(1 + (4 - n + 0.5) / (n + 0.5))  # noqa: E731
     assert hits[0].payload["chunk_index"] == 0
     assert hits[0].score == pytest.approx(idf(4) + idf(1), rel=1e-4)
@@ -199,7 +200,7 @@ def test_two_stage_dense_rescores_only_the_prefetched_chunks(store):
         windows=[[unit(0.0, 0.0, 0.0, 1.0), unit(0.0, 0.0, 0.0, 0.0, 1.0)]],
     )
     q = unit(0.1, 0.0, 0.0, 0.0, 1.0)  # no exact ties between the other chunks' best windows
-    flt = Scope().to_filter()
+    flt = scope_filter(Scope())
     exact = store.search_dense(q, flt, 3, windows=True)
     assert exact[0].id == pid and exact[0].score == pytest.approx(float(np.dot(q, unit(0, 0, 0, 0, 1.0))), abs=1e-5)
     everything = store.search_dense(q, flt, 3, windows=True, prefetch=50)  # first stage covers all
@@ -208,7 +209,7 @@ def test_two_stage_dense_rescores_only_the_prefetched_chunks(store):
     assert store.search_dense(q2, flt, 2, windows=True)[0].id == pid
     narrow = store.search_dense(q2, flt, 2, windows=True, prefetch=3)
     assert pid not in {h.id for h in narrow} and len(narrow) == 2  # "b" is not in the chunk-vector top 3
-    scoped = store.search_dense(q, Scope(doc_names=["a.pdf"]).to_filter(), 10, windows=True, prefetch=20)
+    scoped = store.search_dense(q, scope_filter(Scope(doc_names=["a.pdf"])), 10, windows=True, prefetch=20)
     assert {h.id for h in scoped} == set(a_ids)
     assert not ({h.id for h in store.search_dense(q, flt, 10, windows=True, prefetch=20)} & set(staged))
 
@@ -339,7 +340,7 @@ def test_a_local_mode_store_is_imported_into_edge_once(tmp_path):
     old.ensure_collection(DIM)
     ids = add(old, "a", 5) + add(old, "b", 3, live=False)
     q = unit(0.5, 1.0)
-    want = sorted((h.id, round(h.score, 5)) for h in old.search_dense(q, Scope().to_filter(), 10, windows=True))
+    want = sorted((h.id, round(h.score, 5)) for h in old.search_dense(q, scope_filter(Scope()), 10, windows=True))
     want_sparse = sorted((h.id, round(h.score, 5)) for h in old.search_sparse(SparseVector([1], [1.0]), None, 10))
     old.close()
     svc = get_services(settings)
@@ -347,7 +348,7 @@ def test_a_local_mode_store_is_imported_into_edge_once(tmp_path):
         store = svc.store
         assert store.backend == "edge" and store.count() == len(ids) and store.count("b", live=False) == 3
         assert (
-            sorted((h.id, round(h.score, 5)) for h in store.search_dense(q, Scope().to_filter(), 10, windows=True))
+            sorted((h.id, round(h.score, 5)) for h in store.search_dense(q, scope_filter(Scope()), 10, windows=True))
             == want
         )
         assert (

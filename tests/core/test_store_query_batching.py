@@ -13,7 +13,8 @@ import time
 
 import pytest
 
-from ragaudit.index.store import DENSE, WINDOWS, Scope
+from ragaudit.index.store import DENSE, WINDOWS, scope_filter
+from ragaudit.types import Scope
 from tests.conftest import DMCA_QUESTION
 
 QUESTIONS = [
@@ -131,7 +132,7 @@ def test_coalesced_store_queries_equal_plain_ones_at_every_depth(kb, retriever, 
     larger depths: fails if a coalesced query's hit list (ids, scores, order) differs from the
     same query run alone."""
     store = kb.store
-    flt = Scope().to_filter()
+    flt = scope_filter(Scope())
     cases = [
         (retriever.embedder.embed_query(q), limit, pre)
         for q, _ in QUESTIONS[:4]

@@ -8,7 +8,8 @@ import pytest
 
 import ragaudit.index.store as store_mod
 from ragaudit.index.sparse import SparseVector
-from ragaudit.index.store import Scope, open_store
+from ragaudit.index.store import open_store, scope_filter
+from ragaudit.types import Scope
 
 DIM = 8
 
@@ -81,7 +82,7 @@ def upsert(s, n: int, doc: str, vec: list[float], **kw):
 def test_unscoped_filter_is_left_out_only_while_it_excludes_nothing(edge, monkeypatch):
     """Fails if a staged or non-primary point is ever returned unscoped (the filter left out
     while it excludes something), or if the filter is still sent while every point passes it."""
-    unscoped = Scope().to_filter()
+    unscoped = scope_filter(Scope())
     upsert(edge, 0, "a.pdf", unit(1, 0))
     upsert(edge, 1, "b.pdf", unit(0, 1))
     spy = FilterSpy(monkeypatch)
@@ -100,7 +101,7 @@ def test_unscoped_filter_is_left_out_only_while_it_excludes_nothing(edge, monkey
     assert search(edge, unscoped) == (["staged.pdf", "a.pdf"], ["staged.pdf", "a.pdf"])
     assert spy.calls > 0
     spy.calls = 0
-    assert ids(edge.search_dense(unit(1, 0.1), Scope(doc_names=["a.pdf"]).to_filter(), 10)) == ["a.pdf"]
+    assert ids(edge.search_dense(unit(1, 0.1), scope_filter(Scope(doc_names=["a.pdf"])), 10)) == ["a.pdf"]
     assert spy.calls == 1  # a scoped query always carries its filter
 
 
@@ -132,7 +133,7 @@ def test_a_write_during_an_unfiltered_query_reruns_it_with_the_filter(edge, monk
     proxy = WriteDuringQuery()
     h.shard = proxy
     try:
-        hits = edge.search_dense(unit(1, 0), Scope().to_filter(), 10)
+        hits = edge.search_dense(unit(1, 0), scope_filter(Scope()), 10)
     finally:
         h.shard = real
     assert proxy.queries == 2 and spy.calls == 1  # run again, with the filter
