@@ -15,7 +15,9 @@ delete(Many)       ``DELETE /r/{id}``, one request per id                 200 th
 =================  =====================================================  ======================================
 
 Filters: ``q`` is a case-insensitive substring search over the resource's text fields; a list
-value means "one of" (``IN``); ``<field>_gte`` / ``<field>_lte`` bound a numeric or time field.
+value means "one of" (``IN``); ``<field>_gte`` / ``<field>_lte`` bound a numeric or time field
+(inclusive). Times are ISO 8601 dates or date-times (``2024-05-01``, ``2024-05-01T10:00:00Z``,
+``...+02:00``; no offset = UTC); a date alone as ``_lte`` covers that whole day.
 Only the fields listed per resource may be sorted or filtered on: anything else, a malformed
 JSON value or a bad range is a 400 whose ``message`` names the parameter or field. Every value
 reaches SQL as a bound parameter (SQLAlchemy expressions; no string is ever spliced into SQL).
@@ -36,7 +38,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import date, datetime, timedelta, timezone
 from typing import Any, Callable
 
 from sqlalchemy import Integer, func, or_, select
@@ -214,12 +216,44 @@ def _json_param(request: Request, name: str, default: Any) -> Any:
         raise BridgeError(400, f"{name}: malformed JSON") from None
 
 
-def _coerce(col: Any, value: Any, fname: str) -> Any:
-    """Check a filter value against the column's Python type (so a bad value is a 400, not a DB error)."""
+def _python_type(col: Any) -> type:
+    """The Python type of a column's values; a ``TypeDecorator`` (``UTCDateTime``) answers ``object``
+    itself, so its underlying type's is taken. ``NotImplementedError`` for JSON columns."""
+    t = col.type
+    return getattr(t, "impl_instance", t).python_type
+
+
+def _time(value: Any, fname: str, upper: bool = False) -> datetime:
+    """An ISO 8601 date or date-time string as an aware UTC datetime (no offset = UTC). A date alone
+    is its midnight, or with ``upper`` the last instant of that day (an inclusive bound on a date
+    covers the day). 400 naming the field and the value otherwise."""
+    bad = BridgeError(
+        400,
+        f"filter: {fname!r} must be an ISO 8601 date or date-time (e.g. 2024-05-01 or "
+        f"2024-05-01T10:00:00Z), not {value!r}",
+    )
+    if not isinstance(value, str):
+        raise bad
+    try:
+        if len(value.strip()) == 10:  # YYYY-MM-DD
+            d = date.fromisoformat(value.strip())
+            dt = datetime(d.year, d.month, d.day)
+            if upper:
+                dt += timedelta(days=1, microseconds=-1)
+        else:
+            dt = datetime.fromisoformat(value.strip())
+    except ValueError:
+        raise bad from None
+    return dt.replace(tzinfo=timezone.utc) if dt.tzinfo is None else dt.astimezone(timezone.utc)
+
+
+def _coerce(col: Any, value: Any, fname: str, upper: bool = False) -> Any:
+    """Check a filter value against the column's Python type (so a bad value is a 400, not a DB error).
+    ``upper``: the value is an inclusive upper bound (a date alone then covers its whole day)."""
     if value is None:
         return None
     try:
-        py = col.type.python_type
+        py = _python_type(col)
     except NotImplementedError:  # JSON columns
         raise BridgeError(400, f"filter: field {fname!r} cannot be filtered") from None
     if isinstance(value, (dict, list)):
@@ -239,11 +273,7 @@ def _coerce(col: Any, value: Any, fname: str) -> Any:
             raise BridgeError(400, f"filter: {fname!r} is out of range")
         return out
     if py is datetime:
-        try:
-            dt = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
-        except ValueError:
-            raise BridgeError(400, f"filter: {fname!r} must be an ISO 8601 time") from None
-        return dt
+        return _time(value, fname, upper)
     return _text(value, fname)
 
 
@@ -283,7 +313,7 @@ def _where(res: Resource, flt: Any) -> list[Any]:
         if op == "_gte":
             conds.append(col >= _coerce(col, value, key))
         elif op == "_lte":
-            conds.append(col <= _coerce(col, value, key))
+            conds.append(col <= _coerce(col, value, key, upper=True))
         elif isinstance(value, list):
             if len(value) > MAX_PAGE:
                 raise BridgeError(400, f"filter: at most {MAX_PAGE} values for {key!r}")

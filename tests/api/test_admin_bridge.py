@@ -295,3 +295,55 @@ def test_documents_reingest_and_delete(client):
     assert client.get(f"/admin/api/documents/{doc['id']}").status_code == 404
     assert total(get_list(client, "chunks", flt={"document_id": doc["id"]})) == 0
     assert client.delete(f"/admin/api/documents/{doc['id']}").status_code == 404
+
+
+def test_date_filters_take_iso_dates_and_refuse_others_naming_the_value(client):
+    """Fails if ``created_at_gte`` / ``created_at_lte`` on documents, query_logs or eval_runs do not
+    filter by ISO 8601 dates and times (offsets and ``Z`` included), if a date-only upper bound
+    leaves out that day's rows, or if a value that is not a date gets anything but a 400 whose
+    message names the field and the value."""
+    from datetime import datetime, timezone
+
+    from ragaudit.platform.db import EvalRun, QueryLog, new_id
+
+    svc = client.app.state.services
+    t1 = datetime(2021, 3, 1, 10, 0, tzinfo=timezone.utc)
+    t2 = datetime(2021, 3, 2, 23, 30, tzinfo=timezone.utc)
+    ids = {"query_logs": {}, "eval_runs": {}}
+    with svc.sessions.begin() as s:
+        for t in (t1, t2):
+            q = QueryLog(id=new_id(), created_at=t, question="date filter", question_hash="0" * 64, endpoint="search")
+            e = EvalRun(id=new_id(), created_at=t, dataset="date-filter", params={})
+            s.add_all([q, e])
+            ids["query_logs"][q.id], ids["eval_runs"][e.id] = t, t
+    try:
+        cases = [
+            ({"created_at_gte": "2021-03-02"}, {t2}),
+            ({"created_at_lte": "2021-03-01"}, {t1}),  # a date-only upper bound covers that whole day
+            ({"created_at_gte": "2021-03-01T10:00:00Z", "created_at_lte": "2021-03-02T23:30:00+00:00"}, {t1, t2}),
+            ({"created_at_gte": "2021-03-01T11:00:00+01:00"}, {t1, t2}),  # = 10:00 UTC
+            ({"created_at_gte": "2021-03-01T10:00:01", "created_at_lte": "2021-03-03"}, {t2}),  # naive = UTC
+            ({"created_at_lte": "2021-02-28T23:59:59Z"}, set()),
+        ]
+        for resource, made in ids.items():
+            for flt, want in cases:
+                r = get_list(client, resource, per_page=100, flt={"id": list(made), **flt})
+                assert r.status_code == 200, (resource, flt, r.status_code, r.text)
+                assert {made[row["id"]] for row in r.json()} == want, (resource, flt)
+        n_docs = total(get_list(client, "documents"))
+        assert n_docs >= 2
+        assert total(get_list(client, "documents", flt={"created_at_gte": "2021-01-01"})) == n_docs
+        assert total(get_list(client, "documents", flt={"created_at_lte": "2021-01-01T00:00:00Z"})) == 0
+        assert total(get_list(client, "documents", flt={"created_at_gte": "2999-01-01"})) == 0
+        for resource in ("documents", "query_logs", "eval_runs"):
+            for bound in ("created_at_gte", "created_at_lte"):
+                for bad in ("yesterday", "2021-13-01", "2021-03-01T25:00", 20210301, True):
+                    r = get_list(client, resource, flt={bound: bad})
+                    assert r.status_code == 400, (resource, bound, bad, r.status_code, r.text)
+                    msg = r.json()["message"]
+                    assert bound in msg and repr(bad) in msg, msg
+    finally:
+        with svc.sessions.begin() as s:
+            for model, made in ((QueryLog, ids["query_logs"]), (EvalRun, ids["eval_runs"])):
+                for i in made:
+                    s.delete(s.get(model, i))
