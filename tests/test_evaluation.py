@@ -108,7 +108,7 @@ def test_cli_eval_json_then_api_run_gives_the_same_results(kb, monkeypatch):
         assert client.get("/evaluate/nope").status_code == 404
         assert client.post("/evaluate", json={"dataset": "no-such-set"}).status_code == 404
         bad = client.post("/datasets", files={"file": ("bad.jsonl", b'{"id": "x"}\n', "application/x-ndjson")})
-        assert bad.status_code == 400 and "bad.jsonl:1" in bad.json()["detail"]
+        assert bad.status_code == 422 and bad.json()["detail"][0]["loc"] == ["body", "file", 1, "question"]
 
 
 FAKE = "The aircraft was painted purple."

@@ -14,7 +14,7 @@ from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, Field
 
 from ragaudit.evaluate import runs as evalruns
-from ragaudit.evaluate.evaluation import EvalParams
+from ragaudit.evaluate.evaluation import DatasetError, EvalParams
 from ragaudit.types import Strategy
 
 from ..deps import QueryServiceDep, RequirePaidKey, RequireReadKey, RequireWriteKey, ServicesDep
@@ -75,18 +75,29 @@ class RunOut(BaseModel):
     status_code=status.HTTP_201_CREATED,
     dependencies=[RequireWriteKey],
     response_model=DatasetOut,
-    responses={400: {"model": ErrorOut}},
+    responses={400: {"model": ErrorOut}, 413: {"model": ErrorOut}, 422: {"model": ErrorOut}},
 )
 async def upload_dataset(svc: ServicesDep, file: UploadFile = File(...), name: str = Form("")) -> DatasetOut:
-    """Import a JSONL gold set in the dev-set format (one question record per line). The name
-    defaults to the file name; uploading a name again replaces that dataset."""
+    """Import a JSONL gold set in the dev-set format (one question record per line, UTF-8 with or
+    without a byte-order mark; fields and types: ``ragaudit.evaluate.evaluation.GoldRecord``). The
+    name defaults to the file name; uploading a name again replaces that dataset.
+
+    Every line is checked before anything is stored: a bad line (malformed JSON, not an object, a
+    field of the wrong type or value, a repeated id) gets 422 whose ``detail`` lists each problem
+    as ``{type, loc: ["body", "file", line, field...], msg, input}``. 400 for a bad name or a file
+    that is not UTF-8, 413 above 20 MB."""
     data = await file.read(20 * 1024 * 1024 + 1)
     if len(data) > 20 * 1024 * 1024:
         raise HTTPException(413, "dataset too large: limit is 20 MB")
     try:
-        text = data.decode("utf-8")
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise HTTPException(400, f"file: not UTF-8 text (invalid byte at offset {e.start})") from None
+    try:
         ds = await run_in_threadpool(evalruns.import_dataset, svc, name or (file.filename or "dataset.jsonl"), text)
-    except (UnicodeDecodeError, ValueError) as e:
+    except DatasetError as e:
+        raise HTTPException(422, [{**err, "loc": ["body", "file", *err["loc"]]} for err in e.errors]) from None
+    except ValueError as e:
         raise HTTPException(400, str(e)) from None
     return DatasetOut(**ds)
 

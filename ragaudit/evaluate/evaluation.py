@@ -49,14 +49,152 @@ import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Annotated, Any, Callable, Iterable, Sequence
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
 from ragaudit.answer.citations import normalize_ws, strip_citations
 from ragaudit.evaluate import metrics
 from ragaudit.retrieve.retriever import Retriever
 from ragaudit.types import Mode, Scope
+
+#: a 1-based page number: an integer (strict: not 2.0, "2", true, NaN or 1e400)
+Page = Annotated[int, Field(strict=True, ge=1, le=1_000_000)]
+
+
+class EvidencePart(BaseModel):
+    """One more evidence string a ``multipage`` answer needs (``extra_evidence`` item)."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+    evidence: str = Field(min_length=1)
+    page: Page | None = None
+
+
+class GoldPlace(BaseModel):
+    """Another place where the answer may be cited (``also_found_in`` item)."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+    doc_name: str | None = None
+    page: Page | None = None
+
+
+class GoldRecord(BaseModel):
+    """One line of a gold set in the dev-set format (JSONL; other fields, e.g. ``note`` or
+    ``source``, are kept as they are). Types are strict: a number is not a string, ``2.0`` or
+    ``true`` is not a page.
+
+    ``question``: non-empty, at most 4,000 characters (the API's limit); ``id``: a string or an
+    integer (default ``q<line>``); ``answer``, ``evidence``: strings (``null`` = none);
+    ``kind``: ``fact`` by default (``refuse`` = should be refused, ``scoped`` = asked of
+    ``doc_name`` only, ``multipage`` = all of ``evidence`` + ``extra_evidence`` needed);
+    ``page``: 1-based page of ``doc_name``."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+    id: str | int | None = None
+    question: str = Field(min_length=1, max_length=4000)
+    answer: str | None = None
+    kind: str = Field(default="fact", min_length=1, max_length=64)
+    doc_name: str | None = None
+    page: Page | None = None
+    evidence: str | None = None
+    extra_evidence: list[EvidencePart] = Field(default_factory=list)
+    also_found_in: list[GoldPlace] = Field(default_factory=list)
+
+    @field_validator("question")
+    @classmethod
+    def _not_blank(cls, v: str) -> str:
+        if not v.strip():
+            raise ValueError("must not be blank")
+        return v
+
+    @model_validator(mode="after")
+    def _finite_extras(self) -> "GoldRecord":
+        where = _non_finite_extra(self.model_extra or {})
+        if where is not None:
+            raise PydanticCustomError(
+                "finite_number", "{field}: NaN and infinities are not JSON numbers", {"field": ".".join(where)}
+            )
+        return self
+
+
+def _non_finite_extra(extra: dict[str, Any]) -> tuple[str, ...] | None:
+    """Location of the first NaN or infinity in the fields ``GoldRecord`` does not declare."""
+    for key, value in extra.items():
+        if key not in GoldRecord.model_fields:
+            where = _non_finite(value, (key,))
+            if where is not None:
+                return where
+    return None
+
+
+def _non_finite(value: Any, loc: tuple[str, ...]) -> tuple[str, ...] | None:
+    """Location of the first NaN or infinity inside ``value`` (dicts and lists walked), else None."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return loc
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for k, v in items:
+        found = _non_finite(v, (*loc, str(k)))
+        if found is not None:
+            return found
+    return None
+
+
+class DatasetError(ValueError):
+    """A gold set that cannot be used. ``errors``: FastAPI-style items
+    ``{"type", "loc": [line, field...], "msg", "input"}`` (``loc`` without a field when the line is
+    not a JSON object); ``str()`` lists them."""
+
+    def __init__(self, source: str, errors: list[dict[str, Any]]):
+        self.source, self.errors = source, errors
+        shown = "; ".join(e["msg"] for e in errors[:10])
+        more = f"; and {len(errors) - 10} more" if len(errors) > 10 else ""
+        super().__init__(f"{source}: {shown}{more}")
+
+
+def _shown(value: Any, limit: int = 80) -> Any:
+    """An input echoed in an error: scalars as they are, long or nested ones as a short repr."""
+    if isinstance(value, (bool, int)) or value is None:
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else repr(value)
+    r = value if isinstance(value, str) else repr(value)
+    return r if len(r) <= limit else r[:limit] + "…"
+
+
+def record_errors(d: Any, line: int) -> list[dict[str, Any]]:
+    """Problems of one parsed line (``[]`` when it is a valid ``GoldRecord``), each naming the
+    line and the field."""
+    if not isinstance(d, dict):
+        return [{"type": "dict_type", "loc": [line], "msg": f"line {line}: must be a JSON object", "input": _shown(d)}]
+    try:
+        GoldRecord.model_validate(d)
+    except ValidationError as e:
+        errs = e.errors(include_url=False)
+        if all(err["type"] != "finite_number" for err in errs):  # the check after the fields did not run
+            where = _non_finite_extra(d)
+            if where is not None:
+                errs.append({"type": "finite_number", "loc": (), "ctx": {"field": ".".join(where)}, "input": None})
+        out = []
+        for err in errs:
+            loc = [str(x) for x in err["loc"]]
+            value = err.get("input")
+            if err["type"] == "finite_number":
+                loc = err["ctx"]["field"].split(".")
+                msg, value = "NaN and infinities are not JSON numbers", None
+            else:
+                msg = err["msg"]
+            out.append(
+                {
+                    "type": err["type"],
+                    "loc": [line, *loc],
+                    "msg": f"line {line}: {'.'.join(loc) or 'record'}: {msg}",
+                    "input": _shown(value),
+                }
+            )
+        return out
+    return []
 
 
 @dataclass
@@ -91,12 +229,14 @@ class GoldQuestion:
         return out
 
     @classmethod
-    def from_record(cls, d: dict[str, Any], i: int = 0) -> "GoldQuestion":
-        """Build from one dev-set record. Raises ``KeyError``/``TypeError`` when malformed."""
-        if not isinstance(d, dict) or not str(d["question"]).strip():
-            raise TypeError("record must be an object with a non-empty question")
+    def from_record(cls, d: dict[str, Any], i: int = 0, source: str = "dataset") -> "GoldQuestion":
+        """Build from one dev-set record (line ``i``). Raises ``DatasetError`` naming the line and
+        the fields when it is not a valid ``GoldRecord``."""
+        errors = record_errors(d, i)
+        if errors:
+            raise DatasetError(source, errors)
         return cls(
-            id=str(d.get("id", f"q{i}")),
+            id=str(d["id"]) if d.get("id") is not None else f"q{i}",
             question=d["question"],
             answer=d.get("answer") or "",
             kind=d.get("kind", "fact"),
@@ -114,27 +254,52 @@ class GoldQuestion:
 
 
 def parse_jsonl(text: str, source: str = "dataset") -> list[GoldQuestion]:
-    """Parse JSONL text in the dev-set format. Raises ``ValueError`` naming the line of a
-    malformed record, or when there is no record, or when ids repeat."""
-    out = []
+    """Parse JSONL text in the dev-set format (``GoldRecord`` per line; blank lines skipped; a
+    leading UTF-8 byte-order mark ignored). Every line is checked: raises ``DatasetError`` listing
+    each bad line with its fields (malformed JSON, not an object, wrong types or values), or
+    when there is no record, or when ids repeat (both lines named)."""
+    text = text.removeprefix("\ufeff")
+    out: list[GoldQuestion] = []
+    errors: list[dict[str, Any]] = []
+    first_line: dict[str, int] = {}
     for i, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         try:
-            out.append(GoldQuestion.from_record(json.loads(line), i))
-        except (json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
-            raise ValueError(f"{source}:{i}: malformed record ({e})") from None
+            d = json.loads(line)
+        except json.JSONDecodeError as e:
+            errors.append(
+                {"type": "json_invalid", "loc": [i], "msg": f"line {i}: malformed JSON ({e})", "input": _shown(line)}
+            )
+            continue
+        found = record_errors(d, i)
+        if found:
+            errors += found
+            continue
+        q = GoldQuestion.from_record(d, i, source)
+        if q.id in first_line:
+            errors.append(
+                {
+                    "type": "duplicate_id",
+                    "loc": [i, "id"],
+                    "msg": f"line {i}: id: {q.id!r} repeats the id of line {first_line[q.id]}",
+                    "input": _shown(q.id),
+                }
+            )
+            continue
+        first_line[q.id] = i
+        out.append(q)
+    if errors:
+        raise DatasetError(source, errors)
     if not out:
-        raise ValueError(f"{source}: no questions")
-    ids = [q.id for q in out]
-    if len(set(ids)) != len(ids):
-        raise ValueError(f"{source}: duplicate question ids")
+        raise DatasetError(source, [{"type": "missing", "loc": [], "msg": "no questions", "input": None}])
     return out
 
 
 def load_dataset(path: str | Path) -> list[GoldQuestion]:
-    """Read a JSONL gold set. Raises ``ValueError`` naming the line of a malformed record."""
-    return parse_jsonl(Path(path).read_text(encoding="utf-8"), str(path))
+    """Read a JSONL gold set (UTF-8, with or without a byte-order mark). Raises ``DatasetError``
+    (a ``ValueError``) naming each bad line and field."""
+    return parse_jsonl(Path(path).read_text(encoding="utf-8-sig"), str(path))
 
 
 def evidence_parts(q: GoldQuestion) -> list[str]:

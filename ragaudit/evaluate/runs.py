@@ -30,7 +30,8 @@ GENERATED = "generated"
 def import_dataset(svc: Services, name: str, text: str) -> dict[str, Any]:
     """Store a JSONL dataset under ``name`` (replacing a dataset of that name).
 
-    Raises ``ValueError`` for an empty name or a malformed file (the message names the line)."""
+    Raises ``ValueError`` for an empty or reserved name, ``DatasetError`` (a ``ValueError``) naming
+    every bad line and field of the file (``evaluation.parse_jsonl``)."""
     name = name.strip()
     if not name or name.startswith(GENERATED):
         raise ValueError("dataset name must be non-empty and not start with 'generated'")
@@ -119,7 +120,7 @@ def resolve_dataset(svc: Services, ref: str) -> tuple[str, list[GoldQuestion]]:
         return ref, qs
     path = Path(ref)
     if path.is_file():
-        return path.name, parse_jsonl(path.read_text(encoding="utf-8"), str(path))
+        return path.name, parse_jsonl(path.read_text(encoding="utf-8-sig"), str(path))
     with svc.sessions() as s:
         ds = s.get(EvalDataset, ref) or s.scalar(select(EvalDataset).where(EvalDataset.name == ref))
         if ds is None:
@@ -130,7 +131,7 @@ def resolve_dataset(svc: Services, ref: str) -> tuple[str, list[GoldQuestion]]:
             )
         )
         name = ds.name
-    return name, [GoldQuestion.from_record(r, i) for i, r in enumerate(recs, 1)]
+    return name, [GoldQuestion.from_record(r, i, name) for i, r in enumerate(recs, 1)]
 
 
 def create_run(svc: Services, dataset_ref: str, params: EvalParams) -> str:

@@ -46,3 +46,64 @@ def test_422_on_query_search_and_stream_writes_a_query_logs_row(tmp_path, embedd
     search = by_q[("search", "hull designs")]
     assert search.top_k == settings.top_k and search.scope == {"doc_name": "dmca.pdf"}
     assert ("query", "") in by_q and ("stream", "x") in by_q
+
+
+GOOD_LINE = '{"id": "g1", "question": "What is the closing balance?", "answer": "48,215", "doc_name": "a.pdf", "page": 2, "evidence": "closing balance 48,215", "kind": "fact", "note": "kept"}'
+
+
+def test_dataset_upload_validates_every_line_and_accepts_a_bom(tmp_path, embedder):
+    """Fails if ``POST /datasets`` accepts a line whose fields have the wrong type or value (a
+    number as the question, an object as evidence, a page of NaN, 1e400, -3, 2.5 or true, a
+    non-finite number in any other field), if the 422 does not name the line and the field, if
+    a refused upload stores anything, or if a valid file starting with a UTF-8 byte-order mark is
+    refused or stored differently from the same file without it."""
+    from ragaudit.services import release_services
+
+    cases = [
+        ('{"question": 42}', ["question"]),
+        ('{"question": "   "}', ["question"]),
+        ('{"question": "q", "evidence": {"text": "x"}}', ["evidence"]),
+        ('{"question": "q", "page": NaN}', ["page"]),
+        ('{"question": "q", "page": 1e400}', ["page"]),
+        ('{"question": "q", "page": -3}', ["page"]),
+        ('{"question": "q", "page": 2.5}', ["page"]),
+        ('{"question": "q", "page": true}', ["page"]),
+        ('{"question": "q", "answer": ["a"]}', ["answer"]),
+        ('{"question": "q", "doc_name": 7}', ["doc_name"]),
+        ('{"question": "q", "extra_evidence": [{"page": 0, "evidence": "x"}]}', ["extra_evidence", "0", "page"]),
+        ('{"question": "q", "also_found_in": [{"doc_name": "b.pdf", "page": "3"}]}', ["also_found_in", "0", "page"]),
+        ('{"question": "q", "note": {"score": Infinity}}', ["note", "score"]),
+        ("[1, 2]", []),
+        ('{"question": "q"', []),
+    ]
+    settings = make_settings(tmp_path / "datasets")
+    with TestClient(create_app(settings)) as client:
+        for bad, loc in cases:
+            text = GOOD_LINE + "\n\n" + bad + "\n"
+            r = client.post("/datasets", files={"file": ("bad.jsonl", text.encode(), "application/x-ndjson")})
+            assert r.status_code == 422, (bad, r.status_code, r.text)
+            errors = r.json()["detail"]
+            assert isinstance(errors, list) and errors, r.text
+            first = errors[0]
+            assert first["loc"][:3] == ["body", "file", 3], (bad, first)  # line 3 (the blank line counts)
+            assert [str(x) for x in first["loc"][3:]] == loc, (bad, first)
+            assert first["msg"].startswith("line 3"), first
+        r = client.post(
+            "/datasets",
+            files={"file": ("dup.jsonl", (GOOD_LINE + "\n" + GOOD_LINE).encode(), "application/x-ndjson")},
+        )
+        assert r.status_code == 422 and "line 2" in r.json()["detail"][0]["msg"] and "line 1" in r.text, r.text
+        assert client.get("/datasets").json() == []  # nothing stored by a refused upload
+
+        plain = (GOOD_LINE + "\n").encode()
+        r = client.post("/datasets", files={"file": ("bom.jsonl", b"\xef\xbb\xbf" + plain, "application/x-ndjson")})
+        assert r.status_code == 201, r.text
+        assert r.json()["n_questions"] == 1
+        r = client.post("/datasets", files={"file": ("plain.jsonl", plain, "application/x-ndjson")})
+        assert r.status_code == 201, r.text
+        from ragaudit.platform.db import EvalQuestion
+
+        with client.app.state.services.sessions() as s:
+            records = [q.record for q in s.scalars(select(EvalQuestion))]
+    release_services(settings)
+    assert len(records) == 2 and records[0] == records[1] and records[0]["question"] == "What is the closing balance?"
