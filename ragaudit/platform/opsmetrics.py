@@ -33,6 +33,8 @@ from ragaudit.platform.telemetry import STAGE_COLUMNS
 PERCENTILES = (50, 95, 99)
 PERCENTILE_METHOD = "linear"  # numpy name; Hyndman & Fan type 7
 GROUP_BY = ("mode", "model", "label", "endpoint")
+#: other names accepted for a logged endpoint (``query_logs.endpoint`` says ``stream`` for /query/stream)
+ENDPOINT_ALIASES = {"query_stream": "stream"}
 
 
 def percentiles(values: list[float]) -> dict[str, float | None]:
@@ -115,13 +117,15 @@ def compute_metrics(
     """Aggregate ``query_logs`` rows with ``since <= created_at < until`` (ISO 8601, UTC if naive).
 
     ``group_by``: one of ``mode``, ``model``, ``label``, ``endpoint`` or ``None``; ``endpoint``
-    filters to one endpoint. Returns ``{window, group_by, percentile_method, overall: summary,
+    filters to one endpoint as logged (``query``, ``stream``, ``search``; ``ENDPOINT_ALIASES``
+    names are mapped to theirs). Returns ``{window, group_by, percentile_method, overall: summary,
     groups: [{key, **summary}]}`` (see ``summarize``). Raises ``ValueError`` for an unknown
     ``group_by`` or an unparsable time.
     """
     if group_by is not None and group_by not in GROUP_BY:
         raise ValueError(f"unknown group_by {group_by!r}; valid: {', '.join(GROUP_BY)}")
     t0, t1 = parse_time(since), parse_time(until)
+    endpoint = ENDPOINT_ALIASES.get(endpoint, endpoint) if endpoint else endpoint
     q = select(*[getattr(QueryLog, c) for c in _COLS])
     if t0 is not None:
         q = q.where(QueryLog.created_at >= t0)

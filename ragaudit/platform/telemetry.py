@@ -21,7 +21,7 @@ of an error are stored; error messages are not (they can echo request data).
 
 Example for a route (e.g. ``/query/stream``, after the stream ends)::
 
-    telemetry.record(endpoint="query_stream", question=q, scope=scope.as_dict(), mode="hybrid",
+    telemetry.record(endpoint="stream", question=q, scope=scope.as_dict(), mode="hybrid",
                      top_k=5, model="gpt-4o-mini", label="answered",
                      timings_ms={"embed": 12.0, "generation": 820.0, "ttft": 140.0, "total": 900.0},
                      prompt_tokens=900, completion_tokens=80, cost_usd=0.00021,
@@ -152,7 +152,7 @@ class TelemetryWriter:
     ) -> str:
         """Record one request; returns its ``query_logs.id`` (``query_id`` if given, else a new one).
 
-        ``endpoint``: "query" | "query_stream" | "search". ``timings_ms``: stage -> ms, keys from
+        ``endpoint``: "query" | "stream" (/query/stream) | "search". ``timings_ms``: stage -> ms, keys from
         ``STAGE_COLUMNS`` (embed, vector, bm25, fusion, rerank, generation, ttft, total); unknown
         keys are ignored. ``cost_usd`` in USD (0 for the offline answerer; ``None`` = unknown, a
         model without a price in litellm's map: stored as NULL, never as 0; name the model anyway).

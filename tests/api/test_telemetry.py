@@ -179,3 +179,33 @@ def test_metrics_match_raw_rows_after_200_requests(app_settings):
         assert {"api", "database", "qdrant", "embedding_model", "llm", "telemetry"} <= set(parts)
         assert parts["embedding_model"]["loaded"] and parts["llm"]["model"] == "extractive (offline)"
         assert parts["qdrant"]["collection_exists"] and parts["telemetry"]["dropped"] == 0
+
+
+def test_metrics_endpoint_names_and_window_are_checked(tmp_path, embedder):
+    """Fails if ``/metrics?endpoint=`` does not match the rows the routes write under the names
+    it documents (``/query/stream`` rows are ``stream``; ``query_stream`` is accepted for them
+    too), if an unknown endpoint name silently matches nothing instead of a 422 listing the
+    valid ones, or if ``until`` before ``since`` answers 200 instead of a 422 naming both."""
+    from ragaudit.services import release_services
+
+    settings = make_settings(tmp_path / "names")
+    try:
+        with TestClient(create_app(settings)) as client:
+            for path in ("/query", "/query/stream", "/query/stream", "/search"):
+                r = client.post(path, json={"question": "What was the probable cause?"})
+                assert r.status_code == 200, r.text
+            assert client.app.state.telemetry.flush(timeout=30)
+            counts = {
+                name: client.get("/metrics", params={"endpoint": name}).json()["overall"]["count"]
+                for name in ("query", "stream", "query_stream", "search")
+            }
+            assert counts == {"query": 1, "stream": 2, "query_stream": 2, "search": 1}, counts
+            groups = client.get("/metrics", params={"group_by": "endpoint"}).json()["groups"]
+            assert {g["key"]: g["count"] for g in groups} == {"query": 1, "stream": 2, "search": 1}
+            r = client.get("/metrics", params={"endpoint": "streaming"})
+            assert r.status_code == 422 and "stream" in r.text, r.text
+            r = client.get("/metrics", params={"since": "2024-05-02T00:00:00Z", "until": "2024-05-01"})
+            assert r.status_code == 422, r.text
+            assert "until" in r.text and "since" in r.text and "2024-05-01" in r.text
+    finally:
+        release_services(settings)
