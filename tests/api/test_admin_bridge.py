@@ -347,3 +347,46 @@ def test_date_filters_take_iso_dates_and_refuse_others_naming_the_value(client):
             for model, made in ((QueryLog, ids["query_logs"]), (EvalRun, ids["eval_runs"])):
                 for i in made:
                     s.delete(s.get(model, i))
+
+
+@pytest.mark.parametrize(
+    "name,shown",
+    [
+        ('folder/q"uote; x=y\\z é.pdf', 'q"uote; x=y\\z é.pdf'),
+        ("branch_alder/report.pdf", "report.pdf"),
+    ],
+)
+def test_stored_file_name_is_sanitised_in_content_disposition(client, name, shown):
+    """Fails if ``Content-Disposition`` of ``GET /documents/{id}/file`` carries the document name
+    as given (folders included, or quotes, semicolons and backslashes that end or split the
+    parameter) instead of its last path component encoded as RFC 6266 / RFC 8187 ``filename*``
+    (parsed here with the standard library's RFC 2231 decoder)."""
+    from email.message import Message
+
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    pdf.add_page()
+    pdf.set_font("helvetica", size=12)
+    pdf.multi_cell(0, 8, f"The register of the {shown!r} office lists eleven cabinets.")
+    r = client.post(
+        "/documents",
+        params={"wait": "true"},
+        data={"name": name},
+        files={"file": ("upload.pdf", bytes(pdf.output()), "application/pdf")},
+    )
+    assert r.status_code == 201, r.text
+    doc = r.json()["document"]
+    assert doc["doc_name"] == name
+    try:
+        r = client.get(f"/documents/{doc['id']}/file")
+        assert r.status_code == 200
+        header = r.headers["content-disposition"]
+        assert header.startswith("inline;") and "/" not in header, header
+        parsed = Message()
+        parsed["content-disposition"] = header
+        assert parsed.get_content_disposition() == "inline"
+        assert parsed.get_filename() == shown, header
+        assert len(parsed.get_params(header="content-disposition")) == 2, header  # inline + one filename
+    finally:
+        client.delete(f"/documents/{doc['id']}")
