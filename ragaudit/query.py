@@ -17,6 +17,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
+from sqlalchemy import select
+
 from ragaudit.answer.answerability import assess, is_underspecified, is_vague
 from ragaudit.answer.answerers import (
     REFUSAL_TEXT,
@@ -28,10 +30,11 @@ from ragaudit.answer.answerers import (
 from ragaudit.answer.citations import normalize_ws
 from ragaudit.index.embedding import cores_busy
 from ragaudit.platform.cache import AnswerCache
-from ragaudit.platform.db import new_id
+from ragaudit.platform.db import ChunkRow, Document, new_id, scope_clause
 from ragaudit.platform.llmcall import CLIENT_DISCONNECTED, Cancellation, litellm_kwargs
 from ragaudit.platform.telemetry import TelemetryWriter
 from ragaudit.retrieve.retriever import RetrievalResult, Retriever, empty_note
+from ragaudit.retrieve.scope import page_range_span
 from ragaudit.services import Services
 from ragaudit.types import AnswerResult, Mode, RetrievedChunk, Scope
 
@@ -177,16 +180,14 @@ class QueryService:
         return self.retriever.retrieve(question, scope, top_k or self.svc.settings.top_k, mode)
 
     def _document_texts(self, chunks: list[RetrievedChunk], scope: Scope | None = None) -> list[str]:
-        """Full text of each document the chunks come from, rebuilt from its chunks of the same
+        """Full text of each document the chunks come from, rebuilt from its live chunks of the same
         strategy without the overlaps (cached per version, strategy and page range), plus the chunk
-        headers. With a page range in ``scope`` only the searched pages count: the chunks that lie
-        inside the range, and the retrieved chunks (already cut to it). A name found only on a page
-        outside the range is then missing, and the question is refused ("the searched documents do
-        not mention ...") instead of answered from in-range pages about something else."""
-        from sqlalchemy import select
-
-        from ragaudit.platform.db import ChunkRow
-
+        headers. With a page range in ``scope`` only the searched pages count: the chunks the scope
+        selects (``scope_clause``: page spans overlapping the range, as in the Qdrant filter), each
+        cut to its pages inside the range (``page_range_span``, as retrieved chunks are). A name
+        found only on a page outside the range is then missing, and the question is refused ("the
+        searched documents do not mention ...") instead of answered from in-range pages about
+        something else."""
         pmin = scope.page_min if scope is not None else None
         pmax = scope.page_max if scope is not None else None
         out = []
@@ -198,36 +199,51 @@ class QueryService:
             with self._doc_texts_lock:
                 text = self._doc_texts.get(key)
             if text is None:
-                where = [
-                    ChunkRow.document_id == key[0],
-                    ChunkRow.doc_sha256 == key[1],
-                    ChunkRow.strategy == key[2],
-                    ChunkRow.live.is_(True),
-                ]
-                if pmin is not None:
-                    where.append(ChunkRow.page_start >= pmin)
-                if pmax is not None:
-                    where.append(ChunkRow.page_end <= pmax)
-                with self.svc.sessions() as s:
-                    rows = s.execute(
-                        select(ChunkRow.char_start, ChunkRow.char_end, ChunkRow.text)
-                        .where(*where)
-                        .order_by(ChunkRow.char_start)
-                    ).all()
-                parts, end = [], 0
-                for cs, ce, chunk_text in rows:
-                    if ce <= end:
-                        continue
-                    parts.append(chunk_text[max(0, end - cs) :])
-                    end = ce
-                text = " ".join(parts)
+                text = self._document_text(*key)
                 with self._doc_texts_lock:
                     self._doc_texts[key] = text
             out.append(text)
-        if pmin is not None or pmax is not None:
-            out.extend(c.text for c in chunks)  # cut to the range; a chunk across its edge is in no row above
         out.extend(c.payload.get("header", "") for c in chunks)
         return out
+
+    def _document_text(
+        self, document_id: str, sha256: str, strategy: str | None, pmin: int | None, pmax: int | None
+    ) -> str:
+        """The text of one document version's chunks of ``strategy`` on pages ``pmin..pmax``, in
+        order, overlaps dropped (see ``_document_texts``)."""
+        scope = Scope(document_ids=[document_id], strategy=strategy, page_min=pmin, page_max=pmax)
+        with self.svc.sessions() as s:
+            rows = s.execute(
+                select(
+                    ChunkRow.id,
+                    ChunkRow.page_start,
+                    ChunkRow.page_end,
+                    ChunkRow.char_start,
+                    ChunkRow.char_end,
+                    ChunkRow.text,
+                )
+                .join(Document, Document.id == ChunkRow.document_id)
+                .where(scope_clause(scope), ChunkRow.doc_sha256 == sha256)
+                .order_by(ChunkRow.char_start)
+            ).all()
+        # a chunk across an edge of the range is cut to its pages inside, from its stored page breaks
+        edge = {
+            r.id for r in rows if (pmin is not None and r.page_start < pmin) or (pmax is not None and r.page_end > pmax)
+        }
+        spans = {pid: page_range_span(p, pmin, pmax) for pid, p in self.svc.store.get_payloads(sorted(edge))}
+        parts, end = [], 0
+        for pid, _ps, _pe, cs, ce, chunk_text in rows:
+            if pid in edge:
+                span = spans.get(pid)
+                if span is None:  # no text on the searched pages (or its point is gone)
+                    continue
+                a, b = span
+                cs, ce, chunk_text = cs + a, cs + b, chunk_text[a:b]
+            if ce <= end:
+                continue
+            parts.append(chunk_text[max(0, end - cs) :])
+            end = ce
+        return " ".join(parts)
 
     def _closest_word(self, term: str, passages: list[str]) -> tuple[str | None, float]:
         """The word of ``passages`` whose embedding is closest to ``term``'s, with the cosine

@@ -22,8 +22,11 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    and_,
     create_engine,
     event,
+    not_,
+    or_,
     text,
     true,
     update,
@@ -31,6 +34,8 @@ from sqlalchemy import (
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, sessionmaker
 from sqlalchemy.types import TypeDecorator
+
+from ragaudit.types import AnyOf, Condition, Match, Not, Range, Scope
 
 
 def utcnow() -> datetime:
@@ -174,6 +179,54 @@ class ChunkRow(Base):
     doc_sha256: Mapped[str] = mapped_column(String(64))
     ingest_version: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     live: Mapped[bool] = mapped_column(Boolean, default=True, server_default=true())
+
+
+def _scope_column(key: str) -> Any:
+    """The SQL expression of a chunk payload field (``ragaudit.types.ChunkPayload``) over
+    ``chunks JOIN documents``: identity fields come from the document row, the chunk's own from
+    its row; ``primary`` is "the chunk's strategy is the document's" (``documents.strategy`` is
+    the strategy of the searched version, the one ``publish`` marks primary in Qdrant)."""
+    columns = {
+        "live": ChunkRow.live,
+        "primary": ChunkRow.strategy == Document.strategy,
+        "doc_key": Document.name_key,
+        "doc_name": Document.doc_name,
+        "knowledge_base": Document.knowledge_base,
+        "document_id": ChunkRow.document_id,
+        "strategy": ChunkRow.strategy,
+        "page_start": ChunkRow.page_start,
+        "page_end": ChunkRow.page_end,
+    }
+    if key not in columns:
+        raise TypeError(f"no SQL column for the scope field {key!r}")
+    return columns[key]
+
+
+def _scope_sql(cond: Condition) -> Any:
+    if isinstance(cond, Match):
+        col = _scope_column(cond.key)
+        if all(isinstance(v, bool) for v in cond.values):
+            return or_(*(col.is_(v) for v in cond.values))
+        return col.in_(cond.values)
+    if isinstance(cond, Range):
+        col = _scope_column(cond.key)
+        parts = ([col >= cond.gte] if cond.gte is not None else []) + (
+            [col <= cond.lte] if cond.lte is not None else []
+        )
+        return and_(true(), *parts)
+    if isinstance(cond, AnyOf):
+        return or_(*(_scope_sql(c) for c in cond.conditions))
+    if isinstance(cond, Not):
+        return not_(_scope_sql(cond.condition))
+    raise TypeError(f"no SQL for the scope condition {cond!r}")
+
+
+def scope_clause(scope: Scope) -> Any:
+    """The WHERE clause selecting the chunk rows inside ``scope``, derived from
+    ``Scope.conditions`` (``ragaudit.types``) as the Qdrant filter is; for a query over
+    ``chunks`` joined to ``documents`` (``select(ChunkRow...).join(Document, Document.id ==
+    ChunkRow.document_id).where(scope_clause(scope))``)."""
+    return and_(*(_scope_sql(c) for c in scope.conditions()))
 
 
 class QAPair(Base):

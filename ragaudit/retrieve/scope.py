@@ -31,16 +31,14 @@ def admits(scope: Scope, payload: ChunkPayload | dict[str, Any]) -> bool:
     return scope.admits(payload)
 
 
-def clip_to_pages(payload: dict[str, Any], page_min: int | None, page_max: int | None) -> dict[str, Any] | None:
-    """``payload`` with its text cut to the pages in ``[page_min, page_max]`` (``None`` bounds are
-    open), using its ``page_breaks`` (``[[page, offset in text], ...]``). Returns the payload itself
-    when nothing is cut, a modified copy when something is (``page_start``/``page_end``/``page_breaks``
-    rebased, ``clipped_pages`` = ``[first, last]`` kept), or ``None`` when no text is left."""
+def _pages_kept(
+    payload: dict[str, Any], page_min: int | None, page_max: int | None
+) -> list[tuple[int, int, int]] | None:
+    """The ``(page, start, end)`` text segments of ``payload`` on pages in ``[page_min, page_max]``
+    (``None`` bounds are open), from its ``page_breaks``; ``None`` when no text is left."""
     lo = page_min if page_min is not None else -1
     hi = page_max if page_max is not None else 1 << 30
-    start, end = int(payload.get("page_start") or 0), int(payload.get("page_end") or 0)
-    if lo <= start and end <= hi:
-        return payload
+    start = int(payload.get("page_start") or 0)
     text = payload.get("text", "")
     breaks = sorted((int(p), int(o)) for p, o in (payload.get("page_breaks") or []))
     if not breaks or breaks[0][1] > 0:
@@ -49,15 +47,38 @@ def clip_to_pages(payload: dict[str, Any], page_min: int | None, page_max: int |
     for i, (p, o) in enumerate(breaks):
         e = breaks[i + 1][1] if i + 1 < len(breaks) else len(text)
         segments.append((p, o, e))
-    kept = [s for s in segments if lo <= s[0] <= hi and s[2] > s[1]]
-    if not kept:
+    kept = [seg for seg in segments if lo <= seg[0] <= hi and seg[2] > seg[1]]
+    if not kept or not text[kept[0][1] : kept[-1][2]].strip():
+        return None
+    return kept
+
+
+def page_range_span(payload: dict[str, Any], page_min: int | None, page_max: int | None) -> tuple[int, int] | None:
+    """Character offsets ``(start, end)`` of the part of ``payload["text"]`` on the pages in
+    ``[page_min, page_max]`` (the whole text when its page span lies inside), or ``None`` when
+    no text is left there. ``clip_to_pages`` cuts a payload to it."""
+    start, end = int(payload.get("page_start") or 0), int(payload.get("page_end") or 0)
+    if (page_min is None or page_min <= start) and (page_max is None or end <= page_max):
+        return 0, len(payload.get("text", ""))
+    kept = _pages_kept(payload, page_min, page_max)
+    return None if kept is None else (kept[0][1], kept[-1][2])
+
+
+def clip_to_pages(payload: dict[str, Any], page_min: int | None, page_max: int | None) -> dict[str, Any] | None:
+    """``payload`` with its text cut to the pages in ``[page_min, page_max]`` (``None`` bounds are
+    open), using its ``page_breaks`` (``[[page, offset in text], ...]``). Returns the payload itself
+    when nothing is cut, a modified copy when something is (``page_start``/``page_end``/``page_breaks``
+    rebased, ``clipped_pages`` = ``[first, last]`` kept), or ``None`` when no text is left."""
+    start, end = int(payload.get("page_start") or 0), int(payload.get("page_end") or 0)
+    if (page_min is None or page_min <= start) and (page_max is None or end <= page_max):
+        return payload
+    kept = _pages_kept(payload, page_min, page_max)
+    if kept is None:
         return None
     a, b = kept[0][1], kept[-1][2]
-    if not text[a:b].strip():
-        return None
     out = copy.deepcopy(payload)
     out.update(
-        text=text[a:b],
+        text=payload.get("text", "")[a:b],
         page_start=kept[0][0],
         page_end=kept[-1][0],
         page_breaks=[[p, o - a] for p, o, _ in kept],
