@@ -20,6 +20,7 @@ import pdfplumber
 import pypdfium2 as pdfium
 
 from ragaudit.index.sparse import CJK_CHAR
+from ragaudit.ingest.removal import hidden_chars, hidden_text_lines, page_transform, placed_box, running_lines
 
 log = logging.getLogger(__name__)
 
@@ -58,12 +59,17 @@ class Page:
 
     ``headings``: ``(offset in text, level, heading text, font size pt)`` for lines set in a font
     larger than the document's body text (level 1 = largest), in page order.
+    ``removed``: ``(kind, text)`` of what was left out of ``text`` (``ragaudit.ingest.removal``):
+    kind ``header`` / ``footer`` (a running line) or ``hidden:<reason>`` (a line of hidden text);
+    ``ocr_layer_chars``: invisible characters kept because an image lies under them.
     """
 
     number: int
     text: str
     extractor: str = "pdfplumber"
     headings: tuple = ()
+    removed: tuple = ()
+    ocr_layer_chars: int = 0
 
 
 @dataclass(frozen=True)
@@ -163,8 +169,12 @@ def extract_pages(data: bytes, on_page: Callable[[int, int], None] | None = None
     - a spacing accent drawn over a letter ("a" + "¨") is composed with it ("ä"), and the text is
       Unicode NFC; ``(cid:NN)`` codes (glyphs without a Unicode map) become the letter pypdfium2
       reads at that place, or nothing; a page made mostly of them is taken from pypdfium2 whole;
-    - running headers and footers (``running_lines``) are removed, so chunks and quotes never
+    - running headers and footers (``removal.running_lines``: repeated lines in the page's
+      margin bands that differ at most by a page number) are removed, so chunks and quotes never
       hold them and a sentence broken by a page footer reads on across the page break;
+    - hidden text (``removal.hidden_chars``: white on white, under 1 pt, outside the crop box,
+      drawn invisible with no image under it) is left out;
+    - what was removed is listed in ``Page.removed`` (the extraction report, ``removal.extraction_report``);
     - a word hyphenated at a line end is rejoined ("circumven-" / "tion" -> "circumvention"),
       while a compound keeps its hyphen ("dual-" / "encoder" -> "dual-encoder"), see ``dehyphenate``;
     - table-of-contents dot leaders are collapsed (``collapse_leaders``).
@@ -177,16 +187,20 @@ def extract_pages(data: bytes, on_page: Callable[[int, int], None] | None = None
     """
     doc = _open_pdfium(data)  # uniform errors for empty / non-PDF / encrypted / truncated input
     page_lines: list[list[_Line] | None] = []
-    heights: list[float] = []
+    boxes: list[tuple[float, float]] = []
+    hidden: list[list[tuple[str, str]]] = []
+    ocr_chars: list[int] = []
     try:
         with pdfplumber.open(io.BytesIO(data), password="") as pdf:
             for i, p in enumerate(pdf.pages):
                 if on_page is not None and i:
                     on_page(i, len(pdf.pages))
-                heights.append(float(p.height))
                 try:
-                    chars = p.chars
+                    chars, box, gone, ocr = _visible_chars(p, lambda i=i: doc[i])
+                    boxes.append(box)
                     page_lines.append(_page_lines(p, _text_options(chars), lambda i=i: doc[i], chars))
+                    hidden.append(gone if page_lines[-1] is not None else [])
+                    ocr_chars.append(ocr if page_lines[-1] is not None else 0)
                 finally:
                     p.close()  # pdfplumber keeps a page's parsed objects until then (615 pages: 4.7 GB)
     except Exception as e:  # pdfminer raises many exception types on malformed content
@@ -199,18 +213,10 @@ def extract_pages(data: bytes, on_page: Callable[[int, int], None] | None = None
     fallback = _pdfium_pages(data) if garbled else []
     for i in garbled:
         extractors[i] = "pypdfium2"
-    running = running_lines([ls or [] for ls in page_lines], heights)
-    # a running header stays where it first appears (often the document's title on page 1);
-    # footers go everywhere (a page-1 footer would split a sentence that runs onto page 2)
-    lines = [
-        [
-            ln
-            for ln in (ls or [])
-            if not ln.edge
-            or _where(ln, heights[i]) + ":" + ln.key not in running
-            or running[_where(ln, heights[i]) + ":" + ln.key] == i
-        ]
-        for i, ls in enumerate(page_lines)
+    running = running_lines([ls or [] for ls in page_lines], boxes)
+    lines = [[ln for k, ln in enumerate(ls or []) if k not in running[i]] for i, ls in enumerate(page_lines)]
+    removed = [
+        [(running[i][k], (ls or [])[k].text) for k in sorted(running[i])] + hidden[i] for i, ls in enumerate(page_lines)
     ]
     lines = dehyphenate(lines)
     texts = []
@@ -222,27 +228,39 @@ def extract_pages(data: bytes, on_page: Callable[[int, int], None] | None = None
     sized = [[(collapse_leaders(ln.text), ln.size, ln.n) for ln in ls] for ls in lines]
     headings = _find_headings(texts, sized)
     return [
-        Page(number=i + 1, text=t, headings=tuple(h), extractor=x)
+        Page(
+            number=i + 1,
+            text=t,
+            headings=tuple(h),
+            extractor=x,
+            removed=tuple(removed[i]),
+            ocr_layer_chars=ocr_chars[i],
+        )
         for i, (t, h, x) in enumerate(zip(texts, headings, extractors))
     ]
+
+
+def _visible_chars(page, pdfium_page) -> tuple[list[dict], tuple[float, float], list[tuple[str, str]], int]:
+    """The characters of pdfplumber ``page`` a reader can see (``removal.hidden_chars``), the crop
+    box's ``(top, bottom)`` as characters are placed, the ``("hidden:<reason>", line)`` entries of
+    the hidden ones, and the number of invisible characters kept as an OCR layer."""
+    chars = page.chars
+    crop = placed_box(page_transform(page), page.page_obj.cropbox)
+    visible, gone, ocr = hidden_chars(page, chars, pdfium_page)
+    entries = [(f"hidden:{why}", line) for why, cs in gone.items() for line in hidden_text_lines(cs)]
+    return visible, (crop[1], crop[3]), entries, ocr
 
 
 @dataclass
 class _Line:
     """One extracted line: text, median font size pt, characters, vertical position (pt from the
-    page top), whether it is among the page's first or last lines (``edge``) and its ``key`` for
-    running header/footer detection (spaces removed, digit runs as ``#``, lower-cased)."""
+    page top; -1 for text in another orientation)."""
 
     text: str
     size: float
     n: int
     top: float
     bottom: float
-    edge: bool = False
-
-    @property
-    def key(self) -> str:
-        return re.sub(r"\d+", "#", re.sub(r"\s+", "", self.text)).lower()
 
 
 # spacing accents (as TeX and many PDF producers draw them: a separate glyph over the letter)
@@ -286,9 +304,6 @@ def _page_lines(page, opts: dict, pdfium_page, chars: list[dict] | None = None) 
         for ln in _lines_of(group, opts):
             ln.top = ln.bottom = -1.0  # no place among the page's upright lines
             out.append(ln)
-    by_top = sorted((k for k in range(len(out)) if out[k].top >= 0), key=lambda k: out[k].top)
-    for k in by_top[:2] + by_top[-2:]:
-        out[k].edge = True
     return out
 
 
@@ -607,30 +622,6 @@ def _column_regions(chars: list[dict], width: float, opts: dict | None = None) -
     return [r for r in out if r], None
 
 
-def _where(line: _Line, height: float) -> str:
-    return "top" if line.top < height / 2 else "bottom"
-
-
-def running_lines(pages: list[list[_Line]], heights: list[float]) -> dict[str, int]:
-    """Running headers and footers: lines among a page's first or last two (by position) whose
-    text, digits ignored, recurs at the same place (top or bottom) on at least two pages and on
-    at least a third of the pages ("Copyright Office Summary December 1998 Page 9").
-
-    Returns ``"top:<key>"`` / ``"bottom:<key>"`` -> the 0-based page where a header should stay
-    (its first page), or -1 for footers, which are removed everywhere."""
-    if len(pages) < 2:
-        return {}
-    seen: dict[str, list[int]] = {}
-    for i, (ls, h) in enumerate(zip(pages, heights)):
-        for ln in ls:
-            if ln.edge:
-                key = f"{_where(ln, h)}:{ln.key}"
-                if i not in seen.setdefault(key, []):
-                    seen[key].append(i)
-    need = max(2, -(-len(pages) // 3))
-    return {k: (v[0] if k.startswith("top:") else -1) for k, v in seen.items() if len(v) >= need}
-
-
 _HYPHEN_END = re.compile(r"(?<![^\W\d_])([^\W\d_]+)-$")
 _WORD_START = re.compile(r"^([^\W\d_]+)([^\s]*)\s*")
 
@@ -653,7 +644,7 @@ def dehyphenate(pages: list[list[_Line]]) -> list[list[_Line]]:
             words.update(w.lower() for w in re.findall(r"[^\W\d_]+(?:-[^\W\d_]+)*", ln.text))
     out = []
     for ls in pages:
-        ls = [_Line(ln.text, ln.size, ln.n, ln.top, ln.bottom, ln.edge) for ln in ls]
+        ls = [_Line(ln.text, ln.size, ln.n, ln.top, ln.bottom) for ln in ls]
         for a, b in zip(ls, ls[1:]):
             m = _HYPHEN_END.search(a.text)
             n = _WORD_START.match(b.text)

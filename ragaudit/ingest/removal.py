@@ -1,0 +1,441 @@
+"""What page extraction leaves out of the text, why, and the extraction report that counts it.
+
+Two kinds of text never reach a chunk:
+
+- **Running headers and footers** (``running_lines``). A line is one only when all of these hold:
+  it sits in the page's top or bottom margin band (the top or bottom 15% of the crop box, or,
+  for pages that end where their text ends, as filings printed from HTML do, the page's last
+  line when it stands in the lower half at least 2.5 font sizes below the text above it); the
+  same line is in that band on at least a third of the pages (and two) and on most of the pages
+  where it occurs at all; its text is the same on every page, or differs only by a page number
+  (one number, at the start or end of the line or after "page", that advances at least as fast
+  as the pages do); and the page has other text (a page whose every line looks running keeps
+  them all: a one-line page is content). A header stays where it first appears (often the
+  document's title on page 1); footers go everywhere (a page-1 footer would split a sentence
+  that runs onto page 2). Everything else is content, however often it repeats.
+- **Hidden text** (``hidden_chars``): characters a reader of the page cannot see. Decision: they
+  are kept out of the page text, so out of chunks, quotes and answers, and every one is counted
+  and shown in the document's extraction report. A document's visible text is what its reader
+  agreed to; text hidden in it is the classic carrier of instructions aimed at a model ("white
+  text" prompt injection) and of keyword stuffing, and keeping it searchable while flagging it
+  would still let it be retrieved, quoted and cited. The report makes the removal visible, so
+  nothing is dropped silently. A character is hidden when:
+
+  - its fill colour equals the background's (every RGB channel within 0.05): the colour of every
+    filled shape (rectangle or curve) under it, else the white page; where shapes of another
+    colour or an image lie under it, the background cannot be told and the character is kept;
+  - its font size is under 1 pt;
+  - it lies wholly outside the page's crop box (the part of the page a viewer shows);
+  - it is drawn in text rendering mode 3 (invisible) or 7 (clip only), read from PDFium's text
+    objects, unless an image lies under it: that is the OCR text layer of a scanned page and
+    stays (counted as ``ocr_layer_chars``).
+
+  Pages taken from pypdfium2 (``Page.extractor``) are not checked; the report lists them.
+
+``extraction_report(pages)`` is the JSON stored with each document version (``documents.
+extraction_report``), shown by the API (``GET /documents/{id}``), the admin document view and
+the Dagster materialization metadata of ``pdf_pages``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+from typing import Any, Sequence
+
+import numpy as np
+
+# the margin bands: this share of the crop box's height at its top and at its bottom
+MARGIN_BAND = 0.15
+# a page's last line below its middle, at least this many of its font sizes below the text above,
+# is in the bottom band (page footers of documents whose pages end where their text ends)
+FLOW_FOOTER_GAP = 2.5
+HEADER, FOOTER = "header", "footer"
+
+# hidden text
+HIDDEN_REASONS = ("background_colour", "font_size_under_1pt", "outside_crop_box", "invisible_render_mode")
+COLOUR_TOLERANCE = 0.05
+MIN_FONT_SIZE = 1.0
+EXAMPLES = 10
+
+
+# --------------------------------------------------------------------------- running lines
+
+
+def _key(text: str) -> str:
+    """A line compared across pages: spaces removed (extraction spaces the same line differently
+    from page to page, "F orm 1040NR"), lower-cased."""
+    return re.sub(r"\s+", "", text).lower()
+
+
+_DIGITS = re.compile(r"\d{1,6}")
+_ROMAN = re.compile(r"^(?=[ivxlcdm]+$)m{0,3}(cm|cd|d?c{0,3})(xc|xl|l?x{0,3})(ix|iv|v?i{0,3})$")
+_ROMAN_VALUE = {"i": 1, "v": 5, "x": 10, "l": 50, "c": 100, "d": 500, "m": 1000}
+
+
+def _roman(s: str) -> int:
+    total = 0
+    for a, b in zip(s, s[1:] + " "):
+        v = _ROMAN_VALUE[a]
+        total += -v if b != " " and _ROMAN_VALUE[b] > v else v
+    return total
+
+
+_AFTER_PAGE = re.compile(r"page#(?:$|\W|of\d)")
+
+
+def _page_number_variants(key: str) -> list[tuple[str, int]]:
+    """``(key with one number as "#", its value)`` for each number of ``key`` that sits where a
+    running line prints its page number: at the start or the end of the line (punctuation aside)
+    or as "page N" ending the line or followed by punctuation or "of M" ("page#of4nyc08ca055",
+    "#rowandcolumn...", "appleinc.|q32022form10-q|#"); a line that is only a roman numeral
+    ("vii") counts too."""
+    out = []
+    if _ROMAN.match(key):
+        return [("#", _roman(key))]
+    for m in _DIGITS.finditer(key):
+        before, after = key[: m.start()], key[m.end() :]
+        if before and before[-1].isdigit() or after and after[0].isdigit():
+            continue
+        if (
+            not re.search(r"\w", before)
+            or not re.search(r"\w", after)
+            or _AFTER_PAGE.match(before + "#" + after, len(before) - 4)
+        ):
+            out.append((f"{before}#{after}", int(m.group(0))))
+    return out
+
+
+def _bands(lines: Sequence[Any], box: tuple[float, float]) -> list[str | None]:
+    """Per line: ``"top"`` / ``"bottom"`` when it sits in the page's top or bottom margin band,
+    else None. ``box``: the crop box's ``(top, bottom)`` in pdfplumber coordinates; lines with
+    ``top < 0`` (text in another orientation) have no place on the page."""
+    top, bottom = box
+    h = max(bottom - top, 1.0)
+    out: list[str | None] = []
+    for ln in lines:
+        if ln.top < 0:
+            out.append(None)
+        elif ln.top <= top + MARGIN_BAND * h:
+            out.append("top")
+        elif ln.bottom >= bottom - MARGIN_BAND * h:
+            out.append("bottom")
+        else:
+            out.append(None)
+    placed = sorted((k for k in range(len(lines)) if lines[k].top >= 0), key=lambda k: lines[k].top)
+    if len(placed) >= 2:
+        last = placed[-1]
+        ln = lines[last]
+        gap = ln.top - max(lines[k].bottom for k in placed[:-1])
+        if out[last] is None and ln.top >= top + h / 2 and gap >= FLOW_FOOTER_GAP * max(ln.size, 1.0):
+            out[last] = "bottom"
+    return out
+
+
+def running_lines(pages: Sequence[Sequence[Any]], boxes: Sequence[tuple[float, float]]) -> list[dict[int, str]]:
+    """The running headers and footers of a document (the rule is the module docstring's).
+
+    ``pages``: per page, its lines in reading order, each with ``text``, ``top``, ``bottom``
+    (pt from the page top, pdfplumber coordinates) and ``size`` (font size pt); ``boxes``: per
+    page, the crop box's ``(top, bottom)``. Returns per page ``{line index: "header" | "footer"}``
+    of the lines to remove."""
+    n = len(pages)
+    out: list[dict[int, str]] = [{} for _ in range(n)]
+    if n < 2:
+        return out
+    need = max(2, -(-n // 3))
+    bands = [_bands(ls, box) for ls, box in zip(pages, boxes)]
+    keys = [[_key(ln.text) for ln in ls] for ls in pages]
+    variants = [[_page_number_variants(k) for k in ks] for ks in keys]
+    # pages where each text occurs anywhere (the "most pages" denominator), exact and page-numbered
+    anywhere: dict[str, set[int]] = defaultdict(set)
+    anywhere_numbered: dict[str, set[int]] = defaultdict(set)
+    exact: dict[tuple[str, str], list[tuple[int, int]]] = defaultdict(list)  # (side, key) -> [(page, line)]
+    numbered: dict[tuple[str, str], list[tuple[int, int, int]]] = defaultdict(list)  # -> [(page, value, line)]
+    for i in range(n):
+        for k, key in enumerate(keys[i]):
+            anywhere[key].add(i)
+            for masked, value in variants[i][k]:
+                anywhere_numbered[masked].add(i)
+                if bands[i][k]:
+                    numbered[(bands[i][k], masked)].append((i, value, k))
+            if bands[i][k]:
+                exact[(bands[i][k], key)].append((i, k))
+    marks: dict[tuple[int, int], tuple[str, bool]] = {}  # (page, line) -> (side, exact text)
+    for (side, key), occ in exact.items():
+        pages_in = {i for i, _ in occ}
+        if len(pages_in) >= need and 2 * len(pages_in) > len(anywhere[key]):
+            for i, k in occ:
+                marks[(i, k)] = (side, True)
+    for (side, masked), occ in numbered.items():
+        occ.sort()
+        ok = _advancing(occ)
+        pages_in = {i for (i, _, _), good in zip(occ, ok) if good}
+        if len(pages_in) >= need and 2 * len(pages_in) > len(anywhere_numbered[masked]):
+            for (i, _, k), good in zip(occ, ok):
+                if good:
+                    marks.setdefault((i, k), (side, False))
+    first_header: dict[str, int] = {}
+    for i in range(n):
+        placed = [k for k in range(len(pages[i])) if (i, k) in marks]
+        if len(placed) == len(pages[i]):  # nothing else on the page: its lines are its content
+            continue
+        for k in placed:
+            side, same_text = marks[(i, k)]
+            if side == "top" and same_text and first_header.setdefault(keys[i][k], i) == i:
+                continue  # a header stays where it first appears (the document's title)
+            out[i][k] = HEADER if side == "top" else FOOTER
+    return out
+
+
+def _advancing(occ: list[tuple[int, int, int]]) -> list[bool]:
+    """For occurrences ``(page, number, line)`` sorted by page: whether each one's number reads as
+    a page number, i.e. it belongs to a run of at least two in which each number exceeds the
+    previous one by at least the pages between them (a document of excerpts skips pages; a new
+    part may start its numbering again). One occurrence per page (the first) takes part."""
+    seen: set[int] = set()
+    idx = []
+    for j, (p, _, _) in enumerate(occ):
+        if p not in seen:
+            seen.add(p)
+            idx.append(j)
+    ok = [False] * len(occ)
+    run = [idx[0]] if idx else []
+    for a, b in zip(idx, idx[1:]):
+        (pa, va, _), (pb, vb, _) = occ[a], occ[b]
+        if vb - va >= pb - pa:
+            run.append(b)
+            continue
+        if len(run) >= 2:
+            for j in run:
+                ok[j] = True
+        run = [b]
+    if len(run) >= 2:
+        for j in run:
+            ok[j] = True
+    return ok
+
+
+# --------------------------------------------------------------------------- hidden text
+
+
+def _rgb(colour: Any, space: str | None = None) -> tuple[float, float, float] | None:
+    """An RGB triple (0..1) for a pdfplumber colour tuple, or None when it cannot be told (a
+    pattern, a spot colour, an indexed or unknown colour space)."""
+    if space and not any(
+        s in space for s in ("DeviceGray", "DeviceRGB", "DeviceCMYK", "ICCBased", "CalGray", "CalRGB")
+    ):
+        return None
+    if not isinstance(colour, (tuple, list)) or not all(isinstance(v, (int, float)) for v in colour):
+        return None
+    v = [min(1.0, max(0.0, float(x))) for x in colour]
+    if len(v) == 1:
+        return (v[0], v[0], v[0])
+    if len(v) == 3:
+        return (v[0], v[1], v[2])
+    if len(v) == 4:
+        c, m, y, k = v
+        return ((1 - c) * (1 - k), (1 - m) * (1 - k), (1 - y) * (1 - k))
+    return None
+
+
+def _same_colour(a: tuple[float, float, float], b: tuple[float, float, float]) -> bool:
+    return max(abs(p - q) for p, q in zip(a, b)) <= COLOUR_TOLERANCE
+
+
+def page_transform(page: Any):
+    """``f(x, y) -> (x, top)``: a point in the PDF user space of pdfplumber ``page`` placed as
+    pdfplumber places characters (pdfminer's page matrix for the page's rotation and media box,
+    then pdfplumber's top-left origin)."""
+    po = page.page_obj
+    x0, y0, x1, y1 = po.mediabox
+    a, b, c, d, e, f = {
+        90: (0, -1, 1, 0, -y0, x1),
+        180: (-1, 0, 0, -1, x1, y1),
+        270: (0, 1, -1, 0, y1, -x0),
+    }.get(po.rotate, (1, 0, 0, 1, -x0, -y0))
+    mb_x0, mb_top, height = float(page.mediabox[0]), float(page.mediabox[1]), float(page.height)
+
+    def place(x: float, y: float) -> tuple[float, float]:
+        dx, dy = a * x + c * y + e, b * x + d * y + f
+        return dx + mb_x0, height - dy + mb_top
+
+    return place
+
+
+def placed_box(place, box: Sequence[float]) -> tuple[float, float, float, float]:
+    """``(x0, top, x1, bottom)`` of a PDF user-space box ``(left, bottom, right, top)``."""
+    pts = [place(box[0], box[1]), place(box[2], box[3]), place(box[0], box[3]), place(box[2], box[1])]
+    xs, ts = [p[0] for p in pts], [p[1] for p in pts]
+    return min(xs), min(ts), max(xs), max(ts)
+
+
+def invisible_text_boxes(page: Any, pdfium_page: Any) -> list[tuple[tuple[float, float, float, float], int]]:
+    """``((x0, top, x1, bottom), mode)`` of the text objects of a page drawn invisibly (text
+    rendering mode 3, or 7: clip only) or stroke-only (1, 5; their visible colour is the stroke),
+    in pdfplumber coordinates of ``page``. Read with PDFium (pdfminer does not expose the mode),
+    form XObjects included. ``pdfium_page``: the same page in pypdfium2 (closed here)."""
+    import pypdfium2.raw as pdfium_c  # the raw PDFium API, loaded with pypdfium2
+
+    place = page_transform(page)
+    out = []
+    try:
+        for obj in pdfium_page.get_objects(filter=[pdfium_c.FPDF_PAGEOBJ_TEXT], max_depth=8):
+            mode = pdfium_c.FPDFTextObj_GetTextRenderMode(obj.raw)
+            if mode in (1, 3, 5, 7):
+                out.append((placed_box(place, obj.get_bounds()), int(mode)))
+    finally:
+        pdfium_page.close()
+    return out
+
+
+def hidden_chars(page: Any, chars: list[dict], pdfium_page: Any) -> tuple[list[dict], dict[str, list[dict]], int]:
+    """Split the characters of pdfplumber ``page`` into the visible ones (in their order) and the
+    hidden ones by reason (``HIDDEN_REASONS``, the rules of the module docstring); also returns the
+    number of invisible characters kept because an image lies under them (an OCR text layer).
+    ``pdfium_page``: a callable giving the page in pypdfium2 (for text rendering modes)."""
+    if not chars:
+        return chars, {}, 0
+    n = len(chars)
+    cx = np.fromiter(((c["x0"] + c["x1"]) / 2 for c in chars), dtype=np.float64, count=n)
+    cy = np.fromiter(((c["top"] + c["bottom"]) / 2 for c in chars), dtype=np.float64, count=n)
+    x0 = np.fromiter((c["x0"] for c in chars), dtype=np.float64, count=n)
+    x1 = np.fromiter((c["x1"] for c in chars), dtype=np.float64, count=n)
+    t0 = np.fromiter((c["top"] for c in chars), dtype=np.float64, count=n)
+    t1 = np.fromiter((c["bottom"] for c in chars), dtype=np.float64, count=n)
+    reason: list[str | None] = [None] * n
+
+    def inside(boxes: list[Sequence[float]]) -> np.ndarray:
+        """(chars, boxes) bool: the char's centre lies in the box."""
+        if not boxes:
+            return np.zeros((n, 0), dtype=bool)
+        b = np.asarray(boxes, dtype=np.float64)
+        return (
+            (cx[:, None] >= b[None, :, 0])
+            & (cx[:, None] <= b[None, :, 2])
+            & (cy[:, None] >= b[None, :, 1])
+            & (cy[:, None] <= b[None, :, 3])
+        )
+
+    over_image = inside([(im["x0"], im["top"], im["x1"], im["bottom"]) for im in page.images]).any(axis=1)
+    # the crop box, placed as the characters are
+    crop = placed_box(page_transform(page), page.page_obj.cropbox)
+    outside = (x1 <= crop[0]) | (x0 >= crop[2]) | (t1 <= crop[1]) | (t0 >= crop[3])
+    modes = np.zeros(n, dtype=np.int64)
+    boxes = invisible_text_boxes(page, pdfium_page())
+    if boxes:
+        hit = inside([b for b, _ in boxes])
+        for j, (_, mode) in enumerate(boxes):
+            modes[hit[:, j]] = mode
+    invisible = np.isin(modes, (3, 7))
+    ocr = int((invisible & over_image).sum())
+    # backgrounds: the filled shapes under each character (pdfplumber does not give the drawing
+    # order across rectangles and curves, so all of them), else the white page
+    shapes = [s for s in (*page.rects, *page.curves) if s.get("fill")]
+    under = inside([(s["x0"], s["top"], s["x1"], s["bottom"]) for s in shapes])
+    shape_rgb = [_rgb(s.get("non_stroking_color")) for s in shapes]
+    white = (1.0, 1.0, 1.0)
+    for i, c in enumerate(chars):
+        if float(c.get("size", 10.0)) < MIN_FONT_SIZE:
+            reason[i] = "font_size_under_1pt"
+        elif outside[i]:
+            reason[i] = "outside_crop_box"
+        elif invisible[i] and not over_image[i]:
+            reason[i] = "invisible_render_mode"
+        elif not over_image[i] and not invisible[i]:
+            stroke = modes[i] in (1, 5)
+            ink = _rgb(
+                c.get("stroking_color") if stroke else c.get("non_stroking_color"), None if stroke else c.get("ncs")
+            )
+            if ink is None:
+                continue
+            below = [shape_rgb[j] for j in np.flatnonzero(under[i])] if shapes else []
+            if all(bg is not None and _same_colour(ink, bg) for bg in below or [white]):
+                reason[i] = "background_colour"
+    if not any(reason):
+        return chars, {}, ocr
+    hidden: dict[str, list[dict]] = defaultdict(list)
+    for c, r in zip(chars, reason):
+        if r:
+            hidden[r].append(c)
+    return [c for c, r in zip(chars, reason) if r is None], dict(hidden), ocr
+
+
+def hidden_text_lines(chars: list[dict]) -> list[str]:
+    """The text lines of hidden characters (pdfplumber's line building), for the report."""
+    import pdfplumber
+
+    if not chars:
+        return []
+    tm = pdfplumber.utils.chars_to_textmap(sorted(chars, key=lambda c: (round(c["top"]), c["x0"])))
+    return [ln["text"] for ln in tm.extract_text_lines(strip=True) if ln["text"].strip()]
+
+
+# --------------------------------------------------------------------------- the report
+
+
+def extraction_report(pages: Sequence[Any]) -> dict[str, Any]:
+    """The extraction report of a document from its pages (``Page`` objects or their dicts):
+    what was left out of its text and why, with examples.
+
+    Shape::
+
+        {"pages": int,
+         "running_lines": {"removed": int, "headers": int, "footers": int, "pages": int,
+                           "examples": [{"text", "where": "header"|"footer", "count", "pages": [int]}]},
+         "hidden_text": {"chars": int, "lines": int, "by_reason": {reason: chars},
+                         "examples": [{"text", "reason", "page"}], "ocr_layer_chars": int,
+                         "unchecked_pages": [int]}}
+
+    ``examples`` hold at most ``EXAMPLES`` entries (running lines: the most frequent texts first,
+    each with up to 10 of its pages); ``unchecked_pages`` (at most 50) are pages taken from
+    pypdfium2, whose characters were not checked for hidden text."""
+
+    def get(p: Any, name: str, default: Any) -> Any:
+        return p.get(name, default) if isinstance(p, dict) else getattr(p, name, default)
+
+    kinds: Counter = Counter()
+    texts: dict[tuple[str, str], list[int]] = defaultdict(list)
+    hidden_chars_by: Counter = Counter()
+    hidden_examples: list[dict[str, Any]] = []
+    hidden_lines = 0
+    pages_with_running: set[int] = set()
+    ocr = 0
+    unchecked = []
+    for p in pages:
+        number = int(get(p, "number", 0))
+        ocr += int(get(p, "ocr_layer_chars", 0) or 0)
+        if get(p, "extractor", "pdfplumber") != "pdfplumber":
+            unchecked.append(number)
+        for kind, text in get(p, "removed", ()) or ():
+            if kind in (HEADER, FOOTER):
+                kinds[kind] += 1
+                texts[(kind, text)].append(number)
+                pages_with_running.add(number)
+            elif kind.startswith("hidden:"):
+                why = kind.split(":", 1)[1]
+                hidden_chars_by[why] += sum(1 for ch in text if not ch.isspace())
+                hidden_lines += 1
+                if len(hidden_examples) < EXAMPLES:
+                    hidden_examples.append({"text": text[:300], "reason": why, "page": number})
+    examples = sorted(texts.items(), key=lambda kv: (-len(kv[1]), kv[1][0]))[:EXAMPLES]
+    return {
+        "pages": len(pages),
+        "running_lines": {
+            "removed": sum(kinds.values()),
+            "headers": kinds[HEADER],
+            "footers": kinds[FOOTER],
+            "pages": len(pages_with_running),
+            "examples": [
+                {"text": t[:300], "where": kind, "count": len(ps), "pages": ps[:10]} for (kind, t), ps in examples
+            ],
+        },
+        "hidden_text": {
+            "chars": sum(hidden_chars_by.values()),
+            "lines": hidden_lines,
+            "by_reason": {r: hidden_chars_by[r] for r in HIDDEN_REASONS if hidden_chars_by[r]},
+            "examples": hidden_examples,
+            "ocr_layer_chars": ocr,
+            "unchecked_pages": unchecked[:50],
+        },
+    }
