@@ -152,7 +152,7 @@ def documents(draw):
     header = draw(st.one_of(st.none(), body_line))
     footer = draw(st.one_of(st.none(), body_line))
     pages = []
-    for i in range(n):
+    for _ in range(n):
         k = draw(st.integers(1, 6))
         lines = []
         for _ in range(k):
