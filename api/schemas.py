@@ -203,6 +203,12 @@ class DocumentOut(BaseModel):
         description="What the live version was built with: strategy, embedding model, chunk and index settings",
     )
     source_path: str | None = Field(default=None, description="Landing-folder file the document comes from")
+    extraction_report: dict[str, Any] | None = Field(
+        default=None,
+        description="What extraction left out of the live version's text, counted with examples: running "
+        "headers and footers ({removed, headers, footers, pages, examples}) and hidden text ({chars, lines, "
+        "by_reason, examples, ocr_layer_chars, unchecked_pages}); see ragaudit.ingest.removal",
+    )
 
 
 class IngestOut(BaseModel):

@@ -13,6 +13,7 @@ import dagster as dg
 
 from ragaudit.ingest import documents as ingest
 from ragaudit.ingest.pdf import Page
+from ragaudit.ingest.removal import extraction_report
 from ragaudit.types import Chunk
 
 from .resources import RagauditResource
@@ -56,13 +57,15 @@ def _rollback_on_failure(context, svc):
 @dg.asset(
     partitions_def=documents_partitions,
     group_name="ingestion",
-    description="Page texts of the document (pdfplumber, 1-based pages; pypdfium2 fallback).",
+    description="Page texts of the document (pdfplumber, 1-based pages; pypdfium2 fallback), without running "
+    "headers and footers or hidden text; the metadata's extraction report counts what was removed.",
 )
 def pdf_pages(context: dg.AssetExecutionContext, ragaudit: RagauditResource) -> dg.Output[list[dict]]:
     svc = ragaudit.services()
     with _rollback_on_failure(context, svc):
         doc, pages = ingest.load_pages(svc, context.partition_key)
     chars = sum(len(p.text) for p in pages)
+    report = extraction_report(pages)
     return dg.Output(
         [asdict(p) for p in pages],
         metadata={
@@ -71,6 +74,9 @@ def pdf_pages(context: dg.AssetExecutionContext, ragaudit: RagauditResource) -> 
             "chars": chars,
             "blank_pages": sum(1 for p in pages if not p.text.strip()),
             "extractor": pages[0].extractor if pages else "none",
+            "running_lines_removed": report["running_lines"]["removed"],
+            "hidden_chars_removed": report["hidden_text"]["chars"],
+            "extraction_report": dg.MetadataValue.json(report),
         },
     )
 
@@ -90,7 +96,16 @@ def chunks(
         out = ingest.build_chunks(
             svc,
             doc,
-            [Page(**{**p, "headings": tuple(tuple(h) for h in p.get("headings", ()))}) for p in pdf_pages],
+            [
+                Page(
+                    **{
+                        **p,
+                        "headings": tuple(tuple(h) for h in p.get("headings", ())),
+                        "removed": tuple(tuple(r) for r in p.get("removed", ())),
+                    }
+                )
+                for p in pdf_pages
+            ],
             strategy,
         )
     tokens = [c.token_count for c in out]
@@ -163,6 +178,7 @@ def live_index(
             pages=len(pdf_pages),
             extractor=pdf_pages[0]["extractor"] if pdf_pages else "none",
             title=chunks[0]["header"] if chunks else "",
+            extraction=extraction_report(pdf_pages),
         )
     return dg.MaterializeResult(metadata={k: v for k, v in stats.items() if v is not None})
 

@@ -49,6 +49,7 @@ from ragaudit.ingest.chunking import (
 from ragaudit.ingest.chunking import DEFAULT_STRATEGY as _DEFAULT_STRATEGY
 from ragaudit.ingest.guard import extract_pages_bounded, inspect_pdf_bounded
 from ragaudit.ingest.pdf import Page, PDFError, PDFInfo
+from ragaudit.ingest.removal import extraction_report
 from ragaudit.platform.db import ChunkRow, Document, QAPair, bump_index_version, utcnow
 from ragaudit.services import Services
 from ragaudit.text.docnames import InvalidNameError, name_key, validate_knowledge_base, validate_name
@@ -693,7 +694,14 @@ def orphans(svc: Services) -> dict[str, Any]:
 
 
 def publish(
-    svc: Services, document_id: str, *, strategy: str | None, pages: int, extractor: str, title: str
+    svc: Services,
+    document_id: str,
+    *,
+    strategy: str | None,
+    pages: int,
+    extractor: str,
+    title: str,
+    extraction: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Stage 4: make the staged version the document's searchable one (after the count check).
 
@@ -702,7 +710,8 @@ def publish(
     document; then the replaced points are deleted, ``strategy`` becomes primary, and the old
     content's file is deleted if nothing refers to it. If the SQL step fails the points are
     turned back to staged, so the previous version is all that is searched. Raises
-    ``IngestError`` (stage ``live_index``) when nothing is staged.
+    ``IngestError`` (stage ``live_index``) when nothing is staged. ``extraction``: the version's
+    extraction report (``removal.extraction_report``), stored with it.
     """
     doc = get_document(svc, document_id)
     sha = target_version(doc)
@@ -735,6 +744,7 @@ def publish(
             d.strategy, d.pending_strategy = strategy, None
             d.built_with = build_info(svc, strategy)
             d.build_fingerprint = fingerprint(d.built_with)
+            d.extraction_report = extraction
             path = file_path(svc, sha)
             if path.exists():
                 d.size_bytes = path.stat().st_size
@@ -982,6 +992,7 @@ def run_stages(
         pages=len(pages),
         extractor=pages[0].extractor if pages else "none",
         title=chunks[0].header if chunks else "",
+        extraction=extraction_report(pages),
     )
     t3 = time.perf_counter()
     embed_s, upsert_s = stats["embed_ms"] / 1000, stats["upsert_ms"] / 1000

@@ -20,7 +20,7 @@ import pdfplumber
 import pypdfium2 as pdfium
 
 from ragaudit.index.sparse import CJK_CHAR
-from ragaudit.ingest.removal import hidden_chars, hidden_text_lines, page_transform, placed_box, running_lines
+from ragaudit.ingest.removal import hidden_chars, page_transform, placed_box, running_lines
 
 log = logging.getLogger(__name__)
 
@@ -247,7 +247,15 @@ def _visible_chars(page, pdfium_page) -> tuple[list[dict], tuple[float, float], 
     chars = page.chars
     crop = placed_box(page_transform(page), page.page_obj.cropbox)
     visible, gone, ocr = hidden_chars(page, chars, pdfium_page)
-    entries = [(f"hidden:{why}", line) for why, cs in gone.items() for line in hidden_text_lines(cs)]
+    entries = []
+    for why, cs in gone.items():
+        opts = _text_options(cs)
+        lines = _lines_of([c for c in cs if c.get("upright", True)], opts)
+        for group in _turn_upright(
+            [c for c in cs if not c.get("upright", True)], float(page.width), float(page.height)
+        ):
+            lines += _lines_of(group, opts)
+        entries += [(f"hidden:{why}", ln.text) for ln in lines]
     return visible, (crop[1], crop[3]), entries, ocr
 
 

@@ -3,16 +3,17 @@
 Two kinds of text never reach a chunk:
 
 - **Running headers and footers** (``running_lines``). A line is one only when all of these hold:
-  it sits in the page's top or bottom margin band (the top or bottom 15% of the crop box, or,
-  for pages that end where their text ends, as filings printed from HTML do, the page's last
-  line when it stands in the lower half at least 2.5 font sizes below the text above it); the
+  it sits in the page's top or bottom margin band (the top or bottom 15% of the crop box, or, for
+  pages that end where their text ends, as filings printed from HTML do, the page's last line when
+  it stands in the lower half at least one font size (a blank line) below the text above it); the
   same line is in that band on at least a third of the pages (and two) and on most of the pages
   where it occurs at all; its text is the same on every page, or differs only by a page number
-  (one number, at the start or end of the line or after "page", that advances at least as fast
-  as the pages do); and the page has other text (a page whose every line looks running keeps
-  them all: a one-line page is content). A header stays where it first appears (often the
-  document's title on page 1); footers go everywhere (a page-1 footer would split a sentence
-  that runs onto page 2). Everything else is content, however often it repeats.
+  (one number, at the start or end of the line or after "page", not a label's number such as
+  "Exhibit 3", that advances at least as fast as the pages do, on most of the pages where the line
+  is in the band); and the page has other text (a page whose every line looks running keeps them
+  all: a one-line page is content). A header stays where it first appears (often the document's
+  title on page 1); footers go everywhere (a page-1 footer would split a sentence that runs onto
+  page 2). Everything else is content, however often it repeats.
 - **Hidden text** (``hidden_chars``): characters a reader of the page cannot see. Decision: they
   are kept out of the page text, so out of chunks, quotes and answers, and every one is counted
   and shown in the document's extraction report. A document's visible text is what its reader
@@ -47,9 +48,9 @@ import numpy as np
 
 # the margin bands: this share of the crop box's height at its top and at its bottom
 MARGIN_BAND = 0.15
-# a page's last line below its middle, at least this many of its font sizes below the text above,
+# a page's last line below its middle, at least this many of its font sizes below the text above (a blank line),
 # is in the bottom band (page footers of documents whose pages end where their text ends)
-FLOW_FOOTER_GAP = 2.5
+FLOW_FOOTER_GAP = 1.0
 HEADER, FOOTER = "header", "footer"
 
 # hidden text
@@ -82,27 +83,31 @@ def _roman(s: str) -> int:
 
 
 _AFTER_PAGE = re.compile(r"page#(?:$|\W|of\d)")
+# a number right after one of these words labels a thing ("Exhibit 3", "Table 2", "Month 4"), not a page
+_LABEL = re.compile(
+    r"(?:exhibit|table|figure|fig\.?|chapter|section|sec\.?|appendix|annex|schedule|note|item|part|article|"
+    r"step|example|question|claim|volume|vol\.?|no\.?|number|day|week|month|quarter|year|meter|unit)$"
+)
 
 
 def _page_number_variants(key: str) -> list[tuple[str, int]]:
     """``(key with one number as "#", its value)`` for each number of ``key`` that sits where a
     running line prints its page number: at the start or the end of the line (punctuation aside)
     or as "page N" ending the line or followed by punctuation or "of M" ("page#of4nyc08ca055",
-    "#rowandcolumn...", "appleinc.|q32022form10-q|#"); a line that is only a roman numeral
+    "#rowandcolumn...", "appleinc.|q32022form10-q|#"), and not right after a word that makes it a
+    label ("Exhibit 3", "Table 2", "Month 4": ``_LABEL``); a line that is only a roman numeral
     ("vii") counts too."""
-    out = []
     if _ROMAN.match(key):
         return [("#", _roman(key))]
+    out = []
     for m in _DIGITS.finditer(key):
         before, after = key[: m.start()], key[m.end() :]
-        if before and before[-1].isdigit() or after and after[0].isdigit():
+        if (before and before[-1].isdigit()) or (after and after[0].isdigit()) or _LABEL.search(before):
             continue
-        if (
-            not re.search(r"\w", before)
-            or not re.search(r"\w", after)
-            or _AFTER_PAGE.match(before + "#" + after, len(before) - 4)
-        ):
-            out.append((f"{before}#{after}", int(m.group(0))))
+        masked = f"{before}#{after}"
+        at_start, at_end = not re.search(r"\w", before), not re.search(r"\w", after)
+        if at_start or at_end or _AFTER_PAGE.match(masked, max(0, len(before) - 4)):
+            out.append((masked, int(m.group(0))))
     return out
 
 
@@ -147,16 +152,14 @@ def running_lines(pages: Sequence[Sequence[Any]], boxes: Sequence[tuple[float, f
     bands = [_bands(ls, box) for ls, box in zip(pages, boxes)]
     keys = [[_key(ln.text) for ln in ls] for ls in pages]
     variants = [[_page_number_variants(k) for k in ks] for ks in keys]
-    # pages where each text occurs anywhere (the "most pages" denominator), exact and page-numbered
+    # pages where each text occurs anywhere (the "most pages" denominator of a text that repeats as is)
     anywhere: dict[str, set[int]] = defaultdict(set)
-    anywhere_numbered: dict[str, set[int]] = defaultdict(set)
     exact: dict[tuple[str, str], list[tuple[int, int]]] = defaultdict(list)  # (side, key) -> [(page, line)]
     numbered: dict[tuple[str, str], list[tuple[int, int, int]]] = defaultdict(list)  # -> [(page, value, line)]
     for i in range(n):
         for k, key in enumerate(keys[i]):
             anywhere[key].add(i)
             for masked, value in variants[i][k]:
-                anywhere_numbered[masked].add(i)
                 if bands[i][k]:
                     numbered[(bands[i][k], masked)].append((i, value, k))
             if bands[i][k]:
@@ -167,11 +170,13 @@ def running_lines(pages: Sequence[Sequence[Any]], boxes: Sequence[tuple[float, f
         if len(pages_in) >= need and 2 * len(pages_in) > len(anywhere[key]):
             for i, k in occ:
                 marks[(i, k)] = (side, True)
-    for (side, masked), occ in numbered.items():
+    for (side, _masked), occ in numbered.items():
         occ.sort()
         ok = _advancing(occ)
+        # a bare page number also matches numbers alone on a line of a table: "most pages" counts
+        # the pages where the line is in this band at all, of which most must number their page
         pages_in = {i for (i, _, _), good in zip(occ, ok) if good}
-        if len(pages_in) >= need and 2 * len(pages_in) > len(anywhere_numbered[masked]):
+        if len(pages_in) >= need and 2 * len(pages_in) > len({i for i, _, _ in occ}):
             for (i, _, k), good in zip(occ, ok):
                 if good:
                     marks.setdefault((i, k), (side, False))
@@ -328,7 +333,7 @@ def hidden_chars(page: Any, chars: list[dict], pdfium_page: Any) -> tuple[list[d
         for j, (_, mode) in enumerate(boxes):
             modes[hit[:, j]] = mode
     invisible = np.isin(modes, (3, 7))
-    ocr = int((invisible & over_image).sum())
+    ocr = sum(1 for i in np.flatnonzero(invisible & over_image) if not chars[i].get("text", " ").isspace())
     # backgrounds: the filled shapes under each character (pdfplumber does not give the drawing
     # order across rectangles and curves, so all of them), else the white page
     shapes = [s for s in (*page.rects, *page.curves) if s.get("fill")]
@@ -359,16 +364,6 @@ def hidden_chars(page: Any, chars: list[dict], pdfium_page: Any) -> tuple[list[d
         if r:
             hidden[r].append(c)
     return [c for c, r in zip(chars, reason) if r is None], dict(hidden), ocr
-
-
-def hidden_text_lines(chars: list[dict]) -> list[str]:
-    """The text lines of hidden characters (pdfplumber's line building), for the report."""
-    import pdfplumber
-
-    if not chars:
-        return []
-    tm = pdfplumber.utils.chars_to_textmap(sorted(chars, key=lambda c: (round(c["top"]), c["x0"])))
-    return [ln["text"] for ln in tm.extract_text_lines(strip=True) if ln["text"].strip()]
 
 
 # --------------------------------------------------------------------------- the report

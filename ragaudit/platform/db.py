@@ -87,7 +87,9 @@ class Document(Base):
     ``pending_strategy``: the chunking strategy a queued run builds. ``built_with``: what the live
     version was built with (strategy, embedding model, chunk and index settings), and
     ``build_fingerprint`` its sha256, compared by re-ingestion. ``source_path``: the file a
-    landing-folder document comes from (re-ingestion rereads it).
+    landing-folder document comes from (re-ingestion rereads it). ``extraction_report``: what
+    extraction left out of the live version's text (running headers and footers, hidden text),
+    counted with examples (``ragaudit.ingest.removal.extraction_report``).
     """
 
     __tablename__ = "documents"
@@ -119,6 +121,7 @@ class Document(Base):
     built_with: Mapped[dict | None] = mapped_column(JSON, nullable=True)
     build_fingerprint: Mapped[str | None] = mapped_column(String(64), nullable=True)
     source_path: Mapped[str | None] = mapped_column(Text, nullable=True)
+    extraction_report: Mapped[dict | None] = mapped_column(JSON, nullable=True)
 
     def progress(self) -> dict[str, Any]:
         """``{status, error, pages: {done, total}, chunks: {done, total}}`` (GET /documents/{id}/events)."""
@@ -153,6 +156,7 @@ class Document(Base):
             },
             "built_with": self.built_with,
             "source_path": self.source_path,
+            "extraction_report": self.extraction_report,
         }
 
 

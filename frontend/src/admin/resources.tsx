@@ -46,6 +46,7 @@ export const DocumentShow = () => (
       <TextField source="sha256" />
       <NumberField source="ingest_version" />
       <DateField source="ingested_at" showTime />
+      <FunctionField label="extraction report" render={(r: any) => <ExtractionReport report={r.extraction_report} />} />
       <FunctionField label="PDF" render={(r: any) => <a href={`/documents/${r.id}/file`} target="_blank" rel="noopener">open</a>} />
       <ReferenceManyField label="Chunks" reference="chunks" target="document_id" sort={{ field: "index", order: "ASC" }}>
         <Datagrid rowClick="show" bulkActionButtons={false}>
@@ -59,6 +60,24 @@ export const DocumentShow = () => (
     </SimpleShowLayout>
   </Show>
 );
+// What extraction left out of the version's text (ragaudit.ingest.removal.extraction_report)
+const ExtractionReport = ({ report }: { report: any }) => {
+  if (!report) return <span>not recorded for this version (ingested before extraction reports)</span>;
+  const rl = report.running_lines ?? {};
+  const ht = report.hidden_text ?? {};
+  const reasons = Object.entries(ht.by_reason ?? {}).map(([k, v]) => `${k} ${v}`).join(", ");
+  return (
+    <div>
+      <div>
+        running headers/footers removed: {rl.removed ?? 0} ({rl.headers ?? 0} headers, {rl.footers ?? 0} footers, on {rl.pages ?? 0} pages)
+      </div>
+      <ul>{(rl.examples ?? []).map((e: any, i: number) => <li key={i}>{e.where} ×{e.count} (pages {e.pages.join(", ")}): {e.text}</li>)}</ul>
+      <div>hidden characters removed: {ht.chars ?? 0}{reasons ? ` (${reasons})` : ""}; OCR-layer characters kept: {ht.ocr_layer_chars ?? 0}</div>
+      <ul>{(ht.examples ?? []).map((e: any, i: number) => <li key={i}>p.{e.page} {e.reason}: {e.text}</li>)}</ul>
+      {(ht.unchecked_pages ?? []).length ? <div>pages not checked for hidden text: {ht.unchecked_pages.join(", ")}</div> : null}
+    </div>
+  );
+};
 export const DocumentEdit = () => (
   <Edit mutationMode="pessimistic" title="Re-ingest with another chunking strategy">
     <SimpleForm>
