@@ -454,17 +454,36 @@ class QueryService:
                     endpoint="stream",
                 )
             raise
-        yield (
-            "sources",
-            {
-                "query_id": prep.query_id,
-                "sources": [{"n": i, **c} for i, c in enumerate(prep.sources_json(), start=1)],
-                "notes": list(prep.retrieval.notes),
-            },
-        )
+        t = time.perf_counter()
+        try:
+            yield (
+                "sources",
+                {
+                    "query_id": prep.query_id,
+                    "sources": [{"n": i, **c} for i, c in enumerate(prep.sources_json(), start=1)],
+                    "notes": list(prep.retrieval.notes),
+                },
+            )
+        except GeneratorExit:  # closed before generation began: the client left before its first byte
+            if log_query:
+                self._log(
+                    prep.query_id,
+                    question,
+                    prep.scope,
+                    prep.mode,
+                    prep.top_k,
+                    self._partial(prep, t),
+                    None,
+                    (time.perf_counter() - prep.t0) * 1000,
+                    error_kind=CLIENT_DISCONNECTED,
+                    endpoint="stream",
+                )
+            raise
         t = time.perf_counter()
         ttft = None
         gen = None
+        ans = None
+        received: list[str] = []  # text the model streamed so far (what a cut-short row is charged for)
         try:
             if prep.gate is not None or not hasattr(self.answerer, "stream"):
                 ans = self.answer(prep)
@@ -484,6 +503,7 @@ class QueryService:
                     except StopIteration as stop:
                         ans = audit_answer(stop.value, prep.sources)
                         break
+                    received.append(piece)
                     if ttft is None:
                         ttft = (time.perf_counter() - t) * 1000
                     yield "token", {"text": piece}
@@ -502,6 +522,7 @@ class QueryService:
                     (time.perf_counter() - prep.t0) * 1000,
                     error_kind=CLIENT_DISCONNECTED,
                     endpoint="stream",
+                    usage=self._spent(prep, ans, gen, received, True),
                 )
             raise
         except Exception as e:
@@ -518,6 +539,7 @@ class QueryService:
                     (time.perf_counter() - prep.t0) * 1000,
                     error_kind=kind,
                     endpoint="stream",
+                    usage=self._spent(prep, ans, gen, received, kind == CLIENT_DISCONNECTED),
                 )
             if kind == CLIENT_DISCONNECTED:
                 return  # nobody is listening
@@ -551,6 +573,25 @@ class QueryService:
         }
         yield "done", done
 
+    def _spent(
+        self, prep: Prepared, ans: AnswerResult | None, gen: Any, received: list[str], client_left: bool
+    ) -> tuple[int, int, float | None] | None:
+        """``(prompt_tokens, completion_tokens, cost_usd)`` a stream that did not finish still cost,
+        or ``None`` (nothing spent): the whole answer's usage when it was generated before being
+        sent as tokens; for a model stream cut short, the prompt and the text received so far
+        (``partial_usage``: the provider sends no usage then) — when text was received, or when the
+        client left after the request went upstream (the provider read the prompt). A provider
+        error before any text costs nothing."""
+        if ans is not None:
+            return ans.prompt_tokens, ans.completion_tokens, ans.cost_usd
+        if gen is None or not hasattr(self.answerer, "partial_usage") or not (received or client_left):
+            return None
+        try:
+            return self.answerer.partial_usage(prep.question, prep.sources, "".join(received))
+        except Exception as e:  # counting must never keep the row from being written
+            log.warning("could not count the tokens of a cut-short stream (%s)", type(e).__name__)
+            return None
+
     @staticmethod
     def _partial(prep: Prepared, gen_t0: float, ttft_ms: float | None = None) -> dict[str, Any]:
         """What a request that failed (or lost its client) after retrieval still logs: the retrieval
@@ -574,9 +615,15 @@ class QueryService:
         total_ms: float,
         error_kind: str | None = None,
         endpoint: str = "query",
+        usage: tuple[int, int, float | None] | None = None,
     ) -> None:
+        """Write the request's query_logs row. ``usage``: ``(prompt_tokens, completion_tokens,
+        cost_usd)`` spent by a request without an answer (a stream cut short); else taken from
+        ``ans`` (0 without one)."""
         t = dict((out or {}).get("timings_ms", {}))
         t["total"] = total_ms
+        if usage is None:
+            usage = (ans.prompt_tokens, ans.completion_tokens, ans.cost_usd) if ans else (0, 0, 0.0)
         self.telemetry.record(
             query_id=qid,
             endpoint=endpoint,
@@ -588,9 +635,9 @@ class QueryService:
             model=ans.model if ans else self._model_name(),
             label=ans.label if ans else None,
             timings_ms=t,
-            prompt_tokens=ans.prompt_tokens if ans else 0,
-            completion_tokens=ans.completion_tokens if ans else 0,
-            cost_usd=ans.cost_usd if ans else 0.0,  # None = unknown price
+            prompt_tokens=usage[0],
+            completion_tokens=usage[1],
+            cost_usd=usage[2],  # None = unknown price
             retrieved_ids=[r["chunk_id"] for r in out["retrieved"]] if out else None,
             cited_ids=[c["chunk_id"] for c in out["citations"]] if out else None,
             error_kind=error_kind,

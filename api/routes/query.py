@@ -9,6 +9,7 @@ import time
 from fastapi import APIRouter, HTTPException
 from fastapi.concurrency import iterate_in_threadpool, run_in_threadpool
 from sse_starlette.sse import EventSourceResponse
+from starlette.background import BackgroundTask
 
 from ragaudit.platform.llmcall import Cancellation
 
@@ -84,7 +85,9 @@ async def query_stream(body: QueryIn, qs: QueryServiceDep) -> EventSourceRespons
     Events: ``sources`` first (the numbered chunks with their per-retriever ranks), then
     ``token`` events (``{"text": delta}``), then ``done`` (label, citations, citation check,
     timings in ms incl. ``ttft`` = time to first token, usage). A failure during generation
-    is sent as an ``error`` event.
+    is sent as an ``error`` event. A client that leaves before ``done`` (even before the first
+    byte) still gets its query_logs row, ``error_kind`` ``ClientDisconnected``, with the tokens
+    and cost of what the model had produced by then.
     """
     cancel = Cancellation()
     try:
@@ -95,16 +98,26 @@ async def query_stream(body: QueryIn, qs: QueryServiceDep) -> EventSourceRespons
     except ValueError as e:
         raise HTTPException(400, str(e)) from None
 
+    state = {"finished": False, "closed": False}
+
+    def stop_unfinished() -> None:
+        """The client went away before ``done``: stop upstream and close ``events``, whose cleanup
+        writes the row (``ClientDisconnected``). Runs once, from ``gen``'s ``finally`` or, when
+        the client left before the first byte and ``gen`` never started, as the response's
+        background task (sse-starlette runs it however the stream ended)."""
+        if state["finished"] or state["closed"]:
+            return
+        state["closed"] = True
+        cancel.cancel()
+        close_generator_soon(events)
+
     async def gen():
-        finished = False
         try:
             yield {"event": first[0], "data": json.dumps(first[1], ensure_ascii=False)}
             async for name, data in iterate_in_threadpool(events):
                 yield {"event": name, "data": json.dumps(data, ensure_ascii=False)}
-            finished = True
+            state["finished"] = True
         finally:
-            if not finished:  # the client went away (sse-starlette cancelled us): stop upstream, log the row
-                cancel.cancel()
-                close_generator_soon(events)
+            stop_unfinished()
 
-    return EventSourceResponse(gen())
+    return EventSourceResponse(gen(), background=BackgroundTask(stop_unfinished))

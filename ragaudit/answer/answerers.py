@@ -38,6 +38,7 @@ from ragaudit.platform.llmcall import (
     call_with_deadline,
     completion_cost_or_none,
     deadline_for,
+    text_cost_or_none,
 )
 from ragaudit.types import AnswerResult, Citation, RetrievedChunk
 
@@ -612,6 +613,19 @@ class LLMAnswerer:
             cost,
             question=question,
         )
+
+    def partial_usage(self, question: str, sources: list[RetrievedChunk], text: str) -> tuple[int, int, float | None]:
+        """``(prompt_tokens, completion_tokens, cost_usd)`` of a stream cut short after ``text`` was
+        received. A provider sends no usage for an interrupted stream, so the prompt (the same
+        ``messages``) and ``text`` are counted with ``litellm.token_counter`` (the model's tokenizer
+        when litellm knows it, else its default) and priced with ``litellm.completion_cost``
+        (``text_cost_or_none``); ``cost_usd`` is ``None`` when the model has no price in litellm's map."""
+        import litellm  # deferred: a heavy import, needed only with a model
+
+        messages = self.messages(question, sources)
+        prompt = litellm.token_counter(model=self.model, messages=messages)
+        completion = litellm.token_counter(model=self.model, text=text, count_response_tokens=True) if text else 0
+        return prompt, completion, text_cost_or_none(self.model, messages, text)
 
     def finish(
         self,

@@ -11,7 +11,8 @@
   upstream streaming request is closed at once (its socket is shut down, which wakes the
   thread blocked reading it), instead of running to its end.
 * ``completion_cost_or_none(resp)``: the USD cost from litellm's price map, or ``None`` when the
-  model has no price there (unknown is not free: never reported as 0).
+  model has no price there (unknown is not free: never reported as 0); ``text_cost_or_none``
+  the same for a prompt and a completion text (a stream cut short has no usage of its own).
 """
 
 from __future__ import annotations
@@ -151,4 +152,16 @@ def completion_cost_or_none(resp: Any) -> float | None:
         return float(litellm.completion_cost(completion_response=resp))
     except Exception as e:  # litellm raises for unmapped models (NotFoundError / ModelNotMappedError)
         log.info("no price for model %s (%s): cost recorded as unknown", getattr(resp, "model", "?"), type(e).__name__)
+        return None
+
+
+def text_cost_or_none(model: str, messages: list[dict[str, Any]], completion: str) -> float | None:
+    """USD cost of sending ``messages`` to ``model`` and receiving ``completion``, tokens counted by
+    ``litellm.completion_cost`` with the model's tokenizer; ``None`` when the model has no price."""
+    import litellm
+
+    try:
+        return float(litellm.completion_cost(model=model, messages=messages, completion=completion))
+    except Exception as e:  # litellm raises for unmapped models
+        log.info("no price for model %s (%s): cost recorded as unknown", model, type(e).__name__)
         return None

@@ -10,6 +10,7 @@ import threading
 import time
 
 import httpx
+import litellm
 import pytest
 import uvicorn
 from fastapi.testclient import TestClient
@@ -101,8 +102,10 @@ def test_client_leaving_stream_closes_upstream_and_logs_row(llm_settings, fake_l
     the request still gets its query_logs row, error_kind ClientDisconnected.
 
     Fails if the route stops forwarding without cancelling (upstream streams on for 60 s), if
-    ``abort_stream`` no longer wakes the blocked read, or if the stream's GeneratorExit /
-    cancelled-read paths stop logging (no row)."""
+    ``abort_stream`` no longer wakes the blocked read, if the stream's GeneratorExit /
+    cancelled-read paths stop logging (no row), or if that row does not carry the prompt tokens,
+    the tokens of the text streamed before the client left (at least the 3 it read) and their
+    price (a provider sends no usage for an interrupted stream: 0 tokens and no cost were logged)."""
     app = create_app(llm_settings("slow"))
     before = len(fake_llm.closed_at["slow"])
     with LiveServer(app) as base:
@@ -128,8 +131,46 @@ def test_client_leaving_stream_closes_upstream_and_logs_row(llm_settings, fake_l
             found = [r for r in rows(app) if r.endpoint == "stream"]
             time.sleep(0.1)
     assert len(found) == 1, found
-    assert found[0].error_kind == CLIENT_DISCONNECTED
-    assert found[0].model == "openai/gpt-4o-mini" and found[0].question == DMCA_QUESTION
+    row = found[0]
+    assert row.error_kind == CLIENT_DISCONNECTED
+    assert row.model == "openai/gpt-4o-mini" and row.question == DMCA_QUESTION
+    # the fake model streams one word per token event; the prompt holds the numbered sources
+    assert row.prompt_tokens > 100 and 3 <= row.completion_tokens < 60, (row.prompt_tokens, row.completion_tokens)
+    priced = sum(
+        litellm.cost_per_token(
+            model=row.model, prompt_tokens=row.prompt_tokens, completion_tokens=row.completion_tokens
+        )
+    )
+    assert row.cost_usd is not None and row.cost_usd > 0
+    assert abs(row.cost_usd - priced) < 1e-9, (row.cost_usd, priced)
+
+
+def test_client_leaving_stream_before_first_byte_still_logs_row(llm_settings, fake_llm):
+    """A client that gives up on /query/stream before the first byte of the answer (httpx's read
+    timeout fires while retrieval runs). Fails if that request leaves no query_logs row (the
+    stream was closed at its first event, outside the paths that log), if the row does not say
+    why (``error_kind`` ClientDisconnected), or if an upstream LLM request made for it is not
+    closed within 2 s (the model would keep generating for nobody)."""
+    app = create_app(llm_settings("slow"))
+    before = fake_llm.requests["slow"], len(fake_llm.closed_at["slow"])
+    question = "Who signed the Digital Millennium Copyright Act, and when?"
+    with LiveServer(app) as base:
+        with httpx.Client(timeout=httpx.Timeout(30, read=0.001)) as client:
+            with pytest.raises(httpx.ReadTimeout):
+                client.post(f"{base}/query/stream", json={"question": question})
+            left_at = time.monotonic()
+        deadline = time.monotonic() + 10
+        found = []
+        while not found and time.monotonic() < deadline:
+            found = [r for r in rows(app) if r.endpoint == "stream" and r.question == question]
+            time.sleep(0.1)
+        if fake_llm.requests["slow"] > before[0]:  # the request reached the model: it must be closed
+            while len(fake_llm.closed_at["slow"]) == before[1] and time.monotonic() < left_at + 5:
+                time.sleep(0.05)
+            assert len(fake_llm.closed_at["slow"]) > before[1], "upstream request still open 5 s after the client left"
+            assert fake_llm.closed_at["slow"][-1] - left_at < 2.0
+    assert len(found) == 1, found
+    assert found[0].error_kind == CLIENT_DISCONNECTED and found[0].retrieved_ids
 
 
 @pytest.mark.parametrize("behaviour,retries,attempts", [("stall", 0, 1), ("trickle", 0, 1), ("stall", 1, 2)])
