@@ -10,6 +10,8 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 from sqlalchemy import text
 
+from ragaudit.platform.llmcall import load_litellm
+
 from ..deps import ServicesDep
 
 router = APIRouter(tags=["health"])
@@ -41,7 +43,7 @@ def llm_probe(settings: Any) -> dict[str, Any]:
     model = settings.llm_model
     if not model:
         return {"configured": False, "model": "extractive (offline)", "cost": "0 (local)"}
-    import litellm
+    litellm = load_litellm()
 
     try:
         info = litellm.get_model_info(model)

@@ -38,6 +38,7 @@ from ragaudit.platform.llmcall import (
     call_with_deadline,
     completion_cost_or_none,
     deadline_for,
+    load_litellm,
     text_cost_or_none,
 )
 from ragaudit.types import AnswerResult, Citation, RetrievedChunk
@@ -557,7 +558,7 @@ class LLMAnswerer:
         ]
 
     def answer(self, question: str, sources: list[RetrievedChunk]) -> AnswerResult:
-        import litellm
+        litellm = load_litellm()
 
         if not sources:
             return AnswerResult(REFUSAL_TEXT, [], "refused", self.model)
@@ -584,7 +585,7 @@ class LLMAnswerer:
 
         ``cancel``: when it fires, the upstream connection is shut down at once (``abort_stream``)
         and the read in progress raises."""
-        import litellm
+        litellm = load_litellm()
 
         if not sources:
             yield REFUSAL_TEXT
@@ -620,7 +621,7 @@ class LLMAnswerer:
         ``messages``) and ``text`` are counted with ``litellm.token_counter`` (the model's tokenizer
         when litellm knows it, else its default) and priced with ``litellm.completion_cost``
         (``text_cost_or_none``); ``cost_usd`` is ``None`` when the model has no price in litellm's map."""
-        import litellm  # deferred: a heavy import, needed only with a model
+        litellm = load_litellm()
 
         messages = self.messages(question, sources)
         prompt = litellm.token_counter(model=self.model, messages=messages)

@@ -32,6 +32,7 @@ from sqlalchemy import delete, select
 from ragaudit.answer.citations import find_quote, normalize_ws
 from ragaudit.ingest.chunking import sentence_spans
 from ragaudit.platform.db import ChunkRow, Document, QAPair
+from ragaudit.platform.llmcall import load_litellm
 from ragaudit.services import Services
 from ragaudit.types import Chunk
 
@@ -202,7 +203,7 @@ class LLMGenerator:
         self.cost_usd = 0.0
 
     def generate(self, chunk_text: str, doc_name: str = "") -> list[GoldPair]:
-        import litellm
+        litellm = load_litellm()
 
         resp = litellm.completion(
             model=self.model,

@@ -30,6 +30,7 @@ from ragaudit.evaluate.goldgen import parse_json_object
 from ragaudit.evaluate.metrics import REFUSAL_LABELS, MetricResult, term_overlap
 from ragaudit.index.sparse import tokenize
 from ragaudit.ingest.chunking import sentence_spans
+from ragaudit.platform.llmcall import load_litellm
 
 
 @dataclass
@@ -173,7 +174,7 @@ class LLMJudge:
         self.kwargs = {k: v for k, v in completion_kwargs.items() if v not in (None, "")}
 
     def judge(self, user_input: str, response: str, retrieved_contexts: Sequence[str]) -> JudgeResult:
-        import litellm
+        litellm = load_litellm()
 
         claims = split_claims(response)
         sources = "\n\n".join(f"[{n}] {t}" for n, t in enumerate(retrieved_contexts, 1))

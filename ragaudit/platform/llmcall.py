@@ -1,5 +1,9 @@
 """Bounded, cancellable and priced LLM calls (litellm), shared by the answerer, judge and gold pairs.
 
+* ``load_litellm()``: litellm, imported on first use (a heavy import) and configured once:
+  ``suppress_debug_info`` keeps its "Provider List" hints (printed on stdout when it looks up a
+  model it cannot map) out of stdout, so ``ragaudit ask --json`` prints JSON alone. Every module
+  calling litellm gets it from here.
 * ``litellm_kwargs(settings)``: the keyword arguments every ``litellm.completion`` call gets:
   ``timeout`` (s, per HTTP attempt) and ``max_retries`` (``llm_retries``, default 0: one
   upstream attempt; the OpenAI SDK under litellm otherwise retries twice, so a stalled provider
@@ -31,6 +35,14 @@ CLIENT_DISCONNECTED = "ClientDisconnected"
 
 class LLMDeadlineExceeded(TimeoutError):
     """The LLM call did not finish within its wall-clock deadline."""
+
+
+def load_litellm() -> Any:
+    """The ``litellm`` module, configured: no debug banners on stdout (``suppress_debug_info``)."""
+    import litellm  # deferred: a heavy import, needed only with a model
+
+    litellm.suppress_debug_info = True
+    return litellm
 
 
 def litellm_kwargs(settings: Any) -> dict[str, Any]:
@@ -146,7 +158,7 @@ def abort_stream(stream: Any) -> bool:
 def completion_cost_or_none(resp: Any) -> float | None:
     """USD cost of a litellm response from litellm's price map; ``None`` when the model is not in
     it (a local or self-hosted model, or a new name): the cost is unknown, not zero."""
-    import litellm
+    litellm = load_litellm()
 
     try:
         return float(litellm.completion_cost(completion_response=resp))
@@ -158,7 +170,7 @@ def completion_cost_or_none(resp: Any) -> float | None:
 def text_cost_or_none(model: str, messages: list[dict[str, Any]], completion: str) -> float | None:
     """USD cost of sending ``messages`` to ``model`` and receiving ``completion``, tokens counted by
     ``litellm.completion_cost`` with the model's tokenizer; ``None`` when the model has no price."""
-    import litellm
+    litellm = load_litellm()
 
     try:
         return float(litellm.completion_cost(model=model, messages=messages, completion=completion))

@@ -5,7 +5,11 @@ knowledge base (one sample PDF, Qdrant local mode, SQLite, the bundled embedding
 
 from __future__ import annotations
 
+import json
+import os
 import socket
+import subprocess
+import sys
 import threading
 import time
 
@@ -246,3 +250,31 @@ def test_unpriced_model_cost_is_unknown_not_zero(llm_settings):
         assert m["known"] >= 1 and m["total"] >= priced
         prom = client.get("/metrics/prometheus").text
         assert 'ragaudit_cost_usd_total{model="openai/gpt-4o-mini"}' in prom
+
+
+def test_ask_json_stdout_is_json_alone(kb_dir, fake_llm):
+    """``ragaudit ask --json`` run as a real command (subprocess) with a self-hosted model that
+    litellm cannot price (``openai/local-model`` on the fake server). Fails if anything but the
+    answer's JSON reaches stdout: litellm prints a "Provider List" banner on stdout when it looks up
+    a model it cannot map, so the output did not parse."""
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("RAGAUDIT_")},
+        "RAGAUDIT_DATA_DIR": str(kb_dir),
+        "RAGAUDIT_EMBEDDING_MODEL": "bundled:all-MiniLM-L6-v2",
+        "RAGAUDIT_STORE_BACKEND": make_settings(kb_dir).store_backend,
+        "RAGAUDIT_LLM_MODEL": "openai/local-model",
+        "RAGAUDIT_LLM_API_BASE": fake_llm.base("ok"),
+        "RAGAUDIT_LLM_API_KEY": "sk-fake",
+        "HF_HUB_OFFLINE": "1",
+    }
+    r = subprocess.run(
+        [sys.executable, "-m", "ragaudit.api.cli", "ask", DMCA_QUESTION, "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    out = json.loads(r.stdout)  # the whole stdout
+    assert "October 28, 1998" in out["answer"] and out["usage"]["model"] == "openai/local-model"
+    assert out["usage"]["cost_usd"] is None  # unpriced: unknown, not 0
