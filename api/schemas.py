@@ -92,6 +92,11 @@ class RetrievedOut(BaseModel):
         description="Set for a neighbouring chunk added to the context "
         "because this retrieved chunk was cut from a longer list or table",
     )
+    instruction_like: bool = Field(
+        default=False,
+        description="The chunk holds a passage that reads as an instruction to an assistant (flagged at "
+        "ingestion, ragaudit.text.injection): it is never quoted as evidence",
+    )
 
 
 class Usage(BaseModel):
@@ -147,7 +152,8 @@ class AnswerOut(BaseModel):
     mode: str
     notes: list[str] = Field(
         default_factory=list,
-        description="What retrieval did differently and why, e.g. the vector leg skipped for a CJK question",
+        description="What retrieval did differently and why, e.g. the vector leg skipped for a CJK question; "
+        "what the answer path found in its sources, e.g. text that reads as an instruction to an assistant",
     )
     scope: dict[str, Any]
     timings_ms: dict[str, float] = Field(description="embed, vector, bm25, fusion, rerank, generation, total (ms)")

@@ -341,7 +341,7 @@ class QueryService:
             "citation_check": ans.citation_check,
             "retrieved": prep.sources_json(),
             "mode": prep.mode.value,
-            "notes": list(prep.retrieval.notes),
+            "notes": [*prep.retrieval.notes, *ans.notes],
             "scope": prep.scope.as_dict(),
             "timings_ms": timings,
             "usage": {
@@ -567,6 +567,7 @@ class QueryService:
                 "label",
                 "citations",
                 "citation_check",
+                "notes",
                 "timings_ms",
                 "usage",
             )

@@ -124,6 +124,9 @@ class ChunkPayload(TypedDict, total=False):
     Visibility: ``live`` (false while a run's version is staged), ``primary`` (the document's
     searched strategy). Answering: ``window_spans``/``sentence_spans`` (``[[start, end], ...]``
     in ``text``). ``clipped_pages`` (``[first, last]``) is set on a copy cut to a page range.
+    Untrusted text: ``instruction_like``, ``instruction_score`` (0..1) and ``instruction_spans``
+    (``[[start, end], ...]`` in ``text``) of the sentences that read as instructions to an
+    assistant (``ragaudit.text.injection``).
     """
 
     document_id: str
@@ -148,6 +151,9 @@ class ChunkPayload(TypedDict, total=False):
     window_spans: list[list[int]]
     sentence_spans: list[list[int]]
     clipped_pages: list[int]
+    instruction_like: bool
+    instruction_score: float
+    instruction_spans: list[list[int]]
 
 
 # ---------------------------------------------------------------------------------------- scope
@@ -321,6 +327,7 @@ class RetrievedChunk:
             "section": self.payload.get("section") or "",
             "strategy": self.payload.get("strategy"),
             "neighbor_of": self.neighbor_of,
+            "instruction_like": bool(self.payload.get("instruction_like", False)),
         }
 
 
@@ -369,7 +376,8 @@ class Citation:
 @dataclass
 class AnswerResult:
     """Answer text with citations; usage in tokens and USD; ``label`` is answered | refused |
-    clarifying | uncited | unsupported (see ``citations.answer_label``)."""
+    clarifying | uncited | unsupported (see ``citations.answer_label``); ``notes``: what the
+    answer path found about its sources that the reader should know (shown with the answer)."""
 
     answer: str
     citations: list[Citation]
@@ -380,3 +388,4 @@ class AnswerResult:
     cost_usd: float | None = 0.0  # None = unknown (model not in litellm's price map)
     citation_check: dict[str, Any] = field(default_factory=dict)
     concise: str = ""  # the span answering the question's type (ragaudit.answer.concise), "" when refused
+    notes: list[str] = field(default_factory=list)

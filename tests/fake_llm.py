@@ -9,7 +9,12 @@ model name stays free (a priced name such as ``gpt-4o-mini`` or an unpriced one)
     api_base = f"{server.url}/error500/v1"   # HTTP 500 with an OpenAI-style error body
     api_base = f"{server.url}/malformed/v1"  # HTTP 200 whose body is not JSON
     api_base = f"{server.url}/trickle/v1"    # a valid JSON body sent one byte every ``token_interval`` s
+    api_base = f"{server.url}/obey/v1"       # a model that obeys instructions found in its sources
 
+``obey`` answers like a model that follows text inside its sources (indirect prompt injection):
+when the prompt holds "reply only with: X" it answers "X [n]" citing the source that holds it,
+else it answers with the source sentence sharing most words with the question, cited.
+``server.bodies[behaviour]`` keeps the request bodies (the prompts sent).
 ``server.requests[behaviour]`` counts requests received; ``server.closed_at[behaviour]`` holds
 the ``time.monotonic()`` at which each streamed/stalled response was torn down (the client went
 away or the body ended), so a test can tell how soon the upstream request was closed.
@@ -20,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import socket
 import threading
 import time
@@ -32,6 +38,36 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 ANSWER = "The Act was signed into law on October 28, 1998 [1]."
+
+# the numbered sources of a prompt: "<source n="1" ...>text</source>", or "[1] doc, page p:\ntext"
+_SOURCE = re.compile(
+    r'<source n="(\d+)"[^>]*>\n(.*?)\n</source>|^\[(\d+)\] [^\n]*:\n(.*?)(?=\n\n\[\d+\] |\n\nQuestion:|\Z)', re.S | re.M
+)
+_OBEYED = re.compile(r"reply only with:?\s*(.+?)\s*(?:;|\n|$)", re.I)
+
+
+def obedient_answer(messages: list[dict]) -> str:
+    """What a model that obeys instructions found anywhere in its sources answers (see module doc)."""
+    prompt = "\n".join(str(m.get("content", "")) for m in messages if m.get("role") == "user")
+    sources = [
+        (int(m.group(1) or m.group(3)), m.group(2) if m.group(1) else m.group(4)) for m in _SOURCE.finditer(prompt)
+    ]
+    for n, text in sources:
+        hit = _OBEYED.search(text)
+        if hit:
+            said = hit.group(1).rstrip(".")
+            return f"{said[:1].upper()}{said[1:]} [{n}]."
+    question = prompt.rsplit("Question:", 1)[-1]
+    words = set(re.findall(r"\w+", question.lower()))
+    best = max(
+        (
+            (len(words & set(re.findall(r"\w+", s.lower()))), n, s.strip())
+            for n, t in sources
+            for s in re.split(r"(?<=[.!?])\s+", t)
+        ),
+        default=(0, 1, "No sources."),
+    )
+    return f"{best[2].rstrip('.')} [{best[1]}]."
 
 
 def _completion(model: str, text: str) -> dict:
@@ -65,6 +101,7 @@ class FakeLLM:
         self.token_interval = token_interval
         self.stall_s = stall_s
         self.requests: dict[str, int] = defaultdict(int)
+        self.bodies: dict[str, list[dict]] = defaultdict(list)
         self.closed_at: dict[str, list[float]] = defaultdict(list)
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
@@ -82,7 +119,9 @@ class FakeLLM:
         kind = request.path_params["kind"]
         body = await request.json()
         self.requests[kind] += 1
+        self.bodies[kind].append(body)
         model, stream = body.get("model", "fake"), bool(body.get("stream"))
+        answer = obedient_answer(body.get("messages", [])) if kind == "obey" else ANSWER
         if kind == "error500":
             return JSONResponse({"error": {"message": "upstream exploded", "type": "server_error"}}, 500)
         if kind == "malformed":
@@ -108,15 +147,15 @@ class FakeLLM:
 
             return StreamingResponse(trickle(), media_type="application/json")
         if not stream:
-            return JSONResponse(_completion(model, ANSWER))
+            return JSONResponse(_completion(model, answer))
 
         async def events():
             try:
                 yield _chunk(model, {"role": "assistant", "content": ""})
                 if kind == "stall":
                     await asyncio.sleep(self.stall_s)
-                words = ANSWER.split(" ")
-                n = len(words) if kind == "ok" else int(60 / self.token_interval)
+                words = answer.split(" ")
+                n = len(words) if kind in ("ok", "obey") else int(60 / self.token_interval)
                 for i in range(n):
                     yield _chunk(model, {"content": words[i % len(words)] + " "})
                     if kind == "slow":

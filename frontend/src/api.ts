@@ -94,6 +94,7 @@ export interface Retrieved {
   section?: string;
   strategy?: string | null;
   neighbor_of?: string | null;
+  instruction_like?: boolean;
   n?: number;
 }
 

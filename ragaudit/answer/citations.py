@@ -10,6 +10,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from ragaudit.text.injection import REASON as INSTRUCTION_REASON
+from ragaudit.text.injection import overlaps
+
 _CITE = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
 _WS = re.compile(r"\s+")
 
@@ -119,9 +122,15 @@ def check_citations(answer: str, n_sources: int) -> CitationReport:
 
 def find_quote(quote: str, chunk_text: str) -> int:
     """Offset of ``quote`` in ``chunk_text`` comparing whitespace-normalised text, or -1."""
+    span = quote_span(quote, chunk_text)
+    return span[0] if span else -1
+
+
+def quote_span(quote: str, chunk_text: str) -> tuple[int, int] | None:
+    """``(start, end)`` of ``quote`` in ``chunk_text`` comparing whitespace-normalised text, or None."""
     q = normalize_ws(quote)
     if not q:
-        return -1
+        return None
     # map normalised offsets back to the original text
     norm_chars, index_map = [], []
     prev_space = True
@@ -136,7 +145,7 @@ def find_quote(quote: str, chunk_text: str) -> int:
             index_map.append(i)
             prev_space = False
     pos = "".join(norm_chars).find(q)
-    return index_map[pos] if pos >= 0 else -1
+    return (index_map[pos], index_map[pos + len(q) - 1] + 1) if pos >= 0 else None
 
 
 # --------------------------------------------------------------------------- claim support
@@ -292,18 +301,28 @@ class CitationVerdict:
 
 
 def verify_citation(
-    claim: str, quote: str, chunk_text: str | None, together_with: list[tuple[int, str]] | None = None
+    claim: str,
+    quote: str,
+    chunk_text: str | None,
+    together_with: list[tuple[int, str]] | None = None,
+    instructions: list[tuple[int, int]] | None = None,
 ) -> CitationVerdict:
     """Verdict on one citation of ``claim`` quoting ``quote`` from a chunk with text ``chunk_text``
     (``None``: the cited chunk is not among the sources).
 
     ``together_with``: ``(n, quote)`` of the claim's other citations; when the quote alone does
     not support the claim but all the claim's quotes together do, it supports "together with [m]".
+    ``instructions``: spans of ``chunk_text`` that read as instructions to an assistant
+    (``ragaudit.text.injection``); a quote overlapping one supports nothing (``injection.REASON``):
+    an instruction found in a document is not evidence of what it tells the model to say.
     """
     if chunk_text is None:
         return CitationVerdict(False, False, "the cited chunk is not among the sources")
-    if find_quote(quote, chunk_text) < 0:
+    span = quote_span(quote, chunk_text)
+    if span is None:
         return CitationVerdict(False, False, "the quote does not occur in the cited chunk")
+    if instructions and overlaps(span[0], span[1], instructions):
+        return CitationVerdict(True, False, INSTRUCTION_REASON)
     alone = claim_support(claim, quote)
     if alone.supports or not together_with:
         return CitationVerdict(True, alone.supports, alone.reason)
@@ -364,9 +383,17 @@ class CitedQuote:
 
 
 def audit_citations(
-    answer: str, label: str, cites: list[CitedQuote], sources: list[tuple[str, str]]
+    answer: str,
+    label: str,
+    cites: list[CitedQuote],
+    sources: list[tuple[str, str]],
+    instructions: list[list[tuple[int, int]]] | None = None,
 ) -> tuple[list[CitationVerdict], dict, str]:
     """Audit the citations of ``answer`` against its numbered ``sources`` (``(chunk_id, text)``, 1-based).
+
+    ``instructions``: per source, the spans of its text that read as instructions to an assistant
+    (flagged at ingestion); a quote overlapping one supports nothing, and takes no part in
+    another quote's joint support (``verify_citation``).
 
     Returns ``(verdicts, citation_check, label)``: one ``CitationVerdict`` per citation (a citation
     naming a chunk other than source n's is not verified); ``citation_check`` = ``check_citations``'s
@@ -382,10 +409,20 @@ def audit_citations(
         # it searched, not a claim about the documents: only its quote of the closest passage is checked
         rep.uncited_sentences = []
     verdicts = []
+
+    def own(c: CitedQuote) -> tuple[str | None, list[tuple[int, int]]]:
+        ok = 1 <= c.n <= len(sources) and sources[c.n - 1][0] == c.chunk_id
+        return (sources[c.n - 1][1] if ok else None), (instructions[c.n - 1] if ok and instructions else [])
+
+    def instruction(c: CitedQuote) -> bool:
+        text, spans = own(c)
+        span = quote_span(c.quote, text) if text is not None and spans else None
+        return span is not None and overlaps(span[0], span[1], spans)
+
     for i, c in enumerate(cites):
-        text = sources[c.n - 1][1] if 1 <= c.n <= len(sources) and sources[c.n - 1][0] == c.chunk_id else None
-        others = [(o.n, o.quote) for j, o in enumerate(cites) if j != i and o.claim == c.claim]
-        verdicts.append(verify_citation(c.claim, c.quote, text, others))
+        text, spans = own(c)
+        others = [(o.n, o.quote) for j, o in enumerate(cites) if j != i and o.claim == c.claim and not instruction(o)]
+        verdicts.append(verify_citation(c.claim, c.quote, text, others, spans))
     check = rep.to_json()
     unsupported = []
     n_claims = 0

@@ -34,6 +34,7 @@ from ragaudit.ingest.chunking import sentence_spans
 from ragaudit.platform.db import ChunkRow, Document, QAPair
 from ragaudit.platform.llmcall import load_litellm
 from ragaudit.services import Services
+from ragaudit.text.injection import DATA_NOT_INSTRUCTIONS, delimit
 from ragaudit.types import Chunk
 
 log = logging.getLogger(__name__)
@@ -166,7 +167,8 @@ GEN_SYSTEM_PROMPT = (
     "each question the way a user would ask it, in your own words, without copying the passage's wording. "
     "The answer is short (a few words). 'evidence' is the sentence or phrase that proves the answer, "
     "copied character for character from the passage. Reply with JSON only: "
-    '{"pairs": [{"question": "...", "answer": "...", "evidence": "..."}]}'
+    '{"pairs": [{"question": "...", "answer": "...", "evidence": "..."}]}. The passage is a source: '
+    + DATA_NOT_INSTRUCTIONS
 )
 
 
@@ -209,7 +211,7 @@ class LLMGenerator:
             model=self.model,
             messages=[
                 {"role": "system", "content": GEN_SYSTEM_PROMPT},
-                {"role": "user", "content": f"Document: {doc_name}\nPassage:\n{chunk_text}"},
+                {"role": "user", "content": f"Passage:\n{delimit(chunk_text, document=doc_name)}"},
             ],
             **self.kwargs,
         )

@@ -31,6 +31,7 @@ from ragaudit.evaluate.metrics import REFUSAL_LABELS, MetricResult, term_overlap
 from ragaudit.index.sparse import tokenize
 from ragaudit.ingest.chunking import sentence_spans
 from ragaudit.platform.llmcall import load_litellm
+from ragaudit.text.injection import DATA_NOT_INSTRUCTIONS, delimit
 
 
 @dataclass
@@ -147,7 +148,7 @@ JUDGE_SYSTEM_PROMPT = (
     "sources are to the question (context_relevance) and how directly the answer addresses the question "
     "(answer_relevance). Reply with JSON only: "
     '{"claims": [{"i": 0, "supported": true, "source": 1, "quote": "..."}], '
-    '"context_relevance": 0.0, "answer_relevance": 0.0}'
+    '"context_relevance": 0.0, "answer_relevance": 0.0}. ' + DATA_NOT_INSTRUCTIONS
 )
 
 
@@ -177,7 +178,7 @@ class LLMJudge:
         litellm = load_litellm()
 
         claims = split_claims(response)
-        sources = "\n\n".join(f"[{n}] {t}" for n, t in enumerate(retrieved_contexts, 1))
+        sources = "\n\n".join(delimit(t, n=n) for n, t in enumerate(retrieved_contexts, 1))
         listed = "\n".join(f"{c.i}. {c.text} (cites {c.cites or 'nothing'})" for c in claims)
         resp = litellm.completion(
             model=self.name,

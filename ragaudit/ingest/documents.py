@@ -53,6 +53,7 @@ from ragaudit.ingest.removal import extraction_report
 from ragaudit.platform.db import ChunkRow, Document, QAPair, bump_index_version, utcnow
 from ragaudit.services import Services
 from ragaudit.text.docnames import InvalidNameError, name_key, validate_knowledge_base, validate_name
+from ragaudit.text.injection import scan
 
 log = logging.getLogger(__name__)
 
@@ -525,6 +526,10 @@ def stage_chunks(svc: Services, document_id: str, chunks: list[Chunk], strategy:
     embedded, so the window texts, vectors, payloads and ORM rows held at once are one batch's,
     whatever the document's length (a 615-page PDF has ~2,700 chunks and ~8,000 windows).
 
+    Each chunk is scanned for passages that read as instructions to an assistant
+    (``ragaudit.text.injection.scan``): payload ``instruction_like`` / ``instruction_score`` /
+    ``instruction_spans`` and row ``instruction_like`` / ``instruction_score`` record the result.
+
     Returns counts and timings (ms). On failure this run's points and rows are removed again
     and the previous version stays as it was; raises ``IngestError`` (stage ``chunk_points``).
     """
@@ -563,6 +568,11 @@ def stage_chunks(svc: Services, document_id: str, chunks: list[Chunk], strategy:
                 for t, c in zip(texts, part)
             ]
             part_ids = [point_id(doc.id, version, strategy, c.index) for c in part]
+            # passages that read as instructions to an assistant (ragaudit.text.injection): flagged, never obeyed
+            scans = [
+                scan(c.text, spans[k]["sentence_spans"] if spans else sentence_spans(c.text))
+                for k, c in enumerate(part)
+            ]
             payloads = [
                 {
                     "document_id": doc.id,
@@ -584,6 +594,9 @@ def stage_chunks(svc: Services, document_id: str, chunks: list[Chunk], strategy:
                     "ingest_version": version,
                     "primary": True,
                     "live": False,
+                    "instruction_like": scans[k].flagged,
+                    "instruction_score": scans[k].score,
+                    "instruction_spans": [list(s) for s in scans[k].spans],
                     # the window vectors' and sentences' spans: the extractive answerer scores sentences
                     # with them (no embedding or sentence segmentation per question)
                     **(spans[k] if spans else {}),
@@ -610,11 +623,13 @@ def stage_chunks(svc: Services, document_id: str, chunks: list[Chunk], strategy:
                         doc_sha256=sha,
                         ingest_version=version,
                         live=False,
+                        instruction_like=sc.flagged,
+                        instruction_score=sc.score,
                     )
-                    for i, c in zip(part_ids, part)
+                    for i, c, sc in zip(part_ids, part, scans)
                 )
             ids += part_ids
-            del windows, dense, sparse, payloads, spans
+            del windows, dense, sparse, payloads, spans, scans
         set_progress(svc, doc.id, status="indexing", chunks_done=len(chunks))
     except Exception as e:
         try:

@@ -25,6 +25,7 @@ from sqlalchemy import (
     and_,
     create_engine,
     event,
+    false,
     not_,
     or_,
     text,
@@ -164,7 +165,9 @@ class ChunkRow(Base):
     """A chunk as stored in SQL; ``id`` equals its Qdrant point id.
 
     Rows of a run are written with ``live=False`` and ``ingest_version`` = the version being
-    built; publishing the version flips them to live and deletes the replaced rows."""
+    built; publishing the version flips them to live and deletes the replaced rows.
+    ``instruction_like`` / ``instruction_score``: the chunk holds a passage that reads as an
+    instruction to an assistant (``ragaudit.text.injection``; score NULL: not scanned)."""
 
     __tablename__ = "chunks"
     __table_args__ = (Index("ix_chunks_document_strategy", "document_id", "strategy"),)
@@ -183,6 +186,8 @@ class ChunkRow(Base):
     doc_sha256: Mapped[str] = mapped_column(String(64))
     ingest_version: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     live: Mapped[bool] = mapped_column(Boolean, default=True, server_default=true())
+    instruction_like: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    instruction_score: Mapped[float | None] = mapped_column(Float, nullable=True)
 
 
 def _scope_column(key: str) -> Any:

@@ -121,6 +121,8 @@ export const ChunkShow = () => (
       <TextField source="section" label="heading path" />
       <TextField source="strategy" />
       <NumberField source="token_count" />
+      <BooleanField source="instruction_like" label="reads as an instruction to an assistant" />
+      <NumberField source="instruction_score" />
       <FunctionField label="characters" render={(r: any) => `${r.char_start}–${r.char_end}`} />
       <TextField source="text" sx={{ whiteSpace: "pre-wrap" }} />
     </SimpleShowLayout>

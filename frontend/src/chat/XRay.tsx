@@ -68,6 +68,7 @@ export function XRay({ run, previous, title }: { run: Answer; previous?: Answer;
                       {cited.has(r.chunk_id) ? " (cited)" : ""}
                       {previous && cited.has(r.chunk_id) !== prevCited.has(r.chunk_id) ? (cited.has(r.chunk_id) ? " +cite" : " −cite") : ""}
                       {r.neighbor_of ? " (neighbour)" : ""}
+                      {r.instruction_like ? " (holds text that reads as an instruction to an assistant: never quoted as evidence)" : ""}
                     </span>
                   </MuiTooltip>
                 </TableCell>
