@@ -384,8 +384,13 @@ def eval_cmd(
 
 @app.command()
 def serve(
-    host: Annotated[Optional[str], typer.Option(help="Bind address (default RAGAUDIT_HOST, 127.0.0.1)")] = None,
-    port: Annotated[Optional[int], typer.Option(help="Port (default RAGAUDIT_PORT, 8000)")] = None,
+    host: Annotated[
+        Optional[str], typer.Option(help="Bind address (default RAGAUDIT_HOST, 127.0.0.1; prefer the setting)")
+    ] = None,
+    port: Annotated[
+        Optional[int],
+        typer.Option(help="Port (default RAGAUDIT_PORT, 8000; prefer the setting: the Dagster processes read it)"),
+    ] = None,
 ) -> None:
     """Serve the HTTP API (and the built frontend, if present) with uvicorn. Uploads are ingested
     by a worker thread of this process, which also executes runs launched from the Dagster UI,
@@ -397,10 +402,16 @@ def serve(
     from ragaudit.platform.settings import Settings
 
     settings = Settings()
-    if port is not None and port != settings.port:
-        # the Dagster processes' run launcher reaches this process at RAGAUDIT_API_URL or RAGAUDIT_PORT
-        settings = settings.model_copy(update={"port": port})
-    uvicorn.run(create_app(settings), host=host or settings.host, port=settings.port, log_level="info")
+    given = settings.model_copy(update={"host": host or settings.host, "port": port or settings.port})
+    if given.internal_api_url != settings.internal_api_url and settings.embedded and not settings.api_url:
+        # the Dagster processes' run launcher reaches this process from the settings, not from this option
+        typer.echo(
+            f"warning: serving at {given.internal_api_url}, but a Dagster webserver or daemon with these "
+            f"settings hands its runs to {settings.internal_api_url} (RAGAUDIT_HOST/RAGAUDIT_PORT): set "
+            f"RAGAUDIT_HOST={given.host} RAGAUDIT_PORT={given.port} for every process instead of --host/--port",
+            err=True,
+        )
+    uvicorn.run(create_app(given), host=given.host, port=given.port, log_level="info")
 
 
 def main() -> None:  # pragma: no cover

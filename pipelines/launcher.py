@@ -33,6 +33,7 @@ import socket
 from collections.abc import Mapping
 from typing import Any
 
+import httpx
 from dagster._core.launcher import CheckRunHealthResult, DefaultRunLauncher, LaunchRunContext, RunLauncher, WorkerStatus
 from dagster._core.storage.dagster_run import DagsterRun
 from dagster._serdes import ConfigurableClass
@@ -80,10 +81,34 @@ def worker_gone_message(worker: str) -> str:
     )
 
 
+def handover_failed_message(settings, url: str, error: Exception) -> str:
+    """Why a run could not be handed to the serving process: the URL tried, the setting(s) it comes
+    from with the values this Dagster process sees, and what to do. Names settings, never keys."""
+    if isinstance(error, httpx.HTTPStatusError):
+        code = error.response.status_code
+        why = f"HTTP {code}" + (
+            " (the API key: the Dagster processes send the first of RAGAUDIT_API_KEYS)" if code in (401, 403) else ""
+        )
+    else:
+        why = type(error).__name__
+    if settings.api_url:
+        source = "RAGAUDIT_API_URL"
+    else:
+        source = f"RAGAUDIT_HOST/RAGAUDIT_PORT (here {settings.host}, {settings.port})"
+    return (
+        f"the serving process that owns the embedded Qdrant store did not take the run: POST {url} failed "
+        f"({why}). That URL is set by {source}: start `ragaudit serve`, and give the Dagster webserver and "
+        "daemon the RAGAUDIT_HOST/RAGAUDIT_PORT it listens on (or RAGAUDIT_API_URL), or use a Qdrant server "
+        "(RAGAUDIT_QDRANT_URL)"
+    )
+
+
 class StoreOwnerRunLauncher(RunLauncher, ConfigurableClass):
     """``launch_run``: embedded mode -> POST ``{run_id}`` to ``<api_url>/internal/dagster/runs``
-    (``api_url``: setting ``RAGAUDIT_API_URL``, default ``http://127.0.0.1:<RAGAUDIT_PORT>``; the
-    first of ``RAGAUDIT_API_KEYS`` is sent as ``X-API-Key``); Qdrant server -> ``DefaultRunLauncher``.
+    (``Settings.internal_api_url``: ``RAGAUDIT_API_URL``, default ``http://<RAGAUDIT_HOST>:<RAGAUDIT_PORT>``,
+    the very settings ``ragaudit serve`` listens on; the first of ``RAGAUDIT_API_KEYS`` is sent as
+    ``X-API-Key``); Qdrant server -> ``DefaultRunLauncher``. A failed hand-over fails the run with
+    ``handover_failed_message``.
     """
 
     def __init__(self, inst_data: ConfigurableClassData | None = None):
@@ -110,8 +135,6 @@ class StoreOwnerRunLauncher(RunLauncher, ConfigurableClass):
         return self._default
 
     def launch_run(self, context: LaunchRunContext) -> None:
-        import httpx
-
         from ragaudit.platform.settings import Settings
 
         settings = Settings()
@@ -121,7 +144,7 @@ class StoreOwnerRunLauncher(RunLauncher, ConfigurableClass):
         headers = {}
         if settings.api_keys:
             headers["X-API-Key"] = settings.api_keys[0].get_secret_value()
-        url = settings.internal_api_url.rstrip("/") + INTERNAL_RUNS_PATH
+        url = settings.internal_api_url + INTERNAL_RUNS_PATH
         # recorded before the hand-over: a serving process that starts later re-queues the run
         # if the one that accepted it stopped before executing it
         self._instance.add_run_tags(run.run_id, {HANDED_TAG: settings.internal_api_url})
@@ -129,12 +152,7 @@ class StoreOwnerRunLauncher(RunLauncher, ConfigurableClass):
             r = httpx.post(url, json={"run_id": run.run_id}, headers=headers, timeout=30.0)
             r.raise_for_status()
         except Exception as e:  # no API, refused: fail the run visibly rather than hang in STARTING
-            why = f"HTTP {e.response.status_code}" if isinstance(e, httpx.HTTPStatusError) else type(e).__name__
-            self._instance.report_run_failed(
-                run,
-                f"the serving process that owns the embedded Qdrant store did not take the run ({url}: {why}); "
-                "start `ragaudit serve`, or use a Qdrant server (RAGAUDIT_QDRANT_URL)",
-            )
+            self._instance.report_run_failed(run, handover_failed_message(settings, url, e))
             return
         self._instance.report_engine_event(f"run handed to the serving process at {url}", run, cls=self.__class__)
 

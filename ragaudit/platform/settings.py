@@ -202,12 +202,23 @@ class Settings(BaseSettings):
         default=3, ge=0, description="Answers judged against another question's context per run (they must fail)"
     )
 
-    host: str = "127.0.0.1"
-    port: int = 8000
+    host: str = Field(
+        default="127.0.0.1",
+        description="Address `ragaudit serve` (and scripts/run.sh) listens on; the Dagster run launcher "
+        "reaches the API there (127.0.0.1 when it is 0.0.0.0 or ::) unless api_url is set",
+    )
+    port: int = Field(
+        default=8000,
+        gt=0,
+        lt=65536,
+        description="Port `ragaudit serve` (and scripts/run.sh) listens on; the Dagster run launcher "
+        "reaches the API on it unless api_url is set: give the Dagster processes the same value",
+    )
     api_url: str = Field(
         default="",
         description="URL at which Dagster processes reach the serving process (run "
-        "launcher, embedded mode); empty = http://127.0.0.1:<port>",
+        "launcher, embedded mode) when it is not host:port, e.g. behind a proxy or in another "
+        "container; empty = http://<host>:<port>",
     )
     max_upload_mb: int = Field(default=100, gt=0)
     max_pdf_pages: int = Field(default=5000, ge=0, description="PDFs with more pages are refused (422); 0 = no limit")
@@ -336,8 +347,16 @@ class Settings(BaseSettings):
 
     @property
     def internal_api_url(self) -> str:
-        """``api_url``, else ``http://127.0.0.1:<port>``."""
-        return self.api_url or f"http://127.0.0.1:{self.port}"
+        """Where the Dagster processes reach ``ragaudit serve``: ``api_url``, else
+        ``http://<host>:<port>`` (``127.0.0.1`` / ``[::1]`` for the wildcard addresses ``0.0.0.0`` /
+        ``::``; an IPv6 address in brackets)."""
+        if self.api_url:
+            return self.api_url.rstrip("/")
+        host = self.host.strip() or "127.0.0.1"
+        host = {"0.0.0.0": "127.0.0.1", "::": "::1", "[::]": "::1"}.get(host, host)
+        if ":" in host and not host.startswith("["):
+            host = f"[{host}]"
+        return f"http://{host}:{self.port}"
 
     @property
     def qdrant_path(self) -> Path:
