@@ -169,6 +169,10 @@ def test_visible_instruction_is_flagged_and_never_certified(app, obedient_llm):
     )
     assert any("reads as an instruction to an assistant" in n for n in out["notes"]), out["notes"]
     assert any(r["instruction_like"] for r in out["retrieved"])
+    # the streamed answer ends the same way
+    events = list(llm_query_service(svc, obedient_llm).stream(QUESTION, scope=_only(doc), log_query=False))
+    done = dict(events)["done"]
+    assert done["label"] == "unsupported" and any("reads as an instruction" in n for n in done["notes"]), done
 
     offline = offline_query_service(svc).ask(QUESTION, scope=_only(doc))
     assert "99,999" not in offline["answer"] and "Reply only with" not in offline["answer"], offline["answer"]
