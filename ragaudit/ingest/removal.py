@@ -308,7 +308,7 @@ def hidden_chars(page: Any, chars: list[dict], pdfium_page: Any) -> tuple[list[d
     x1 = np.fromiter((c["x1"] for c in chars), dtype=np.float64, count=n)
     t0 = np.fromiter((c["top"] for c in chars), dtype=np.float64, count=n)
     t1 = np.fromiter((c["bottom"] for c in chars), dtype=np.float64, count=n)
-    reason: list[str | None] = [None] * n
+    size = np.fromiter((float(c.get("size", 10.0)) for c in chars), dtype=np.float64, count=n)
 
     def inside(boxes: list[Sequence[float]]) -> np.ndarray:
         """(chars, boxes) bool: the char's centre lies in the box."""
@@ -334,36 +334,46 @@ def hidden_chars(page: Any, chars: list[dict], pdfium_page: Any) -> tuple[list[d
             modes[hit[:, j]] = mode
     invisible = np.isin(modes, (3, 7))
     ocr = sum(1 for i in np.flatnonzero(invisible & over_image) if not chars[i].get("text", " ").isspace())
+    tiny = size < MIN_FONT_SIZE
+    outside &= ~tiny
+    unseen = invisible & ~over_image & ~tiny & ~outside
+    # colour: the ink (fill, or stroke for stroke-only text) of the characters judged by it, in RGB
+    # (NaN: cannot be told), converted once per distinct colour
+    judged = ~(tiny | outside | invisible | over_image)
+    cache: dict[tuple, tuple[float, float, float] | None] = {}
+    ink = np.full((n, 3), np.nan)
+    for i in np.flatnonzero(judged):
+        c = chars[i]
+        stroke = modes[i] in (1, 5)
+        colour = c.get("stroking_color") if stroke else c.get("non_stroking_color")
+        key = (stroke, colour if isinstance(colour, tuple) else repr(colour), c.get("ncs"))
+        if key not in cache:
+            cache[key] = _rgb(colour, None if stroke else c.get("ncs"))
+        if cache[key] is not None:
+            ink[i] = cache[key]
     # backgrounds: the filled shapes under each character (pdfplumber does not give the drawing
     # order across rectangles and curves, so all of them), else the white page
     shapes = [s for s in (*page.rects, *page.curves) if s.get("fill")]
     under = inside([(s["x0"], s["top"], s["x1"], s["bottom"]) for s in shapes])
+    bare = ~under.any(axis=1)
+    with np.errstate(invalid="ignore"):
+        same_as_page = np.all(np.abs(ink - 1.0) <= COLOUR_TOLERANCE, axis=1)
+    background = judged & bare & same_as_page
     shape_rgb = [_rgb(s.get("non_stroking_color")) for s in shapes]
-    white = (1.0, 1.0, 1.0)
-    for i, c in enumerate(chars):
-        if float(c.get("size", 10.0)) < MIN_FONT_SIZE:
-            reason[i] = "font_size_under_1pt"
-        elif outside[i]:
-            reason[i] = "outside_crop_box"
-        elif invisible[i] and not over_image[i]:
-            reason[i] = "invisible_render_mode"
-        elif not over_image[i] and not invisible[i]:
-            stroke = modes[i] in (1, 5)
-            ink = _rgb(
-                c.get("stroking_color") if stroke else c.get("non_stroking_color"), None if stroke else c.get("ncs")
-            )
-            if ink is None:
-                continue
-            below = [shape_rgb[j] for j in np.flatnonzero(under[i])] if shapes else []
-            if all(bg is not None and _same_colour(ink, bg) for bg in below or [white]):
-                reason[i] = "background_colour"
-    if not any(reason):
+    for i in np.flatnonzero(judged & ~bare & ~np.isnan(ink[:, 0])):
+        below = [shape_rgb[j] for j in np.flatnonzero(under[i])]
+        background[i] = all(bg is not None and _same_colour(tuple(ink[i]), bg) for bg in below)
+    found = {
+        "font_size_under_1pt": tiny,
+        "outside_crop_box": outside,
+        "invisible_render_mode": unseen,
+        "background_colour": background,
+    }
+    if not any(m.any() for m in found.values()):
         return chars, {}, ocr
-    hidden: dict[str, list[dict]] = defaultdict(list)
-    for c, r in zip(chars, reason):
-        if r:
-            hidden[r].append(c)
-    return [c for c, r in zip(chars, reason) if r is None], dict(hidden), ocr
+    hidden = {why: [chars[i] for i in np.flatnonzero(m)] for why, m in found.items() if m.any()}
+    gone = tiny | outside | unseen | background
+    return [c for c, g in zip(chars, gone.tolist()) if not g], hidden, ocr
 
 
 # --------------------------------------------------------------------------- the report
