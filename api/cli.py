@@ -339,8 +339,13 @@ def eval_cmd(
         ),
     ],
     modes: Annotated[
-        str, typer.Option("--modes", help="Comma-separated: vector,bm25,hybrid,hybrid_rerank")
-    ] = "vector,bm25,hybrid,hybrid_rerank",
+        Optional[str],
+        typer.Option(
+            "--modes",
+            help="Comma-separated: vector,bm25,hybrid,hybrid_rerank "
+            "(default: every configured mode; hybrid_rerank needs RAGAUDIT_RERANKER_MODEL)",
+        ),
+    ] = None,
     top_k: Annotated[Optional[int], typer.Option("--top-k", min=1, max=100, help="Sources per answer")] = None,
     retrieval_only: Annotated[
         bool, typer.Option("--retrieval-only", help="No answers: retrieval metrics only")
@@ -351,7 +356,8 @@ def eval_cmd(
 ) -> None:
     """Evaluate retrieval (hit@k, MRR, nDCG@10, evidence recall) and answers (EM, F1, refusal,
     citations, faithfulness) per mode with bootstrap CIs; the run is stored like POST /evaluate's.
-    hybrid_rerank is skipped (with a note) when no reranker is configured."""
+    The default modes are the configured ones; hybrid_rerank asked for without a reranker is
+    skipped (with a note)."""
     _quiet()
     from ragaudit.evaluate.evaluation import EvalParams
     from ragaudit.evaluate.runs import create_run, execute_run
@@ -360,7 +366,7 @@ def eval_cmd(
 
     svc = _services()
     params = EvalParams(
-        modes=[m.strip() for m in modes.split(",") if m.strip()],
+        modes=None if modes is None else [m.strip() for m in modes.split(",") if m.strip()],
         top_k=top_k,
         answers=not retrieval_only,
         strategy=strategy,

@@ -35,6 +35,9 @@ def _stable(obj):
 
 
 def test_cli_eval_json_then_api_run_gives_the_same_results(kb, monkeypatch):
+    """Fails if the CLI and the API disagree on a run of the same set, if metrics leave their
+    ranges, or if the default modes include one the settings cannot run (hybrid_rerank without
+    a reranker) or differ between the CLI, the API and GET /modes."""
     monkeypatch.setenv("RAGAUDIT_DATA_DIR", str(kb.settings.data_dir))
     for var in ("RAGAUDIT_DATABASE_URL", "RAGAUDIT_QDRANT_URL", "RAGAUDIT_LLM_MODEL", "RAGAUDIT_JUDGE_MODEL"):
         monkeypatch.delenv(var, raising=False)
@@ -44,7 +47,8 @@ def test_cli_eval_json_then_api_run_gives_the_same_results(kb, monkeypatch):
     assert "eval (questions x modes): 36/36 (100%)" in res.stderr  # progress (plain lines: not a TTY)
 
     assert cli["judge"] == "deterministic" and cli["answerer"] == "extractive"
-    assert set(cli["modes"]) == {"vector", "bm25", "hybrid"} and "hybrid_rerank" in cli["skipped_modes"]
+    # default modes: the configured ones (no reranker here, so no hybrid_rerank, not even as skipped)
+    assert set(cli["modes"]) == {"vector", "bm25", "hybrid"} and cli["skipped_modes"] == {}
     for v in cli["modes"].values():
         assert v["n"] == 11  # the refuse question is not a retrieval question
         assert set(v) >= {"hit@1", "hit@5", "hit@10", "mrr", "ndcg@10", "evidence_recall@5", "evidence_recall@10"}
@@ -96,6 +100,11 @@ def test_cli_eval_json_then_api_run_gives_the_same_results(kb, monkeypatch):
         assert r.status_code == 202 and time.perf_counter() - t < 5
         run = r.json()
         assert run["status"] in ("queued", "running") and run["results"] is None
+        assert run["params"]["modes"] == ["vector", "bm25", "hybrid"]  # the configured modes, recorded
+        assert client.get("/modes").json() == {
+            "available": ["vector", "bm25", "hybrid"],
+            "unavailable": {"hybrid_rerank": "no reranker configured (RAGAUDIT_RERANKER_MODEL)"},
+        }
         deadline = time.time() + 300
         while run["status"] in ("queued", "running") and time.time() < deadline:
             time.sleep(1)

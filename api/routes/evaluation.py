@@ -36,9 +36,11 @@ class EvaluateIn(BaseModel):
     the scope (knowledge base, documents, chunking strategy), modes and ``top_k``."""
 
     dataset: str = Field(min_length=1, description="Dataset id or name, or generated[:KB[/DOC]]")
-    modes: list[str] = Field(
-        default_factory=lambda: ["vector", "bm25", "hybrid", "hybrid_rerank"],
-        description="hybrid_rerank is skipped with a note when no reranker is configured",
+    modes: list[str] | None = Field(
+        default=None,
+        description="Retrieval modes to compare; default: every mode the server can run (GET /modes: "
+        "hybrid_rerank only with a reranker configured). hybrid_rerank asked for without a reranker is "
+        "skipped with a note",
     )
     top_k: int | None = Field(default=None, ge=1, le=100, description="Sources per answer (default: settings)")
     answers: bool = Field(default=True, description="False = retrieval metrics only")
@@ -100,6 +102,17 @@ async def upload_dataset(svc: ServicesDep, file: UploadFile = File(...), name: s
     except ValueError as e:
         raise HTTPException(400, str(e)) from None
     return DatasetOut(**ds)
+
+
+class ModesOut(BaseModel):
+    available: list[str] = Field(description="Retrieval modes this server can run (the default of POST /evaluate)")
+    unavailable: dict[str, str] = Field(description="Mode -> why it cannot run and the setting that enables it")
+
+
+@router.get("/modes", response_model=ModesOut)
+def list_modes(svc: ServicesDep) -> ModesOut:
+    """The retrieval modes this server's settings can run, and the others with the reason."""
+    return ModesOut(available=svc.settings.available_modes, unavailable=svc.settings.unavailable_modes)
 
 
 @router.get("/datasets", response_model=list[DatasetOut])

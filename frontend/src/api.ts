@@ -1,5 +1,7 @@
 // HTTP helpers for the ragaudit API (same origin). The API key, when the server requires one,
 // is kept in localStorage and sent as X-API-Key on every request.
+import { useEffect, useState } from "react";
+
 export const KEY_STORAGE = "ragaudit.apiKey";
 
 export function authHeaders(): Record<string, string> {
@@ -139,4 +141,46 @@ export interface ScopeIn {
 }
 
 export const MODES = ["hybrid", "vector", "bm25", "hybrid_rerank"] as const;
+
+/** GET /modes: the retrieval modes the server's settings can run, and why the others cannot. */
+export interface Modes {
+  available: string[];
+  unavailable: Record<string, string>;
+}
+
+/** The server's modes (GET /modes); null until loaded. A failed request leaves every mode available:
+ * the server still refuses one it cannot run, with the reason. */
+export function useModes(): Modes | null {
+  const [modes, setModes] = useState<Modes | null>(null);
+  useEffect(() => {
+    getJSON<Modes>("/modes").then(setModes).catch(() => setModes({ available: [...MODES], unavailable: {} }));
+  }, []);
+  return modes;
+}
+
+// blob: URLs of the stored PDFs opened in this page, by document id (fetched once per page load)
+const pdfUrls = new Map<string, string>();
+
+/** Open a stored PDF in a new tab, at `page` when given. A plain link cannot send the API key, so
+ * the file is fetched here with X-API-Key and opened from a blob: URL (`#page=N` is read by the
+ * browser's PDF viewer). The tab is opened at once, inside the click, so popup blockers allow it;
+ * on an error it is closed again and the error (e.g. 401 without a key) is thrown. */
+export async function openPdf(documentId: string, page?: number): Promise<void> {
+  const tab = window.open("", "_blank");
+  try {
+    let url = pdfUrls.get(documentId);
+    if (!url) {
+      const r = await fetch(`/documents/${encodeURIComponent(documentId)}/file`, { headers: authHeaders() });
+      if (!r.ok) throw await errorOf(r);
+      url = URL.createObjectURL(await r.blob());
+      pdfUrls.set(documentId, url);
+    }
+    const target = page ? `${url}#page=${page}` : url;
+    if (tab) tab.location.href = target;
+    else window.open(target, "_blank");
+  } catch (e) {
+    tab?.close();
+    throw e;
+  }
+}
 export const STRATEGIES = ["sentence", "heading", "fixed", "semantic"] as const;

@@ -57,6 +57,7 @@ from pydantic_core import PydanticCustomError
 
 from ragaudit.answer.citations import normalize_ws, strip_citations
 from ragaudit.evaluate import metrics
+from ragaudit.platform.settings import NO_RERANKER
 from ragaudit.retrieve.retriever import Retriever
 from ragaudit.types import Mode, Scope
 
@@ -445,14 +446,15 @@ def _aggregate_retrieval(per_q: Iterable[dict[str, Any]], mode: str) -> dict[str
 class EvalParams:
     """Inputs of an evaluation run.
 
-    ``modes``: retrieval modes to compare; ``top_k``: sources given to the answerer (None =
+    ``modes``: retrieval modes to compare (None = every mode the settings can run,
+    ``Settings.available_modes``: no ``hybrid_rerank`` without a reranker); ``top_k``: sources given to the answerer (None =
     settings.top_k); ``k_max``: retrieval depth scored (hit@10 needs 10); ``answers``: also
     generate and score answers (False = retrieval only); ``strategy`` / ``knowledge_base`` /
     ``doc_names``: run scope; ``seed``, ``resamples``: paired bootstrap; ``judge_controls``: how
     many mismatched answer/context pairs to judge (None = settings).
     """
 
-    modes: list[str] = field(default_factory=lambda: ["vector", "bm25", "hybrid"])
+    modes: list[str] | None = None
     top_k: int | None = None
     k_max: int = 10
     answers: bool = True
@@ -632,8 +634,8 @@ def evaluate(
     a judge control and paired bootstrap CIs between modes. Returns the results JSON described
     in the module docstring. ``progress(done, total)`` is called after every question x mode.
 
-    ``hybrid_rerank`` is skipped (listed in ``skipped_modes``) when no reranker is configured.
-    Raises ``ValueError`` for an unknown mode or an empty question list.
+    ``hybrid_rerank`` is skipped (listed in ``skipped_modes``) when it is asked for and no reranker
+    is configured; ``params.modes`` None = ``Settings.available_modes``. Raises ``ValueError`` for an unknown mode or an empty question list.
     """
     from ragaudit.evaluate.judge import build_judge, judge_control
     from ragaudit.query import QueryService
@@ -645,10 +647,10 @@ def evaluate(
     s = svc.settings
     qs = query_service or QueryService(svc)
     modes, skipped = [], {}
-    for m in p.modes:
+    for m in s.available_modes if p.modes is None else p.modes:
         mode = Mode.parse(m)
         if mode is Mode.hybrid_rerank and qs.retriever.reranker is None:
-            skipped[mode.value] = "no reranker configured (RAGAUDIT_RERANKER_MODEL)"
+            skipped[mode.value] = NO_RERANKER
         elif mode.value not in modes:
             modes.append(mode.value)
     top_k = p.top_k or s.top_k

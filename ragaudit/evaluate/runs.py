@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 import traceback
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -136,7 +137,10 @@ def resolve_dataset(svc: Services, ref: str) -> tuple[str, list[GoldQuestion]]:
 
 def create_run(svc: Services, dataset_ref: str, params: EvalParams) -> str:
     """Validate the dataset reference and modes and record a ``queued`` run; returns its id.
-    Raises ``KeyError`` (unknown dataset) or ``ValueError`` (bad dataset, mode or strategy)."""
+    Raises ``KeyError`` (unknown dataset) or ``ValueError`` (bad dataset, mode or strategy).
+    ``params.modes`` None is recorded as the modes the settings can run (``Settings.available_modes``)."""
+    if params.modes is None:
+        params = replace(params, modes=svc.settings.available_modes)
     for m in params.modes:
         Mode.parse(m)
     if params.strategy:

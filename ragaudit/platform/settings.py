@@ -14,8 +14,11 @@ from typing import Annotated, Literal
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from ragaudit.types import Mode
+
 BUNDLED_EMBEDDING_MODEL = "bundled:all-MiniLM-L6-v2"
 DEFAULT_EMBEDDING_BACKEND = "onnx"  # measured against torch: README, "Embedding backend"
+NO_RERANKER = "no reranker configured (RAGAUDIT_RERANKER_MODEL)"
 DENSE_PREFETCH_DEFAULT = 200  # dev set: identical hit@k/MRR to the exact scan on both halves (README, Benchmarks)
 
 
@@ -357,6 +360,20 @@ class Settings(BaseSettings):
         if ":" in host and not host.startswith("["):
             host = f"[{host}]"
         return f"http://{host}:{self.port}"
+
+    @property
+    def unavailable_modes(self) -> dict[str, str]:
+        """Retrieval modes this configuration cannot run, each with the reason and the setting
+        that enables it: ``{"hybrid_rerank": "..."}`` while ``reranker_model`` is empty."""
+        if self.reranker_model:
+            return {}
+        return {Mode.hybrid_rerank.value: NO_RERANKER}
+
+    @property
+    def available_modes(self) -> list[str]:
+        """Retrieval modes this configuration can run, in ``Mode`` order (the default modes of an
+        evaluation: API, CLI and web UI)."""
+        return [m.value for m in Mode if m.value not in self.unavailable_modes]
 
     @property
     def qdrant_path(self) -> Path:

@@ -30,6 +30,7 @@ FRONTEND = ROOT / "frontend"
 CHROMIUM = os.environ.get("RAGAUDIT_CHROMIUM", "/usr/bin/chromium")
 PLAYWRIGHT = FRONTEND / "node_modules" / "playwright-core"
 DOC = "20071229X02007.pdf"
+API_KEY = "ui-test-key"
 # a sibling NTSB report (same layout, another accident), added between the two evaluation runs
 SIBLING = "20080102X00002.pdf"
 
@@ -69,7 +70,7 @@ def server(tmp_path_factory):
         "RAGAUDIT_DATABASE_URL": "",
         "RAGAUDIT_QDRANT_URL": "",
         "RAGAUDIT_LLM_MODEL": "",
-        "RAGAUDIT_API_KEYS": "",
+        "RAGAUDIT_API_KEYS": API_KEY,  # the UI sends the key it keeps (stored PDFs need it too)
         "RAGAUDIT_EMBEDDING_MODEL": "bundled:all-MiniLM-L6-v2",
         "HF_HUB_OFFLINE": "1",
         "LITELLM_LOCAL_MODEL_COST_MAP": "True",
@@ -133,11 +134,12 @@ def test_ui_end_to_end(server, tmp_path):
 
     fails if: the upload never reaches ready or the bad file's reason is not shown; the answer lacks
     the gold answer or its citation names another page; the citation dialog lacks the highlighted
-    quote or its PDF link is not the stored PDF at that page; switching the X-ray to bm25 does not
+    quote or its PDF button does not open the stored PDF at that page with API keys set (a plain
+    link cannot send the key), or the admin document page's "open" does not; switching the X-ray to bm25 does not
     change the ranks (vector ranks must vanish); the scope picker's document and page range are not
     sent or a chunk outside them is shown; two quotes of one source are listed alike or one inline
     citation opens another's quote; the admin list shows chunks of another document or
-    a wrong total; a non-verbatim evidence edit is saved; the evaluation shows no per-mode interval;
+    a wrong total; a non-verbatim evidence edit is saved; the evaluation page offers hybrid_rerank with no reranker configured, or shows no per-mode interval;
     the two-run comparison (the same gold set before and after a sibling report is added) shows
     another run's means or intervals, a wrong difference, the runs in pick order instead of
     earlier-first, ranks other than the API's, or marks the wrong questions as changed;
@@ -171,6 +173,7 @@ def test_ui_end_to_end(server, tmp_path):
         "screenshots": str(shots),
         "chromium": CHROMIUM,
         "playwright_core": str(PLAYWRIGHT),
+        "api_key": API_KEY,
     }
     (tmp_path / "cfg.json").write_text(json.dumps(cfg))
     p = subprocess.run(
@@ -200,8 +203,13 @@ def test_ui_end_to_end(server, tmp_path):
         and s["quote"].split()[0]
         in httpx.get(f"{base}/admin/api/chunks", params={"filter": json.dumps({"q": s["quote"]})}).text
     )
-    assert s["pdf_href"].endswith(f"/file#page={q['page']}") and s["pdf_status"] == 200
-    assert s["pdf_type"] == "application/pdf"
+    # the PDF at the cited page, with API keys set: opened from a blob: URL fetched with the key
+    # (a plain link is refused: the stored file needs the key)
+    assert s["pdf_plain_status"] == 401
+    for pdf in (s["pdf"], s["admin_pdf"]):
+        assert pdf["url"].startswith("blob:") and pdf["status"] == 200, pdf
+        assert pdf["type"] == "application/pdf" and pdf["magic"] == "%PDF-", pdf
+    assert s["pdf"]["url"].endswith(f"#page={q['page']}"), s["pdf"]
     # X-ray: bm25 run has no vector ranks, hybrid had some; ranks moved or chunks changed
     before, after = s["xray"]["before"], s["xray"]["after"]
     assert any(r["vector"] != "–" for r in before) and all(r["vector"] == "–" for r in after)
@@ -222,6 +230,13 @@ def test_ui_end_to_end(server, tmp_path):
     assert s["admin_pagination"].endswith(f"of {n}"), s["admin_pagination"]
     # gold pair: non-verbatim evidence refused, stored evidence unchanged
     assert "verbatim" in s["pair_refusal"] and s["pair_evidence_kept"] is True
+    # evaluation: the configured modes offered and checked, hybrid_rerank (no reranker) disabled
+    assert {m["mode"]: (m["checked"], m["disabled"]) for m in s["eval_modes"]} == {
+        "hybrid": (True, False),
+        "vector": (True, False),
+        "bm25": (True, False),
+        "hybrid_rerank": (False, True),
+    }, s["eval_modes"]
     # evaluation: one row per mode with an interval
     assert len(s["ci_rows"]) == 3 and all("[" in r for r in s["ci_rows"]), s["ci_rows"]
     assert s["question_rows"] == len(qs or [q]) and all(f == "true" for f in s["failure_flags"])

@@ -28,9 +28,27 @@ page.setDefaultTimeout(T);
 const consoleErrors = [];
 page.on("pageerror", (e) => consoleErrors.push(String(e)));
 const shot = async (name) => shots && page.screenshot({ path: `${shots}/${name}.png`, fullPage: false });
+// the UI reads the API key from localStorage (as its key page stores it) and sends it itself; the
+// script's own API calls send it too
+const keyHeaders = cfg.api_key ? { "X-API-Key": cfg.api_key } : {};
+if (cfg.api_key) await page.addInitScript((k) => localStorage.setItem("ragaudit.apiKey", k), cfg.api_key);
 const api = async (path) => {
-  const r = await page.request.get(base + path);
+  const r = await page.request.get(base + path, { headers: keyHeaders });
   return { status: r.status(), headers: r.headers(), json: r.headers()["content-type"]?.includes("json") ? await r.json() : null };
+};
+// click a button that opens a stored PDF in a new tab: the tab's URL, and what that URL serves
+// (status, content type, the first bytes) read back in the page
+const openPdf = async (button) => {
+  const [tab] = await Promise.all([page.waitForEvent("popup"), button.click()]);
+  await tab.waitForURL(/^blob:/, { waitUntil: "commit" }).catch(() => {});
+  const url = tab.url();
+  const blob = url.startsWith("blob:") ? await page.evaluate(async (u) => {
+    const r = await fetch(u.split("#")[0]);
+    const b = new Uint8Array(await r.arrayBuffer());
+    return { status: r.status, type: r.headers.get("content-type"), magic: String.fromCharCode(...b.slice(0, 5)) };
+  }, url) : null;
+  await tab.close();
+  return { url, ...blob };
 };
 const check = (cond, msg) => { if (!cond) throw new Error(msg); };
 // drop files on the upload zone (a real drop event); each keeps its base name, as a browser sends it
@@ -83,11 +101,9 @@ try {
   out.steps.quote = await dlg.getByTestId("quote").innerText();
   out.steps.support = await dlg.getByTestId("support").innerText();
   check(out.steps.support.startsWith("Supports the claim"), `citation support shown as ${out.steps.support}`);
-  const href = await dlg.getByTestId("open-pdf").getAttribute("href");
-  out.steps.pdf_href = href;
-  const pdf = await page.request.get(base + href.split("#")[0]);
-  out.steps.pdf_status = pdf.status();
-  out.steps.pdf_type = pdf.headers()["content-type"];
+  // the stored PDF needs the key (a plain link gets 401, step 5b): the button fetches it with the
+  // key and opens it in a new tab from a blob: URL at the cited page
+  out.steps.pdf = await openPdf(dlg.getByTestId("open-pdf"));
   await shot("citation");
   await dlg.getByRole("button", { name: "Close" }).click();
 
@@ -158,6 +174,13 @@ try {
   out.steps.admin_pagination = await page.locator(".MuiTablePagination-displayedRows").innerText();
   await shot("admin");
 
+  // 5b. the stored PDF: a plain request without the key is refused; the document page's "open"
+  // fetches it with the key and opens it from a blob: URL
+  step = "admin-pdf";
+  out.steps.pdf_plain_status = (await page.request.get(`${base}/documents/${doc.id}/file`)).status();
+  await page.goto(`${base}/#/documents/${doc.id}/show`);
+  out.steps.admin_pdf = await openPdf(page.getByTestId("admin-open-pdf"));
+
   // 6. admin: edit a gold pair with evidence that is not in its chunk -> refused with the reason
   step = "admin-pair";
   const pairs = (await api(`/admin/api/qa_pairs?filter=${encodeURIComponent(JSON.stringify({ document_id: doc.id }))}`)).json;
@@ -180,6 +203,10 @@ try {
   await page.goto(`${base}/#/evaluation`);
   await page.getByTestId("dataset-file").setInputFiles(cfg.dataset_jsonl);
   await page.waitForFunction(() => document.querySelector("[data-testid=dataset] input")?.value?.length > 0);
+  // the modes offered: those the server can run (GET /modes); hybrid_rerank without a reranker is disabled
+  await page.locator("[data-testid=mode-hybrid] input:checked").waitFor();
+  out.steps.eval_modes = await page.locator("[data-testid^=mode-]").evaluateAll((ls) => ls.map((l) => ({
+    mode: l.dataset.testid.slice(5), checked: l.querySelector("input").checked, disabled: l.querySelector("input").disabled })));
   await page.getByTestId("start-eval").click();
   await page.getByTestId("run-results").waitFor({ timeout: 180_000 });
   await page.locator("[data-testid=ci-row]").first().waitFor();
@@ -197,7 +224,7 @@ try {
   step = "evaluation-compare";
   const t7b = Date.now();
   const runA = (await api("/evaluate")).json[0].id;
-  const sib = await page.request.post(`${base}/documents?wait=true`, { timeout: 180_000, multipart: {
+  const sib = await page.request.post(`${base}/documents?wait=true`, { timeout: 180_000, headers: keyHeaders, multipart: {
     file: { name: basename(cfg.sibling_pdf), mimeType: "application/pdf", buffer: readFileSync(cfg.sibling_pdf) } } });
   check(sib.status() === 201, `sibling upload answered ${sib.status()}: ${await sib.text()}`);
   await page.getByTestId("start-eval").click();

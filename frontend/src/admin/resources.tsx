@@ -1,12 +1,24 @@
 import {
   AutocompleteInput, BooleanField, BooleanInput, Create, Datagrid, DateField, DeleteButton, Edit, FunctionField,
   List, NumberField, NumberInput, ReferenceField, ReferenceInput, ReferenceManyField, SearchInput, SelectInput,
-  Show, SimpleForm, SimpleShowLayout, TextField, TextInput, required, TopToolbar, EditButton,
+  Show, SimpleForm, SimpleShowLayout, TextField, TextInput, required, TopToolbar, EditButton, useNotify,
 } from "react-admin";
-import { STRATEGIES } from "../api";
+import { Button } from "@mui/material";
+import { openPdf, STRATEGIES } from "../api";
 
 const strategyChoices = STRATEGIES.map((s) => ({ id: s, name: s }));
 const clip = (n: number) => (r: any, key: string) => String(r?.[key] ?? "").slice(0, n);
+
+/** Opens the stored PDF with the API key (a plain link cannot send it); errors go to the notification bar. */
+function OpenPdf({ id }: { id: string }) {
+  const notify = useNotify();
+  return (
+    <Button size="small" data-testid="admin-open-pdf"
+      onClick={() => openPdf(id).catch((e) => notify(`PDF: ${(e as Error).message}`, { type: "error" }))}>
+      open
+    </Button>
+  );
+}
 
 // ---- documents ----
 const docFilters = [
@@ -47,7 +59,7 @@ export const DocumentShow = () => (
       <NumberField source="ingest_version" />
       <DateField source="ingested_at" showTime />
       <FunctionField label="extraction report" render={(r: any) => <ExtractionReport report={r.extraction_report} />} />
-      <FunctionField label="PDF" render={(r: any) => <a href={`/documents/${r.id}/file`} target="_blank" rel="noopener">open</a>} />
+      <FunctionField label="PDF" render={(r: any) => <OpenPdf id={r.id} />} />
       <ReferenceManyField label="Chunks" reference="chunks" target="document_id" sort={{ field: "index", order: "ASC" }}>
         <Datagrid rowClick="show" bulkActionButtons={false}>
           <NumberField source="index" />

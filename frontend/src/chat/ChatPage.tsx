@@ -6,7 +6,7 @@ import {
   Grid, Link, MenuItem, Stack, TextField, Typography,
 } from "@mui/material";
 import { Title } from "react-admin";
-import { Answer, authHeaders, Citation, Doc, getJSON, MODES, postJSON, Retrieved, ScopeIn, STRATEGIES } from "../api";
+import { Answer, authHeaders, Citation, Doc, getJSON, MODES, Modes, openPdf, postJSON, Retrieved, ScopeIn, STRATEGIES, useModes } from "../api";
 import { Upload } from "./Upload";
 import { XRay } from "./XRay";
 
@@ -62,8 +62,9 @@ function Highlighted({ text, quote }: { text: string; quote: string }) {
 }
 
 function CitationDialog({ cite, source, onClose }: { cite: Citation | null; source?: Retrieved; onClose: () => void }) {
+  const [pdfError, setPdfError] = useState<string | null>(null);
   if (!cite) return null;
-  const pdf = source?.document_id ? `/documents/${source.document_id}/file#page=${cite.page}` : null;
+  const documentId = source?.document_id;
   return (
     <Dialog open onClose={onClose} maxWidth="md" fullWidth data-testid="citation-dialog">
       <DialogTitle>[{cite.n}] {cite.doc_name}, {pagesLabel(cite)}</DialogTitle>
@@ -78,9 +79,15 @@ function CitationDialog({ cite, source, onClose }: { cite: Citation | null; sour
           </Typography>
         )}
         {source ? <Highlighted text={source.text} quote={cite.quote} /> : <blockquote>{cite.quote}</blockquote>}
+        {pdfError && <Alert severity="error" sx={{ mt: 1 }} data-testid="pdf-error">{pdfError}</Alert>}
       </DialogContent>
       <DialogActions>
-        {pdf && <Button href={pdf} target="_blank" rel="noopener" data-testid="open-pdf">Open the PDF at page {cite.page}</Button>}
+        {documentId && (
+          <Button data-testid="open-pdf" data-page={cite.page}
+            onClick={() => { setPdfError(null); openPdf(documentId, cite.page).catch((e) => setPdfError(`PDF: ${(e as Error).message}`)); }}>
+            Open the PDF at page {cite.page}
+          </Button>
+        )}
         <Button onClick={onClose}>Close</Button>
       </DialogActions>
     </Dialog>
@@ -97,7 +104,15 @@ function pagesLabel(c: Citation): string {
   return ps.length > 1 ? `pages ${ps[0]}–${ps[ps.length - 1]}` : `page ${ps[0]}`;
 }
 
-function TurnView({ turn, onRerun }: { turn: Turn; onRerun: (t: Turn, mode: string, topK: number, strategy: string) => void }) {
+/** The mode menu's items: every mode, those the server cannot run disabled with the reason. */
+function modeItems(modes: Modes | null) {
+  return MODES.map((m) => {
+    const why = modes?.unavailable[m];
+    return <MenuItem key={m} value={m} disabled={!!why} title={why}>{why ? `${m} (unavailable)` : m}</MenuItem>;
+  });
+}
+
+function TurnView({ turn, onRerun, modes }: { turn: Turn; onRerun: (t: Turn, mode: string, topK: number, strategy: string) => void; modes: Modes | null }) {
   const [open, setOpen] = useState<Citation | null>(null);
   const run = turn.runs[turn.runs.length - 1];
   const first = turn.runs[0];
@@ -168,7 +183,7 @@ function TurnView({ turn, onRerun }: { turn: Turn; onRerun: (t: Turn, mode: stri
                 <Box sx={{ display: "flex", flexWrap: "wrap", gap: 1, alignItems: "center", mb: 1 }}>
                   <Typography variant="overline">X-ray</Typography>
                   <TextField select size="small" label="mode" value={mode} sx={{ width: 150 }} onChange={(e) => setMode(e.target.value)} data-testid="xray-mode">
-                    {MODES.map((m) => <MenuItem key={m} value={m}>{m}</MenuItem>)}
+                    {modeItems(modes)}
                   </TextField>
                   <TextField size="small" type="number" label="top_k" value={topK} sx={{ width: 90 }}
                     onChange={(e) => setTopK(Math.max(1, Math.min(100, Number(e.target.value) || 5)))} />
@@ -203,6 +218,7 @@ export function ChatPage() {
   const [pageMin, setPageMin] = useState("");
   const [pageMax, setPageMax] = useState("");
   const [mode, setMode] = useState("hybrid");
+  const modes = useModes();
   const [topK, setTopK] = useState(5);
   const [strategy, setStrategy] = useState("sentence");
   const [question, setQuestion] = useState("");
@@ -301,7 +317,7 @@ export function ChatPage() {
             </Stack>
             <Stack direction="row" spacing={1}>
               <TextField select size="small" label="mode" value={mode} onChange={(e) => setMode(e.target.value)} sx={{ flex: 1 }}>
-                {MODES.map((m) => <MenuItem key={m} value={m}>{m}</MenuItem>)}
+                {modeItems(modes)}
               </TextField>
               <TextField size="small" type="number" label="top_k" value={topK} sx={{ width: 80 }}
                 onChange={(e) => setTopK(Math.max(1, Math.min(100, Number(e.target.value) || 5)))} />
@@ -327,7 +343,7 @@ export function ChatPage() {
             <Button variant="contained" onClick={() => void ask()} data-testid="ask">Ask</Button>
             <Button onClick={() => setTurns([])}>Clear</Button>
           </Stack>
-          {turns.map((t) => <TurnView key={t.id} turn={t} onRerun={rerun} />)}
+          {turns.map((t) => <TurnView key={t.id} turn={t} onRerun={rerun} modes={modes} />)}
         </Grid>
       </Grid>
     </Box>

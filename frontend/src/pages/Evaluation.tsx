@@ -5,7 +5,7 @@ import {
   LinearProgress, MenuItem, Stack, Switch, Table, TableBody, TableCell, TableHead, TableRow, TextField, Typography,
 } from "@mui/material";
 import { Title } from "react-admin";
-import { Answer, getJSON, MODES, postJSON, uploadWithProgress } from "../api";
+import { Answer, getJSON, MODES, postJSON, uploadWithProgress, useModes } from "../api";
 import { XRay } from "../chat/XRay";
 import { RunCompare } from "./RunCompare";
 
@@ -138,7 +138,10 @@ export function EvaluationPage() {
   const [datasets, setDatasets] = useState<Dataset[]>([]);
   const [runs, setRuns] = useState<Run[]>([]);
   const [dataset, setDataset] = useState("");
-  const [modes, setModes] = useState<string[]>(["vector", "bm25", "hybrid"]);
+  const serverModes = useModes();
+  // the modes the server can run, once it said which (the run's default); then as the user picks
+  const [picked, setModes] = useState<string[] | null>(null);
+  const modes = picked ?? serverModes?.available ?? [];
   const [answers, setAnswers] = useState(true);
   const [selected, setSelected] = useState<string[]>([]);
   const [details, setDetails] = useState<Record<string, Run>>({});
@@ -212,10 +215,14 @@ export function EvaluationPage() {
           Upload JSONL<input hidden type="file" accept=".jsonl,application/json" data-testid="dataset-file" onChange={(e) => e.target.files?.[0] && void upload(e.target.files[0])} />
         </Button>
         <FormGroup row>
-          {MODES.map((m) => (
-            <FormControlLabel key={m} label={m} control={<Checkbox size="small" checked={modes.includes(m)}
-              onChange={(e) => setModes((xs) => (e.target.checked ? [...xs, m] : xs.filter((x) => x !== m)))} />} />
-          ))}
+          {MODES.map((m) => {
+            const why = serverModes?.unavailable[m];
+            return (
+              <FormControlLabel key={m} label={why ? `${m} (unavailable)` : m} title={why} disabled={!!why} data-testid={`mode-${m}`}
+                control={<Checkbox size="small" checked={modes.includes(m)}
+                  onChange={(e) => setModes(e.target.checked ? [...modes, m] : modes.filter((x) => x !== m))} />} />
+            );
+          })}
         </FormGroup>
         <FormControlLabel control={<Switch checked={answers} onChange={(e) => setAnswers(e.target.checked)} />} label="answers" />
         <Button variant="contained" disabled={!dataset || !modes.length} onClick={() => void start()} data-testid="start-eval">Start run</Button>
