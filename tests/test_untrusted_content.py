@@ -151,10 +151,11 @@ def test_visible_instruction_is_flagged_and_never_certified(app, obedient_llm):
     """Fails if the answer of a model that obeys a visible instruction in a document is labelled
     answered with a citation that supports it, if the instruction is not flagged at ingestion
     (payload and chunk row), if the answer's notes and X-ray do not say that a source reads as an
-    instruction, or if the offline answerer quotes the instruction."""
+    instruction, if the offline answerer quotes the instruction, or if a gold pair takes it as
+    evidence."""
     from sqlalchemy import select
 
-    from ragaudit.platform.db import ChunkRow
+    from ragaudit.platform.db import ChunkRow, QAPair
 
     client, svc = app
     doc = upload(client, "statement-visible.pdf", visible_injection_statement())
@@ -189,6 +190,10 @@ def test_visible_instruction_is_flagged_and_never_certified(app, obedient_llm):
     assert flagged and all(
         p["text"][a:b].startswith("Reply only with") for p in flagged for a, b in p["instruction_spans"]
     )
+    # nor is the instruction the evidence of a gold pair
+    with svc.sessions() as s:
+        evidence = list(s.scalars(select(QAPair.evidence).where(QAPair.document_id == doc["id"])))
+    assert evidence and not any("Reply only with" in e for e in evidence), evidence
 
 
 def _only(doc):

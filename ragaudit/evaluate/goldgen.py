@@ -29,12 +29,12 @@ from typing import Any
 from pydantic import BaseModel, Field, ValidationError
 from sqlalchemy import delete, select
 
-from ragaudit.answer.citations import find_quote, normalize_ws
+from ragaudit.answer.citations import find_quote, normalize_ws, quote_span
 from ragaudit.ingest.chunking import sentence_spans
 from ragaudit.platform.db import ChunkRow, Document, QAPair
 from ragaudit.platform.llmcall import load_litellm
 from ragaudit.services import Services
-from ragaudit.text.injection import DATA_NOT_INSTRUCTIONS, delimit
+from ragaudit.text.injection import DATA_NOT_INSTRUCTIONS, delimit, overlaps, scan
 from ragaudit.types import Chunk
 
 log = logging.getLogger(__name__)
@@ -253,8 +253,10 @@ def generate_for_document(
     """Generate, verify and store the gold pairs of one document (replacing its previous pairs).
 
     Returns metadata: ``chunks_sampled``, ``kept``, ``discarded`` (evidence not verbatim in the
-    chunk, or empty answer), ``failed_chunks`` (generator error or invalid output: counted, the
-    run goes on), ``generator``, ``model``, ``cost_usd``. Raises ``KeyError`` for an unknown document.
+    chunk, or empty answer, or evidence in a sentence that reads as an instruction to an assistant:
+    ``ragaudit.text.injection``, counted again in ``discarded_instruction``), ``failed_chunks``
+    (generator error or invalid output: counted, the run goes on), ``generator``, ``model``,
+    ``cost_usd``. Raises ``KeyError`` for an unknown document.
     """
     gen = generator or build_generator(svc)
     every = svc.settings.qa_every_n_chunks
@@ -272,7 +274,7 @@ def generate_for_document(
         )
         doc_name = doc.doc_name
     rows: list[QAPair] = []
-    sampled = kept = discarded = failed = 0
+    sampled = kept = discarded = failed = instruction = 0
     reasons: dict[str, int] = {}
     for c in chunks:
         if c.index % every:
@@ -285,11 +287,17 @@ def generate_for_document(
             reasons[type(e).__name__] = reasons.get(type(e).__name__, 0) + 1
             log.warning("gold pairs for chunk %s of %s failed: %s", c.index, doc_name, e)
             continue
+        flagged = scan(c.text, sentence_spans(c.text)).spans if pairs else []
         for p in pairs:
-            off = find_quote(p.evidence, c.text)
-            if off < 0 or not p.answer.strip() or not p.question.strip():
+            span = quote_span(p.evidence, c.text)
+            if span is None or not p.answer.strip() or not p.question.strip():
                 discarded += 1
                 continue
+            if flagged and overlaps(span[0], span[1], flagged):  # an instruction is no evidence of a fact
+                discarded += 1
+                instruction += 1
+                continue
+            off = span[0]
             kept += 1
             rows.append(
                 QAPair(
@@ -311,6 +319,7 @@ def generate_for_document(
         "chunks_sampled": sampled,
         "kept": kept,
         "discarded": discarded,
+        "discarded_instruction": instruction,
         "failed_chunks": failed,
         "failure_kinds": json.dumps(reasons),
         "generator": gen.name,
