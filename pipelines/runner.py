@@ -16,6 +16,7 @@ import dagster as dg
 
 from ragaudit.ingest.documents import IngestError
 from ragaudit.ingest.pdf import PDFError
+from ragaudit.platform import tracing
 from ragaudit.services import Services, services_key
 
 from .assets import STRATEGY_TAG
@@ -66,6 +67,14 @@ def run_ingestion(svc: Services, document_id: str, strategy: str | None = None) 
 
     Raises the stage's ``PDFError`` (bad PDF found late) or ``IngestError`` naming the failed step.
     """
+    with tracing.span(
+        "dagster.run",
+        **{"ragaudit.document_id": document_id, "ragaudit.strategy": strategy},
+    ) as run_span:
+        _run_ingestion(svc, document_id, strategy, run_span)
+
+
+def _run_ingestion(svc: Services, document_id: str, strategy: str | None, run_span) -> None:
     instance = instance_for(svc)
     instance.add_dynamic_partitions("documents", [document_id])
     result = dg.materialize(
@@ -81,6 +90,14 @@ def run_ingestion(svc: Services, document_id: str, strategy: str | None = None) 
             **({STRATEGY_TAG: strategy} if strategy else {}),
         },
     )
+    if run_span is not None:
+        run_span.set_attributes(
+            {
+                "dagster.run_id": result.run_id,
+                "dagster.job": result.dagster_run.job_name,
+                "dagster.success": result.success,
+            }
+        )
     for ev in result.get_asset_check_evaluations():
         if not ev.passed and ev.check_name in BLOCKING_CHECKS:
             meta = {k: getattr(v, "value", v) for k, v in (ev.metadata or {}).items()}
@@ -153,8 +170,12 @@ def execute_launched_run(svc: Services, run_id: str) -> str:
         run = instance.get_run_by_id(run_id)
         if run.status not in (DagsterRunStatus.NOT_STARTED, DagsterRunStatus.STARTING):
             return run.status.value  # failed or canceled while it waited
-        execute_run(recon, run, instance)
-    return instance.get_run_by_id(run_id).status.value
+        with tracing.span("dagster.run", **{"dagster.job": run.job_name, "dagster.run_id": run_id}) as run_span:
+            execute_run(recon, run, instance)
+            status = instance.get_run_by_id(run_id).status.value
+            if run_span is not None:
+                run_span.set_attribute("dagster.status", status)
+    return status
 
 
 def recover_runs(svc: Services, requeue) -> dict[str, list[str]]:
@@ -209,28 +230,33 @@ def run_bulk(
     key = uuid.uuid4().hex
     hooks = {"on_outcome": on_outcome, "timings": {} if timings is None else timings}
     register_hooks(key, hooks)
-    try:
-        result = ingest_files_job.execute_in_process(
-            run_config={
-                "ops": {
-                    BULK_OP: {
-                        "config": {
-                            "files": [{"path": str(f.path), "name": f.name} for f in files],
-                            "knowledge_base": knowledge_base,
-                            "strategy": strategy,
-                            "hooks": key,
+    with tracing.span(
+        "dagster.run", **{"dagster.job": ingest_files_job.name, "ragaudit.documents": len(files)}
+    ) as run_span:
+        try:
+            result = ingest_files_job.execute_in_process(
+                run_config={
+                    "ops": {
+                        BULK_OP: {
+                            "config": {
+                                "files": [{"path": str(f.path), "name": f.name} for f in files],
+                                "knowledge_base": knowledge_base,
+                                "strategy": strategy,
+                                "hooks": key,
+                            }
                         }
-                    }
+                    },
+                    "loggers": {"console": {"config": {"log_level": "WARNING"}}},
                 },
-                "loggers": {"console": {"config": {"log_level": "WARNING"}}},
-            },
-            instance=instance_for(svc),
-            resources={"ragaudit": RagauditResource(services_key=services_key(svc.settings))},
-            raise_on_error=False,
-            tags={"ragaudit/documents": str(len(files)), WORKER_TAG: this_worker()},
-        )
-    finally:
-        hooks = pop_hooks(key)
+                instance=instance_for(svc),
+                resources={"ragaudit": RagauditResource(services_key=services_key(svc.settings))},
+                raise_on_error=False,
+                tags={"ragaudit/documents": str(len(files)), WORKER_TAG: this_worker()},
+            )
+        finally:
+            hooks = pop_hooks(key)
+        if run_span is not None:
+            run_span.set_attributes({"dagster.run_id": result.run_id, "dagster.success": result.success})
     if not result.success or "outcomes" not in hooks:
         msg = "ingestion run failed"
         for ev in result.all_events:

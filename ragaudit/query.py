@@ -9,11 +9,12 @@ cited chunk) and ``supports`` (the quote supports the claim that cites it) with 
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import threading
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
@@ -29,10 +30,12 @@ from ragaudit.answer.answerers import (
 )
 from ragaudit.answer.citations import normalize_ws
 from ragaudit.index.embedding import cores_busy
+from ragaudit.platform import tracing
 from ragaudit.platform.cache import AnswerCache
 from ragaudit.platform.db import ChunkRow, Document, new_id, scope_clause
 from ragaudit.platform.llmcall import CLIENT_DISCONNECTED, Cancellation, litellm_kwargs
-from ragaudit.platform.telemetry import TelemetryWriter
+from ragaudit.platform.telemetry import TelemetryWriter, question_hash
+from ragaudit.platform.tracing import RequestTrace
 from ragaudit.retrieve.retriever import RetrievalResult, Retriever, empty_note
 from ragaudit.retrieve.scope import page_range_span
 from ragaudit.services import Services
@@ -262,10 +265,16 @@ class QueryService:
         return words[i], float(sims[i])
 
     def prepare(
-        self, question: str, scope: Scope | None = None, top_k: int | None = None, mode: Mode | str = Mode.hybrid
+        self,
+        question: str,
+        scope: Scope | None = None,
+        top_k: int | None = None,
+        mode: Mode | str = Mode.hybrid,
+        t0: float | None = None,
     ) -> Prepared:
-        """Retrieve and decide whether to answer. Raises ``ValueError`` for bad input."""
-        t0 = time.perf_counter()
+        """Retrieve and decide whether to answer. ``t0``: the ``time.perf_counter()`` the request's
+        total is measured from (default: now). Raises ``ValueError`` for bad input."""
+        t0 = time.perf_counter() if t0 is None else t0
         top_k = top_k or self.svc.settings.top_k
         mode = Mode.parse(mode)
         scope = scope or Scope()
@@ -352,6 +361,84 @@ class QueryService:
             },
         }
 
+    def _trace_fields(self, trace_id: str | None) -> dict[str, str | None]:
+        """``trace_id`` (32 hex digits, ``None`` when tracing is off) and ``trace_url``: the trace in
+        the tracing UI when ``RAGAUDIT_TRACE_URL_TEMPLATE`` is set (``{trace_id}`` filled in)."""
+        template = self.svc.settings.trace_url_template
+        return {
+            "trace_id": trace_id,
+            "trace_url": template.replace("{trace_id}", trace_id) if template and trace_id else None,
+        }
+
+    def _start_trace(
+        self, endpoint: str, t0: float, question: str, scope: Scope, mode: Any, top_k: int
+    ) -> RequestTrace | None:
+        """The request's trace (``None`` when tracing is off): root span ``ragaudit.<endpoint>``
+        starting at ``t0``; the question is an attribute only when telemetry stores questions."""
+        store_q = self.svc.settings.telemetry_store_question
+        return tracing.start_request(
+            f"ragaudit.{endpoint}",
+            t0,
+            **{
+                "ragaudit.endpoint": endpoint,
+                "ragaudit.question": question if store_q else None,
+                "ragaudit.question_sha256": question_hash(question),
+                "ragaudit.mode": str(getattr(mode, "value", mode)),
+                "ragaudit.top_k": int(top_k),
+                "ragaudit.scope": json.dumps(scope.as_dict(), ensure_ascii=False, sort_keys=True),
+            },
+        )
+
+    def _finish_trace(
+        self,
+        trace: RequestTrace | None,
+        qid: str,
+        timings_ms: dict[str, Any],
+        starts: dict[str, float] | None,
+        ans: AnswerResult | None,
+        error_kind: str | None,
+        usage: tuple[int, int, float | None] | None = None,
+        **attributes: Any,
+    ) -> str | None:
+        """End ``trace`` with one span per stage of ``starts`` whose duration is ``timings_ms``'s
+        number, the same dict the query_logs row is written from; ``usage`` (prompt tokens,
+        completion tokens, cost USD) as in the row. Returns the trace id (``None`` when tracing is
+        off or failed: tracing never fails a request)."""
+        if trace is None:
+            return None
+        if usage is None and ans is not None:
+            usage = (ans.prompt_tokens, ans.completion_tokens, ans.cost_usd)
+        try:
+            model = ans.model if ans else self._model_name()
+            trace.set(
+                **{
+                    "ragaudit.query_id": qid,
+                    "ragaudit.label": ans.label if ans else None,
+                    "gen_ai.request.model": model,
+                    **attributes,
+                }
+            )
+            generation = {
+                "gen_ai.operation.name": "chat",
+                "gen_ai.request.model": model,
+                "gen_ai.usage.input_tokens": usage[0] if usage else None,
+                "gen_ai.usage.output_tokens": usage[1] if usage else None,
+                "ragaudit.cost_usd": usage[2] if usage else None,  # absent = unknown price
+                "ragaudit.label": ans.label if ans else None,
+            }
+            return trace.finish(timings_ms, starts or {}, error_kind, generation)
+        except Exception as e:
+            log.warning("could not finish the trace: %s", type(e).__name__)
+            return None
+
+    @staticmethod
+    def _starts(prep: Prepared, gen_t0: float | None = None) -> dict[str, float]:
+        """Stage -> ``perf_counter()`` at its start: retrieval's stages, then generation."""
+        out = dict(prep.retrieval.started)
+        if gen_t0 is not None:
+            out["generation"] = gen_t0
+        return out
+
     def ask(
         self,
         question: str,
@@ -359,28 +446,29 @@ class QueryService:
         top_k: int | None = None,
         mode: Mode | str = Mode.hybrid,
         log_query: bool = True,
+        endpoint: str = "query",
     ) -> dict[str, Any]:
         """Answer ``question`` from the top-``top_k`` chunks within ``scope``.
 
-        Returns the answer JSON (timings in ms, cost in USD). Raises ``ValueError`` for an empty
-        question or an unknown mode; API errors of the LLM propagate (and are logged with their
-        error kind).
+        Returns the answer JSON (timings in ms, cost in USD; ``trace_id`` when tracing is on).
+        ``endpoint`` names the door in the query_logs row and the trace ("query", "chat",
+        "mcp_ask"). Raises ``ValueError`` for an empty question or an unknown mode; API errors of
+        the LLM propagate (and are logged with their error kind).
         """
         t0 = time.perf_counter()
         scope = scope or Scope()
         mode_v = Mode.parse(mode)
-        ckey = (
-            self._cache_key("answer", question, scope, mode_v, top_k or self.svc.settings.top_k, self._model_name())
-            if log_query
-            else None
-        )
+        k = top_k or self.svc.settings.top_k
+        tr = self._start_trace(endpoint, t0, question, scope, mode_v, k) if log_query else None
+        ckey = self._cache_key("answer", question, scope, mode_v, k, self._model_name()) if log_query else None
         hit = self.cache.get(ckey) if ckey else None
         if hit is not None:
-            return self._serve_cached(hit, new_id(), question, scope, mode_v, top_k or self.svc.settings.top_k, t0)
+            return self._serve_cached(hit, new_id(), question, scope, mode_v, k, t0, endpoint, tr)
         prep = None
+        t = t0
         try:
-            with request_in_flight():
-                prep = self.prepare(question, scope, top_k, mode_v)
+            with request_in_flight(), tr.active() if tr else nullcontext():
+                prep = self.prepare(question, scope, top_k, mode_v, t0=t0)
                 t = time.perf_counter()
                 ans = self.answer(prep)
                 gen_ms = (time.perf_counter() - t) * 1000
@@ -392,11 +480,13 @@ class QueryService:
                         question,
                         scope,
                         mode_v,
-                        top_k or self.svc.settings.top_k,
+                        k,
                         None,
                         None,
                         (time.perf_counter() - t0) * 1000,
                         error_kind=type(e).__name__,
+                        endpoint=endpoint,
+                        trace=tr,
                     )
                 else:  # the answerer failed: the row keeps what retrieval did and how long generation ran
                     self._log(
@@ -409,11 +499,29 @@ class QueryService:
                         None,
                         (time.perf_counter() - t0) * 1000,
                         error_kind=type(e).__name__,
+                        endpoint=endpoint,
+                        trace=tr,
+                        starts=self._starts(prep, t),
                     )
             raise
         out = self.result_json(prep, ans, gen_ms)
+        trace_id = None
         if log_query:
-            self._log(prep.query_id, question, prep.scope, prep.mode, prep.top_k, out, ans, out["timings_ms"]["total"])
+            trace_id = self._log(
+                prep.query_id,
+                question,
+                prep.scope,
+                prep.mode,
+                prep.top_k,
+                out,
+                ans,
+                out["timings_ms"]["total"],
+                endpoint=endpoint,
+                trace=tr,
+                starts=self._starts(prep, t),
+            )
+        out.update(self._trace_fields(trace_id))
+        if log_query:
             out["cache"] = {"hit": False}
             if ckey:
                 self.cache.put(ckey, out)
@@ -427,18 +535,22 @@ class QueryService:
         mode: Mode | str = Mode.hybrid,
         log_query: bool = True,
         cancel: Cancellation | None = None,
+        endpoint: str = "stream",
     ) -> Iterator[tuple[str, dict[str, Any]]]:
-        """Yield ``(event, data)``: ``sources`` (numbered chunks) first, then ``token`` events
-        (``{"text": delta}``), then ``done`` (label, citations, timings incl. ``ttft`` ms, usage).
+        """Yield ``(event, data)``: ``sources`` (numbered chunks, ``trace_id``) first, then ``token``
+        events (``{"text": delta}``), then ``done`` (label, citations, timings incl. ``ttft`` ms,
+        usage, ``trace_id``). ``endpoint`` names the door in the row and the trace.
 
         Errors after the first event are yielded as ``error`` events (and logged). ``cancel``
         (fired when the client goes away) closes the upstream LLM request; a generator cancelled
         or closed before ``done`` logs its row with ``error_kind`` ``ClientDisconnected``.
         """
         t0 = time.perf_counter()
+        k = top_k or self.svc.settings.top_k
+        tr = self._start_trace(endpoint, t0, question, scope or Scope(), mode, k) if log_query else None
         try:
-            with request_in_flight():
-                prep = self.prepare(question, scope, top_k, mode)
+            with request_in_flight(), tr.active() if tr else nullcontext():
+                prep = self.prepare(question, scope, top_k, mode, t0=t0)
         except Exception as e:
             if log_query:
                 self._log(
@@ -446,14 +558,16 @@ class QueryService:
                     question,
                     scope or Scope(),
                     mode if isinstance(mode, Mode) else Mode.hybrid,
-                    top_k or self.svc.settings.top_k,
+                    k,
                     None,
                     None,
                     (time.perf_counter() - t0) * 1000,
                     error_kind=type(e).__name__,
-                    endpoint="stream",
+                    endpoint=endpoint,
+                    trace=tr,
                 )
             raise
+        trace_fields = self._trace_fields(tr.trace_id if tr else None)
         t = time.perf_counter()
         try:
             yield (
@@ -462,6 +576,7 @@ class QueryService:
                     "query_id": prep.query_id,
                     "sources": [{"n": i, **c} for i, c in enumerate(prep.sources_json(), start=1)],
                     "notes": list(prep.retrieval.notes),
+                    **trace_fields,
                 },
             )
         except GeneratorExit:  # closed before generation began: the client left before its first byte
@@ -476,7 +591,9 @@ class QueryService:
                     None,
                     (time.perf_counter() - prep.t0) * 1000,
                     error_kind=CLIENT_DISCONNECTED,
-                    endpoint="stream",
+                    endpoint=endpoint,
+                    trace=tr,
+                    starts=self._starts(prep),
                 )
             raise
         t = time.perf_counter()
@@ -521,8 +638,10 @@ class QueryService:
                     None,
                     (time.perf_counter() - prep.t0) * 1000,
                     error_kind=CLIENT_DISCONNECTED,
-                    endpoint="stream",
+                    endpoint=endpoint,
                     usage=self._spent(prep, ans, gen, received, True),
+                    trace=tr,
+                    starts=self._starts(prep, t),
                 )
             raise
         except Exception as e:
@@ -538,8 +657,10 @@ class QueryService:
                     None,
                     (time.perf_counter() - prep.t0) * 1000,
                     error_kind=kind,
-                    endpoint="stream",
+                    endpoint=endpoint,
                     usage=self._spent(prep, ans, gen, received, kind == CLIENT_DISCONNECTED),
+                    trace=tr,
+                    starts=self._starts(prep, t),
                 )
             if kind == CLIENT_DISCONNECTED:
                 return  # nobody is listening
@@ -556,7 +677,9 @@ class QueryService:
                 out,
                 ans,
                 out["timings_ms"]["total"],
-                endpoint="stream",
+                endpoint=endpoint,
+                trace=tr,
+                starts=self._starts(prep, t),
             )
         done = {
             k: out[k]
@@ -572,7 +695,7 @@ class QueryService:
                 "usage",
             )
         }
-        yield "done", done
+        yield "done", {**done, **trace_fields}
 
     def _spent(
         self, prep: Prepared, ans: AnswerResult | None, gen: Any, received: list[str], client_left: bool
@@ -617,14 +740,18 @@ class QueryService:
         error_kind: str | None = None,
         endpoint: str = "query",
         usage: tuple[int, int, float | None] | None = None,
-    ) -> None:
-        """Write the request's query_logs row. ``usage``: ``(prompt_tokens, completion_tokens,
+        trace: RequestTrace | None = None,
+        starts: dict[str, float] | None = None,
+    ) -> str | None:
+        """Write the request's query_logs row and end its trace, both from one timings dict
+        (stage -> ms, ``total`` = ``total_ms``). ``usage``: ``(prompt_tokens, completion_tokens,
         cost_usd)`` spent by a request without an answer (a stream cut short); else taken from
-        ``ans`` (0 without one)."""
+        ``ans`` (0 without one). Returns the trace id (``None`` when tracing is off)."""
         t = dict((out or {}).get("timings_ms", {}))
         t["total"] = total_ms
         if usage is None:
             usage = (ans.prompt_tokens, ans.completion_tokens, ans.cost_usd) if ans else (0, 0, 0.0)
+        trace_id = self._finish_trace(trace, qid, t, starts, ans, error_kind, usage=usage)
         self.telemetry.record(
             query_id=qid,
             endpoint=endpoint,
@@ -642,7 +769,9 @@ class QueryService:
             retrieved_ids=[r["chunk_id"] for r in out["retrieved"]] if out else None,
             cited_ids=[c["chunk_id"] for c in out["citations"]] if out else None,
             error_kind=error_kind,
+            trace_id=trace_id,
         )
+        return trace_id
 
     # --- answer/retrieval cache and /search telemetry (telemetry branch) ---
     def _model_name(self) -> str:
@@ -656,11 +785,35 @@ class QueryService:
         )
 
     def _serve_cached(
-        self, hit: dict, qid: str, question: str, scope: Scope, mode: Mode, top_k: int, t0: float
+        self,
+        hit: dict,
+        qid: str,
+        question: str,
+        scope: Scope,
+        mode: Mode,
+        top_k: int,
+        t0: float,
+        endpoint: str = "query",
+        trace: RequestTrace | None = None,
     ) -> dict[str, Any]:
-        """A cached answer as a new request: new query_id, cost 0, original id/cost under ``cache``."""
+        """A cached answer as a new request: new query_id, cost 0, original id/cost under ``cache``;
+        its trace is the root span alone (no stage ran)."""
         orig_id, usage = hit["query_id"], hit["usage"]
         total = (time.perf_counter() - t0) * 1000
+        trace_id = self._finish_trace(
+            trace,
+            qid,
+            {"total": total},
+            None,
+            None,
+            None,
+            **{
+                "ragaudit.label": hit["label"],
+                "ragaudit.cache_hit": True,
+                "ragaudit.cache_source_id": orig_id,
+                "gen_ai.request.model": usage["model"],
+            },
+        )
         hit.update(
             query_id=qid,
             question=question,
@@ -672,10 +825,11 @@ class QueryService:
                 "original_timings_ms": hit["timings_ms"],
             },
             usage={**usage, "prompt_tokens": 0, "completion_tokens": 0, "cost_usd": 0.0},
+            **self._trace_fields(trace_id),
         )
         self.telemetry.record(
             query_id=qid,
-            endpoint="query",
+            endpoint=endpoint,
             question=question,
             scope=scope.as_dict(),
             mode=mode.value,
@@ -688,50 +842,68 @@ class QueryService:
             timings_ms={"total": total},
             retrieved_ids=[r["chunk_id"] for r in hit["retrieved"]],
             cited_ids=[c["chunk_id"] for c in hit["citations"]],
+            trace_id=trace_id,
         )
         return hit
 
     def search_logged(
-        self, question: str, scope: Scope | None = None, top_k: int | None = None, mode: Mode | str = Mode.hybrid
+        self,
+        question: str,
+        scope: Scope | None = None,
+        top_k: int | None = None,
+        mode: Mode | str = Mode.hybrid,
+        endpoint: str = "search",
     ) -> dict[str, Any]:
-        """Retrieval for the /search endpoint, cached and logged (one query_logs row, endpoint "search").
+        """Retrieval for the /search endpoint, cached and logged (one query_logs row, endpoint
+        ``endpoint``: "search", "mcp_search") and traced like ``ask``.
 
-        Returns ``{query_id, question, mode, retrieved[], timings_ms{}, cache{hit, original_query_id?}}``
-        (ms). The model named in the row is the embedding model (local: cost 0). Raises ``ValueError``
-        like ``Retriever.retrieve`` (the failure is logged with its error kind first).
+        Returns ``{query_id, question, mode, retrieved[], timings_ms{}, cache{hit, original_query_id?},
+        trace_id}`` (ms). The model named in the row is the embedding model (local: cost 0). Raises
+        ``ValueError`` like ``Retriever.retrieve`` (the failure is logged with its error kind first).
         """
         t0 = time.perf_counter()
         top_k = top_k or self.svc.settings.top_k
         scope = scope or Scope()
         qid = new_id()
         model = self.svc.settings.embedding_model
+        tr = self._start_trace(endpoint, t0, question, scope, mode, top_k)
         row = dict(
             query_id=qid,
-            endpoint="search",
+            endpoint=endpoint,
             question=question,
             scope=scope.as_dict(),
             top_k=top_k,
             strategy=scope.strategy.value if scope.strategy else None,
             model=model,
         )
+
+        def finish(timings: dict[str, Any], starts: dict[str, float] | None, error_kind: str | None = None, **kw):
+            return self._finish_trace(
+                tr, qid, timings, starts, None, error_kind, **{"gen_ai.request.model": None, **kw}
+            )
+
+        hit = None
         try:
             mode = Mode.parse(mode)
             ckey = self._cache_key("search", question, scope, mode, top_k, model)
             hit = self.cache.get(ckey) if ckey else None
             if hit is None:
-                with request_in_flight():
+                with request_in_flight(), tr.active() if tr else nullcontext():
                     res = self.retriever.retrieve(question, scope, top_k, mode)
         except Exception as e:
+            timings = {"total": (time.perf_counter() - t0) * 1000}
             self.telemetry.record(
                 **row,
                 mode=str(getattr(mode, "value", mode))[:16],
-                timings_ms={"total": (time.perf_counter() - t0) * 1000},
+                timings_ms=timings,
                 error_kind=type(e).__name__,
+                trace_id=finish(timings, None, type(e).__name__),
             )
             raise
         total = (time.perf_counter() - t0) * 1000
         if hit is not None:
             orig = hit["query_id"]
+            trace_id = finish({"total": total}, None, **{"ragaudit.cache_hit": True, "ragaudit.cache_source_id": orig})
             hit.update(
                 query_id=qid,
                 question=question,
@@ -742,6 +914,7 @@ class QueryService:
                     "original_cost_usd": 0.0,
                     "original_timings_ms": hit["timings_ms"],
                 },
+                **self._trace_fields(trace_id),
             )
             self.telemetry.record(
                 **row,
@@ -750,8 +923,11 @@ class QueryService:
                 cache_source_id=orig,
                 timings_ms={"total": total},
                 retrieved_ids=[r["chunk_id"] for r in hit["retrieved"]],
+                trace_id=trace_id,
             )
             return hit
+        row_timings = {**res.timings_ms, "total": total}
+        trace_id = finish(row_timings, res.started)
         timings = {k: round(v, 2) for k, v in res.timings_ms.items()}
         timings["total"] = round(total, 2)
         out = {
@@ -762,12 +938,14 @@ class QueryService:
             "notes": list(res.notes),
             "timings_ms": timings,
             "cache": {"hit": False},
+            **self._trace_fields(trace_id),
         }
         self.telemetry.record(
             **row,
             mode=mode.value,
-            timings_ms={**res.timings_ms, "total": total},
+            timings_ms=row_timings,
             retrieved_ids=[c.chunk_id for c in res.chunks],
+            trace_id=trace_id,
         )
         if ckey:
             self.cache.put(ckey, out)

@@ -130,6 +130,10 @@ export interface Answer {
   cache?: { hit: boolean; original_query_id?: string | null; original_cost_usd?: number | null } | null;
   top_k?: number;
   strategy?: string | null;
+  /** OpenTelemetry trace id of the request (null when tracing is off) */
+  trace_id?: string | null;
+  /** the trace in the tracing UI (RAGAUDIT_TRACE_URL_TEMPLATE) */
+  trace_url?: string | null;
 }
 
 export interface ScopeIn {

@@ -50,6 +50,7 @@ from ragaudit.ingest.chunking import DEFAULT_STRATEGY as _DEFAULT_STRATEGY
 from ragaudit.ingest.guard import extract_pages_bounded, inspect_pdf_bounded
 from ragaudit.ingest.pdf import Page, PDFError, PDFInfo
 from ragaudit.ingest.removal import extraction_report
+from ragaudit.platform import tracing
 from ragaudit.platform.db import ChunkRow, Document, QAPair, bump_index_version, utcnow
 from ragaudit.services import Services
 from ragaudit.text.docnames import InvalidNameError, name_key, validate_knowledge_base, validate_name
@@ -405,6 +406,7 @@ def document_exists(svc: Services, document_id: str) -> bool:
         return s.get(Document, document_id) is not None
 
 
+@tracing.traced("ingest.extract")
 def load_pages(svc: Services, document_id: str, pages: list[Page] | None = None) -> tuple[Document, list[Page]]:
     """Stage 1: the pages of the version being ingested (status ``extracting``, pages done of
     total as they are read). ``pages``: already extracted from these bytes (``ragaudit.ingest.bulk``
@@ -417,9 +419,11 @@ def load_pages(svc: Services, document_id: str, pages: list[Page] | None = None)
     if pages is None:
         pages = extract_pages_bounded(path.read_bytes(), svc.settings)
     set_progress(svc, document_id, force=True, pages_done=len(pages), pages_total=len(pages))
+    tracing.annotate(**{"ragaudit.document_id": document_id, "ragaudit.pages": len(pages)})
     return doc, pages
 
 
+@tracing.traced("ingest.chunk")
 def build_chunks(svc: Services, doc: Document, pages: list[Page], strategy: str | None = None) -> list[Chunk]:
     """Stage 2: chunks of the document with ``strategy`` (default: the document's; see ``ragaudit.ingest.chunking``)."""
     s = svc.settings
@@ -438,6 +442,13 @@ def build_chunks(svc: Services, doc: Document, pages: list[Page], strategy: str 
     )
     if not chunks:
         raise IngestError(f"{doc.doc_name}: no text to index", stage="chunks")
+    tracing.annotate(
+        **{
+            "ragaudit.document_id": doc.id,
+            "ragaudit.chunks": len(chunks),
+            "ragaudit.strategy": strategy or doc.strategy,
+        }
+    )
     return chunks
 
 
@@ -516,6 +527,7 @@ def _discard_staged(svc: Services, document_id: str) -> None:
         s.execute(delete(ChunkRow).where(ChunkRow.document_id == document_id, ChunkRow.live.is_(False)))
 
 
+@tracing.traced("ingest.embed_index")
 def stage_chunks(svc: Services, document_id: str, chunks: list[Chunk], strategy: str | None = None) -> dict[str, Any]:
     """Stage 3: embed + BM25, write the chunks as points (Qdrant) and rows (SQL) of the version
     being built, not yet searchable (``live`` false). Leftovers of an interrupted run of this
@@ -647,6 +659,7 @@ def stage_chunks(svc: Services, document_id: str, chunks: list[Chunk], strategy:
     }
 
 
+@tracing.traced("ingest.count_check")
 def count_check(svc: Services, document_id: str) -> dict[str, Any]:
     """Chunk rows in SQL against points in Qdrant for one document, in total and for the
     version being staged: ``{sql, qdrant, staged_sql, staged_qdrant, passed}``. ``passed``
@@ -708,6 +721,7 @@ def orphans(svc: Services) -> dict[str, Any]:
     }
 
 
+@tracing.traced("ingest.publish")
 def publish(
     svc: Services,
     document_id: str,

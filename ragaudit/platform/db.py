@@ -356,6 +356,8 @@ class QueryLog(Base):
     error_kind: Mapped[str | None] = mapped_column(String(64), nullable=True)
     # for cache hits: the query_logs id of the request whose answer was served (its cost is that row's cost_usd)
     cache_source_id: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    # the request's OpenTelemetry trace id (32 hex digits); NULL when tracing is off
+    trace_id: Mapped[str | None] = mapped_column(String(32), nullable=True)
 
 
 class IndexState(Base):

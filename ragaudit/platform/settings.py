@@ -249,6 +249,14 @@ class Settings(BaseSettings):
         description="How long a batch is retried (exponential backoff) before it is dropped and counted",
     )
 
+    # --- traces (on when OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set) ---
+    trace_url_template: str = Field(
+        default="",
+        description="Link of a trace in the tracing UI, {trace_id} filled in (e.g. "
+        "http://localhost:16686/trace/{trace_id} for Jaeger); answers then carry trace_url; "
+        "empty = trace_id only",
+    )
+
     # --- answer and retrieval cache ---
     cache_ttl_s: float = Field(
         default=300.0, ge=0, description="Time to live of cached answers/retrievals; 0 = no cache"

@@ -16,8 +16,8 @@ So at any time ``written + dropped + pending == recorded`` (see ``stats()``); /m
 ``QueryService`` when no writer is given) writes inline with the same accounting.
 
 Secrets never enter a row: only the question (or, with ``store_question=False``, only its
-sha256), scope, mode, model name, label, timings, tokens, cost, chunk ids and the *type name*
-of an error are stored; error messages are not (they can echo request data).
+sha256), scope, mode, model name, label, timings, tokens, cost, chunk ids, the trace id and the
+*type name* of an error are stored; error messages are not (they can echo request data).
 
 Example for a route (e.g. ``/query/stream``, after the stream ends)::
 
@@ -149,6 +149,7 @@ class TelemetryWriter:
         error_kind: str | None = None,
         query_id: str | None = None,
         created_at: datetime | None = None,
+        trace_id: str | None = None,
     ) -> str:
         """Record one request; returns its ``query_logs.id`` (``query_id`` if given, else a new one).
 
@@ -156,7 +157,8 @@ class TelemetryWriter:
         ``STAGE_COLUMNS`` (embed, vector, bm25, fusion, rerank, generation, ttft, total); unknown
         keys are ignored. ``cost_usd`` in USD (0 for the offline answerer; ``None`` = unknown, a
         model without a price in litellm's map: stored as NULL, never as 0; name the model anyway).
-        ``error_kind``: exception class name for failed requests (``None`` = success). Never raises;
+        ``error_kind``: exception class name for failed requests (``None`` = success). ``trace_id``:
+        the request's OpenTelemetry trace id (32 hex digits; ``None`` when tracing is off). Never raises;
         never blocks (background mode).
         """
         t = timings_ms or {}
@@ -180,6 +182,7 @@ class TelemetryWriter:
             "retrieved_ids": retrieved_ids,
             "cited_ids": cited_ids,
             "error_kind": error_kind,
+            "trace_id": trace_id,
         }
         for stage, col in STAGE_COLUMNS.items():
             v = t.get(stage)

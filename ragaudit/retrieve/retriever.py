@@ -32,6 +32,9 @@ class RetrievalResult:
     notes: list[str] = field(default_factory=list)
     query_vector: np.ndarray | None = None  # the question's embedding when the dense leg ran (dim,)
     scope_empty: bool = False  # no chunk at all is in the scope (a misspelt name, an empty knowledge base)
+    # stage -> time.perf_counter() at its start, for the stages that ran (the trace's span starts;
+    # their durations are timings_ms)
+    started: dict[str, float] = field(default_factory=dict)
 
 
 # why a scoped search found nothing when the scope itself holds no chunk (notes and the refusal say it)
@@ -312,6 +315,7 @@ class Retriever:
         flt = scope_filter(scope)
         n = max(self.candidates, top_k)
         timings = {"embed": 0.0, "vector": 0.0, "bm25": 0.0, "fusion": 0.0, "rerank": 0.0}
+        started: dict[str, float] = {}
         hits: dict[str, dict[str, PointHit]] = {}
         by_names = False  # the question's names selected some documents: their passages first
         if not self.store.exists():  # nothing ever indexed here: say so rather than "nothing matches"
@@ -330,10 +334,10 @@ class Retriever:
         # not converted for every candidate of both lists (the reranker reads its whole pool)
         lazy = mode is not Mode.hybrid_rerank
         if use_dense:
-            t = time.perf_counter()
+            t = started["embed"] = time.perf_counter()
             qvec = self.embedder.embed_query(question)
             timings["embed"] = (time.perf_counter() - t) * 1000
-            t = time.perf_counter()
+            t = started["vector"] = time.perf_counter()
             windows = self.dense_windows and self.store.has_windows()
             if self.dense_windows and not windows:
                 notes.append(
@@ -347,13 +351,13 @@ class Retriever:
             )
             timings["vector"] = (time.perf_counter() - t) * 1000
         if mode in (Mode.bm25, Mode.hybrid, Mode.hybrid_rerank):
-            t = time.perf_counter()
+            t = started["bm25"] = time.perf_counter()
             hits["bm25"] = self._by_position(
                 self.store.search_sparse(bm25_query_vector(question), flt, n, with_payload=not lazy)
             )
             timings["bm25"] = (time.perf_counter() - t) * 1000
         if self.named_document_leg and len(hits) == 2 and Fusion.parse(self.fusion) is not Fusion.dbsf:
-            t = time.perf_counter()
+            t = started["document"] = time.perf_counter()
             named = self._named_document(question, hits, scope)
             if named is not None and named[2] and self._top_already_in(question, hits, named[0], top_k):
                 named = None  # within the named documents the two legs already agree
@@ -394,7 +398,7 @@ class Retriever:
                         "chunks were also ranked within it (a third RRF list, 'document')"
                     )
             timings["document"] = (time.perf_counter() - t) * 1000
-        t = time.perf_counter()
+        t = started["fusion"] = time.perf_counter()
         ranked_ids = {name: list(h) for name, h in hits.items()}
         clear: dict[str, tuple[float, float]] = {}
         votes: dict[str, int] = {}
@@ -449,7 +453,7 @@ class Retriever:
                     out[-1].scores["clear_hit_ratio"] = clear[pid][0]
         timings["fusion"] = (time.perf_counter() - t) * 1000
         if mode is Mode.hybrid_rerank and out:
-            t = time.perf_counter()
+            t = started["rerank"] = time.perf_counter()
             pool = out[: self.rerank_candidates]
             scores = self.reranker.predict([(question, c.text) for c in pool])
             for c, s in zip(pool, scores):
@@ -461,7 +465,7 @@ class Retriever:
         for i, c in enumerate(out, start=1):
             c.rank = i
         if neighbors is not None:
-            t = time.perf_counter()
+            t = started["neighbors"] = time.perf_counter()
             out += self.neighbors(out, neighbors)
             timings["neighbors"] = (time.perf_counter() - t) * 1000
         out, scope_notes = enforce_scope(scope, out)
@@ -469,7 +473,14 @@ class Retriever:
         if empty:
             scope_notes.append(f"scope {scope.as_dict()}: {EMPTY_SCOPE_NOTE}" if scope.as_dict() else EMPTY_INDEX_NOTE)
         return RetrievalResult(
-            out, timings, mode, ranked_ids, notes + scope_notes, qvec if use_dense else None, scope_empty=empty
+            out,
+            timings,
+            mode,
+            ranked_ids,
+            notes + scope_notes,
+            qvec if use_dense else None,
+            scope_empty=empty,
+            started=started,
         )
 
     def _top_already_in(

@@ -267,7 +267,7 @@ export function ChatPage() {
         onmessage(ev) {
           const data = ev.data ? JSON.parse(ev.data) : {};
           if (ev.event === "sources") {
-            setRun((a) => ({ ...a, query_id: data.query_id, retrieved: data.sources, notes: data.notes ?? [] }));
+            setRun((a) => ({ ...a, query_id: data.query_id, retrieved: data.sources, notes: data.notes ?? [], trace_id: data.trace_id ?? null, trace_url: data.trace_url ?? null }));
           } else if (ev.event === "token") {
             setRun((a) => ({ ...a, answer: a.answer + data.text }));
           } else if (ev.event === "done") {

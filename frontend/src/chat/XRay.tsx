@@ -1,5 +1,5 @@
 import { Bar, BarChart, Legend, ResponsiveContainer, Tooltip, XAxis, YAxis } from "recharts";
-import { Box, Chip, Stack, Table, TableBody, TableCell, TableHead, TableRow, Tooltip as MuiTooltip, Typography } from "@mui/material";
+import { Box, Chip, Link, Stack, Table, TableBody, TableCell, TableHead, TableRow, Tooltip as MuiTooltip, Typography } from "@mui/material";
 import type { Answer } from "../api";
 
 export const STAGES = ["embed", "vector", "bm25", "fusion", "rerank", "neighbors", "generation"] as const;
@@ -30,6 +30,11 @@ export function XRay({ run, previous, title }: { run: Answer; previous?: Answer;
         <Chip size="small" data-testid="cache" color={run.cache?.hit ? "success" : "default"}
           label={run.cache ? (run.cache.hit ? `cache hit (orig. $${fmt(run.cache.original_cost_usd, 5)})` : "cache miss") : "cache: not reported by stream"} />
       </Stack>
+      {run.trace_id && (
+        <Typography variant="caption" display="block" data-testid="trace-id" sx={{ mb: 0.5, fontFamily: "monospace" }}>
+          trace {run.trace_url ? <Link href={run.trace_url} target="_blank" rel="noreferrer">{run.trace_id}</Link> : run.trace_id}
+        </Typography>
+      )}
       <Box sx={{ height: 70 }} data-testid="timings-bar">
         <ResponsiveContainer width="100%" height="100%">
           <BarChart data={[row]} layout="vertical" margin={{ left: 0, right: 10 }}>
