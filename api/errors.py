@@ -1,15 +1,24 @@
-"""HTTP error details that keep the API true to its OpenAPI document.
+"""HTTP error details that keep the API true to its OpenAPI document, and OpenAI's error shape
+under ``/v1/``.
 
 ``405 Method Not Allowed`` must list in ``Allow`` every method the path supports (RFC 9110
 §15.5.6). Starlette answers from the first route whose path matches, so a path served by two
 routes (``GET /evaluate`` and ``POST /evaluate``) named only one; this handler recomputes
 ``Allow`` from the OpenAPI document's operations on the path.
+
+Every error of a path under ``/v1/`` (the OpenAI-compatible door, ``api.routes.openai_compat``)
+is sent as OpenAI sends it, ``{"error": {"message", "type", "code", "param"}}``, so OpenAI
+clients raise their usual exceptions: a missing key (401) has ``code: invalid_api_key``, a
+request that fails validation is ``400 invalid_request_error`` (not FastAPI's 422 list).
 """
 
 from __future__ import annotations
 
-from fastapi import FastAPI, Request
+from typing import Any
+
+from fastapi import FastAPI, HTTPException, Request
 from fastapi.exception_handlers import http_exception_handler
+from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import compile_path
 
@@ -27,8 +36,50 @@ def allowed_methods(app: FastAPI, path: str) -> list[str]:
     return sorted(methods)
 
 
+OPENAI_PREFIX = "/v1/"
+
+
+def is_openai_path(path: str) -> bool:
+    return path.startswith(OPENAI_PREFIX) or path == OPENAI_PREFIX.rstrip("/")
+
+
+def openai_error(status: int, message: str, code: str | None = None, param: str | None = None) -> HTTPException:
+    """An ``HTTPException`` whose body, under ``/v1/``, is OpenAI's error object with this
+    message, code and param (type from the status: ``openai_error_type``)."""
+    return HTTPException(status, {"message": message, "code": code, "param": param})
+
+
+def openai_error_type(status: int) -> str:
+    """OpenAI's ``error.type`` for an HTTP status: ``invalid_request_error`` for 4xx (401 and 404
+    included, as OpenAI sends them), ``server_error`` for 5xx."""
+    return "server_error" if status >= 500 else "invalid_request_error"
+
+
+def openai_error_response(status: int, detail: Any, headers: dict[str, str] | None = None) -> JSONResponse:
+    """``{"error": {"message", "type", "code", "param"}}`` for ``detail`` (a string or the dict
+    ``openai_error`` makes)."""
+    if isinstance(detail, dict) and "message" in detail:
+        err = {"message": detail["message"], "code": detail.get("code"), "param": detail.get("param")}
+    else:
+        code = {401: "invalid_api_key", 404: "not_found", 405: "method_not_allowed"}.get(status)
+        err = {"message": str(detail), "code": code, "param": None}
+    err["type"] = openai_error_type(status)
+    return JSONResponse({"error": err}, status_code=status, headers=headers)
+
+
+def validation_message(errors: list[dict[str, Any]]) -> tuple[str, str | None]:
+    """One readable line for a list of pydantic errors, and the first error's field path."""
+    parts, param = [], None
+    for e in errors:
+        loc = ".".join(str(x) for x in e.get("loc", ()) if x != "body")
+        param = param or loc or None
+        parts.append(f"{loc}: {e.get('msg', 'invalid')}" if loc else str(e.get("msg", "invalid")))
+    return "; ".join(parts) or "invalid request", param
+
+
 def install_error_handlers(app: FastAPI) -> None:
-    """Register the 405 handler on ``app`` (other HTTP errors keep FastAPI's handling)."""
+    """Register the 405 handler and the OpenAI error shape under ``/v1/`` on ``app`` (other HTTP
+    errors keep FastAPI's handling)."""
 
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(request: Request, exc: StarletteHTTPException):
@@ -38,4 +89,6 @@ def install_error_handlers(app: FastAPI) -> None:
                 exc = StarletteHTTPException(
                     405, exc.detail, headers={**(exc.headers or {}), "Allow": ", ".join(methods)}
                 )
+        if is_openai_path(request.url.path):
+            return openai_error_response(exc.status_code, exc.detail, exc.headers)
         return await http_exception_handler(request, exc)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ragaudit.types import Mode, Scope, Strategy
 
@@ -159,6 +159,12 @@ class AnswerOut(BaseModel):
     timings_ms: dict[str, float] = Field(description="embed, vector, bm25, fusion, rerank, generation, total (ms)")
     usage: Usage
     cache: CacheOut | None = None
+    trace_id: str | None = Field(
+        default=None,
+        description="OpenTelemetry trace id of this request (32 hex digits); null when tracing is off "
+        "(OTEL_EXPORTER_OTLP_ENDPOINT unset)",
+    )
+    trace_url: str | None = Field(default=None, description="The trace in the tracing UI (RAGAUDIT_TRACE_URL_TEMPLATE)")
 
 
 class SearchOut(BaseModel):
@@ -172,6 +178,8 @@ class SearchOut(BaseModel):
     )
     timings_ms: dict[str, float]
     cache: CacheOut | None = None
+    trace_id: str | None = Field(default=None, description="OpenTelemetry trace id; null when tracing is off")
+    trace_url: str | None = None
 
 
 class Count(BaseModel):
@@ -244,3 +252,65 @@ class ErrorOut(BaseModel):
 
     detail: str | list[dict[str, Any]]
     code: str | None = None
+
+
+class OpenAIErrorDetail(BaseModel):
+    message: str
+    type: str = Field(description="invalid_request_error (4xx) | server_error (5xx)")
+    code: str | None = Field(default=None, description="e.g. model_not_found, invalid_api_key")
+    param: str | None = None
+
+
+class OpenAIErrorOut(BaseModel):
+    """OpenAI's error object, sent for every error under /v1/."""
+
+    error: OpenAIErrorDetail
+
+
+class ChatMessageOut(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    role: str
+    content: str = Field(description="The answer with its [n] citation markers")
+    refusal: str | None = None
+    citations: list[CitationOut] = Field(description="The answer's citations, audited as in /query")
+    label: str = Field(description="answered | refused | clarifying | uncited | unsupported (as /query)")
+
+
+class ChatChoiceOut(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    index: int
+    message: ChatMessageOut
+    finish_reason: str
+
+
+class ChatUsageOut(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+    cost_usd: float | None = Field(description="USD; null = unknown price")
+
+
+class ChatCompletionOut(BaseModel):
+    """OpenAI's ``chat.completion`` object; ``ragaudit`` is the /query answer JSON."""
+
+    model_config = ConfigDict(extra="allow")
+    id: str
+    object: str
+    created: int
+    model: str
+    choices: list[ChatChoiceOut]
+    usage: ChatUsageOut
+    ragaudit: AnswerOut
+
+
+class ModelOut(BaseModel):
+    id: str = Field(description="ragaudit | ragaudit:KB | ragaudit:KB:MODE")
+    object: str
+    created: int
+    owned_by: str
+
+
+class ModelListOut(BaseModel):
+    object: str
+    data: list[ModelOut]

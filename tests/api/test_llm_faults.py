@@ -7,16 +7,13 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
-import threading
 import time
 
 import httpx
 import litellm
 import pytest
-import uvicorn
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 
@@ -25,6 +22,7 @@ from ragaudit.platform.db import QueryLog
 from ragaudit.platform.llmcall import CLIENT_DISCONNECTED
 from tests.conftest import DMCA_QUESTION, SAMPLES, make_settings
 from tests.fake_llm import FakeLLM
+from tests.live import LiveServer
 
 
 @pytest.fixture(scope="module")
@@ -75,30 +73,6 @@ def rows(app) -> list[QueryLog]:
     app.state.telemetry.flush(10)
     with svc.sessions() as s:
         return list(s.scalars(select(QueryLog).order_by(QueryLog.created_at)))
-
-
-class LiveServer:
-    """The real app under uvicorn on a free 127.0.0.1 port, in a thread; stopped by ``stop()``."""
-
-    def __init__(self, app):
-        self.app = app
-        sock = socket.socket()
-        sock.bind(("127.0.0.1", 0))
-        self.sock, self.port = sock, sock.getsockname()[1]
-        self.server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
-        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [sock]}, daemon=True)
-
-    def __enter__(self):
-        self.thread.start()
-        deadline = time.monotonic() + 60
-        while not self.server.started:
-            assert time.monotonic() < deadline, "API did not start"
-            time.sleep(0.05)
-        return f"http://127.0.0.1:{self.port}"
-
-    def __exit__(self, *exc):
-        self.server.should_exit = True
-        self.thread.join(20)
 
 
 def test_client_leaving_stream_closes_upstream_and_logs_row(llm_settings, fake_llm):
