@@ -12,8 +12,10 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.staticfiles import StaticFiles
 from fastapi_offline import FastAPIOffline
+from starlette.routing import Route
 
 from ragaudit.ingest.queue import IngestQueue
+from ragaudit.platform import tracing
 from ragaudit.platform.cache import AnswerCache
 from ragaudit.platform.opsmetrics import PrometheusMetrics, TelemetryStatsCollector
 from ragaudit.platform.settings import Settings
@@ -22,22 +24,45 @@ from ragaudit.query import QueryService
 from ragaudit.services import get_services
 
 from .admin import create_admin_app
-from .errors import install_error_handlers
+from .errors import install_error_handlers, is_openai_path, openai_error_response, validation_message
 from .limits import UploadSizeLimit
-from .routes import document_files, documents, eval_views, evaluation, health, internal, metrics, query
+from .mcp_server import MCPEndpoint, build_mcp_server, http_session_manager
+from .routes import (
+    document_files,
+    documents,
+    eval_views,
+    evaluation,
+    health,
+    internal,
+    metrics,
+    openai_compat,
+    query,
+)
 
 log = logging.getLogger(__name__)
 FRONTEND_DIST = Path(__file__).resolve().parents[1] / "frontend" / "dist"
 
 
-QUERY_ENDPOINTS = {"/query": "query", "/query/stream": "stream", "/search": "search"}
+QUERY_ENDPOINTS = {"/query": "query", "/query/stream": "stream", "/search": "search", "/v1/chat/completions": "chat"}
+
+
+def body_question(body: dict) -> str:
+    """The question a request body carries: ``question``, or the last message's text content
+    (a chat completion request)."""
+    if isinstance(body.get("question"), str):
+        return body["question"]
+    messages = body.get("messages")
+    if isinstance(messages, list) and messages and isinstance(messages[-1], dict):
+        content = messages[-1].get("content")
+        return content if isinstance(content, str) else ""
+    return ""
 
 
 def record_rejected(telemetry: TelemetryWriter, endpoint: str, body: object, default_top_k: int) -> None:
     """One query_logs row for a request of ``endpoint`` that failed validation (422): whatever of
     question / mode / top_k / scope the body carried, ``error_kind="validation_error"``."""
     b = body if isinstance(body, dict) else {}
-    question = b.get("question") if isinstance(b.get("question"), str) else ""
+    question = body_question(b)
     top_k = b.get("top_k")
     top_k = top_k if isinstance(top_k, int) and not isinstance(top_k, bool) and 0 < top_k < 1_000_000 else default_top_k
     scope_keys = ("doc_name", "doc_names", "knowledge_base", "document_ids", "page_min", "page_max", "strategy")
@@ -58,6 +83,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
+        # the OTLP exporter (when OTEL_EXPORTER_OTLP_ENDPOINT is set) exists before the first request,
+        # so FastAPI's HTTP span of every request is recorded as its trace's root
+        tracing.tracer()
         svc = get_services(settings)
         _ = svc.engine  # migrate the schema before serving
         app.state.services = svc
@@ -94,14 +122,19 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 )
         except Exception:  # never keep the API from serving
             log.exception("could not check the Dagster runs left by a stopped process")
+        # the MCP tools at /mcp: a server and session manager per lifespan (a manager runs once)
+        mcp_server = build_mcp_server(lambda: app.state.query_service, lambda: app.state.services)
+        app.state.mcp_sessions = http_session_manager(mcp_server)
         try:
-            yield
+            async with app.state.mcp_sessions.run():
+                yield
         finally:
             # this lifespan's own queue, not app.state's: a second lifespan of the same app (a test
             # client's) replaced app.state.ingest_queue, and stopping that one twice left this
             # worker polling the database after its files were deleted
             jobs.stop(timeout=5.0)
             telemetry.close(timeout=10.0)
+            tracing.force_flush()
 
     # FastAPIOffline: /docs and /redoc load Swagger UI / ReDoc from files shipped in the fastapi-offline
     # package (served under /static-offline-docs), so they work with no network
@@ -116,12 +149,18 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @app.exception_handler(RequestValidationError)
     async def log_rejected_query(request: Request, exc: RequestValidationError):
-        """A /query, /query/stream or /search request rejected with 422 still gets its query_logs
-        row (``error_kind`` = ``validation_error``); the reply is FastAPI's usual 422."""
+        """A /query, /query/stream, /search or /v1/chat/completions request rejected by validation
+        still gets its query_logs row (``error_kind`` = ``validation_error``); the reply is
+        FastAPI's usual 422, or under ``/v1/`` OpenAI's 400 ``invalid_request_error``."""
         endpoint = QUERY_ENDPOINTS.get(request.url.path)
         telemetry = getattr(request.app.state, "telemetry", None)
         if endpoint and telemetry is not None:
+            if endpoint == "chat" and isinstance(exc.body, dict) and exc.body.get("stream") is True:
+                endpoint = "chat_stream"
             record_rejected(telemetry, endpoint, exc.body, settings.top_k)
+        if is_openai_path(request.url.path):  # OpenAI clients expect 400 and their error object
+            message, param = validation_message(list(exc.errors()))
+            return openai_error_response(400, {"message": message, "param": param})
         return await request_validation_exception_handler(request, exc)
 
     app.add_middleware(
@@ -136,6 +175,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(UploadSizeLimit, max_bytes=settings.max_upload_mb * 1024 * 1024)
     app.include_router(documents.router)
     app.include_router(query.router)
+    app.include_router(openai_compat.router)
+    # MCP over streamable HTTP (POST/GET/DELETE /mcp), behind /query's key rule
+    app.router.routes.append(Route("/mcp", MCPEndpoint(), methods=["GET", "POST", "DELETE"], include_in_schema=False))
     app.include_router(health.router)
     app.include_router(metrics.router)
     app.include_router(evaluation.router)

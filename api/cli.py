@@ -388,6 +388,29 @@ def eval_cmd(
         _print_eval_table(res)
 
 
+@app.command("mcp")
+def mcp_stdio() -> None:
+    """Serve the MCP tools (search, ask, list_documents, get_chunk) over stdio, for an MCP client
+    that starts this command (Claude Desktop, an IDE, an agent). Uses this machine's settings
+    (RAGAUDIT_*) and data folder; while `ragaudit serve` holds the embedded store, point the
+    client at the API's /mcp instead."""
+    _quiet()
+    from ragaudit.api.mcp_server import build_mcp_server
+    from ragaudit.platform import tracing
+    from ragaudit.platform.cache import AnswerCache
+    from ragaudit.platform.telemetry import TelemetryWriter
+    from ragaudit.query import QueryService
+
+    svc = _services()
+    telemetry = TelemetryWriter.from_services(svc, background=True)
+    qs = QueryService(svc, telemetry=telemetry, cache=AnswerCache.from_services(svc))
+    try:
+        build_mcp_server(lambda: qs, lambda: svc).run("stdio")
+    finally:
+        telemetry.close(timeout=10.0)
+        tracing.shutdown()
+
+
 @app.command()
 def serve(
     host: Annotated[
