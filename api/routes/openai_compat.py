@@ -43,12 +43,11 @@ from sqlalchemy import select
 from sse_starlette.sse import EventSourceResponse
 
 from ragaudit.answer.conversation import conversation_question
-from ragaudit.index.store import Scope
 from ragaudit.platform.db import Document
 from ragaudit.platform.llmcall import Cancellation
 from ragaudit.platform.telemetry import TelemetryWriter
-from ragaudit.retrieve.retriever import Mode
 from ragaudit.services import Services
+from ragaudit.types import Mode, Scope
 
 from ..deps import QueryServiceDep, RequireReadKey, ServicesDep, TelemetryDep
 from ..errors import openai_error, validation_message
