@@ -176,7 +176,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(documents.router)
     app.include_router(query.router)
     app.include_router(openai_compat.router)
-    # MCP over streamable HTTP (POST/GET/DELETE /mcp), behind /query's key rule
+    # MCP over streamable HTTP (POST/GET/DELETE /mcp), behind /query's key rule (ask can spend money)
     app.router.routes.append(Route("/mcp", MCPEndpoint(), methods=["GET", "POST", "DELETE"], include_in_schema=False))
     app.include_router(health.router)
     app.include_router(metrics.router)

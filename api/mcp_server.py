@@ -16,8 +16,9 @@ audit and trace of ``/query``. Bad input is a tool error (``is_error``) whose te
 wrong.
 
 Transports: stdio (``ragaudit mcp``: an MCP client spawns the command; trusted like the CLI,
-so no key) and streamable HTTP at ``/mcp`` in the API process (``MCPEndpoint``), where the API
-key rule of ``/query`` applies to every request (``require_read_key``).
+so no key) and streamable HTTP at ``/mcp`` in the API process (``MCPEndpoint``), where every
+request needs a key whenever keys are set (``require_paid_key``, ``/query``'s rule: ``ask`` can
+call a paid model).
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from ragaudit.platform.db import ChunkRow, Document
 from ragaudit.query import QueryService
 from ragaudit.services import Services
 
-from .deps import require_read_key
+from .deps import require_paid_key
 from .errors import validation_message
 from .schemas import AnswerOut, DocumentOut, QueryIn, SearchOut
 
@@ -221,9 +222,9 @@ def http_session_manager(server: MCPServer) -> StreamableHTTPSessionManager:
 
 
 class MCPEndpoint:
-    """ASGI app at ``/mcp``: the API-key rule of ``/query`` (401 without a valid key when keys
-    are set and reads need one), then the MCP session manager in ``app.state.mcp_sessions``."""
+    """ASGI app at ``/mcp``: the API-key rule of ``/query`` (401 without a valid key whenever keys
+    are set), then the MCP session manager in ``app.state.mcp_sessions``."""
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
-        require_read_key(Request(scope, receive))  # HTTPException(401) -> the app's error handler
+        require_paid_key(Request(scope, receive))  # HTTPException(401) -> the app's error handler
         await scope["app"].state.mcp_sessions.handle_request(scope, receive, send)

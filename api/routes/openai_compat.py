@@ -3,7 +3,9 @@
 Another door to the same service as ``/query``: every answer is ``QueryService.ask`` (or
 ``QueryService.stream`` with ``stream: true``), so the telemetry row (endpoint ``chat`` /
 ``chat_stream``), the answer cache, the scope enforcement, the citation audit and the trace are
-those of ``/query``; the API-key rule is ``/query``'s (``RequireReadKey``).
+those of ``/query``; the API-key rules are ``/query``'s: ``/v1/chat/completions`` can call a paid
+model (``RequirePaidKey``: a key whenever keys are set), ``/v1/models`` is a read
+(``RequireReadKey``).
 
 Model names choose the knowledge base and the retrieval mode: ``ragaudit`` (every knowledge base,
 hybrid), ``ragaudit:KB`` (one knowledge base, hybrid), ``ragaudit:KB:MODE`` (MODE = vector |
@@ -41,6 +43,7 @@ from fastapi.concurrency import iterate_in_threadpool, run_in_threadpool
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from sqlalchemy import select
 from sse_starlette.sse import EventSourceResponse
+from starlette.background import BackgroundTask
 
 from ragaudit.answer.conversation import conversation_question
 from ragaudit.platform.db import Document
@@ -49,7 +52,7 @@ from ragaudit.platform.telemetry import TelemetryWriter
 from ragaudit.services import Services
 from ragaudit.types import Mode, Scope
 
-from ..deps import QueryServiceDep, RequireReadKey, ServicesDep, TelemetryDep
+from ..deps import QueryServiceDep, RequirePaidKey, RequireReadKey, ServicesDep, TelemetryDep
 from ..errors import openai_error, validation_message
 from ..schemas import ChatCompletionOut, ModelListOut, ModelOut, OpenAIErrorOut, QueryIn
 from .query import close_generator_soon
@@ -319,6 +322,7 @@ def _model_obj(name: str) -> dict[str, Any]:
 @router.post(
     "/chat/completions",
     response_model=None,
+    dependencies=[RequirePaidKey],
     responses={
         200: {
             "model": ChatCompletionOut,
@@ -387,8 +391,19 @@ async def _stream(req: ChatRequest, qs, include_usage: bool) -> EventSourceRespo
             obj["usage"] = None  # OpenAI: null on every chunk but the last
         return {"data": json.dumps(obj, ensure_ascii=False)}
 
+    state = {"finished": False, "closed": False}
+
+    def stop_unfinished() -> None:
+        """The client left before the end: stop upstream and close ``events`` (its cleanup writes
+        the row, ``ClientDisconnected``); once, from ``gen``'s ``finally`` or, when ``gen`` never
+        started, as the response's background task (as ``/query/stream``)."""
+        if state["finished"] or state["closed"]:
+            return
+        state["closed"] = True
+        cancel.cancel()
+        close_generator_soon(events)
+
     async def gen():
-        finished = False
         try:
             notes = ([req.note] if req.note else []) + list(sources.get("notes", []))
             head = {
@@ -432,10 +447,8 @@ async def _stream(req: ChatRequest, qs, include_usage: bool) -> EventSourceRespo
                     }
                     yield {"data": json.dumps({"error": err})}
             yield {"data": "[DONE]"}
-            finished = True
+            state["finished"] = True
         finally:
-            if not finished:  # the client went away: stop upstream, log the row
-                cancel.cancel()
-                close_generator_soon(events)
+            stop_unfinished()
 
-    return EventSourceResponse(gen())
+    return EventSourceResponse(gen(), background=BackgroundTask(stop_unfinished))

@@ -117,8 +117,8 @@ def test_stdio_ragaudit_mcp_serves_every_tool(settings):
 
 @pytest.fixture(scope="module")
 def http_base(settings):
-    """The API on the same folder, keys set and required for reads (after the stdio test: one owner)."""
-    app = create_app(settings.model_copy(update={"api_keys": [SecretStr(KEY)], "read_requires_api_key": True}))
+    """The API on the same folder, keys set, reads open (after the stdio test: one owner)."""
+    app = create_app(settings.model_copy(update={"api_keys": [SecretStr(KEY)], "read_requires_api_key": False}))
     with LiveServer(app) as base:
         yield app, base
 
@@ -149,10 +149,11 @@ def test_streamable_http_at_mcp_serves_every_tool(http_base):
 
 @pytest.mark.parametrize("key", [None, "wrong-key"])
 def test_mcp_over_http_needs_the_key(http_base, key):
-    """Without a key or with a wrong one, /mcp answers 401 (the /query rule) and the client
-    cannot even connect; nothing is logged as an MCP call.
+    """Without a key or with a wrong one, /mcp answers 401 even with reads open (the /query rule:
+    ask can call a paid model) and the client cannot even connect; nothing is logged as an MCP
+    call.
 
-    Fails if /mcp is mounted outside the key rule."""
+    Fails if /mcp is mounted outside the key rule, or under the read rule only."""
     app, base = http_base
     before = mcp_rows(app)
     r = httpx.post(f"{base}/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, headers=_h(key))

@@ -239,9 +239,10 @@ def test_bad_requests_are_400_in_openai_shape_and_logged(server, client):
 def test_key_rules_apply_to_the_door(server):
     """With keys set and reads requiring one: no key or a wrong key is 401 (AuthenticationError,
     code invalid_api_key) on /v1/models and /v1/chat/completions; the key works as Bearer (the
-    SDK's way) and as X-API-Key.
+    SDK's way) and as X-API-Key. With reads open, /v1/models is open and an answer still needs
+    the key (/query's rule for a route that can call a paid model).
 
-    Fails if the door is mounted outside the key dependency /query uses."""
+    Fails if the door is mounted outside the key dependencies /query uses."""
     _, base = server
     with openai.OpenAI(base_url=f"{base}/v1", api_key="wrong-key", max_retries=0) as bad:
         with pytest.raises(openai.AuthenticationError) as e:
@@ -255,3 +256,13 @@ def test_key_rules_apply_to_the_door(server):
     ok = httpx.get(f"{base}/v1/models", headers={"X-API-Key": KEY})
     assert ok.status_code == 200 and ok.json()["object"] == "list"
     assert KEY not in httpx.get(f"{base}/v1/models", headers={"X-API-Key": "nope"}).text
+    # reads open: the model list needs no key, an answer (a possibly paid model call) still does
+    app = server[0]
+    closed = app.state.settings
+    app.state.settings = closed.model_copy(update={"read_requires_api_key": False})
+    try:
+        assert httpx.get(f"{base}/v1/models").status_code == 200
+        paid = httpx.post(f"{base}/v1/chat/completions", json=body, timeout=30)
+        assert paid.status_code == 401 and paid.json()["error"]["code"] == "invalid_api_key"
+    finally:
+        app.state.settings = closed
