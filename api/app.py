@@ -176,8 +176,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(documents.router)
     app.include_router(query.router)
     app.include_router(openai_compat.router)
-    # MCP over streamable HTTP (POST/GET/DELETE /mcp), behind /query's key rule (ask can spend money)
-    app.router.routes.append(Route("/mcp", MCPEndpoint(), methods=["GET", "POST", "DELETE"], include_in_schema=False))
+    # MCP over streamable HTTP, behind /query's key rule (ask can spend money). Stateless: POST only
+    # (no server-initiated stream to GET, no session to DELETE; those answer 405, as the spec allows)
+    app.router.routes.append(Route("/mcp", MCPEndpoint(), methods=["POST"], include_in_schema=False))
     app.include_router(health.router)
     app.include_router(metrics.router)
     app.include_router(evaluation.router)

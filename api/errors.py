@@ -20,19 +20,24 @@ from fastapi import FastAPI, HTTPException, Request
 from fastapi.exception_handlers import http_exception_handler
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.routing import compile_path
+from starlette.routing import Route, compile_path
 
 _HTTP_METHODS = {"get", "put", "post", "delete", "options", "head", "patch", "trace"}
 
 
 def allowed_methods(app: FastAPI, path: str) -> list[str]:
     """Sorted methods the OpenAPI document gives for the path template(s) matching ``path``
-    (the document is what clients and schemathesis check ``Allow`` against)."""
+    (the document is what clients and schemathesis check ``Allow`` against), plus those of
+    routes left out of the document (``/mcp``, served by the MCP SDK)."""
     methods: set[str] = set()
     for template, ops in app.openapi().get("paths", {}).items():
         regex, _, _ = compile_path(template)
         if regex.match(path):
             methods |= {m.upper() for m in ops if m in _HTTP_METHODS}
+    for route in app.router.routes:
+        if isinstance(route, Route) and not route.include_in_schema and route.methods:
+            if route.path_regex.match(path):
+                methods |= set(route.methods) - {"HEAD"}
     return sorted(methods)
 
 

@@ -139,6 +139,10 @@ ACCESS = {
     ("GET", "/evaluate/{run_id}"): "read",
     ("GET", "/evaluate/{run_id}/intervals"): "read",
     ("POST", "/internal/dagster/runs"): "key",
+    ("POST", "/v1/chat/completions"): "key",  # the OpenAI-compatible door to /query
+    ("GET", "/v1/models"): "read",
+    ("GET", "/v1/models/{model:path}"): "read",
+    ("POST", "/mcp"): "key",  # MCP (stateless streamable HTTP): its ask tool answers as /query
     **{
         (method, f"/admin/api/{resource}{tail}"): level
         for resource, reads in {
