@@ -25,10 +25,12 @@ async def metrics(
     since: str | None = Query(None, description="ISO 8601, inclusive; naive = UTC"),
     until: str | None = Query(None, description="ISO 8601, exclusive; naive = UTC; not before since"),
     group_by: Literal["mode", "model", "label", "endpoint"] | None = None,
-    endpoint: Literal["query", "stream", "search", "query_stream"] | None = Query(
+    endpoint: Literal["query", "stream", "search", "query_stream", "chat", "chat_stream", "mcp_ask", "mcp_search"]
+    | None = Query(
         None,
         description="Rows of one route: query (/query), stream (/query/stream; query_stream is "
-        "accepted for it too), search (/search)",
+        "accepted for it too), search (/search), chat and chat_stream (/v1/chat/completions), "
+        "mcp_ask and mcp_search (the MCP tools)",
     ),
 ) -> dict:
     """Count, error rate, cache-hit rate, P50/P95/P99 latency (total and per stage, ms), cost (USD)

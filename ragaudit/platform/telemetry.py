@@ -153,7 +153,8 @@ class TelemetryWriter:
     ) -> str:
         """Record one request; returns its ``query_logs.id`` (``query_id`` if given, else a new one).
 
-        ``endpoint``: "query" | "stream" (/query/stream) | "search". ``timings_ms``: stage -> ms, keys from
+        ``endpoint``: the door: "query" | "stream" (/query/stream) | "search" | "chat" | "chat_stream"
+        (/v1/chat/completions) | "mcp_ask" | "mcp_search". ``timings_ms``: stage -> ms, keys from
         ``STAGE_COLUMNS`` (embed, vector, bm25, fusion, rerank, generation, ttft, total); unknown
         keys are ignored. ``cost_usd`` in USD (0 for the offline answerer; ``None`` = unknown, a
         model without a price in litellm's map: stored as NULL, never as 0; name the model anyway).

@@ -1,15 +1,15 @@
 """query_logs.trace_id: the OpenTelemetry trace id of the request (32 hex digits; NULL when
 tracing is off), so an answer's row leads to its trace
 
-Revision ID: 0008
-Revises: 0007
+Revision ID: 0009
+Revises: 0008
 """
 
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0008"
-down_revision = "0007"
+revision = "0009"
+down_revision = "0008"
 branch_labels = None
 depends_on = None
 
