@@ -80,6 +80,8 @@ def test_non_streaming_answer_carries_citations_label_usage_and_its_row(server, 
     assert q.status_code == 200, q.text
     assert q.json()["cache"]["hit"] and q.json()["cache"]["original_query_id"] == audit["query_id"]
     assert q.json()["answer"] == msg.content
+    m = httpx.get(f"{base}/metrics", params={"endpoint": "chat"}, headers={"X-API-Key": KEY}, timeout=30)
+    assert m.status_code == 200 and m.json()["overall"]["count"] >= 1  # the door's rows, filtered by /metrics
 
 
 def test_streaming_sends_chunks_then_citations_then_usage_then_done(server, client):
