@@ -11,6 +11,8 @@ from typing import Annotated, Optional
 
 import typer
 
+from ragaudit.types import DEFAULT_STRATEGY, Strategy
+
 app = typer.Typer(
     help="ragaudit: auditable RAG over your PDFs (offline by default).",
     no_args_is_help=True,
@@ -78,9 +80,7 @@ def _pdf_files(paths: list[Path]) -> list[tuple[Path, str]]:
 def ingest(
     paths: Annotated[list[Path], typer.Argument(help="PDF files or folders (searched recursively for *.pdf)")],
     knowledge_base: Annotated[str, typer.Option("--knowledge-base", "-k", help="Knowledge base name")] = "default",
-    strategy: Annotated[
-        str, typer.Option("--strategy", help="Chunking: fixed | sentence | heading | semantic")
-    ] = "sentence",
+    strategy: Annotated[Strategy, typer.Option("--strategy", help="Chunking strategy")] = DEFAULT_STRATEGY,
 ) -> None:
     """Ingest PDFs in one Dagster run (job ``ingest_files``: each PDF is parsed in a bounded child
     process ahead of the one being embedded); one result line per document on stdout, per-file
@@ -230,7 +230,9 @@ def ask(
     knowledge_base: Annotated[Optional[str], typer.Option("--knowledge-base", "-k")] = None,
     top_k: Annotated[int, typer.Option("--top-k", min=1, max=100)] = 5,
     mode: Annotated[str, typer.Option("--mode", help="vector | bm25 | hybrid | hybrid_rerank")] = "hybrid",
-    strategy: Annotated[Optional[str], typer.Option("--strategy", help="Search chunks of this strategy")] = None,
+    strategy: Annotated[
+        Optional[Strategy], typer.Option("--strategy", help="Search chunks of this strategy (default: each document's)")
+    ] = None,
     page_min: Annotated[Optional[int], typer.Option("--page-min", min=1)] = None,
     page_max: Annotated[Optional[int], typer.Option("--page-max", min=1)] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the full answer JSON")] = False,
@@ -350,7 +352,9 @@ def eval_cmd(
     retrieval_only: Annotated[
         bool, typer.Option("--retrieval-only", help="No answers: retrieval metrics only")
     ] = False,
-    strategy: Annotated[Optional[str], typer.Option("--strategy", help="Evaluate chunks of this strategy only")] = None,
+    strategy: Annotated[
+        Optional[Strategy], typer.Option("--strategy", help="Evaluate chunks of this strategy only")
+    ] = None,
     knowledge_base: Annotated[Optional[str], typer.Option("--knowledge-base", "-k")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the results JSON")] = False,
 ) -> None:
@@ -369,7 +373,7 @@ def eval_cmd(
         modes=None if modes is None else [m.strip() for m in modes.split(",") if m.strip()],
         top_k=top_k,
         answers=not retrieval_only,
-        strategy=strategy,
+        strategy=strategy.value if strategy else None,
         knowledge_base=knowledge_base,
     )
     try:

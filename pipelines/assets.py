@@ -7,14 +7,15 @@ Dagster UI shows what every stage did.
 
 import warnings
 from contextlib import contextmanager
-from dataclasses import asdict
+from dataclasses import asdict, fields
 
 import dagster as dg
+from pydantic import Field
 
 from ragaudit.ingest import documents as ingest
 from ragaudit.ingest.pdf import Page
 from ragaudit.ingest.removal import extraction_report
-from ragaudit.types import Chunk
+from ragaudit.types import Chunk, Strategy
 
 from .resources import RagauditResource
 
@@ -25,15 +26,29 @@ warnings.filterwarnings(
     "ignore", message="Specifying a partitions_def on an AssetCheckSpec", category=dg.PreviewWarning
 )
 
-STRATEGY_TAG = "ragaudit/strategy"  # set by ragaudit.pipelines.runner; absent = the document's strategy
+STRATEGY_ASSETS = ("chunks", "chunk_points", "live_index", "gold_qa_pairs")
 
 
-def _run_strategy(context) -> str | None:
-    """The chunking strategy requested for this run (run tag), if any."""
-    try:
-        return context.run.tags.get(STRATEGY_TAG) or None
-    except Exception:  # direct invocation in tests has no run
-        return None
+class IngestConfig(dg.Config):
+    """Run config of the assets that depend on the chunking strategy (``STRATEGY_ASSETS``)."""
+
+    strategy: Strategy | None = Field(
+        default=None,
+        description="Chunking strategy to build (fixed | sentence | heading | semantic). Every run ragaudit "
+        "launches (upload, CLI, sensor, schedule) sets it; left empty (a Materialize click in the UI), the "
+        "run builds the strategy the document was queued with, else the one its live version has.",
+    )
+
+    def resolve(self, doc) -> Strategy:
+        """The strategy of this run: the configured one, else ``ingest.requested_strategy(doc)``."""
+        return self.strategy or ingest.requested_strategy(doc)
+
+
+def strategy_run_config(strategy: Strategy) -> dict:
+    """The ``run_config`` that makes an ingestion run build ``strategy`` (``IngestConfig`` of each
+    strategy-dependent asset)."""
+    value = Strategy.parse(strategy).value
+    return {"ops": {name: {"config": {"strategy": value}} for name in STRATEGY_ASSETS}}
 
 
 documents_partitions = dg.DynamicPartitionsDefinition(name="documents")
@@ -87,11 +102,11 @@ def pdf_pages(context: dg.AssetExecutionContext, ragaudit: RagauditResource) -> 
     description="Sentence-packed chunks under the embedding model's token limit, with page spans.",
 )
 def chunks(
-    context: dg.AssetExecutionContext, ragaudit: RagauditResource, pdf_pages: list[dict]
+    context: dg.AssetExecutionContext, config: IngestConfig, ragaudit: RagauditResource, pdf_pages: list[dict]
 ) -> dg.Output[list[dict]]:
     svc = ragaudit.services()
     doc = ingest.get_document(svc, context.partition_key)
-    strategy = _run_strategy(context) or doc.pending_strategy or doc.strategy
+    strategy = config.resolve(doc)
     with _rollback_on_failure(context, svc):
         out = ingest.build_chunks(
             svc,
@@ -116,7 +131,7 @@ def chunks(
             "max_tokens": max(tokens),
             "mean_tokens": round(sum(tokens) / len(tokens), 1),
             "model_limit": svc.embedder.max_content_tokens,
-            "strategy": strategy,
+            "strategy": strategy.value,
         },
     )
 
@@ -128,13 +143,12 @@ def chunks(
     "to SQL as rows of the version being built, not yet searchable (live=false).",
 )
 def chunk_points(
-    context: dg.AssetExecutionContext, ragaudit: RagauditResource, chunks: list[dict]
+    context: dg.AssetExecutionContext, config: IngestConfig, ragaudit: RagauditResource, chunks: list[dict]
 ) -> dg.MaterializeResult:
     svc = ragaudit.services()
     with _rollback_on_failure(context, svc):
-        stats = ingest.stage_chunks(
-            svc, context.partition_key, _chunks_from(chunks), strategy=_run_strategy(context) or chunks[0]["strategy"]
-        )
+        strategy = config.resolve(ingest.get_document(svc, context.partition_key))
+        stats = ingest.stage_chunks(svc, context.partition_key, _chunks_from(chunks), strategy)
     return dg.MaterializeResult(metadata=stats)
 
 
@@ -167,14 +181,18 @@ def chunk_counts_match(context: dg.AssetCheckExecutionContext, ragaudit: Ragaudi
     "deleted (points, rows, and its stored file when nothing else refers to it).",
 )
 def live_index(
-    context: dg.AssetExecutionContext, ragaudit: RagauditResource, chunks: list[dict], pdf_pages: list[dict]
+    context: dg.AssetExecutionContext,
+    config: IngestConfig,
+    ragaudit: RagauditResource,
+    chunks: list[dict],
+    pdf_pages: list[dict],
 ) -> dg.MaterializeResult:
     svc = ragaudit.services()
     with _rollback_on_failure(context, svc):
         stats = ingest.publish(
             svc,
             context.partition_key,
-            strategy=_run_strategy(context) or chunks[0]["strategy"],
+            strategy=config.resolve(ingest.get_document(svc, context.partition_key)),
             pages=len(pdf_pages),
             extractor=pdf_pages[0]["extractor"] if pdf_pages else "none",
             title=chunks[0]["header"] if chunks else "",
@@ -184,7 +202,11 @@ def live_index(
 
 
 def _chunks_from(rows: list[dict]) -> list[Chunk]:
-    return [Chunk(**{**c, "page_breaks": [tuple(b) for b in c["page_breaks"]]}) for c in rows]
+    names = {f.name for f in fields(Chunk)} - {"page_breaks"}  # a stored output may carry fields Chunk no longer has
+    return [
+        Chunk(**{k: v for k, v in c.items() if k in names}, page_breaks=[tuple(b) for b in c["page_breaks"]])
+        for c in rows
+    ]
 
 
 @dg.asset(
@@ -196,12 +218,13 @@ def _chunks_from(rows: list[dict]) -> list[Chunk]:
     "Replaces the document's previous pairs.",
 )
 def gold_qa_pairs(
-    context: dg.AssetExecutionContext, ragaudit: RagauditResource, chunks: list[dict]
+    context: dg.AssetExecutionContext, config: IngestConfig, ragaudit: RagauditResource, chunks: list[dict]
 ) -> dg.MaterializeResult:
     from ragaudit.evaluate.goldgen import generate_for_document
 
     svc = ragaudit.services()
-    stats = generate_for_document(svc, context.partition_key, _chunks_from(chunks))
+    strategy = config.resolve(ingest.get_document(svc, context.partition_key))
+    stats = generate_for_document(svc, context.partition_key, _chunks_from(chunks), strategy)
     return dg.MaterializeResult(metadata=stats)
 
 

@@ -13,6 +13,7 @@ from typing import Any, Callable
 import dagster as dg
 
 from ragaudit.ingest.bulk import BulkFile, ingest_files
+from ragaudit.types import DEFAULT_STRATEGY, Strategy
 
 from .assets import documents_partitions
 from .resources import RagauditResource
@@ -32,7 +33,7 @@ class BulkFileConfig(dg.Config):
 class BulkConfig(dg.Config):
     files: list[BulkFileConfig]
     knowledge_base: str = "default"
-    strategy: str = "sentence"
+    strategy: Strategy = DEFAULT_STRATEGY
     hooks: str = ""
 
 

@@ -16,7 +16,7 @@ import dagster as dg
 from ragaudit.ingest import documents as ingest
 from ragaudit.ingest import reindex
 
-from .assets import documents_partitions
+from .assets import documents_partitions, strategy_run_config
 from .resources import RagauditResource
 
 BATCH_OP = "ingest_documents"
@@ -69,15 +69,19 @@ def ingest_batch():
 
 
 def _requests(svc, queued: list[tuple[str, int]], key: str, batch_all: bool = False) -> list[dg.RunRequest]:
-    """Run requests for ``[(document id, size in bytes)]``: large ones one partition run each,
-    small ones batched (settings ``landing_batch_max_bytes``, ``landing_batch_size``);
+    """Run requests for ``[(document id, size in bytes)]`` of queued documents: large ones one
+    partition run each, building the strategy each was queued with (run config), small ones batched (settings ``landing_batch_max_bytes``, ``landing_batch_size``);
     ``batch_all``: every document in ``ingest_batch`` runs (the schedule targets that job)."""
     st = svc.settings
     big = [] if batch_all else [i for i, n in queued if n > st.landing_batch_max_bytes]
     small = [i for i, n in queued if i not in big]
     out = [
         dg.RunRequest(
-            job_name="ingest_document", partition_key=i, run_key=f"{key}:{i}", tags={"ragaudit/document_id": i}
+            job_name="ingest_document",
+            partition_key=i,
+            run_key=f"{key}:{i}",
+            run_config=strategy_run_config(ingest.requested_strategy(ingest.get_document(svc, i))),
+            tags={"ragaudit/document_id": i},
         )
         for i in big
     ]

@@ -18,8 +18,9 @@ from ragaudit.ingest.documents import IngestError
 from ragaudit.ingest.pdf import PDFError
 from ragaudit.platform import tracing
 from ragaudit.services import Services, services_key
+from ragaudit.types import DEFAULT_STRATEGY, Strategy
 
-from .assets import STRATEGY_TAG
+from .assets import strategy_run_config
 from .definitions import INGEST_ASSETS, INGEST_CHECKS
 from .launcher import HANDED_TAG, WORKER_TAG, this_worker, worker_gone_message, worker_state
 from .resources import RagauditResource
@@ -54,27 +55,27 @@ def instance_for(svc: Services) -> dg.DagsterInstance:
 class DagsterRunner:
     """Callable runner for ``ragaudit.ingest.documents.ingest_bytes``: runs the job, forgets dropped partitions."""
 
-    def __call__(self, svc: Services, document_id: str, strategy: str | None = None) -> None:
+    def __call__(self, svc: Services, document_id: str, strategy: Strategy) -> None:
         run_ingestion(svc, document_id, strategy)
 
     def forget(self, svc: Services, document_id: str) -> None:
         remove_partition(svc, document_id)
 
 
-def run_ingestion(svc: Services, document_id: str, strategy: str | None = None) -> None:
-    """Materialize pdf_pages -> chunks -> chunk_points -> gold_qa_pairs for one document partition
-    (``strategy`` goes in the run tag ``ragaudit/strategy``; default: the document's).
+def run_ingestion(svc: Services, document_id: str, strategy: Strategy) -> None:
+    """Materialize pdf_pages -> chunks -> chunk_points -> live_index -> gold_qa_pairs for one
+    document partition, building ``strategy`` (the run's config, ``strategy_run_config``).
 
     Raises the stage's ``PDFError`` (bad PDF found late) or ``IngestError`` naming the failed step.
     """
     with tracing.span(
         "dagster.run",
-        **{"ragaudit.document_id": document_id, "ragaudit.strategy": strategy},
+        **{"ragaudit.document_id": document_id, "ragaudit.strategy": Strategy.parse(strategy).value},
     ) as run_span:
         _run_ingestion(svc, document_id, strategy, run_span)
 
 
-def _run_ingestion(svc: Services, document_id: str, strategy: str | None, run_span) -> None:
+def _run_ingestion(svc: Services, document_id: str, strategy: Strategy, run_span) -> None:
     instance = instance_for(svc)
     instance.add_dynamic_partitions("documents", [document_id])
     result = dg.materialize(
@@ -83,12 +84,11 @@ def _run_ingestion(svc: Services, document_id: str, strategy: str | None, run_sp
         instance=instance,
         resources={"ragaudit": RagauditResource(services_key=services_key(svc.settings))},
         raise_on_error=False,
-        run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}},
-        tags={
-            "ragaudit/document_id": document_id,
-            WORKER_TAG: this_worker(),
-            **({STRATEGY_TAG: strategy} if strategy else {}),
+        run_config={
+            **strategy_run_config(strategy),
+            "loggers": {"console": {"config": {"log_level": "WARNING"}}},
         },
+        tags={"ragaudit/document_id": document_id, WORKER_TAG: this_worker()},
     )
     if run_span is not None:
         run_span.set_attributes(
@@ -213,7 +213,7 @@ def run_bulk(
     svc: Services,
     files: list,
     knowledge_base: str = "default",
-    strategy: str = "sentence",
+    strategy: Strategy = DEFAULT_STRATEGY,
     *,
     on_outcome=None,
     timings: dict | None = None,
@@ -241,7 +241,7 @@ def run_bulk(
                             "config": {
                                 "files": [{"path": str(f.path), "name": f.name} for f in files],
                                 "knowledge_base": knowledge_base,
-                                "strategy": strategy,
+                                "strategy": Strategy.parse(strategy).value,
                                 "hooks": key,
                             }
                         }

@@ -99,7 +99,6 @@ class Chunk:
     token_count: int
     page_breaks: list[tuple[int, int]] = field(default_factory=list)
     section: str = ""
-    strategy: str = "sentence"
 
     @property
     def indexed_text(self) -> str:
@@ -123,7 +122,8 @@ class ChunkPayload(TypedDict, total=False):
     ``char_start``/``char_end`` (offsets in the document text), ``token_count`` (word pieces).
     Visibility: ``live`` (false while a run's version is staged), ``primary`` (the document's
     searched strategy). Answering: ``window_spans``/``sentence_spans`` (``[[start, end], ...]``
-    in ``text``). ``clipped_pages`` (``[first, last]``) is set on a copy cut to a page range.
+    in ``text``). Untrusted content: ``instruction_like``/``instruction_score``/``instruction_spans``
+    (``ragaudit.text.injection``: passages that read as instructions). ``clipped_pages`` (``[first, last]``) is set on a copy cut to a page range.
     Untrusted text: ``instruction_like``, ``instruction_score`` (0..1) and ``instruction_spans``
     (``[[start, end], ...]`` in ``text``) of the sentences that read as instructions to an
     assistant (``ragaudit.text.injection``).
@@ -150,6 +150,9 @@ class ChunkPayload(TypedDict, total=False):
     live: bool
     window_spans: list[list[int]]
     sentence_spans: list[list[int]]
+    instruction_like: bool
+    instruction_score: float
+    instruction_spans: list[list[int]]
     clipped_pages: list[int]
     instruction_like: bool
     instruction_score: float

@@ -143,6 +143,15 @@ def test_cli_help_renders(command):
     assert "Usage" in res.output
 
 
+@pytest.mark.parametrize("command", [["ingest", "x.pdf"], ["ask", "x?"], ["eval", "--dataset", "generated"]])
+def test_cli_refuses_an_unknown_strategy_listing_the_valid_ones(command):
+    """Fails if ``--strategy`` takes an unknown value (before anything is opened or ingested)
+    instead of a usage error (exit 2) that names every valid strategy."""
+    res = CliRunner().invoke(app, [*command, "--strategy", "paragraph"])
+    assert res.exit_code == 2, res.output
+    assert "paragraph" in res.output and all(s in res.output for s in ("fixed", "sentence", "heading", "semantic"))
+
+
 @pytest.mark.parametrize("backend", ["edge", "local"])
 def test_cli_says_when_the_embedded_store_is_in_use(tmp_path, monkeypatch, backend):
     """The embedded stores are single-process: the CLI names the problem in one line instead of a

@@ -17,7 +17,7 @@ from ragaudit.ingest.pdf import PDFError
 from ragaudit.pipelines.runner import DagsterRunner, remove_partition
 from ragaudit.platform.db import Document
 from ragaudit.text.docnames import InvalidNameError, printable, upload_name
-from ragaudit.types import Strategy
+from ragaudit.types import DEFAULT_STRATEGY, Strategy
 
 from ..deps import IngestQueueDep, RequireReadKey, RequireWriteKey, ServicesDep, SettingsDep
 from ..schemas import DocumentOut, ErrorOut, IngestOut
@@ -66,7 +66,7 @@ async def upload_document(
         "may keep folders, e.g. branch_alder/report.pdf. At most 255 "
         "characters, no control characters.",
     ),
-    strategy: str = Form(ingest.DEFAULT_STRATEGY, description="fixed | sentence | heading | semantic"),
+    strategy: str = Form(DEFAULT_STRATEGY.value, description="fixed | sentence | heading | semantic"),
     wait: bool = Query(
         False,
         description="true = ingest before answering (201 with the "
@@ -96,7 +96,7 @@ async def upload_document(
     if len(data) > limit:
         raise HTTPException(413, f"file too large: limit is {settings.max_upload_mb} MB")
     name = name if name is not None else upload_name(file.filename)
-    kb, strategy = knowledge_base or ingest.DEFAULT_KB, strategy or ingest.DEFAULT_STRATEGY
+    kb, strategy = knowledge_base or ingest.DEFAULT_KB, strategy or DEFAULT_STRATEGY.value
     if wait:
         out = await run_in_threadpool(ingest.ingest_bytes, svc, data, name, DagsterRunner(), kb, strategy)
         if out.status in ("refused", "failed"):
@@ -112,8 +112,7 @@ async def upload_document(
         )
     t = time.perf_counter()
     try:
-        strategy = Strategy.parse(strategy).value
-        doc, needs_run = await run_in_threadpool(ingest.register, svc, data, name, kb, strategy)
+        doc, needs_run = await run_in_threadpool(ingest.register, svc, data, name, kb, Strategy.parse(strategy))
     except PDFError as e:
         _refuse(name, "refused", e.code, str(e))
     except InvalidNameError as e:

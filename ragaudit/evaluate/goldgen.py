@@ -35,7 +35,7 @@ from ragaudit.platform.db import ChunkRow, Document, QAPair
 from ragaudit.platform.llmcall import load_litellm
 from ragaudit.services import Services
 from ragaudit.text.injection import DATA_NOT_INSTRUCTIONS, delimit, overlaps, scan
-from ragaudit.types import Chunk
+from ragaudit.types import Chunk, Strategy
 
 log = logging.getLogger(__name__)
 
@@ -248,9 +248,14 @@ def build_generator(svc: Services) -> ExtractiveGenerator | LLMGenerator:
 
 
 def generate_for_document(
-    svc: Services, document_id: str, chunks: list[Chunk], generator: ExtractiveGenerator | LLMGenerator | None = None
+    svc: Services,
+    document_id: str,
+    chunks: list[Chunk],
+    strategy: Strategy,
+    generator: ExtractiveGenerator | LLMGenerator | None = None,
 ) -> dict[str, Any]:
-    """Generate, verify and store the gold pairs of one document (replacing its previous pairs).
+    """Generate, verify and store the gold pairs of one document (replacing its previous pairs)
+    from its ``chunks``, built with ``strategy`` (their live rows give the pairs' chunk ids).
 
     Returns metadata: ``chunks_sampled``, ``kept``, ``discarded`` (evidence not verbatim in the
     chunk, or empty answer, or evidence in a sentence that reads as an instruction to an assistant:
@@ -264,11 +269,12 @@ def generate_for_document(
         doc = s.get(Document, document_id)
         if doc is None:
             raise KeyError(f"document {document_id} not found")
-        strategy = chunks[0].strategy if chunks else doc.strategy
         ids = dict(
             s.execute(
                 select(ChunkRow.index, ChunkRow.id).where(
-                    ChunkRow.document_id == document_id, ChunkRow.strategy == strategy, ChunkRow.live.is_(True)
+                    ChunkRow.document_id == document_id,
+                    ChunkRow.strategy == Strategy.parse(strategy).value,
+                    ChunkRow.live.is_(True),
                 )
             ).all()
         )

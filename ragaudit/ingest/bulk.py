@@ -29,7 +29,6 @@ from typing import Any, Callable, Iterable
 from ragaudit.index.embedding import cores_busy
 from ragaudit.ingest.documents import (
     DEFAULT_KB,
-    DEFAULT_STRATEGY,
     INGEST_LOCK,
     DocumentBusyError,
     IngestOutcome,
@@ -44,7 +43,7 @@ from ragaudit.ingest.guard import parse_pdf_bounded
 from ragaudit.ingest.pdf import PDFError
 from ragaudit.services import Services
 from ragaudit.text.docnames import InvalidNameError
-from ragaudit.types import Strategy
+from ragaudit.types import DEFAULT_STRATEGY, Strategy
 
 
 @dataclass(frozen=True)
@@ -136,7 +135,7 @@ def ingest_files(
     svc: Services,
     files: Iterable[BulkFile],
     knowledge_base: str = DEFAULT_KB,
-    strategy: str = DEFAULT_STRATEGY,
+    strategy: Strategy | str = DEFAULT_STRATEGY,
     *,
     lookahead: int = 2,
     on_outcome: Callable[[int, IngestOutcome], None] | None = None,
@@ -153,7 +152,7 @@ def ingest_files(
     files = list(files)
     t = {} if timings is None else timings
     try:
-        strategy = Strategy.parse(strategy).value
+        strategy = Strategy.parse(strategy)
     except ValueError as e:
         return [IngestOutcome(f.name, "refused", str(e), error_code="invalid_request") for f in files]
     parser = _ParseAhead(svc, files, lookahead).start()
@@ -181,7 +180,7 @@ def _ingest_one(
     res: Any,
     parse_s: float,
     knowledge_base: str,
-    strategy: str,
+    strategy: Strategy,
     t: dict[str, float],
     index: int,
     total: int,

@@ -666,7 +666,7 @@ class _Headers:
 
 
 def _make_chunk(
-    index: int, text: str, page_starts: list[int], units: list[Unit], header: str, header_tokens: int, strategy: str
+    index: int, text: str, page_starts: list[int], units: list[Unit], header: str, header_tokens: int
 ) -> Chunk:
     cs, ce = units[0].start, units[-1].end
     # pages from offsets: a unit (a sentence broken by a page break) may span two pages
@@ -685,7 +685,6 @@ def _make_chunk(
         token_count=header_tokens + sum(u.tokens for u in units),
         page_breaks=breaks,
         section=section[:500],
-        strategy=strategy,
     )
 
 
@@ -696,7 +695,6 @@ def _pack(
     headers: _Headers,
     max_tokens: int,
     overlap: int,
-    strategy: str,
     breaks_before: set[int] | None = None,
     overlap_fraction: float = 0.0,
     hard_max: int | None = None,
@@ -720,7 +718,7 @@ def _pack(
 
     def emit(us: list[Unit], limit: int = max_tokens) -> None:
         h = headers.build(us, limit)
-        chunks.append(_make_chunk(len(chunks), text, page_starts, us, h, headers.tokens(h), strategy))
+        chunks.append(_make_chunk(len(chunks), text, page_starts, us, h, headers.tokens(h)))
 
     for i, u in enumerate(units):
         if current and (i in breaks_before or cost(current + [u]) > max_tokens):
@@ -808,7 +806,6 @@ def _fixed(pages: list[Page], counter: TokenCounter, title: str, max_tokens: int
                 char_end=e,
                 token_count=ht + len(piece),
                 page_breaks=breaks,
-                strategy="fixed",
             )
         )
         if i + size >= len(offsets):
@@ -869,7 +866,6 @@ def chunk_document(
         headers,
         max_tokens,
         overlap,
-        strategy.value,
         breaks,
         overlap_fraction if overlap else 0.0,
         hard_max=counter.max_content_tokens,

@@ -39,14 +39,11 @@ from ragaudit.index.sparse import bm25_document_vector
 from ragaudit.index.store import point_id
 from ragaudit.ingest.chunking import (
     ATOMIC_UNITS_REVISION,
-    Chunk,
-    Strategy,
     chunk_document,
     document_title,
     sentence_spans,
     window_spans,
 )
-from ragaudit.ingest.chunking import DEFAULT_STRATEGY as _DEFAULT_STRATEGY
 from ragaudit.ingest.guard import extract_pages_bounded, inspect_pdf_bounded
 from ragaudit.ingest.pdf import Page, PDFError, PDFInfo
 from ragaudit.ingest.removal import extraction_report
@@ -55,11 +52,11 @@ from ragaudit.platform.db import ChunkRow, Document, QAPair, bump_index_version,
 from ragaudit.services import Services
 from ragaudit.text.docnames import InvalidNameError, name_key, validate_knowledge_base, validate_name
 from ragaudit.text.injection import scan
+from ragaudit.types import DEFAULT_STRATEGY, Chunk, ChunkPayload, Strategy
 
 log = logging.getLogger(__name__)
 
 DEFAULT_KB = "default"
-DEFAULT_STRATEGY = _DEFAULT_STRATEGY.value
 
 # One ingestion at a time per process: Qdrant local mode has a single writer.
 INGEST_LOCK = threading.Lock()
@@ -162,12 +159,12 @@ def set_progress(svc: Services, document_id: str, *, force: bool = False, **valu
         notify(document_id, values)
 
 
-def build_info(svc: Services, strategy: str) -> dict[str, Any]:
+def build_info(svc: Services, strategy: Strategy) -> dict[str, Any]:
     """What a version is built with: chunking strategy, embedding model, chunk and index settings
     (every setting that changes the points). Compared by re-ingestion through ``fingerprint``."""
     st = svc.settings
     return {
-        "strategy": strategy,
+        "strategy": Strategy.parse(strategy).value,
         "embedding_model": st.embedding_model,
         "chunk_max_tokens": st.chunk_max_tokens,
         "chunk_overlap_sentences": st.chunk_overlap_sentences,
@@ -247,7 +244,7 @@ def register(
     data: bytes,
     doc_name: str,
     knowledge_base: str = DEFAULT_KB,
-    strategy: str = DEFAULT_STRATEGY,
+    strategy: Strategy = DEFAULT_STRATEGY,
     source_path: str | None = None,
     info: PDFInfo | None = None,
 ) -> tuple[Document, bool]:
@@ -287,7 +284,7 @@ def _register_row(
     doc_name: str,
     key: str,
     knowledge_base: str,
-    strategy: str,
+    strategy: Strategy,
     source_path: str | None,
     replaced: set[str | None],
 ) -> tuple[Document, bool]:
@@ -302,7 +299,7 @@ def _register_row(
                     select(Document).where(Document.knowledge_base == knowledge_base, Document.name_key == key)
                 )
                 if doc is not None and doc.status in RUNNING:
-                    same = target_version(doc) == sha and (doc.pending_strategy or doc.strategy) == strategy
+                    same = target_version(doc) == sha and requested_strategy(doc) is strategy
                     if same:
                         return doc, False  # this very version is being built: nothing new to do
                     raise DocumentBusyError(
@@ -313,7 +310,7 @@ def _register_row(
                     doc is not None
                     and doc.sha256 == sha
                     and doc.ingest_version > 0
-                    and doc.strategy == strategy
+                    and doc.strategy == strategy.value
                     and doc.status != "queued"
                 ):
                     if doc.status != "ready" or doc.pending_sha256:  # a failed newer version: the live one stays
@@ -325,13 +322,13 @@ def _register_row(
                     doc is not None
                     and doc.status == "queued"
                     and target_version(doc) == sha
-                    and (doc.pending_strategy or doc.strategy) == strategy
+                    and requested_strategy(doc) is strategy
                 ):
                     return doc, False  # already queued with these bytes
                 progress = dict(
                     status="queued",
                     error=None,
-                    pending_strategy=strategy,
+                    pending_strategy=strategy.value,
                     queued_at=utcnow(),
                     pages_done=0,
                     pages_total=0,
@@ -345,7 +342,7 @@ def _register_row(
                         knowledge_base=knowledge_base,
                         sha256=sha,
                         size_bytes=len(data),
-                        strategy=strategy,
+                        strategy=strategy.value,
                         source_path=source_path,
                         **progress,
                     )
@@ -393,6 +390,14 @@ def target_version(doc: Document) -> str:
     return doc.pending_sha256 or doc.sha256
 
 
+def requested_strategy(doc: Document) -> Strategy:
+    """The chunking strategy a run of ``doc`` builds: the one it was queued with (its upload's,
+    ``pending_strategy``), else the one its live version is built with. Read once where a run is
+    launched (``run_queued``, the sensor and schedule, a run started without config in the
+    Dagster UI); the run then carries it in its config down to the chunker."""
+    return Strategy.parse(doc.pending_strategy or doc.strategy)
+
+
 def get_document(svc: Services, document_id: str) -> Document:
     with svc.sessions() as s:
         doc = s.get(Document, document_id)
@@ -424,8 +429,8 @@ def load_pages(svc: Services, document_id: str, pages: list[Page] | None = None)
 
 
 @tracing.traced("ingest.chunk")
-def build_chunks(svc: Services, doc: Document, pages: list[Page], strategy: str | None = None) -> list[Chunk]:
-    """Stage 2: chunks of the document with ``strategy`` (default: the document's; see ``ragaudit.ingest.chunking``)."""
+def build_chunks(svc: Services, doc: Document, pages: list[Page], strategy: Strategy) -> list[Chunk]:
+    """Stage 2: chunks of the document with ``strategy`` (see ``ragaudit.ingest.chunking``)."""
     s = svc.settings
     set_progress(svc, doc.id, status="chunking")
     title = document_title(doc.doc_name, pages)
@@ -433,7 +438,7 @@ def build_chunks(svc: Services, doc: Document, pages: list[Page], strategy: str 
         pages,
         svc.embedder,
         title,
-        strategy or doc.strategy,
+        strategy,
         s.chunk_max_tokens,
         s.chunk_overlap_sentences,
         embedder=svc.embedder,
@@ -528,7 +533,7 @@ def _discard_staged(svc: Services, document_id: str) -> None:
 
 
 @tracing.traced("ingest.embed_index")
-def stage_chunks(svc: Services, document_id: str, chunks: list[Chunk], strategy: str | None = None) -> dict[str, Any]:
+def stage_chunks(svc: Services, document_id: str, chunks: list[Chunk], strategy: Strategy) -> dict[str, Any]:
     """Stage 3: embed + BM25, write the chunks as points (Qdrant) and rows (SQL) of the version
     being built, not yet searchable (``live`` false). Leftovers of an interrupted run of this
     document are removed first; nothing of any other document is touched.
@@ -548,7 +553,7 @@ def stage_chunks(svc: Services, document_id: str, chunks: list[Chunk], strategy:
     st = svc.settings
     doc = get_document(svc, document_id)
     sha = target_version(doc)
-    strategy = strategy or doc.strategy
+    strategy = Strategy.parse(strategy)
     version = staged_version(doc)
     t_embed = t_upsert = 0.0
     ids: list[str] = []
@@ -579,20 +584,20 @@ def stage_chunks(svc: Services, document_id: str, chunks: list[Chunk], strategy:
                 )
                 for t, c in zip(texts, part)
             ]
-            part_ids = [point_id(doc.id, version, strategy, c.index) for c in part]
+            part_ids = [point_id(doc.id, version, strategy.value, c.index) for c in part]
             # passages that read as instructions to an assistant (ragaudit.text.injection): flagged, never obeyed
             scans = [
                 scan(c.text, spans[k]["sentence_spans"] if spans else sentence_spans(c.text))
                 for k, c in enumerate(part)
             ]
-            payloads = [
+            payloads: list[ChunkPayload] = [
                 {
                     "document_id": doc.id,
                     "doc_name": doc.doc_name,
                     "doc_key": doc.name_key,
                     "knowledge_base": doc.knowledge_base,
                     "doc_sha256": sha,
-                    "strategy": strategy,
+                    "strategy": strategy.value,
                     "chunk_index": c.index,
                     "page_start": c.page_start,
                     "page_end": c.page_end,
@@ -624,7 +629,7 @@ def stage_chunks(svc: Services, document_id: str, chunks: list[Chunk], strategy:
                         id=i,
                         document_id=doc.id,
                         index=c.index,
-                        strategy=strategy,
+                        strategy=strategy.value,
                         page_start=c.page_start,
                         page_end=c.page_end,
                         char_start=c.char_start,
@@ -726,7 +731,7 @@ def publish(
     svc: Services,
     document_id: str,
     *,
-    strategy: str | None,
+    strategy: Strategy,
     pages: int,
     extractor: str,
     title: str,
@@ -745,7 +750,7 @@ def publish(
     doc = get_document(svc, document_id)
     sha = target_version(doc)
     old_sha = doc.sha256
-    strategy = strategy or doc.strategy
+    strategy = Strategy.parse(strategy)
     version = staged_version(doc)
     n = svc.store.count(doc.id, version=version)
     if not n:
@@ -757,7 +762,7 @@ def publish(
                 delete(ChunkRow).where(
                     ChunkRow.document_id == doc.id,
                     ChunkRow.live.is_(True),
-                    (ChunkRow.strategy == strategy) | (ChunkRow.doc_sha256 != sha),
+                    (ChunkRow.strategy == strategy.value) | (ChunkRow.doc_sha256 != sha),
                 )
             )
             s.execute(
@@ -770,7 +775,7 @@ def publish(
             d.pages, d.chunk_count, d.extractor = pages, n, extractor
             d.title = title[:512]
             d.status, d.error, d.ingest_version, d.ingested_at = "ready", None, version, utcnow()
-            d.strategy, d.pending_strategy = strategy, None
+            d.strategy, d.pending_strategy = strategy.value, None
             d.built_with = build_info(svc, strategy)
             d.build_fingerprint = fingerprint(d.built_with)
             d.extraction_report = extraction
@@ -780,7 +785,7 @@ def publish(
     except Exception as e:
         svc.store.set_live(doc.id, version, False)
         raise IngestError(f"{doc.doc_name}: publishing failed: {type(e).__name__}: {e}", stage="live_index") from e
-    svc.store.delete_replaced(doc.id, version, sha, strategy)
+    svc.store.delete_replaced(doc.id, version, sha, strategy.value)
     with svc.sessions.begin() as s:  # cached answers may have seen both versions: invalidate again
         bump_index_version(s.connection())
     if old_sha != sha:
@@ -840,7 +845,8 @@ def delete_document(svc: Services, document_id: str, refuse_running: bool = Fals
     return info
 
 
-Runner = Callable[[Services, str, str], None]
+# runs the stages of one document with a strategy: the Dagster asset job (ragaudit.pipelines.runner.DagsterRunner)
+Runner = Callable[[Services, str, Strategy], None]
 
 
 def ingest_bytes(
@@ -849,7 +855,7 @@ def ingest_bytes(
     doc_name: str,
     runner: Runner,
     knowledge_base: str = DEFAULT_KB,
-    strategy: str = DEFAULT_STRATEGY,
+    strategy: Strategy | str = DEFAULT_STRATEGY,
 ) -> IngestOutcome:
     """Validate, register and ingest one PDF through ``runner`` (the Dagster asset job).
 
@@ -858,7 +864,7 @@ def ingest_bytes(
     """
     t = time.perf_counter()
     try:
-        strategy = Strategy.parse(strategy).value
+        strategy = Strategy.parse(strategy)
     except ValueError as e:
         return IngestOutcome(doc_name, "refused", str(e), error_code="invalid_request")
     with INGEST_LOCK:
@@ -924,7 +930,7 @@ def run_queued(svc: Services, document_id: str, runner: Runner) -> IngestOutcome
             doc = s.get(Document, document_id)
             if doc is None or doc.status != "queued":
                 return None
-            strategy = doc.pending_strategy or doc.strategy
+            strategy = requested_strategy(doc)
             name = doc.doc_name
             # atomic claim: another process (a second API, the Dagster daemon) may claim it too
             claimed = s.execute(
@@ -986,7 +992,7 @@ def queued_documents(svc: Services) -> list[str]:
 def run_stages(
     svc: Services,
     document_id: str,
-    strategy: str | None = None,
+    strategy: Strategy,
     pages: list[Page] | None = None,
     timings: dict[str, float] | None = None,
 ) -> dict[str, Any]:
@@ -1028,7 +1034,7 @@ def run_stages(
     t["embed"] = t.get("embed", 0.0) + embed_s
     t["upsert"] = t.get("upsert", 0.0) + upsert_s
     t["sql"] = t.get("sql", 0.0) + max(0.0, (t3 - t2) - embed_s - upsert_s)
-    gold = generate_for_document(svc, document_id, chunks)
+    gold = generate_for_document(svc, document_id, chunks, strategy)
     t["gold pairs"] = t.get("gold pairs", 0.0) + (time.perf_counter() - t3)
     return {
         **stats,

@@ -30,6 +30,7 @@ from ragaudit.ingest import documents as ingest
 from ragaudit.platform.db import Document, utcnow
 from ragaudit.services import Services
 from ragaudit.text.docnames import folder_names, name_key
+from ragaudit.types import DEFAULT_STRATEGY, Strategy
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +43,7 @@ class Decision:
     document_id: str
     doc_name: str
     knowledge_base: str
-    strategy: str
+    strategy: Strategy
     reasons: list[str]
     data: bytes | None = None
     source_path: str | None = None
@@ -126,7 +127,8 @@ def plan(
         if force and names and not reasons:
             reasons.append("named with --doc")
         if reasons:
-            out.todo.append(Decision(d.id, d.doc_name, d.knowledge_base, d.strategy, reasons, data, d.source_path))
+            strategy = Strategy.parse(d.strategy)
+            out.todo.append(Decision(d.id, d.doc_name, d.knowledge_base, strategy, reasons, data, d.source_path))
         else:
             out.unchanged += 1
     return out
@@ -157,15 +159,15 @@ def enqueue(svc: Services, dec: Decision) -> bool:
     return requeue(svc, dec.document_id)
 
 
-def requeue(svc: Services, document_id: str, strategy: str | None = None) -> bool:
-    """Queue a rebuild of a document's current bytes (``strategy``: default its own). False when it
-    is gone or already queued/running."""
+def requeue(svc: Services, document_id: str) -> bool:
+    """Queue a rebuild of a document's current bytes with its own strategy. False when it is gone
+    or already queued/running."""
     with ingest.REGISTER_LOCK, svc.sessions.begin() as s:
         d = s.get(Document, document_id)
         if d is None or d.status in ingest.ACTIVE:
             return False
         d.status, d.error, d.queued_at = "queued", None, utcnow()
-        d.pending_strategy = strategy or d.strategy
+        d.pending_strategy = d.strategy
         d.pages_done = d.pages_total = d.chunks_done = d.chunks_total = 0
         return True
 
@@ -324,7 +326,7 @@ def register_landing(
             continue
         try:
             data = Path(f.path).read_bytes()
-            doc, needs = ingest.register(svc, data, f.name, kb, ingest.DEFAULT_STRATEGY, source_path=f.path)
+            doc, needs = ingest.register(svc, data, f.name, kb, DEFAULT_STRATEGY, source_path=f.path)
         except FileNotFoundError:
             continue
         except ingest.DocumentBusyError:

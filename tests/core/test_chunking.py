@@ -110,7 +110,6 @@ def test_each_strategy_on_a_real_pdf(strategy, redp_pages, embedder):
     assert max(real[:-1]) <= 180 <= embedder.max_content_tokens and real[-1] <= embedder.max_content_tokens
     for c, _n in zip(chunks, real):
         assert text[c.char_start : c.char_end] == c.text
-        assert c.strategy == strategy
         assert c.page_start >= 1 and c.page_start <= c.page_end <= len(redp_pages)
         assert starts[c.page_start - 1] <= c.char_start and c.char_end <= starts[c.page_end - 1] + len(
             redp_pages[c.page_end - 1].text

@@ -3,11 +3,12 @@
 import dagster as dg
 from sqlalchemy import func, select
 
-from ragaudit.ingest.documents import register
+from ragaudit.ingest.documents import get_document, register
 from ragaudit.pipelines.definitions import INGEST_ASSETS, INGEST_CHECKS, defs
 from ragaudit.pipelines.resources import RagauditResource
 from ragaudit.platform.db import ChunkRow
 from ragaudit.services import services_key
+from ragaudit.types import Strategy
 from tests.conftest import SAMPLES
 
 
@@ -20,7 +21,11 @@ def test_definitions_load():
 
 
 def test_assets_called_directly_then_materialized(fresh_services, tmp_path):
-    from ragaudit.pipelines.assets import chunks, pdf_pages
+    """Fails if the assets cannot be called directly, if a run without config does not build the
+    strategy the document was queued with, if the strategy in the run config does not reach the
+    chunker, the points, the rows and the document (one typed value, one way), or if the
+    materialized version's counts or checks fail."""
+    from ragaudit.pipelines.assets import IngestConfig, chunks, pdf_pages, strategy_run_config
 
     svc = fresh_services
     data = (SAMPLES / "20080102X00002.pdf").read_bytes()
@@ -29,15 +34,24 @@ def test_assets_called_directly_then_materialized(fresh_services, tmp_path):
     res = RagauditResource(services_key=services_key(svc.settings))
     pages_out = pdf_pages(dg.build_asset_context(partition_key=doc.id), ragaudit=res)
     assert pages_out.metadata["pages"].value == 3
-    chunks_out = chunks(dg.build_asset_context(partition_key=doc.id), ragaudit=res, pdf_pages=pages_out.value)
+    ctx = dg.build_asset_context(partition_key=doc.id)
+    chunks_out = chunks(ctx, config=IngestConfig(), ragaudit=res, pdf_pages=pages_out.value)
     assert chunks_out.metadata["max_tokens"].value <= svc.embedder.max_content_tokens
+    assert chunks_out.metadata["strategy"].value == "sentence"  # queued with the default
 
     instance = dg.DagsterInstance.ephemeral()
     instance.add_dynamic_partitions("documents", [doc.id])
     result = dg.materialize(
-        [*INGEST_ASSETS, *INGEST_CHECKS], partition_key=doc.id, instance=instance, resources={"ragaudit": res}
+        [*INGEST_ASSETS, *INGEST_CHECKS],
+        partition_key=doc.id,
+        instance=instance,
+        resources={"ragaudit": res},
+        run_config=strategy_run_config(Strategy.fixed),
     )
     assert result.success
+    assert result.asset_materializations_for_node("chunks")[0].metadata["strategy"].value == "fixed"
+    assert {p["strategy"] for _, p in svc.store.iter_payloads()} == {"fixed"}
+    assert get_document(svc, doc.id).strategy == "fixed"
     mat = result.asset_materializations_for_node("chunk_points")[0]
     n_chunks = mat.metadata["chunks"].value
     with svc.sessions() as s:

@@ -35,7 +35,7 @@ def test_gold_pairs_have_verbatim_evidence_and_counts_in_metadata(kb):
     assert md["generator"].value == "extractive" and md["discarded"].value == 0
 
     # materializing again replaces the document's pairs (no duplicates); the check passes
-    from ragaudit.pipelines.assets import evidence_spans_verbatim, gold_qa_pairs
+    from ragaudit.pipelines.assets import IngestConfig, evidence_spans_verbatim, gold_qa_pairs
 
     res = RagauditResource(services_key=services_key(kb.settings))
     with kb.sessions() as s:
@@ -43,7 +43,10 @@ def test_gold_pairs_have_verbatim_evidence_and_counts_in_metadata(kb):
     from ragaudit.ingest.documents import get_document
 
     out = gold_qa_pairs(
-        dg.build_asset_context(partition_key=doc.id), ragaudit=res, chunks=[_chunk_dict(c, kb) for c in all_chunks]
+        dg.build_asset_context(partition_key=doc.id),
+        config=IngestConfig(),  # a run without config (the UI's Materialize): the document's strategy
+        ragaudit=res,
+        chunks=[_chunk_dict(c, kb) for c in all_chunks],
     )
     assert out.metadata["kept"] == len(rows) and out.metadata["discarded"] == 0
     with kb.sessions() as s:
@@ -68,5 +71,4 @@ def _chunk_dict(c, svc):
         "token_count": c.token_count,
         "page_breaks": payload.get("page_breaks", []),
         "section": c.section or "",
-        "strategy": c.strategy,
     }

@@ -13,12 +13,14 @@ from sqlalchemy import func, select
 from ragaudit.ingest import documents as ingest
 from ragaudit.ingest import reindex
 from ragaudit.ingest.documents import ingest_bytes
+from ragaudit.pipelines.assets import strategy_run_config
 from ragaudit.pipelines.operations import _requests, scan_landing_folder
 from ragaudit.pipelines.resources import RagauditResource
 from ragaudit.pipelines.runner import DagsterRunner
 from ragaudit.platform.db import ChunkRow, Document, QAPair
 from ragaudit.query import QueryService
 from ragaudit.services import services_key
+from ragaudit.types import Strategy
 from tests.conftest import DATA, SAMPLES
 
 NTSB_A = SAMPLES / "20080102X00002.pdf"  # Reims F172 M, registration FBVIF
@@ -130,14 +132,18 @@ def test_landing_sensor_replaces_a_changed_pdf(fresh_services, tmp_path, monkeyp
 
 def test_small_documents_are_batched_large_ones_run_alone(fresh_services, monkeypatch):
     """Run requests: files above landing_batch_max_bytes get one partition run each, small ones
-    share ingest_batch runs of at most landing_batch_size. Fails if every file gets its own run
-    (per-run overhead) or if a batch exceeds its size."""
+    share ingest_batch runs of at most landing_batch_size. A partition run builds the strategy its
+    document was queued with, carried in the run config. Fails if every file gets its own run
+    (per-run overhead), if a batch exceeds its size, or if the strategy is not in the run config."""
     svc = fresh_services
     monkeypatch.setattr(
         svc, "settings", svc.settings.model_copy(update={"landing_batch_max_bytes": 1000, "landing_batch_size": 2})
     )
-    reqs = _requests(svc, [("big", 5000), ("s1", 10), ("s2", 20), ("s3", 30)], "k")
-    assert [(r.job_name, r.partition_key) for r in reqs[:1]] == [("ingest_document", "big")]
+    big = ingest.register(svc, NTSB_A.read_bytes(), "big.pdf", strategy=Strategy.heading)[0].id
+    reqs = _requests(svc, [(big, 5000), ("s1", 10), ("s2", 20), ("s3", 30)], "k")
+    assert [(r.job_name, r.partition_key) for r in reqs[:1]] == [("ingest_document", big)]
+    assert reqs[0].run_config == strategy_run_config(Strategy.heading)
+    assert {c["config"]["strategy"] for c in reqs[0].run_config["ops"].values()} == {"heading"}
     assert [r.run_config["ops"]["ingest_documents"]["config"]["document_ids"] for r in reqs[1:]] == [
         ["s1", "s2"],
         ["s3"],
