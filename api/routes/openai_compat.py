@@ -120,8 +120,9 @@ def knowledge_bases(svc: Services) -> list[str]:
 
 
 def available_modes(svc: Services) -> list[Mode]:
-    """Retrieval modes this server can run (``hybrid_rerank`` only with a reranker)."""
-    return [m for m in Mode if m is not Mode.hybrid_rerank or svc.settings.reranker_model]
+    """Retrieval modes this server can run (``Settings.available_modes``, as ``GET /modes``:
+    ``hybrid_rerank`` only with a reranker)."""
+    return [Mode(m) for m in svc.settings.available_modes]
 
 
 def model_names(svc: Services) -> list[str]:

@@ -135,6 +135,7 @@ ACCESS = {
     ("POST", "/datasets"): "key",
     ("GET", "/datasets"): "read",
     ("POST", "/evaluate"): "key",  # answers and the LLM judge
+    ("GET", "/modes"): "read",
     ("GET", "/evaluate"): "read",
     ("GET", "/evaluate/{run_id}"): "read",
     ("GET", "/evaluate/{run_id}/intervals"): "read",
