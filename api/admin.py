@@ -51,6 +51,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from ragaudit.answer.citations import find_quote
+from ragaudit.evaluate.goldrules import answer_type_of
 from ragaudit.platform.db import ChunkRow, Document, EvalDataset, EvalRun, QAPair, QueryLog, new_id
 
 from .deps import key_is_valid, key_required, presented_key
@@ -150,8 +151,29 @@ RESOURCES: dict[str, Resource] = {
         Resource(
             "qa_pairs",
             QAPair,
-            sortable=("id", "document_id", "chunk_id", "page", "question", "generator", "created_at"),
-            filterable=("id", "document_id", "chunk_id", "page", "generator", "model"),
+            sortable=(
+                "id",
+                "document_id",
+                "chunk_id",
+                "page",
+                "question",
+                "generator",
+                "kind",
+                "answer_type",
+                "paraphrase",
+                "created_at",
+            ),
+            filterable=(
+                "id",
+                "document_id",
+                "chunk_id",
+                "page",
+                "generator",
+                "model",
+                "kind",
+                "answer_type",
+                "paraphrase",
+            ),
             text=("question", "answer", "evidence"),
             ranged=("page", "created_at"),
             writable=frozenset({"create", "update", "delete"}),
@@ -473,6 +495,8 @@ class Bridge:
                     evidence=data["evidence"].strip(),
                     generator="manual",
                     model=None,
+                    kind="manual",
+                    answer_type=answer_type_of(data["answer"].strip()),
                 )
                 s.add(pair)
                 s.flush()

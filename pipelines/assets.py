@@ -213,9 +213,11 @@ def _chunks_from(rows: list[dict]) -> list[Chunk]:
     partitions_def=documents_partitions,
     group_name="evaluation",
     deps=[live_index],
-    description="Gold question/answer pairs from every Nth chunk, each with an evidence span verified "
-    "verbatim in its chunk (LLM via litellm when configured, else the extractive generator). "
-    "Replaces the document's previous pairs.",
+    description="Gold question/answer pairs from every Nth chunk (LLM via litellm when configured, else "
+    "the offline rule generator: labelled values, table cells, vote tallies, typed sentences), each "
+    "checked before it is stored: a well-formed question, evidence verbatim in its chunk, answer in the "
+    "evidence, no near-duplicate. Metadata: generated, stored, rejected_<reason>. Replaces the "
+    "document's previous pairs.",
 )
 def gold_qa_pairs(
     context: dg.AssetExecutionContext, config: IngestConfig, ragaudit: RagauditResource, chunks: list[dict]

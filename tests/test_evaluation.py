@@ -135,9 +135,10 @@ def _fake_llm(real_completion, calls):
         system, user = messages[0]["content"], messages[-1]["content"]
         if system.startswith("You write evaluation questions"):
             calls["generate"] += 1
-            passage = user.split("Passage:\n", 1)[1]
+            # the passage inside its <source> delimiters (the prompt treats it as data)
+            passage = user.split("Passage:\n", 1)[1].split(">\n", 1)[1].rsplit("\n</source>", 1)[0]
             ev = first_sentence(passage)
-            q = f"What does the report say about {' '.join(ev.split()[:8])}?"
+            q = f"What does the report say about {' '.join(w.strip(':;,.') for w in ev.split()[:8])}?"
             reply = {
                 "pairs": [
                     {"question": q, "answer": ev.split()[0], "evidence": ev},
@@ -160,7 +161,7 @@ def _fake_llm(real_completion, calls):
             reply = {"claims": verdicts, "context_relevance": 0.75, "answer_relevance": 0.5}
         else:
             calls["answer"] += 1
-            src1 = user.split("[1] ", 1)[1].split("\n", 1)[1]
+            src1 = user.split('<source n="1"', 1)[1].split(">\n", 1)[1].split("\n</source>", 1)[0]
             return real_completion(
                 model=model, messages=messages, mock_response=f"{first_sentence(src1)} [1] {FAKE[:-1]} [1].", **kw
             )

@@ -29,6 +29,13 @@ class DatasetOut(BaseModel):
     source: str = Field(description="upload | generated")
     n_questions: int
     created_at: str | None = None
+    by_generator: dict[str, int] | None = Field(default=None, description="Generated sets: pairs per generator")
+    by_kind: dict[str, int] | None = Field(
+        default=None,
+        description="Generated sets: pairs per source (labelled_value, table_cell, vote_table, sentence, llm)",
+    )
+    by_answer_type: dict[str, int] | None = Field(default=None, description="Generated sets: pairs per answer type")
+    paraphrases: int | None = Field(default=None, description="Generated sets: pairs whose question is a paraphrase")
 
 
 class EvaluateIn(BaseModel):

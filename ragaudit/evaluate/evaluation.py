@@ -25,7 +25,9 @@ document the evaluation dashboard reads::
                     "answers": {<mode>: {"answer", "concise_answer", "concise_answer_gold_guided",
                                          "label", "citations",
                                          "metrics": {<name>: {"value", "reason"}}, "claims",
-                                         "retrieved_chunk_ids", "latency_ms", "cost_usd"}}}]}
+                                         "retrieved_chunk_ids", "latency_ms", "cost_usd"}},
+                    "generator"?, "source_kind"?, "answer_type"?, "paraphrase"?}]}
+     (the last four for generated gold pairs: ``ragaudit.evaluate.goldgen``)
 
 EM / F1 are computed on the answerer's own ``concise_answer`` (the span answering the question's
 type, ``ragaudit.answer.concise``; no gold guidance); ``*_gold_guided`` on the span of the whole answer that
@@ -620,6 +622,9 @@ def _aggregate_answers(per_q: list[dict[str, Any]], mode: str) -> dict[str, Any]
     return out
 
 
+_PAIR_FIELDS = ("generator", "source_kind", "answer_type", "paraphrase")
+
+
 def evaluate(
     svc: Any,
     questions: list[GoldQuestion],
@@ -674,6 +679,8 @@ def evaluate(
             "ranks": {},
             "retrieval": {},
         }
+        # a generated pair's provenance, for filtering a run's questions by them
+        rec.update({k: q.raw[k] for k in _PAIR_FIELDS if k in q.raw})
         if p.answers:
             rec["answers"] = {}
         per_q.append(rec)

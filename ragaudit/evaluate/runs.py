@@ -52,28 +52,63 @@ def import_dataset(svc: Services, name: str, text: str) -> dict[str, Any]:
 
 def list_datasets(svc: Services) -> list[dict[str, Any]]:
     """Imported datasets, then the generated sets (all, per knowledge base, per document) with
-    their question counts."""
+    their question counts and, for generated sets, how their pairs break down: ``by_generator``,
+    ``by_kind`` (labelled_value | table_cell | vote_table | sentence | llm | manual),
+    ``by_answer_type`` and ``paraphrases`` (count)."""
     with svc.sessions() as s:
         out = [d.as_dict() for d in s.scalars(select(EvalDataset).order_by(EvalDataset.created_at.desc()))]
         rows = s.execute(
-            select(Document.knowledge_base, Document.doc_name, func.count(QAPair.id))
+            select(
+                Document.knowledge_base,
+                Document.doc_name,
+                QAPair.generator,
+                QAPair.kind,
+                QAPair.answer_type,
+                QAPair.paraphrase,
+                func.count(QAPair.id),
+            )
             .join(QAPair, QAPair.document_id == Document.id)
-            .group_by(Document.knowledge_base, Document.doc_name)
+            .group_by(
+                Document.knowledge_base,
+                Document.doc_name,
+                QAPair.generator,
+                QAPair.kind,
+                QAPair.answer_type,
+                QAPair.paraphrase,
+            )
             .order_by(Document.knowledge_base, Document.doc_name)
         ).all()
-    if rows:
-        out.append({"id": GENERATED, "name": GENERATED, "source": "generated", "n_questions": sum(r[2] for r in rows)})
-        kbs: dict[str, int] = {}
-        for kb, _, n in rows:
-            kbs[kb] = kbs.get(kb, 0) + n
-        for kb, n in kbs.items():
-            out.append(
-                {"id": f"{GENERATED}:{kb}", "name": f"{GENERATED}:{kb}", "source": "generated", "n_questions": n}
-            )
-        for kb, doc, n in rows:
-            ref = f"{GENERATED}:{kb}/{doc}"
-            out.append({"id": ref, "name": ref, "source": "generated", "n_questions": n})
-    return out
+    if not rows:
+        return out
+    groups: dict[str, dict[str, Any]] = {}
+
+    def add(ref: str, gen: str, kind: str | None, atype: str | None, para: bool, n: int) -> None:
+        g = groups.setdefault(
+            ref,
+            {
+                "id": ref,
+                "name": ref,
+                "source": "generated",
+                "n_questions": 0,
+                "by_generator": {},
+                "by_kind": {},
+                "by_answer_type": {},
+                "paraphrases": 0,
+            },
+        )
+        g["n_questions"] += n
+        for key, value in (
+            ("by_generator", gen),
+            ("by_kind", kind or "unknown"),
+            ("by_answer_type", atype or "unknown"),
+        ):
+            g[key][value] = g[key].get(value, 0) + n
+        g["paraphrases"] += n if para else 0
+
+    for kb, doc, gen, kind, atype, para, n in rows:
+        for ref in (GENERATED, f"{GENERATED}:{kb}", f"{GENERATED}:{kb}/{doc}"):
+            add(ref, gen, kind, atype, bool(para), n)
+    return out + list(groups.values())
 
 
 def generated_questions(
@@ -101,7 +136,14 @@ def generated_questions(
             doc_name=name,
             page=p.page,
             evidence=p.evidence,
-            raw={"generator": p.generator, "model": p.model, "chunk_id": p.chunk_id},
+            raw={
+                "generator": p.generator,
+                "model": p.model,
+                "chunk_id": p.chunk_id,
+                "source_kind": p.kind,
+                "answer_type": p.answer_type,
+                "paraphrase": bool(p.paraphrase),
+            },
         )
         for p, name in rows
     ]

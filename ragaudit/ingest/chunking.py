@@ -326,6 +326,12 @@ def _tables(page_text: str) -> tuple[list[tuple[int, int, int]], list[Table]]:
     return rows, tables
 
 
+def page_tables(page_text: str) -> tuple[list[tuple[int, int, int]], list[Table]]:
+    """Row line spans ``(start, end, table id)`` and tables of a page, as chunking finds them
+    (for readers of table structure outside chunking, e.g. gold-pair generation)."""
+    return _tables(page_text)
+
+
 def _close_run(
     out: list[tuple],
     out_n: list[int],

@@ -90,7 +90,9 @@ class Document(Base):
     ``build_fingerprint`` its sha256, compared by re-ingestion. ``source_path``: the file a
     landing-folder document comes from (re-ingestion rereads it). ``extraction_report``: what
     extraction left out of the live version's text (running headers and footers, hidden text),
-    counted with examples (``ragaudit.ingest.removal.extraction_report``).
+    counted with examples (``ragaudit.ingest.removal.extraction_report``). ``gold_report``: the
+    last gold-pair generation (``ragaudit.evaluate.goldgen.generate_for_document``): generator,
+    pairs generated and stored, rejections per reason.
     """
 
     __tablename__ = "documents"
@@ -123,6 +125,7 @@ class Document(Base):
     build_fingerprint: Mapped[str | None] = mapped_column(String(64), nullable=True)
     source_path: Mapped[str | None] = mapped_column(Text, nullable=True)
     extraction_report: Mapped[dict | None] = mapped_column(JSON, nullable=True)
+    gold_report: Mapped[dict | None] = mapped_column(JSON, nullable=True)
 
     def progress(self) -> dict[str, Any]:
         """``{status, error, pages: {done, total}, chunks: {done, total}}`` (GET /documents/{id}/events)."""
@@ -158,6 +161,7 @@ class Document(Base):
             "built_with": self.built_with,
             "source_path": self.source_path,
             "extraction_report": self.extraction_report,
+            "gold_report": self.gold_report,
         }
 
 
@@ -239,7 +243,12 @@ def scope_clause(scope: Scope) -> Any:
 
 
 class QAPair(Base):
-    """A gold question/answer pair generated from a chunk, with a verbatim evidence span."""
+    """A gold question/answer pair generated from a chunk, with a verbatim evidence span.
+
+    ``generator``: rules | llm (``manual`` for a pair written in the admin); ``kind``: where the
+    question comes from (labelled_value | table_cell | vote_table | sentence | llm); ``answer_type``:
+    date | amount | percent | count | person | organisation | identifier | text; ``paraphrase``: the
+    question is phrased with other words than its evidence."""
 
     __tablename__ = "qa_pairs"
 
@@ -252,6 +261,9 @@ class QAPair(Base):
     evidence: Mapped[str] = mapped_column(Text)
     generator: Mapped[str] = mapped_column(String(32))
     model: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    kind: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    answer_type: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    paraphrase: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     created_at: Mapped[datetime] = mapped_column(UTCDateTime(), default=utcnow)
 
 

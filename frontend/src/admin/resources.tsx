@@ -59,6 +59,7 @@ export const DocumentShow = () => (
       <NumberField source="ingest_version" />
       <DateField source="ingested_at" showTime />
       <FunctionField label="extraction report" render={(r: any) => <ExtractionReport report={r.extraction_report} />} />
+      <FunctionField label="gold Q&A pairs" render={(r: any) => <GoldReport report={r.gold_report} />} />
       <FunctionField label="PDF" render={(r: any) => <OpenPdf id={r.id} />} />
       <ReferenceManyField label="Chunks" reference="chunks" target="document_id" sort={{ field: "index", order: "ASC" }}>
         <Datagrid rowClick="show" bulkActionButtons={false}>
@@ -87,6 +88,25 @@ const ExtractionReport = ({ report }: { report: any }) => {
       <div>hidden characters removed: {ht.chars ?? 0}{reasons ? ` (${reasons})` : ""}; OCR-layer characters kept: {ht.ocr_layer_chars ?? 0}</div>
       <ul>{(ht.examples ?? []).map((e: any, i: number) => <li key={i}>p.{e.page} {e.reason}: {e.text}</li>)}</ul>
       {(ht.unchecked_pages ?? []).length ? <div>pages not checked for hidden text: {ht.unchecked_pages.join(", ")}</div> : null}
+    </div>
+  );
+};
+// The last gold-pair generation (ragaudit.evaluate.goldgen): generated, stored, rejected per reason
+const GoldReport = ({ report }: { report: any }) => {
+  if (!report) return <span>not recorded for this version</span>;
+  const rejected = Object.entries(report.rejected ?? {}).filter(([, n]) => Number(n) > 0);
+  const kinds = Object.entries(report.by_kind ?? {}).map(([k, n]) => `${k} ${n}`).join(", ");
+  return (
+    <div data-testid="gold-report">
+      <div>
+        generator {report.generator}{report.model ? ` (${report.model})` : ""}: {report.generated ?? 0} generated, {report.stored ?? 0} stored
+        {report.paraphrases ? `, ${report.paraphrases} paraphrased` : ""}{kinds ? ` (${kinds})` : ""}
+      </div>
+      <div>
+        rejected: {rejected.length ? rejected.map(([k, n]) => `${k.replaceAll("_", " ")} ${n}`).join(", ") : "none"}
+        {report.failed_chunks ? `; ${report.failed_chunks} chunks failed` : ""}
+        {report.discarded_instruction ? `; ${report.discarded_instruction} with evidence that reads as an instruction` : ""}
+      </div>
     </div>
   );
 };
@@ -146,6 +166,9 @@ const pairFilters = [
   <SearchInput source="q" alwaysOn key="q" />,
   <ReferenceInput source="document_id" reference="documents" key="doc"><AutocompleteInput optionText="doc_name" label="document" /></ReferenceInput>,
   <TextInput source="generator" key="gen" />,
+  <SelectInput source="kind" key="kind" choices={["labelled_value", "table_cell", "vote_table", "sentence", "llm", "manual"].map((s) => ({ id: s, name: s.replace("_", " ") }))} />,
+  <SelectInput source="answer_type" key="type" label="answer type" choices={["date", "amount", "percent", "count", "person", "organisation", "identifier", "text"].map((s) => ({ id: s, name: s }))} />,
+  <BooleanInput source="paraphrase" key="para" />,
 ];
 export const PairList = () => (
   <List filters={pairFilters} sort={{ field: "created_at", order: "DESC" }}>
@@ -155,6 +178,9 @@ export const PairList = () => (
       <ReferenceField source="document_id" reference="documents"><TextField source="doc_name" /></ReferenceField>
       <NumberField source="page" />
       <TextField source="generator" />
+      <TextField source="kind" />
+      <TextField source="answer_type" label="answer type" />
+      <BooleanField source="paraphrase" />
       <DateField source="created_at" />
     </Datagrid>
   </List>

@@ -17,6 +17,9 @@ interface Run {
 interface CI { mean: number | null; ci95: [number, number] | null; n: number }
 interface Intervals { method: string; retrieval: Record<string, Record<string, CI>>; answers: Record<string, Record<string, CI>> }
 
+// the provenance fields of generated gold pairs a run's questions can be filtered by
+const PAIR_FACETS: [string, string][] = [["generator", "generator"], ["source_kind", "source"], ["answer_type", "answer type"], ["paraphrase", "paraphrase"]];
+
 const f3 = (x: number | null | undefined) => (x === null || x === undefined ? "–" : x.toFixed(3));
 
 /** A question fails in a mode when its evidence is not in the top 5 or, with answers, when the
@@ -31,6 +34,8 @@ function RunView({ run, onXray, tag }: { run: Run; onXray: (question: string, mo
   const [iv, setIv] = useState<Intervals | null>(null);
   const [metric, setMetric] = useState("hit@5");
   const [onlyFailures, setOnlyFailures] = useState(false);
+  // generated gold pairs carry their generator, source kind, answer type and paraphrase flag
+  const [pairFilter, setPairFilter] = useState<Record<string, string>>({});
   const res = run.results;
   useEffect(() => {
     if (run.status === "done") getJSON<Intervals>(`/evaluate/${run.id}/intervals`).then(setIv).catch(() => setIv(null));
@@ -52,7 +57,16 @@ function RunView({ run, onXray, tag }: { run: Run; onXray: (question: string, mo
   });
   const metricNames = iv ? Array.from(new Set([...Object.values(iv.retrieval), ...Object.values(iv.answers)].flatMap((m) => Object.keys(m)))) : [];
   const modes: string[] = Object.keys(res.modes ?? {});
-  const questions: any[] = (res.questions ?? []).filter((q: any) => !onlyFailures || modes.some((m) => failed(q, m)));
+  const all: any[] = res.questions ?? [];
+  const facets = PAIR_FACETS.map(([key, label]) => [key, label, Array.from(new Set(all.map((q) => q[key]).filter((v) => v !== undefined && v !== null).map(String))).sort()] as const)
+    .filter(([, , values]) => values.length > 0);
+  const questions: any[] = all
+    .filter((q: any) => Object.entries(pairFilter).every(([k, v]) => !v || String(q[k]) === v))
+    .filter((q: any) => !onlyFailures || modes.some((m) => failed(q, m)));
+  const hit5 = (m: string) => {
+    const xs = questions.map((q) => q.retrieval?.[m]?.metrics?.["hit@5"]).filter((x) => typeof x === "number");
+    return xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : null;
+  };
   return (
     <Box data-testid="run-results" data-run-id={run.id}>
       <Typography variant="subtitle2">{tag && <b>{tag}: </b>}{res.dataset?.name} · {res.dataset?.n_questions} questions · judge {res.judge} · answerer {res.answerer}</Typography>
@@ -108,8 +122,20 @@ function RunView({ run, onXray, tag }: { run: Run; onXray: (question: string, mo
       )}
       <Stack direction="row" alignItems="center" sx={{ mt: 1 }}>
         <Typography variant="overline" sx={{ flex: 1 }}>Questions ({questions.length})</Typography>
+        {facets.map(([key, label, values]) => (
+          <TextField key={key} select size="small" label={label} value={pairFilter[key] ?? ""} sx={{ minWidth: 130, mr: 1 }}
+            onChange={(e) => setPairFilter((f) => ({ ...f, [key]: e.target.value }))} data-testid={`filter-${key}`}>
+            <MenuItem value="">all</MenuItem>
+            {values.map((v) => <MenuItem key={v} value={v}>{v.replaceAll("_", " ")}</MenuItem>)}
+          </TextField>
+        ))}
         <FormControlLabel control={<Switch checked={onlyFailures} onChange={(e) => setOnlyFailures(e.target.checked)} data-testid="only-failures" />} label="failures only" />
       </Stack>
+      {facets.length > 0 && (
+        <Typography variant="caption" display="block" data-testid="filtered-hit5">
+          shown: {questions.length} questions; hit@5 {modes.map((m) => `${m} ${f3(hit5(m))}`).join(", ")}
+        </Typography>
+      )}
       <Table size="small" data-testid="questions">
         <TableHead>
           <TableRow><TableCell>id</TableCell><TableCell>question</TableCell>{modes.map((m) => <TableCell key={m}>{m} rank</TableCell>)}</TableRow>
@@ -118,7 +144,7 @@ function RunView({ run, onXray, tag }: { run: Run; onXray: (question: string, mo
           {questions.map((q) => (
             <TableRow key={q.id} data-testid="question-row" data-failed={modes.some((m) => failed(q, m))}>
               <TableCell>{q.id}</TableCell>
-              <TableCell sx={{ maxWidth: 380 }}>{q.question}</TableCell>
+              <TableCell sx={{ maxWidth: 380 }}>{q.question}{q.source_kind ? <Chip size="small" sx={{ ml: 1 }} label={`${q.source_kind.replaceAll("_", " ")}${q.paraphrase ? " · paraphrase" : ""}`} /> : null}</TableCell>
               {modes.map((m) => (
                 <TableCell key={m}>
                   <Button size="small" color={failed(q, m) ? "error" : "primary"} onClick={() => onXray(q.question, m)}>
