@@ -255,8 +255,11 @@ def ask(
         typer.echo(json.dumps(out, indent=2, ensure_ascii=False))
         return
     typer.echo(out["answer"])
-    if out.get("concise_answer"):
-        typer.echo(f"\nConcise answer: {out['concise_answer']}")
+    if out.get("concise"):
+        c = out["concise"]
+        typer.echo(f"\nConcise answer: {c['text']} ({c['type']}, {c['rule']}, confidence {c['confidence']:.2f})")
+    for f in out.get("rules") or []:
+        typer.echo(f"  rule {f['rule']} ({f['effect']}): {f['reason']}")
     typer.echo(f"\n[{out['label']}]")
     for c in out["citations"]:
         typer.echo(f'  [{c["n"]}] {c["doc_name"]} p.{c["page"]}: "{c["quote"][:160]}"')
@@ -413,6 +416,27 @@ def mcp_stdio() -> None:
     finally:
         telemetry.close(timeout=10.0)
         tracing.shutdown()
+
+
+@app.command()
+def rules(as_json: Annotated[bool, typer.Option("--json", help="JSON output")] = False) -> None:
+    """List the rules of the answer path (retrieval, gate, concise), in the order they run, with
+    what each is for and whether it is on (RAGAUDIT_DISABLED_RULES switches rules off by name)."""
+    import ragaudit.query  # noqa: F401  (imports the stage modules, which register their rules)
+    from ragaudit.platform.rules import all_rules, check_names
+    from ragaudit.platform.settings import Settings
+
+    try:
+        off = check_names(Settings().disabled_rules)
+    except ValueError as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(2) from None
+    listed = [{"rule": r.name, "stage": r.stage, "on": r.name not in off, "why": r.why} for r in all_rules()]
+    if as_json:
+        typer.echo(json.dumps(listed, indent=2))
+        return
+    for r in listed:
+        typer.echo(f"{'on ' if r['on'] else 'OFF'}  {r['rule']:34s} {r['why']}")
 
 
 @app.command()

@@ -131,15 +131,45 @@ class CitationOut(BaseModel):
     reason: str
 
 
+class FiredRuleOut(BaseModel):
+    """``ragaudit.platform.rules.Fired.to_json()``: a rule of the answer path that fired."""
+
+    rule: str = Field(description="<stage>.<name>, e.g. gate.period_end_not_reported (`ragaudit rules` lists them)")
+    stage: str = Field(description="retrieval | gate | concise")
+    effect: str = Field(description="what it did: reordered, added, refused, clarifying, extracted, withheld")
+    reason: str
+    details: dict[str, Any] | None = None
+
+
+class ConciseOut(BaseModel):
+    """``ragaudit.answer.concise.Concise.to_json()``."""
+
+    text: str
+    type: str = Field(description="the kind of value: number, money, percent, date, name, identifier, table_cell, ...")
+    rule: str = Field(description="the extractor that found it, e.g. concise.table_cell")
+    confidence: float = Field(description="calibrated probability that it is right (0..1)")
+    reason: str
+    sentence: str = Field(description="the quoted sentence it is a span of")
+    features: dict[str, float] = Field(default_factory=dict, description="what the confidence was computed from")
+
+
 class AnswerOut(BaseModel):
     query_id: str
     question: str
     answer: str
     concise_answer: str = Field(
         default="",
-        description="The span of the answer that answers the question's type "
-        "(a number, date, name, identifier or table cell), else the best sentence; "
-        "empty when refused or clarifying",
+        description="The span of the answer that answers the question (a number, date, name, "
+        "identifier, table cell, ...) when the system is confident of it; empty when none is "
+        "(the quoted sentences stand alone), when refused or clarifying",
+    )
+    concise: ConciseOut | None = Field(
+        default=None, description="The concise answer with its type, extractor and confidence; null when withheld"
+    )
+    rules: list[FiredRuleOut] = Field(
+        default_factory=list,
+        description="Every rule of the answer path that fired (retrieval re-orderings, the answerability "
+        "gate's decision, the concise answer's extractor or why it was withheld), in order",
     )
     label: str = Field(
         description="answered | refused | clarifying | uncited (a sentence cites nothing or a "

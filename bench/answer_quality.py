@@ -85,15 +85,17 @@ def _ensure_index(svc, pdfs: Path) -> None:
                 print(f"{f.name}: {out.status}: {out.message}", file=sys.stderr)
 
 
-def run(svc, questions, top_k: int | None = None) -> dict:
-    """Per-question records ``{id: {...}}`` for the dev questions and the generated cases."""
+def run(svc, questions, top_k: int | None = None, every_rule: bool = False) -> dict:
+    """Per-question records ``{id: {...}}`` for the dev questions and the generated cases.
+    ``every_rule``: every gate rule's verdict is listed in each record's ``rules``
+    (``QueryService(gate_every_rule=True)``; the first still decides)."""
     from ragaudit.evaluate import metrics
     from ragaudit.evaluate.evaluation import _retrieval_record, question_scope
     from ragaudit.evaluate.refusalset import indexed_texts, refusal_set
     from ragaudit.query import QueryService
     from ragaudit.types import Mode, Scope
 
-    qs = QueryService(svc)
+    qs = QueryService(svc, gate_every_rule=every_rule)
     recs: dict[str, dict] = {}
     for q in questions:
         scope = question_scope(q)
@@ -128,7 +130,6 @@ def run(svc, questions, top_k: int | None = None) -> dict:
                 concise_features=concise.get("features"),
                 f1=f1,
                 em=metrics.exact_match(own, q.answer).value if own else None,
-                rules=out.get("rules"),
                 f1_gold_guided=metrics.token_f1(gg, q.answer).value,
                 em_gold_guided=metrics.exact_match(gg, q.answer).value,
                 citation_validity=metrics.citation_validity(
@@ -136,6 +137,7 @@ def run(svc, questions, top_k: int | None = None) -> dict:
                 ).value,
             )
         r["answer"] = out["answer"][:300]
+        r["rules"] = [f["rule"] for f in out.get("rules") or []]
         recs[q.id] = r
     for c in refusal_set(questions, indexed_texts(svc)):
         out = qs.ask(c.question, Scope(doc_names=c.doc_names), top_k, Mode.hybrid, log_query=False)
@@ -150,6 +152,7 @@ def run(svc, questions, top_k: int | None = None) -> dict:
             "scope": c.doc_names if c.variant == "sibling" else f"all but {c.source_doc}",
             "similarity": c.similarity,
             "answer": out["answer"][:300],
+            "rules": [f["rule"] for f in out.get("rules") or []],
         }
     return recs
 

@@ -20,7 +20,7 @@ from typing import Any, Iterator
 
 from sqlalchemy import select
 
-from ragaudit.answer.answerability import assess, is_underspecified, is_vague
+from ragaudit.answer.answerability import GATE, QUESTION_RULES, assess
 from ragaudit.answer.answerers import (
     REFUSAL_TEXT,
     ExtractiveAnswerer,
@@ -34,6 +34,7 @@ from ragaudit.platform import tracing
 from ragaudit.platform.cache import AnswerCache
 from ragaudit.platform.db import ChunkRow, Document, new_id, scope_clause
 from ragaudit.platform.llmcall import CLIENT_DISCONNECTED, Cancellation, litellm_kwargs
+from ragaudit.platform.rules import Fired, check_names
 from ragaudit.platform.telemetry import TelemetryWriter, question_hash
 from ragaudit.platform.tracing import RequestTrace
 from ragaudit.retrieve.retriever import RetrievalResult, Retriever, empty_note
@@ -89,9 +90,17 @@ def build_answerer(svc: Services) -> ExtractiveAnswerer | LLMAnswerer:
             api_key=s.llm_api_key.get_secret_value() if s.llm_api_key else None,
             temperature=s.llm_temperature,
             max_tokens=s.llm_max_tokens,
+            concise_min_confidence=s.concise_min_confidence,
+            disabled_rules=check_names(s.disabled_rules),
             **litellm_kwargs(s),
         )
-    return ExtractiveAnswerer(svc.embedder, store=svc.store, window_tokens=s.dense_window_tokens)
+    return ExtractiveAnswerer(
+        svc.embedder,
+        store=svc.store,
+        window_tokens=s.dense_window_tokens,
+        concise_min_confidence=s.concise_min_confidence,
+        disabled_rules=check_names(s.disabled_rules),
+    )
 
 
 @dataclass
@@ -109,6 +118,7 @@ class Prepared:
     gate: AnswerResult | None
     t0: float
     aliases: dict[str, str] = field(default_factory=dict)  # the gate's places: {"Seoul": "Republic of Korea"}
+    rules: list[Fired] = field(default_factory=list)  # the rules that fired so far: retrieval's, then the gate's
 
     @property
     def answer_question(self) -> str:
@@ -144,11 +154,16 @@ class QueryService:
         reranker: Any = None,
         telemetry: TelemetryWriter | None = None,
         cache: AnswerCache | None = None,
+        gate_every_rule: bool = False,
     ):
         """``telemetry``: where query_logs rows go (default: written synchronously on ``svc``'s database);
-        ``cache``: optional answer/retrieval cache (``None`` = no caching)."""
+        ``cache``: optional answer/retrieval cache (``None`` = no caching); ``gate_every_rule``: run
+        every gate rule on each question and list each verdict in ``rules`` (the first still
+        decides), for the ablation of each rule (``bench/rule_ablation.py``)."""
+        self.gate_every_rule = gate_every_rule
         self.svc = svc
         s = svc.settings
+        self.disabled = check_names(s.disabled_rules)  # ValueError listing the valid names for a typo
         self.retriever = Retriever(
             svc.store,
             svc.embedder,
@@ -164,6 +179,7 @@ class QueryService:
             named_document_leg=s.named_document_leg,
             named_subset=s.named_document_subset,
             table_vote=s.table_vote,
+            disabled=self.disabled,
         )
         self.answerer = answerer or build_answerer(svc)
         from cachetools import LRUCache
@@ -283,12 +299,16 @@ class QueryService:
         gate = None
         aliases: dict[str, str] = {}
         model = getattr(self.answerer, "name", "extractive")
-        if is_vague(question):
-            gate = AnswerResult(CLARIFY_TEXT, [], "clarifying", model)
-        elif is_underspecified(question):
-            why = assess(question, []).reason
+        rules = list(res.rules)
+        # the rules that read the question alone decide first, whatever was retrieved
+        asked = assess(question, [], None, disabled=self.disabled | (set(GATE.names()) - QUESTION_RULES))
+        if asked.label == "clarifying":
+            rules += asked.fired
             gate = AnswerResult(
-                f"Your question does not say what it is about ({why}): which document, item or period do you mean?",
+                CLARIFY_TEXT
+                if asked.rule == "gate.vague_question"
+                else f"Your question does not say what it is about ({asked.reason}): which document, item or "
+                "period do you mean?",
                 [],
                 "clarifying",
                 model,
@@ -300,11 +320,19 @@ class QueryService:
             gate = AnswerResult(REFUSAL_TEXT + " Nothing in the searched documents matches it.", [], "refused", model)
         else:
             passages = [f"{c.payload.get('header', '')}\n{c.text}" for c in sources]
-            verdict = assess(question, self._document_texts(sources, scope), passages, self._closest_word)
+            verdict = assess(
+                question,
+                self._document_texts(sources, scope),
+                passages,
+                self._closest_word,
+                disabled=self.disabled | QUESTION_RULES,
+                every_rule=self.gate_every_rule,
+            )
+            rules += verdict.fired
             if verdict.label == "refused":
                 gate = self._refusal(question, sources, verdict.reason, model, res.query_vector)
             aliases = verdict.aliases
-        return Prepared(new_id(), question, scope, mode, top_k, res, sources, gate, t0, aliases)
+        return Prepared(new_id(), question, scope, mode, top_k, res, sources, gate, t0, aliases, rules)
 
     def _refusal(
         self, question: str, sources: list[RetrievedChunk], reason: str, model: str, query_vector: Any = None
@@ -344,7 +372,9 @@ class QueryService:
             "query_id": prep.query_id,
             "question": prep.question,
             "answer": ans.answer,
-            "concise_answer": "" if ans.label in ("refused", "clarifying") else ans.concise,
+            "concise_answer": "" if ans.label in ("refused", "clarifying") or ans.concise is None else ans.concise.text,
+            "concise": None if ans.label in ("refused", "clarifying") or ans.concise is None else ans.concise.to_json(),
+            "rules": [f.to_json() for f in [*prep.rules, *ans.rules]],
             "label": ans.label,
             "citations": [c.to_json() for c in ans.citations],
             "citation_check": ans.citation_check,
@@ -687,6 +717,8 @@ class QueryService:
                 "query_id",
                 "answer",
                 "concise_answer",
+                "concise",
+                "rules",
                 "label",
                 "citations",
                 "citation_check",
@@ -770,6 +802,7 @@ class QueryService:
             cited_ids=[c["chunk_id"] for c in out["citations"]] if out else None,
             error_kind=error_kind,
             trace_id=trace_id,
+            rules=out.get("rules") if out else None,
         )
         return trace_id
 

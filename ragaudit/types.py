@@ -376,6 +376,57 @@ class Citation:
         }
 
 
+@dataclass(frozen=True)
+class Fired:
+    """One rule's verdict on one request: ``effect`` is what it did (``refused``,
+    ``clarifying``, ``reordered``, ``extracted``, ``withheld`` …), ``reason`` why, in words built
+    from the question and the sources only; ``details`` holds small JSON values (names, ranks)."""
+
+    rule: str
+    effect: str
+    reason: str
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def stage(self) -> str:
+        return self.rule.split(".", 1)[0]
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"rule": self.rule, "stage": self.stage, "effect": self.effect, "reason": self.reason}
+        if self.details:
+            out["details"] = self.details
+        return out
+
+
+@dataclass(frozen=True)
+class Concise:
+    """A concise answer and why it is one: ``text`` (a span of ``sentence``, a sentence the
+    answer quotes), ``type`` (what kind of value it is: a question type of ``question_type`` such
+    as ``number`` or ``date``, or ``table_cell``, ``form_field``, ``definition``, ``reason``,
+    ``head_identifier``), ``rule`` (the extractor of ``CONCISE`` that found it), ``reason`` (in
+    words, for the X-ray), ``confidence`` (the calibrated probability that it is right,
+    ``confidence``), ``features`` (what the confidence was computed from)."""
+
+    text: str
+    type: str
+    rule: str
+    reason: str
+    sentence: str
+    confidence: float = 0.0
+    features: dict[str, float] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "text": self.text,
+            "type": self.type,
+            "rule": self.rule,
+            "confidence": round(self.confidence, 3),
+            "reason": self.reason,
+            "sentence": self.sentence,
+            "features": {k: round(v, 4) for k, v in self.features.items()},
+        }
+
+
 @dataclass
 class AnswerResult:
     """Answer text with citations; usage in tokens and USD; ``label`` is answered | refused |
@@ -390,5 +441,6 @@ class AnswerResult:
     completion_tokens: int = 0
     cost_usd: float | None = 0.0  # None = unknown (model not in litellm's price map)
     citation_check: dict[str, Any] = field(default_factory=dict)
-    concise: str = ""  # the span answering the question's type (ragaudit.answer.concise), "" when refused
     notes: list[str] = field(default_factory=list)
+    concise: Concise | None = None  # the span answering the question (ragaudit.answer.concise); None = withheld
+    rules: list[Fired] = field(default_factory=list)  # the concise-answer rules that decided

@@ -50,7 +50,7 @@ def test_dense_leg_scores_a_chunk_by_its_best_sentence_window(kb):
 
 
 def test_bm25_finds_an_abbreviated_citation(kb, monkeypatch):
-    """dev-002: the DMCA footnote says "Pub. L. No. 105-304, 112 Stat. 2860"; the question says
+    """The DMCA footnote says "Pub. L. No. 105-304, 112 Stat. 2860"; the question says
     "Public Law" and "Statutes at Large". Abbreviation terms lift the footnote into the BM25 top 5."""
     import ragaudit.index.sparse
     import ragaudit.retrieve.retriever
@@ -288,7 +288,7 @@ def test_the_names_select_the_documents_holding_most_of_them():
     """``_named_by_names`` on the candidate terms of four documents: the Tallahassee report holds
     "NTSB" and "Tallahassee", another report "NTSB" only, a paper "Florida" only: the report with
     the most names is chosen (a most-specific-name-first rule chose the paper's "Florida", and lost
-    dev-017). Months and two-letter names select nothing ("December", "HP" -- horsepower in an
+    an accident question). Months and two-letter names select nothing ("December", "HP" -- horsepower in an
     engine table); a name every candidate document holds selects nothing; more documents than
     ``named_subset`` neither."""
     from ragaudit.retrieve.retriever import Retriever
@@ -317,7 +317,7 @@ def test_a_document_one_name_alone_selects_comes_first_not_as_a_third_list():
     that document is what the question is about: its passages come first (``by_names``), as for
     several named documents, rather than joining the fusion as a third list, where Microsoft's
     and NVIDIA's tax paragraphs kept the top 5 for "Intel's effective tax rate for the first nine
-    months" and were quoted (the external set's ext1-014 asked without Intel's Q3 filing). A
+    months" and were quoted (a question about Intel's Q3 filing asked without it). A
     common word held by one document ("meeting") still makes the third list."""
     from ragaudit.index.store import PointHit
     from ragaudit.retrieve.retriever import Retriever
@@ -386,7 +386,7 @@ def test_a_statement_row_is_found_by_its_whole_label(fresh_services, monkeypatch
 
 
 def test_a_city_covered_by_its_country_is_answered_from_the_line_naming_the_country(fresh_services):
-    """dev-068 through the whole query path on Form 1040NR (shared corpus): "I'm married and live
+    """A married filer living in Seoul, through the whole query path on Form 1040NR (shared corpus): "I'm married and live
     in Seoul. Which filing-status box applies to me?" The form names "the Republic of Korea", never
     Seoul. The gate finds the city by its country (``answerability.place_covered``) and the offline
     answerer reads the question with it ("Seoul (Republic of Korea)"), so its best sentence is the

@@ -116,10 +116,31 @@ export interface Citation {
   [k: string]: unknown;
 }
 
+/** A rule of the answer path that fired on this request (retrieval, gate or concise stage). */
+export interface FiredRule {
+  rule: string;
+  stage: string;
+  effect: string;
+  reason: string;
+  details?: Record<string, unknown>;
+}
+
+/** The concise answer with what extracted it and how sure it is; null when withheld. */
+export interface Concise {
+  text: string;
+  type: string;
+  rule: string;
+  confidence: number;
+  reason: string;
+  sentence: string;
+}
+
 export interface Answer {
   query_id: string;
   question: string;
   answer: string;
+  concise?: Concise | null;
+  rules?: FiredRule[];
   label: string;
   citations: Citation[];
   retrieved: Retrieved[];

@@ -55,6 +55,7 @@ from typing import Any
 
 from ragaudit.answer.citations import normalize_ws
 from ragaudit.index.sparse import CJK_CHAR, STOP_WORDS, tokenize
+from ragaudit.platform.rules import Fired, Registry, Rule
 
 _MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December"
 _DATE = re.compile(rf"\b(?:{_MONTHS})\s+\d{{1,2}},\s+\d{{4}}\b")
@@ -553,12 +554,15 @@ RARE_TERM_ZIPF = 2.6
 class Verdict:
     """``label``: None (answer), ``refused`` or ``clarifying``; ``missing``: the anchors or terms
     the searched documents lack; ``reason``: what is missing, for the user; ``aliases``: when
-    answering, each city the documents hold by its country (``place_aliases``)."""
+    answering, each city the documents hold by its country (``place_aliases``); ``rule``: the
+    gate rule that decided; ``fired``: its ``Fired`` (and, with ``every_rule``, every rule's)."""
 
     label: str | None
     missing: list[str]
     reason: str = ""
     aliases: dict[str, str] = field(default_factory=dict)
+    rule: str = ""  # the rule that decided (``GATE``), "" when the question is answered
+    fired: list[Fired] = field(default_factory=list)  # the first decides; all with ``every_rule``
 
 
 def is_underspecified(question: str) -> bool:
@@ -586,107 +590,251 @@ def rare_terms(question: str) -> list[str]:
     return out
 
 
+@dataclass
+class GateInput:
+    """What the gate's rules read: the question, the full texts of the documents the sources come
+    from (``document_texts``), the retrieved passages (header + text; ``None`` when none are
+    given) and ``similar(term, passages) -> (word, cosine)``, the passages' word closest to
+    ``term`` (embedding cosine), used to accept a word the documents phrase otherwise."""
+
+    question: str
+    document_texts: list[str]
+    source_passages: list[str] | None = None
+    similar: Any = None
+
+    @property
+    def raw(self) -> str:
+        if not hasattr(self, "_raw"):
+            self._raw = normalize_ws(" ".join(self.document_texts))
+        return self._raw
+
+    @property
+    def terms(self) -> set[str]:
+        if not hasattr(self, "_terms"):
+            self._terms = text_terms(self.document_texts)
+        return self._terms
+
+    def close(self, word: str, passages: list[str]) -> bool:
+        """``word`` has a near word (cosine >= ``SIMILAR_WORD``) in ``passages``."""
+        return self.similar is not None and bool(passages) and self.similar(word, passages)[1] >= SIMILAR_WORD
+
+
+def _quoted(words: list[str]) -> str:
+    return ", ".join(f"“{m}”" for m in words)
+
+
+def _vague(g: GateInput) -> Fired | None:
+    if is_vague(g.question):
+        return Fired("gate.vague_question", "clarifying", "the question names nothing to look up")
+    return None
+
+
+def _generic_measure(g: GateInput) -> Fired | None:
+    if not is_underspecified(g.question):
+        return None
+    what = ", ".join(sorted(w for w in re.findall(r"[a-z]+", g.question.lower()) if set(tokenize(w)) & _GENERIC_TERMS))
+    return Fired(
+        "gate.generic_measure", "clarifying", f"the question asks for a {what or 'value'} but does not say of what"
+    )
+
+
+def _missing_anchors(g: GateInput) -> Fired | None:
+    missing = missing_anchors(g.question, g.document_texts, g.source_passages)
+    if not missing:
+        return None
+    return Fired(
+        "gate.missing_anchors",
+        "refused",
+        "the searched documents do not mention " + _quoted(missing),
+        {"missing": missing},
+    )
+
+
+def _rare_terms_absent(g: GateInput) -> Fired | None:
+    absent = []
+    for w in rare_terms(g.question):
+        toks = [t for t in tokenize(w) if t not in STOP_WORDS]
+        if (toks and all(t in g.terms for t in toks)) or _folded_pattern(w).search(g.raw):
+            continue
+        if g.close(w, g.source_passages or []):
+            continue
+        absent.append(w)
+    if not absent:
+        return None
+    return Fired(
+        "gate.rare_terms_absent",
+        "refused",
+        "the searched documents do not mention " + _quoted(absent),
+        {"missing": absent},
+    )
+
+
+def _subject_words_absent(g: GateInput) -> Fired | None:
+    subject = subject_words(g.question)
+    if len(subject) < 2:
+        return None
+    raw = g.raw
+    cjk_raw = _cjk_fold(raw) if any(CJK_CHAR.search(w) for w in subject) else ""
+    gone = [
+        w for w in subject if not (w in cjk_raw if CJK_CHAR.search(w) else _word_found(w, raw, raw.lower(), g.terms))
+    ]
+    if g.similar is not None and g.source_passages and len(gone) / len(subject) >= SUBJECT_ABSENT:
+        # the bundled embedding model is English: CJK words are not compared by their vectors
+        gone = [w for w in gone if not (w.isalpha() and not CJK_CHAR.search(w) and g.close(w, g.source_passages))]
+    if len(gone) / len(subject) < SUBJECT_ABSENT:
+        return None
+    return Fired(
+        "gate.subject_words_absent",
+        "refused",
+        f"the searched documents mention {len(subject) - len(gone)} of the "
+        f"{len(subject)} words naming what the question is about; not " + _quoted(gone),
+        {"missing": gone},
+    )
+
+
+def _year_not_reported(g: GateInput) -> Fired | None:
+    years = missing_years(g.question, g.document_texts, g.source_passages)
+    if not years:
+        return None
+    return Fired(
+        "gate.year_not_reported",
+        "refused",
+        "the searched documents do not speak of "
+        + ", ".join(years)
+        + " for what the question names (only of other years)",
+        {"missing": years},
+    )
+
+
+def _period_not_reported(g: GateInput) -> Fired | None:
+    periods = missing_periods(g.question, g.raw)
+    if not periods:
+        return None
+    return Fired(
+        "gate.period_not_reported",
+        "refused",
+        "the searched documents do not report a period of " + _quoted(periods),
+        {"missing": periods},
+    )
+
+
+def _period_end_not_reported(g: GateInput) -> Fired | None:
+    ends = missing_period_ends(g.question, g.raw)
+    if not ends:
+        return None
+    return Fired(
+        "gate.period_end_not_reported",
+        "refused",
+        "the searched documents report no period ended " + _quoted(ends),
+        {"missing": ends},
+    )
+
+
+def _asked_for_absent(g: GateInput) -> Fired | None:
+    wanted = asked_for(g.question)
+    if not wanted or g.source_passages is None:
+        return None
+    own = subject_passages(g.question, g.document_texts, g.source_passages)
+    text = normalize_ws(" ".join(own))
+    low, p_terms = text.lower(), set(tokenize(text.lower()))
+    lacking = [w for w in wanted if not _word_found(w, text, low, p_terms)]
+    lacking = [w for w in lacking if not (w.isalpha() and g.close(w, own))]
+    if len(lacking) * 2 <= len(wanted):
+        return None
+    where = (
+        "none of the best passages"
+        if len(own) == len(g.source_passages)
+        else "none of the best passages from the documents that name what the question is about"
+    )
+    return Fired(
+        "gate.asked_for_absent",
+        "refused",
+        f"{where} mentions " + _quoted(lacking) + ", which the question asks for",
+        {"missing": lacking},
+    )
+
+
+GATE = Registry(
+    "gate",
+    [
+        Rule("gate.vague_question", "a question with no content word to look up asks for clarification", _vague),
+        Rule(
+            "gate.generic_measure",
+            "a question naming only a generic measure ('What was the total?') does not say of what",
+            _generic_measure,
+        ),
+        Rule(
+            "gate.missing_anchors",
+            "the dates, proper names and acronyms a question names must occur in the searched documents",
+            _missing_anchors,
+        ),
+        Rule(
+            "gate.rare_terms_absent",
+            "a rare word of the question (a drug, a product) must occur in the documents or be close to a passage word",
+            _rare_terms_absent,
+        ),
+        Rule(
+            "gate.subject_words_absent",
+            "at least half of the words naming what the question is about must occur in the documents",
+            _subject_words_absent,
+        ),
+        Rule(
+            "gate.year_not_reported",
+            "a year the question names must occur in the documents for what the question names",
+            _year_not_reported,
+        ),
+        Rule(
+            "gate.period_not_reported",
+            "a reporting period the question names ('nine months') must head a period in the documents",
+            _period_not_reported,
+        ),
+        Rule(
+            "gate.period_end_not_reported",
+            "a period end the question names must be reported as ended, not only mentioned",
+            _period_end_not_reported,
+        ),
+        Rule(
+            "gate.asked_for_absent",
+            "what a 'What/Which X Y' question asks for must occur in the best passages themselves",
+            _asked_for_absent,
+        ),
+    ],
+)
+
+
+# the rules that read the question alone (no documents): they decide before retrieval's results count
+QUESTION_RULES = frozenset({"gate.vague_question", "gate.generic_measure"})
+
+
 def assess(
-    question: str, document_texts: list[str], source_passages: list[str] | None = None, similar: Any = None
+    question: str,
+    document_texts: list[str],
+    source_passages: list[str] | None = None,
+    similar: Any = None,
+    disabled: frozenset[str] | set[str] = frozenset(),
+    every_rule: bool = False,
 ) -> Verdict:
-    """Decide whether ``question`` can be answered from the searched documents.
+    """Decide whether ``question`` can be answered from the searched documents: the rules of
+    ``GATE`` run in order (``disabled`` ones skipped, ``ragaudit.platform.rules``) and the first
+    that fires decides (``refused`` or ``clarifying``, with its reason); none firing = answer.
 
     ``document_texts``: full texts of the documents the sources come from; ``source_passages``:
-    the retrieved passages (header + text); ``similar(term, passages) -> (word, cosine)``: the
-    passages' word closest to ``term`` (embedding cosine), used to accept a rare question word the
-    documents phrase otherwise. Order: no content word (``clarifying``), only generic measures
-    (``clarifying``), missing anchors (``missing_anchors``; ``refused``), rare subject words found
-    in no document and close to no passage word (``refused``), half or more of the subject words
-    absent (``subject_words``; ``refused``), a year the documents do not speak of for what the
-    question names (``missing_years``; ``refused``), a reporting period none of them names
-    (``missing_periods``; ``refused``), a period end none of them reports as ended
-    (``missing_period_ends``; ``refused``), half or more of what a "What/Which X Y"
-    question asks for absent from the passages of the documents that name its subject
-    (``asked_for``, ``subject_passages``; ``refused``). Returns ``Verdict``.
+    the retrieved passages (header + text); ``similar``: see ``GateInput``. ``every_rule``: run
+    every rule even after one fired and list each verdict in ``Verdict.fired`` (the first still
+    decides), for the ablation of each rule (``bench/rule_ablation.py``). Returns ``Verdict``.
     """
-    if is_vague(question):
-        return Verdict("clarifying", [], "the question names nothing to look up")
-    if is_underspecified(question):
-        what = ", ".join(
-            sorted(w for w in re.findall(r"[a-z]+", question.lower()) if set(tokenize(w)) & _GENERIC_TERMS)
-        )
-        return Verdict("clarifying", [], f"the question asks for a {what or 'value'} but does not say of what")
-    missing = missing_anchors(question, document_texts, source_passages)
-    if missing:
-        return Verdict(
-            "refused", missing, "the searched documents do not mention " + ", ".join(f"“{m}”" for m in missing)
-        )
-    raw = normalize_ws(" ".join(document_texts))
-    terms = text_terms(document_texts)
-    absent = []
-    for w in rare_terms(question):
-        toks = [t for t in tokenize(w) if t not in STOP_WORDS]
-        if (toks and all(t in terms for t in toks)) or _folded_pattern(w).search(raw):
-            continue
-        if similar is not None and source_passages:
-            near, cos = similar(w, source_passages)
-            if near is not None and cos >= SIMILAR_WORD:
-                continue
-        absent.append(w)
-    if absent:
-        return Verdict(
-            "refused", absent, "the searched documents do not mention " + ", ".join(f"“{m}”" for m in absent)
-        )
-    subject = subject_words(question)
-    cjk_raw = _cjk_fold(raw) if any(CJK_CHAR.search(w) for w in subject) else ""
-    gone = [w for w in subject if not (w in cjk_raw if CJK_CHAR.search(w) else _word_found(w, raw, raw.lower(), terms))]
-    if similar is not None and source_passages and len(subject) >= 2 and len(gone) / len(subject) >= SUBJECT_ABSENT:
-        # the bundled embedding model is English: CJK words are not compared by their vectors
-        gone = [
-            w
-            for w in gone
-            if not (w.isalpha() and not CJK_CHAR.search(w) and similar(w, source_passages)[1] >= SIMILAR_WORD)
-        ]
-    if len(subject) >= 2 and len(gone) / len(subject) >= SUBJECT_ABSENT:
-        return Verdict(
-            "refused",
-            gone,
-            f"the searched documents mention {len(subject) - len(gone)} of the "
-            f"{len(subject)} words naming what the question is about; not " + ", ".join(f"“{m}”" for m in gone),
-        )
-    if years := missing_years(question, document_texts, source_passages):
-        return Verdict(
-            "refused",
-            years,
-            "the searched documents do not speak of "
-            + ", ".join(years)
-            + " for what the question names (only of other years)",
-        )
-    if periods := missing_periods(question, raw):
-        return Verdict(
-            "refused",
-            periods,
-            "the searched documents do not report a period of " + ", ".join(f"“{p}”" for p in periods),
-        )
-    if ends := missing_period_ends(question, raw):
-        return Verdict(
-            "refused", ends, "the searched documents report no period ended " + ", ".join(f"“{e}”" for e in ends)
-        )
-    wanted = asked_for(question)
-    if wanted and source_passages is not None:
-        own = subject_passages(question, document_texts, source_passages)
-        text = normalize_ws(" ".join(own))
-        low, p_terms = text.lower(), set(tokenize(text.lower()))
-        lacking = [w for w in wanted if not _word_found(w, text, low, p_terms)]
-        if similar is not None:
-            lacking = [w for w in lacking if not (w.isalpha() and similar(w, own)[1] >= SIMILAR_WORD)]
-        if len(lacking) * 2 > len(wanted):
-            where = (
-                "none of the best passages"
-                if len(own) == len(source_passages)
-                else "none of the best passages from the documents that name what the question is about"
-            )
-            return Verdict(
-                "refused",
-                lacking,
-                f"{where} mentions " + ", ".join(f"“{m}”" for m in lacking) + ", which the question asks for",
-            )
-    return Verdict(None, [], aliases=place_aliases(question, raw))
+    g = GateInput(question, document_texts, source_passages, similar)
+    fired: list[Fired] = []
+    for rule in GATE.active(disabled):
+        f = rule.run(g)
+        if f is not None:
+            fired.append(f)
+            if not every_rule:
+                break
+    if fired:
+        first = fired[0]
+        return Verdict(first.effect, list(first.details.get("missing", [])), first.reason, rule=first.rule, fired=fired)
+    return Verdict(None, [], aliases=place_aliases(question, g.raw))
 
 
 _AUX = r"(?:is|are|was|were|do|does|did|has|have|had|can|could|will|would|should|must|may|might)"

@@ -28,9 +28,9 @@ from ragaudit.answer.citations import (
     normalize_ws,
     strip_citations,
 )
-from ragaudit.answer.concise import concise_answer, concise_span
+from ragaudit.answer.concise import asks_two_things, choose, concise_candidates, question_type
 from ragaudit.index.embedding import Embedder
-from ragaudit.index.sparse import tokenize
+from ragaudit.index.sparse import STOP_WORDS, tokenize
 from ragaudit.ingest.chunking import sentence_spans
 from ragaudit.platform.llmcall import (
     Cancellation,
@@ -44,7 +44,7 @@ from ragaudit.platform.llmcall import (
 from ragaudit.text.injection import DATA_NOT_INSTRUCTIONS, delimit, overlaps
 from ragaudit.text.injection import NOTE as INSTRUCTION_NOTE
 from ragaudit.text.injection import scan as scan_instructions
-from ragaudit.types import AnswerResult, Citation, RetrievedChunk
+from ragaudit.types import AnswerResult, Citation, Concise, Fired, RetrievedChunk
 
 REFUSAL_TEXT = "The documents do not contain the answer to this question."
 
@@ -275,14 +275,19 @@ class ExtractiveAnswerer:
         rank_weight: float = 0.3,
         store: Any = None,
         window_tokens: int = 0,
+        concise_min_confidence: float | None = None,
+        disabled_rules: frozenset[str] = frozenset(),
     ):
         """``store`` (a ``VectorStore``): sentences are first scored with the stored vector of the
         sentence window holding them (``dense_windows``, embedded at ingestion) and only the best
         few get their own embedding (``score_sentences``); sentences of chunks without usable
         stored windows are embedded (``_sentence_vectors``). ``window_tokens``: the ingestion
         setting the windows were cut with, to recompute the spans of chunks stored before their
-        payload carried ``window_spans`` (0 = do not recompute)."""
+        payload carried ``window_spans`` (0 = do not recompute). ``concise_min_confidence`` and
+        ``disabled_rules``: see ``concise.choose``."""
         self.embedder = embedder
+        self.concise_min_confidence = concise_min_confidence
+        self.disabled_rules = frozenset(disabled_rules)
         self.max_sentences = max_sentences
         self.relative = relative
         self.rank_weight = rank_weight
@@ -462,15 +467,19 @@ class ExtractiveAnswerer:
             out.append(s)
         return out
 
-    @staticmethod
-    def _concise(question: str, scored: list[tuple[float, _Sentence]], picked: list[_Sentence], best_doc: str) -> str:
-        """The concise answer (``concise.concise_answer``) over the best document's sentences with
-        their scores (a quoted sentence takes the score of a quoted neighbour in its chunk when
-        higher: a caption's value line, a lead-in's completion; a value line's form caption as its
-        label), else the best sentence of ``best_doc``."""
+    def _concise(
+        self, question: str, scored: list[tuple[float, _Sentence]], picked: list[_Sentence], best_doc: str
+    ) -> tuple[Concise | None, list[Fired], _Sentence | None]:
+        """The concise answer (``concise.concise_candidates`` then ``concise.choose``) over the
+        best document's sentences with their scores (a quoted sentence takes the score of a quoted
+        neighbour in its chunk when higher: a caption's value line, a lead-in's completion; a value
+        line's form caption as its label), the rules that decided, and the sentence it comes from
+        when the answer does not quote it yet (it is then quoted too: a concise answer is shown
+        with the sentence that says it)."""
         score_of = {(s.chunk.chunk_id, s.start): sc for sc, s in scored}
         own = [score_of.get((s.chunk.chunk_id, s.start), 0.0) for s in picked]
-        pool: list[tuple[float, str, str]] = []
+        pool: list[tuple[float, str, str, str]] = []
+        source: dict[str, _Sentence] = {}
         for i, s in enumerate(picked):
             # a caption's value line or a lead-in's completion is quoted with it: it takes its score
             near = [own[j] for j in (i - 1, i + 1) if 0 <= j < len(picked) and picked[j].chunk is s.chunk]
@@ -485,29 +494,53 @@ class ExtractiveAnswerer:
                 and s.end <= picked[i + 1].start
             ):
                 label = normalize_ws(picked[i + 1].text.strip()[1:-1])
-            pool.append(
-                (max([own[i], *near]), normalize_ws(s.text), s.chunk.text[max(0, s.start - 1500) : s.start], label)
-            )
-        pool += [
-            (sc, normalize_ws(s.text), s.chunk.text[max(0, s.start - 1500) : s.start], "")
-            for sc, s in scored
-            if s.chunk.doc_name == best_doc and not any(s is p for p in picked)
-        ]
+            text = normalize_ws(s.text)
+            source.setdefault(text, s)
+            pool.append((max([own[i], *near]), text, s.chunk.text[max(0, s.start - 1500) : s.start], label))
+        for sc, s in scored:
+            if s.chunk.doc_name == best_doc and not any(s is p for p in picked):
+                text = normalize_ws(s.text)
+                source.setdefault(text, s)
+                pool.append((sc, text, s.chunk.text[max(0, s.start - 1500) : s.start], ""))
         pool.sort(key=lambda x: -x[0])
-        # else the best sentence of the answer's document (``select_sentences`` may quote another than the best's);
-        # a lead-in ("... the probable cause(s) of this accident to be:") announces the answer: its quoted
-        # completion (``_complete_lead_ins``: the next sentence of its chunk) is the answer
-        fallback = next(s for _, s in scored if s.chunk.doc_name == best_doc)
-        # a quoted lead-in announces the answer whichever sentence scored best: its completion (in
-        # its own chunk, else quoted right after it from the chunk that continues it)
+        cands = concise_candidates(question, pool, self.disabled_rules)
+        # a quoted lead-in ("... the probable cause(s) of this accident to be:") announces the
+        # sentence after it: for a question the lead-in names, that sentence is the answer
         lead = next((i for i, p in enumerate(picked[:-1]) if p.text.rstrip().endswith(":")), None)
-        if lead is not None:
-            fallback = next(
+        if lead is not None and "concise.lead_in" not in self.disabled_rules:
+            q_terms = {t for t in tokenize(question) if t not in STOP_WORDS}
+            lead_terms = set(tokenize(picked[lead].text))
+            named = len(q_terms & lead_terms) / len(q_terms) if q_terms else 0.0
+            after = next(
                 (p for p in picked if p.chunk is picked[lead].chunk and p.start >= picked[lead].end), picked[lead + 1]
             )
-        elif fallback.text.rstrip().endswith(":"):
-            fallback = next((p for p in picked if p.chunk is fallback.chunk and p.start >= fallback.end), fallback)
-        return concise_answer(question, pool) or normalize_ws(fallback.text)
+            text = normalize_ws(after.text)
+            source.setdefault(text, after)
+            c = Concise(
+                text,
+                "statement",
+                "concise.lead_in",
+                "the sentence a quoted lead-in (“…:”) announces",
+                text,
+                features={"lead_overlap": named, "overlap": named, "two_asks": float(asks_two_things(question))},
+            )
+            cands = [c, *cands] if question_type(question) is None else [*cands, c]
+        if cands:
+            # how retrieval ranked the passage the answer comes from: the fused rank of its chunk,
+            # and whether both retrievers put it in their top 3 (they agree on where the answer is)
+            s = source.get(cands[0].sentence)
+            ranks = (s.chunk.ranks or {}) if s is not None else {}
+            legs = [r for r in (ranks.get("vector"), ranks.get("bm25")) if r is not None]
+            cands[0].features.update(
+                passage_rank=1.0 / s.n if s is not None else 0.0,
+                legs_agree=float(len(legs) == 2 and max(legs) <= 3),
+            )
+        extra = source.get(cands[0].sentence) if cands else None
+        if extra is not None and any(extra is p for p in picked):
+            extra = None
+        quoted = [normalize_ws(p.text) for p in picked] + ([normalize_ws(extra.text)] if extra is not None else [])
+        chosen, fired = choose(question, cands, quoted, self.concise_min_confidence, self.disabled_rules)
+        return chosen, fired, extra if chosen is not None else None
 
     def select_sentences(self, scored: list[tuple[float, _Sentence]]) -> list[_Sentence]:
         """The sentences to quote (``scored``: ``score_sentences``' output, best first): up to
@@ -549,13 +582,16 @@ class ExtractiveAnswerer:
         picked = self._complete_captions(self._complete_lead_ins(picked, sources))
         # a completion never brings in a sentence that reads as an instruction to an assistant
         picked = [s for s in picked if not overlaps(s.start, s.end, instruction_spans(s.chunk))]
+        concise, fired, extra = self._concise(question, scored, picked, best_doc)
+        if extra is not None:  # the sentence the concise answer comes from is quoted with it
+            picked = sorted([*picked, extra], key=lambda s: (s.n, s.start))
         parts, cites = [], []
         for s in picked:
             parts.append(f"{normalize_ws(s.text)} [{s.n}]")
             cites.append(_citation(s))
         text = " ".join(parts)
-        concise = self._concise(question, scored, picked, best_doc)
-        return audit_answer(AnswerResult(text, cites, "answered", self.name, concise=concise), sources)
+        result = AnswerResult(text, cites, "answered", self.name, concise=concise, rules=fired)
+        return audit_answer(result, sources)
 
 
 SYSTEM_PROMPT = (
@@ -587,8 +623,16 @@ class LLMAnswerer:
     ``mock_response`` in tests). Raises litellm's exceptions on API errors.
     """
 
-    def __init__(self, model: str, **completion_kwargs: Any):
+    def __init__(
+        self,
+        model: str,
+        concise_min_confidence: float | None = None,
+        disabled_rules: frozenset[str] = frozenset(),
+        **completion_kwargs: Any,
+    ):
         os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+        self.concise_min_confidence = concise_min_confidence
+        self.disabled_rules = frozenset(disabled_rules)
         self.model = model
         self.name = model
         self.kwargs = {k: v for k, v in completion_kwargs.items() if v not in (None, "")}
@@ -682,8 +726,8 @@ class LLMAnswerer:
         """Build citations for ``text`` and audit them (``audit_answer``): each claim's cited [n]
         gets the passage of chunk n (one sentence, or two adjacent ones) that supports the claim
         (``citations.claim_support``), else the sentence sharing most of its terms. ``concise``: the
-        span of the answer that answers ``question``'s type (``concise.concise_span``), else the
-        whole citation-free answer."""
+        span of the answer that answers ``question`` (``concise.concise_candidates`` over the
+        answer's sentences, then ``concise.choose``), or None when none is confident."""
         if normalize_ws(text).rstrip(".") == REFUSAL_TEXT.rstrip(".") or not text:
             return AnswerResult(text or REFUSAL_TEXT, [], "refused", self.model, prompt_tokens, completion_tokens, cost)
         cites: list[Citation] = []
@@ -699,6 +743,14 @@ class LLMAnswerer:
                 quote = c.text[span[0] : span[1]]
                 cites.append(Citation(n, c.doc_name, c.page_at(span[0]), c.chunk_id, normalize_ws(quote), claim))
         plain = normalize_ws(strip_citations(text))
+        sents = [normalize_ws(plain[a:b]) for a, b in sentence_spans(plain)] or [plain]
+        concise, fired = choose(
+            question,
+            concise_candidates(question, [(1.0, s) for s in sents], self.disabled_rules),
+            sents,
+            self.concise_min_confidence,
+            self.disabled_rules,
+        )
         return audit_answer(
             AnswerResult(
                 text,
@@ -708,7 +760,8 @@ class LLMAnswerer:
                 prompt_tokens,
                 completion_tokens,
                 cost,
-                concise=concise_span(question, plain) or plain,
+                concise=concise,
+                rules=fired,
             ),
             sources,
         )

@@ -28,9 +28,15 @@ is what EM / F1 are computed on (``metrics.concise_answer`` is the gold-guided u
 
 from __future__ import annotations
 
+import json
+import math
 import re
+from pathlib import Path
+from typing import Any
 
 from ragaudit.index.sparse import CJK_CHAR, STOP_WORDS, question_row_terms, row_label_terms, tokenize
+from ragaudit.platform.rules import Registry, Rule
+from ragaudit.types import Concise, Fired
 
 _MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?"
 _NUMWORD = (
@@ -342,8 +348,11 @@ def _typed_spans(question: str, sentence: str, t: str) -> list[tuple[int, int, i
                 span.lower() in STOP_WORDS
                 or span.lower() in _PRONOUNS
                 or (not sentence[: m.start()].strip() and " " not in span)
+                or re.search(r"\d", span)
             ):
-                continue  # "We ...", a capitalised first word: not a name
+                continue  # "We ...", a capitalised first word, a code with digits ("DFW08WA043"): not a name
+            if t in ("money", "number", "age", "percent") and _other_measure(t, typ, span):
+                continue  # "2,300 feet" for an age, "88%" for an amount of money, a bare year for money
             if typ in ("number", "identifier", "money") and _structure_ref(question, sentence, start, span):
                 continue
             if (
@@ -378,6 +387,23 @@ def _typed_spans(question: str, sentence: str, t: str) -> list[tuple[int, int, i
                     start, span = before.start(), sentence[before.start() : end]
             out.append((tier, start, end, span))
     return out
+
+
+_LENGTH_UNIT = re.compile(
+    r"(?i)\b(?:feet|foot|ft|meters?|metres?|km|miles?|nm|inch(?:es)?|yards?|cm|mm|knots?|kts|mph|degrees?)\b"
+)
+
+
+def _other_measure(asked: str, typ: str, span: str) -> bool:
+    """A span that measures something else than what a numeric question asks for: a length,
+    speed or angle for an age, count or amount ("2,300 feet" for "How old was the pilot?"), a
+    percentage for an amount of money or an age, and a bare year for an amount of money or an age
+    ("2023" for "How much did NVIDIA write off?")."""
+    if _LENGTH_UNIT.search(span) and asked in ("age", "money", "percent"):
+        return True
+    if span.rstrip().endswith("%") or re.search(r"(?i)\bpercent\b", span):
+        return asked in ("money", "age")
+    return asked in ("money", "age") and bool(re.fullmatch(r"(?:19|20)\d\d", span.strip()))
 
 
 # a form's "line 22" numbers the form's structure as "page 4" numbers a document's
@@ -453,8 +479,9 @@ def question_focus(question: str) -> set[str]:
     return set(tokenize(m.group("focus"))) - STOP_WORDS if m else set()
 
 
-def _untyped_span(question: str, sentence: str, q_terms: set[str]) -> tuple[float, str] | None:
-    """``(strength, span)`` for a question without an answer type: a form field's value under a
+def _untyped_span(question: str, sentence: str, q_terms: set[str]) -> tuple[float, str, str] | None:
+    """``(strength, span, extractor)`` for a question without an answer type (``extractor``:
+    ``form_field``, ``definition``, ``reason`` or ``head_identifier``): a form field's value under a
     label holding the question's terms (and, for a "What was the X of Y?" question, a term of X:
     "Beech A23 Aircraft Damage: Substantial" matches the Y of "the probable cause of the Beech A23
     accident", not what it asks), the meaning a "what does X mean" question asks for, the
@@ -467,23 +494,23 @@ def _untyped_span(question: str, sentence: str, q_terms: set[str]) -> tuple[floa
         if focus and not terms & focus:
             continue
         if value and hit and hit / len(terms) >= 0.5 and len(value.split()) <= 12:
-            cand = (hit / len(terms) + 0.1 * hit, value)
+            cand = (hit / len(terms) + 0.1 * hit, value, "form_field")
             best = max(best, cand) if best else cand
     if best:
         return best
     if re.search(r"(?i)\bwhat (does|do|did) .+ (mean|stand for|refer to)\b|\bwhat is meant by\b", question):
         m = re.search(r"(?i)\b(?:means|meant|stands for|refers to|is defined as)\s+(.+)", sentence)
         if m:
-            return 1.0, m.group(1).strip().rstrip(".")
+            return 1.0, m.group(1).strip().rstrip("."), "definition"
     if re.match(r"(?i)\s*why\b", question):
         m = re.search(r"(?i)\b(because|since|due to|as a result of|in order to|so that)\b\s+(.+)", sentence)
         if m:
-            return 0.8, (m.group(1) + " " + m.group(2)).strip().rstrip(".")
+            return 0.8, (m.group(1) + " " + m.group(2)).strip().rstrip("."), "reason"
     head = head_noun(question)
     if head:
         m = re.search(rf"(?i)\b{re.escape(head)}\s+(?=[\w./-]*\d)([A-Za-z0-9][\w./-]*[A-Za-z0-9])", sentence)
         if m:
-            return 1.0, m.group(0)
+            return 1.0, m.group(0), "head_identifier"
     return None
 
 
@@ -598,24 +625,62 @@ def _cell_has_type(cell: str, t: str | None) -> bool:
     return pct if t == "percent" else not pct if t == "money" else True
 
 
-def concise_answer(question: str, sentences: list[tuple]) -> str | None:
-    """The span answering ``question`` among ``sentences`` (``(score, text)``, ``(score, text,
-    context)`` or ``(score, text, context, caption)``, best first; the score is the answerer's
-    sentence score, any scale; ``context`` the text before the sentence in its chunk, for
-    ``table_cell``; ``caption`` the form caption printed under the sentence's line, which labels
-    its values, for ``_label_match``), or None when none has one.
+_SECOND_ASK = re.compile(
+    r"(?i)(?:,|\band\b|;)\s*(?:how|what|which|when|who|why|where|whether|did|does|do|is|are|was|were)\b|"
+    r"\b(?:compare[sd]?|comparison|relate[sd]?|versus|vs\.?)\b"
+)
+
+
+def asks_two_things(question: str) -> bool:
+    """The question asks two things ("What was X, and how does it compare with Y?", "How did
+    operational spending relate to revenue?"): one span cannot answer it."""
+    return bool(_SECOND_ASK.search(question))
+
+
+def _focus_terms(question: str) -> set[str]:
+    """Terms of what the question asks for: the X of "What was the X of Y", the counted noun of
+    "how many X", the head noun of "What/Which ... X <verb>"."""
+    terms = set(question_focus(question))
+    if m := _COUNTED.search(question):
+        terms |= set(tokenize(m.group(1).split()[-1]))
+    if head := head_noun(question):
+        terms |= set(tokenize(head))
+    return terms - STOP_WORDS
+
+
+def _beside_focus(sentence: str, start: int, end: int, focus: set[str]) -> float:
+    """1.0 when a term of what the question asks for is among the three words after the span or
+    the four before it ("four *function zones*", "*operating income* $ 6,976"), else 0.0."""
+    if not focus:
+        return 0.0
+    after = re.findall(r"[^\W_]+", sentence[end:])[:3]
+    before = re.findall(r"[^\W_]+", sentence[:start])[-4:]
+    return 1.0 if set(tokenize(" ".join(after + before))) & focus else 0.0
+
+
+def _row_label(row: str) -> str:
+    return " ".join(_CELL.sub(" ", row).split())
+
+
+def concise_candidates(question: str, sentences: list[tuple], disabled: frozenset[str] = frozenset()) -> list[Concise]:
+    """Every concise answer the extractors of ``CONCISE`` find for ``question`` among
+    ``sentences`` (``(score, text)``, ``(score, text, context)`` or ``(score, text, context,
+    caption)``, best first; the score is the answerer's sentence score, any scale; ``context`` the
+    text before the sentence in its chunk, for ``table_cell``; ``caption`` the form caption
+    printed under the sentence's line, which labels its values, for ``_label_match``), best
+    first, with the features ``confidence`` reads; ``disabled`` extractors are skipped.
 
     Candidates come from the sentences scoring at least ``RELATIVE_POOL`` x the best. A table
     row's cell under the column the question names (``table_cell``) comes first. A typed
-    question (``question_type``) takes the span of its own type if any sentence has one, else of
-    a fallback type (a count may be printed as money); among those the highest of: the sentence's
-    relative score + ``NEAR_WEIGHT`` x distinct question terms around the span + ``LABEL_WEIGHT``
-    x a form label's (or caption's) share of question terms (``_label_match``), then the nearest to a question
-    term, then the best sentence, then the earliest. An untyped question gets ``_untyped_span``
-    of the best sentence that has one. Spans whose words all occur in the question are skipped
-    (they restate it: "fiscal 2023" in "... for fiscal 2023?")."""
+    question (``question_type``) takes the spans of its own type, then of a fallback type (a count
+    may be printed as money); among those the highest of: the sentence's relative score +
+    ``NEAR_WEIGHT`` x distinct question terms around the span + ``LABEL_WEIGHT`` x a form label's
+    (or caption's) share of question terms (``_label_match``), then the best sentence, then the
+    earliest. An untyped question gets ``_untyped_span`` of the sentences that have one. Spans
+    whose words all occur in the question are skipped (they restate it: "fiscal 2023" in "... for
+    fiscal 2023?")."""
     if not sentences:
-        return None
+        return []
     top = max(x[0] for x in sentences) or 1.0
     wide = [
         (x[0] / top if top > 0 else 1.0, x[1], x[2] if len(x) > 2 else "", x[3] if len(x) > 3 else "")
@@ -625,24 +690,63 @@ def concise_answer(question: str, sentences: list[tuple]) -> str | None:
     pool = [x for x in wide if x[0] >= RELATIVE_POOL]
     t = question_type(question)
     q_terms = _q_terms(question)
-    if t in (None, "number", "money", "percent"):
+    two = float(asks_two_things(question))
+    out: list[Concise] = []
+
+    def overlap(text: str) -> float:
+        return len(q_terms & set(tokenize(text))) / len(q_terms) if q_terms else 0.0
+
+    if t in (None, "number", "money", "percent") and "concise.table_cell" not in disabled:
         # a row whose whole label the question names ("Effective tax rate 696.2 % ... 51.4 %" for
         # "What was Intel's effective tax rate ...?") before a row sharing a word with it
         # ("Provision for (benefit from) taxes ..."), each group in score order
         q_rows = question_row_terms(question)
         named = [x for x in pool if q_rows & set(row_label_terms(x[1]))]
-        for _rel, text, context, _ in named + [x for x in pool if not any(x is y for y in named)]:
+        for rel, text, context, _ in named + [x for x in pool if not any(x is y for y in named)]:
             if context and (cell := table_cell(question, text, context)) and _cell_has_type(cell, t):
-                return cell
+                whole = any(x is text for _, x, _, _ in named)
+                out.append(
+                    Concise(
+                        cell,
+                        t or "table_cell",
+                        "concise.table_cell",
+                        f"the cell of the table row “{_row_label(text)}” under the column the question names",
+                        text,
+                        features={"rel": rel, "row_named": float(whole), "overlap": overlap(text), "two_asks": two},
+                    )
+                )
     if t is None:
         found = [
-            (rel, i, u) for i, (rel, text, _, _) in enumerate(pool) if (u := _untyped_span(question, text, q_terms))
+            (rel, i, u, text)
+            for i, (rel, text, _, _) in enumerate(pool)
+            if (u := _untyped_span(question, text, q_terms)) and f"concise.{u[2]}" not in disabled
         ]
-        if not found:
-            return None
-        return max(found, key=lambda x: (x[0] + 0.5 * x[2][0], -x[1]))[2][1]
-    import math
-
+        why = {
+            "form_field": "the value of the form field whose label names the question's terms",
+            "definition": "what the sentence says the term means",
+            "reason": "the reason the sentence gives",
+            "head_identifier": "the identifier printed after the noun the question asks for",
+        }
+        for rel, i, (strength, span, kind), text in sorted(found, key=lambda x: (-(x[0] + 0.5 * x[2][0]), x[1])):
+            out.append(
+                Concise(
+                    span,
+                    kind,
+                    f"concise.{kind}",
+                    why[kind],
+                    text,
+                    features={
+                        "rel": rel,
+                        "strength": strength,
+                        "top_sentence": float(i == 0),
+                        "overlap": overlap(text),
+                        "two_asks": two,
+                    },
+                )
+            )
+        return out
+    if "concise.typed_span" in disabled:
+        return out
     n = len(wide)
     df = {q: sum(1 for _, text, _, _ in wide if q in set(tokenize(text))) for q in q_terms}
     idf = {q: math.log((n + 1) / (df[q] + 0.5)) / math.log((n + 1) / 0.5) for q in q_terms}
@@ -652,12 +756,50 @@ def concise_answer(question: str, sentences: list[tuple]) -> str | None:
             if tier > 0 and rel < RELATIVE_POOL:
                 continue  # another type than asked for: only from the best sentences
             near = _near_terms(text, start, end, q_terms, idf)
-            value = rel + NEAR_WEIGHT * near + LABEL_WEIGHT * _label_match(text, start, q_terms, caption)
-            cands.append((tier, -value, i, start, span))
-    if not cands:
-        return None
-    best_tier = min(c[0] for c in cands)
-    return min(c for c in cands if c[0] == best_tier)[4]
+            label = _label_match(text, start, q_terms, caption)
+            value = rel + NEAR_WEIGHT * near + LABEL_WEIGHT * label
+            cands.append((tier, -value, i, start, span, text, rel, near, label))
+    cands.sort(key=lambda c: c[:4])
+    focus = _focus_terms(question)
+    for c in cands:
+        tier, neg, i, start, span, text, rel, near, label = c
+        # the best candidate of another value in the same tier: how clearly this one wins
+        rival = next((-d[1] for d in cands if d[0] == tier and _norm_value(d[4]) != _norm_value(span)), None)
+        same = sum(1 for d in cands if _norm_value(d[4]) == _norm_value(span))
+        out.append(
+            Concise(
+                span,
+                t,
+                "concise.typed_span",
+                f"a {t} span{' (of a fallback type)' if tier else ''} of the sentence"
+                + (", beside the question's words" if near else "")
+                + (", the value of a field the question names" if label else ""),
+                text,
+                features={
+                    "rel": rel,
+                    "tier": float(tier),
+                    "near": near,
+                    "label": label,
+                    "top_sentence": float(i == 0),
+                    "margin": -neg - rival if rival is not None else 1.0,
+                    "agree": float(same),
+                    "overlap": overlap(text),
+                    "beside_focus": _beside_focus(text, start, start + len(span), focus),
+                    "two_asks": two,
+                },
+            )
+        )
+    return out
+
+
+def _norm_value(span: str) -> str:
+    return re.sub(r"[\s,$]", "", span.lower())
+
+
+def concise_answer(question: str, sentences: list[tuple]) -> str | None:
+    """The text of the best of ``concise_candidates`` (no confidence threshold), or None."""
+    cands = concise_candidates(question, sentences)
+    return cands[0].text if cands else None
 
 
 def concise_span(question: str, sentence: str) -> str | None:
@@ -665,3 +807,134 @@ def concise_span(question: str, sentence: str) -> str | None:
     or None when the question's type is unknown and no untyped rule applies, or the sentence has
     no span of the type."""
     return concise_answer(question, [(1.0, sentence)])
+
+
+_NUM_WORDS = {
+    w: i
+    for i, w in enumerate(
+        "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+        "seventeen eighteen nineteen twenty".split()
+    )
+}
+_COUNTED = re.compile(
+    rf"(?i)\bhow many\s+((?:[\w'’-]+\s+){{0,3}}?[\w'’-]+?)\s+(?:{_AUX}|does|do|did|were|are|in|of|on|at|for|to|"
+    r"did|has|have|had)\b"
+)
+
+
+def _as_number(text: str) -> float | None:
+    t = text.lower().replace(",", "").strip()
+    if t in _NUM_WORDS:
+        return float(_NUM_WORDS[t])
+    m = re.search(r"-?\d+(?:\.\d+)?", t)
+    return float(m.group(0)) if m else None
+
+
+def contradicts(question: str, concise: Concise, quoted: list[str]) -> str | None:
+    """Why ``concise`` contradicts the sentences the answer quotes, or None.
+
+    A count question ("How many *function zones* ...?") whose quoted sentences state the count of
+    what it asks for ("... divided into four function zones") is answered by that count: a
+    concise answer with another number ("1") is withheld, whatever extracted it. The counted noun
+    is the phrase after "how many" up to its verb; a quoted count is a number (digits or a number
+    word) at most two words before that phrase's last word."""
+    m = _COUNTED.search(question)
+    if not m:
+        return None
+    head = m.group(1).split()[-1]
+    head_terms = set(tokenize(head))
+    if not head_terms:
+        return None
+    mine = _as_number(concise.text)
+    stated = []
+    for s in quoted:
+        words = list(re.finditer(r"[\w,.'’-]+", s))
+        for k, w in enumerate(words):
+            if not set(tokenize(w.group(0))) & head_terms:
+                continue
+            for j in range(max(0, k - 3), k):
+                v = _as_number(words[j].group(0).rstrip(".,"))
+                if v is not None and re.fullmatch(
+                    r"(?i)\d[\d,]*(?:\.\d+)?|" + "|".join(_NUM_WORDS), words[j].group(0).rstrip(".,")
+                ):
+                    stated.append((v, s[words[j].start() : w.end()]))
+                    break
+    if stated and not any(v == mine for v, _ in stated):
+        return f"the quoted sentence says “{stated[0][1]}”, not {concise.text}"
+    return None
+
+
+def confidence(c: Concise) -> float:
+    """The probability that ``c`` is right (token F1 >= 0.5 against a person's answer), from its
+    extractor and features by a logistic model (``CALIBRATION``: weights per extractor and per
+    feature, fitted on the tuning question sets by ``bench/concise_calibration.py``); 0..1."""
+    z = (
+        CALIBRATION["bias"]
+        + CALIBRATION["rule"].get(c.rule, 0.0)
+        + sum(CALIBRATION["features"].get(k, 0.0) * v for k, v in c.features.items())
+    )
+    return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, z))))
+
+
+def choose(
+    question: str,
+    candidates: list[Concise],
+    quoted: list[str],
+    min_confidence: float | None = None,
+    disabled: frozenset[str] = frozenset(),
+) -> tuple[Concise | None, list[Fired]]:
+    """The concise answer to show, or None, and the rules that decided: the first candidate (the
+    extractors' best) with its ``confidence``, withheld when it contradicts the quoted sentences
+    (``contradicts``; rule ``concise.contradicts_quote``) or its confidence is under
+    ``min_confidence`` (rule ``concise.min_confidence``). Withheld means the quoted sentences
+    stand alone: no concise answer beats a wrong one. ``min_confidence`` None = the fitted
+    threshold (``CALIBRATION["threshold"]``)."""
+    if min_confidence is None:
+        min_confidence = float(CALIBRATION["threshold"])
+    if not candidates:
+        return None, []
+    c = candidates[0]
+    c = Concise(c.text, c.type, c.rule, c.reason, c.sentence, confidence(c), c.features)
+    made = Fired(c.rule, "extracted", f"“{c.text}”: {c.reason} (confidence {c.confidence:.2f})")
+    if "concise.contradicts_quote" not in disabled and (why := contradicts(question, c, quoted)):
+        return None, [made, Fired("concise.contradicts_quote", "withheld", why)]
+    if "concise.min_confidence" not in disabled and c.confidence < min_confidence:
+        return None, [
+            made,
+            Fired(
+                "concise.min_confidence",
+                "withheld",
+                f"confidence {c.confidence:.2f} is under {min_confidence:.2f}: the quoted sentences stand alone",
+            ),
+        ]
+    return c, [made]
+
+
+# the confidence model and its threshold, with where and when they were fitted (``confidence``)
+CALIBRATION: dict[str, Any] = json.loads((Path(__file__).parent / "concise_calibration.json").read_text())
+
+
+def _extractor(name: str, why: str) -> Rule:
+    return Rule(name, why, lambda *a, **k: None)  # extraction runs in concise_candidates, by name
+
+
+CONCISE = Registry(
+    "concise",
+    [
+        _extractor(
+            "concise.table_cell", "the cell of a table row the question names, under the column the question names"
+        ),
+        _extractor("concise.form_field", "the value of a form field ('Label: value') whose label names the question"),
+        _extractor("concise.definition", "the clause after 'means' for a 'what does X mean' question"),
+        _extractor("concise.reason", "the clause after 'because' for a why-question"),
+        _extractor("concise.head_identifier", "the identifier printed after the noun the question asks for"),
+        _extractor("concise.typed_span", "a span of the answer type the question's wh-phrase asks for"),
+        _extractor("concise.lead_in", "the sentence a quoted lead-in ('... to be:') announces"),
+        Rule(
+            "concise.contradicts_quote",
+            "a concise count that differs from the count the quoted sentence states is withheld",
+            contradicts,
+        ),
+        _extractor("concise.min_confidence", "a concise answer whose calibrated confidence is low is withheld"),
+    ],
+)

@@ -370,6 +370,8 @@ class QueryLog(Base):
     cache_source_id: Mapped[str | None] = mapped_column(String(32), nullable=True)
     # the request's OpenTelemetry trace id (32 hex digits); NULL when tracing is off
     trace_id: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    # the rules of the answer path that fired (ragaudit.platform.rules.Fired.to_json(): rule, stage, effect, reason)
+    rules: Mapped[list | None] = mapped_column(JSON, nullable=True)
 
 
 class IndexState(Base):

@@ -191,6 +191,20 @@ class Settings(BaseSettings):
         "lists collect a second RRF vote and push out one retriever's clear best)",
     )
     top_k: int = Field(default=5, gt=0, le=100)
+    disabled_rules: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Rules of the answer path switched off, comma-separated by name "
+        "(gate.*, retrieval.*, concise.*; `ragaudit rules` lists them with what each is for). An "
+        "unknown name is refused when the query service starts",
+    )
+    concise_min_confidence: float | None = Field(
+        default=None,
+        ge=0,
+        le=1,
+        description="A concise answer is shown only when its confidence (the calibrated probability "
+        "that it is right, ragaudit.answer.concise) is at least this; otherwise the quoted sentences "
+        "stand alone. Empty = the threshold fitted with the model (ragaudit/answer/concise_calibration.json)",
+    )
 
     qa_every_n_chunks: int = Field(default=3, gt=0, description="Gold Q&A pairs from every Nth chunk at ingestion")
     qa_pairs_per_chunk: int = Field(default=3, ge=1, le=5, description="Gold Q&A pairs asked for per sampled chunk")
@@ -315,6 +329,13 @@ class Settings(BaseSettings):
         if isinstance(v, (str, SecretStr)):
             raw = v.get_secret_value() if isinstance(v, SecretStr) else v
             return [SecretStr(k.strip()) for k in raw.split(",") if k.strip()]
+        return v
+
+    @field_validator("disabled_rules", mode="before")
+    @classmethod
+    def _split_rules(cls, v):
+        if isinstance(v, str):
+            return [r.strip() for r in v.split(",") if r.strip()]
         return v
 
     @field_validator("cors_origins", mode="before")

@@ -150,6 +150,7 @@ class TelemetryWriter:
         query_id: str | None = None,
         created_at: datetime | None = None,
         trace_id: str | None = None,
+        rules: list[dict[str, Any]] | None = None,
     ) -> str:
         """Record one request; returns its ``query_logs.id`` (``query_id`` if given, else a new one).
 
@@ -159,7 +160,8 @@ class TelemetryWriter:
         keys are ignored. ``cost_usd`` in USD (0 for the offline answerer; ``None`` = unknown, a
         model without a price in litellm's map: stored as NULL, never as 0; name the model anyway).
         ``error_kind``: exception class name for failed requests (``None`` = success). ``trace_id``:
-        the request's OpenTelemetry trace id (32 hex digits; ``None`` when tracing is off). Never raises;
+        the request's OpenTelemetry trace id (32 hex digits; ``None`` when tracing is off). ``rules``:
+        the rules that fired (``Fired.to_json()``: rule, stage, effect, reason). Never raises;
         never blocks (background mode).
         """
         t = timings_ms or {}
@@ -184,6 +186,7 @@ class TelemetryWriter:
             "cited_ids": cited_ids,
             "error_kind": error_kind,
             "trace_id": trace_id,
+            "rules": rules or None,
         }
         for stage, col in STAGE_COLUMNS.items():
             v = t.get(stage)

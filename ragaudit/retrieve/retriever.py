@@ -19,6 +19,7 @@ import numpy as np
 from ragaudit.index.embedding import Embedder
 from ragaudit.index.sparse import CJK_CHAR, bm25_query_vector
 from ragaudit.index.store import PointHit, VectorStore, scope_filter
+from ragaudit.platform.rules import Fired, Registry, Rule
 from ragaudit.retrieve.scope import enforce_scope
 from ragaudit.types import ChoiceEnum, Mode, RetrievedChunk, Scope
 
@@ -35,6 +36,7 @@ class RetrievalResult:
     # stage -> time.perf_counter() at its start, for the stages that ran (the trace's span starts;
     # their durations are timings_ms)
     started: dict[str, float] = field(default_factory=dict)
+    rules: list[Fired] = field(default_factory=list)  # the retrieval rules that changed the ranking (RETRIEVAL)
 
 
 # why a scoped search found nothing when the scope itself holds no chunk (notes and the refusal say it)
@@ -233,6 +235,46 @@ class Fusion(ChoiceEnum):
         return "fusion method"
 
 
+RETRIEVAL = Registry(
+    "retrieval",
+    [
+        Rule(
+            "retrieval.named_document",
+            "when one candidate document alone holds a term of the question, its chunks are also ranked "
+            "within it (a third RRF list): identifying facts are printed once per document",
+            lambda *a: None,
+        ),
+        Rule(
+            "retrieval.named_documents",
+            "when the question's names (proper names, acronyms, identifiers) are held by some candidate "
+            "documents only, their passages rank first",
+            lambda *a: None,
+        ),
+        Rule(
+            "retrieval.table_vote",
+            "a table chunk holding a row the question names gets BM25's rank as its dense rank too: the "
+            "dense leg cannot read a column of numbers",
+            lambda *a: None,
+        ),
+        Rule(
+            "retrieval.clear_hit",
+            "BM25's top hit scoring clear_hit_ratio x its second is ranked first after fusion",
+            lambda *a: None,
+        ),
+        Rule(
+            "retrieval.identifier_ties",
+            "exact fusion ties go to the chunk matching more of the question's identifiers",
+            lambda *a: None,
+        ),
+        Rule(
+            "retrieval.neighbours",
+            "a retrieved chunk cut from a longer list or table, or ending in a lead-in, brings the next chunk",
+            lambda *a: None,
+        ),
+    ],
+)
+
+
 class Retriever:
     """Scoped dense / BM25 / hybrid (RRF) retrieval over the chunk collection.
 
@@ -270,6 +312,7 @@ class Retriever:
         named_document_leg: bool = False,
         named_subset: int = 3,
         table_vote: bool = False,
+        disabled: frozenset[str] = frozenset(),
     ):
         self.store = store
         self.embedder = embedder
@@ -284,9 +327,20 @@ class Retriever:
             raise ValueError("clear_hit_ratio must be >= 0 (0 = off)")
         self.clear_hit_ratio = clear_hit_ratio
         self.dense_prefetch = dense_prefetch
-        self.named_document_leg = named_document_leg
-        self.named_subset = named_subset  # most documents the question's names may select to rank first (0 = off)
-        self.table_vote = table_vote  # table chunks naming the question's row: BM25's rank votes for the dense leg
+        # rules of RETRIEVAL switched off by name (ragaudit.platform.rules) turn their settings off
+        self.disabled = frozenset(disabled)
+        on = {name: name not in self.disabled for name in RETRIEVAL.names()}
+        if not on["retrieval.clear_hit"]:
+            self.clear_hit_ratio = 0.0
+        self.named_document_leg = named_document_leg and (
+            on["retrieval.named_document"] or on["retrieval.named_documents"]
+        )
+        self.named_by_term = on["retrieval.named_document"]
+        # most documents the question's names may select to rank first (0 = off)
+        self.named_subset = named_subset if on["retrieval.named_documents"] else 0
+        self.table_vote = table_vote and on["retrieval.table_vote"]  # table chunks naming the question's row
+        self.identifier_ties = on["retrieval.identifier_ties"]
+        self.neighbours_on = on["retrieval.neighbours"]
 
     def retrieve(
         self,
@@ -322,6 +376,7 @@ class Retriever:
             note = f"scope {scope.as_dict()}: {EMPTY_SCOPE_NOTE}" if scope.as_dict() else EMPTY_INDEX_NOTE
             return RetrievalResult([], timings, mode, notes=[note], scope_empty=True)
         notes: list[str] = []
+        fired: list[Fired] = []
         use_dense = mode in (Mode.vector, Mode.hybrid, Mode.hybrid_rerank)
         script = query_script(question)
         if mode is not Mode.vector and script in self.dense_skip_scripts:
@@ -373,7 +428,7 @@ class Retriever:
                     self.store.search_sparse(bm25_query_vector(question), sub, n, with_payload=not lazy)
                 )
                 # fused like the two legs (exact ties by identifiers, BM25, dense score, position)
-                both, _ = self._fuse(
+                both, _, _ = self._fuse(
                     question,
                     {"vector": dense_doc, "bm25": bm25_doc},
                     {"vector": list(dense_doc), "bm25": list(bm25_doc)},
@@ -393,10 +448,12 @@ class Retriever:
                     )
                 else:
                     hits["document"] = scoped
-                    notes.append(
+                    note = (
                         f"one candidate document alone holds the question's {', '.join(terms)}: its "
                         "chunks were also ranked within it (a third RRF list, 'document')"
                     )
+                    notes.append(note)
+                    fired.append(Fired("retrieval.named_document", "reordered", note, {"terms": terms}))
             timings["document"] = (time.perf_counter() - t) * 1000
         t = started["fusion"] = time.perf_counter()
         ranked_ids = {name: list(h) for name, h in hits.items()}
@@ -406,7 +463,7 @@ class Retriever:
             ((name, only),) = hits.items()
             fused = [(pid, h.score) for pid, h in only.items()]
         else:
-            fused, votes = self._fuse(question, hits, ranked_ids)
+            fused, votes, id_ties = self._fuse(question, hits, ranked_ids)
             fused, clear = keep_clear_hit(fused, hits.get("bm25", {}), self.clear_hit_ratio)
             if by_names:
                 # the named documents' passages in the fused order, then those only the legs run
@@ -422,6 +479,35 @@ class Retriever:
                 hits["document"] = scoped  # their payloads; not a list of the fusion
                 clear = {pid: c for pid, c in clear.items() if fused and pid == fused[0][0]}
                 notes.append(names_note)
+                fired.append(Fired("retrieval.named_documents", "reordered", names_note, {"names": terms}))
+            if votes:
+                fired.append(
+                    Fired(
+                        "retrieval.table_vote",
+                        "reordered",
+                        f"{len(votes)} table chunk(s) holding a row the question names took BM25's rank as "
+                        "their dense rank too",
+                        {"chunks": len(votes)},
+                    )
+                )
+            if clear:
+                ((pid, (ratio, _)),) = list(clear.items())[:1]
+                fired.append(
+                    Fired(
+                        "retrieval.clear_hit",
+                        "reordered",
+                        f"BM25's top hit scored {ratio:.2f} x its second: ranked first",
+                        {"ratio": ratio},
+                    )
+                )
+            if id_ties:
+                fired.append(
+                    Fired(
+                        "retrieval.identifier_ties",
+                        "reordered",
+                        "exact fusion ties went to the chunk matching more of the question's identifiers",
+                    )
+                )
         rank_of = {name: {pid: r for r, pid in enumerate(ids, start=1)} for name, ids in ranked_ids.items()}
         out: list[RetrievedChunk] = []
         if lazy:
@@ -464,10 +550,19 @@ class Retriever:
         out = out[:top_k]
         for i, c in enumerate(out, start=1):
             c.rank = i
-        if neighbors is not None:
+        if neighbors is not None and self.neighbours_on:
             t = started["neighbors"] = time.perf_counter()
-            out += self.neighbors(out, neighbors)
+            added = self.neighbors(out, neighbors)
+            out += added
             timings["neighbors"] = (time.perf_counter() - t) * 1000
+            if added:
+                fired.append(
+                    Fired(
+                        "retrieval.neighbours",
+                        "added",
+                        f"{len(added)} chunk(s) continuing a retrieved list, table or lead-in were added",
+                    )
+                )
         out, scope_notes = enforce_scope(scope, out)
         empty = not out and not self.store.count_matching(scope_filter(scope))
         if empty:
@@ -481,6 +576,7 @@ class Retriever:
             qvec if use_dense else None,
             scope_empty=empty,
             started=started,
+            rules=fired,
         )
 
     def _top_already_in(
@@ -490,8 +586,8 @@ class Retriever:
         documents the question's names select): they then need no re-ranking within them. Fused as
         the final list is (``_fuse``: exact ties by identifiers, BM25, dense score, position); with
         ties broken by point id, which embeds the random document id, the answer flipped between
-        two fresh ingestions of the same files (ext2-007, Apple's R&D among five companies' 10-Qs)."""
-        fused, _ = self._fuse(question, hits, {k: list(v) for k, v in hits.items()})
+        two fresh ingestions of the same files (Apple's R&D asked among five companies' 10-Qs)."""
+        fused, _, _ = self._fuse(question, hits, {k: list(v) for k, v in hits.items()})
         first = [next(h[pid] for h in hits.values() if pid in h) for pid, _ in fused[:top_k]]
         return all(h.payload.get("document_id") in doc_ids for h in first)
 
@@ -540,7 +636,8 @@ class Retriever:
         naming = {d: sorted(ts - set().union(*(o for e, o in per_doc.items() if e != d))) for d, ts in per_doc.items()}
         named = [(d, ts) for d, ts in naming.items() if ts]
         if (
-            len(named) == 1
+            self.named_by_term
+            and len(named) == 1
             and in_scope(named[0][0])
             and (by_names is None or named[0][0] in by_names[0])
             and not (by_names is not None and by_names[0] == [named[0][0]])
@@ -610,11 +707,12 @@ class Retriever:
 
     def _fuse(
         self, question: str, hits: dict[str, dict[str, PointHit]], ranked_ids: dict[str, list[str]]
-    ) -> tuple[list[tuple[str, float]], dict[str, int]]:
-        """Fused ``(id, score)`` list of the dense and BM25 hits (``self.fusion``) and ``{id: BM25
+    ) -> tuple[list[tuple[str, float]], dict[str, int], bool]:
+        """Fused ``(id, score)`` list of the dense and BM25 hits (``self.fusion``), ``{id: BM25
         rank}`` of the table chunks whose dense vote was BM25's (``table_votes``, with
-        ``self.table_vote`` and RRF); exact ties go to the chunk matching more of the question's
-        identifiers, then the higher BM25, then dense score."""
+        ``self.table_vote`` and RRF), and whether the question's identifiers decided an exact tie:
+        exact ties go to the chunk matching more of the question's identifiers
+        (``retrieval.identifier_ties``), then the higher BM25, then dense score."""
         fusion = Fusion.parse(self.fusion)
         votes: dict[str, int] = {}
         if fusion is Fusion.dbsf:
@@ -652,8 +750,9 @@ class Retriever:
         groups: dict[float, list[str]] = {}
         for pid, sc in fused:
             groups.setdefault(round(sc, 12), []).append(pid)
+        id_ties = False
         if all(len(g) == 1 for g in groups.values()):
-            return fused, votes
+            return fused, votes, id_ties
         tb, where = {}, {}
         ids = question_identifiers(question)
         self._fill_payloads(hits, [pid for g in groups.values() if len(g) > 1 for pid in g])
@@ -664,17 +763,28 @@ class Retriever:
                 h = next(hs[pid] for hs in hits.values() if pid in hs)
                 text = f"{h.payload.get('header', '')}\n{h.payload.get('text', '')}"
                 tb[pid] = (
-                    identifier_matches(question, text, ids),
+                    identifier_matches(question, text, ids) if self.identifier_ties else 0,
                     hits.get("bm25", {}).get(pid).score if pid in hits.get("bm25", {}) else 0.0,
                     hits.get("vector", {}).get(pid).score if pid in hits.get("vector", {}) else 0.0,
                 )
                 # then where the chunk is, not its id: point ids embed the random document id, so an
                 # id order would flip between two ingestions of the same files
                 where[pid] = (str(h.payload.get("doc_name", "")), int(h.payload.get("chunk_index", 0) or 0))
-        return sorted(
-            fused,
-            key=lambda kv: (-round(kv[1], 12), tuple(-x for x in tb.get(kv[0], ())), where.get(kv[0], ("", 0)), kv[0]),
-        ), votes
+            if len({tb[pid][0] for pid in g}) > 1:
+                id_ties = True
+        return (
+            sorted(
+                fused,
+                key=lambda kv: (
+                    -round(kv[1], 12),
+                    tuple(-x for x in tb.get(kv[0], ())),
+                    where.get(kv[0], ("", 0)),
+                    kv[0],
+                ),
+            ),
+            votes,
+            id_ties,
+        )
 
     def neighbors(self, chunks: list[RetrievedChunk], limit: int = 2) -> list[RetrievedChunk]:
         """Chunks that continue a retrieved chunk cut from a longer list or table.

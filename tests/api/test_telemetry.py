@@ -209,3 +209,46 @@ def test_metrics_endpoint_names_and_window_are_checked(tmp_path, embedder):
             assert "until" in r.text and "since" in r.text and "2024-05-01" in r.text
     finally:
         release_services(settings)
+
+
+def test_rules_that_fired_are_in_the_answer_and_its_query_logs_row(tmp_path, embedder):
+    """An auditor reads which rule decided: fails if a gate refusal does not name its rule in the
+    ``/query`` JSON and in the request's ``query_logs`` row, if an answer does not list its
+    concise-answer rule, if a rule switched off by name still fires, or if an unknown rule name in
+    the settings is accepted."""
+    from ragaudit.services import release_services
+
+    q = "What dose of semaglutide did the pilot take before the accident?"
+    settings = make_settings(tmp_path / "rules")
+    try:
+        with TestClient(create_app(settings)) as client:
+            assert upload(client).status_code == 201
+            out = client.post("/query", json={"question": q}).json()
+            assert out["label"] == "refused", out["answer"]
+            gate = [f for f in out["rules"] if f["stage"] == "gate"]
+            assert gate[0]["rule"] == "gate.rare_terms_absent" and "semaglutide" in gate[0]["reason"], out["rules"]
+            answered = client.post("/query", json={"question": "How badly was the aircraft damaged?"}).json()
+            assert answered["label"] == "answered"
+            assert any(f["stage"] == "concise" for f in answered["rules"]), answered["rules"]
+            assert (answered["concise"] is None) == (answered["concise_answer"] == "")
+            assert client.app.state.telemetry.flush(timeout=30)
+            with client.app.state.services.sessions() as s:
+                row = s.execute(select(QueryLog).where(QueryLog.id == out["query_id"])).scalar_one()
+            assert [f["rule"] for f in row.rules] == [f["rule"] for f in out["rules"]]
+    finally:
+        release_services(settings)
+    off = make_settings(tmp_path / "rules-off", disabled_rules=["gate.rare_terms_absent"])
+    try:
+        with TestClient(create_app(off)) as client:
+            assert upload(client).status_code == 201
+            out = client.post("/query", json={"question": q}).json()
+            assert all(f["rule"] != "gate.rare_terms_absent" for f in out["rules"]), out["rules"]
+    finally:
+        release_services(off)
+    bad = make_settings(tmp_path / "rules-bad", disabled_rules=["gate.rare_term_absent"])
+    try:
+        with pytest.raises(ValueError, match="gate.rare_terms_absent"):
+            with TestClient(create_app(bad)):
+                pass
+    finally:
+        release_services(bad)

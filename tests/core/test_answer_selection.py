@@ -103,7 +103,8 @@ def test_form_caption_labels_the_value_above_it_for_the_concise_answer(embedder)
     scored = [(1.569, caption), (0.983, file_no)]
     picked = ExtractiveAnswerer._complete_captions([caption])
     assert [p.text.split()[-1] for p in picked][0] == "94-2404110"  # the value line is quoted with its caption
-    assert ExtractiveAnswerer._concise(q, scored, picked, cover.doc_name) == "94-2404110"
+    chosen, _, _ = ExtractiveAnswerer(embedder, concise_min_confidence=0.0)._concise(q, scored, picked, cover.doc_name)
+    assert chosen.text == "94-2404110"
     # the same sentences without the caption: the colon-labelled field wins
     pool = [(1.569, picked[0].text, ""), (1.569, caption.text, ""), (0.983, file_no.text, "")]
     assert concise_answer(q, pool) == "001-36743"
@@ -131,10 +132,13 @@ def test_a_lead_in_is_not_the_concise_answer_its_completion_is(embedder):
     cause on the next line; the answer quotes both, and the concise answer (no typed span for a
     "what was the cause" question, so the best sentence) must be the completion, not the lead-in."""
     src = _source("20071229X02007.pdf", "probable cause(s) of this accident to be:", 1, 0.033, embedder)
-    out = ExtractiveAnswerer(embedder).answer("What was the probable cause of the accident?", [src])
+    out = ExtractiveAnswerer(embedder, concise_min_confidence=0.0).answer(
+        "What was the probable cause of the accident?", [src]
+    )
     assert "probable cause(s) of this accident to be:" in out.answer
     assert "misjudged clearance over obstacles" in out.answer
-    assert _ws(out.concise) == "The pilot's misjudged clearance over obstacles during final approach."
+    assert out.concise.rule == "concise.lead_in"
+    assert _ws(out.concise.text) == "The pilot's misjudged clearance over obstacles during final approach."
 
 
 def test_a_table_row_with_a_capitalised_label_is_a_sentence_not_a_heading(embedder):

@@ -135,7 +135,7 @@ def test_chinese_question_is_split_into_subject_words():
 def test_author_named_in_the_opening_is_not_a_passing_mention():
     """Fails if the authors of a paper ("Shinyama and Sekine", named only in its author block)
     are taken for a passing mention that the retrieved passage must repeat: the question about
-    the paper's own threshold was refused (dev-065). A name that is neither in a document's
+    the paper's own threshold was refused. A name that is neither in a document's
     opening nor in a passage with the question's other words is still refused."""
     path = SHARED_CORPUS / "pdfs" / "naacl06-shinyama.pdf"
     doc, pages = _text(path), _pages(str(path))
@@ -224,7 +224,7 @@ def test_modifiers_of_what_the_question_asks_for_must_be_in_the_best_passages():
 
 def test_a_year_the_documents_pair_only_with_other_years_is_refused():
     """Fails if a question about the 2022 annual meeting is answered from the 8-K of the 2023
-    annual meeting (dev-084: the earnings release among the searched documents says "fiscal
+    annual meeting (the earnings release among the searched documents says "fiscal
     2022", so the year alone is found), if a year found in no document is tolerated, or if the
     2023 meeting's own question (the year next to "annual meeting") or a date the document
     prints with the day between month and year ("July 2023" vs "July 30, 2023") is refused."""
@@ -263,7 +263,7 @@ def test_a_year_the_documents_pair_only_with_other_years_is_refused():
 def test_what_the_question_asks_for_must_be_in_the_document_naming_its_subject():
     """Fails if "What probable cause ... for the Global 5000 accident at Vance W. Amory Airport"
     is answered because another accident's final report among the passages gives a probable
-    cause (dev-085: the St. Kitts report is factual only), or if the same question about the
+    cause (the St. Kitts report is factual only), or if the same question about the
     accident that report covers (named by its place) is refused."""
     from ragaudit.answer.answerability import subject_passages
 
@@ -305,7 +305,7 @@ def test_the_verb_a_who_question_asks_about_is_not_a_missing_subject_word():
 
 
 def test_the_role_a_who_was_the_x_of_y_question_asks_for_must_be_in_the_best_passages():
-    """ "Who was the co-pilot of the Cessna Skyhawk at Wausau?" (probe1-018) was answered with the
+    """ "Who was the co-pilot of the Cessna Skyhawk at Wausau?" was answered with the
     report's form line: every subject word is in the report, but nothing says "co-pilot". What a
     "Who/What was the X of Y?" question asks for is X (``asked_for``), which the best passages must
     hold; the report's own roles and fields still pass. A real NTSB report of the shared corpus."""
@@ -373,7 +373,7 @@ def test_an_owner_the_documents_never_name_is_not_outweighed_by_field_names():
 
 
 def test_a_city_is_covered_by_a_document_that_names_only_its_country():
-    """dev-068: "I'm married and live in Seoul. Which filing-status box applies to me?" against
+    """A question such as "I'm married and live in Seoul. Which filing-status box applies to me?" against
     Form 1040NR (a real PDF), whose box 4 reads "Married resident of the Republic of Korea (South
     Korea)". The form names countries, never cities, so the city the asker lives in is covered by
     its country (GeoNames + ISO 3166 names, ``place_covered``). Fails if "Seoul" is still a missing
@@ -403,7 +403,7 @@ def test_a_city_is_covered_by_a_document_that_names_only_its_country():
 
 
 def test_a_period_end_the_filing_never_reports_as_ended_is_refused():
-    """ext1-021: "What was Microsoft's total revenue for the quarter ended December 31, 2023?"
+    """A question such as "What was Microsoft's total revenue for the quarter ended December 31, 2023?"
     against Microsoft's 10-Q for the quarter ended September 30, 2023 (a real PDF of the external
     probe set) was answered with the September quarter's revenue: the date occurs in the filing,
     but only over a forward-looking table ("Three Months Ending / December 31, 2023"). Fails if a

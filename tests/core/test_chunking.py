@@ -131,7 +131,7 @@ def test_a_documents_last_line_joins_the_last_chunk(redp_pages, embedder, atomic
     publication is instead of starting a chunk that repeats the page before it. With atomic units
     (whole statements on page 16 move every later boundary) fails if the last chunk is not filled
     back as the document's last window (``full_tail``): REDP-5110-00 then ends a 115-word-piece
-    tail without that text (dev-035)."""
+    tail without that text."""
     title = document_title("redp5110_sampled.pdf", redp_pages)
     chunks = chunk_document(redp_pages, embedder, title, "sentence", max_tokens=200, atomic_units=atomic_units)
     last = chunks[-1]

@@ -167,11 +167,15 @@ def test_answerers_return_their_own_concise_answer(embedder):
         _chunk(1, "The DMCA was signed into law by President Clinton on October 28, 1998. It has five titles."),
         _chunk(2, "Once registered, protection continues for ten years from the date protection begins."),
     ]
-    res = ExtractiveAnswerer(embedder).answer("When was the DMCA signed into law?", src)
-    assert res.label == "answered" and res.concise == "October 28, 1998"
+    res = ExtractiveAnswerer(embedder, concise_min_confidence=0.0).answer("When was the DMCA signed into law?", src)
+    assert res.label == "answered" and res.concise.text == "October 28, 1998"
     assert "signed into law by President Clinton on October 28, 1998" in res.answer
-    llm = LLMAnswerer("gpt-4o-mini", mock_response="Protection lasts ten years from the date it begins [2].")
-    assert llm.answer("For how long does protection last?", src).concise == "ten years"
+    llm = LLMAnswerer(
+        "gpt-4o-mini",
+        concise_min_confidence=0.0,
+        mock_response="Protection lasts ten years from the date it begins [2].",
+    )
+    assert llm.answer("For how long does protection last?", src).concise.text == "ten years"
 
 
 def test_table_cell_under_the_column_the_question_names():
@@ -328,11 +332,11 @@ def test_a_lead_in_ending_its_chunk_is_completed_from_the_chunk_that_continues_i
             rank=2, chunk_id="c1", score=0.0, payload={**meta, "text": second, "chunk_index": 1}, neighbor_of="c0"
         ),
     ]
-    out = ExtractiveAnswerer(embedder).answer(
+    out = ExtractiveAnswerer(embedder, concise_min_confidence=0.0).answer(
         "What was the probable cause of the Beech A23 accident in Death Valley?", src
     )
     assert "The pilot's improper flare during landing. [2]" in out.answer, out.answer
-    assert out.concise == "The pilot's improper flare during landing.", out.concise
+    assert out.concise.text == "The pilot's improper flare during landing.", out.concise
 
 
 def test_speeds_and_lengths_have_their_own_answer_type():
@@ -405,14 +409,16 @@ def test_a_table_row_is_read_with_the_group_label_above_it(embedder):
         RetrievedChunk(rank=1, chunk_id="p", score=1.0, payload={**meta, "text": prose}),
         RetrievedChunk(rank=2, chunk_id="t", score=0.95, payload={**meta, "text": table}),
     ]
-    out = ExtractiveAnswerer(embedder).answer("What was AWS's operating income in Q1 2023?", src)
+    out = ExtractiveAnswerer(embedder, concise_min_confidence=0.0).answer(
+        "What was AWS's operating income in Q1 2023?", src
+    )
     assert "Operating income $ 6,518 $ 5,123 [2]" in out.answer, out.answer
-    assert out.concise == "$ 5,123", out.concise
+    assert out.concise.text == "$ 5,123", out.concise
 
 
 def test_an_age_question_takes_the_age_and_a_count_question_passes_over_a_bare_year():
     # "How old" asks for an age as reports print it, not the nearest number ("PA-22-150" beside
-    # "age 85" in dev-018's sentence, whose other words match the question better)
+    # "age 85" in the pilot's sentence, whose other words match the question better)
     q = "How old was the pilot who clipped trees while landing at his private airstrip?"
     assert question_type(q) == "age"
     assert (
@@ -449,7 +455,7 @@ def test_an_age_question_takes_the_age_and_a_count_question_passes_over_a_bare_y
 
 def test_a_when_that_joins_a_clause_asks_for_no_date():
     # "Which parts ... were damaged when it hit the approach lights?" asked for a date before and
-    # answered "December 12, 2007" (dev-060); a "when" that opens a second question still asks one
+    # answered "December 12, 2007"; a "when" that opens a second question still asks one
     q = "Which parts of the Bombardier Global 5000 were damaged when it hit the approach lights?"
     assert question_type(q) is None
     assert question_type("What was the pilot doing when the airplane slowed?") is None
@@ -463,7 +469,7 @@ def test_a_when_that_joins_a_clause_asks_for_no_date():
 
 def test_an_in_what_year_question_takes_the_year():
     # "In what year was the agency ... set up?" had no type and fell back to the whole first
-    # sentence (ext1-019, NARA's strategic plan); a year printed inside a full date counts too
+    # sentence (NARA's strategic plan); a year printed inside a full date counts too
     q = "In what year was the federal agency that runs the system of Presidential Libraries set up?"
     assert question_type(q) == "year"
     assert (
@@ -483,7 +489,7 @@ def test_an_in_what_year_question_takes_the_year():
 
 
 def test_what_was_the_x_rate_asks_for_a_percentage():
-    # four words between "What" and "rate" left the question untyped (ext1-003, Microsoft's 10-Q)
+    # four words between "What" and "rate" left the question untyped (Microsoft's 10-Q)
     q = "What was the effective tax rate for Microsoft as reported in the latest 10-Q?"
     assert question_type(q) == "percent"
     assert (
@@ -555,7 +561,7 @@ def test_a_header_of_periods_picks_the_periods_columns_before_the_year():
     )
     assert table_cell("What were International net sales in the third quarter of 2023?", row, ctx) == "$ 32,137"
     assert table_cell("What were International net sales in 2023?", row, ctx) is None
-    # a fiscal year is not the calendar year heading a column (ext2-012: NVIDIA's "first nine months
+    # a fiscal year is not the calendar year heading a column (NVIDIA's "first nine months
     # of fiscal year 2023" is the column dated October 30, 2022)
     nv = "Three Months Ended Nine Months Ended\nOctober 29, October 30, October 29, October 30,\n2023 2022 2023 2022\n"
     assert (
@@ -572,7 +578,7 @@ def test_a_header_of_periods_picks_the_periods_columns_before_the_year():
 
 
 def test_a_table_cell_answers_only_as_the_type_asked():
-    """dev-053 asks "how much of total sales came from a single reseller" (a share): with the
+    """A question asking "how much of total sales came from a single reseller" (a share): with the
     revenue table's header found, the Data Center row's amount "$ 10,323" replaced the prose's
     "approximately 17%". Fails if a percentage question takes an amount cell, or a money question a
     percentage cell, over a span of its own type."""

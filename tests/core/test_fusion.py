@@ -153,7 +153,7 @@ def test_a_tie_left_after_the_scores_goes_by_position_not_by_point_id():
     from ragaudit.retrieve.retriever import Retriever
 
     r = Retriever.__new__(Retriever)
-    r.fusion, r.rrf_k, r.table_vote = "rrf", 60, True
+    r.fusion, r.rrf_k, r.table_vote, r.identifier_ties = "rrf", 60, True, True
     r._fill_payloads = lambda hits, ids: None
     orders = []
     for first, second in (("a-id", "b-id"), ("b-id", "a-id")):  # the same two chunks, ids swapped
@@ -163,7 +163,7 @@ def test_a_tie_left_after_the_scores_goes_by_position_not_by_point_id():
             "vector": {first: PointHit(first, 0.5, p5), second: PointHit(second, 0.5, p0)},
             "bm25": {second: PointHit(second, 3.0, p0), first: PointHit(first, 3.0, p5)},
         }
-        fused, votes = r._fuse("How long was the runway?", hits, {n: list(h) for n, h in hits.items()})
+        fused, votes, _ = r._fuse("How long was the runway?", hits, {n: list(h) for n, h in hits.items()})
         assert votes == {}  # prose: no table chunk
         orders.append([hits["vector"][pid].payload["chunk_index"] for pid, _ in fused])
     assert orders == [[0, 5], [0, 5]], orders
@@ -202,7 +202,7 @@ def test_a_table_chunk_naming_the_questions_row_gets_bm25s_rank_as_its_dense_vot
     assert table_votes("Why did research and development expense increase?", ["prose", "table"], texts) == {}
 
     r = Retriever.__new__(Retriever)
-    r.fusion, r.rrf_k = "rrf", 60
+    r.fusion, r.rrf_k, r.identifier_ties = "rrf", 60, True
     r._fill_payloads = lambda hits, ids: None
     dense = ["p1", "p2", "p3", "p4"]  # prose the dense leg likes; it never returned the table
     bm25 = ["table", "p4", "p3"]
@@ -215,7 +215,7 @@ def test_a_table_chunk_naming_the_questions_row_gets_bm25s_rank_as_its_dense_vot
     order = {}
     for on in (False, True):
         r.table_vote = on
-        fused, votes = r._fuse(q, hits, {"vector": dense, "bm25": bm25})
+        fused, votes, _ = r._fuse(q, hits, {"vector": dense, "bm25": bm25})
         order[on] = [pid for pid, _ in fused]
         assert votes == ({"table": 1} if on else {})
     assert order[False].index("table") > 2 and order[True][0] == "table", order
@@ -249,14 +249,14 @@ def test_the_named_documents_check_breaks_fusion_ties_by_position_not_by_point_i
     """Before re-ranking within the documents a question's names select, the retriever checks
     whether the two legs' fused top passages already all come from them. That check fused with
     ties broken by point id, and point ids embed the random document id: on two fresh ingestions
-    of the same eleven PDFs, ext2-007 ("how much did Apple spend on research and development")
+    of the same eleven PDFs, a question ("how much did Apple spend on research and development")
     was answered from Apple's 10-Q on one index and Intel's on the other. Fails if the check's
     verdict follows the ids of two exactly tied passages."""
     from ragaudit.index.store import PointHit
     from ragaudit.retrieve.retriever import Retriever
 
     r = Retriever.__new__(Retriever)
-    r.fusion, r.rrf_k, r.table_vote = "rrf", 60, True
+    r.fusion, r.rrf_k, r.table_vote, r.identifier_ties = "rrf", 60, True, True
     r._fill_payloads = lambda hits, ids: None
     verdicts = []
     for apple, intel in (("a-id", "b-id"), ("b-id", "a-id")):  # the same two chunks, ids swapped

@@ -87,6 +87,25 @@ export function XRay({ run, previous, title }: { run: Answer; previous?: Answer;
           })}
         </TableBody>
       </Table>
+      <Box data-testid="xray-rules" sx={{ mt: 1 }}>
+        <Typography variant="caption" component="div">
+          concise answer:{" "}
+          {run.concise ? (
+            <span data-testid="xray-concise">
+              “{run.concise.text}” ({run.concise.type}, {run.concise.rule}, confidence {fmt(run.concise.confidence, 2)})
+            </span>
+          ) : (
+            <span data-testid="xray-concise">none shown</span>
+          )}
+        </Typography>
+        <Typography variant="caption" component="div">rules that fired:</Typography>
+        {(run.rules ?? []).length === 0 && <Typography variant="caption" component="div">none</Typography>}
+        {(run.rules ?? []).map((f, i) => (
+          <Typography key={i} variant="caption" component="div" data-testid="xray-rule" data-rule={f.rule}>
+            <b>{f.rule}</b> ({f.effect}): {f.reason}
+          </Typography>
+        ))}
+      </Box>
       {previous && (
         <Typography variant="caption" data-testid="citations-diff">
           citations: {[...cited].filter((c) => !prevCited.has(c)).length} added, {[...prevCited].filter((c) => !cited.has(c)).length} removed

@@ -1,0 +1,146 @@
+"""Rules as named components: every rule of the gate, retrieval and concise stages names itself
+when it decides, can be switched off by name, and an unknown name is refused.
+
+Each gate rule is exercised on its own small input (short passages written for the test)."""
+
+import pytest
+
+from ragaudit.answer.answerability import GATE, assess
+from ragaudit.answer.concise import CONCISE, Concise, choose, concise_candidates, contradicts
+from ragaudit.platform.rules import Fired, all_rules, check_names
+from ragaudit.retrieve.retriever import RETRIEVAL
+
+REPORT = (
+    "On December 29, 2007, about 1330 eastern standard time, a Piper PA-22-150, N5921D, registered to and "
+    "operated by the pilot, was substantially damaged during landing at a private airstrip in Tallahassee, "
+    "Florida. The pilot held a private pilot certificate."
+)
+FILING = (
+    "Three Months Ended September 30, 2023: revenue was $56.5 billion. The company reported net income of "
+    "$22.3 billion for the quarter. Three Months Ending December 31, 2023 are expected to bring more."
+)
+MEETING = "Ulta Beauty held its 2023 Annual Meeting of Stockholders on June 1, 2023, where 87.78% of shares were voted."
+
+# (rule, question, document texts, passages): the rule decides this question alone
+GATE_CASES = [
+    ("gate.vague_question", "Tell me more about that.", [REPORT], [REPORT]),
+    ("gate.generic_measure", "What was the total?", [REPORT], [REPORT]),
+    ("gate.missing_anchors", "What did Ulta Beauty's ESG committee report?", [MEETING], [MEETING]),
+    ("gate.rare_terms_absent", "What dose of semaglutide did the pilot take?", [REPORT], [REPORT]),
+    (
+        "gate.subject_words_absent",
+        "If I file to protect the shape of my boat's hull, for how long am I covered?",
+        [REPORT],
+        [REPORT],
+    ),
+    (
+        "gate.year_not_reported",
+        "What share of votes was cast at Ulta Beauty's 2019 annual meeting?",
+        [MEETING],
+        [MEETING],
+    ),
+    ("gate.period_not_reported", "What was the company's revenue for the nine months?", [FILING], [FILING]),
+    (
+        "gate.period_end_not_reported",
+        "What was the company's revenue for the quarter ended December 31, 2023?",
+        [FILING],
+        [FILING],
+    ),
+    (
+        "gate.asked_for_absent",
+        "What capital expenditure range did the company guide to?",
+        [FILING + " Capital expenditures are planned."],
+        [FILING],
+    ),
+]
+
+
+def test_the_registries_hold_every_rule_once_and_in_stage_order():
+    """Fails if a stage registers a rule of another stage, a name twice, or if ``all_rules`` does
+    not list the stages in the order a request meets them (retrieval, gate, concise)."""
+    names = [r.name for r in all_rules()]
+    assert len(names) == len(set(names))
+    assert names == RETRIEVAL.names() + GATE.names() + CONCISE.names()
+    assert all(r.why for r in all_rules())
+
+
+@pytest.mark.parametrize("rule,question,docs,passages", GATE_CASES, ids=[c[0] for c in GATE_CASES])
+def test_each_gate_rule_decides_its_case_and_names_itself(rule, question, docs, passages):
+    """Fails if the rule does not decide its own case, if the verdict does not name it with a
+    reason, or if switching it off by name leaves it deciding."""
+    v = assess(question, docs, passages)
+    assert v.rule == rule, (v.rule, v.reason)
+    assert v.label in ("refused", "clarifying") and v.reason
+    assert v.fired[0] == Fired(rule, v.label, v.reason, v.fired[0].details)
+    off = assess(question, docs, passages, disabled={rule})
+    assert off.rule != rule
+
+
+def test_every_rule_mode_lists_each_verdict_and_the_first_still_decides():
+    """Fails if ``every_rule`` changes the decision or stops at the first rule (the ablation of
+    each rule reads every verdict from one run)."""
+    q = "What was the company's revenue for the nine months ended December 31, 2023?"
+    one = assess(q, [FILING], [FILING])
+    every = assess(q, [FILING], [FILING], every_rule=True)
+    assert (one.rule, one.label) == (every.rule, every.label) == ("gate.period_not_reported", "refused")
+    assert [f.rule for f in every.fired] == ["gate.period_not_reported", "gate.period_end_not_reported"]
+
+
+def test_an_answerable_question_passes_every_rule():
+    """Fails if a rule refuses a question its passage answers."""
+    v = assess("When was the Piper PA-22-150 damaged in Tallahassee?", [REPORT], [REPORT], every_rule=True)
+    assert v.label is None and v.fired == []
+
+
+def test_an_unknown_rule_name_is_refused_with_the_valid_names():
+    """Fails if a misspelt rule name in settings is accepted (the rule would stay on silently)."""
+    assert check_names(["gate.missing_anchors", " retrieval.table_vote "]) == {
+        "gate.missing_anchors",
+        "retrieval.table_vote",
+    }
+    with pytest.raises(ValueError) as e:
+        check_names(["gate.missing_anchor"])
+    assert "gate.missing_anchor" in str(e.value) and "gate.missing_anchors" in str(e.value)
+
+
+def test_a_count_that_contradicts_the_quoted_sentence_is_withheld():
+    """A concise count "1" quoted from "... divided into four function zones" must not be shown.
+    Fails if ``choose`` shows it, or if the right count is withheld."""
+    q = "Into how many function zones does NIST divide an HPC system?"
+    quote = "NIST divides the HPC system into four function zones, as Figure 1 shows."
+    wrong = Concise("1", "number", "concise.typed_span", "a number span", quote)
+    assert "four function zones" in contradicts(q, wrong, [quote])
+    shown, fired = choose(q, [wrong], [quote], min_confidence=0.0)
+    assert shown is None and [f.rule for f in fired] == ["concise.typed_span", "concise.contradicts_quote"]
+    right = Concise("four", "number", "concise.typed_span", "a number span", quote)
+    shown, fired = choose(q, [right], [quote], min_confidence=0.0)
+    assert shown is not None and shown.text == "four" and fired[-1].effect == "extracted"
+    # switched off by name, the check lets the wrong count through
+    shown, _ = choose(q, [wrong], [quote], 0.0, frozenset({"concise.contradicts_quote"}))
+    assert shown is not None and shown.text == "1"
+
+
+def test_a_concise_answer_under_the_confidence_threshold_is_withheld():
+    """Fails if a candidate whose confidence is under the threshold is shown, or if the
+    withholding rule does not say so; with the rule off it is shown."""
+    q = "When was the Piper damaged?"
+    c = concise_candidates(q, [(1.0, REPORT)])[0]
+    assert c.text == "December 29, 2007" and c.rule == "concise.typed_span" and c.type == "date"
+    shown, fired = choose(q, [c], [REPORT], min_confidence=1.0)
+    assert shown is None and fired[-1].rule == "concise.min_confidence" and fired[-1].effect == "withheld"
+    shown, _ = choose(q, [c], [REPORT], 1.0, frozenset({"concise.min_confidence"}))
+    assert shown is not None and 0.0 <= shown.confidence <= 1.0
+
+
+def test_an_extractor_switched_off_finds_nothing():
+    """Fails if ``disabled`` does not switch an extractor off by name."""
+    q = "When was the Piper damaged?"
+    assert concise_candidates(q, [(1.0, REPORT)], frozenset({"concise.typed_span"})) == []
+    row = "Total net sales 116,444 127,358"
+    header = "Dataset Q1 Q2\n"
+    cands = concise_candidates("What were total net sales in Q2?", [(1.0, row, header)])
+    assert cands and cands[0].rule == "concise.table_cell" and cands[0].text == "127,358"
+    off = concise_candidates(
+        "What were total net sales in Q2?", [(1.0, row, header)], frozenset({"concise.table_cell"})
+    )
+    assert all(c.rule != "concise.table_cell" for c in off)
