@@ -1,6 +1,6 @@
 """The react-admin bridge: a Starlette app mounted at ``/admin/api`` that speaks the
 ra-data-simple-rest protocol (https://github.com/marmelab/react-admin/tree/master/packages/ra-data-simple-rest),
-as that data provider's code sends it (see DESIGN.md §6):
+as that data provider's code sends it (the protocol below; the routes are listed in docs/http-api.md):
 
 =================  =====================================================  ======================================
 ra method          request                                                response

@@ -1,6 +1,8 @@
 """Dagster resource wrapping the core ``Services`` (database, Qdrant store, embedder)."""
 
 import dagster as dg
+from pydantic import ValidationError
+from pydantic_settings import SettingsError
 
 from ragaudit.platform.settings import Settings
 from ragaudit.services import Services, get_services, services_by_key
@@ -21,3 +23,13 @@ class RagauditResource(dg.ConfigurableResource):
         if self.services_key:
             return services_by_key(self.services_key)
         return get_services(Settings())
+
+
+def environment_settings() -> Settings:
+    """The settings of the ``RAGAUDIT_*`` environment as the definitions load (the sensor's interval,
+    the schedule's cron); the defaults when they are invalid (the API validates the same settings
+    at start and refuses to start, saying which one is wrong)."""
+    try:
+        return Settings()
+    except (ValidationError, SettingsError, ValueError):
+        return Settings.model_construct()

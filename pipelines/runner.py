@@ -20,8 +20,8 @@ from ragaudit.platform import tracing
 from ragaudit.services import Services, services_key
 from ragaudit.types import DEFAULT_STRATEGY, Strategy
 
-from .assets import strategy_run_config
-from .definitions import INGEST_ASSETS, INGEST_CHECKS
+from .assets import INGEST_ASSETS, strategy_run_config
+from .checks import INGEST_CHECKS
 from .launcher import HANDED_TAG, WORKER_TAG, this_worker, worker_gone_message, worker_state
 from .resources import RagauditResource
 

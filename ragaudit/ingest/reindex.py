@@ -11,8 +11,8 @@ A re-ingestion is an ordinary run of the document (``ragaudit.ingest.documents``
 and published only after the count check, so a failure keeps the previous version searchable;
 ``gold_qa_pairs`` replaces the document's pairs.
 
-Used by ``ragaudit reindex``, the Dagster schedule ``reindex_schedule`` and the landing-folder
-sensor (``pipelines.sensors``).
+Used by ``ragaudit reindex``, the Dagster schedule ``reindex_schedule``
+(``ragaudit.pipelines.schedules``) and the landing-folder sensor (``ragaudit.pipelines.sensors``).
 """
 
 from __future__ import annotations

@@ -40,7 +40,8 @@ def test_gold_pairs_have_verbatim_evidence_and_counts_in_metadata(kb):
     assert report["generated"] == report["stored"] + sum(report["rejected"].values()) + report["discarded_instruction"]
 
     # materializing again replaces the document's pairs (no duplicates); the check passes
-    from ragaudit.pipelines.assets import IngestConfig, evidence_spans_verbatim, gold_qa_pairs
+    from ragaudit.pipelines.assets import IngestConfig, gold_qa_pairs
+    from ragaudit.pipelines.checks import evidence_spans_verbatim
 
     res = RagauditResource(services_key=services_key(kb.settings))
     with kb.sessions() as s:

@@ -14,9 +14,10 @@ from ragaudit.ingest import documents as ingest
 from ragaudit.ingest import reindex
 from ragaudit.ingest.documents import ingest_bytes
 from ragaudit.pipelines.assets import strategy_run_config
-from ragaudit.pipelines.operations import _requests, scan_landing_folder
+from ragaudit.pipelines.jobs import run_requests
 from ragaudit.pipelines.resources import RagauditResource
 from ragaudit.pipelines.runner import DagsterRunner
+from ragaudit.pipelines.sensors import scan_landing_folder
 from ragaudit.platform.db import ChunkRow, Document, QAPair
 from ragaudit.query import QueryService
 from ragaudit.services import services_key
@@ -140,7 +141,7 @@ def test_small_documents_are_batched_large_ones_run_alone(fresh_services, monkey
         svc, "settings", svc.settings.model_copy(update={"landing_batch_max_bytes": 1000, "landing_batch_size": 2})
     )
     big = ingest.register(svc, NTSB_A.read_bytes(), "big.pdf", strategy=Strategy.heading)[0].id
-    reqs = _requests(svc, [(big, 5000), ("s1", 10), ("s2", 20), ("s3", 30)], "k")
+    reqs = run_requests(svc, [(big, 5000), ("s1", 10), ("s2", 20), ("s3", 30)], "k")
     assert [(r.job_name, r.partition_key) for r in reqs[:1]] == [("ingest_document", big)]
     assert reqs[0].run_config == strategy_run_config(Strategy.heading)
     assert {c["config"]["strategy"] for c in reqs[0].run_config["ops"].values()} == {"heading"}
@@ -154,7 +155,7 @@ def test_batch_job_ingests_queued_documents_in_one_run(fresh_services):
     """The ingest_batch job ingests several queued documents in one Dagster run, each published
     on its own, and records a live_index materialization per document. Fails if the batch op
     skips documents or publishes without the count check."""
-    from ragaudit.pipelines.operations import ingest_batch
+    from ragaudit.pipelines.jobs import ingest_batch
 
     svc = fresh_services
     ids = [ingest.register(svc, f.read_bytes(), f.name)[0].id for f in (NTSB_A, NTSB_B)]
