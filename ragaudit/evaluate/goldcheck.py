@@ -33,6 +33,7 @@ these reasons (``REASONS``, in this order):
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -49,7 +50,7 @@ REASONS = (
     "near_duplicate",
 )
 DUPLICATE = 0.85
-DUPLICATE_WITH_SAME_ANSWER = 0.5
+DUPLICATE_WITH_SAME_ANSWER = 0.3
 
 _WH = r"what|which|who|whom|whose|when|where|why|how"
 _AUX = (
@@ -98,8 +99,13 @@ def question_problem(question: str) -> str | None:
         return "dangling_fragment"  # a word cut at a hyphen: "Broker Non -Votes", "Non-?"
     if words[-1].lower() in _BAD_LAST or q.rstrip("?").rstrip().endswith((",", ";", ":", "-", "'s")):
         return "dangling_fragment"
-    if re.search(r"\?.", q) or "\n" in q:
-        return "dangling_fragment"  # two questions, or a line break inside
+    if (
+        re.search(r"\?.", q)
+        or "\n" in q
+        or "  " in q
+        or any(unicodedata.category(ch)[0] == "C" or ch == "\ufffd" for ch in q)
+    ):
+        return "dangling_fragment"  # two questions, a line break or a gap in the extracted text inside
     return None
 
 

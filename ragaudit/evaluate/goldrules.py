@@ -169,12 +169,41 @@ def document_context(doc_name: str, chunks: list[Chunk]) -> DocContext:
         ctx.event = f"{what} at {fields['location']}" + (f" on {when}" if when else "")
         ctx.subject = f"the report on the {ctx.event}"
     if not ctx.subject:
-        m = re.match(r"^(.{3,60}?)\s+(?:Announces|Reports)\b", ctx.title)
-        if m:
+        ctx.title = _full_title(ctx.title, text[:3000])
+        m = re.match(r"^(.{3,60}?)\s+(?:Announces|Reports)\s+(.{5,120})$", ctx.title)
+        if m:  # a press release: "Ulta Beauty Announces Fourth Quarter Fiscal 2022 Results"
             ctx.issuer = m.group(1)
-        kind = "paper" if re.search(r"(?m)^\s*Abstract\s*$", head) else "document"
-        ctx.subject = f'the {kind} "{ctx.title}"' if ctx.title else ""
+            ctx.subject = f"{_possessive(m.group(1))} {m.group(2)}"
+        else:
+            kind = "paper" if re.search(r"(?m)^\s*Abstract\s*$", head) else "document"
+            ctx.subject = f'the {kind} "{ctx.title}"' if ctx.title else ""
     return ctx
+
+
+def _full_title(title: str, head: str) -> str:
+    """``title`` completed from the first page when the context header cut it ("... for Fiscal
+    202"): the lines of ``head`` from where the title starts, joined while they continue it, up to
+    20 words. A title that is a label line ("Project Name: X") keeps its value only."""
+    title = re.sub(r"^[A-Z][\w ]{0,30}:\s+", "", title)
+    words = title.split()
+    if len(words) < 3:
+        return title
+    key = " ".join(words[:3])
+    flat = normalize_ws(head)
+    at = flat.find(key)
+    if at < 0:
+        return title
+    lines = head[head.find(words[0]) :].split("\n") if words[0] in head else []
+    out: list[str] = []
+    for ln in lines:
+        ln = ln.strip()
+        if not ln or (out and (ln[0].islower() is False and len(" ".join(out).split()) >= len(words))):
+            break
+        out.append(ln)
+        if len(" ".join(out).split()) >= 20:
+            break
+    full = normalize_ws(" ".join(out))
+    return full if full.startswith(key) and len(full) >= len(title) else title
 
 
 def _date_words(value: str) -> str:
@@ -265,6 +294,8 @@ def labelled_values(text: str) -> list[tuple[str, str, tuple[int, int]]]:
     out = []
     pos = 0
     lines = text.split("\n")
+    # a single "Label: value" line counts only in a form: three or more lines of the text start with a label
+    form = sum(1 for ln in lines if re.match(r"^[A-Z][\w/&' -]{0,40}:\s", ln)) >= 3
     for n, line in enumerate(lines):
         start = pos
         pos += len(line) + 1
@@ -279,13 +310,16 @@ def labelled_values(text: str) -> list[tuple[str, str, tuple[int, int]]]:
                 continue
             lab_start = m.start() + m.group(0).rfind(lab)
             labels.append((lab, lab_start, m.end()))
-        if len(labels) == 1 and (len(line.split()) > 10 or line[: labels[0][1]].strip()):
-            continue  # one label in a long line or after other words: running text, not a form line
+        if len(labels) == 1 and (not form or len(line.split()) > 10 or line[: labels[0][1]].strip()):
+            continue  # one label outside a form, in a long line or after other words: running text
         for i, (lab, _s, e) in enumerate(labels):
             end = labels[i + 1][1] if i + 1 < len(labels) else len(line)
             value = line[e:end].strip(" ,;")
+            if len(_CELL.findall(value)) >= 2 and not re.search(r"[A-Za-z]{3}", value):
+                continue  # several amounts: a row of a table, not one value
             if (
-                value.endswith(("/", ":"))
+                value.endswith(("/", ":", "-"))
+                or ";" in value
                 or "(s)" in value
                 or re.fullmatch(r"\(.*\)", value)
                 or value.count("(") != value.count(")")
@@ -345,6 +379,17 @@ _GENERIC_LABELS = {
     "subject",
     "its",
     "attn",
+    "type",
+    "rtype",
+    "returns",
+    "return",
+    "example",
+    "examples",
+    "parameters",
+    "default",
+    "usage",
+    "figure",
+    "table",
 }
 
 
@@ -405,8 +450,9 @@ def labelled_value_pairs(chunk: Chunk, ctx: DocContext) -> list[GoldPair]:
         atype = answer_type_of(value)
         if atype == "date" or phrase.startswith("date"):
             d = TYPES["date"].search(value) or re.search(r"\d{1,2}/\d{1,2}/\d{4}", value)
-            if d:
-                answer, atype = d.group(0), "date"
+            if not d:
+                continue  # a date field without a date: its value was read from the next field
+            answer, atype = d.group(0), "date"
         evidence = normalize_ws(chunk.text[s:e])
         out.append(GoldPair(q, answer, evidence, "labelled_value", atype))
     return out
@@ -769,6 +815,7 @@ def table_cell_pairs(chunk: Chunk, ctx: DocContext) -> list[GoldPair]:
 _PRONOUN_SUBJECT = re.compile(
     r"(?i)^(?:it|this|that|these|those|they|he|she|we|i|you|there|here|such|which|its|their|his|her|our|each|both|all|some|one)\b"
 )
+_NUM_WORDS = r"(?:two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|forty|fifty|hundred)"
 _MODALS = {"must", "shall", "should", "may", "might", "can", "could", "will", "would"}
 _AUX_WORDS = {"was": "was", "were": "were", "is": "is", "are": "are"}
 _DATE_PREP = r"(?:on|in|as of|effective|dated|from|by|until|through|since)"
@@ -788,14 +835,18 @@ def _is_verb_form(word: str, tag: str) -> str | None:
     return lemma if word.lower() in forms else None
 
 
-def _clean_subject(subj: str, text: str = "") -> str | None:
+def _clean_subject(subj: str, text: str = "", issuer: str = "") -> str | None:
     """A sentence's subject usable in a question: no parenthetical or footnote mark ("The Digital
     Millennium Copyright Act (DMCA)1" -> "the Digital Millennium Copyright Act"), 1-12 words, no
     pronoun, no clause inside (a comma or a verb form alone)."""
     s = re.sub(r"\s*\([^)]*\)\d*", "", subj).strip()
     s = re.sub(r"(?<=[A-Za-z])\d+$", "", s).strip()
+    if issuer and s.lower() in ("the company", "we", "the registrant", "the corporation"):
+        return issuer  # the filer names itself so; a question outside the document names it
     if not s or _PRONOUN_SUBJECT.match(s) or "," in s or ";" in s or '"' in s or "“" in s:
         return None
+    if re.search(r"(?i)\b(?:was|were|is|are|has|have|had|which|that|who|also|not)\b", s):
+        return None  # a clause, not a noun phrase
     words = s.split()
     if not 1 <= len(words) <= 12 or not re.match(r"[A-Z]", s):
         return None
@@ -807,8 +858,12 @@ def _clean_subject(subj: str, text: str = "") -> str | None:
 
 
 def _trim_predicate(pred: str) -> str:
-    pred = re.sub(r"\s*\([^)]*\)\d*", "", pred)
-    return normalize_ws(pred).strip(" ,;")
+    """A predicate without parentheticals; "" when it holds a clause break (a comma) or ends in
+    a word that needs the date it loses ("dated")."""
+    pred = normalize_ws(re.sub(r"\s*\([^)]*\)\d*", "", pred)).strip(" ,;")
+    if "," in pred or ";" in pred or re.search(r"(?i)\b(?:dated|effective|as of)$", pred):
+        return ""
+    return pred
 
 
 def _sentence_pair(sent: str, ctx: DocContext) -> GoldPair | None:
@@ -817,6 +872,16 @@ def _sentence_pair(sent: str, ctx: DocContext) -> GoldPair | None:
     if not s.endswith(".") or len(s.split()) < 6 or len(s.split()) > 50 or s.count("(") != s.count(")"):
         return None
     body = s[:-1]
+    # a leading time adverbial ("During fiscal 2022, the Company opened ...") moves to the question's end
+    lead = ""
+    lm = re.match(r"^((?:During|In|For|At the end of|As of|Through|By the end of)\s[^,]{3,70}),\s+(.+)$", body)
+    if lm and re.search(r"(?i)\b(?:19|20)\d\d\b|quarter|fiscal|year|month|week", lm.group(1)):
+        lead = " " + lm.group(1)[0].lower() + lm.group(1)[1:]
+        body = lm.group(2)[0].upper() + lm.group(2)[1:]
+
+    def adjunct(rest: str) -> str:
+        return _adjunct(rest) or lead
+
     # 1) SUBJ AUX PRED PREP DATE  -> When AUX SUBJ PRED?
     m = re.match(
         rf"^(?P<subj>.+?)\s+(?P<aux>was|were|is|are)\s+(?P<pred>.+?)\s+{_DATE_PREP}\s+(?P<date>{_DATE})(?P<rest>.*)$",
@@ -824,10 +889,10 @@ def _sentence_pair(sent: str, ctx: DocContext) -> GoldPair | None:
         re.I,
     )
     if m and _is_verb_form(m.group("pred").split()[0], "VBN"):
-        subj = _clean_subject(m.group("subj"), ctx.text)
+        subj = _clean_subject(m.group("subj"), ctx.text, ctx.issuer)
         pred = _trim_predicate(m.group("pred"))
         if subj and pred and len(pred.split()) <= 12:
-            q = f"When {m.group('aux').lower()} {subj} {pred}{_qualify(subj + ' ' + pred, ctx)}?"
+            q = f"When {m.group('aux').lower()} {subj} {pred}{lead}{_qualify(subj + ' ' + pred, ctx)}?"
             return GoldPair(q, m.group("date"), s, "sentence", "date")
     # 2) SUBJ VBD OBJ PREP DATE -> When did SUBJ VB OBJ?
     m = re.match(
@@ -835,10 +900,10 @@ def _sentence_pair(sent: str, ctx: DocContext) -> GoldPair | None:
     )
     if m:
         lemma = _is_verb_form(m.group("verb"), "VBD")
-        subj = _clean_subject(m.group("subj"), ctx.text)
+        subj = _clean_subject(m.group("subj"), ctx.text, ctx.issuer)
         obj = _trim_predicate(m.group("obj"))
         if lemma and lemma not in ("be", "have") and subj and obj and len(obj.split()) <= 12:
-            q = f"When did {subj} {lemma} {obj}{_qualify(subj + ' ' + obj, ctx)}?"
+            q = f"When did {subj} {lemma} {obj}{lead}{_qualify(subj + ' ' + obj, ctx)}?"
             return GoldPair(q, m.group("date"), s, "sentence", "date")
     # 3) SUBJ increased/decreased PCT (to AMOUNT) -> By what percentage did SUBJ increase?
     m = re.match(
@@ -846,8 +911,8 @@ def _sentence_pair(sent: str, ctx: DocContext) -> GoldPair | None:
     )
     if m and m.group("verb") in _CHANGE_VERBS:
         lemma = _is_verb_form(m.group("verb"), "VBD")
-        subj = _clean_subject(m.group("subj"), ctx.text)
-        rest = _adjunct(m.group("rest"))
+        subj = _clean_subject(m.group("subj"), ctx.text, ctx.issuer)
+        rest = adjunct(m.group("rest"))
         if lemma and subj:
             q = f"By what percentage did {subj} {lemma}{rest}{_qualify(subj + rest, ctx)}?"
             return GoldPair(q, m.group("pct"), s, "sentence", "percent")
@@ -858,9 +923,9 @@ def _sentence_pair(sent: str, ctx: DocContext) -> GoldPair | None:
         re.I,
     )
     if m:
-        subj = _clean_subject(m.group("subj"), ctx.text)
+        subj = _clean_subject(m.group("subj"), ctx.text, ctx.issuer)
         val = m.group("val").strip()
-        rest = _adjunct(m.group("rest"))
+        rest = adjunct(m.group("rest"))
         if subj and re.search(r"\d", val):
             verb = m.group("verb").lower()
             be = verb if verb in _AUX_WORDS else ("were" if _plural(subj) else "was")
@@ -870,7 +935,22 @@ def _sentence_pair(sent: str, ctx: DocContext) -> GoldPair | None:
                 return None  # "How many was X" is not English; counts come from tables and fields
             q = f"{wh} {be} {subj}{rest}{_qualify(subj + rest, ctx)}?"
             return GoldPair(q, val, s, "sentence", "amount" if atype == "count" else atype)
-    # 5) NAME VBD/AUX-VBN ... -> Who/Which organisation ...?
+    # 5) SUBJ VBD COUNT NOUNS -> How many NOUNS did SUBJ VB?
+    m = re.match(
+        rf"^(?P<subj>.+?)\s+(?P<verb>[a-z]+)\s+(?:approximately\s+|about\s+|a total of\s+)?"
+        rf"(?P<num>\d[\d,.]*(?:\s(?:million|billion|thousand))?|{_NUM_WORDS})\s+"
+        r"(?P<noun>(?:[a-z][a-z-]+\s){0,2}[a-z][a-z-]+s)\b(?P<rest>.*)$",
+        body,
+    )
+    if m:
+        lemma = _is_verb_form(m.group("verb"), "VBD")
+        subj = _clean_subject(m.group("subj"), ctx.text, ctx.issuer)
+        noun = m.group("noun")
+        if lemma and lemma not in ("be", "have") and subj and "NOUN" in getAllLemmas(noun.split()[-1]):
+            rest = adjunct(m.group("rest"))
+            q = f"How many {noun} did {subj} {lemma}{rest}{_qualify(subj + rest, ctx)}?"
+            return GoldPair(q, f"{m.group('num')} {noun}", s, "sentence", "count")
+    # 6) NAME VBD/AUX-VBN ... -> Who/Which organisation ...?
     m = re.match(
         r"^(?P<name>(?:[A-Z][\w.&'’-]*\s+){1,5}?(?:[A-Z][\w.&'’-]*|LLP|LLC|Inc\.))\s+(?P<vp>(?:was|were|is|has been)\s+[a-z]+\s.+|[a-z]+\s.+)$",
         body,
@@ -879,6 +959,8 @@ def _sentence_pair(sent: str, ctx: DocContext) -> GoldPair | None:
         name = m.group("name")
         atype = answer_type_of(name)
         vp = _trim_predicate(m.group("vp"))
+        if len(vp.split()) < 3:
+            return None
         first = vp.split()[0]
         ok = (first in ("was", "were", "is") and _is_verb_form(vp.split()[1], "VBN")) or (
             first not in _MODALS and _is_verb_form(first, "VBD")
@@ -900,10 +982,18 @@ def _adjunct(rest: str) -> str:
 
 
 def _qualify(question_text: str, ctx: DocContext) -> str:
-    """The document qualifier for a sentence question that names nothing specific (fewer than two
-    capitalised words or numbers): " in <subject>"."""
-    specific = re.findall(r"\b(?:[A-Z][\w.&'-]+|\d[\d,.]*)\b", question_text)
-    return ctx.about() if len(specific) < 2 else ""
+    """The document qualifier for a sentence question (" in <subject>"), unless the question
+    already names what the document is about: its issuer, the place of its event, or three
+    content words of its title."""
+    q = question_text.lower()
+    if ctx.issuer and ctx.issuer.lower() in q:
+        return ""
+    if ctx.event and ctx.event.split(" at ", 1)[-1].split(",")[0].lower() in q:
+        return ""
+    title = {w.lower() for w in re.findall(r"[A-Za-z]{3,}", ctx.title)} - {"the", "and", "for", "with"}
+    if len(title & {w.lower() for w in re.findall(r"[A-Za-z]{3,}", question_text)}) >= 3:
+        return ""
+    return ctx.about()
 
 
 def sentence_pairs(chunk: Chunk, ctx: DocContext) -> list[GoldPair]:

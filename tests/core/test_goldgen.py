@@ -134,13 +134,25 @@ def test_vote_table_asks_how_many_votes_on_the_proposal_above_it():
 
 def test_typed_sentence_becomes_a_wh_question():
     """Fails if a declarative sentence with a date adjunct is not inverted into a "When was ...?"
-    question (subject-auxiliary inversion, parenthetical and date left out)."""
-    c = chunk(PROSE)
+    question (subject-auxiliary inversion, parenthetical and date left out), or if a question
+    that already names the document's subject gets the document qualifier too."""
+    c = chunk(PROSE, header="act | THE EXAMPLE HARBOUR ACT OF 2001")
     ctx = document_context("act.pdf", [c])
     (p,) = _one(sentence_pairs(c, ctx), "sentence")
     assert p.question == "When was the Example Harbour Act signed into law by Governor Reyes?"
     assert p.answer == "March 2, 2001" and p.answer_type == "date"
     assert p.evidence.startswith("The Example Harbour Act was signed")
+
+
+def test_typed_sentence_count_with_leading_time_adverbial_names_the_filer():
+    """Fails if "During fiscal 2023, the Company opened 14 new stores." is not asked as "How many
+    new stores did <issuer> open during fiscal 2023?" (the adverbial moved, "the Company" named)."""
+    text = FILING.split("CONDENSED")[0] + "During fiscal 2023, the Company opened 14 new stores.\n"
+    c = chunk(text)
+    ctx = document_context("10q.pdf", [c])
+    (p,) = _one(sentence_pairs(c, ctx), "sentence")
+    assert p.question == "How many new stores did Example Widgets Inc. open during fiscal 2023?"
+    assert p.answer == "14 new stores" and p.answer_type == "count"
 
 
 def test_paraphrase_sample_uses_other_words_and_is_marked():
