@@ -57,13 +57,12 @@ from pathlib import Path
 from typing import Any, Callable
 
 if __package__:  # python -m bench.NAME: offline defaults, repository on sys.path (bench/_env.py)
-    from ._env import ROOT
+    from ._env import ROOT, SHARED, need_corpus
 else:  # python bench/NAME.py
-    from _env import ROOT
+    from _env import ROOT, SHARED, need_corpus
 
 import numpy as np  # noqa: E402
 
-SHARED = ROOT.parent / "shared" / "corpus"
 MODES = ("vector", "bm25", "hybrid")
 
 
@@ -978,6 +977,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
     args = ap.parse_args(argv)
+    need_corpus(args.pdfs)
 
     from ragaudit.platform.settings import Settings
     from ragaudit.services import get_services, release_services

@@ -32,10 +32,10 @@ import time
 from pathlib import Path
 
 if __package__:  # python -m bench.NAME: offline defaults, repository on sys.path (bench/_env.py)
-    from . import _env  # noqa: F401
+    from . import _env
 else:  # python bench/NAME.py
-    import _env  # noqa: F401
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "corpus"
+    import _env
+SHARED = _env.SHARED
 
 # (row name, record key, which records): "ans" = answerable dev questions, "dev" = all dev
 # questions, "ref" = dev refuse questions + generated cases, "gen" = generated cases only
@@ -226,9 +226,7 @@ def main() -> int:
             ap.error("--only-table needs --save")
         print(table(json.loads(args.save.read_text()), json.loads(args.compare.read_text()) if args.compare else None))
         return 0
-    for path in (args.pdfs, args.dataset):
-        if not path.exists():
-            ap.error(f"{path} not found: pass --pdfs DIR and --dataset FILE")
+    _env.need_corpus(args.pdfs, args.dataset)
     import logging
 
     logging.disable(logging.WARNING)

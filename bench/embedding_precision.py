@@ -45,10 +45,9 @@ from types import SimpleNamespace
 from typing import Any
 
 if __package__:  # python -m bench.NAME: offline defaults, repository on sys.path (bench/_env.py)
-    from ._env import ROOT
+    from ._env import ROOT, SHARED, need_corpus
 else:  # python bench/NAME.py
-    from _env import ROOT
-SHARED = ROOT.parent / "shared" / "corpus"
+    from _env import ROOT, SHARED, need_corpus
 
 import numpy as np  # noqa: E402
 
@@ -293,9 +292,7 @@ def main() -> int:
     args = ap.parse_args(argv)
     if args.answer_quality:
         return answer_quality(args.answer_quality, rest)
-    for path in (args.pdfs, args.dataset):
-        if not path.exists():
-            ap.error(f"{path} not found: pass --pdfs DIR and --dataset FILE")
+    need_corpus(args.pdfs, args.dataset)
     import torch
 
     from bench.__main__ import default_pdfs, machine

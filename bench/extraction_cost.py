@@ -25,9 +25,9 @@ import time
 from pathlib import Path
 
 if __package__:  # python -m bench.NAME: offline defaults, repository on sys.path (bench/_env.py)
-    from ._env import ROOT
+    from ._env import ROOT, SHARED, need_corpus
 else:  # python bench/NAME.py
-    from _env import ROOT
+    from _env import ROOT, SHARED, need_corpus
 
 CHILD = r"""
 import json, sys, time
@@ -78,7 +78,7 @@ def run(root: Path, pdfs: list[Path], code: str = CHILD) -> dict:
 
 
 def main() -> None:
-    from bench.__main__ import SHARED, default_pdfs
+    from bench.__main__ import default_pdfs
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--base", type=Path, required=True, help="checkout of the base commit")
@@ -86,6 +86,7 @@ def main() -> None:
     ap.add_argument("--out", type=Path)
     ap.add_argument("--e2e", action="store_true", help="end to end ingestion + naive baseline per checkout")
     args = ap.parse_args()
+    need_corpus(SHARED / "pdfs")
     pdfs = default_pdfs(SHARED / "pdfs", False)
     if args.e2e:
         result = {

@@ -19,10 +19,9 @@ import time
 from pathlib import Path
 
 if __package__:  # python -m bench.NAME: offline defaults, repository on sys.path (bench/_env.py)
-    from ._env import ROOT
+    from ._env import ROOT, SHARED
 else:  # python bench/NAME.py
-    from _env import ROOT
-SHARED = ROOT.parent / "shared" / "corpus"
+    from _env import ROOT, SHARED
 
 
 def default_pdfs() -> list[Path]:

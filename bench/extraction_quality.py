@@ -25,10 +25,10 @@ import re
 from pathlib import Path
 
 if __package__:  # python -m bench.NAME: offline defaults, repository on sys.path (bench/_env.py)
-    from . import _env  # noqa: F401
+    from . import _env
 else:  # python bench/NAME.py
-    import _env  # noqa: F401
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "corpus"
+    import _env
+SHARED = _env.SHARED
 
 
 def _norm(s: str) -> str:
@@ -68,6 +68,7 @@ def main() -> int:
     ap.add_argument("--skip-evidence", action="store_true", help="only measure column reading order")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
+    _env.need_corpus(args.pdfs, args.dataset)
 
     import logging
 

@@ -30,9 +30,9 @@ from pathlib import Path
 from typing import Any
 
 if __package__:  # python -m bench.NAME: offline defaults, repository on sys.path (bench/_env.py)
-    from ._env import ROOT
+    from ._env import ROOT, SHARED, need_corpus
 else:  # python bench/NAME.py
-    from _env import ROOT
+    from _env import ROOT, SHARED, need_corpus
 
 
 def peak_rss_mb() -> dict[str, float]:
@@ -353,8 +353,9 @@ def main(argv: list[str] | None = None) -> None:
     with tempfile.TemporaryDirectory(prefix="ragaudit-bench-") as tmp:
         pdfs = args.pdfs
         if args.pages:
-            from bench.__main__ import SHARED, default_pdfs
+            from bench.__main__ import default_pdfs
 
+            need_corpus(SHARED / "pdfs")
             src = default_pdfs(SHARED / "pdfs", all_pdfs=True)
             pdfs = [Path(tmp) / f"big-{args.pages}p.pdf"]
             concatenate(src, args.pages, pdfs[0])

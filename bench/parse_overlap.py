@@ -22,9 +22,9 @@ import time
 from pathlib import Path
 
 if __package__:  # python -m bench.NAME: offline defaults, repository on sys.path (bench/_env.py)
-    from ._env import ROOT
+    from ._env import SHARED, need_corpus
 else:  # python bench/NAME.py
-    from _env import ROOT
+    from _env import SHARED, need_corpus
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -34,10 +34,11 @@ def main(argv: list[str] | None = None) -> dict:
     from ragaudit.ingest.pdf import extract_pages
 
     ap = argparse.ArgumentParser(prog="python -m bench.parse_overlap", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--pdf", type=Path, default=ROOT.parent / "shared" / "corpus" / "pdfs" / "dmca.pdf")
+    ap.add_argument("--pdf", type=Path, default=SHARED / "pdfs" / "dmca.pdf")
     ap.add_argument("--rounds", type=int, default=4)
     ap.add_argument("--seconds", type=float, default=12.0, help="length of one round")
     args = ap.parse_args(argv)
+    need_corpus(args.pdf)
     emb = Embedder()
     data = args.pdf.read_bytes()
     texts = [p.text[a:b] for p in extract_pages(data) for a, b in window_spans(p.text, emb, 64) if p.text.strip()]

@@ -27,10 +27,10 @@ import time
 from pathlib import Path
 
 if __package__:  # python -m bench.NAME: offline defaults, repository on sys.path (bench/_env.py)
-    from . import _env  # noqa: F401
+    from . import _env
 else:  # python bench/NAME.py
-    import _env  # noqa: F401
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "corpus"
+    import _env
+SHARED = _env.SHARED
 
 
 def main() -> int:
@@ -56,12 +56,7 @@ def main() -> int:
         "fusion and re-scoring changes need no re-ingestion)",
     )
     args = ap.parse_args()
-    for path in (args.pdfs, args.dataset):
-        if not path.exists():
-            ap.error(
-                f"{path} not found: pass --pdfs DIR and --dataset FILE (the defaults assume this checkout "
-                "sits beside shared/corpus)"
-            )
+    _env.need_corpus(args.pdfs, args.dataset)
 
     import logging
 

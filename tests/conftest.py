@@ -46,7 +46,7 @@ SAMPLES = ROOT / "samples"
 DATA = Path(__file__).resolve().parent / "data"
 BAD = DATA / "bad"
 EDGE = DATA / "edge"
-SHARED_CORPUS = ROOT.parent / "shared" / "corpus"
+CASES = DATA / "cases"  # small PDFs made for one fault each (tests/data/SOURCES.md)
 
 DMCA_QUESTION = "On what date was the Digital Millennium Copyright Act signed into law?"
 

@@ -16,7 +16,7 @@ from ragaudit.answer.answerers import LLMAnswerer
 from ragaudit.platform.db import QueryLog
 from ragaudit.query import QueryService
 from ragaudit.types import Scope
-from tests.conftest import DMCA_QUESTION, SHARED_CORPUS
+from tests.conftest import DMCA_QUESTION
 
 BUSH = "The DMCA was signed by President Bush in 2005 [1]."
 CLINTON = "The DMCA was signed into law by President Clinton on October 28, 1998 [1]."
@@ -76,12 +76,23 @@ def test_issue_case_page_scope_holds_through_neighbour_expansion(kb):
     assert seen_neighbour_drop
 
 
-def _dev_questions(names: set[str]) -> list[str]:
-    path = SHARED_CORPUS / "dev_questions.jsonl"
-    rows = [json.loads(x) for x in path.read_text().splitlines() if x.strip()] if path.exists() else []
-    mine = [r["question"] for r in rows if r.get("doc_name") in names]
-    others = [r["question"] for r in rows if r.get("doc_name") not in names][:6]
-    return (mine + others) or [DMCA_QUESTION, "What was the probable cause of the accident?"]
+# questions about the three sample PDFs (the DMCA summary, two NTSB reports) and a few about
+# documents the knowledge base does not hold
+QUESTIONS = [
+    DMCA_QUESTION,
+    "What does the DMCA say about circumventing technological protection measures?",
+    "Which exemptions from the anti-circumvention rules does the DMCA give libraries and archives?",
+    "What conditions apply to caching of retained material by a service provider?",
+    "What does Title II of the DMCA say about the liability of online service providers?",
+    "What was the probable cause of the accident?",
+    "How old was the pilot who hit trees on final approach to his private airstrip?",
+    "What registration did the aircraft involved in the Tallahassee accident carry?",
+    "Who was the investigator in charge of the accident?",
+    "What were the wind and visibility at the time of the accident?",
+    "How many hours had the pilot flown in the 90 days before the accident?",
+    "What was Apple's net sales in the third quarter of 2023?",
+    "Which dose of the vaccine was given to the trial's participants?",
+]
 
 
 @pytest.fixture(scope="module")
@@ -152,14 +163,14 @@ def scoped_requests(draw, questions, doc_ids):
 
 def test_random_scopes_return_nothing_out_of_scope(kb, api):
     """Property: for random scopes (doc_name / doc_names, knowledge_base, document_ids, page range,
-    strategy) x mode x endpoint (/query, /query/stream, /search) over the dev-set questions, no
+    strategy) x mode x endpoint (/query, /query/stream, /search) over ``QUESTIONS``, no
     ``retrieved`` item and no citation lies outside the scope; citations name a retrieved chunk on
     a page inside the range. Each /query and /search request is preceded by the same question
     without a scope, whose cached reply must not be served for the scoped one. 40 examples, derandomized (the same examples on every run). Fails if neighbour
     expansion, the cache key or any endpoint bypasses ``enforce_scope`` / the Qdrant filter, or if
     ``clip_to_pages`` leaves text of a page outside the range."""
     doc_ids = {d["doc_name"]: d["id"] for d in api.get("/documents").json()}
-    questions = _dev_questions(set(doc_ids))
+    questions = QUESTIONS
     stats = {"requests": 0, "items": 0, "citations": 0, "cache_hits": 0, "clipped": 0}
 
     @settings(

@@ -24,9 +24,9 @@ from ragaudit.platform.db import ChunkRow, Document, IndexState
 from ragaudit.query import QueryService
 from ragaudit.services import get_services, release_services
 from ragaudit.types import Scope
-from tests.conftest import SAMPLES, SHARED_CORPUS, make_settings
+from tests.conftest import CASES, SAMPLES, make_settings
 
-SAME_NAME = SHARED_CORPUS / "cases" / "same-name"
+SAME_NAME = CASES / "same-name"
 NTSB = SAMPLES / "20080102X00002.pdf"  # "What registration did the Reims F172 M carry?" -> FBVIF
 NTSB_Q = "What registration did the Reims F172 M carry?"
 

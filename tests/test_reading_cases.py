@@ -8,9 +8,7 @@ import json
 from ragaudit.ingest.documents import ingest_bytes
 from ragaudit.pipelines.runner import DagsterRunner
 from ragaudit.query import QueryService
-from tests.conftest import SHARED_CORPUS
-
-CASES = SHARED_CORPUS / "cases"
+from tests.conftest import CASES
 
 
 def _ingest(svc, name: str) -> None:

@@ -9,7 +9,7 @@ from ragaudit.ingest.documents import ingest_bytes
 from ragaudit.pipelines.runner import DagsterRunner
 from ragaudit.query import QueryService
 from ragaudit.types import Mode, Scope
-from tests.conftest import DMCA_QUESTION, SAMPLES, make_settings
+from tests.conftest import DATA, DMCA_QUESTION, SAMPLES, make_settings
 
 
 @pytest.mark.parametrize("mode", ["vector", "bm25", "hybrid"])
@@ -216,33 +216,40 @@ def test_a_page_range_scope_refuses_what_only_other_pages_name(kb):
 
 
 def test_a_document_only_one_candidate_holds_a_question_term_of_is_also_searched_within(tmp_path, embedder):
-    """Two real filings of one company (Ulta's 8-K of the 2023 annual meeting and its Q4 earnings
-    release). "What was the turnout at Ulta Beauty's 2023 shareholders' meeting, as a share of all
-    its stock?": the sentence with the answer (87.78% of all shares represented) is ranked 7th by the
-    dense leg and not at all by BM25, below earnings-release chunks both legs rank in the middle
-    (fused rank 18). Only the 8-K's candidates hold "meeting", so the 8-K is searched within as a
-    third RRF list and the answer reaches the top 5. Fails if that list is not added, is added
-    without that evidence, or the note naming the term is missing; off (setting), the top 5 lacks
-    it, so the test measures the leg and not the corpus."""
+    """Four real NTSB reports of one layout (samples/ and tests/data/ntsb/). "When was the last flight
+    review of the pilot whose airplane hit utility wires?": the report names the wires once, in its
+    analysis on page 1, while the answer is a form field on page 2 ("Last Flight Review or
+    Equivalent: 10/01/2006") among the same field names in every report, so neither leg puts it in
+    the top 5. Only the Tallahassee report's candidates hold "utility" and "wires", so that report
+    is searched within as a third RRF list and the answer reaches the top 5; the same for where
+    that flight departed from (page 3). Fails if that list is not added, is added without that
+    evidence, or the note naming the terms is missing; off (setting), the top 5 lacks it, so the
+    test measures the leg and not the corpus."""
     from ragaudit.retrieve.retriever import Retriever
     from ragaudit.services import get_services, release_services
-    from tests.conftest import SHARED_CORPUS
 
     settings = make_settings(tmp_path / "data")
     svc = get_services(settings)
     try:
-        for name in ("ULTABEAUTY_2023_8K_dated-2023-06-07.pdf", "ULTABEAUTY_2023Q4_EARNINGS.pdf"):
-            out = ingest_bytes(svc, (SHARED_CORPUS / "pdfs" / name).read_bytes(), name, DagsterRunner())
+        for path in (
+            SAMPLES / "20071229X02007.pdf",
+            SAMPLES / "20080102X00002.pdf",
+            *sorted((DATA / "ntsb").glob("*.pdf")),
+        ):
+            out = ingest_bytes(svc, path.read_bytes(), path.name, DagsterRunner())
             assert out.status == "ingested", out
-        q = "What was the turnout at Ulta Beauty's 2023 shareholders' meeting, as a share of all its stock?"
-        found = {}
-        for on in (False, True):
-            res = Retriever(svc.store, svc.embedder, named_document_leg=on).retrieve(q, Scope(), top_k=5)
-            found[on] = [c for c in res.chunks if "87.78%" in c.text]
-            assert ("document" in res.candidates) is on
-        assert not found[False]
-        assert found[True] and found[True][0].doc_name == "ULTABEAUTY_2023_8K_dated-2023-06-07.pdf"
-        assert any("alone holds the question's meet" in n for n in res.notes), res.notes
+        for q, evidence in (
+            ("When was the last flight review of the pilot whose airplane hit utility wires?", "10/01/2006"),
+            ("Where did the flight that hit utility wires depart from?", "Departure Point: Quincy, FL"),
+        ):
+            found = {}
+            for on in (False, True):
+                res = Retriever(svc.store, svc.embedder, named_document_leg=on).retrieve(q, Scope(), top_k=5)
+                found[on] = [c for c in res.chunks if evidence in " ".join(c.text.split())]
+                assert ("document" in res.candidates) is on, q
+            assert not found[False], q
+            assert found[True] and found[True][0].doc_name == "20071229X02007.pdf", q
+            assert any("alone holds the question's util, wire" in n for n in res.notes), res.notes
         # the default (settings) has the leg on, and the reply shows which lists a chunk came from
         assert settings.named_document_leg
         qs_res = QueryService(svc).retriever.retrieve(q, Scope(), top_k=5)
@@ -252,22 +259,21 @@ def test_a_document_only_one_candidate_holds_a_question_term_of_is_also_searched
 
 
 def test_the_documents_a_questions_names_select_rank_first(tmp_path, embedder):
-    """Three real filings of two companies (Apple's Q3 2022 and Q3 2023 10-Qs, Ulta's Q4 2022
-    earnings release). "How much did Apple spend on research and development?": the word "spend"
-    is held by one candidate document alone, the release, so with the question's names ignored
-    (``named_subset=0``) the release is searched within as a third list and two of its passages
-    reach the top 5. The question's name "Apple" is held by the 10-Qs' candidates only: the names
-    choose, a term outside their choice names nothing, and the top 5 is Apple's. Fails if the
-    one-term rule overrides the names or the names stop selecting."""
+    """Three real filings of two companies (Apple's Q3 2022 and Q3 2023 10-Qs, NVIDIA's Q1 fiscal
+    2024 10-Q). "How much did Apple spend on research and development?": the word "spend" is held
+    by one candidate document alone, NVIDIA's ("our ability to adjust spending ... development
+    cycle"), so with the question's names ignored (``named_subset=0``) that filing is searched
+    within as a third list and its passages reach the top 5. The question's name "Apple" is held
+    by Apple's 10-Qs only: the names choose, a term outside their choice names nothing, and the
+    top 5 is Apple's. Fails if the one-term rule overrides the names or the names stop selecting."""
     from ragaudit.retrieve.retriever import Retriever
     from ragaudit.services import get_services, release_services
-    from tests.conftest import SHARED_CORPUS
 
     settings = make_settings(tmp_path / "data")
     svc = get_services(settings)
     try:
-        for name in ("2022 Q3 AAPL.pdf", "2023 Q3 AAPL.pdf", "ULTABEAUTY_2023Q4_EARNINGS.pdf"):
-            out = ingest_bytes(svc, (SHARED_CORPUS / "pdfs" / name).read_bytes(), name, DagsterRunner())
+        for name in ("2022 Q3 AAPL.pdf", "2023 Q3 AAPL.pdf", "2023 Q1 NVDA.pdf"):
+            out = ingest_bytes(svc, (DATA / name).read_bytes(), name, DagsterRunner())
             assert out.status == "ingested", out
         q = "How much did Apple spend on research and development?"
         docs, notes = {}, {}
@@ -276,7 +282,8 @@ def test_the_documents_a_questions_names_select_rank_first(tmp_path, embedder):
                 q, Scope(), top_k=5
             )
             docs[ns], notes[ns] = [c.doc_name for c in res.chunks], res.notes
-        assert "ULTABEAUTY_2023Q4_EARNINGS.pdf" in docs[0] and any("question's spend" in n for n in notes[0])
+        assert "2023 Q1 NVDA.pdf" in docs[0], docs[0]
+        assert any("alone holds the question's" in n and "spend" in n for n in notes[0]), notes[0]
         assert set(docs[3]) <= {"2022 Q3 AAPL.pdf", "2023 Q3 AAPL.pdf"}, docs[3]
         assert not any("spend" in n for n in notes[3]), notes[3]
         assert QueryService(svc).retriever.named_subset == 3  # the default
@@ -287,8 +294,8 @@ def test_the_documents_a_questions_names_select_rank_first(tmp_path, embedder):
 def test_the_names_select_the_documents_holding_most_of_them():
     """``_named_by_names`` on the candidate terms of four documents: the Tallahassee report holds
     "NTSB" and "Tallahassee", another report "NTSB" only, a paper "Florida" only: the report with
-    the most names is chosen (a most-specific-name-first rule chose the paper's "Florida", and lost
-    an accident question). Months and two-letter names select nothing ("December", "HP" -- horsepower in an
+    the most names is chosen (a most-specific-name-first rule would choose the paper's "Florida").
+    Months and two-letter names select nothing ("December", "HP" -- horsepower in an
     engine table); a name every candidate document holds selects nothing; more documents than
     ``named_subset`` neither."""
     from ragaudit.retrieve.retriever import Retriever
@@ -345,7 +352,7 @@ def test_a_document_one_name_alone_selects_comes_first_not_as_a_third_list():
 
 
 def test_a_statement_row_is_found_by_its_whole_label(fresh_services, monkeypatch):
-    """Apple's Q3 2023 10-Q (shared corpus): "How much did Apple spend on research and
+    """Apple's Q3 2023 10-Q (tests/data): "How much did Apple spend on research and
     development ...?" names the income statement's row "Research and development $ 7,442 $ 6,797
     ...". Its chunk is a column of numbers under a dozen labels, while MD&A paragraphs repeat
     "research and development" and "Apple" in prose: on words alone BM25 ranks it 4th here (about
@@ -354,12 +361,11 @@ def test_a_statement_row_is_found_by_its_whole_label(fresh_services, monkeypatch
     for the dense leg, which cannot read the numbers. Fails if rows stop being indexed by their
     labels, questions stop asking for them, or table chunks lose BM25's vote."""
     import ragaudit.index.sparse
-    from tests.conftest import SHARED_CORPUS
 
     svc = fresh_services
     name = "2023 Q3 AAPL.pdf"
     assert svc.settings.bm25_row_labels  # the default
-    assert ingest_bytes(svc, (SHARED_CORPUS / "pdfs" / name).read_bytes(), name, DagsterRunner()).status == "ingested"
+    assert ingest_bytes(svc, (DATA / name).read_bytes(), name, DagsterRunner()).status == "ingested"
     q = "How much did Apple spend on research and development in the third quarter of 2023?"
 
     def row_rank() -> int | None:
@@ -386,17 +392,15 @@ def test_a_statement_row_is_found_by_its_whole_label(fresh_services, monkeypatch
 
 
 def test_a_city_covered_by_its_country_is_answered_from_the_line_naming_the_country(fresh_services):
-    """A married filer living in Seoul, through the whole query path on Form 1040NR (shared corpus): "I'm married and live
+    """A married filer living in Seoul, through the whole query path on Form 1040NR (tests/data): "I'm married and live
     in Seoul. Which filing-status box applies to me?" The form names "the Republic of Korea", never
     Seoul. The gate finds the city by its country (``answerability.place_covered``) and the offline
     answerer reads the question with it ("Seoul (Republic of Korea)"), so its best sentence is the
     filing-status line naming the country, not the form's other questions. Fails if the question is
     refused, or if the concise answer is not that line."""
-    from tests.conftest import SHARED_CORPUS
-
     svc = fresh_services
     name = "f1040nr.pdf"
-    assert ingest_bytes(svc, (SHARED_CORPUS / "pdfs" / name).read_bytes(), name, DagsterRunner()).status == "ingested"
+    assert ingest_bytes(svc, (DATA / name).read_bytes(), name, DagsterRunner()).status == "ingested"
     q = (
         "I'm a non-resident filing a 2007 U.S. return; I'm married and live in Seoul. "
         "Which filing-status box applies to me?"

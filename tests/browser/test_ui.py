@@ -24,7 +24,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.conftest import BAD, ROOT, SAMPLES, SHARED_CORPUS
+from tests.conftest import BAD, CASES, ROOT, SAMPLES
 
 FRONTEND = ROOT / "frontend"
 CHROMIUM = os.environ.get("RAGAUDIT_CHROMIUM", "/usr/bin/chromium")
@@ -121,10 +121,47 @@ def server(tmp_path_factory):
         log.close()
 
 
-def _dev_questions(doc: str) -> list[dict]:
-    path = SHARED_CORPUS / "dev_questions.jsonl"
-    rows = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
-    return [r for r in rows if r.get("doc_name") == doc]
+def _gold(question: str, answer: str, page: int, evidence: str, kind: str = "fact") -> dict:
+    return {"doc_name": DOC, "page": page, "question": question, "answer": answer, "evidence": evidence, "kind": kind}
+
+
+# a small gold set on DOC (the Tallahassee accident report), written from its page text; the first
+# question is the one asked in the chat
+GOLD = [
+    _gold(
+        "What is the NTSB accident number of the December 2007 accident in Tallahassee, Florida?",
+        "NYC08CA055",
+        1,
+        "Location: Tallahassee, FL Accident Number: NYC08CA055",
+        "identifier",
+    ),
+    _gold(
+        "What registration did the Piper in the Tallahassee accident carry?",
+        "N5921D",
+        1,
+        "Registration: N5921D",
+        "identifier",
+    ),
+    _gold(
+        "How many hours had the pilot flown the accident airplane in the 90 days before the accident?",
+        "about 17 hours",
+        1,
+        "the pilot flew the accident airplane about 17 hours during the 90-day period preceding the accident",
+    ),
+    _gold(
+        "Who was the investigator in charge of the Tallahassee accident?",
+        "Robert J Gretz",
+        3,
+        "Investigator In Charge (IIC): Robert J Gretz",
+    ),
+    _gold(
+        "What surface did the private airstrip's runway have?",
+        "Grass/turf",
+        3,
+        "Runway Surface Type: Grass/turf",
+        "paraphrase",
+    ),
+]
 
 
 def test_ui_end_to_end(server, tmp_path):
@@ -146,27 +183,18 @@ def test_ui_end_to_end(server, tmp_path):
     the observability count differs from /metrics.
     """
     base, data = server
-    corpus = SHARED_CORPUS / "pdfs" if (SHARED_CORPUS / "pdfs" / DOC).is_file() else SAMPLES
-    qs = _dev_questions(DOC)
-    q = (
-        next(r for r in qs if r["id"] == "dev-017")
-        if any(r["id"] == "dev-017" for r in qs)
-        else {
-            "question": "What is the NTSB accident number of the December 2007 accident in Tallahassee, Florida?",
-            "answer": "NYC08CA055",
-            "page": 1,
-        }
-    )
+    qs = [{"id": f"ui-{i}", **r} for i, r in enumerate(GOLD, 1)]
+    q = qs[0]
     dataset = tmp_path / "ui-gold.jsonl"
-    dataset.write_text("".join(json.dumps(r) + "\n" for r in (qs or [q])))
+    dataset.write_text("".join(json.dumps(r) + "\n" for r in qs))
     shots = Path(os.environ.get("RAGAUDIT_UI_SCREENSHOTS", str(tmp_path / "shots")))
     cfg = {
         "base": base,
-        "good_pdf": str(corpus / DOC),
+        "good_pdf": str(SAMPLES / DOC),
         "bad_pdf": str(BAD / "password-example.pdf"),
         "sibling_pdf": str(SAMPLES / SIBLING),
-        "same_name_a": str(SHARED_CORPUS / "cases" / "same-name" / "branch_alder" / "report.pdf"),
-        "same_name_b": str(SHARED_CORPUS / "cases" / "same-name" / "branch_birch" / "report.pdf"),
+        "same_name_a": str(CASES / "same-name" / "branch_alder" / "report.pdf"),
+        "same_name_b": str(CASES / "same-name" / "branch_birch" / "report.pdf"),
         "question": q["question"],
         "expect_page": q["page"],
         "dataset_jsonl": str(dataset),
@@ -239,7 +267,7 @@ def test_ui_end_to_end(server, tmp_path):
     }, s["eval_modes"]
     # evaluation: one row per mode with an interval
     assert len(s["ci_rows"]) == 3 and all("[" in r for r in s["ci_rows"]), s["ci_rows"]
-    assert s["question_rows"] == len(qs or [q]) and all(f == "true" for f in s["failure_flags"])
+    assert s["question_rows"] == len(qs) and all(f == "true" for f in s["failure_flags"])
     assert s["failure_rows"] <= s["question_rows"]
     _check_comparison(base, s["compare"])
     # observability: the page shows /metrics' numbers

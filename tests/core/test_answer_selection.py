@@ -1,5 +1,5 @@
 """Which sentences the offline answerer quotes, and which span its concise answer takes, on real
-chunks of the shared corpus's PDFs (real extraction, real chunker, the bundled embedding model).
+chunks of real PDFs (tests/data, samples/; real extraction, real chunker, the bundled embedding model).
 
 Scores are given explicitly where a rule decides between near-tied sentences: the rules are about
 what happens inside a score band, and real scores of two passages alone would not sit in it."""
@@ -13,10 +13,7 @@ from ragaudit.answer.concise import concise_answer
 from ragaudit.ingest.chunking import chunk_document, document_title
 from ragaudit.ingest.pdf import extract_pages
 from ragaudit.types import RetrievedChunk
-from tests.conftest import SHARED_CORPUS
-
-PDFS = SHARED_CORPUS / "pdfs"  # CI lays the shared corpus beside the checkout: no silent skip without it
-
+from tests.conftest import DATA, SAMPLES
 
 _CHUNKS: dict[str, list] = {}
 
@@ -29,7 +26,8 @@ def _source(name: str, phrase: str, n: int, score: float, embedder) -> Retrieved
     """The chunk of ``name`` (chunker defaults, 200 word pieces) holding ``phrase``, as retrieval's
     ``n``-th source."""
     if name not in _CHUNKS:
-        pages = extract_pages((PDFS / name).read_bytes())
+        path = DATA / name if (DATA / name).is_file() else SAMPLES / name
+        pages = extract_pages(path.read_bytes())
         _CHUNKS[name] = chunk_document(pages, embedder, document_title(name, pages), "sentence", 200, embedder=embedder)
     c = next(c for c in _CHUNKS[name] if phrase in _ws(c.text))
     return RetrievedChunk(
@@ -53,39 +51,37 @@ def _sentence(src: RetrievedChunk, n: int, phrase: str) -> _Sentence:
 
 
 @pytest.fixture(scope="module")
-def ulta(embedder):
-    """Source 1: the 8-K's vote results (page 4); source 2: the earnings release's first page."""
-    vote = _source(
-        "ULTABEAUTY_2023_8K_dated-2023-06-07.pdf", "In accordance with the results of this vote", 1, 0.0328, embedder
-    )
-    release = _source("ULTABEAUTY_2023Q4_EARNINGS.pdf", "33-year history", 2, 0.0298, embedder)
-    return vote, release
+def reports(embedder):
+    """Source 1: the Chevroux accident's factual report (page 1); source 2: the Tallahassee
+    accident's final report (page 1). Two documents of one layout, each holding its own answer."""
+    first = _source("20080102X00002.pdf", "The French investigators reported", 1, 0.0328, embedder)
+    other_report = _source("20071229X02007.pdf", "The pilot, age 85", 2, 0.0298, embedder)
+    return first, other_report
 
 
-def test_near_tied_sentences_quote_the_top_ranked_passages_document(ulta, embedder):
+def test_near_tied_sentences_quote_the_top_ranked_passages_document(reports, embedder):
     """Among sentences good enough to quote (at least ``relative`` x the best), the answer quotes
     the document of the highest-ranked passage, not the document of a sentence that is best by a
-    hair (an earnings release's "33-year history" over the 8-K ranked first for a question about
-    the 8-K's vote); a sentence of the top passage below that band does not move the answer to its
-    document. Fails if the document is always the best sentence's (``select_sentences`` reverted)
-    or always the top passage's."""
-    vote, release = ulta
+    hair (another accident report's sentence over the report ranked first); a sentence of the top
+    passage below that band does not move the answer to its document. Fails if the document is
+    always the best sentence's (``select_sentences`` reverted) or always the top passage's."""
+    top, second = reports
     ans = ExtractiveAnswerer(embedder)
-    best = _sentence(release, 2, "33-year history")
-    accord = _sentence(vote, 1, "In accordance with the results of this vote")
-    other = _sentence(release, 2, "strong fourth quarter results")
+    best = _sentence(second, 2, "The pilot, age 85")
+    accord = _sentence(top, 1, "The French investigators reported")
+    other = _sentence(second, 2, "The reported weather about the time")
     picked = ans.select_sentences([(1.521, best), (1.483, accord), (1.460, other)])
-    assert {s.chunk.doc_name for s in picked} == {vote.doc_name}
+    assert {s.chunk.doc_name for s in picked} == {top.doc_name}
     assert picked[0] is accord
     # the top passage's sentence far below the best (under relative x best): the best sentence's document
     picked = ans.select_sentences([(1.521, best), (1.460, other), (0.9, accord)])
-    assert {s.chunk.doc_name for s in picked} == {release.doc_name} and picked[0] is best
+    assert {s.chunk.doc_name for s in picked} == {second.doc_name} and picked[0] is best
     # good enough to quote (over relative x best) but no near tie (under document_tie x best): the top
     # passage's document does not take the answer from a clearly better sentence (an NTSB report's
     # "190 hours" at 1.72 against another report's "Flight Time: 119 hours" at rank 1, 1.28)
     assert ans.relative * 1.521 < 1.2 < ans.document_tie * 1.521
     picked = ans.select_sentences([(1.521, best), (1.460, other), (1.2, accord)])
-    assert {s.chunk.doc_name for s in picked} == {release.doc_name} and picked[0] is best
+    assert {s.chunk.doc_name for s in picked} == {second.doc_name} and picked[0] is best
 
 
 def test_form_caption_labels_the_value_above_it_for_the_concise_answer(embedder):

@@ -1,4 +1,4 @@
-"""Chunks never cut an atomic unit, checked on every PDF of the shared corpus: a table row, a
+"""Chunks never cut an atomic unit, checked on every real PDF of tests/data and samples/: a table row, a
 small table (header with its rows: a vote tally, a key-value block), the real header row repeated
 over each part of a long table, a SQL statement (one longer than a chunk: each clause), a list item
 (one longer than a chunk: cut at sentence ends only), and no ``(cid:NN)`` codes or running footers
@@ -21,10 +21,10 @@ from ragaudit.ingest.chunking import (
     sentence_spans,
 )
 from ragaudit.ingest.pdf import extract_pages
-from tests.conftest import SHARED_CORPUS
+from tests.conftest import DATA, SAMPLES
 
-PDFS = sorted((SHARED_CORPUS / "pdfs").glob("*.pdf"))
-pytestmark = pytest.mark.slow  # the shared corpus is required (CI lays it beside the checkout)
+PDFS = sorted([*DATA.glob("*.pdf"), *(DATA / "ntsb").glob("*.pdf"), *SAMPLES.glob("*.pdf")], key=lambda p: p.name)
+pytestmark = pytest.mark.slow
 
 
 def check_invariants(pages, chunks, counter, budget_tokens: int, atomic: bool = False) -> list[str]:
@@ -140,7 +140,7 @@ def test_atomic_units_keep_sql_statements_and_list_items_whole(path, embedder):
     """With ``atomic_units``: fails if a chunk boundary cuts a SQL statement that fits in a chunk
     (or a clause of a longer one), cuts a list item that fits (or a longer one mid-sentence),
     breaks any table invariant above, or leaves a chunk before the last with nothing of its own
-    (the last chunk is the document's last full window). (Without the option 7 of the 18 PDFs fail.)"""
+    (the last chunk is the document's last full window)."""
     pages, chunks, budget = _chunks(path, embedder, atomic=True)
     problems = check_invariants(pages, chunks, embedder, budget, atomic=True)
     assert not problems, "\n".join(problems[:20])

@@ -14,7 +14,7 @@ from ragaudit.ingest.chunking import (
     window_spans,
 )
 from ragaudit.ingest.pdf import extract_pages
-from tests.conftest import DATA, SAMPLES, SHARED_CORPUS
+from tests.conftest import DATA, SAMPLES
 
 
 @pytest.fixture(scope="module")
@@ -178,11 +178,11 @@ def test_abbreviation_before_a_number_does_not_end_a_sentence():
 
 
 def test_catalogue_number_of_a_real_form_stays_whole_in_a_chunk(embedder):
-    """IRS Form 1040NR (2007) from the shared corpus, chunked as ingestion does. fails if a chunk
+    """IRS Form 1040NR (2007), chunked as ingestion does. fails if a chunk
     boundary falls between "Cat." and "No. 11364D" (the abbreviation taken for a sentence end)."""
     from ragaudit.ingest.chunking import DEFAULT_STRATEGY
 
-    path = SHARED_CORPUS / "pdfs" / "f1040nr.pdf"
+    path = DATA / "f1040nr.pdf"
     pages = extract_pages(path.read_bytes())
     chunks = chunk_document(pages, embedder, document_title(path.name, pages), DEFAULT_STRATEGY, 200)
     assert any("Cat. No. 11364D" in " ".join(c.text.split()) for c in chunks)

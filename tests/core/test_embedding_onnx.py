@@ -27,10 +27,20 @@ from ragaudit.index.embedding import (
     resolve_model_path,
 )
 from ragaudit.platform.settings import BUNDLED_EMBEDDING_MODEL
-from tests.conftest import ROOT, SHARED_CORPUS
+from tests.conftest import DATA, ROOT, SAMPLES
 
 MIN_COSINE = 0.99999  # measured: min 0.9999998 on chunk texts and windows of a real paper
-PDF = SHARED_CORPUS / "pdfs" / "2023 Q1 NVDA.pdf"
+PDF = DATA / "2023 Q1 NVDA.pdf"
+QUESTIONS = [
+    "What was NVIDIA's revenue for the first quarter of fiscal 2024?",
+    "How many shares of common stock were outstanding?",
+    "What is the Commission File Number on the cover page?",
+    "Which market platform grew fastest year on year?",
+    "What was the probable cause of the accident?",
+    "截至2023年3月末，发行人的各类授信额度总额是多少？",
+    "On what date was the Digital Millennium Copyright Act signed into law?",
+    "Which library does DPR use to index the passage embeddings offline?",
+]
 
 
 @pytest.fixture(scope="module")
@@ -61,9 +71,7 @@ def test_onnx_vectors_match_sentence_transformers_on_real_chunk_texts(embedder, 
     assert embedder.backend == "onnx" and embedder.onnx_file is not None and embedder.onnx_file.is_file()
     texts = _chunk_texts(embedder)
     assert len(texts) >= 20
-    questions = [
-        json.loads(line)["question"] for line in (SHARED_CORPUS / "dev_questions.jsonl").read_text().splitlines()[:8]
-    ]
+    questions = QUESTIONS
     want = torch_embedder.model.encode(
         texts + questions, batch_size=32, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
     )
@@ -269,19 +277,14 @@ def test_modules_beyond_transformer_pooling_normalize_are_refused(tmp_path):
         read_pooling(folder2)
 
 
-CJK_PDF = SHARED_CORPUS / "pdfs" / "chinese-tables.pdf"
-TOKENIZER_PDFS = [
-    PDF,
-    CJK_PDF,
-    SHARED_CORPUS / "pdfs" / "karpukhin2020-dpr.pdf",
-    SHARED_CORPUS / "pdfs" / "dmca.pdf",
-    SHARED_CORPUS / "pdfs" / "kcd-beijing-2025-model-serving.pdf",
-]
+CJK_PDF = DATA / "chinese-tables.pdf"
+TOKENIZER_PDFS = [PDF, CJK_PDF, DATA / "karpukhin2020-dpr.pdf", SAMPLES / "dmca.pdf", DATA / "f1040nr.pdf"]
 
 
 def _real_texts(embedder) -> list[str]:
     """Chunk texts (header + text, as ingestion embeds them) and whole page texts (many beyond
-    ``max_seq_length``) of real corpus PDFs, Chinese tables included, plus a few edge strings."""
+    ``max_seq_length``) of real PDFs, Chinese tables included, plus a few edge strings (Latin
+    identifiers glued into Chinese text among them)."""
     from ragaudit.ingest.chunking import chunk_document, document_title
     from ragaudit.ingest.pdf import extract_pages
 
@@ -291,13 +294,14 @@ def _real_texts(embedder) -> list[str]:
         texts += [p.text for p in pages]
         chunks = chunk_document(pages, embedder, document_title(pdf.name, pages))
         texts += [f"{c.header}\n{c.text}" if c.header else c.text for c in chunks]
-    return texts + ["", " ", "[CLS] a literal [SEP] and [MASK] token", "Ünïcödé — ‘quotes’ …", "x" * 300]
+    glued = ["模型服务主要部署在Amazon上", "监控指标istio_requests_total和DCGM_FI_DEV_GPU_UTIL", "g4dn.xlarge实例"]
+    return texts + glued + ["", " ", "[CLS] a literal [SEP] and [MASK] token", "Ünïcödé — ‘quotes’ …", "x" * 300]
 
 
 def test_tokenizers_library_gives_autotokenizer_pieces_offsets_and_model_inputs(embedder):
     """The onnx backend's ``FastTokenizer`` (the folder's tokenizer.json run by the ``tokenizers``
     library) gives exactly what ``transformers.AutoTokenizer`` gives on real chunk and page texts
-    of five corpus PDFs (Chinese tables included, pages beyond ``max_seq_length``): the word-piece
+    of five real PDFs (Chinese tables included, pages beyond ``max_seq_length``): the word-piece
     counts (``count_tokens``, no special tokens, no truncation), every piece's character offsets
     (``token_offsets``) and the model inputs of mixed-length batches (ids, attention mask, token
     types; [CLS]/[SEP], truncated to 256 longest-first, right-padded with [PAD]). Fails if the

@@ -170,11 +170,11 @@ def test_a_tie_left_after_the_scores_goes_by_position_not_by_point_id():
 
 
 def _statement_and_prose():
-    """The income statement rows and an MD&A paragraph of Apple's Q3 2023 10-Q (shared corpus)."""
+    """The income statement rows and an MD&A paragraph of Apple's Q3 2023 10-Q (tests/data)."""
     from ragaudit.ingest.pdf import extract_pages
-    from tests.conftest import SHARED_CORPUS
+    from tests.conftest import DATA
 
-    pages = extract_pages((SHARED_CORPUS / "pdfs" / "2023 Q3 AAPL.pdf").read_bytes())
+    pages = extract_pages((DATA / "2023 Q3 AAPL.pdf").read_bytes())
     text = pages[3].text
     start = text.index("Cost of sales:")
     statement = text[start : text.index("Operating income", start)]

@@ -21,7 +21,7 @@ from ragaudit.ingest.pdf import (
     dedupe_chars,
     extract_pages,
 )
-from tests.conftest import DATA, SHARED_CORPUS
+from tests.conftest import DATA
 
 # two-column paper (rotated arXiv stamp, (cid:NN) glyphs, a form XObject), a sampled IBM Redbook
 # (overprinted duplicates, rotated text, many form XObjects, garbled pages), a CJK page
@@ -110,7 +110,7 @@ PINS = json.loads((DATA / "extraction_pins.json").read_text())
 def test_extract_pages_matches_pins(name):
     """fails if ``extract_pages`` changes any page's text, headings or extractor on these files
     from what main produced before the speed-ups (sha256 of each, per page)."""
-    path = next(p for p in [*PDFS, DATA / "ntsb" / name, SHARED_CORPUS / "pdfs" / name] if p.name == name)
+    path = next(p for p in [*PDFS, DATA / "ntsb" / name] if p.name == name)
     pages = extract_pages(path.read_bytes())
     got = [
         {

@@ -9,7 +9,7 @@ import re
 from fpdf import FPDF
 
 from ragaudit.ingest.pdf import extract_pages
-from tests.conftest import DATA, SHARED_CORPUS
+from tests.conftest import CASES, DATA
 
 LOREM_LEFT = [
     "alpha one the left column starts here and",
@@ -123,8 +123,8 @@ def test_fake_bold_overprint_counts_once():
 
 
 def test_fake_bold_case_file():
-    """The corpus case (cases/fakebold-overprint.pdf); fails as the test above."""
-    path = SHARED_CORPUS / "cases" / "fakebold-overprint.pdf"
+    """The same fault in a PDF made for it (tests/data/cases/fakebold-overprint.pdf); fails as the test above."""
+    path = CASES / "fakebold-overprint.pdf"
     text = extract_pages(path.read_bytes())[0].text
     assert "Quarterly Statement of Accounts" in text
     assert "Closing balance of the reserve fund: 48,215 dollars" in text
@@ -183,7 +183,7 @@ def test_running_header_and_footer_removed_and_sentence_reads_across_the_page_br
 
 def test_dmca_case_footer_not_between_the_halves_of_a_sentence():
     """cases/dmca-pages-9-10.pdf; fails if the footer "Copyright Office Summary" stays in page text."""
-    path = SHARED_CORPUS / "cases" / "dmca-pages-9-10.pdf"
+    path = CASES / "dmca-pages-9-10.pdf"
     p1, p2 = extract_pages(path.read_bytes())
     assert "Copyright Office Summary" not in p1.text + p2.text
     assert p1.text.rstrip().endswith("are available to anyone on")
