@@ -227,8 +227,8 @@ def synthetic_corpus(pdfs: list[Path], pages: int, folder: Path, big_pages: int 
     page count), then one ``big_pages``-page document (the large-PDF case), in that order.
 
     The large document goes last: ``ragaudit ingest`` handles files in the given order, and a
-    615-page file first leaves the model idle for its whole parse (~100 s here: 102 s of ``wait
-    for parsing`` in session 5's run); behind the others it is parsed while they are embedded.
+    615-page file first leaves the model idle for its whole parse (~100 s on the 2-core bench
+    machine, reported as ``wait for parsing``); behind the others it is parsed while they are embedded.
     The wait for a first file's parse is what the 9-PDF row measures."""
     folder.mkdir(parents=True, exist_ok=True)
     out = []

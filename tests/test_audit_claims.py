@@ -1,4 +1,4 @@
-"""The README's audit claims, on the real sample knowledge base (session ``kb``: three PDFs ingested
+"""The audit claims, on the real sample knowledge base (the session-scoped ``kb``: three PDFs ingested
 through Dagster into Qdrant local mode, real embedding model), each by a test that fails when the
 claim breaks. LLM answers are litellm ``mock_response`` (no network)."""
 

@@ -411,6 +411,6 @@ def test_a_city_covered_by_its_country_is_answered_from_the_line_naming_the_coun
     assert prep.answer_question.count("Seoul (Republic of Korea)") == 1
     out = qs.ask(q, Scope(doc_names=[name]), log_query=False)
     assert out["label"] == "answered", out["answer"]
-    # the concise answer is the best sentence's: the filing-status line naming the country (before:
-    # the form's "Q During 2007, did you apply for ... permanent resident status ...?")
+    # the concise answer is the best sentence's: the filing-status line naming the country, not the
+    # form's "Q During 2007, did you apply for ... permanent resident status ...?"
     assert "Married resident of the Republic of Korea" in out["concise_answer"], out["concise_answer"]

@@ -11,7 +11,7 @@ it (so a quote maps back to its exact page), and the heading path of its section
   Sadvilkar & Neumann 2020, over paragraphs rebuilt from PDF lines) packed up to the budget,
   with whole-sentence overlap. Table rows are units of their own; chunks holding rows of a
   table repeat its caption and header rows in their context header. With ``atomic_units`` (on
-  by default since session 8; off gives the earlier chunker's chunks byte for byte, see README)
+  by default; off packs sentences and rows only, see ``Settings.chunk_atomic_units``)
   a SQL statement and a list item are one unit while they fit in a chunk (a longer
   statement is cut between clauses only, a longer item at sentence ends only), and a document's
   last chunk is its last full window, up to the model's limit.

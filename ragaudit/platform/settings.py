@@ -140,10 +140,9 @@ class Settings(BaseSettings):
         default=True,
         description="Keep SQL statements (else each clause) and "
         "list items whole in one chunk, and make a document's last chunk its last full "
-        "window (ragaudit.ingest.chunking). On by default since session 8: neutral or better on "
-        "both tuning parts of the dev set (see README, Chunking). Recorded in the build "
-        "info only when on (the chunker's revision), so versions built with it off, "
-        "the earlier default, are re-chunked by reindex",
+        "window (ragaudit.ingest.chunking). On by default: neutral or better on both tuning "
+        "parts of the dev set (docs/evaluation.md). Recorded in the build info only when on "
+        "(the chunker's revision), so versions built with it off are re-chunked by reindex",
     )
     rrf_k: int = Field(default=60, gt=0, description="RRF constant k (Cormack et al., SIGIR 2009)")
     fusion: str = Field(

@@ -290,13 +290,13 @@ def test_chunk_atomic_units_setting_reaches_ingestion(tmp_path, embedder):
         release_services(off_settings)
 
 
-def test_atomic_units_are_the_default_and_old_default_builds_are_rechunked(fresh_services, monkeypatch):
+def test_atomic_units_are_the_default_and_builds_without_them_are_rechunked(fresh_services, monkeypatch):
     """Atomic units are on by default (``Settings`` and ``chunk_document``), and a document built
-    with the earlier default (off: no ``chunk_atomic_units`` key in its build info) is stale under
-    the new default: ``reindex.plan`` names it with ``chunk_atomic_units: None -> <revision>``, and
+    with them off (no ``chunk_atomic_units`` key in its build info) is stale under the default:
+    ``reindex.plan`` names it with ``chunk_atomic_units: None -> <revision>``, and
     once rebuilt it is current. Fails if the default is off again, if the chunker's default and the
     setting's disagree, or if ``_changed_settings`` misses a key present only in the current build
-    info (versions chunked the old way would be kept after the default changed)."""
+    info (versions chunked without atomic units would be kept)."""
     import inspect
 
     from sqlalchemy import select

@@ -129,7 +129,7 @@ def _chunks(path, embedder, atomic: bool | None):
 def test_chunks_keep_rows_and_small_tables_whole(path, embedder):
     """fails if a chunk boundary falls inside a table row, splits a table small enough for one
     chunk (header from its rows), leaves rows of a long table without its header row, or keeps
-    ``(cid:NN)`` codes. Checked with ``atomic_units`` off (the earlier chunker, still a setting)."""
+    ``(cid:NN)`` codes. Checked with ``atomic_units`` off (a setting: sentence and row packing alone)."""
     pages, chunks, budget = _chunks(path, embedder, atomic=False)
     problems = check_invariants(pages, chunks, embedder, budget)
     assert not problems, "\n".join(problems[:20])

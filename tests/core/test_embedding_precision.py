@@ -66,7 +66,7 @@ def test_reindex_notices_a_non_default_setting_dropped_again(fresh_services, mon
     from ragaudit.pipelines.runner import DagsterRunner
 
     svc = fresh_services
-    off = svc.settings.model_copy(update={"chunk_atomic_units": False})  # on is the default since session 8
+    off = svc.settings.model_copy(update={"chunk_atomic_units": False})  # on is the default
     monkeypatch.setattr(svc, "settings", off.model_copy(update={"chunk_atomic_units": True}))
     doc = ingest_bytes(svc, (SAMPLES / "20080102X00002.pdf").read_bytes(), "a.pdf", DagsterRunner()).document
     assert doc["built_with"]["chunk_atomic_units"] == ATOMIC_UNITS_REVISION
