@@ -451,7 +451,7 @@ def serve(
 ) -> None:
     """Serve the HTTP API (and the built frontend, if present) with uvicorn. Uploads are ingested
     by a worker thread of this process, which also executes runs launched from the Dagster UI,
-    sensor and schedule in the embedded mode (see the README)."""
+    sensor and schedule in the embedded mode (docs/operations.md)."""
     _quiet()
     import uvicorn
 

@@ -13,12 +13,12 @@ the same run, and written to ``bench/results/<date>-<machine>.json`` plus a prin
    windows, one ``encode`` call and one Qdrant upsert per window).
 2. **Retrieval-only latency** (``Retriever.retrieve``, query embedding included) P50/P95 per mode
    (vector, bm25, hybrid), unscoped and scoped to one document, at 1k, 10k and 50k chunks in the
-   embedded mode: Qdrant Edge (the default), and qdrant-client local mode (the previous default)
+   embedded mode: Qdrant Edge (the default), and qdrant-client local mode (the other embedded backend)
    at 1k (``--local-sizes``) with fewer questions (its filtered queries take seconds). The collections
    replicate the ingested points (real embeddings) under new document names, written through
    ``VectorStore.upsert``. Baseline, same run: BM25 in Python over all chunks (rank_bm25
    ``BM25Okapi``) + brute-force numpy cosine + RRF, and Edge with the exact MaxSim scan of every
-   sentence window (the dense leg before two-stage prefetch), both interleaved question by question
+   sentence window (a single-stage dense leg), both interleaved question by question
    with the default so that load changes hit all alike. Ratios: scoped / unscoped, baseline / Edge.
 3. **Concurrency**: the API (uvicorn subprocess, embedded Edge store filled to ``--api-chunks``
    = 50k chunks) under 1 client, then 8 concurrent clients for a fixed time (/search hybrid,
@@ -492,7 +492,7 @@ def bench_retrieval(
         t = time.perf_counter()
         base = PythonBaseline(points, n, svc.embedder)
         res["baseline_build_s"] = round(time.perf_counter() - t, 1)
-        try:  # Edge, Edge with the exact MaxSim scan (before two-stage dense) and the baseline, interleaved
+        try:  # Edge, Edge with the exact MaxSim scan (single-stage dense) and the baseline, interleaved
             variants: dict[str, tuple[Any, tuple[str, ...]]] = {
                 "edge": (retriever(store), MODES),
                 "baseline": (base, ("hybrid",)),
@@ -796,10 +796,10 @@ def table(r: dict[str, Any]) -> str:
         ]
         rows = [("Qdrant Edge (embedded default)", "edge", m) for m in [*MODES, *(f"{m} scoped" for m in MODES)]]
         rows += [
-            ("Qdrant Edge, exact MaxSim scan (before two-stage dense)", "edge_exact_scan", m)
+            ("Qdrant Edge, exact MaxSim scan (single-stage dense)", "edge_exact_scan", m)
             for m in ("vector", "hybrid", "vector scoped", "hybrid scoped")
         ]
-        rows += [("local mode (before)", "local", m) for m in [*MODES, *(f"{m} scoped" for m in MODES)]]
+        rows += [("qdrant-client local mode", "local", m) for m in [*MODES, *(f"{m} scoped" for m in MODES)]]
         rows += [("baseline: Python BM25 + numpy cosine + RRF", "baseline", m) for m in ("hybrid", "hybrid scoped")]
         for label, key, mode in rows:
             cells = [(v.get(key) or {}).get(mode) for v in ret["sizes"].values()]
@@ -930,7 +930,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument(
         "--local-sizes",
         default="1000",
-        help="sizes also measured on qdrant-client local mode (the previous default; ~1-3 s per "
+        help="sizes also measured on qdrant-client local mode (the other embedded backend; ~1-3 s per "
         "filtered query from 10k up, so 10k costs a minute of the 15-minute budget: add it by hand)",
     )
     ap.add_argument("--local-questions", type=int, default=8, help="questions per local-mode cell")

@@ -26,7 +26,7 @@ made by the same variant:
     .venv/bin/python -m bench.embedding_precision --answer-quality int8 -- --data FRESH_DIR
         --save RUN.json --compare BASE.json
 
-(README, Benchmarks). Writes ``bench/results/<date>-<machine>-embedding-precision.json``.
+(docs/evaluation.md, design choices). Writes ``bench/results/<date>-<machine>-embedding-precision.json``.
 """
 
 from __future__ import annotations

@@ -56,8 +56,8 @@ def request_in_flight() -> Iterator[None]:
     core is declared busy (``embedding.cores_busy``), so the model's query batches run with one
     intra-op thread fewer. The other requests' Python and store work (which holds the GIL, about
     one core) runs beside the model: a 2-thread matrix product sharing 2 cores with it waits at
-    every op for its displaced thread (measured with ``bench.concurrency_compare``: see the
-    README's benchmark notes). A lone request keeps every thread."""
+    every op for its displaced thread (measured with ``bench.concurrency_compare``: see
+    docs/benchmarks.md). A lone request keeps every thread."""
     global _IN_FLIGHT, _IN_FLIGHT_BUSY
     with _IN_FLIGHT_LOCK:
         _IN_FLIGHT += 1

@@ -4,7 +4,7 @@
 # judge and its control (ragaudit/evaluate/judge.py). Configured in pyproject.toml [tool.mutmut] to run only
 # their fast tests. Slow (~15-25 min on 2 cores), so it is NOT part of CI (scripts/test.sh).
 # Prints the score per module: killed / all mutants ("no tests" and "survived" count against it).
-# Survivors: `mutmut show NAME` shows the diff; README "Mutation testing" lists the accepted ones.
+# Survivors: `mutmut show NAME` shows the diff; docs/testing.md "Mutation testing" lists the accepted ones.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-.venv/bin/python}

@@ -43,8 +43,8 @@ def test_cases_leave_out_questions_whose_answer_is_in_scope(kb):
 
 def test_generated_cases_are_refused_and_answerable_ones_are_not(kb):
     """Fails if more than one in ten gold questions asked of another accident report or of the
-    knowledge base without its document is answered (false answers; the dev-set rate is in the
-    README: 0.83 refused), or if any of the same questions asked where their answer is gets
+    knowledge base without its document is answered (false answers; the dev-set rate is in
+    docs/evaluation.md), or if any of the same questions asked where their answer is gets
     refused (false refusal). A refusal says what is missing."""
     svc = QueryService(kb)
     qs = load_dataset(SMALL)

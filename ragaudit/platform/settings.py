@@ -17,9 +17,9 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from ragaudit.types import Mode
 
 BUNDLED_EMBEDDING_MODEL = "bundled:all-MiniLM-L6-v2"
-DEFAULT_EMBEDDING_BACKEND = "onnx"  # measured against torch: README, "Embedding backend"
+DEFAULT_EMBEDDING_BACKEND = "onnx"  # measured against torch: docs/benchmarks.md, "Embedding backend"
 NO_RERANKER = "no reranker configured (RAGAUDIT_RERANKER_MODEL)"
-DENSE_PREFETCH_DEFAULT = 200  # dev set: identical hit@k/MRR to the exact scan on both halves (README, Benchmarks)
+DENSE_PREFETCH_DEFAULT = 200  # dev set: hit@k/MRR identical to the exact scan on both halves (docs/evaluation.md)
 
 
 class Settings(BaseSettings):
@@ -52,7 +52,7 @@ class Settings(BaseSettings):
         default=DEFAULT_EMBEDDING_BACKEND,
         description="'onnx' = the model's transformer exported once from the "
         "local weights (torch.onnx.export) and run by ONNX Runtime; 'torch' = sentence-transformers' encode. Same "
-        "vectors (cosine >= 0.99999); see README, Embedding backend",
+        "vectors (cosine >= 0.99999); see docs/benchmarks.md, Embedding backend",
     )
     embedding_cache_dir: Path | None = Field(
         default=None,

@@ -9,7 +9,7 @@ from tests.conftest import make_settings
 
 
 def test_422_on_query_search_and_stream_writes_a_query_logs_row(tmp_path, embedder):
-    """Fails if the RequestValidationError handler of ``create_app`` stops recording (the README
+    """Fails if the RequestValidationError handler of ``create_app`` stops recording (docs/operations.md
     says failures are logged), records under the wrong endpoint, or loses the question."""
     from ragaudit.services import release_services
 

@@ -2,7 +2,7 @@
 the same vectors as sentence-transformers' torch encode on real chunk texts, an export made once
 per key into its cache (atomic, locked against a second process), the torch backend still
 selectable, and model configurations it does not implement refused by name. Real model, real
-PDFs, no mocks; no timing (speed lives in the bench: README, "Embedding backend")."""
+PDFs, no mocks; no timing (speed lives in the bench: docs/benchmarks.md, "Embedding backend")."""
 
 from __future__ import annotations
 

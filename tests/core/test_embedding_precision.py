@@ -1,5 +1,5 @@
 """The int8 embedding experiment (``bench/embedding_precision.py``, not adopted: it lost hit@5 on
-both dev parts, README Benchmarks) measures what it says: its variants really replace the
+both dev parts, docs/evaluation.md) measures what it says: its variants really replace the
 model's Linear layers by torch's dynamic int8 ones, and their vectors differ from fp32 on real
 corpus text while staying close. And re-ingestion notices a setting recorded in ``build_info``
 only when not at its default once it is dropped again (found while adding such a setting for
@@ -14,7 +14,7 @@ from ragaudit.ingest.chunking import sentence_spans
 from ragaudit.ingest.pdf import extract_pages
 from tests.conftest import SAMPLES
 
-MIN_COSINE = 0.9  # per text, int8 vs fp32: measured min 0.93 on these sentences (bench windows: README)
+MIN_COSINE = 0.9  # per text, int8 vs fp32: measured min 0.93 on these sentences (bench windows: docs/benchmarks.md)
 
 
 def _corpus_sentences(n: int = 40) -> list[str]:

@@ -1,4 +1,4 @@
-"""The OpenMP wait policy is set before torch loads (see core/__init__.py)."""
+"""The OpenMP wait policy is set before torch loads (see ragaudit/__init__.py)."""
 
 import subprocess
 import sys

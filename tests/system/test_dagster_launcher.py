@@ -1,5 +1,5 @@
 """The embedded mode's run launcher, end to end with real processes: the API (``ragaudit
-serve``), the Dagster webserver and the Dagster daemon share one ``DAGSTER_HOME`` as the README
+serve``), the Dagster webserver and the Dagster daemon share one ``DAGSTER_HOME`` as docs/operations.md
 says; a re-ingestion launched through Dagster's GraphQL API (as the UI's Materialize button does)
 is handed to the API, which owns the Qdrant folder and executes it, while queries keep being
 answered."""
@@ -100,7 +100,7 @@ def test_reingestion_launched_from_dagster_runs_in_the_api_while_it_serves(tmp_p
         )
         procs.append(api)
         base = f"http://127.0.0.1:{api_port}"
-        _wait(base + "/health", api)  # the API creates the Dagster storage before it serves (as the README says)
+        _wait(base + "/health", api)  # the API creates the Dagster storage before it serves (docs/operations.md)
         web = Proc(
             [
                 str(BIN / "dagster-webserver"),
