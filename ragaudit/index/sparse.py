@@ -174,9 +174,46 @@ def _merge(weights: dict[int, float]) -> SparseVector:
     return SparseVector([i for i, _ in items], [v for _, v in items])
 
 
-# a numeric table cell: "40,215", "$ 7,709", "(2,466)", "$ (95)", "696.2 %", "(1.3)%", or a dash for nil
-_CELL = r"(?:\$\s*)?\(?[-+]?\$?\s*\d[\d,]*(?:\.\d+)?\s*\)?\s*%?|[—–-]+"
-_ROW = re.compile(rf"^(?P<label>.*?[A-Za-z].*?)\s+(?:{_CELL})(?:\s+(?:{_CELL}))*\s*$")
+# a table cell's number as one token: "40,215", "7,709", "(2,466)", "$(95)", "696.2", "(1.3)%"
+_CELL_NUMBER = re.compile(r"^\$?\(?[-+]?\$?\d[\d,]*(?:\.\d+)?\)?%?$")
+_NIL = re.compile(r"^[—–-]+$")  # a dash for nil
+
+
+# the row reader's revision, recorded in the build info: 2 reads a nil percentage ("— %") as a
+# cell, so rows such as "Graphics 1,493 606 887 146 % 3,751 3,739 12 — %" get their label term
+ROW_LABELS_REVISION = 2
+
+
+def row_label(line: str) -> str | None:
+    """The label of a table row, or None when ``line`` is not one: the words before a trailing run
+    of numeric cells ("Gross margin 40,215 34,670" -> "Gross margin"). A cell is a number with
+    the marks a statement prints apart from it -- "$ 7,709", "$ (95)", "696.2 %", "(1,353) %" --
+    or a dash for nil, with or without "%"; the label must hold a letter. Read token by token from
+    the end, in time linear in the line (a regular expression with a lazy label and optional
+    spaces in every cell backtracked for milliseconds on long lines of numbers)."""
+    toks = line.split()
+    i = len(toks)
+    while i > 0:
+        j = i
+        closing = 0
+        if toks[j - 1] == "%":
+            j, closing = j - 1, 1
+        if j > 0 and toks[j - 1] in (")", ")%") and not (closing and toks[j - 1] == ")%"):
+            j, closing = j - 1, closing + 1
+        if not (j > 0 and (_CELL_NUMBER.match(toks[j - 1]) or _NIL.match(toks[j - 1]))):
+            break
+        if _NIL.match(toks[j - 1]) and closing and toks[i - 1] == ")":
+            break  # "— )" closes nothing
+        j -= 1
+        while j > 0 and toks[j - 1] in ("$", "(", "$(", "($") and not _NIL.match(toks[j]):
+            j -= 1
+        i = j
+    if i == len(toks) or i == 0:
+        return None
+    label = " ".join(toks[:i])
+    return label if re.search(r"[A-Za-z]", label) else None
+
+
 _LABEL_WORD = re.compile(r"[A-Za-z]+")
 ROW_LABEL_MIN_WORDS = 2  # "Total", "Revenue": a one-word label names no particular row
 ROW_LABEL_MAX_WORDS = 6  # a longer "label" is a prose line that happens to end in a number
@@ -201,10 +238,10 @@ def row_label_terms(text: str) -> list[str]:
     is the total of)."""
     out = []
     for line in text.splitlines():
-        m = _ROW.match(line.strip())
-        if not m:
+        label = row_label(line)
+        if label is None:
             continue
-        words = label_words(re.sub(r"\(\w\)|\(\d\)", " ", m.group("label")))
+        words = label_words(re.sub(r"\(\w\)|\(\d\)", " ", label))
         if ROW_LABEL_MIN_WORDS <= len(words) <= ROW_LABEL_MAX_WORDS:
             out.append("row:" + " ".join(words))
             if words[0] == "total" and len(words) > ROW_LABEL_MIN_WORDS:

@@ -35,7 +35,7 @@ import numpy as np
 from sqlalchemy import delete, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
-from ragaudit.index.sparse import bm25_document_vector
+from ragaudit.index.sparse import ROW_LABELS_REVISION, bm25_document_vector
 from ragaudit.index.store import point_id
 from ragaudit.ingest.chunking import (
     ATOMIC_UNITS_REVISION,
@@ -177,7 +177,7 @@ def build_info(svc: Services, strategy: Strategy) -> dict[str, Any]:
         # only when on: versions built before the setting existed keep their fingerprint; on, the
         # chunker's revision (a version built by an earlier one, recorded as True, is re-chunked)
         **({"chunk_atomic_units": ATOMIC_UNITS_REVISION} if st.chunk_atomic_units else {}),
-        **({"bm25_row_labels": 1} if st.bm25_row_labels else {}),
+        **({"bm25_row_labels": ROW_LABELS_REVISION} if st.bm25_row_labels else {}),
     }
 
 

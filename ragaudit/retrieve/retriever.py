@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ragaudit.index.embedding import Embedder
-from ragaudit.index.sparse import CJK_CHAR, bm25_query_vector
+from ragaudit.index.sparse import CJK_CHAR, bm25_query_vector, row_label_terms
 from ragaudit.index.store import PointHit, VectorStore, scope_filter
 from ragaudit.platform.rules import Fired, Registry, Rule
 from ragaudit.retrieve.scope import enforce_scope
@@ -183,16 +183,20 @@ def table_votes(question: str, bm25_ids: list[str], texts: dict[str, str]) -> di
     lets prose that both legs rank in the middle outvote it. For these chunks the dense leg
     abstains and BM25's rank stands for both (``Retriever._fuse``): rank imputation for a missing
     judgement, not a weight on either leg."""
-    from ragaudit.index.sparse import row_label_terms
-
     q_rows = table_vote_rows(question)
     if not q_rows:
         return {}
     return {
         pid: r
         for r, pid in enumerate(bm25_ids, start=1)
-        if q_rows & set(row_label_terms(texts.get(pid, ""))) and is_table_chunk(texts.get(pid, ""))
+        if q_rows & _row_terms(texts.get(pid, "")) and is_table_chunk(texts.get(pid, ""))
     }
+
+
+@lru_cache(maxsize=8192)
+def _row_terms(text: str) -> frozenset[str]:
+    """``sparse.row_label_terms(text)`` as a set, cached per chunk text (it never changes)."""
+    return frozenset(row_label_terms(text))
 
 
 def question_identifiers(question: str) -> frozenset[str]:

@@ -169,3 +169,23 @@ def test_a_question_naming_a_row_matches_its_label_not_its_scattered_words():
     w = dict(zip(*bm25_document_vector(long_row, rows=long_row).__dict__.values()))
     assert w[term_id("row:research develop")] == 1.0
     assert dict(zip(*bm25_document_vector(long_row).__dict__.values()))[term_id("research")] == w[term_id("research")]
+
+
+def test_a_table_row_label_is_read_in_time_linear_in_the_line():
+    """A line of many numbers that is no row ("... 8 , 4 ) )" in SQL, a long list of figures)
+    made the row regular expression backtrack for milliseconds per line, which was most of
+    retrieval's fusion time (the speed is measured by ``python -m bench``, not here). Fails if a
+    row's label is not found, if a nil percentage ("— %") is not a cell, if a header of dates or
+    a code line is taken for a row, or if a 400-number line is misread."""
+    from ragaudit.index.sparse import row_label
+
+    assert row_label("Gross margin 40,215 34,670") == "Gross margin"
+    assert row_label("Research and development $ 7,709 $ (6,306)") == "Research and development"
+    assert row_label("Graphics 1,493 606 887 146 % 3,751 3,739 12 — %") == "Graphics"
+    assert row_label("Effective tax rate 696.2 % (1.3)%") == "Effective tax rate"
+    assert row_label("July 30, July 31, $ %") is None
+    assert row_label("SUBSTR ( C . TAX_ID , 8 , 4 ) )") is None
+    assert row_label("1,234 5,678") is None  # no label
+    long_line = "Figures " + " ".join(["1,234"] * 400) + " end"
+    assert row_label(long_line) is None
+    assert row_label("Figures " + " ".join(["1,234"] * 400)) == "Figures"
