@@ -309,12 +309,38 @@ def labelled_values(text: str) -> list[tuple[str, str, tuple[int, int]]]:
             if not lab:
                 continue
             lab_start = m.start() + m.group(0).rfind(lab)
+            words = lab.split()
+            if labels and len(words) == 2 and words[0].isalpha():
+                before = line[labels[-1][2] : lab_start].strip()
+                wants_digits = re.search(r"(?i)\b(?:year|date|number|time|age|no\.?)$", labels[-1][0])
+                # the previous field would be empty ("Landing Gear Type: Tailwheel Seats: 4"), or a
+                # number whose unit the two-word cut took ("7 Hours Engines:"): the first word is its value
+                nxt = runs[i + 1].start() if i + 1 < len(runs) else len(line)
+                after = line[m.end() : nxt].strip()  # this field's own value: none, and both are empty
+                if (not before and not wants_digits and after) or (
+                    re.fullmatch(r"[\d,.]+", before) and words[0].lower() in _UNIT_WORDS
+                ):
+                    lab, lab_start = words[1], lab_start + len(words[0]) + 1
             labels.append((lab, lab_start, m.end()))
         if len(labels) == 1 and (not form or len(line.split()) > 10 or line[: labels[0][1]].strip()):
             continue  # one label outside a form, in a long line or after other words: running text
+        suspect = False
         for i, (lab, _s, e) in enumerate(labels):
             end = labels[i + 1][1] if i + 1 < len(labels) else len(line)
             value = line[e:end].strip(" ,;")
+            if suspect:  # the words before this label may be the start of it ("Last Flight Review or ...")
+                suspect = False
+                continue
+            if i + 1 < len(labels):
+                nxt_end = labels[i + 2][1] if i + 2 < len(labels) else len(line)
+                nxt_value = line[labels[i + 1][2] : nxt_end].strip()
+                one_word = (
+                    len(value.split()) == 1 and value.isalpha() and value[:1].isupper() and getAllLemmas(value.lower())
+                )
+                if _label_or_value(value) or (one_word and not nxt_value):
+                    # "Instrument Rating(s): Second Pilot Present:": both fields are empty
+                    suspect = True
+                    continue
             if len(_CELL.findall(value)) >= 2 and not re.search(r"[A-Za-z]{3}", value):
                 continue  # several amounts: a row of a table, not one value
             if (
@@ -330,6 +356,25 @@ def labelled_values(text: str) -> list[tuple[str, str, tuple[int, int]]]:
             if value and not wrapped and len(value.split()) <= 8 and not value.endswith(":"):
                 out.append((lab, value, (start, start + len(line))))
     return out
+
+
+_UNIT_WORDS = {"hours", "hour", "feet", "ft", "knots", "lbs", "miles", "minutes", "days", "years", "inches", "degrees"}
+
+
+def _label_or_value(value: str) -> bool:
+    """Whether the words between two labels on a line may start the next label rather than be a
+    value: "None Second" (an empty value, then a word of "Second Pilot Present:") or two or more
+    capitalised dictionary words without a digit ("Last Flight" of "Last Flight Review or
+    Equivalent:"). Names ("Robert J Gretz") and codes ("PA-22-150") are values."""
+    words = value.split()
+    if len(words) >= 2 and _EMPTY_VALUES.match(words[0]) and words[1][:1].isupper():
+        return True
+    return (
+        len(words) >= 2
+        and all(w.isalpha() and w[:1].isupper() for w in words)
+        and bool(getAllLemmas(words[0].lower()))
+        and all(getAllLemmas(w.lower()) or w.isupper() for w in words)
+    )
 
 
 # entities a form section describes ("Pilot Information" -> "the pilot")
@@ -438,6 +483,8 @@ def labelled_value_pairs(chunk: Chunk, ctx: DocContext) -> list[GoldPair]:
         phrase = _label_phrase(label)
         if not phrase or len(phrase.split()) > 6:
             continue
+        if re.search(r"(?i)\b(?:year|date|number|time|age)\b", phrase) and not re.search(r"\d", value):
+            continue  # a field that holds a number, read without one: its value is the next field's label
         if entity and entity not in phrase:
             of = f" of the {entity}{ctx.about()}"
         else:
@@ -586,7 +633,13 @@ def _title_above(text: str, start: int) -> str:
         elif runs[-1]:
             runs.append([])
     runs = [r for r in runs if r and len(" ".join(r).split()) >= 3]
-    return normalize_ws(" ".join(runs[-1])) if runs else ""
+    if runs:
+        return normalize_ws(" ".join(runs[-1]))
+    # a lead-in that names the proposal: "With respect to the proposal to ratify X, the votes were cast ..."
+    lead = re.search(
+        r"(?i)with respect to the (proposal(?: to|,)\s.+?),\s+the votes were", normalize_ws(" ".join(block))
+    )
+    return lead.group(1) if lead else ""
 
 
 def _is_header_line(line: str) -> bool:

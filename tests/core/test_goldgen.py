@@ -285,3 +285,27 @@ def test_llm_pairs_go_through_the_same_check_and_quote_their_evidence():
     system, user = seen["messages"][0]["content"], seen["messages"][1]["content"]
     assert "evidence" in system and "quote you used" in system and "<source>" in system
     assert "<source " in user and "</source>" in user and "accident at Lakeview, OR" in user
+
+
+def test_vote_tally_under_a_lead_in_sentence_names_its_proposal():
+    """Fails if a tally printed under "With respect to the proposal to ..., the votes were cast ..."
+    (no title line) is skipped or asked without the proposal it counts."""
+    text = VOTES.split("Ratification")[0] + (
+        "Proposal 2. With respect to the proposal to approve the 2024 Stock Plan, the votes were cast for the "
+        "proposal as set forth below:\nVotes For Votes Against Abstentions Broker Non-Votes\n"
+        "38,101,220 4,020,551 98,310 2,500,310\n"
+    )
+    c = chunk(text)
+    (p,) = _one(table_cell_pairs(c, document_context("8k.pdf", [c])), "vote_table")
+    assert "the proposal to approve the 2024 Stock Plan" in p.question and p.answer in text
+    assert question_problem(p.question) is None
+
+
+def test_empty_form_fields_do_not_lend_their_labels_as_values():
+    """Fails if, on a line of two empty fields ("Instrument Rating(s): Second Pilot Present:"), a
+    word of the second label is taken for the first field's value, or a field that holds a number
+    gets a word."""
+    text = NTSB + "Instrument Rating(s): Second Pilot Present:\nYear of Manufacture: Amateur Built: No\n"
+    c = chunk(text)
+    answers = {p.answer for p in labelled_value_pairs(c, document_context("report.pdf", [c]))}
+    assert "Second" not in answers and "Amateur" not in answers and "N123AB" in answers
