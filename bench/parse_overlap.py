@@ -29,9 +29,9 @@ else:  # python bench/NAME.py
 
 def main(argv: list[str] | None = None) -> dict:
     from ragaudit.index.embedding import Embedder, cores_busy
-    from ragaudit.ingest.chunking import window_spans
     from ragaudit.ingest.guard import run_bounded
     from ragaudit.ingest.pdf import extract_pages
+    from ragaudit.text.sentences import window_spans
 
     ap = argparse.ArgumentParser(prog="python -m bench.parse_overlap", description=__doc__.split("\n\n")[0])
     ap.add_argument("--pdf", type=Path, default=SHARED / "pdfs" / "dmca.pdf")

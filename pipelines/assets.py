@@ -13,6 +13,7 @@ from dataclasses import asdict, fields
 import dagster as dg
 from pydantic import Field
 
+from ragaudit.evaluate import goldgen
 from ragaudit.ingest import documents as ingest
 from ragaudit.ingest.pdf import Page
 from ragaudit.ingest.removal import extraction_report
@@ -174,6 +175,13 @@ def live_index(
     return dg.MaterializeResult(metadata={k: v for k, v in stats.items() if v is not None})
 
 
+def gold_pairs(svc, document_id: str, chunks: list[Chunk], strategy: Strategy) -> dict:
+    """The gold Q&A pairs of a just-published version (``goldgen.generate_for_document``): the
+    ``gold_qa_pairs`` asset, and what runs after publishing where the stages run in one op
+    (``ingest.run_stages(after_publish=...)``: the batch jobs)."""
+    return goldgen.generate_for_document(svc, document_id, chunks, strategy)
+
+
 def _chunks_from(rows: list[dict]) -> list[Chunk]:
     names = {f.name for f in fields(Chunk)} - {"page_breaks"}  # a stored output may carry fields Chunk no longer has
     return [
@@ -195,11 +203,9 @@ def _chunks_from(rows: list[dict]) -> list[Chunk]:
 def gold_qa_pairs(
     context: dg.AssetExecutionContext, config: IngestConfig, ragaudit: RagauditResource, chunks: list[dict]
 ) -> dg.MaterializeResult:
-    from ragaudit.evaluate.goldgen import generate_for_document
-
     svc = ragaudit.services()
     strategy = config.resolve(ingest.get_document(svc, context.partition_key))
-    stats = generate_for_document(svc, context.partition_key, _chunks_from(chunks), strategy)
+    stats = gold_pairs(svc, context.partition_key, _chunks_from(chunks), strategy)
     return dg.MaterializeResult(metadata=stats)
 
 

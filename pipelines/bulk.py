@@ -15,7 +15,7 @@ import dagster as dg
 from ragaudit.ingest.bulk import BulkFile, ingest_files
 from ragaudit.types import DEFAULT_STRATEGY, Strategy
 
-from .assets import documents_partitions
+from .assets import documents_partitions, gold_pairs
 from .resources import RagauditResource
 
 BULK_OP = "ingest_files"
@@ -61,7 +61,15 @@ def ingest_files_op(context: dg.OpExecutionContext, config: BulkConfig, ragaudit
     on_outcome: Callable | None = hooks.get("on_outcome")
     timings: dict[str, float] = hooks.get("timings", {})
     files = [BulkFile(Path(f.path), f.name) for f in config.files]
-    outcomes = ingest_files(svc, files, config.knowledge_base, config.strategy, on_outcome=on_outcome, timings=timings)
+    outcomes = ingest_files(
+        svc,
+        files,
+        config.knowledge_base,
+        config.strategy,
+        on_outcome=on_outcome,
+        timings=timings,
+        after_publish=gold_pairs,
+    )
     ok = [o for o in outcomes if o.status == "ingested" and o.document]
     if ok:
         context.instance.add_dynamic_partitions(documents_partitions.name, [o.document["id"] for o in ok])

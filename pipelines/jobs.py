@@ -10,8 +10,9 @@
 import dagster as dg
 
 from ragaudit.ingest import documents as ingest
+from ragaudit.types import Strategy
 
-from .assets import INGEST_ASSETS, strategy_run_config
+from .assets import INGEST_ASSETS, gold_pairs, strategy_run_config
 from .bulk import ingest_files_job
 from .resources import RagauditResource
 
@@ -29,6 +30,11 @@ class BatchConfig(dg.Config):
     document_ids: list[str]
 
 
+def _stages_with_gold_pairs(svc, document_id: str, strategy: Strategy) -> None:
+    """A ``Runner``: the document's stages in this op, then its gold pairs (as the asset job's)."""
+    ingest.run_stages(svc, document_id, strategy, after_publish=gold_pairs)
+
+
 @dg.op(
     name=BATCH_OP,
     description="Ingest several queued documents in one run (small landing-folder files: one "
@@ -39,7 +45,7 @@ def ingest_documents(context: dg.OpExecutionContext, config: BatchConfig, ragaud
     svc = ragaudit.services()
     done, failed = [], {}
     for doc_id in config.document_ids:
-        out = ingest.run_queued(svc, doc_id, ingest.run_stages)
+        out = ingest.run_queued(svc, doc_id, _stages_with_gold_pairs)
         if out is None:
             continue
         if out.ok:

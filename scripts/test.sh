@@ -14,9 +14,11 @@ if ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; 
     bash -c '(apt-get update -qq && apt-get install -y -qq chromium) >/dev/null' \
     || echo "test.sh: could not install chromium" >&2
 fi
-# lint and format first: a style error fails the run before the slow tests start
+# lint, format and import layers first: an error fails the run before the slow tests start
 step "ruff check" .venv/bin/ruff check .
 step "ruff format --check" .venv/bin/ruff format --check .
+# imports flow downward through the stages ([tool.importlinter] in pyproject.toml)
+step "lint-imports" .venv/bin/lint-imports
 export LITELLM_LOCAL_MODEL_COST_MAP=True HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 echo "==> tests: pytest -q $*"
 exec .venv/bin/python -m pytest -q "$@"

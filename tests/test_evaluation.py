@@ -15,10 +15,10 @@ from ragaudit.api.app import create_app
 from ragaudit.api.cli import app
 from ragaudit.evaluate.evaluation import EvalParams
 from ragaudit.evaluate.runs import create_run, execute_run
-from ragaudit.ingest.chunking import sentence_spans
 from ragaudit.ingest.documents import ingest_bytes
 from ragaudit.pipelines.runner import DagsterRunner, instance_for
 from ragaudit.platform.db import QAPair
+from ragaudit.text.sentences import sentence_spans
 from tests.conftest import DATA, SAMPLES
 
 SMALL = DATA / "eval_small.jsonl"

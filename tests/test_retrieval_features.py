@@ -33,7 +33,7 @@ def test_dense_leg_scores_a_chunk_by_its_best_sentence_window(kb):
     import numpy as np
 
     from ragaudit.index.store import WINDOWS
-    from ragaudit.ingest.chunking import window_spans
+    from ragaudit.text.sentences import window_spans
 
     assert kb.store.has_windows()
     q = "For how long does protection of a vessel hull design last once registered?"

@@ -31,7 +31,6 @@ from ragaudit.answer.citations import (
 from ragaudit.answer.concise import asks_two_things, choose, concise_candidates, question_type
 from ragaudit.index.embedding import Embedder
 from ragaudit.index.sparse import STOP_WORDS, tokenize
-from ragaudit.ingest.chunking import sentence_spans
 from ragaudit.platform.llmcall import (
     Cancellation,
     abort_stream,
@@ -44,6 +43,7 @@ from ragaudit.platform.llmcall import (
 from ragaudit.text.injection import DATA_NOT_INSTRUCTIONS, delimit, overlaps
 from ragaudit.text.injection import NOTE as INSTRUCTION_NOTE
 from ragaudit.text.injection import scan as scan_instructions
+from ragaudit.text.sentences import sentence_spans
 from ragaudit.types import AnswerResult, Citation, Concise, Fired, RetrievedChunk
 
 REFUSAL_TEXT = "The documents do not contain the answer to this question."
@@ -95,8 +95,8 @@ def _heading_like(text: str) -> bool:
     capitalised, e.g. "THE DIGITAL MILLENNIUM COPYRIGHT ACT OF 1998". A line ending in an
     identifier (digits joined with a dash, slash or letters: "Commission File Number 001-37845")
     is a labelled value, as a form or cover page prints it, not a heading, and so is a table row
-    whose label is capitalised ("Greater China 23,905 25,783 (7)%": ``chunking.is_value_row``)."""
-    from ragaudit.ingest.chunking import is_value_row
+    whose label is capitalised ("Greater China 23,905 25,783 (7)%": ``ragaudit.text.lines.is_value_row``)."""
+    from ragaudit.text.lines import is_value_row
 
     t = text.strip()
     if t.endswith((".", "?", "!", ";", "。")) or ":" in t:  # "Aircraft Damage: Substantial" is a form field
@@ -117,7 +117,7 @@ def _text_sentence_spans(text: str) -> tuple[tuple[int, int], ...]:
 def source_sentence_spans(chunk: RetrievedChunk) -> list[tuple[int, int]]:
     """Sentence spans of ``chunk.text``: the payload's ``sentence_spans`` (written at ingestion)
     unless the chunk was cut to a page range (then its text is not the stored one), else
-    segmented here (cached per text). Same spans as ``chunking.sentence_spans``."""
+    segmented here (cached per text). Same spans as ``ragaudit.text.sentences.sentence_spans``."""
     stored = chunk.payload.get("sentence_spans")
     if stored is not None and "clipped_pages" not in chunk.payload:
         return [(int(a), int(b)) for a, b in stored]
@@ -155,7 +155,7 @@ def _row_group(sent: "_Sentence") -> str:
     6,518 $ 5,123", "Current liabilities:"): the nearest line above it in its chunk that is neither a
     row nor longer than six words, when only rows lie between; else "". A row is read with it, as
     a reader of the table would: the row alone does not say whose operating income it is."""
-    from ragaudit.ingest.chunking import is_value_row as row
+    from ragaudit.text.lines import is_value_row as row
 
     if not row(sent.text.strip()):
         return ""
@@ -396,7 +396,7 @@ class ExtractiveAnswerer:
                 with self._cache_lock:
                     spans = self._spans_cache.get(c.text)
                 if spans is None:
-                    from ragaudit.ingest.chunking import window_spans
+                    from ragaudit.text.sentences import window_spans
 
                     spans = window_spans(c.text, self.embedder, self.window_tokens, source_sentence_spans(c))
                     with self._cache_lock:

@@ -44,9 +44,9 @@ _BOUNDARY = re.compile(r"(?P<stop>[.!?。！？]['\")\]”’]*)(?P<cites>(?:\s*
 
 def _sentence_ends(text: str) -> set[int]:
     """Offsets in ``text`` right after each sentence's last character, as the chunker's sentence
-    segmenter (``chunking.sentence_spans``: pysbd plus its abbreviation rule) sees the text with
+    segmenter (``ragaudit.text.sentences.sentence_spans``: pysbd plus its abbreviation rule) sees the text with
     its citation markers removed."""
-    from ragaudit.ingest.chunking import sentence_spans  # lazy: chunking pulls in the PDF stack
+    from ragaudit.text.sentences import sentence_spans
 
     plain, where, pos = [], [], 0
     for m in _CITE.finditer(text):
@@ -63,7 +63,7 @@ def split_answer_sentences(text: str) -> list[str]:
 
     A full stop followed by a space ends a sentence when a citation follows it (``"... 1998. [1]
     It ..."``: the writer closed the sentence) or when the sentence segmenter the answerer quotes
-    with (pysbd, ``chunking.sentence_spans``) ends one there, so the period of an abbreviation or
+    with (pysbd, ``ragaudit.text.sentences.sentence_spans``) ends one there, so the period of an abbreviation or
     initial inside a quoted sentence ("Apple Inc. and", "Michelle L. Collins", "e.g.", "U.S.
     Code", "St. Kitts") does not cut it into an uncited fragment and a claim without its quote.
     Example: ``"One thing. [1] Two things [2]."`` -> ``["One thing. [1]", "Two things [2]."]``.

@@ -33,11 +33,11 @@ from sqlalchemy import delete, select
 from ragaudit.answer.citations import find_quote, normalize_ws, quote_span
 from ragaudit.evaluate.goldcheck import REASONS, PairCheck, content_words
 from ragaudit.evaluate.goldrules import GoldPair, RuleGenerator, answer_type_of, document_context
-from ragaudit.ingest.chunking import sentence_spans
 from ragaudit.platform.db import ChunkRow, Document, QAPair
 from ragaudit.platform.llmcall import load_litellm
 from ragaudit.services import Services
 from ragaudit.text.injection import DATA_NOT_INSTRUCTIONS, delimit, overlaps, scan
+from ragaudit.text.sentences import sentence_spans
 from ragaudit.types import Chunk, Strategy
 
 log = logging.getLogger(__name__)

@@ -41,7 +41,8 @@ from lemminflect import getAllLemmas, getInflection
 
 from ragaudit.answer.citations import normalize_ws
 from ragaudit.answer.concise import TYPES
-from ragaudit.ingest.chunking import page_tables, sentence_spans
+from ragaudit.ingest.chunking import page_tables
+from ragaudit.text.sentences import sentence_spans
 from ragaudit.types import Chunk
 
 

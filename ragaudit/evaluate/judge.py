@@ -29,9 +29,9 @@ from ragaudit.answer.citations import claim_parts, find_quote, normalize_ws, str
 from ragaudit.evaluate.goldgen import parse_json_object
 from ragaudit.evaluate.metrics import REFUSAL_LABELS, MetricResult, term_overlap
 from ragaudit.index.sparse import tokenize
-from ragaudit.ingest.chunking import sentence_spans
 from ragaudit.platform.llmcall import load_litellm
 from ragaudit.text.injection import DATA_NOT_INSTRUCTIONS, delimit
+from ragaudit.text.sentences import sentence_spans
 
 
 @dataclass

@@ -30,6 +30,7 @@ from ragaudit.index.embedding import cores_busy
 from ragaudit.ingest.documents import (
     DEFAULT_KB,
     INGEST_LOCK,
+    AfterPublish,
     DocumentBusyError,
     IngestOutcome,
     duplicates_of,
@@ -140,6 +141,7 @@ def ingest_files(
     lookahead: int = 2,
     on_outcome: Callable[[int, IngestOutcome], None] | None = None,
     timings: dict[str, float] | None = None,
+    after_publish: AfterPublish | None = None,
 ) -> list[IngestOutcome]:
     """Ingest ``files`` in order with parsing overlapped (see the module docstring); returns one
     ``IngestOutcome`` per file, in order (``ingested`` | ``unchanged`` | ``refused`` | ``failed``,
@@ -148,6 +150,7 @@ def ingest_files(
     ``extract`` (measured in the child, overlapped with the other stages), ``wait for parsing``
     (this thread idle until the next file was parsed), ``register``, ``run_stages``' stages,
     ``bulk wall`` (the whole call), and ``parse child peak rss mb`` (the largest parse child's peak).
+    ``after_publish``: run after each document's version is published (``run_stages``).
     Never raises for bad input."""
     files = list(files)
     t = {} if timings is None else timings
@@ -163,7 +166,9 @@ def ingest_files(
             t0 = time.perf_counter()
             i, data, res, parse_s = parser.get(k)
             t["wait for parsing"] = t.get("wait for parsing", 0.0) + (time.perf_counter() - t0)
-            out = _ingest_one(svc, files[i], data, res, parse_s, knowledge_base, strategy, t, i, len(files))
+            out = _ingest_one(
+                svc, files[i], data, res, parse_s, knowledge_base, strategy, t, i, len(files), after_publish
+            )
             outcomes.append(out)
             if on_outcome is not None:
                 on_outcome(i, out)
@@ -184,6 +189,7 @@ def _ingest_one(
     t: dict[str, float],
     index: int,
     total: int,
+    after_publish: AfterPublish | None,
 ) -> IngestOutcome:
     t0 = time.perf_counter()
     if isinstance(res, PDFError):
@@ -220,7 +226,7 @@ def _ingest_one(
                 seconds=parse_s + time.perf_counter() - t0,
             )
         try:
-            run_stages(svc, doc.id, strategy, pages=pages, timings=t)
+            run_stages(svc, doc.id, strategy, pages=pages, timings=t, after_publish=after_publish)
         except Exception as e:  # the run failed in some stage: undo and report
             rollback(svc, doc.id, str(e))
             status = "refused" if isinstance(e, PDFError) else "failed"

@@ -28,19 +28,22 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from dataclasses import dataclass
-from typing import Protocol
 
 import numpy as np
-import pysbd
 
 from ragaudit.ingest.pdf import Page
+from ragaudit.text.lines import (
+    BULLET,
+    NUMERIC,
+    TERMINAL,
+    continues,
+    is_row,
+)
+from ragaudit.text.sentences import TokenCounter, paragraph_text, sentence_spans
 from ragaudit.types import DEFAULT_STRATEGY, Chunk, Strategy
 
 PAGE_SEPARATOR = "\n\n"
 
-_TERMINAL = re.compile(r"[.!?:;。！？；：]['\")\]”’]*\s*$")
-_BULLET = re.compile(r"^\s*(?:[!•\-\*–·●▪■◦]\s|\(?\d{1,2}[.)]\s|\(?[a-z][.)]\s|[A-Z]\.\s)")
-_NUMERIC = re.compile(r"(?<![\w.])[-+(]?[$€£]?\d[\d,.]*%?\)?(?![\w])")
 _GROUP_LABEL = re.compile(r"^\s*[A-Z][^\d:]{0,40}:\s*$")  # a row group's label: "Revenue:", "Current liabilities:"
 _CAPTION = re.compile(r"^\s*(Table|TABLE|Tab\.)\s+\d+[.:]?")
 
@@ -53,14 +56,6 @@ DEFAULT_ATOMIC_UNITS = (
 # last-window rule; 2 took no table header above a group label such as "Revenue:" and at most three
 # header lines), so versions built by an earlier revision are re-chunked by reindex
 ATOMIC_UNITS_REVISION = 3
-
-
-class TokenCounter(Protocol):
-    max_content_tokens: int
-
-    def count_tokens(self, texts: list[str]) -> list[int]: ...
-
-    def token_offsets(self, text: str) -> list[tuple[int, int]]: ...
 
 
 @dataclass(frozen=True)
@@ -114,135 +109,6 @@ def document_title(doc_name: str, pages: list[Page]) -> str:
     return stem
 
 
-def _is_row(line: str) -> bool:
-    words = line.split()
-    if len(words) < 2:
-        return False
-    nums = len(_NUMERIC.findall(line))
-    return nums >= 2 and nums / len(words) >= 0.4 and not (_TERMINAL.search(line) and nums < 3)
-
-
-def is_value_row(line: str) -> bool:
-    """``_is_row`` with a detached currency sign not counted as a word ("Operating income $ 6,518
-    $ 5,123" is a label and two cells), as statement tables print amounts."""
-    return _is_row(re.sub(r"[$€£]\s+(?=\(?\d)", "", line))
-
-
-def ends_mid_list(text: str) -> bool:
-    """True when the last non-empty line of ``text`` is a table row or a list item, i.e. a
-    passage that was probably cut from a longer table or list."""
-    lines = [ln for ln in text.splitlines() if ln.strip()]
-    return bool(lines) and (_is_row(lines[-1]) or _BULLET.match(lines[-1]) is not None)
-
-
-def ends_with_lead_in(text: str) -> bool:
-    """True when the last non-empty line of ``text`` introduces what follows (it ends in ":",
-    "... the probable cause(s) of this accident to be:"): the passage was cut before it."""
-    lines = [ln for ln in text.splitlines() if ln.strip()]
-    return bool(lines) and lines[-1].rstrip().endswith(":")
-
-
-def continues(before: str, after: str) -> bool:
-    """True when ``after`` (the first sentence of a page) continues ``before`` (the last one of
-    the previous page): ``before`` does not end a sentence and ``after`` starts in lower case."""
-    b, a = before.rstrip(), after.lstrip()
-    return bool(b and a) and _TERMINAL.search(b) is None and a[0].islower() and not _is_row(b.splitlines()[-1])
-
-
-def _paragraph_text(page_text: str) -> str:
-    """Replace soft line breaks (inside a paragraph) by spaces, keeping offsets unchanged.
-
-    A line break stays when the line ends a sentence, the next line is a list item, or the
-    line is short or tabular (headings, table rows).
-    """
-    lines = page_text.split("\n")
-    if len(lines) < 2:
-        return page_text
-    width = max((len(ln) for ln in lines), default=0)
-    out = []
-    for i, ln in enumerate(lines):
-        out.append(ln)
-        if i == len(lines) - 1:
-            break
-        nxt = lines[i + 1]
-        if not nxt.strip():
-            # blank lines (a page break inside a chunk): soft when the text runs on across them
-            after = next((x for x in lines[i + 1 :] if x.strip()), "")
-            hard = not (ln.strip() and after and continues(ln, after) and not _BULLET.match(after))
-        elif not ln.strip():
-            prev = next((x for x in reversed(lines[:i]) if x.strip()), "")
-            hard = not (prev and continues(prev, nxt) and not _BULLET.match(nxt))
-        else:
-            hard = (
-                _TERMINAL.search(ln) is not None
-                or _BULLET.match(nxt) is not None
-                or len(ln.strip()) < 0.6 * width
-                or _is_row(ln)
-                or _is_row(nxt)
-            )
-        out.append("\n" if hard else " ")
-    return "".join(out)
-
-
-_SEGMENTER = pysbd.Segmenter(language="en", clean=False, char_span=True)
-
-
-def sentence_spans(text: str) -> list[tuple[int, int]]:
-    """Sentence spans ``(start, end)`` of ``text`` (whitespace trimmed, empties dropped)."""
-    prepared = _paragraph_text(text)
-    spans = []
-    for block_m in re.finditer(r"[^\n]+", prepared):
-        base = block_m.start()
-        block = block_m.group(0)
-        try:
-            pieces = [(s.start, s.end) for s in _SEGMENTER.segment(block)]
-        except Exception:  # pysbd has rare regex edge cases; a block is still a valid unit
-            pieces = [(0, len(block))]
-        if not pieces:
-            pieces = [(0, len(block))]
-        for s, e in pieces:
-            seg = block[s:e]
-            ls = len(seg) - len(seg.lstrip())
-            rs = len(seg.rstrip())
-            if rs > ls:
-                spans.append((base + s + ls, base + s + rs))
-    spans = _join_abbreviations(text, spans)
-    # CJK sentences end in 。！？ without a following space: split them too
-    out = []
-    for s, e in spans:
-        cut = s
-        for m in re.finditer(r"[。！？]", text[s:e]):
-            end = s + m.end()
-            if end < e:
-                out.append((cut, end))
-                cut = end
-        out.append((cut, e))
-    return out
-
-
-_ABBR_END = re.compile(r"(?<![\w.])[A-Z][a-z]{0,3}\.$")
-_NUMBER_START = re.compile(r"(?:\d|[A-Z][a-z]{0,3}\.\s*\d)")
-
-
-def _join_abbreviations(text: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """Undo a sentence split after an abbreviation that introduces a number on the same line
-    ("Cat. | No. 11364D", "Fig. | 3", "Sec. | 512"): pysbd ends a sentence at a capitalised
-    short word with a period; a following number (or another such abbreviation and a number)
-    shows the period was an abbreviation's."""
-    out: list[tuple[int, int]] = []
-    for s, e in spans:
-        if (
-            out
-            and _ABBR_END.search(text[out[-1][0] : out[-1][1]])
-            and "\n" not in text[out[-1][1] : s]
-            and _NUMBER_START.match(text, s)
-        ):
-            out[-1] = (out[-1][0], e)
-        else:
-            out.append((s, e))
-    return out
-
-
 _YEAR = re.compile(r"^\(?(?:19|20)\d\d\)?[,.]?$")
 _MONTH_WORD = re.compile(r"\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?(?!\w)", re.I)
 
@@ -250,7 +116,7 @@ _MONTH_WORD = re.compile(r"\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)
 def _header_row(line: str) -> bool:
     """A column-header line that looks numeric: its numbers are only years, or days of a month
     it names ("September 24, 2022 September 25, 2021", "2023 2022", "Q1 FY24")."""
-    nums = [n.strip("()$,.") for n in _NUMERIC.findall(line)]
+    nums = [n.strip("()$,.") for n in NUMERIC.findall(line)]
     if not nums:
         return False
     month = _MONTH_WORD.search(line) is not None
@@ -279,7 +145,7 @@ def _tables(page_text: str) -> tuple[list[tuple[int, int, int]], list[Table]]:
     i = 0
 
     def is_data_row(k: int) -> bool:
-        return _is_row(lines[k][2]) and not _header_row(lines[k][2])
+        return is_row(lines[k][2]) and not _header_row(lines[k][2])
 
     while i < len(lines):
         if not is_data_row(i):
@@ -292,7 +158,7 @@ def _tables(page_text: str) -> tuple[list[tuple[int, int, int]], list[Table]]:
             if is_data_row(j):
                 block.append(j)
                 gap = 0
-            elif ln.strip() and not _TERMINAL.search(ln) and len(ln.split()) <= 6 and not _CAPTION.match(ln):
+            elif ln.strip() and not TERMINAL.search(ln) and len(ln.split()) <= 6 and not _CAPTION.match(ln):
                 gap += 1
             else:
                 break
@@ -303,7 +169,7 @@ def _tables(page_text: str) -> tuple[list[tuple[int, int, int]], list[Table]]:
             k -= 1  # the first rows' group label ("Revenue:") sits between the header and the rows
         while k > taken and len(head) < 4:
             ln = lines[k][2]
-            if not ln.strip() or _TERMINAL.search(ln) or _CAPTION.match(ln) or len(ln) > 160 or (is_data_row(k)):
+            if not ln.strip() or TERMINAL.search(ln) or _CAPTION.match(ln) or len(ln) > 160 or (is_data_row(k)):
                 break
             if len(ln.split()) < 2 and not _header_row(ln):
                 break
@@ -494,11 +360,11 @@ def list_items(page_text: str) -> list[tuple[int, int]]:
     ``_paragraph_text``) that starts with a bullet or an item number ("- ", "• ", "1. ", "(a) "),
     all its sentences. An item ends where the next item, a sentence-final line break or a short
     line starts a new paragraph."""
-    prepared = _paragraph_text(page_text)
+    prepared = paragraph_text(page_text)
     out = []
     for m in re.finditer(r"[^\n]+", prepared):
         seg = m.group(0)
-        if not _BULLET.match(seg):
+        if not BULLET.match(seg):
             continue
         a = m.start() + len(seg) - len(seg.lstrip())
         b = m.start() + len(seg.rstrip())
@@ -519,7 +385,7 @@ def document_list_items(pages: list[Page]) -> list[tuple[int, int]]:
             end = start + b
             if not page.text[b:].strip() and n + 1 < len(pages):
                 nxt = pages[n + 1].text
-                m = re.search(r"[^\n]+", _paragraph_text(nxt))
+                m = re.search(r"[^\n]+", paragraph_text(nxt))
                 if m and m.group(0).strip() and continues(page.text[a:b], m.group(0)):
                     end = starts[n + 1] + len(m.group(0).rstrip())
             out.append((start + a, end))
@@ -877,31 +743,6 @@ def chunk_document(
         hard_max=counter.max_content_tokens,
         full_tail=atomic_units,
     )
-
-
-def window_spans(
-    text: str, counter: TokenCounter, max_tokens: int, sentences: list[tuple[int, int]] | None = None
-) -> list[tuple[int, int]]:
-    """Character spans of ``text`` cut into windows of whole sentences of at most ``max_tokens``
-    word pieces (a longer sentence is a window of its own), in order, covering every sentence.
-    An empty or sentence-less text gives one window over all of it. ``sentences``: the text's
-    ``sentence_spans`` when the caller already has them."""
-    spans = sentence_spans(text) if sentences is None else sentences
-    if not spans:
-        return [(0, len(text))]
-    counts = counter.count_tokens([text[s:e] for s, e in spans])
-    out: list[tuple[int, int]] = []
-    start, used, prev_end = None, 0, 0
-    for (s, e), n in zip(spans, counts):
-        if start is not None and used + n > max_tokens:
-            out.append((start, prev_end))
-            start, used = None, 0
-        if start is None:
-            start = s
-        used += n
-        prev_end = e
-    out.append((start, prev_end))
-    return out
 
 
 def chunk_sentences(

@@ -37,13 +37,7 @@ from sqlalchemy.exc import IntegrityError
 
 from ragaudit.index.sparse import ROW_LABELS_REVISION, bm25_document_vector
 from ragaudit.index.store import point_id
-from ragaudit.ingest.chunking import (
-    ATOMIC_UNITS_REVISION,
-    chunk_document,
-    document_title,
-    sentence_spans,
-    window_spans,
-)
+from ragaudit.ingest.chunking import ATOMIC_UNITS_REVISION, chunk_document, document_title
 from ragaudit.ingest.guard import extract_pages_bounded, inspect_pdf_bounded
 from ragaudit.ingest.pdf import Page, PDFError, PDFInfo
 from ragaudit.ingest.removal import extraction_report
@@ -52,6 +46,7 @@ from ragaudit.platform.db import ChunkRow, Document, QAPair, bump_index_version,
 from ragaudit.services import Services
 from ragaudit.text.docnames import InvalidNameError, name_key, validate_knowledge_base, validate_name
 from ragaudit.text.injection import scan
+from ragaudit.text.sentences import sentence_spans, window_spans
 from ragaudit.types import DEFAULT_STRATEGY, Chunk, ChunkPayload, Strategy
 
 log = logging.getLogger(__name__)
@@ -989,21 +984,27 @@ def queued_documents(svc: Services) -> list[str]:
         )
 
 
+# What runs once a version is published: ``(services, document id, chunks, strategy) -> counts``
+# (``kept``). The gold Q&A pairs (ragaudit.evaluate.goldgen), handed in by ragaudit.pipelines, which
+# sits above both stages.
+AfterPublish = Callable[[Services, str, list[Chunk], Strategy], dict[str, Any]]
+
+
 def run_stages(
     svc: Services,
     document_id: str,
     strategy: Strategy,
     pages: list[Page] | None = None,
     timings: dict[str, float] | None = None,
+    after_publish: AfterPublish | None = None,
 ) -> dict[str, Any]:
     """All stages of one document in this process, without Dagster: extract, chunk, stage, count
-    check, publish, gold pairs (a ``Runner``; the batch job runs small documents with it so one
-    Dagster run covers many). ``pages``: already extracted from the document's bytes (not parsed
-    again). ``timings``: seconds are added per stage (``chunk``, ``embed``, ``upsert``, ``sql``
-    = staging rows, count check and publishing, ``gold pairs``). Raises like the stages;
-    ``IngestError`` (stage ``chunk_counts_match``) when the count check fails (nothing published)."""
-    from ragaudit.evaluate.goldgen import generate_for_document
-
+    check, publish, then ``after_publish`` (the gold pairs; a ``Runner`` with it bound: the batch
+    job runs small documents so one Dagster run covers many). ``pages``: already extracted from the
+    document's bytes (not parsed again). ``timings``: seconds are added per stage (``chunk``,
+    ``embed``, ``upsert``, ``sql`` = staging rows, count check and publishing, ``gold pairs``).
+    Raises like the stages; ``IngestError`` (stage ``chunk_counts_match``) when the count check
+    fails (nothing published)."""
     t = {} if timings is None else timings
     t0, given = time.perf_counter(), pages
     doc, pages = load_pages(svc, document_id, pages)
@@ -1034,8 +1035,10 @@ def run_stages(
     t["embed"] = t.get("embed", 0.0) + embed_s
     t["upsert"] = t.get("upsert", 0.0) + upsert_s
     t["sql"] = t.get("sql", 0.0) + max(0.0, (t3 - t2) - embed_s - upsert_s)
-    gold = generate_for_document(svc, document_id, chunks, strategy)
-    t["gold pairs"] = t.get("gold pairs", 0.0) + (time.perf_counter() - t3)
+    gold: dict[str, Any] = {}
+    if after_publish is not None:
+        gold = after_publish(svc, document_id, chunks, strategy)
+        t["gold pairs"] = t.get("gold pairs", 0.0) + (time.perf_counter() - t3)
     return {
         **stats,
         **{k: v for k, v in pub.items() if v is not None},

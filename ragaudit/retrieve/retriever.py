@@ -156,8 +156,8 @@ _REASON_Q = re.compile(r"(?i)\s*(?:why\b|what (?:drove|drives|caused|causes|led 
 
 def is_table_chunk(text: str) -> bool:
     """True when at least ``TABLE_ROW_SHARE`` of the non-empty lines of ``text`` are table rows
-    (``chunking.is_value_row``)."""
-    from ragaudit.ingest.chunking import is_value_row
+    (``ragaudit.text.lines.is_value_row``)."""
+    from ragaudit.text.lines import is_value_row
 
     lines = [ln for ln in text.splitlines() if ln.strip()]
     rows = sum(1 for ln in lines if is_value_row(ln))
@@ -803,7 +803,7 @@ class Retriever:
         if limit <= 0 or not chunks:
             return []
         from ragaudit.index.store import point_id
-        from ragaudit.ingest.chunking import ends_mid_list, ends_with_lead_in
+        from ragaudit.text.lines import ends_mid_list, ends_with_lead_in
 
         have = {c.chunk_id for c in chunks}
         want: list[tuple[str, RetrievedChunk]] = []

@@ -13,8 +13,8 @@ import pytest
 from ragaudit.answer.answerers import ExtractiveAnswerer, source_sentence_spans
 from ragaudit.index.embedding import busy_cores
 from ragaudit.index.store import DENSE, SPARSE, WINDOWS
-from ragaudit.ingest.chunking import sentence_spans, window_spans
 from ragaudit.query import QueryService, request_in_flight, requests_in_flight
+from ragaudit.text.sentences import sentence_spans, window_spans
 from ragaudit.types import Mode, RetrievedChunk
 from tests.conftest import DMCA_QUESTION, SAMPLES
 

@@ -14,13 +14,13 @@ from ragaudit.ingest.chunking import (
     chunk_document,
     code_clauses,
     code_statements,
-    continues,
     document_list_items,
     document_text,
     document_title,
-    sentence_spans,
 )
 from ragaudit.ingest.pdf import extract_pages
+from ragaudit.text.lines import continues
+from ragaudit.text.sentences import sentence_spans
 from tests.conftest import DATA, SAMPLES
 
 PDFS = sorted([*DATA.glob("*.pdf"), *(DATA / "ntsb").glob("*.pdf"), *SAMPLES.glob("*.pdf")], key=lambda p: p.name)

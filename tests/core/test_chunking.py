@@ -4,16 +4,9 @@ import re
 
 import pytest
 
-from ragaudit.ingest.chunking import (
-    Strategy,
-    chunk_document,
-    chunk_sentences,
-    document_text,
-    document_title,
-    sentence_spans,
-    window_spans,
-)
+from ragaudit.ingest.chunking import Strategy, chunk_document, chunk_sentences, document_text, document_title
 from ragaudit.ingest.pdf import extract_pages
+from ragaudit.text.sentences import sentence_spans, window_spans
 from tests.conftest import DATA, SAMPLES
 
 

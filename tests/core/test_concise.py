@@ -309,7 +309,7 @@ def test_a_lead_in_ending_its_chunk_is_completed_from_the_chunk_that_continues_i
     now adds the next chunk as a neighbour (``chunking.ends_with_lead_in``) and the answerer quotes
     the sentence after the lead-in there, which is also the concise answer. Fails if the completion
     is not quoted, or is quoted from the lead-in's own chunk (it is not there), or not concise."""
-    from ragaudit.ingest.chunking import ends_with_lead_in
+    from ragaudit.text.lines import ends_with_lead_in
 
     lead = "The National Transportation Safety Board determines the probable cause(s) of this accident to be:"
     first = (

@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ragaudit.ingest.chunking import sentence_spans
 from ragaudit.ingest.pdf import extract_pages
+from ragaudit.text.sentences import sentence_spans
 from tests.conftest import SAMPLES
 
 MIN_COSINE = 0.9  # per text, int8 vs fp32: measured min 0.93 on these sentences (bench windows: docs/benchmarks.md)

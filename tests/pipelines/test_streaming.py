@@ -10,9 +10,9 @@ import pytest
 from sqlalchemy import func, select
 
 from ragaudit.ingest import documents as ingest
-from ragaudit.ingest.chunking import window_spans
 from ragaudit.pipelines.runner import DagsterRunner
 from ragaudit.platform.db import ChunkRow
+from ragaudit.text.sentences import window_spans
 from tests.conftest import SAMPLES
 
 

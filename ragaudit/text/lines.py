@@ -1,0 +1,52 @@
+"""What a line of extracted PDF text is: a table row of values, a list item, a sentence's end,
+a lead-in to what follows. Read by the chunker (``ragaudit.ingest.chunking``), retrieval's
+neighbour expansion and table vote (``ragaudit.retrieve.retriever``) and the answerer.
+"""
+
+from __future__ import annotations
+
+import re
+
+# a line that ends a sentence or a clause (Latin and CJK punctuation, closing quotes and brackets)
+TERMINAL = re.compile(r"[.!?:;。！？；：]['\")\]”’]*\s*$")
+# a list item: a bullet, "1." / "(a)" / "A." numbering
+BULLET = re.compile(r"^\s*(?:[!•\-\*–·●▪■◦]\s|\(?\d{1,2}[.)]\s|\(?[a-z][.)]\s|[A-Z]\.\s)")
+# a number cell: amounts, percentages, parenthesised negatives, currency signs
+NUMERIC = re.compile(r"(?<![\w.])[-+(]?[$€£]?\d[\d,.]*%?\)?(?![\w])")
+
+
+def is_row(line: str) -> bool:
+    """True when ``line`` reads as a table row of values: two or more words, at least two number
+    cells making up 40% of its words, and not a sentence with fewer than three numbers."""
+    words = line.split()
+    if len(words) < 2:
+        return False
+    nums = len(NUMERIC.findall(line))
+    return nums >= 2 and nums / len(words) >= 0.4 and not (TERMINAL.search(line) and nums < 3)
+
+
+def is_value_row(line: str) -> bool:
+    """``_is_row`` with a detached currency sign not counted as a word ("Operating income $ 6,518
+    $ 5,123" is a label and two cells), as statement tables print amounts."""
+    return is_row(re.sub(r"[$€£]\s+(?=\(?\d)", "", line))
+
+
+def ends_mid_list(text: str) -> bool:
+    """True when the last non-empty line of ``text`` is a table row or a list item, i.e. a
+    passage that was probably cut from a longer table or list."""
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    return bool(lines) and (is_row(lines[-1]) or BULLET.match(lines[-1]) is not None)
+
+
+def ends_with_lead_in(text: str) -> bool:
+    """True when the last non-empty line of ``text`` introduces what follows (it ends in ":",
+    "... the probable cause(s) of this accident to be:"): the passage was cut before it."""
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    return bool(lines) and lines[-1].rstrip().endswith(":")
+
+
+def continues(before: str, after: str) -> bool:
+    """True when ``after`` (the first sentence of a page) continues ``before`` (the last one of
+    the previous page): ``before`` does not end a sentence and ``after`` starts in lower case."""
+    b, a = before.rstrip(), after.lstrip()
+    return bool(b and a) and TERMINAL.search(b) is None and a[0].islower() and not is_row(b.splitlines()[-1])
