@@ -52,6 +52,8 @@ from starlette.routing import Route
 
 from ragaudit.answer.citations import find_quote
 from ragaudit.evaluate.goldrules import answer_type_of
+from ragaudit.ingest import documents as ingest
+from ragaudit.pipelines.runner import DagsterRunner, remove_partition
 from ragaudit.platform.db import ChunkRow, Document, EvalDataset, EvalRun, QAPair, QueryLog, new_id
 
 from .deps import key_is_valid, key_required, presented_key
@@ -530,8 +532,6 @@ class Bridge:
     async def _reingest(self, rid: str, data: dict[str, Any]) -> JSONResponse:
         """PUT /documents/{id} with ``{"strategy": S}``: re-ingest the stored PDF with strategy S
         (other fields of the record are ignored when unchanged; changing them is a 400)."""
-        from ragaudit.ingest import documents as ingest
-        from ragaudit.pipelines.runner import DagsterRunner
 
         svc = self.services()
         with svc.sessions() as s:
@@ -564,8 +564,6 @@ class Bridge:
         self._writable(res, "delete")
         rid = request.path_params["id"]
         if res.name == "documents":
-            from ragaudit.ingest import documents as ingest
-            from ragaudit.pipelines.runner import remove_partition
 
             def drop() -> dict[str, Any]:
                 svc = self.services()

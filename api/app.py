@@ -12,9 +12,11 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.staticfiles import StaticFiles
 from fastapi_offline import FastAPIOffline
-from starlette.routing import Route
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match, Mount, Route
 
 from ragaudit.ingest.queue import IngestQueue
+from ragaudit.pipelines.runner import DagsterRunner, execute_launched_run, instance_for, recover_runs
 from ragaudit.platform import tracing
 from ragaudit.platform.cache import AnswerCache
 from ragaudit.platform.opsmetrics import PrometheusMetrics, TelemetryStatsCollector
@@ -97,7 +99,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.query_service = QueryService(svc, telemetry=telemetry, cache=AnswerCache.from_services(svc))
         # uploads are ingested by one worker thread (the embedded store has one writer); documents
         # left queued or half-run by a stopped server are re-queued from SQL here
-        from ragaudit.pipelines.runner import DagsterRunner, execute_launched_run, instance_for, recover_runs
 
         # create the Dagster instance's storage now, before anything is served: Dagster's SQLite
         # storage is not safe to create from several processes at once (the webserver and daemon,
@@ -197,8 +198,6 @@ class FrontendFiles(StaticFiles):
     route's, with a method that route does not have, gets ``405`` with ``Allow`` (RFC 9110 §15.5.6)."""
 
     async def __call__(self, scope, receive, send) -> None:
-        from starlette.exceptions import HTTPException as StarletteHTTPException
-        from starlette.routing import Match, Mount
 
         if scope["type"] == "http":
             for route in scope["app"].router.routes:  # API routers (not this mount)

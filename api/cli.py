@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import json
 import logging
 import os
@@ -11,7 +12,12 @@ from typing import Annotated, Optional
 
 import typer
 
-from ragaudit.types import DEFAULT_STRATEGY, Strategy
+from ragaudit.api.ingest_progress import IngestProgress
+from ragaudit.platform.settings import Settings
+from ragaudit.text.docnames import folder_names, printable
+from ragaudit.types import DEFAULT_STRATEGY, Scope, Strategy
+
+from .progress import Progress
 
 app = typer.Typer(
     help="ragaudit: auditable RAG over your PDFs (offline by default).",
@@ -28,7 +34,9 @@ def _quiet() -> None:
     for name in ("dagster", "httpx", "sentence_transformers", "transformers", "alembic"):
         logging.getLogger(name).setLevel(logging.WARNING)
     if "transformers" in sys.modules:  # loaded already; else whoever loads it quiets it (ragaudit.index.embedding)
-        from ragaudit.index.embedding import quiet_transformers
+        from ragaudit.index.embedding import (
+            quiet_transformers,  # deferred: the embedding runtime, for commands that load it
+        )
 
         quiet_transformers()
 
@@ -37,10 +45,9 @@ def _services(busy_ok: bool = False):
     """The shared services; exits with a one-line message when the embedded store is in use by
     another process. With ``busy_ok``: returns ``(services, busy)`` instead, ``busy`` True when
     another process holds the store (the services then must not touch ``store``)."""
-    import atexit
-
-    from ragaudit.platform.settings import Settings
-    from ragaudit.services import get_services
+    from ragaudit.services import (
+        get_services,  # deferred: the model runtime and store clients, for commands that use them
+    )
 
     svc = get_services(Settings())
     atexit.register(svc.close)
@@ -64,7 +71,6 @@ def _services(busy_ok: bool = False):
 def _pdf_files(paths: list[Path]) -> list[tuple[Path, str]]:
     """``(file, document name)`` for every PDF named or found (recursively) in a folder; see
     ``ragaudit.text.docnames.folder_names`` for the names (path below the folder, unique in the batch)."""
-    from ragaudit.text.docnames import folder_names
 
     found: list[tuple[Path, str | None]] = []
     for p in paths:
@@ -89,11 +95,12 @@ def ingest(
     A document ingested again with another --strategy keeps its other strategies' chunks (for
     comparison: `ragaudit eval --strategy`); the latest becomes the one searched by default."""
     _quiet()
-    from ragaudit.api.ingest_progress import IngestProgress
-    from ragaudit.ingest.bulk import BulkFile
-    from ragaudit.ingest.documents import add_progress_listener, remove_progress_listener
-    from ragaudit.pipelines.runner import run_bulk
-    from ragaudit.text.docnames import printable
+    from ragaudit.ingest.bulk import BulkFile  # deferred: the ingestion stack, for commands that ingest
+    from ragaudit.ingest.documents import (  # deferred: the ingestion stack, for commands that ingest
+        add_progress_listener,
+        remove_progress_listener,
+    )
+    from ragaudit.pipelines.runner import run_bulk  # deferred: Dagster, for commands that ingest
 
     svc = _services()
     files = _pdf_files(paths)
@@ -174,9 +181,8 @@ def reindex(
     if all_docs and changed:
         typer.echo("error: --all and --changed exclude each other", err=True)
         raise typer.Exit(2)
-    from ragaudit.ingest import reindex as ri
-    from ragaudit.pipelines.runner import DagsterRunner
-    from ragaudit.text.docnames import printable
+    from ragaudit.ingest import reindex as ri  # deferred: the ingestion stack, for commands that ingest
+    from ragaudit.pipelines.runner import DagsterRunner  # deferred: Dagster, for commands that ingest
 
     svc, busy = _services(busy_ok=True)
 
@@ -239,8 +245,7 @@ def ask(
 ) -> None:
     """Answer a question with numbered citations; --json shows retrieval ranks, timings and usage."""
     _quiet()
-    from ragaudit.query import QueryService
-    from ragaudit.types import Scope
+    from ragaudit.query import QueryService  # deferred: the retrieval and answer stack, for commands that use it
 
     svc = _services()
     try:
@@ -272,9 +277,9 @@ def ask(
 def documents(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
     """List ingested documents."""
     _quiet()
-    from sqlalchemy import select
+    from sqlalchemy import select  # deferred: SQLAlchemy, for `ragaudit documents`
 
-    from ragaudit.platform.db import Document
+    from ragaudit.platform.db import Document  # deferred: the database and telemetry stack, for commands that use it
 
     svc = _services()
     with svc.sessions() as s:
@@ -282,7 +287,6 @@ def documents(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
     if as_json:
         typer.echo(json.dumps(docs, indent=2))
         return
-    from ragaudit.text.docnames import printable
 
     for d in docs:  # one line per document: control characters in names are escaped
         typer.echo(
@@ -366,10 +370,8 @@ def eval_cmd(
     The default modes are the configured ones; hybrid_rerank asked for without a reranker is
     skipped (with a note)."""
     _quiet()
-    from ragaudit.evaluate.evaluation import EvalParams
-    from ragaudit.evaluate.runs import create_run, execute_run
-
-    from .progress import Progress
+    from ragaudit.evaluate.evaluation import EvalParams  # deferred: the evaluation stack, for `ragaudit eval`
+    from ragaudit.evaluate.runs import create_run, execute_run  # deferred: the evaluation stack, for `ragaudit eval`
 
     svc = _services()
     params = EvalParams(
@@ -402,11 +404,15 @@ def mcp_stdio() -> None:
     (RAGAUDIT_*) and data folder; while `ragaudit serve` holds the embedded store, point the
     client at the API's /mcp instead."""
     _quiet()
-    from ragaudit.api.mcp_server import build_mcp_server
-    from ragaudit.platform import tracing
-    from ragaudit.platform.cache import AnswerCache
-    from ragaudit.platform.telemetry import TelemetryWriter
-    from ragaudit.query import QueryService
+    from ragaudit.api.mcp_server import build_mcp_server  # deferred: the MCP SDK, for `ragaudit mcp`
+    from ragaudit.platform import tracing  # deferred: the database and telemetry stack, for commands that use it
+    from ragaudit.platform.cache import (
+        AnswerCache,  # deferred: the database and telemetry stack, for commands that use it
+    )
+    from ragaudit.platform.telemetry import (
+        TelemetryWriter,  # deferred: the database and telemetry stack, for commands that use it
+    )
+    from ragaudit.query import QueryService  # deferred: the retrieval and answer stack, for commands that use it
 
     svc = _services()
     telemetry = TelemetryWriter.from_services(svc, background=True)
@@ -423,8 +429,10 @@ def rules(as_json: Annotated[bool, typer.Option("--json", help="JSON output")] =
     """List the rules of the answer path (retrieval, gate, concise), in the order they run, with
     what each is for and whether it is on (RAGAUDIT_DISABLED_RULES switches rules off by name)."""
     import ragaudit.query  # noqa: F401  (imports the stage modules, which register their rules)
-    from ragaudit.platform.rules import all_rules, check_names
-    from ragaudit.platform.settings import Settings
+    from ragaudit.platform.rules import (  # deferred: the database and telemetry stack, for commands that use it
+        all_rules,
+        check_names,
+    )
 
     try:
         off = check_names(Settings().disabled_rules)
@@ -453,10 +461,9 @@ def serve(
     by a worker thread of this process, which also executes runs launched from the Dagster UI,
     sensor and schedule in the embedded mode (docs/operations.md)."""
     _quiet()
-    import uvicorn
+    import uvicorn  # deferred: the web server, for `ragaudit serve`
 
-    from ragaudit.api.app import create_app
-    from ragaudit.platform.settings import Settings
+    from ragaudit.api.app import create_app  # deferred: the web app, for `ragaudit serve`
 
     settings = Settings()
     given = settings.model_copy(update={"host": host or settings.host, "port": port or settings.port})

@@ -16,6 +16,8 @@ import threading
 import time
 from typing import IO, Any
 
+from tqdm import tqdm
+
 
 class IngestProgress:
     """``listener(document_id, values)`` for ``ragaudit.ingest.documents.add_progress_listener``;
@@ -43,8 +45,6 @@ class IngestProgress:
         self._parsing = ""
         self._bar: Any = None
         if self.tty:
-            from tqdm import tqdm
-
             self._bar = tqdm(total=total, file=self.stream, unit="file", dynamic_ncols=True, leave=False)
 
     # ------------------------------------------------------------------ events

@@ -7,6 +7,8 @@ import sys
 import time
 from typing import IO, Any
 
+from tqdm import tqdm
+
 
 class Progress:
     """``update(done, total)`` after each unit of work; ``close()`` at the end.
@@ -26,8 +28,6 @@ class Progress:
     def update(self, done: int, total: int) -> None:
         if self.tty:
             if self._bar is None:
-                from tqdm import tqdm
-
                 self._bar = tqdm(total=total, desc=self.label, file=self.stream, unit="q", dynamic_ncols=True)
             self._bar.total = total
             self._bar.update(done - self._bar.n)
@@ -41,7 +41,6 @@ class Progress:
 
     def line(self, done: int, total: int, elapsed: float) -> str:
         """``"<label>: 12/57 (21%), elapsed 00:30, ETA 01:52"``."""
-        from tqdm import tqdm
 
         eta = tqdm.format_interval(elapsed / done * (total - done)) if done else "?"
         share = f"{100 * done / total:.0f}%" if total else "-"

@@ -34,10 +34,13 @@ from collections.abc import Mapping
 from typing import Any
 
 import httpx
+import psutil
 from dagster._core.launcher import CheckRunHealthResult, DefaultRunLauncher, LaunchRunContext, RunLauncher, WorkerStatus
 from dagster._core.storage.dagster_run import DagsterRun
 from dagster._serdes import ConfigurableClass
 from dagster._serdes.config_class import ConfigurableClassData
+
+from ragaudit.platform.settings import Settings
 
 INTERNAL_RUNS_PATH = "/internal/dagster/runs"
 WORKER_TAG = "ragaudit/run_worker"  # host:pid:start time of the process executing the run in-process
@@ -47,7 +50,6 @@ HANDED_TAG = "ragaudit/handed_to"  # the serving process (URL) an embedded-mode 
 def this_worker() -> str:
     """This process as a run worker: ``host:pid:start time`` (psutil's ``create_time``, seconds
     since the epoch, 2 decimals), so a later process reusing the pid is not taken for it."""
-    import psutil
 
     return f"{socket.gethostname()}:{os.getpid()}:{psutil.Process().create_time():.2f}"
 
@@ -55,7 +57,6 @@ def this_worker() -> str:
 def worker_state(worker: str) -> str:
     """``alive`` / ``gone`` for a ``this_worker()`` value of this host (the process exists with
     that start time, or not); ``elsewhere`` for another host's process (cannot be checked here)."""
-    import psutil
 
     try:
         host, pid, started = worker.rsplit(":", 2)
@@ -135,7 +136,6 @@ class StoreOwnerRunLauncher(RunLauncher, ConfigurableClass):
         return self._default
 
     def launch_run(self, context: LaunchRunContext) -> None:
-        from ragaudit.platform.settings import Settings
 
         settings = Settings()
         if not settings.embedded:

@@ -10,17 +10,23 @@ from __future__ import annotations
 
 import os
 import threading
+import uuid
 from pathlib import Path
 
 import dagster as dg
+from dagster._core.execution.api import execute_run
+from dagster._core.storage.dagster_run import DagsterRunStatus, RunsFilter
+from dagster._utils.hosted_user_process import recon_job_from_origin
 
-from ragaudit.ingest.documents import IngestError
+import ragaudit.ingest.guard  # noqa: F401  (defines PDFError subclasses: too many pages, parse bounds exceeded)
+from ragaudit.ingest.documents import INGEST_LOCK, IngestError
 from ragaudit.ingest.pdf import PDFError
 from ragaudit.platform import tracing
 from ragaudit.services import Services, services_key
 from ragaudit.types import DEFAULT_STRATEGY, Strategy
 
 from .assets import INGEST_ASSETS, strategy_run_config
+from .bulk import BULK_OP, ingest_files_job, pop_hooks, register_hooks
 from .checks import INGEST_CHECKS
 from .launcher import HANDED_TAG, WORKER_TAG, this_worker, worker_gone_message, worker_state
 from .resources import RagauditResource
@@ -134,7 +140,6 @@ def remove_partition(svc: Services, document_id: str) -> None:
 
 
 def _pdf_error_names() -> dict[str, type[PDFError]]:
-    import ragaudit.ingest.guard  # noqa: F401  (its refusals: too many pages, parse bounds exceeded)
 
     out, todo = {}, [PDFError]
     while todo:  # every PDFError subclass, wherever defined
@@ -152,11 +157,6 @@ def execute_launched_run(svc: Services, run_id: str) -> str:
     (``ragaudit.pipelines.launcher.StoreOwnerRunLauncher``), in this process, against the shared instance:
     the UI follows it like any run. Returns the run's final status name; ``KeyError`` for an
     unknown run id. Call from the ingestion worker (one writer)."""
-    from dagster._core.execution.api import execute_run
-    from dagster._core.storage.dagster_run import DagsterRunStatus
-    from dagster._utils.hosted_user_process import recon_job_from_origin
-
-    from ragaudit.ingest.documents import INGEST_LOCK
 
     instance = instance_for(svc)
     run = instance.get_run_by_id(run_id)
@@ -187,7 +187,6 @@ def recover_runs(svc: Services, requeue) -> dict[str, list[str]]:
     to a serving process (tag ``ragaudit/handed_to``) that never started is given to ``requeue``
     (``IngestQueue.submit_run``): the previous process accepted it and stopped before executing
     it. Returns ``{failed: [run ids], requeued: [run ids]}``."""
-    from dagster._core.storage.dagster_run import DagsterRunStatus, RunsFilter
 
     instance = instance_for(svc)
     out: dict[str, list[str]] = {"failed": [], "requeued": []}
@@ -223,9 +222,6 @@ def run_bulk(
     document). Returns the ``IngestOutcome`` per file, in order; ``on_outcome(index, outcome)``
     and ``timings`` as in ``ragaudit.ingest.bulk.ingest_files``. Raises ``IngestError`` (stage ``run``) if the
     run itself fails (a document's failure is an outcome, not an exception)."""
-    import uuid
-
-    from .bulk import BULK_OP, ingest_files_job, pop_hooks, register_hooks
 
     key = uuid.uuid4().hex
     hooks = {"on_outcome": on_outcome, "timings": {} if timings is None else timings}

@@ -18,6 +18,8 @@ from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
+import numpy as np
+from cachetools import LRUCache
 from sqlalchemy import select
 
 from ragaudit.answer.answerability import GATE, QUESTION_RULES, assess
@@ -182,7 +184,6 @@ class QueryService:
             disabled=self.disabled,
         )
         self.answerer = answerer or build_answerer(svc)
-        from cachetools import LRUCache
 
         # rebuilt document texts per (document, version, strategy): bounded, since every
         # re-ingestion adds a version and a server runs for months
@@ -267,7 +268,6 @@ class QueryService:
     def _closest_word(self, term: str, passages: list[str]) -> tuple[str | None, float]:
         """The word of ``passages`` whose embedding is closest to ``term``'s, with the cosine
         (word vectors cached); ``(None, 0.0)`` when the passages have no word of 4+ letters."""
-        import numpy as np
 
         words = sorted({w.lower() for p in passages for w in re.findall(r"[^\W\d_]{4,}", p)} - {term.lower()})
         if not words:

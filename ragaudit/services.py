@@ -8,6 +8,8 @@ process (API, CLI, in-process Dagster runs) must share one ``Services`` per conf
 from __future__ import annotations
 
 import hashlib
+import logging
+import os
 import threading
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -15,8 +17,14 @@ from functools import cached_property
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import sessionmaker
 
-from ragaudit.index.embedding import Embedder, fix_mmap_threshold
-from ragaudit.index.store import VectorStore, open_store
+from ragaudit.index.embedding import (
+    Embedder,
+    ModelNotFoundError,
+    fix_mmap_threshold,
+    quiet_transformers,
+    resolve_model_path,
+)
+from ragaudit.index.store import VectorStore, copy_points, open_store
 from ragaudit.platform.db import make_engine, make_sessionmaker, migrate
 from ragaudit.platform.settings import DEFAULT_EMBEDDING_BACKEND, Settings
 
@@ -68,12 +76,11 @@ class Services:
         Raises ``ModelNotFoundError`` when the setting names no local folder."""
         if not self.settings.reranker_model:
             return None
-        import os
-
-        from ragaudit.index.embedding import ModelNotFoundError, quiet_transformers, resolve_model_path
 
         quiet_transformers()
-        from sentence_transformers import CrossEncoder
+        from sentence_transformers import (
+            CrossEncoder,  # deferred: sentence-transformers (heavy, optional: torch backend, reranker)
+        )
 
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         path = resolve_model_path(self.settings.reranker_model)
@@ -93,9 +100,6 @@ def _import_local_mode(store: VectorStore, folder, collection: str) -> None:
     """Copy a collection of qdrant-client local mode (the embedded store before Qdrant Edge) in
     ``folder`` into the empty Edge ``store``, once; logged. A folder held by another process is
     left alone (logged): ``ragaudit reindex`` rebuilds the points from the stored PDFs."""
-    import logging
-
-    from ragaudit.index.store import copy_points
 
     log = logging.getLogger(__name__)
     if not (folder / "collection" / collection).is_dir():

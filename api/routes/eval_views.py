@@ -40,7 +40,7 @@ ANSWER = (
 def mean_ci(values: list[float], resamples: int = 2000, seed: int = 0) -> dict[str, Any]:
     """``{"mean", "ci95": [lo, hi] | None, "n"}`` of ``values``: percentile bootstrap of the mean
     (seeded). ``ci95`` is None for fewer than 2 values; constant values give a point interval."""
-    from scipy.stats import bootstrap
+    from scipy.stats import bootstrap  # deferred: scipy.stats (seconds to import), only for bootstrap intervals
 
     x = np.asarray(values, dtype=float)
     out: dict[str, Any] = {"mean": round(float(x.mean()), 6) if len(x) else None, "ci95": None, "n": int(len(x))}

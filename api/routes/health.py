@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any, Callable
 
+import httpx
 from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
@@ -52,8 +53,6 @@ def llm_probe(settings: Any) -> dict[str, Any]:
         known = False
     out: dict[str, Any] = {"configured": True, "model": model, "known_price": known}
     if settings.llm_api_base:
-        import httpx
-
         try:
             r = httpx.get(settings.llm_api_base, timeout=min(5.0, settings.llm_timeout_s))
             out.update(reachable=True, http_status=r.status_code)

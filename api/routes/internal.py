@@ -6,6 +6,8 @@ from __future__ import annotations
 from fastapi import APIRouter, HTTPException, status
 from pydantic import BaseModel, Field
 
+from ragaudit.pipelines.runner import instance_for
+
 from ..deps import IngestQueueDep, RequireWriteKey, ServicesDep
 from ..schemas import ErrorOut
 
@@ -32,7 +34,6 @@ def accept_run(body: RunIn, svc: ServicesDep, jobs: IngestQueueDep) -> RunAccept
     """Queue a Dagster run (created by the webserver or daemon) for execution in this process
     (``ragaudit.pipelines.launcher.StoreOwnerRunLauncher``). 404 if the shared Dagster instance does not
     know the run (the Dagster processes use another ``DAGSTER_HOME``)."""
-    from ragaudit.pipelines.runner import instance_for
 
     if instance_for(svc).get_run_by_id(body.run_id) is None:
         raise HTTPException(

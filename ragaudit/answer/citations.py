@@ -10,8 +10,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from ragaudit.index.sparse import STOP_WORDS, tokenize
 from ragaudit.text.injection import REASON as INSTRUCTION_REASON
 from ragaudit.text.injection import overlaps
+from ragaudit.text.sentences import sentence_spans
 
 _CITE = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
 _WS = re.compile(r"\s+")
@@ -46,7 +48,6 @@ def _sentence_ends(text: str) -> set[int]:
     """Offsets in ``text`` right after each sentence's last character, as the chunker's sentence
     segmenter (``ragaudit.text.sentences.sentence_spans``: pysbd plus its abbreviation rule) sees the text with
     its citation markers removed."""
-    from ragaudit.text.sentences import sentence_spans
 
     plain, where, pos = [], [], 0
     for m in _CITE.finditer(text):
@@ -228,7 +229,6 @@ def _months(text: str) -> set[str]:
 def _names(text: str) -> list[str]:
     """Proper names and acronyms of ``text``: capitalised words other than the first word
     (which is capitalised anyway) and words in capitals anywhere, excluding stop words and months."""
-    from ragaudit.index.sparse import STOP_WORDS
 
     out = []
     for i, m in enumerate(_WORD.finditer(text)):
@@ -265,7 +265,6 @@ def claim_support(claim: str, quote: str, min_term_recall: float = MIN_TERM_RECA
     ``min_term_recall`` of the claim's content terms (``sparse.tokenize``: stemmed, stop words
     dropped). Returns ``Support(supports, reason, missing)``. An empty quote supports nothing.
     """
-    from ragaudit.index.sparse import tokenize
 
     c, q = strip_citations(claim), normalize_ws(quote)
     if not q:

@@ -59,7 +59,9 @@ from pydantic_core import PydanticCustomError
 
 from ragaudit.answer.citations import normalize_ws, strip_citations
 from ragaudit.evaluate import metrics
+from ragaudit.evaluate.judge import build_judge, judge_control
 from ragaudit.platform.settings import NO_RERANKER
+from ragaudit.query import QueryService
 from ragaudit.retrieve.retriever import Retriever
 from ragaudit.types import Mode, Scope
 
@@ -489,7 +491,7 @@ def paired_bootstrap_ci(
     "resamples", "seed"}``; ``ci95`` is None (with ``note``) for fewer than 2 pairs.
     ``ValueError`` when ``a`` and ``b`` differ in length.
     """
-    from scipy.stats import bootstrap
+    from scipy.stats import bootstrap  # deferred: scipy.stats (seconds to import), only for bootstrap intervals
 
     x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if x.shape != y.shape:
@@ -642,8 +644,6 @@ def evaluate(
     ``hybrid_rerank`` is skipped (listed in ``skipped_modes``) when it is asked for and no reranker
     is configured; ``params.modes`` None = ``Settings.available_modes``. Raises ``ValueError`` for an unknown mode or an empty question list.
     """
-    from ragaudit.evaluate.judge import build_judge, judge_control
-    from ragaudit.query import QueryService
 
     p = params or EvalParams()
     if not questions:

@@ -27,7 +27,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from ragaudit.answer.citations import normalize_ws
+from ragaudit.answer.citations import normalize_ws, strip_citations
 
 
 @dataclass(frozen=True)
@@ -189,7 +189,6 @@ def concise_answer(response: str, reference: str) -> str:
     measures whether the answer *contains* the gold tokens close together, and is what EM and
     F1 are computed on (``f1_full`` scores the whole response). O(n^2) in answer tokens.
     """
-    from ragaudit.answer.citations import strip_citations
 
     toks = normalize_answer(strip_citations(response)).split()
     if not toks or not reference:

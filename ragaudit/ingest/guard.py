@@ -17,6 +17,7 @@ from __future__ import annotations
 import multiprocessing as mp
 import resource
 import threading
+import time
 from typing import Any, Callable
 
 from ragaudit.ingest.pdf import Page, PDFError, PDFInfo, _open_pdfium, extract_pages, inspect_pdf
@@ -157,7 +158,6 @@ def extract_pages_bounded(data: bytes, settings: Any) -> list[Page]:
 
 
 def _parse(data: bytes, min_text_chars: int, max_pages: int) -> tuple[PDFInfo, list[Page], dict[str, float]]:
-    import time
 
     t0 = time.perf_counter()
     info = _inspect(data, min_text_chars, max_pages)

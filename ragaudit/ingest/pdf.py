@@ -12,12 +12,18 @@ import io
 import logging
 import re
 import unicodedata
+from collections import Counter
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Callable
 
 import numpy as np
 import pdfplumber
+import pypdf
 import pypdfium2 as pdfium
+from pdfplumber.utils import cluster_objects
+from pdfplumber.utils.text import TEXTMAP_KWARGS, WordMap
+from wordfreq import zipf_frequency
 
 from ragaudit.index.sparse import CJK_CHAR
 from ragaudit.ingest.removal import hidden_chars, page_transform, placed_box, running_lines
@@ -120,8 +126,6 @@ def inspect_pdf(data: bytes, min_text_chars: int = 40) -> PDFInfo:
             page.close()
         encrypted = False
         try:
-            import pypdf
-
             encrypted = pypdf.PdfReader(io.BytesIO(data), strict=False).is_encrypted
         except Exception:  # pypdf is only used to report the flag
             pass
@@ -363,9 +367,6 @@ def dedupe_chars(chars: list[dict], tolerance: float = 1.0) -> list[dict]:
 
 def _dedupe_chars_clustered(chars: list[dict], tolerance: float) -> list[dict]:
     """``dedupe_chars`` with pdfplumber's ``cluster_objects`` (the reference; used for NaN positions)."""
-    from operator import itemgetter
-
-    from pdfplumber.utils import cluster_objects
 
     groups: dict[tuple, list[int]] = {}
     for i, c in enumerate(chars):
@@ -386,7 +387,6 @@ def _textmap(chars: list[dict], opts: dict, words: list | None = None):
     """``pdfplumber.utils.chars_to_textmap(chars, **opts)``; ``words``: the ``(word, chars)`` tuples
     of ``WordExtractor(**opts).iter_extract_tuples(chars)`` when already built (by ``column_regions``
     on the same characters), so the page's words are not extracted twice."""
-    from pdfplumber.utils.text import TEXTMAP_KWARGS, WordMap
 
     if words is None:
         return pdfplumber.utils.chars_to_textmap(chars, **opts)
@@ -644,7 +644,6 @@ def dehyphenate(pages: list[list[_Line]]) -> list[list[_Line]]:
     (``wordfreq`` Zipf frequencies; Speer et al., wordfreq 3, 2022) -- a fragment like
     "circumven" is no word, so its pair has frequency 0. Only a lower-case continuation is joined.
     """
-    from wordfreq import zipf_frequency
 
     words: set[str] = set()
     for ls in pages:
@@ -696,7 +695,6 @@ def _find_headings(texts: list[str], lines: list[list[tuple[str, float, int]]]) 
     Consecutive heading lines of one size are merged (a two-line title is one heading).
     Levels rank the distinct heading sizes, largest = 1 (at most 4 levels).
     """
-    from collections import Counter
 
     weight: Counter = Counter()
     for page_lines in lines:

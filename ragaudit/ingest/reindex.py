@@ -24,10 +24,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from ragaudit.ingest import documents as ingest
-from ragaudit.platform.db import Document, utcnow
+from ragaudit.platform.db import ChunkRow, Document, utcnow
 from ragaudit.services import Services
 from ragaudit.text.docnames import folder_names, name_key
 from ragaudit.types import DEFAULT_STRATEGY, Strategy
@@ -135,9 +135,6 @@ def plan(
 
 
 def _live_counts(svc: Services, document_id: str) -> tuple[int, int]:
-    from sqlalchemy import func
-
-    from ragaudit.platform.db import ChunkRow
 
     with svc.sessions() as s:
         n = s.scalar(

@@ -45,6 +45,7 @@ from collections import Counter, defaultdict
 from typing import Any, Sequence
 
 import numpy as np
+import pypdfium2.raw as pdfium_c
 
 # the margin bands: this share of the crop box's height at its top and at its bottom
 MARGIN_BAND = 0.15
@@ -280,7 +281,6 @@ def invisible_text_boxes(page: Any, pdfium_page: Any) -> list[tuple[tuple[float,
     rendering mode 3, or 7: clip only) or stroke-only (1, 5; their visible colour is the stroke),
     in pdfplumber coordinates of ``page``. Read with PDFium (pdfminer does not expose the mode),
     form XObjects included. ``pdfium_page``: the same page in pypdfium2 (closed here)."""
-    import pypdfium2.raw as pdfium_c  # the raw PDFium API, loaded with pypdfium2
 
     place = page_transform(page)
     out = []

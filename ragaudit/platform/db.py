@@ -11,6 +11,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from alembic import command
+from alembic.config import Config
+from filelock import FileLock
 from sqlalchemy import (
     JSON,
     Boolean,
@@ -36,6 +39,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, sessionmaker
 from sqlalchemy.types import TypeDecorator
 
+from ragaudit import sql
 from ragaudit.types import AnyOf, Condition, Match, Not, Range, Scope
 
 
@@ -426,11 +430,6 @@ def migrate(engine: Engine) -> None:
     migration transaction, or a file lock beside the SQLite file (``filelock``) — so two of
     them never upgrade a fresh database together (that left two rows in ``alembic_version``).
     """
-    from alembic import command
-    from alembic.config import Config
-    from filelock import FileLock
-
-    from ragaudit import sql
 
     cfg = Config()
     cfg.set_main_option("script_location", str(Path(sql.__file__).parent / "migrations"))

@@ -22,7 +22,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 import numpy as np
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 from sqlalchemy import select
@@ -212,7 +212,6 @@ class PrometheusMetrics:
             self.tokens.labels(model, "completion").inc(row["completion_tokens"])
 
     def render(self) -> bytes:
-        from prometheus_client import generate_latest
 
         return generate_latest(self.registry)
 

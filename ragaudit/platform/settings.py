@@ -13,6 +13,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from sqlalchemy.engine import make_url
 
 from ragaudit.types import Mode
 
@@ -425,6 +426,5 @@ class Settings(BaseSettings):
 
     def redacted_database_url(self) -> str:
         """The database URL with any password replaced by ``***`` (safe for logs and /health)."""
-        from sqlalchemy.engine import make_url
 
         return make_url(self.database_url).render_as_string(hide_password=True)

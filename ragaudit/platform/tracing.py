@@ -76,11 +76,19 @@ def tracer() -> Any:
     with _lock:
         if _provider is None or _provider_key != key:
             # deferred: the SDK and exporter load only in a process that exports traces
-            from opentelemetry import trace
-            from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-            from opentelemetry.sdk.resources import Resource
-            from opentelemetry.sdk.trace import TracerProvider
-            from opentelemetry.sdk.trace.export import BatchSpanProcessor
+            from opentelemetry import trace  # deferred: the OpenTelemetry SDK, loaded only when traces are exported
+            from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
+                OTLPSpanExporter,  # deferred: the OpenTelemetry SDK, loaded only when traces are exported
+            )
+            from opentelemetry.sdk.resources import (
+                Resource,  # deferred: the OpenTelemetry SDK, loaded only when traces are exported
+            )
+            from opentelemetry.sdk.trace import (
+                TracerProvider,  # deferred: the OpenTelemetry SDK, loaded only when traces are exported
+            )
+            from opentelemetry.sdk.trace.export import (
+                BatchSpanProcessor,  # deferred: the OpenTelemetry SDK, loaded only when traces are exported
+            )
 
             old = _provider
             attrs = {} if os.environ.get("OTEL_SERVICE_NAME") else {"service.name": "ragaudit"}
@@ -126,8 +134,10 @@ class RequestTrace:
     """The trace of one request; see the module docstring. Made by ``start_request``."""
 
     def __init__(self, tr: Any, name: str, t0: float, attributes: dict[str, Any]):
-        from opentelemetry import trace
-        from opentelemetry.trace import SpanKind
+        from opentelemetry import trace  # deferred: the OpenTelemetry SDK, loaded only when traces are exported
+        from opentelemetry.trace import (
+            SpanKind,  # deferred: the OpenTelemetry SDK, loaded only when traces are exported
+        )
 
         self.t0 = t0
         # the wall-clock time of perf_counter() == t0 (spans need epoch ns; durations come from perf_counter)
@@ -148,7 +158,7 @@ class RequestTrace:
     def active(self) -> Iterator[None]:
         """Make the root span current in this thread while the block runs (spans opened there,
         such as ingestion's or a library's, become its children); it is not ended here."""
-        from opentelemetry import trace
+        from opentelemetry import trace  # deferred: the OpenTelemetry SDK, loaded only when traces are exported
 
         with trace.use_span(self.span, end_on_exit=False):
             yield
@@ -168,8 +178,11 @@ class RequestTrace:
         found in ``timings_ms`` (stage -> ms, the row's numbers), then end the root at
         ``timings_ms["total"]`` ms after its start. ``generation``: attributes of the generation
         span (model, tokens, cost). ``error_kind`` marks the root as failed. Returns the trace id."""
-        from opentelemetry import trace
-        from opentelemetry.trace import Status, StatusCode
+        from opentelemetry import trace  # deferred: the OpenTelemetry SDK, loaded only when traces are exported
+        from opentelemetry.trace import (  # deferred: the OpenTelemetry SDK, loaded only when traces are exported
+            Status,
+            StatusCode,
+        )
 
         parent = trace.set_span_in_context(self.span)
         for stage, start in sorted(starts.items(), key=lambda kv: kv[1]):
@@ -226,7 +239,7 @@ def annotate(**attributes: Any) -> None:
     ``None`` values are left out, other values must be str, bool, int or float."""
     if export_endpoint() is None:
         return
-    from opentelemetry import trace
+    from opentelemetry import trace  # deferred: the OpenTelemetry SDK, loaded only when traces are exported
 
     trace.get_current_span().set_attributes(_attrs(attributes))
 

@@ -16,11 +16,13 @@ from typing import Any
 
 import numpy as np
 
+from ragaudit.answer.answerability import question_anchors
 from ragaudit.index.embedding import Embedder
-from ragaudit.index.sparse import CJK_CHAR, bm25_query_vector, row_label_terms
-from ragaudit.index.store import PointHit, VectorStore, scope_filter
+from ragaudit.index.sparse import CJK_CHAR, STOP_WORDS, bm25_query_vector, question_row_terms, row_label_terms, tokenize
+from ragaudit.index.store import PointHit, VectorStore, point_id, scope_filter
 from ragaudit.platform.rules import Fired, Registry, Rule
 from ragaudit.retrieve.scope import enforce_scope
+from ragaudit.text.lines import ends_mid_list, ends_with_lead_in, is_value_row
 from ragaudit.types import ChoiceEnum, Mode, RetrievedChunk, Scope
 
 
@@ -157,7 +159,6 @@ _REASON_Q = re.compile(r"(?i)\s*(?:why\b|what (?:drove|drives|caused|causes|led 
 def is_table_chunk(text: str) -> bool:
     """True when at least ``TABLE_ROW_SHARE`` of the non-empty lines of ``text`` are table rows
     (``ragaudit.text.lines.is_value_row``)."""
-    from ragaudit.text.lines import is_value_row
 
     lines = [ln for ln in text.splitlines() if ln.strip()]
     rows = sum(1 for ln in lines if is_value_row(ln))
@@ -167,7 +168,6 @@ def is_table_chunk(text: str) -> bool:
 def table_vote_rows(question: str) -> set[str]:
     """The row labels (``sparse.question_row_terms``) a table vote can be given for: none for a
     question asking for a reason."""
-    from ragaudit.index.sparse import question_row_terms
 
     return set() if _REASON_Q.match(question) else question_row_terms(question)
 
@@ -202,7 +202,6 @@ def _row_terms(text: str) -> frozenset[str]:
 def question_identifiers(question: str) -> frozenset[str]:
     """The question's identifier tokens: tokens with a digit or a joiner (``ppr-9087``, ``10-q``,
     ``hr_schema.employees``)."""
-    from ragaudit.index.sparse import tokenize
 
     return frozenset(t for t in tokenize(question) if any(ch.isdigit() for ch in t) or re.search(r"[._\-/:]", t))
 
@@ -211,7 +210,6 @@ def question_identifiers(question: str) -> frozenset[str]:
 def _token_set(text: str) -> frozenset[str]:
     """``set(tokenize(text))``, cached: a chunk's text never changes, and tokenizing one costs
     milliseconds (stemming), paid again for every tie it is in."""
-    from ragaudit.index.sparse import tokenize
 
     return frozenset(tokenize(text))
 
@@ -619,7 +617,6 @@ class Retriever:
         None when neither applies, or the scope already names one document."""
         if len(scope.document_ids) == 1 or len(scope.doc_names) == 1:
             return None
-        from ragaudit.index.sparse import STOP_WORDS, tokenize
 
         q_terms = {t for t in tokenize(question) if t not in STOP_WORDS and len(t) > 1}
         if not q_terms:
@@ -656,8 +653,6 @@ class Retriever:
         """``(document ids, names)``: the candidate documents holding the most of the question's
         names (``per_doc``: document id -> the question's terms its candidate chunks hold), when
         they are some but not all and at most ``named_subset``; else None (see ``_named_document``)."""
-        from ragaudit.answer.answerability import question_anchors
-        from ragaudit.index.sparse import STOP_WORDS, tokenize
 
         count: dict[str, list[str]] = {d: [] for d in per_doc}
         for a in question_anchors(question):
@@ -802,8 +797,6 @@ class Retriever:
         """
         if limit <= 0 or not chunks:
             return []
-        from ragaudit.index.store import point_id
-        from ragaudit.text.lines import ends_mid_list, ends_with_lead_in
 
         have = {c.chunk_id for c in chunks}
         want: list[tuple[str, RetrievedChunk]] = []
