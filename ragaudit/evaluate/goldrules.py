@@ -628,7 +628,8 @@ def _title_above(text: str, start: int) -> str:
 
     runs: list[list[str]] = [[]]
     for ln in block:
-        cont = bool(runs[-1]) and runs[-1][-1].split()[-1].lower() in small
+        # a one-word line continues a title line (a title wrapped as "... With a Majority" / "Standard")
+        cont = bool(runs[-1]) and (runs[-1][-1].split()[-1].lower() in small or len(runs[-1][-1].split()) >= 6)
         if titleish(ln) and (len(ln.split()) >= 2 or cont):
             runs[-1].append(ln)
         elif runs[-1]:
@@ -709,7 +710,7 @@ def table_rows(chunk: Chunk, ctx: DocContext) -> list[Row]:
             cols = _vote_columns(heads, cells) if votes else _columns(heads, len(cells))
             if not cols:
                 continue
-            group = "" if votes else _group_above(ptext, rs, t.extent[0] if t.header else max(0, rs - 600))
+            group = "" if votes else _group_above(ptext, rs, max(0, rs - 600))
             out.append(Row(label, list(zip(cols, cells)), t.caption, unit, title, line, votes, group))
     return out
 
@@ -826,6 +827,27 @@ def _common(word: str, text: str) -> bool:
     return bool(w) and re.search(rf"(?<![\w-]){re.escape(w)}(?![\w-])", text) is not None
 
 
+# one-word row labels that name a measure on their own ("Revenue $ 7,192")
+_MEASURES = {
+    "revenue",
+    "revenues",
+    "sales",
+    "income",
+    "expenses",
+    "inventories",
+    "goodwill",
+    "receivables",
+    "assets",
+    "liabilities",
+    "equity",
+    "cash",
+    "dividends",
+    "depreciation",
+    "amortization",
+    "backlog",
+}
+
+
 def table_cell_pairs(chunk: Chunk, ctx: DocContext) -> list[GoldPair]:
     """Pairs from the table rows of ``chunk``: vote tallies and row x column cells."""
     out = []
@@ -833,13 +855,19 @@ def table_cell_pairs(chunk: Chunk, ctx: DocContext) -> list[GoldPair]:
         if row.votes:
             out.extend(_vote_pairs(row, ctx))
             continue
-        label = normalize_ws(re.sub(r"\(\d\)|[*†‡]", "", row.label)).strip(" :")
+        label = normalize_ws(re.sub(r"\(\d\)|[*†‡®™]", "", row.label)).strip(" :")
         if not re.search(r"[A-Za-z]{3}", label) or len(label.split()) > 10 or not row.cells:
             continue
         if re.search(r"(?i)(?:\bto|\band|\bor|[-–,])$", label) or re.search(r"\d\s*%|\$\s?\d", label):
             continue  # a range or a cut label ("Operating margin 14.7% to"), not a row name
         if label.lower() in ("total", "other", "net", "subtotal", "all other") and not row.group:
             continue  # says nothing without the group it totals
+        if (
+            len(label.split()) == 1
+            and not row.group
+            and (not _common(label, ctx.text) or label.lower() not in _MEASURES)
+        ):
+            continue  # a name ("iPad", "Services") without the measure its row gives
         # the first column with a period header (the current period is printed first)
         col, value = next(((h, v) for h, v in row.cells if re.search(r"\d", v)), (None, None))
         if col is None or value is None:
@@ -1149,11 +1177,16 @@ class RuleGenerator:
         kinds = list(by_kind)
         rot = chunk.index % len(kinds) if kinds else 0
         kinds = kinds[rot:] + kinds[:rot]
+        # table rows: the most specific labels first (a row named "Weighted-average diluted shares"
+        # is one a reader can find and place; "Products" or "Other" depend on the rows around them)
+        if "table_cell" in by_kind:
+            by_kind["table_cell"].sort(key=lambda p: -len(re.findall(r"[A-Za-z]{2,}", _row_values(p.evidence)[0])))
         while len(picked) < self.per_chunk and any(by_kind.values()):
             for k in kinds:
                 if by_kind[k] and len(picked) < self.per_chunk:
                     lst = by_kind[k]
-                    picked.append(lst.pop(_stable(f"{chunk.index}{k}{len(lst)}") % len(lst)))
+                    at = 0 if k == "table_cell" else _stable(f"{chunk.index}{k}{len(lst)}") % len(lst)
+                    picked.append(lst.pop(at))
         out = []
         for p in picked:
             if (_stable(p.question) % 1000) < self.paraphrase_share * 1000:
