@@ -492,6 +492,10 @@ def labelled_value_pairs(chunk: Chunk, ctx: DocContext) -> list[GoldPair]:
             of = ctx.about() or ""
         if ctx.event and ctx.event.split()[0] in phrase.split():
             of = f" for the {ctx.event}"  # "the accident number for the accident at ..."
+        if _plural(phrase) and answer_type_of(value) in ("organisation", "person"):
+            nxt = chunk.text[e + 1 :].split("\n", 1)[0]
+            if nxt.strip() and ":" not in nxt:
+                continue  # a list of names running onto the next lines ("Joint Book-Running Managers:")
         verb = "are" if _plural(phrase) else "is"
         q = f"What {verb} the {phrase}{of}?"
         answer = value
@@ -678,9 +682,12 @@ def table_rows(chunk: Chunk, ctx: DocContext) -> list[Row]:
         ptext = ctx.text[pstart:pend]
         rows, tables = page_tables(ptext)
         heads_of: list[list[str]] = []
-        for t in tables:
+        for n, t in enumerate(tables):
             heads = [h.strip() for h in t.header.split(" | ") if h.strip() and _is_header_line(h)]
-            if not heads and heads_of:
+            # a block of the same table cut at a group label ("Investing activities:") takes the header
+            # above; a table after a paragraph or caption is another table
+            between = ptext[tables[n - 1].extent[1] : t.extent[0]] if n else ""
+            if not heads and heads_of and len([x for x in between.split("\n") if x.strip()]) <= 2:
                 heads = heads_of[-1]
             heads_of.append(heads)
         for rs, re_, tid in rows:
@@ -1068,8 +1075,8 @@ def _qualify(question_text: str, ctx: DocContext) -> str:
     already names what the document is about: its issuer, the place of its event, or three
     content words of its title."""
     q = question_text.lower()
-    if ctx.issuer and ctx.issuer.lower() in q:
-        return ""
+    if ctx.issuer:  # a filer's or issuer's document: the question must name the issuer
+        return "" if ctx.issuer.lower() in q else ctx.about()
     if ctx.event and ctx.event.split(" at ", 1)[-1].split(",")[0].lower() in q:
         return ""
     title = {w.lower() for w in re.findall(r"[A-Za-z]{3,}", ctx.title)} - {"the", "and", "for", "with"}
