@@ -185,7 +185,7 @@ def _full_title(title: str, head: str) -> str:
     """``title`` completed from the first page when the context header cut it ("... for Fiscal
     202"): the lines of ``head`` from where the title starts, joined while they continue it, up to
     20 words. A title that is a label line ("Project Name: X") keeps its value only."""
-    title = re.sub(r"^[A-Z][\w ]{0,30}:\s+", "", title)
+    title = re.sub(r"^[A-Z][\w ]{0,30}:\s+(?=[A-Z])", "", title).rstrip(" .")
     words = title.split()
     if len(words) < 3:
         return title
@@ -204,7 +204,7 @@ def _full_title(title: str, head: str) -> str:
         if len(" ".join(out).split()) >= 20:
             break
     full = normalize_ws(" ".join(out))
-    return full if full.startswith(key) and len(full) >= len(title) else title
+    return (full if full.startswith(key) and len(full) >= len(title) else title).rstrip(" .")
 
 
 def _date_words(value: str) -> str:
@@ -254,6 +254,7 @@ def answer_type_of(value: str) -> str:
 _LABEL_RUN = re.compile(
     r"(?:[A-Z(][\w/()&'.#-]*)(?:,?[ \t]+(?:[A-Z(/][\w/()&'.#-]*|of|and|or|in|to|per|for|at|on|by|from|with|&|/))*[ \t]*:(?!//)"
 )
+_SENTENCE_LABEL = re.compile(r"^([A-Z][a-z]+(?:[ -][a-z][a-z'’]*){1,7}):\s+(\S.*)$")
 _JOINERS = {"of", "and", "or", "in", "to", "per", "for", "at", "on", "by", "from", "with", "&", "/"}
 _EMPTY_VALUES = re.compile(r"(?i)^(?:n/?a|none|no|yes|unknown|not applicable|-+|—|–|\(?none\)?)$")
 
@@ -301,7 +302,14 @@ def labelled_values(text: str) -> list[tuple[str, str, tuple[int, int]]]:
         start = pos
         pos += len(line) + 1
         runs = list(_LABEL_RUN.finditer(line))
-        if not runs or len(line) > 200:
+        if not runs:
+            # a line-initial label in sentence case with a number as its value ("Closing balance of
+            # the reserve fund: 48,215 dollars."): a statement of one fact, in a form or not
+            sm = _SENTENCE_LABEL.match(line)
+            if sm and re.search(r"\d", sm.group(2)) and len(sm.group(2).split()) <= 8 and ";" not in sm.group(2):
+                out.append((sm.group(1), sm.group(2).rstrip(". "), (start, start + len(line))))
+            continue
+        if len(line) > 200:
             continue
         labels = []
         for i, m in enumerate(runs):
@@ -482,7 +490,7 @@ def labelled_value_pairs(chunk: Chunk, ctx: DocContext) -> list[GoldPair]:
         if label.isupper() and len(label) > 3 and value.upper() == value:
             continue  # a heading in capitals ("TITLE III: COMPUTER MAINTENANCE OR REPAIR"), no field
         phrase = _label_phrase(label)
-        if not phrase or len(phrase.split()) > 6:
+        if not phrase or len(phrase.split()) > 8:
             continue
         if re.search(r"(?i)\b(?:year|date|number|time|age)\b", phrase) and not re.search(r"\d", value):
             continue  # a field that holds a number, read without one: its value is the next field's label
@@ -932,7 +940,7 @@ def _clean_subject(subj: str, text: str = "", issuer: str = "") -> str | None:
     s = re.sub(r"(?<=[A-Za-z])\d+$", "", s).strip()
     if issuer and s.lower() in ("the company", "we", "the registrant", "the corporation"):
         return issuer  # the filer names itself so; a question outside the document names it
-    if not s or _PRONOUN_SUBJECT.match(s) or "," in s or ";" in s or '"' in s or "“" in s:
+    if not s or _PRONOUN_SUBJECT.match(s) or any(ch in s for ch in ',;:"“'):
         return None
     if re.search(r"(?i)\b(?:was|were|is|are|has|have|had|which|that|who|also|not)\b", s):
         return None  # a clause, not a noun phrase

@@ -309,3 +309,18 @@ def test_empty_form_fields_do_not_lend_their_labels_as_values():
     c = chunk(text)
     answers = {p.answer for p in labelled_value_pairs(c, document_context("report.pdf", [c]))}
     assert "Second" not in answers and "Amateur" not in answers and "N123AB" in answers
+
+
+def test_sentence_case_label_with_a_number_is_a_labelled_value():
+    """Fails if a line-initial label in sentence case with a numeric value ("Closing balance of the
+    reserve fund: 48,215 dollars.") is not asked, or if a line of running text with a colon and no
+    number is taken as a field."""
+    text = "Closing balance of the reserve fund: 48,215 dollars.\nNote that: members vote in March.\n"
+    c = chunk(text, header="statement | Harbour Rowing Club Statement of Accounts")
+    pairs = labelled_value_pairs(c, document_context("statement.pdf", [c]))
+    assert [(p.question, p.answer) for p in pairs] == [
+        (
+            'What is the closing balance of the reserve fund in the document "Harbour Rowing Club Statement of Accounts"?',
+            "48,215 dollars",
+        )
+    ]
