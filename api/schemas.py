@@ -186,7 +186,10 @@ class AnswerOut(BaseModel):
         "what the answer path found in its sources, e.g. text that reads as an instruction to an assistant",
     )
     scope: dict[str, Any]
-    timings_ms: dict[str, float] = Field(description="embed, vector, bm25, fusion, rerank, generation, total (ms)")
+    timings_ms: dict[str, float] = Field(
+        description="embed, vector, bm25, fusion, rerank, (document, neighbors,) gate (the answerability "
+        "gate), generation, total (ms)"
+    )
     usage: Usage
     cache: CacheOut | None = None
     trace_id: str | None = Field(

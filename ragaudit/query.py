@@ -121,6 +121,7 @@ class Prepared:
     t0: float
     aliases: dict[str, str] = field(default_factory=dict)  # the gate's places: {"Seoul": "Republic of Korea"}
     rules: list[Fired] = field(default_factory=list)  # the rules that fired so far: retrieval's, then the gate's
+    gate_ms: float = 0.0  # the answerability gate's time (the searched documents' texts included)
 
     @property
     def answer_question(self) -> str:
@@ -300,6 +301,7 @@ class QueryService:
         aliases: dict[str, str] = {}
         model = getattr(self.answerer, "name", "extractive")
         rules = list(res.rules)
+        t_gate = time.perf_counter()
         # the rules that read the question alone decide first, whatever was retrieved
         asked = assess(question, [], None, disabled=self.disabled | (set(GATE.names()) - QUESTION_RULES))
         if asked.label == "clarifying":
@@ -332,7 +334,8 @@ class QueryService:
             if verdict.label == "refused":
                 gate = self._refusal(question, sources, verdict.reason, model, res.query_vector)
             aliases = verdict.aliases
-        return Prepared(new_id(), question, scope, mode, top_k, res, sources, gate, t0, aliases, rules)
+        gate_ms = (time.perf_counter() - t_gate) * 1000
+        return Prepared(new_id(), question, scope, mode, top_k, res, sources, gate, t0, aliases, rules, gate_ms)
 
     def _refusal(
         self, question: str, sources: list[RetrievedChunk], reason: str, model: str, query_vector: Any = None
@@ -365,7 +368,7 @@ class QueryService:
     ) -> dict[str, Any]:
         total = (time.perf_counter() - prep.t0) * 1000
         timings = {k: round(v, 2) for k, v in prep.retrieval.timings_ms.items()}
-        timings.update(generation=round(gen_ms, 2), total=round(total, 2))
+        timings.update(gate=round(prep.gate_ms, 2), generation=round(gen_ms, 2), total=round(total, 2))
         if ttft_ms is not None:
             timings["ttft"] = round(ttft_ms, 2)
         return {

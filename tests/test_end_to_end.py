@@ -30,7 +30,7 @@ def test_dmca_question_cites_page_one(kb):
     for r in out["retrieved"][5:]:  # neighbours of chunks cut from a list/table: same section, next chunk
         src = next(x for x in top if x["chunk_id"] == r["neighbor_of"])
         assert r["ranks"] == {"vector": None, "bm25": None} and r["section"] == src["section"]
-    assert set(out["timings_ms"]) >= {"embed", "vector", "bm25", "fusion", "generation", "total"}
+    assert set(out["timings_ms"]) >= {"embed", "vector", "bm25", "fusion", "gate", "generation", "total"}
     assert out["usage"] == {"model": "extractive", "prompt_tokens": 0, "completion_tokens": 0, "cost_usd": 0.0}
 
 
