@@ -67,7 +67,7 @@ def test_cli_eval_json_then_api_run_gives_the_same_results(kb, monkeypatch):
     assert jc["judge"] == "deterministic" and jc["n"] >= 1 and jc["failed"] == jc["n"]
 
     q = {x["id"]: x for x in cli["questions"]}
-    dmca = q["dev-001"]
+    dmca = q["sample-001"]
     # EM / F1 on the answerer's own concise answer; the gold-guided span is kept beside it as an upper bound
     assert dmca["answers"]["hybrid"]["concise_answer"] == "October 28, 1998"
     assert dmca["answers"]["hybrid"]["concise_answer_gold_guided"] == "october 28 1998"
@@ -78,9 +78,9 @@ def test_cli_eval_json_then_api_run_gives_the_same_results(kb, monkeypatch):
     assert set(dmca["retrieval"]["hybrid"]["list_ranks"]) == {"fused", "vector", "bm25"}
     assert dmca["retrieval"]["hybrid"]["list_ranks"]["fused"] == dmca["ranks"]["hybrid"]
     assert len(dmca["retrieval"]["hybrid"]["retrieved_chunk_ids"]) == 10
-    assert q["dev-019"]["retrieval"]["hybrid"]["scope_violations"] == 0
-    assert "exact_match" not in q["dev-036"]["answers"]["hybrid"]["metrics"]
-    assert "answered_cited" not in q["dev-036"]["answers"]["hybrid"]["metrics"]  # a refuse question
+    assert q["sample-019"]["retrieval"]["hybrid"]["scope_violations"] == 0
+    assert "exact_match" not in q["sample-036"]["answers"]["hybrid"]["metrics"]
+    assert "answered_cited" not in q["sample-036"]["answers"]["hybrid"]["metrics"]  # a refuse question
     for x in cli["questions"]:  # answered_cited = label answered and a citation on a gold place
         m = x["answers"]["hybrid"]
         if "answered_cited" in m["metrics"]:
