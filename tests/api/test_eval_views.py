@@ -34,13 +34,15 @@ def test_intervals_of_a_run(tmp_path, embedder):
 
     settings = make_settings(tmp_path / "ev")
     with TestClient(create_app(settings)) as c:
-        with open(SAMPLES / "dmca.pdf", "rb") as f:
-            assert (
-                c.post(
-                    "/documents", params={"wait": "true"}, files={"file": ("dmca.pdf", f, "application/pdf")}
-                ).status_code
-                == 201
-            )
+        # an accident report (labelled values) and a statute (sentences): enough gold pairs for intervals
+        for name in ("dmca.pdf", "20071229X02007.pdf"):
+            with open(SAMPLES / name, "rb") as f:
+                assert (
+                    c.post(
+                        "/documents", params={"wait": "true"}, files={"file": (name, f, "application/pdf")}
+                    ).status_code
+                    == 201
+                )
         assert c.get("/evaluate/nope/intervals").status_code == 404
         run = c.post("/evaluate", json={"dataset": "generated", "modes": ["vector", "bm25"], "answers": False}).json()
         for _ in range(600):
