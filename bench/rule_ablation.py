@@ -164,8 +164,8 @@ def main(argv: list[str] | None = None) -> int:
                     row[k] = off[p][k] - v
                 row["gate ms/question"] = cost
                 rows.append(row)
-    if args.save:
-        args.save.write_text(json.dumps(rows, indent=1))
+            if args.save:  # after every rule: a long run stopped early keeps what it measured
+                args.save.write_text(json.dumps(rows, indent=1))
     cols = ["hit@1", "hit@5", "MRR", "refusal acc", "false refusals", "false answers", "concise precision"]
     cols += ["concise coverage", "s/question", "gate ms/question"]
     print("| rule | part | " + " | ".join(f"Δ {c}" for c in cols) + " |")
