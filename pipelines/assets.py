@@ -19,6 +19,7 @@ from ragaudit.ingest.pdf import Page
 from ragaudit.ingest.removal import extraction_report
 from ragaudit.types import Chunk, Strategy
 
+from .partitions import document_id, documents_partitions
 from .resources import RagauditResource
 
 STRATEGY_ASSETS = ("chunks", "chunk_points", "live_index", "gold_qa_pairs")
@@ -46,7 +47,9 @@ def strategy_run_config(strategy: Strategy) -> dict:
     return {"ops": {name: {"config": {"strategy": value}} for name in STRATEGY_ASSETS}}
 
 
-documents_partitions = dg.DynamicPartitionsDefinition(name="documents")
+def doc_id(context) -> str:
+    """The document a run or check of one partition is about (``partitions.document_id`` of its key)."""
+    return document_id(context.partition_key)
 
 
 @contextmanager
@@ -58,7 +61,7 @@ def _rollback_on_failure(context, svc):
         yield
     except Exception as e:
         try:
-            ingest.rollback(svc, context.partition_key, f"{type(e).__name__}: {e}", keep_failed=True)
+            ingest.rollback(svc, doc_id(context), f"{type(e).__name__}: {e}", keep_failed=True)
         except Exception:  # the database or store is down: the next run cleans up
             context.log.exception("rollback failed")
         raise
@@ -73,21 +76,11 @@ def _rollback_on_failure(context, svc):
 def pdf_pages(context: dg.AssetExecutionContext, ragaudit: RagauditResource) -> dg.Output[list[dict]]:
     svc = ragaudit.services()
     with _rollback_on_failure(context, svc):
-        doc, pages = ingest.load_pages(svc, context.partition_key)
-    chars = sum(len(p.text) for p in pages)
-    report = extraction_report(pages)
+        doc, pages = ingest.load_pages(svc, doc_id(context))
+    meta = ingest.pages_metadata(doc, pages)
     return dg.Output(
         [asdict(p) for p in pages],
-        metadata={
-            "doc_name": doc.doc_name,
-            "pages": len(pages),
-            "chars": chars,
-            "blank_pages": sum(1 for p in pages if not p.text.strip()),
-            "extractor": pages[0].extractor if pages else "none",
-            "running_lines_removed": report["running_lines"]["removed"],
-            "hidden_chars_removed": report["hidden_text"]["chars"],
-            "extraction_report": dg.MetadataValue.json(report),
-        },
+        metadata={**meta, "extraction_report": dg.MetadataValue.json(meta["extraction_report"])},
     )
 
 
@@ -100,7 +93,7 @@ def chunks(
     context: dg.AssetExecutionContext, config: IngestConfig, ragaudit: RagauditResource, pdf_pages: list[dict]
 ) -> dg.Output[list[dict]]:
     svc = ragaudit.services()
-    doc = ingest.get_document(svc, context.partition_key)
+    doc = ingest.get_document(svc, doc_id(context))
     strategy = config.resolve(doc)
     with _rollback_on_failure(context, svc):
         out = ingest.build_chunks(
@@ -118,17 +111,7 @@ def chunks(
             ],
             strategy,
         )
-    tokens = [c.token_count for c in out]
-    return dg.Output(
-        [asdict(c) for c in out],
-        metadata={
-            "chunks": len(out),
-            "max_tokens": max(tokens),
-            "mean_tokens": round(sum(tokens) / len(tokens), 1),
-            "model_limit": svc.embedder.max_content_tokens,
-            "strategy": strategy.value,
-        },
-    )
+    return dg.Output([asdict(c) for c in out], metadata=ingest.chunks_metadata(svc, out, strategy))
 
 
 @dg.asset(
@@ -142,8 +125,8 @@ def chunk_points(
 ) -> dg.MaterializeResult:
     svc = ragaudit.services()
     with _rollback_on_failure(context, svc):
-        strategy = config.resolve(ingest.get_document(svc, context.partition_key))
-        stats = ingest.stage_chunks(svc, context.partition_key, _chunks_from(chunks), strategy)
+        strategy = config.resolve(ingest.get_document(svc, doc_id(context)))
+        stats = ingest.stage_chunks(svc, doc_id(context), _chunks_from(chunks), strategy)
     return dg.MaterializeResult(metadata=stats)
 
 
@@ -165,8 +148,8 @@ def live_index(
     with _rollback_on_failure(context, svc):
         stats = ingest.publish(
             svc,
-            context.partition_key,
-            strategy=config.resolve(ingest.get_document(svc, context.partition_key)),
+            doc_id(context),
+            strategy=config.resolve(ingest.get_document(svc, doc_id(context))),
             pages=len(pdf_pages),
             extractor=pdf_pages[0]["extractor"] if pdf_pages else "none",
             title=chunks[0]["header"] if chunks else "",
@@ -204,8 +187,8 @@ def gold_qa_pairs(
     context: dg.AssetExecutionContext, config: IngestConfig, ragaudit: RagauditResource, chunks: list[dict]
 ) -> dg.MaterializeResult:
     svc = ragaudit.services()
-    strategy = config.resolve(ingest.get_document(svc, context.partition_key))
-    stats = gold_pairs(svc, context.partition_key, _chunks_from(chunks), strategy)
+    strategy = config.resolve(ingest.get_document(svc, doc_id(context)))
+    stats = gold_pairs(svc, doc_id(context), _chunks_from(chunks), strategy)
     return dg.MaterializeResult(metadata=stats)
 
 

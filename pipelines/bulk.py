@@ -2,8 +2,9 @@
 
 A run costs seconds of Dagster overhead; paid once per batch instead of once per document.
 Inside, ``ragaudit.ingest.bulk.ingest_files`` parses PDFs in a child process ahead of the document being
-embedded. Each document still gets its own ``live_index`` materialization (partition = document
-id) in the run, so the Dagster UI shows which documents the run built.
+embedded. Each document built gets its partition with the materializations of every asset and
+its checks' results, as an asset-job run records them (``partitions.record_ingested``), so the
+Dagster UI shows which documents the run built and what each stage did.
 """
 
 import threading
@@ -15,7 +16,8 @@ import dagster as dg
 from ragaudit.ingest.bulk import BulkFile, ingest_files
 from ragaudit.types import DEFAULT_STRATEGY, Strategy
 
-from .assets import documents_partitions, gold_pairs
+from .assets import gold_pairs
+from .partitions import ingested, record_ingested
 from .resources import RagauditResource
 
 BULK_OP = "ingest_files"
@@ -70,22 +72,7 @@ def ingest_files_op(context: dg.OpExecutionContext, config: BulkConfig, ragaudit
         timings=timings,
         after_publish=gold_pairs,
     )
-    ok = [o for o in outcomes if o.status == "ingested" and o.document]
-    if ok:
-        context.instance.add_dynamic_partitions(documents_partitions.name, [o.document["id"] for o in ok])
-    for o in ok:
-        context.log_event(
-            dg.AssetMaterialization(
-                asset_key="live_index",
-                partition=o.document["id"],
-                metadata={
-                    "doc_name": o.doc_name,
-                    "chunks": o.document.get("chunk_count", 0),
-                    "pages": o.document.get("pages", 0),
-                    "batch": True,
-                },
-            )
-        )
+    record_ingested(svc, context.instance, ingested(outcomes), log_event=context.log_event)
     counts: dict[str, int] = {}
     for o in outcomes:
         counts[o.status] = counts.get(o.status, 0) + 1

@@ -9,7 +9,7 @@ import dagster as dg
 from ragaudit.evaluate.goldgen import verify_stored_pairs
 from ragaudit.ingest import documents as ingest
 
-from .assets import chunk_points, documents_partitions, gold_qa_pairs, live_index
+from .assets import chunk_points, doc_id, documents_partitions, gold_qa_pairs, live_index
 from .resources import RagauditResource
 
 # The per-document asset checks use partitioned checks, a Dagster preview feature chosen on
@@ -30,14 +30,14 @@ warnings.filterwarnings(
 )
 def chunk_counts_match(context: dg.AssetCheckExecutionContext, ragaudit: RagauditResource) -> dg.AssetCheckResult:
     svc = ragaudit.services()
-    st = ingest.count_check(svc, context.partition_key)
+    st = ingest.count_check(svc, doc_id(context))
     passed = st.pop("passed")
     if not passed and (st["staged_sql"] or st["staged_qdrant"]):
         # a run that staged a version: live_index will not run, so undo the staged version here,
         # whoever launched the run. A check run on its own (the UI's "Execute checks") staged
         # nothing: it reports the damaged live version and changes nothing (`ragaudit reindex
         # --doc NAME` repairs it)
-        ingest.rollback(svc, context.partition_key, f"asset check chunk_counts_match failed: {st}", keep_failed=True)
+        ingest.rollback(svc, doc_id(context), f"asset check chunk_counts_match failed: {st}", keep_failed=True)
     return dg.AssetCheckResult(passed=passed, severity=dg.AssetCheckSeverity.ERROR, metadata=st)
 
 
@@ -57,7 +57,7 @@ def evidence_spans_verbatim(context: dg.AssetCheckExecutionContext, ragaudit: Ra
 def pages_have_chunks(
     context: dg.AssetCheckExecutionContext, ragaudit: RagauditResource, pdf_pages: list[dict]
 ) -> dg.AssetCheckResult:
-    st = ingest.page_coverage(ragaudit.services(), context.partition_key, [(p["number"], p["text"]) for p in pdf_pages])
+    st = ingest.page_coverage(ragaudit.services(), doc_id(context), [(p["number"], p["text"]) for p in pdf_pages])
     return dg.AssetCheckResult(passed=not st["uncovered"], metadata={**st, "uncovered": str(st["uncovered"])})
 
 

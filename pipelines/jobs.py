@@ -1,6 +1,6 @@
 """The ingestion jobs and the run requests that launch them.
 
-- ``ingest_document``: the asset job of one document (partition = document id), what an upload,
+- ``ingest_document``: the asset job of one document (its partition, ``partitions``), what an upload,
   ``ragaudit reindex`` and a Materialize click in the UI run;
 - ``ingest_batch``: several queued documents in one run (small landing-folder files,
   re-ingestion: one Dagster run costs seconds of overhead);
@@ -14,6 +14,7 @@ from ragaudit.types import Strategy
 
 from .assets import INGEST_ASSETS, gold_pairs, strategy_run_config
 from .bulk import ingest_files_job
+from .partitions import ingested, partition_key, record_ingested
 from .resources import RagauditResource
 
 ingest_document = dg.define_asset_job(
@@ -30,9 +31,10 @@ class BatchConfig(dg.Config):
     document_ids: list[str]
 
 
-def _stages_with_gold_pairs(svc, document_id: str, strategy: Strategy) -> None:
-    """A ``Runner``: the document's stages in this op, then its gold pairs (as the asset job's)."""
-    ingest.run_stages(svc, document_id, strategy, after_publish=gold_pairs)
+def _stages_with_gold_pairs(svc, document_id: str, strategy: Strategy) -> dict:
+    """A ``Runner``: the document's stages in this op, then its gold pairs (as the asset job's);
+    returns ``run_stages``' report."""
+    return ingest.run_stages(svc, document_id, strategy, after_publish=gold_pairs)
 
 
 @dg.op(
@@ -43,26 +45,18 @@ def _stages_with_gold_pairs(svc, document_id: str, strategy: Strategy) -> None:
 )
 def ingest_documents(context: dg.OpExecutionContext, config: BatchConfig, ragaudit: RagauditResource) -> dict:
     svc = ragaudit.services()
-    done, failed = [], {}
+    done, failed, outcomes = [], {}, []
     for doc_id in config.document_ids:
         out = ingest.run_queued(svc, doc_id, _stages_with_gold_pairs)
         if out is None:
             continue
+        outcomes.append(out)
         if out.ok:
             done.append(doc_id)
-            context.log_event(
-                dg.AssetMaterialization(
-                    asset_key="live_index",
-                    partition=doc_id,
-                    metadata={
-                        "doc_name": out.doc_name,
-                        "chunks": (out.document or {}).get("chunk_count", 0),
-                        "batch": True,
-                    },
-                )
-            )
         else:
             failed[out.doc_name] = out.message
+    # every document built gets its partition's materializations and check results, as the asset job records them
+    record_ingested(svc, context.instance, ingested(outcomes), log_event=context.log_event)
     context.add_output_metadata({"ingested": len(done), "failed": len(failed)})
     if failed:
         raise dg.Failure(
@@ -89,7 +83,7 @@ def run_requests(svc, queued: list[tuple[str, int]], key: str, batch_all: bool =
     out = [
         dg.RunRequest(
             job_name="ingest_document",
-            partition_key=i,
+            partition_key=partition_key(ingest.get_document(svc, i)),
             run_key=f"{key}:{i}",
             run_config=strategy_run_config(ingest.requested_strategy(ingest.get_document(svc, i))),
             tags={"ragaudit/document_id": i},

@@ -19,7 +19,7 @@ from dagster._core.storage.dagster_run import DagsterRunStatus, RunsFilter
 from dagster._utils.hosted_user_process import recon_job_from_origin
 
 import ragaudit.ingest.guard  # noqa: F401  (defines PDFError subclasses: too many pages, parse bounds exceeded)
-from ragaudit.ingest.documents import INGEST_LOCK, IngestError
+from ragaudit.ingest.documents import INGEST_LOCK, IngestError, get_document
 from ragaudit.ingest.pdf import PDFError
 from ragaudit.platform import tracing
 from ragaudit.services import Services, services_key
@@ -29,6 +29,7 @@ from .assets import INGEST_ASSETS, strategy_run_config
 from .bulk import BULK_OP, ingest_files_job, pop_hooks, register_hooks
 from .checks import INGEST_CHECKS
 from .launcher import HANDED_TAG, WORKER_TAG, this_worker, worker_gone_message, worker_state
+from .partitions import SEPARATOR, add_partition, remove_partitions
 from .resources import RagauditResource
 
 _INSTANCES: dict[str, dg.DagsterInstance] = {}
@@ -83,10 +84,10 @@ def run_ingestion(svc: Services, document_id: str, strategy: Strategy) -> None:
 
 def _run_ingestion(svc: Services, document_id: str, strategy: Strategy, run_span) -> None:
     instance = instance_for(svc)
-    instance.add_dynamic_partitions("documents", [document_id])
+    key = add_partition(instance, get_document(svc, document_id))
     result = dg.materialize(
         [*INGEST_ASSETS, *INGEST_CHECKS],
-        partition_key=document_id,
+        partition_key=key,
         instance=instance,
         resources={"ragaudit": RagauditResource(services_key=services_key(svc.settings))},
         raise_on_error=False,
@@ -94,7 +95,11 @@ def _run_ingestion(svc: Services, document_id: str, strategy: Strategy, run_span
             **strategy_run_config(strategy),
             "loggers": {"console": {"config": {"log_level": "WARNING"}}},
         },
-        tags={"ragaudit/document_id": document_id, WORKER_TAG: this_worker()},
+        tags={
+            "ragaudit/document_id": document_id,
+            "ragaudit/document": key.rsplit(SEPARATOR, 1)[0][:255],
+            WORKER_TAG: this_worker(),
+        },
     )
     if run_span is not None:
         run_span.set_attributes(
@@ -134,9 +139,7 @@ def _run_ingestion(svc: Services, document_id: str, strategy: Strategy, run_span
 
 def remove_partition(svc: Services, document_id: str) -> None:
     """Forget a document's partition (after deletion or a refused first ingestion)."""
-    instance = instance_for(svc)
-    if instance.has_dynamic_partition("documents", document_id):
-        instance.delete_dynamic_partition("documents", document_id)
+    remove_partitions(instance_for(svc), document_id)
 
 
 def _pdf_error_names() -> dict[str, type[PDFError]]:

@@ -12,10 +12,11 @@ import json
 
 import dagster as dg
 
+from ragaudit.ingest import documents as ingest
 from ragaudit.ingest import reindex
 
-from .assets import documents_partitions
 from .jobs import ingest_batch, ingest_document, run_requests
+from .partitions import documents_partitions, partition_key
 from .resources import RagauditResource, environment_settings
 
 
@@ -36,7 +37,10 @@ def scan_landing_folder(context, svc):
     file to ``[size, mtime_ns]`` so unchanged files are not read again."""
     root = svc.settings.landing_dir
     if root is None:
-        return dg.SkipReason("RAGAUDIT_LANDING_DIR is not set")
+        return dg.SkipReason(
+            "RAGAUDIT_LANDING_DIR is not set: no landing folder to scan (set it, for the webserver, "
+            "the daemon and the API alike, to a folder whose PDFs are to be ingested)"
+        )
     seen = json.loads(context.cursor) if context.cursor else {}
     files = reindex.scan_landing(root)
     changed = [f for f in files if seen.get(f.path) != [f.size, f.mtime_ns]]
@@ -53,7 +57,7 @@ def scan_landing_folder(context, svc):
             cursor=json.dumps(cursor),
         )
     ids = [i for i, _ in queued]
-    parts = [documents_partitions.build_add_request(ids)]
+    parts = [documents_partitions.build_add_request([partition_key(ingest.get_document(svc, i)) for i in ids])]
     if svc.settings.embedded:  # the serving process owns the store: its worker runs them
         return dg.SensorResult(
             skip_reason=f"{len(ids)} document(s) queued for the serving process",

@@ -32,12 +32,15 @@ def upload(client, name: str, data: bytes) -> dict:
 
 
 def pdf_pages_metadata(svc, document_id: str) -> dict:
+    from ragaudit.ingest.documents import get_document
+    from ragaudit.pipelines.partitions import partition_key
     from ragaudit.pipelines.runner import instance_for
 
+    key = partition_key(get_document(svc, document_id))
     recs = (
         instance_for(svc)
         .fetch_materializations(
-            dg.AssetRecordsFilter(asset_key=dg.AssetKey("pdf_pages"), asset_partitions=[document_id]), limit=1
+            dg.AssetRecordsFilter(asset_key=dg.AssetKey("pdf_pages"), asset_partitions=[key]), limit=1
         )
         .records
     )

@@ -226,7 +226,7 @@ def _ingest_one(
                 seconds=parse_s + time.perf_counter() - t0,
             )
         try:
-            run_stages(svc, doc.id, strategy, pages=pages, timings=t, after_publish=after_publish)
+            report = run_stages(svc, doc.id, strategy, pages=pages, timings=t, after_publish=after_publish)
         except Exception as e:  # the run failed in some stage: undo and report
             rollback(svc, doc.id, str(e))
             status = "refused" if isinstance(e, PDFError) else "failed"
@@ -246,4 +246,5 @@ def _ingest_one(
         document=doc.as_dict(),
         seconds=parse_s + time.perf_counter() - t0,
         extra={"duplicate_of": dups} if dups else {},
+        stages=report,
     )

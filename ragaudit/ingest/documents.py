@@ -92,6 +92,9 @@ class IngestOutcome:
     error_code: str | None = None
     seconds: float = 0.0
     extra: dict[str, Any] = field(default_factory=dict)
+    # what each stage did, when the stages ran outside the Dagster asset job (``run_stages``'s
+    # report): the batch jobs record it in Dagster
+    stages: dict[str, Any] | None = None
 
     @property
     def ok(self) -> bool:
@@ -421,6 +424,37 @@ def load_pages(svc: Services, document_id: str, pages: list[Page] | None = None)
     set_progress(svc, document_id, force=True, pages_done=len(pages), pages_total=len(pages))
     tracing.annotate(**{"ragaudit.document_id": document_id, "ragaudit.pages": len(pages)})
     return doc, pages
+
+
+def pages_metadata(doc: Document, pages: list[Page]) -> dict[str, Any]:
+    """What extraction gave for ``doc`` (the ``pdf_pages`` asset's metadata, whichever path ran
+    the stage): ``doc_name``, ``pages``, ``chars``, ``blank_pages``, ``extractor``,
+    ``running_lines_removed``, ``hidden_chars_removed``, ``extraction_report`` (JSON)."""
+    report = extraction_report(pages)
+    return {
+        "doc_name": doc.doc_name,
+        "knowledge_base": doc.knowledge_base,
+        "pages": len(pages),
+        "chars": sum(len(p.text) for p in pages),
+        "blank_pages": sum(1 for p in pages if not p.text.strip()),
+        "extractor": pages[0].extractor if pages else "none",
+        "running_lines_removed": report["running_lines"]["removed"],
+        "hidden_chars_removed": report["hidden_text"]["chars"],
+        "extraction_report": report,
+    }
+
+
+def chunks_metadata(svc: Services, chunks: list[Chunk], strategy: Strategy) -> dict[str, Any]:
+    """What chunking gave (the ``chunks`` asset's metadata): ``chunks``, ``max_tokens``,
+    ``mean_tokens``, ``model_limit`` (word pieces), ``strategy``."""
+    tokens = [c.token_count for c in chunks] or [0]
+    return {
+        "chunks": len(chunks),
+        "max_tokens": max(tokens),
+        "mean_tokens": round(sum(tokens) / len(tokens), 1),
+        "model_limit": svc.embedder.max_content_tokens,
+        "strategy": Strategy.parse(strategy).value,
+    }
 
 
 @tracing.traced("ingest.chunk")
@@ -937,7 +971,7 @@ def run_queued(svc: Services, document_id: str, runner: Runner) -> IngestOutcome
             if claimed.rowcount != 1:
                 return None
         try:
-            runner(svc, document_id, strategy)
+            report = runner(svc, document_id, strategy)
         except Exception as e:
             log.warning("ingestion of %s failed: %s", document_id, e)
             rollback(svc, document_id, str(e), keep_failed=True)
@@ -950,6 +984,7 @@ def run_queued(svc: Services, document_id: str, runner: Runner) -> IngestOutcome
         f"{doc.pages} pages, {doc.chunk_count} chunks",
         document=doc.as_dict(),
         seconds=time.perf_counter() - t,
+        stages=report if isinstance(report, dict) else None,
     )
 
 
@@ -999,12 +1034,18 @@ def run_stages(
     after_publish: AfterPublish | None = None,
 ) -> dict[str, Any]:
     """All stages of one document in this process, without Dagster: extract, chunk, stage, count
-    check, publish, then ``after_publish`` (the gold pairs; a ``Runner`` with it bound: the batch
-    job runs small documents so one Dagster run covers many). ``pages``: already extracted from the
-    document's bytes (not parsed again). ``timings``: seconds are added per stage (``chunk``,
-    ``embed``, ``upsert``, ``sql`` = staging rows, count check and publishing, ``gold pairs``).
-    Raises like the stages; ``IngestError`` (stage ``chunk_counts_match``) when the count check
-    fails (nothing published)."""
+    check, publish, page coverage, then ``after_publish`` (the gold pairs; a ``Runner`` with it
+    bound: the batch jobs run documents with it so one Dagster run covers many, and record its
+    report there). ``pages``: already extracted from the document's bytes (not parsed again).
+    ``timings``: seconds are added per stage (``chunk``, ``embed``, ``upsert``, ``sql`` = staging
+    rows, count check and publishing, ``gold pairs``).
+
+    Returns the report of each stage, as the Dagster assets and checks give theirs:
+    ``{"pdf_pages": pages_metadata, "chunks": chunks_metadata, "chunk_points": stage_chunks',
+    "live_index": publish's, "gold_qa_pairs": after_publish's (None without it), "checks":
+    {"chunk_counts_match": count_check's, "pages_have_chunks": page_coverage's}}`` (each check's
+    dict with ``passed``). Raises like the stages; ``IngestError`` (stage ``chunk_counts_match``)
+    when the count check fails (nothing published)."""
     t = {} if timings is None else timings
     t0, given = time.perf_counter(), pages
     doc, pages = load_pages(svc, document_id, pages)
@@ -1016,9 +1057,10 @@ def run_stages(
     t["chunk"] = t.get("chunk", 0.0) + (t2 - t1)
     stats = stage_chunks(svc, document_id, chunks, strategy=strategy)
     check = count_check(svc, document_id)
-    if not check.pop("passed"):
+    if not check["passed"]:
+        failed = {k: v for k, v in check.items() if k != "passed"}
         raise IngestError(
-            f"asset check chunk_counts_match failed: {check}; the previous version stays searchable",
+            f"asset check chunk_counts_match failed: {failed}; the previous version stays searchable",
             stage="chunk_counts_match",
         )
     pub = publish(
@@ -1035,13 +1077,19 @@ def run_stages(
     t["embed"] = t.get("embed", 0.0) + embed_s
     t["upsert"] = t.get("upsert", 0.0) + upsert_s
     t["sql"] = t.get("sql", 0.0) + max(0.0, (t3 - t2) - embed_s - upsert_s)
-    gold: dict[str, Any] = {}
+    gold: dict[str, Any] | None = None
     if after_publish is not None:
         gold = after_publish(svc, document_id, chunks, strategy)
         t["gold pairs"] = t.get("gold pairs", 0.0) + (time.perf_counter() - t3)
+    coverage = page_coverage(svc, document_id, [(p.number, p.text) for p in pages])
     return {
-        **stats,
-        **{k: v for k, v in pub.items() if v is not None},
-        "pages": len(pages),
-        "gold_pairs": gold.get("kept", 0),
+        "pdf_pages": pages_metadata(doc, pages),
+        "chunks": chunks_metadata(svc, chunks, strategy),
+        "chunk_points": stats,
+        "live_index": {k: v for k, v in pub.items() if v is not None},
+        "gold_qa_pairs": gold,
+        "checks": {
+            "chunk_counts_match": check,
+            "pages_have_chunks": {**coverage, "passed": not coverage["uncovered"]},
+        },
     }

@@ -86,6 +86,7 @@ def test_broken_check_fails_in_dagster_graphql_and_passes_after_reindex(tmp_path
     from dagster_graphql.test.utils import execute_dagster_graphql
 
     from ragaudit.api.app import create_app
+    from ragaudit.pipelines.partitions import partition_key
     from ragaudit.pipelines.runner import instance_for
     from ragaudit.platform.settings import Settings
     from ragaudit.services import get_services, release_services
@@ -142,7 +143,7 @@ def test_broken_check_fails_in_dagster_graphql_and_passes_after_reindex(tmp_path
                                 "assetSelection": [],
                                 "assetCheckSelection": [{"assetKey": {"path": [a]}, "name": n} for a, n in CHECKS],
                             },
-                            "executionMetadata": {"tags": [{"key": "dagster/partition", "value": doc["id"]}]},
+                            "executionMetadata": {"tags": [{"key": "dagster/partition", "value": partition_key(doc)}]},
                             "runConfigData": {},
                         },
                     )["launchRun"]

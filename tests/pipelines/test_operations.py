@@ -142,7 +142,7 @@ def test_small_documents_are_batched_large_ones_run_alone(fresh_services, monkey
     )
     big = ingest.register(svc, NTSB_A.read_bytes(), "big.pdf", strategy=Strategy.heading)[0].id
     reqs = run_requests(svc, [(big, 5000), ("s1", 10), ("s2", 20), ("s3", 30)], "k")
-    assert [(r.job_name, r.partition_key) for r in reqs[:1]] == [("ingest_document", big)]
+    assert [(r.job_name, r.partition_key) for r in reqs[:1]] == [("ingest_document", f"default/big.pdf · {big}")]
     assert reqs[0].run_config == strategy_run_config(Strategy.heading)
     assert {c["config"]["strategy"] for c in reqs[0].run_config["ops"].values()} == {"heading"}
     assert [r.run_config["ops"]["ingest_documents"]["config"]["document_ids"] for r in reqs[1:]] == [
@@ -153,22 +153,36 @@ def test_small_documents_are_batched_large_ones_run_alone(fresh_services, monkey
 
 def test_batch_job_ingests_queued_documents_in_one_run(fresh_services):
     """The ingest_batch job ingests several queued documents in one Dagster run, each published
-    on its own, and records a live_index materialization per document. Fails if the batch op
-    skips documents or publishes without the count check."""
+    on its own, and records for each document's partition (named by knowledge base and name) the
+    materialization of every ingestion asset and the results of its checks, as the asset job
+    does. Fails if the batch op skips documents, publishes without the count check, or records
+    less than the asset job (the UI would show the partitions as missing)."""
     from ragaudit.pipelines.jobs import ingest_batch
+    from ragaudit.pipelines.partitions import partition_key
 
     svc = fresh_services
     ids = [ingest.register(svc, f.read_bytes(), f.name)[0].id for f in (NTSB_A, NTSB_B)]
     instance = dg.DagsterInstance.ephemeral()
-    instance.add_dynamic_partitions("documents", ids)
     result = ingest_batch.execute_in_process(
         run_config={"ops": {"ingest_documents": {"config": {"document_ids": ids}}}},
         instance=instance,
         resources={"ragaudit": RagauditResource(services_key=services_key(svc.settings))},
     )
     assert result.success
-    mats = [e for e in result.all_events if e.event_type_value == "ASSET_MATERIALIZATION"]
-    assert sorted(e.partition for e in mats) == sorted(ids)
+    keys = {partition_key(ingest.get_document(svc, i)) for i in ids}
+    assert keys == {f"default/{f.name} · {i}" for f, i in zip((NTSB_A, NTSB_B), ids)}
+    assert set(instance.get_dynamic_partitions("documents")) == keys
+    assets = ["pdf_pages", "chunks", "chunk_points", "live_index", "gold_qa_pairs"]
+    mats = {
+        (e.asset_key.path[-1], e.partition) for e in result.all_events if e.event_type_value == "ASSET_MATERIALIZATION"
+    }
+    assert mats == {(a, k) for a in assets for k in keys}
+    checks = [e.event_specific_data for e in result.all_events if e.event_type_value == "ASSET_CHECK_EVALUATION"]
+    assert {(c.check_name, c.partition) for c in checks if c.partition} == {
+        (n, k) for n in ("chunk_counts_match", "pages_have_chunks") for k in keys
+    }
+    assert {c.check_name for c in checks if not c.partition} == {"no_orphans", "evidence_spans_verbatim"}
+    assert all(c.passed for c in checks), [(c.check_name, c.metadata) for c in checks if not c.passed]
     for i in ids:
         st = ingest.count_check(svc, i)
         assert st["passed"] and st["sql"] > 0 and ingest.get_document(svc, i).status == "ready"

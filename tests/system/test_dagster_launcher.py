@@ -19,6 +19,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from ragaudit.pipelines.partitions import partition_key
 from tests.conftest import ROOT, SAMPLES
 from tests.dagster_gql import LAUNCH, RUN
 
@@ -70,6 +71,13 @@ def _wait(url: str, proc: Proc, timeout: float = 120.0) -> None:
 
 
 LOCATION = """{ workspaceOrError { ... on Workspace { locationEntries { name } } } }"""
+# what the UI's asset page shows of a partitioned asset: which partitions are materialized
+PARTITIONS = """query($key: AssetKeyInput!) { assetNodeOrError(assetKey: $key) { ... on AssetNode {
+  assetPartitionStatuses { ... on DefaultPartitionStatuses { materializedPartitions unmaterializedPartitions } } } } }"""
+# what the UI's sensor page shows: its latest ticks, a skipped one with its reason
+TICKS = """query($sel: SensorSelector!) { sensorOrError(sensorSelector: $sel) { __typename ... on Sensor {
+  sensorState { ticks(limit: 5) { status skipReason } } } } }"""
+ASSETS = ["pdf_pages", "chunks", "chunk_points", "live_index", "gold_qa_pairs"]
 
 
 def test_reingestion_launched_from_dagster_runs_in_the_api_while_it_serves(tmp_path):
@@ -77,7 +85,10 @@ def test_reingestion_launched_from_dagster_runs_in_the_api_while_it_serves(tmp_p
     own (it cannot open the Qdrant folder the API holds: the run fails), if the launcher or the
     internal endpoint lose the run (it never finishes), if the run is not recorded in the shared
     instance (GraphQL would not see SUCCESS), or if executing it blocks or breaks queries (every
-    query sent every 100 ms meanwhile must answer 200)."""
+    query sent every 100 ms meanwhile must answer 200). Also fails if the UI's data shows the
+    uploaded document's partitions as missing or under a key that does not name the document
+    (knowledge base and name), or if the landing-folder sensor's ticks, with no landing folder
+    set, do not say why they skip."""
     data = tmp_path / "data"
     home = data / "dagster_home"
     home.mkdir(parents=True)
@@ -87,6 +98,7 @@ def test_reingestion_launched_from_dagster_runs_in_the_api_while_it_serves(tmp_p
     env.update(
         RAGAUDIT_DATA_DIR=str(data),
         RAGAUDIT_PORT=str(api_port),
+        RAGAUDIT_LANDING_INTERVAL_S="5",  # the daemon evaluates the sensor often enough to see a tick
         DAGSTER_HOME=str(home),
         PYTHONPATH=str(ROOT),
         HF_HUB_OFFLINE="1",
@@ -136,6 +148,11 @@ def test_reingestion_launched_from_dagster_runs_in_the_api_while_it_serves(tmp_p
             return res.json()["data"]
 
         location = graphql(LOCATION)["workspaceOrError"]["locationEntries"][0]["name"]
+        key = partition_key(doc)
+        assert key == f"default/report.pdf · {doc['id']}"
+        for asset in ASSETS:  # the upload's run materialized every asset of the document's partition
+            st = graphql(PARTITIONS, key={"path": [asset]})["assetNodeOrError"]["assetPartitionStatuses"]
+            assert st == {"materializedPartitions": [key], "unmaterializedPartitions": []}, (asset, st)
 
         answers: list[int] = []
         errors: list[str] = []
@@ -167,7 +184,7 @@ def test_reingestion_launched_from_dagster_runs_in_the_api_while_it_serves(tmp_p
                         "repositoryName": "__repository__",
                         "jobName": "ingest_document",
                     },
-                    "executionMetadata": {"tags": [{"key": "dagster/partition", "value": doc["id"]}]},
+                    "executionMetadata": {"tags": [{"key": "dagster/partition", "value": key}]},
                     "runConfigData": {},
                 },
             )["launchRun"]
@@ -186,6 +203,16 @@ def test_reingestion_launched_from_dagster_runs_in_the_api_while_it_serves(tmp_p
         assert errors == [] and len(answers) >= 10, (errors[:3], len(answers))
         after = httpx.get(f"{base}/documents/{doc['id']}").json()
         assert after["status"] == "ready" and after["ingest_version"] == doc["ingest_version"] + 1
+        sensor = {"repositoryLocationName": location, "repositoryName": "__repository__"}
+        t, ticks = time.monotonic(), []
+        while time.monotonic() - t < 60:
+            res = graphql(TICKS, sel={**sensor, "sensorName": "landing_folder_sensor"})["sensorOrError"]
+            ticks = res["sensorState"]["ticks"]
+            if ticks:
+                break
+            time.sleep(1)
+        assert ticks and ticks[0]["status"] == "SKIPPED", (ticks, daemon.tail())
+        assert "RAGAUDIT_LANDING_DIR is not set" in ticks[0]["skipReason"], ticks
         assert (
             "handed to the serving process"
             in httpx.post(

@@ -1,0 +1,137 @@
+"""The ``documents`` dynamic partitions: one per document, named so an operator recognises it.
+
+Key: ``<knowledge base>/<document name> · <document id>``, e.g.
+``default/reports/20080102X00002.pdf · 3f2a…`` (the full 32-hex id). The Dagster UI lists, searches
+and sorts partitions by key only (dynamic partitions have no label of their own), so the
+readable part comes first; the id that ends the key is what the assets resolve
+(``document_id``), so names need no escaping and two documents of the same name in two knowledge
+bases never share a key. Dagster refuses ``...`` and control characters in keys: document names
+hold no control characters (``ragaudit.text.docnames``), and a ``...`` in a name is shown as
+``…``. A key that is a bare document id (instances from before readable keys, or a test's
+``build_asset_context``) resolves to itself.
+
+The same module records, for documents ingested outside the asset job (``ragaudit ingest``'s
+batch run, the ``ingest_batch`` job, the serving process's express lane), what each asset and
+check of the asset job would have recorded (``document_events``), from the report of
+``ragaudit.ingest.documents.run_stages``: every ready document's partitions are materialized
+with their checks' results, whichever path ingested it.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import dagster as dg
+
+from ragaudit.evaluate.goldgen import verify_stored_pairs
+from ragaudit.ingest import documents as ingest
+
+documents_partitions = dg.DynamicPartitionsDefinition(name="documents")
+SEPARATOR = " · "
+_ID_AT_END = re.compile(r"(?:^|" + re.escape(SEPARATOR) + r")([0-9a-f]{32})$")
+
+
+def partition_key(doc: Any) -> str:
+    """The partition key of a document (a ``Document`` row or its ``as_dict()``)."""
+    get = doc.get if isinstance(doc, dict) else lambda k: getattr(doc, k)
+    label = f"{get('knowledge_base')}/{get('doc_name')}".replace("...", "…")
+    return f"{label}{SEPARATOR}{get('id')}"
+
+
+def document_id(key: str) -> str:
+    """The document id a partition key names (the id that ends it; a bare id is itself)."""
+    m = _ID_AT_END.search(key)
+    return m.group(1) if m else key
+
+
+def add_partition(instance: dg.DagsterInstance, doc: Any) -> str:
+    """Add the document's partition (idempotent); returns its key."""
+    key = partition_key(doc)
+    if not instance.has_dynamic_partition(documents_partitions.name, key):
+        instance.add_dynamic_partitions(documents_partitions.name, [key])
+    return key
+
+
+def remove_partitions(instance: dg.DagsterInstance, doc_id: str) -> list[str]:
+    """Delete every partition of a document (whatever name its key carries); returns the keys."""
+    keys = [k for k in instance.get_dynamic_partitions(documents_partitions.name) if document_id(k) == doc_id]
+    for k in keys:
+        instance.delete_dynamic_partition(documents_partitions.name, k)
+    return keys
+
+
+def _check(check: str, asset: str, st: dict[str, Any], key: str | None, **kw) -> dg.AssetCheckEvaluation:
+    meta = {k: (str(v) if isinstance(v, list) else v) for k, v in st.items() if k != "passed"}
+    return dg.AssetCheckEvaluation(
+        asset_key=dg.AssetKey(asset), check_name=check, passed=bool(st["passed"]), metadata=meta, partition=key, **kw
+    )
+
+
+def document_events(key: str, report: dict[str, Any]) -> list[dg.AssetMaterialization | dg.AssetCheckEvaluation]:
+    """The materializations of ``pdf_pages``, ``chunks``, ``chunk_points``, ``live_index`` and
+    ``gold_qa_pairs`` (when the report has it) for partition ``key``, and the results of its partitioned checks
+    (``chunk_counts_match``, ``pages_have_chunks``), from a ``run_stages`` report."""
+    label = {"document": key.rsplit(SEPARATOR, 1)[0]}
+    out: list[dg.AssetMaterialization | dg.AssetCheckEvaluation] = [
+        dg.AssetMaterialization(asset_key=asset, partition=key, metadata={**label, **report[asset]})
+        for asset in ("pdf_pages", "chunks", "chunk_points", "live_index", "gold_qa_pairs")
+        if report.get(asset) is not None
+    ]
+    checks = report["checks"]
+    out.append(
+        _check(
+            "chunk_counts_match",
+            "chunk_points",
+            checks["chunk_counts_match"],
+            key,
+            severity=dg.AssetCheckSeverity.ERROR,
+            blocking=True,
+        )
+    )
+    out.append(_check("pages_have_chunks", "live_index", checks["pages_have_chunks"], key))
+    return out
+
+
+def index_check_events(svc) -> list[dg.AssetCheckEvaluation]:
+    """The results of the whole-index checks (``no_orphans``, ``evidence_spans_verbatim``) now."""
+    orphans = ingest.orphans(svc)
+    pairs = verify_stored_pairs(svc)
+    return [
+        _check(
+            "no_orphans",
+            "live_index",
+            {**orphans, "passed": orphans["orphan_points"] == 0 and orphans["orphan_rows"] == 0},
+            None,
+        ),
+        _check(
+            "evidence_spans_verbatim",
+            "gold_qa_pairs",
+            {**pairs, "passed": pairs["not_verbatim"] == 0 and pairs["missing_chunk"] == 0},
+            None,
+        ),
+    ]
+
+
+def record_ingested(svc, instance: dg.DagsterInstance, done: list[tuple[Any, dict]], log_event=None) -> list[str]:
+    """Record in Dagster documents ingested outside the asset job, ``done`` = ``[(document row or
+    its as_dict(), run_stages report)]``: their partitions, materializations and check results
+    (``document_events``), then the whole-index checks once. ``log_event``: the op context's
+    ``log_event`` inside a run; None = reported to ``instance`` without a run
+    (``report_runless_asset_event``). Returns the partition keys."""
+    emit = log_event or instance.report_runless_asset_event
+    keys = []
+    for doc, report in done:
+        key = add_partition(instance, doc)
+        keys.append(key)
+        for ev in document_events(key, report):
+            emit(ev)
+    if keys:
+        for ev in index_check_events(svc):
+            emit(ev)
+    return keys
+
+
+def ingested(outcomes: list) -> list[tuple[dict, dict]]:
+    """``[(document, report)]`` of the ``IngestOutcome``s whose stages ran (status ``ingested``)."""
+    return [(o.document, o.stages) for o in outcomes if o.status == "ingested" and o.document and o.stages]

@@ -1,0 +1,112 @@
+"""One truth for document state: whatever path ingested a document (``ragaudit ingest``, an upload
+to the serving process, the landing-folder sensor), Dagster's instance holds its partition, named
+by knowledge base and document name, with every ingestion asset materialized and its checks'
+results; deleting the document removes its partition."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+
+import dagster as dg
+from fastapi.testclient import TestClient
+from typer.testing import CliRunner
+
+from tests.conftest import DATA, SAMPLES
+
+ASSETS = ["pdf_pages", "chunks", "chunk_points", "live_index", "gold_qa_pairs"]
+PARTITION_CHECKS = {"chunk_counts_match", "pages_have_chunks"}
+
+
+def _age(path, seconds: float = 10) -> None:
+    t = time.time() - seconds
+    os.utime(path, (t, t))
+
+
+def test_every_path_materializes_readable_partitions_and_deletion_removes_them(tmp_path, monkeypatch, embedder):
+    """A PDF ingested by ``ragaudit ingest``, one uploaded to the API (asynchronous) and one
+    dropped in the landing folder (sensor evaluation, then the serving process's queue) are all
+    ``ready``; for each, the Dagster instance has a partition whose key starts with
+    ``<knowledge base>/<name>``, a materialization of every ingestion asset for that partition and
+    passed results of its partitioned checks; the whole-index checks have results too. After
+    ``DELETE /documents/{id}`` that document's partition is gone and the others remain.
+    Fails if a path records less than the asset job (the UI shows the partition as missing), if
+    keys are bare ids, or if a deleted document leaves its partition."""
+    from ragaudit.api.app import create_app
+    from ragaudit.api.cli import app as cli
+    from ragaudit.ingest.documents import get_document
+    from ragaudit.pipelines.partitions import document_id, partition_key
+    from ragaudit.pipelines.resources import RagauditResource
+    from ragaudit.pipelines.runner import instance_for
+    from ragaudit.pipelines.sensors import scan_landing_folder
+    from ragaudit.platform.settings import Settings
+    from ragaudit.services import get_services, release_services, services_key
+
+    landing = tmp_path / "landing" / "field"
+    landing.mkdir(parents=True)
+    for k in [k for k in os.environ if k.startswith(("RAGAUDIT_", "DAGSTER_"))]:
+        monkeypatch.delenv(k)
+    monkeypatch.setenv("RAGAUDIT_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("RAGAUDIT_LANDING_DIR", str(tmp_path / "landing"))
+    settings = Settings(_env_file=None)  # what the CLI and `ragaudit serve` read from this environment
+    try:
+        res = CliRunner().invoke(cli, ["ingest", str(SAMPLES / "20080102X00002.pdf"), "-k", "reports"])
+        assert res.exit_code == 0, res.output
+        svc = get_services(settings)
+        with TestClient(create_app(settings)) as client:
+            r = client.post(
+                "/documents",
+                files={"file": ("crash.pdf", (SAMPLES / "20071229X02007.pdf").read_bytes(), "application/pdf")},
+            )
+            assert r.status_code == 202, r.text
+            shutil.copy(DATA / "ntsb" / "20080117X00064.pdf", landing / "landed.pdf")
+            _age(landing / "landed.pdf")
+            ctx = dg.build_sensor_context(
+                instance=instance_for(svc),
+                resources={"ragaudit": RagauditResource(services_key=services_key(settings))},
+            )
+            out = scan_landing_folder(ctx, svc)
+            assert "1 document(s) queued for the serving process" in out.skip_reason.skip_message
+            deadline = time.monotonic() + 300
+            while True:  # the sensor's document is picked up by the queue's poll of SQL
+                docs = {d["doc_name"]: d for d in client.get("/documents").json()}
+                if len(docs) == 3 and all(d["status"] == "ready" for d in docs.values()):
+                    break
+                assert time.monotonic() < deadline, docs
+                time.sleep(0.5)
+            assert client.app.state.ingest_queue.wait_idle(120)
+
+            instance = instance_for(svc)
+            keys = set(instance.get_dynamic_partitions("documents"))
+            expected = {
+                "20080102X00002.pdf": "reports/20080102X00002.pdf",
+                "crash.pdf": "default/crash.pdf",
+                "field/landed.pdf": "default/field/landed.pdf",
+            }
+            assert set(docs) == set(expected)
+            assert keys == {f"{expected[n]} · {d['id']}" for n, d in docs.items()}, keys
+            checks = [
+                r.event_log_entry.dagster_event.event_specific_data
+                for r in instance.get_event_records(
+                    dg.EventRecordsFilter(event_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION)
+                )
+            ]
+            for name, d in docs.items():
+                key = partition_key(get_document(svc, d["id"]))
+                assert document_id(key) == d["id"] and key.startswith(expected[name] + " · ")
+                for asset in ASSETS:
+                    recs = instance.fetch_materializations(
+                        dg.AssetRecordsFilter(asset_key=dg.AssetKey(asset), asset_partitions=[key]), limit=1
+                    ).records
+                    assert recs, (name, asset)
+                mine = {c.check_name: c.passed for c in checks if c.partition == key}
+                assert mine == dict.fromkeys(PARTITION_CHECKS, True), (name, mine)
+            assert {c.check_name for c in checks if c.partition is None} >= {"no_orphans", "evidence_spans_verbatim"}
+
+            gone = docs["crash.pdf"]["id"]
+            assert client.delete(f"/documents/{gone}").status_code == 200
+            left = set(instance.get_dynamic_partitions("documents"))
+            assert {document_id(k) for k in left} == {d["id"] for n, d in docs.items() if n != "crash.pdf"}
+    finally:
+        release_services(settings)
