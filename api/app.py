@@ -16,7 +16,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match, Mount, Route
 
 from ragaudit.ingest.queue import IngestQueue
-from ragaudit.pipelines.runner import DagsterRunner, execute_launched_run, instance_for, recover_runs
+from ragaudit.pipelines.runner import DagsterRunner, RecordedRunner, execute_launched_run, instance_for, recover_runs
 from ragaudit.platform import tracing
 from ragaudit.platform.cache import AnswerCache
 from ragaudit.platform.opsmetrics import PrometheusMetrics, TelemetryStatsCollector
@@ -97,16 +97,20 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         prom.registry.register(TelemetryStatsCollector(telemetry))
         app.state.prometheus, app.state.telemetry = prom, telemetry
         app.state.query_service = QueryService(svc, telemetry=telemetry, cache=AnswerCache.from_services(svc))
-        # uploads are ingested by one worker thread (the embedded store has one writer); documents
-        # left queued or half-run by a stopped server are re-queued from SQL here
-
         # create the Dagster instance's storage now, before anything is served: Dagster's SQLite
         # storage is not safe to create from several processes at once (the webserver and daemon,
         # started after the API answers /health, then find it ready)
         instance_for(svc)
 
+        # uploads are ingested by the queue's lanes (Dagster runs in the main lane, a short document
+        # beside them with its events reported to Dagster); documents left queued or half-run by a
+        # stopped server are re-queued from SQL here
         jobs = IngestQueue(
-            svc, DagsterRunner(), poll_s=2.0 if settings.embedded else None, run_executor=execute_launched_run
+            svc,
+            DagsterRunner(),
+            poll_s=2.0 if settings.embedded else None,
+            run_executor=execute_launched_run,
+            express_runner=RecordedRunner(),
         )
         app.state.ingest_queue = jobs
         jobs.start()

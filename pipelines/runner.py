@@ -19,17 +19,17 @@ from dagster._core.storage.dagster_run import DagsterRunStatus, RunsFilter
 from dagster._utils.hosted_user_process import recon_job_from_origin
 
 import ragaudit.ingest.guard  # noqa: F401  (defines PDFError subclasses: too many pages, parse bounds exceeded)
-from ragaudit.ingest.documents import INGEST_LOCK, IngestError, get_document
+from ragaudit.ingest.documents import INGEST_LOCK, IngestError, get_document, run_stages
 from ragaudit.ingest.pdf import PDFError
 from ragaudit.platform import tracing
 from ragaudit.services import Services, services_key
 from ragaudit.types import DEFAULT_STRATEGY, Strategy
 
-from .assets import INGEST_ASSETS, strategy_run_config
+from .assets import INGEST_ASSETS, gold_pairs, strategy_run_config
 from .bulk import BULK_OP, ingest_files_job, pop_hooks, register_hooks
 from .checks import INGEST_CHECKS
 from .launcher import HANDED_TAG, WORKER_TAG, this_worker, worker_gone_message, worker_state
-from .partitions import SEPARATOR, add_partition, remove_partitions
+from .partitions import SEPARATOR, add_partition, record_ingested, remove_partitions
 from .resources import RagauditResource
 
 _INSTANCES: dict[str, dg.DagsterInstance] = {}
@@ -67,6 +67,23 @@ class DagsterRunner:
 
     def forget(self, svc: Services, document_id: str) -> None:
         remove_partition(svc, document_id)
+
+
+class RecordedRunner(DagsterRunner):
+    """Runner of the serving process's express lane (``ragaudit.ingest.queue``): the stages run in
+    this thread without a Dagster run (``run_stages``), then their materializations and check
+    results are reported to the instance (``partitions.record_ingested``, runless events), so the
+    partition is materialized with its checks as after an asset-job run.
+
+    Why not a Dagster run: every in-process run's setup reconfigures Python logging
+    (``logging.config.dictConfig``, under logging's module lock, flushing every handler under its
+    lock) while a run in another thread holds its event handler's lock and waits for the module
+    lock: two runs at once in one process deadlock. The main lane's runs stay Dagster runs."""
+
+    def __call__(self, svc: Services, document_id: str, strategy: Strategy) -> dict:
+        report = run_stages(svc, document_id, strategy, after_publish=gold_pairs)
+        record_ingested(svc, instance_for(svc), [(get_document(svc, document_id), report)])
+        return report
 
 
 def run_ingestion(svc: Services, document_id: str, strategy: Strategy) -> None:

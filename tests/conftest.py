@@ -68,9 +68,39 @@ def make_settings(data_dir: Path, **kw):
     return Settings(_env_file=None, **base)
 
 
+_WORDS = (
+    "harbour ledger orchard copper lantern meadow quarry signal timber valley beacon cellar "
+    "compass dune ember falcon glacier hollow island juniper kestrel lagoon marble nectar oasis"
+).split()
+
+
+def text_pdf(pages: int, topic: str) -> bytes:
+    """A PDF of ``pages`` pages of plain English prose about ``topic`` (fpdf2, fixed creation
+    date: the same arguments give the same bytes). Each page holds about 300 words in sentences
+    that differ from page to page, so it chunks and embeds like a real report of that length."""
+    import datetime
+
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    pdf.set_creation_date(datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc))
+    pdf.set_font("helvetica", size=11)
+    for p in range(1, pages + 1):
+        pdf.add_page()
+        sentences = []
+        for k in range(18):
+            a, b = _WORDS[(p * 7 + k) % len(_WORDS)], _WORDS[(p * 3 + k * 5) % len(_WORDS)]
+            sentences.append(
+                f"On page {p} the {topic} survey records that the {a} station near the {b} "
+                f"field measured {p * 100 + k} units during week {k + 1}."
+            )
+        pdf.multi_cell(0, 6, " ".join(sentences))
+    return bytes(pdf.output())
+
+
 @pytest.fixture(scope="module", autouse=True)
 def ingest_workers_stop_with_their_app():
-    """Every ingestion worker thread (``ragaudit.ingest.queue``, thread name ``ragaudit-ingest``) a
+    """Every ingestion worker thread (``ragaudit.ingest.queue``, thread names ``ragaudit-ingest*``) a
     module starts has ended once the module's fixtures are torn down (its app's lifespan
     stopped it). Fails if an app is left running past its test data: its worker went on polling
     a deleted database ("could not read queued documents", sqlite "unable to open database
@@ -79,7 +109,7 @@ def ingest_workers_stop_with_their_app():
     import time
 
     def workers() -> set[threading.Thread]:
-        return {t for t in threading.enumerate() if t.name == "ragaudit-ingest" and t.is_alive()}
+        return {t for t in threading.enumerate() if t.name.startswith("ragaudit-ingest") and t.is_alive()}
 
     yield  # no app outlives its module (apps started at collection time included)
     deadline = time.monotonic() + 15  # a stop() may be waiting for a run to finish

@@ -186,8 +186,11 @@ async def document_events(
     """Server-Sent Events of a document's ingestion: an event ``progress`` whenever status or
     progress changes (data: ``{id, status, error, pages: {done, total}, chunks: {done, total}}``),
     then one event ``ready`` or ``failed`` (same data) and the stream ends. A document that is
-    already ready or failed gets that one final event at once. The state is read from SQL, so
-    runs executed by any process (API worker, Dagster daemon) are followed alike."""
+    already ready or failed gets that one final event at once.
+
+    Runs of this process report each progress write as it happens (every stage, however short,
+    and pages as they are extracted); the row is also read every ``interval_s`` seconds, so runs
+    executed by any other process (the Dagster daemon with a Qdrant server) are followed alike."""
 
     def read() -> dict | None:
         with svc.sessions() as s:
@@ -197,28 +200,58 @@ async def document_events(
     first = await run_in_threadpool(read)
     if first is None:
         raise HTTPException(404, f"document {document_id} not found")
+    loop = asyncio.get_running_loop()
+    writes: asyncio.Queue[dict] = asyncio.Queue()
+
+    def listener(doc_id: str | None, values: dict) -> None:  # called in the thread that wrote the progress
+        if doc_id == document_id:
+            loop.call_soon_threadsafe(writes.put_nowait, dict(values))
 
     async def stream():
-        last, state = None, first
-        while True:
-            if state is None:
-                yield {
-                    "event": "failed",
-                    "data": json.dumps({"id": document_id, "status": "deleted", "error": "the document was deleted"}),
-                }
-                return
-            if state["status"] not in ingest.ACTIVE:
-                yield {"event": state["status"], "data": json.dumps(state)}
-                return
-            if state != last:
-                yield {"event": "progress", "data": json.dumps(state)}
-                last = state
-            if await request.is_disconnected():
-                return
-            await asyncio.sleep(interval_s)
-            state = await run_in_threadpool(read)
+        ingest.add_progress_listener(listener)
+        try:
+            last, state = None, first
+            while True:
+                if state is None:
+                    yield {
+                        "event": "failed",
+                        "data": json.dumps(
+                            {"id": document_id, "status": "deleted", "error": "the document was deleted"}
+                        ),
+                    }
+                    return
+                if state["status"] not in ingest.ACTIVE:
+                    yield {"event": state["status"], "data": json.dumps(state)}
+                    return
+                if state != last:
+                    yield {"event": "progress", "data": json.dumps(state)}
+                    last = state
+                if await request.is_disconnected():
+                    return
+                try:
+                    state = _with_progress(state, await asyncio.wait_for(writes.get(), interval_s))
+                except TimeoutError:
+                    read_state = await run_in_threadpool(read)
+                    if writes.empty():  # else a write seen meanwhile is newer than this read
+                        state = read_state
+        finally:
+            ingest.remove_progress_listener(listener)
 
     return EventSourceResponse(stream(), ping=15)
+
+
+def _with_progress(state: dict, values: dict) -> dict:
+    """``state`` (``Document.progress()``) updated with a progress write's ``values``
+    (``status``, ``error``, ``pages_done``, ``pages_total``, ``chunks_done``, ``chunks_total``)."""
+    out = {**state, "pages": dict(state["pages"]), "chunks": dict(state["chunks"])}
+    for k in ("status", "error"):
+        if k in values:
+            out[k] = values[k]
+    for part in ("pages", "chunks"):
+        for end in ("done", "total"):
+            if f"{part}_{end}" in values:
+                out[part][end] = values[f"{part}_{end}"]
+    return out
 
 
 @router.delete(

@@ -208,7 +208,7 @@ def _ingest_one(
     t["parse child peak rss mb"] = max(t.get("parse child peak rss mb", 0.0), child.get("peak_rss_mb", 0.0))
     with INGEST_LOCK:
         try:
-            doc, needs_run = register(svc, data, f.name, knowledge_base, strategy, info=info)
+            doc, needs_run = register(svc, data, f.name, knowledge_base, strategy, info=info, claim=True)
         except InvalidNameError as e:
             return IngestOutcome(f.name, "refused", str(e), error_code="invalid_name", seconds=parse_s)
         except DocumentBusyError as e:

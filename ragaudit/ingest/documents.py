@@ -21,6 +21,7 @@ that (``fingerprint``); re-ingestion (``ragaudit.ingest.reindex``) compares them
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -39,6 +40,7 @@ from ragaudit.index.sparse import ROW_LABELS_REVISION, bm25_document_vector
 from ragaudit.index.store import point_id
 from ragaudit.ingest.chunking import ATOMIC_UNITS_REVISION, chunk_document, document_title
 from ragaudit.ingest.guard import extract_pages_bounded, inspect_pdf_bounded
+from ragaudit.ingest.parsed import PARSED
 from ragaudit.ingest.pdf import Page, PDFError, PDFInfo
 from ragaudit.ingest.removal import extraction_report
 from ragaudit.platform import tracing
@@ -93,7 +95,7 @@ class IngestOutcome:
     seconds: float = 0.0
     extra: dict[str, Any] = field(default_factory=dict)
     # what each stage did, when the stages ran outside the Dagster asset job (``run_stages``'s
-    # report): the batch jobs record it in Dagster
+    # report): the batch jobs and the queue's express lane record it in Dagster
     stages: dict[str, Any] | None = None
 
     @property
@@ -245,6 +247,7 @@ def register(
     strategy: Strategy = DEFAULT_STRATEGY,
     source_path: str | None = None,
     info: PDFInfo | None = None,
+    claim: bool = False,
 ) -> tuple[Document, bool]:
     """Validate and register an upload. Returns ``(document, needs_run)``.
 
@@ -255,6 +258,9 @@ def register(
     A document that needs a run is left in status ``queued`` (progress reset). ``source_path``
     records the file a landing-folder document comes from. ``info``: the result of validating
     these very bytes already (``ragaudit.ingest.guard.parse_pdf_bounded``): they are not parsed again.
+    ``claim``: the caller runs the ingestion at once, in this thread: a document that needs a run
+    is left in status ``extracting`` instead (claimed in the same transaction), so no queue
+    (of this process or another) takes it meanwhile.
     Raises ``InvalidNameError`` (a ``ValueError``) for a name or knowledge base that cannot be
     stored and ``PDFError`` for bad input; in both cases nothing is stored (the PDF is validated
     before its bytes are written). Raises ``DocumentBusyError`` when a new version arrives while
@@ -264,12 +270,14 @@ def register(
     knowledge_base = validate_knowledge_base(knowledge_base)
     key = name_key(doc_name)
     if info is None:
-        inspect_pdf_bounded(data, svc.settings)  # page limit; time/memory bounds (child process)
+        info = inspect_pdf_bounded(data, svc.settings)  # page limit; time/memory bounds (child process)
     sha = sha256_hex(data)
     store_file(svc, data, sha)
     replaced: set[str | None] = set()  # content versions this upload supersedes (their files may go)
     try:
-        return _register_row(svc, data, sha, doc_name, key, knowledge_base, strategy, source_path, replaced)
+        return _register_row(
+            svc, data, sha, doc_name, key, knowledge_base, strategy, source_path, replaced, info.pages, claim
+        )
     finally:
         for old in replaced - {sha}:
             remove_file_if_unreferenced(svc, old)
@@ -285,9 +293,13 @@ def _register_row(
     strategy: Strategy,
     source_path: str | None,
     replaced: set[str | None],
+    pages: int = 0,
+    claim: bool = False,
 ) -> tuple[Document, bool]:
     """``register``'s row update (under ``REGISTER_LOCK``); adds to ``replaced`` the content
-    versions the document stops referring to (a never-published or queued version superseded)."""
+    versions the document stops referring to (a never-published or queued version superseded).
+    ``pages``: the page count validation found (the progress total while queued and extracting);
+    ``claim``: see ``register``."""
     for attempt in range(2):
         try:
             with REGISTER_LOCK, svc.sessions.begin() as s:
@@ -324,12 +336,12 @@ def _register_row(
                 ):
                     return doc, False  # already queued with these bytes
                 progress = dict(
-                    status="queued",
+                    status="extracting" if claim else "queued",
                     error=None,
                     pending_strategy=strategy.value,
                     queued_at=utcnow(),
                     pages_done=0,
-                    pages_total=0,
+                    pages_total=pages,
                     chunks_done=0,
                     chunks_total=0,
                 )
@@ -412,18 +424,49 @@ def document_exists(svc: Services, document_id: str) -> bool:
 @tracing.traced("ingest.extract")
 def load_pages(svc: Services, document_id: str, pages: list[Page] | None = None) -> tuple[Document, list[Page]]:
     """Stage 1: the pages of the version being ingested (status ``extracting``, pages done of
-    total as they are read). ``pages``: already extracted from these bytes (``ragaudit.ingest.bulk``
-    parses ahead of the run): only the progress is written. Raises ``PDFError`` or ``KeyError``."""
+    total as they are extracted). ``pages``: already extracted from these bytes (``ragaudit.ingest.bulk``
+    parses ahead of the run): only the progress is written. Pages the ingestion queue extracted
+    ahead of the run (``ragaudit.ingest.parsed``) are taken, waiting for an extraction still under
+    way. Raises ``PDFError`` or ``KeyError``."""
     doc = get_document(svc, document_id)
-    path = svc.settings.files_dir / f"{target_version(doc)}.pdf"
-    set_progress(svc, document_id, status="extracting", pages_done=0, pages_total=0, chunks_done=0, chunks_total=0)
-    # parsed in a child process under time/memory bounds (ragaudit.ingest.guard): per-page progress
-    # stays there, so the page count is reported when extraction ends
+    sha = target_version(doc)
+    set_progress(svc, document_id, status="extracting", chunks_done=0, chunks_total=0)
     if pages is None:
-        pages = extract_pages_bounded(path.read_bytes(), svc.settings)
+        pages = PARSED.take(document_id, sha, wait_s=max(svc.settings.pdf_parse_timeout_s, 0) + 10)
+    if pages is None:
+        set_progress(svc, document_id, force=True, pages_done=0)
+        # in a child process under time/memory bounds (ragaudit.ingest.guard), pages reported as extracted
+        pages = extract_pages_bounded(
+            file_path(svc, sha).read_bytes(),
+            svc.settings,
+            on_page=lambda done, total: set_progress(svc, document_id, pages_done=done, pages_total=total),
+        )
     set_progress(svc, document_id, force=True, pages_done=len(pages), pages_total=len(pages))
     tracing.annotate(**{"ragaudit.document_id": document_id, "ragaudit.pages": len(pages)})
     return doc, pages
+
+
+def set_parse_progress(svc: Services, document_id: str, queued_at: Any, done: int, total: int) -> None:
+    """Pages extracted ahead of a run (``ragaudit.ingest.queue``): written only while the document
+    is still the upload registered at ``queued_at`` and waiting for (or starting) its run, so a
+    newer upload's counters are never overwritten. Throttled like ``set_progress``."""
+    now = time.monotonic()
+    if done < total and now - _LAST_PROGRESS.get(document_id, 0.0) < PROGRESS_INTERVAL_S:
+        return
+    _LAST_PROGRESS[document_id] = now
+    with svc.sessions.begin() as s:
+        n = s.execute(
+            update(Document)
+            .where(
+                Document.id == document_id,
+                Document.queued_at == queued_at,
+                Document.status.in_(("queued", "extracting")),
+            )
+            .values(pages_done=done, pages_total=total)
+            .execution_options(synchronize_session=False)
+        ).rowcount
+    if n and _LISTENERS:
+        notify(document_id, {"pages_done": done, "pages_total": total})
 
 
 def pages_metadata(doc: Document, pages: list[Page]) -> dict[str, Any]:
@@ -736,16 +779,24 @@ def page_coverage(svc: Services, document_id: str, pages: list[tuple[int, str]])
 
 def orphans(svc: Services) -> dict[str, Any]:
     """Points without a chunk row or whose document is gone, and chunk rows without a point
-    (whole index): ``{points, rows, orphan_points, orphan_rows, examples}``. Staged points of a
-    run in progress have their rows and are not orphans."""
+    (whole index): ``{points, rows, orphan_points, orphan_rows, examples}``. The staged (not yet
+    live) points and rows of a document whose run is under way are left out: another run
+    writes them batch by batch beside this check (points first, then their rows)."""
     with svc.sessions() as s:
+        running = set(s.scalars(select(Document.id).where(Document.status.in_(RUNNING))))
         rows = set(s.scalars(select(ChunkRow.id)))
+        staged_rows = set(
+            s.scalars(select(ChunkRow.id).where(ChunkRow.live.is_(False), ChunkRow.document_id.in_(running)))
+        )
         docs = set(s.scalars(select(Document.id)))
     points = {}
+    staged_points = set()
     for pid, payload in svc.store.iter_payloads():
         points[pid] = payload.get("document_id")
-    orphan_points = [p for p, d in points.items() if p not in rows or d not in docs]
-    orphan_rows = [r for r in rows if r not in points]
+        if payload.get("live") is False and points[pid] in running:
+            staged_points.add(pid)
+    orphan_points = [p for p, d in points.items() if (p not in rows or d not in docs) and p not in staged_points]
+    orphan_rows = [r for r in rows if r not in points and r not in staged_rows]
     return {
         "points": len(points),
         "rows": len(rows),
@@ -898,7 +949,7 @@ def ingest_bytes(
         return IngestOutcome(doc_name, "refused", str(e), error_code="invalid_request")
     with INGEST_LOCK:
         try:
-            doc, needs_run = register(svc, data, doc_name, knowledge_base, strategy)
+            doc, needs_run = register(svc, data, doc_name, knowledge_base, strategy, claim=True)
         except PDFError as e:
             return IngestOutcome(doc_name, "refused", str(e), error_code=e.code, seconds=time.perf_counter() - t)
         except InvalidNameError as e:
@@ -944,17 +995,18 @@ def ingest_bytes(
         )
 
 
-def run_queued(svc: Services, document_id: str, runner: Runner) -> IngestOutcome | None:
+def run_queued(svc: Services, document_id: str, runner: Runner, exclusive: bool = True) -> IngestOutcome | None:
     """Run the ingestion of a document in status ``queued`` (the background queue's unit of work).
 
     Claims the document (``queued`` -> ``extracting``) under ``REGISTER_LOCK`` so a concurrent
     upload of a newer version either lands before the claim (and is what gets built) or gets a
-    409; then runs ``runner`` under ``INGEST_LOCK``. A failure rolls back with ``keep_failed``:
-    the row stays, status ``failed`` with the reason, any previous version searchable.
-    Returns None when the document is gone or no longer queued (nothing to do).
+    409; then runs ``runner``, under ``INGEST_LOCK`` when ``exclusive`` (the queue's express lane
+    runs small documents beside it, ``ragaudit.ingest.queue``). A failure rolls back with
+    ``keep_failed``: the row stays, status ``failed`` with the reason, any previous version
+    searchable. Returns None when the document is gone or no longer queued (nothing to do).
     """
     t = time.perf_counter()
-    with INGEST_LOCK:
+    with INGEST_LOCK if exclusive else contextlib.nullcontext():
         with REGISTER_LOCK, svc.sessions.begin() as s:
             doc = s.get(Document, document_id)
             if doc is None or doc.status != "queued":

@@ -14,6 +14,7 @@ itself. ``parse_timeout_s <= 0`` runs inline without bounds (used by benchmarks 
 
 from __future__ import annotations
 
+import logging
 import multiprocessing as mp
 import resource
 import threading
@@ -21,6 +22,8 @@ import time
 from typing import Any, Callable
 
 from ragaudit.ingest.pdf import Page, PDFError, PDFInfo, _open_pdfium, extract_pages, inspect_pdf
+
+log = logging.getLogger(__name__)
 
 
 class PDFTooComplexError(PDFError):
@@ -49,12 +52,13 @@ def _context() -> Any:
         return _CTX
 
 
-def _child(conn: Any, memory_mb: int, fn: Callable, args: tuple) -> None:
+def _child(conn: Any, memory_mb: int, fn: Callable, args: tuple, progress: bool = False) -> None:
     try:
         limit = int(memory_mb) * 1024 * 1024
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+        kw = {"on_page": lambda done, total: conn.send(("progress", done, total))} if progress else {}
         try:
-            out: tuple = ("ok", fn(*args))
+            out: tuple = ("ok", fn(*args, **kw))
         except MemoryError:
             out = ("memory", None)
         except BaseException as e:  # a PDFError (refusal) or a parser crash: hand it to the parent
@@ -71,33 +75,53 @@ def _child(conn: Any, memory_mb: int, fn: Callable, args: tuple) -> None:
         conn.close()
 
 
-def run_bounded(fn: Callable, args: tuple, *, timeout_s: float, memory_mb: int, what: str = "parsing") -> Any:
+def run_bounded(
+    fn: Callable,
+    args: tuple,
+    *,
+    timeout_s: float,
+    memory_mb: int,
+    what: str = "parsing",
+    on_page: Callable[[int, int], None] | None = None,
+) -> Any:
     """``fn(*args)`` in a child process limited to ``memory_mb`` MB of address space and
     ``timeout_s`` seconds; returns its result (pickled back).
 
+    ``on_page(done, total)``: ``fn`` is called with an ``on_page`` keyword whose calls in the child
+    reach this callback in the calling thread as they happen (pages extracted so far; an error
+    in the callback is logged, never fails the parse).
     Raises what ``fn`` raised (e.g. ``PDFError``), or ``PDFTooComplexError`` when the time or
     memory bound is hit or the child dies (e.g. a native parser aborting on allocation failure).
     ``fn`` must be a module-level function (it is pickled by name)."""
     ctx = _context()
     parent, child = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_child, args=(child, memory_mb, fn, args), daemon=True)
+    proc = ctx.Process(target=_child, args=(child, memory_mb, fn, args, on_page is not None), daemon=True)
     proc.start()
     child.close()
+    deadline = time.monotonic() + timeout_s
     try:
-        if not parent.poll(timeout_s):
-            raise PDFTooComplexError(
-                f"PDF refused: {what} took longer than the {timeout_s:g} s bound per document "
-                "(RAGAUDIT_PDF_PARSE_TIMEOUT_S); the file may be crafted to stall the parser"
-            )
-        try:
-            status, value = parent.recv()
-        except EOFError:  # the child died without answering (killed by the kernel, native abort)
-            proc.join(5)
-            raise PDFTooComplexError(
-                f"PDF refused: the parser died while {what} (exit code {proc.exitcode}); "
-                f"most likely it exceeded the {memory_mb} MB memory bound "
-                "(RAGAUDIT_PDF_PARSE_MEMORY_MB)"
-            ) from None
+        while True:
+            if not parent.poll(max(0.0, deadline - time.monotonic())):
+                raise PDFTooComplexError(
+                    f"PDF refused: {what} took longer than the {timeout_s:g} s bound per document "
+                    "(RAGAUDIT_PDF_PARSE_TIMEOUT_S); the file may be crafted to stall the parser"
+                )
+            try:
+                msg = parent.recv()
+            except EOFError:  # the child died without answering (killed by the kernel, native abort)
+                proc.join(5)
+                raise PDFTooComplexError(
+                    f"PDF refused: the parser died while {what} (exit code {proc.exitcode}); "
+                    f"most likely it exceeded the {memory_mb} MB memory bound "
+                    "(RAGAUDIT_PDF_PARSE_MEMORY_MB)"
+                ) from None
+            if msg[0] != "progress":
+                status, value = msg
+                break
+            try:
+                on_page(msg[1], msg[2])
+            except Exception:
+                log.exception("page progress callback failed")
     finally:
         parent.close()
         if proc.is_alive():
@@ -143,17 +167,19 @@ def inspect_pdf_bounded(data: bytes, settings: Any) -> PDFInfo:
     )
 
 
-def extract_pages_bounded(data: bytes, settings: Any) -> list[Page]:
+def extract_pages_bounded(data: bytes, settings: Any, on_page: Callable[[int, int], None] | None = None) -> list[Page]:
     """``extract_pages`` under the per-document time/memory bounds of ``settings``; raises its
-    ``PDFError`` subclasses or ``PDFTooComplexError``."""
+    ``PDFError`` subclasses or ``PDFTooComplexError``. ``on_page(done, total)`` is called in this
+    thread as pages are extracted (``run_bounded``)."""
     if settings.pdf_parse_timeout_s <= 0:
-        return extract_pages(data)
+        return extract_pages(data, on_page=on_page)
     return run_bounded(
         extract_pages,
         (data,),
         timeout_s=settings.pdf_parse_timeout_s,
         memory_mb=settings.pdf_parse_memory_mb,
         what="extracting text",
+        on_page=on_page,
     )
 
 

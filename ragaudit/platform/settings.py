@@ -237,6 +237,18 @@ class Settings(BaseSettings):
         "launcher, embedded mode) when it is not host:port, e.g. behind a proxy or in another "
         "container; empty = http://<host>:<port>",
     )
+    queue_express_pages: int = Field(
+        default=20,
+        ge=0,
+        description="Uploads of at most this many pages are ingested by a second worker of the serving "
+        "process beside a longer document, instead of waiting for its whole ingestion; 0 = one "
+        "document at a time",
+    )
+    queue_parse_ahead: bool = Field(
+        default=True,
+        description="The serving process extracts the text of the next waiting document (in a bounded "
+        "child process) while the current one is embedded",
+    )
     max_upload_mb: int = Field(default=100, gt=0)
     max_pdf_pages: int = Field(default=5000, ge=0, description="PDFs with more pages are refused (422); 0 = no limit")
     pdf_parse_timeout_s: float = Field(

@@ -64,7 +64,8 @@ def test_five_uploads_at_once_answer_202_and_all_end_ready(settings):
     ingested (most are still waiting when the last POST returns), the SSE stream of each reports stage progress in order and ends ``ready``,
     and every document is searchable. Fails if POST waits for the ingestion (it took 5-20 s per
     file before), if stages are not written by the stage functions (the stream would jump from
-    queued to ready), if runs are lost or not serialised, or if the stream never ends."""
+    queued to ready), if runs are lost or two runs of one document interleave, or if the stream
+    never ends."""
     files = [
         SAMPLES / "dmca.pdf",
         SAMPLES / "20071229X02007.pdf",
@@ -93,9 +94,18 @@ def test_five_uploads_at_once_answer_202_and_all_end_ready(settings):
         assert len(waiting) >= 3, ({n: round(a[1], 2) for n, a in answers.items()}, waiting)
         assert all(a[2]["status"] == "queued" and a[2]["document"]["status"] == "queued" for a in answers.values())
 
-        # the first document is followed from the start: every stage appears, in order
+        # every document is followed at once, the waiting ones from the start: every stage appears, in order
         ids = {n: a[2]["document"]["id"] for n, a in answers.items()}
-        streams = {n: _events(client, i) for n, i in ids.items()}
+        streams: dict[str, list] = {}
+
+        def follow(name: str) -> None:
+            streams[name] = _events(client, ids[name])
+
+        readers = [threading.Thread(target=follow, args=(n,)) for n in ids]
+        for th in readers:
+            th.start()
+        for th in readers:
+            th.join()
         for name, evs in streams.items():
             assert evs[-1][0] == "ready" and evs[-1][1]["status"] == "ready", (name, evs[-3:])
             seen = [d["status"] for e, d in evs if e == "progress"]
@@ -169,3 +179,67 @@ def test_failed_background_ingestion_is_reported_with_its_reason(settings, monke
         doc = client.get(f"/documents/{r.json()['document']['id']}").json()
         assert doc["status"] == "failed" and doc["ingest_version"] == 0
     assert svc.store.count() == 0
+
+
+def test_a_short_upload_does_not_wait_for_a_long_one(tmp_path, embedder):
+    """A 30-page PDF, then a 3-page one, then an 8-page one are posted: the 3-page one (at most
+    ``queue_express_pages``) is ingested beside the long one and is ``ready`` while the long one
+    is still being ingested; its SSE stream shows the extraction's page counts and every stage,
+    ``indexing`` included; the long one's pages are reported as they are extracted; the 8-page
+    one, waiting behind the long one, has its pages extracted while the long one is embedded and
+    its run does not extract them again. Fails if documents run strictly one after another (the
+    short one would wait for the long one's whole ingestion), if pages are only reported when
+    extraction ends, if a short stage is lost between two reads of the row, or if the next
+    document is not parsed ahead."""
+    from ragaudit.ingest.documents import add_progress_listener, remove_progress_listener
+    from ragaudit.services import release_services
+    from tests.conftest import text_pdf
+
+    settings = make_settings(tmp_path / "api", queue_express_pages=5)
+    writes: list[tuple[str, dict]] = []
+    lock = threading.Lock()
+
+    def record(doc_id, values):
+        with lock:
+            writes.append((doc_id, dict(values)))
+
+    add_progress_listener(record)
+    try:
+        with _client(settings) as client:
+
+            def post(name: str, pages: int, topic: str) -> str:
+                r = client.post("/documents", files={"file": (name, text_pdf(pages, topic), "application/pdf")})
+                assert r.status_code == 202, r.text
+                assert r.json()["document"]["progress"]["pages"] == {"done": 0, "total": pages}  # known at upload
+                return r.json()["document"]["id"]
+
+            long_id = post("long.pdf", 30, "harbour")
+            short_id = post("short.pdf", 3, "orchard")
+            next_id = post("next.pdf", 8, "glacier")
+            short = _events(client, short_id)
+            long_then = client.get(f"/documents/{long_id}").json()["status"]
+            assert client.app.state.ingest_queue.wait_idle(600)
+            docs = {d["doc_name"]: d for d in client.get("/documents").json()}
+    finally:
+        remove_progress_listener(record)
+        release_services(settings)
+
+    assert short[-1][0] == "ready" and long_then in ("extracting", "chunking", "embedding", "indexing"), (
+        long_then,
+        short[-3:],
+    )
+    assert all(d["status"] == "ready" for d in docs.values()), docs
+    seen = [d for e, d in short if e == "progress"]
+    assert [d["status"] for d in seen] == sorted((d["status"] for d in seen), key=STAGES.index)
+    assert {"extracting", "chunking", "embedding", "indexing"} <= {d["status"] for d in seen}, seen
+    assert all(d["pages"]["total"] == 3 for d in seen if d["status"] == "extracting"), seen
+
+    def of(doc_id: str) -> list[dict]:
+        return [v for d, v in writes if d == doc_id]
+
+    long_pages = {v["pages_done"] for v in of(long_id) if "pages_done" in v}
+    assert long_pages & set(range(1, 30)), sorted(long_pages)  # pages reported while being extracted
+    nxt = of(next_id)
+    claimed = next(k for k, v in enumerate(nxt) if v.get("status") == "extracting")
+    assert {"pages_done": 8, "pages_total": 8} in nxt[:claimed], nxt  # extracted ahead, while queued
+    assert all(v.get("pages_done") != 0 for v in nxt[claimed:]), nxt  # and not extracted again
