@@ -16,6 +16,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match, Mount, Route
 
 from ragaudit.ingest.queue import IngestQueue
+from ragaudit.pipelines.partitions import reconcile
 from ragaudit.pipelines.runner import DagsterRunner, RecordedRunner, execute_launched_run, instance_for, recover_runs
 from ragaudit.platform import tracing
 from ragaudit.platform.cache import AnswerCache
@@ -100,7 +101,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # create the Dagster instance's storage now, before anything is served: Dagster's SQLite
         # storage is not safe to create from several processes at once (the webserver and daemon,
         # started after the API answers /health, then find it ready)
-        instance_for(svc)
+        instance = instance_for(svc)
+        # the instance agrees with the documents table before anything runs: every ready document's
+        # partition under its key and materialized (documents built before this instance, older keys)
+        try:
+            fixed = reconcile(svc, instance)
+            if any(fixed.values()):
+                log.info("Dagster partitions brought in line with the documents: %s", fixed)
+        except Exception:  # the database or the instance is down: the next start tries again
+            log.exception("could not bring the Dagster partitions in line with the documents")
 
         # uploads are ingested by the queue's lanes (Dagster runs in the main lane, a short document
         # beside them with its events reported to Dagster); documents left queued or half-run by a

@@ -23,12 +23,15 @@ import re
 from typing import Any
 
 import dagster as dg
+from sqlalchemy import select
 
 from ragaudit.evaluate.goldgen import verify_stored_pairs
 from ragaudit.ingest import documents as ingest
+from ragaudit.platform.db import Document, QAPair
 
 documents_partitions = dg.DynamicPartitionsDefinition(name="documents")
 SEPARATOR = " · "
+INGEST_ASSET_NAMES = ("pdf_pages", "chunks", "chunk_points", "live_index", "gold_qa_pairs")
 _ID_AT_END = re.compile(r"(?:^|" + re.escape(SEPARATOR) + r")([0-9a-f]{32})$")
 
 
@@ -75,7 +78,7 @@ def document_events(key: str, report: dict[str, Any]) -> list[dg.AssetMaterializ
     label = {"document": key.rsplit(SEPARATOR, 1)[0]}
     out: list[dg.AssetMaterialization | dg.AssetCheckEvaluation] = [
         dg.AssetMaterialization(asset_key=asset, partition=key, metadata={**label, **report[asset]})
-        for asset in ("pdf_pages", "chunks", "chunk_points", "live_index", "gold_qa_pairs")
+        for asset in INGEST_ASSET_NAMES
         if report.get(asset) is not None
     ]
     checks = report["checks"]
@@ -135,3 +138,49 @@ def record_ingested(svc, instance: dg.DagsterInstance, done: list[tuple[Any, dic
 def ingested(outcomes: list) -> list[tuple[dict, dict]]:
     """``[(document, report)]`` of the ``IngestOutcome``s whose stages ran (status ``ingested``)."""
     return [(o.document, o.stages) for o in outcomes if o.status == "ingested" and o.document and o.stages]
+
+
+def reconcile(svc, instance: dg.DagsterInstance) -> dict[str, int]:
+    """Make the instance agree with the documents table (the serving process calls it as it
+    starts, before its queue runs anything): every ``ready`` document has its partition under its
+    key (a partition of an older key, e.g. a bare id, is replaced), partitions of documents that
+    are gone are deleted, and a ready document's partition with no materialization of an
+    ingestion asset (an instance created after the document was built, or an older key) gets
+    one reported from its live version (``pages``, ``chunks``, ``recorded_from``:
+    ``live version``), with ``chunk_counts_match`` checked now; ``gold_qa_pairs`` only when the
+    document has stored pairs. ``pages_have_chunks`` needs the page texts and is left to the next
+    ingestion. Returns ``{added, removed, recorded}`` (partitions, partitions, documents)."""
+    with svc.sessions() as s:
+        docs = {d.id: d for d in s.scalars(select(Document))}
+        with_pairs = set(s.scalars(select(QAPair.document_id).distinct()))
+    name = documents_partitions.name
+    keys = set(instance.get_dynamic_partitions(name))
+    wanted = {i: partition_key(d) for i, d in docs.items()}
+    stale = [k for k in keys if wanted.get(document_id(k)) != k]
+    for k in stale:
+        instance.delete_dynamic_partition(name, k)
+    ready = {i: d for i, d in docs.items() if d.status == "ready"}
+    missing = [wanted[i] for i in ready if wanted[i] not in keys]
+    if missing:
+        instance.add_dynamic_partitions(name, missing)
+    done = {a: instance.get_materialized_partitions(dg.AssetKey(a)) for a in INGEST_ASSET_NAMES}
+    recorded = 0
+    for i, d in ready.items():
+        key = wanted[i]
+        todo = [a for a in INGEST_ASSET_NAMES if key not in done[a] and (a != "gold_qa_pairs" or i in with_pairs)]
+        if not todo:
+            continue
+        meta = {
+            "document": key.rsplit(SEPARATOR, 1)[0],
+            "pages": d.pages,
+            "chunks": d.chunk_count,
+            "recorded_from": "live version",
+        }
+        for a in todo:
+            instance.report_runless_asset_event(dg.AssetMaterialization(asset_key=a, partition=key, metadata=meta))
+        st = ingest.count_check(svc, i)
+        instance.report_runless_asset_event(
+            _check("chunk_counts_match", "chunk_points", st, key, severity=dg.AssetCheckSeverity.ERROR)
+        )
+        recorded += 1
+    return {"added": len(missing), "removed": len(stale), "recorded": recorded}

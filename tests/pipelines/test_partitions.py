@@ -110,3 +110,41 @@ def test_every_path_materializes_readable_partitions_and_deletion_removes_them(t
             assert {document_id(k) for k in left} == {d["id"] for n, d in docs.items() if n != "crash.pdf"}
     finally:
         release_services(settings)
+
+
+def test_serving_process_brings_older_partitions_in_line_at_start(tmp_path, embedder):
+    """A ready document built without Dagster (no partition), a partition under a bare document
+    id (an older key) and a partition of a document that is gone: when the serving process
+    starts, the ready document has its partition under ``<knowledge base>/<name> · <id>`` with
+    a materialization of pdf_pages, chunks, chunk_points and live_index and a passed
+    ``chunk_counts_match`` result, the bare-id and the orphan partitions are gone. Fails if the
+    app does not reconcile the instance with the documents table as it starts (the UI would show
+    the document's partitions as missing, or list keys an operator cannot recognise)."""
+    from ragaudit.api.app import create_app
+    from ragaudit.ingest import documents as ingest
+    from ragaudit.pipelines.runner import instance_for
+    from ragaudit.services import get_services, release_services
+    from tests.conftest import make_settings, text_pdf
+
+    settings = make_settings(tmp_path / "data")
+    try:
+        svc = get_services(settings)
+        doc = ingest.register(svc, text_pdf(2, "harbour"), "older.pdf", knowledge_base="field")[0]
+        assert ingest.run_queued(svc, doc.id, ingest.run_stages).ok
+        instance = instance_for(svc)
+        instance.add_dynamic_partitions("documents", [doc.id, "f" * 32])
+        with TestClient(create_app(settings)):
+            pass
+        key = f"field/older.pdf · {doc.id}"
+        assert instance.get_dynamic_partitions("documents") == [key]
+        for asset in ASSETS[:4]:
+            assert key in instance.get_materialized_partitions(dg.AssetKey(asset)), asset
+        checks = [
+            r.event_log_entry.dagster_event.event_specific_data
+            for r in instance.get_event_records(
+                dg.EventRecordsFilter(event_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION)
+            )
+        ]
+        assert [(c.check_name, c.partition, c.passed) for c in checks] == [("chunk_counts_match", key, True)]
+    finally:
+        release_services(settings)
