@@ -566,13 +566,17 @@ class Bridge:
         if res.name == "documents":
 
             def drop() -> dict[str, Any]:
+                # as DELETE /documents/{id}: a run cannot claim the document meanwhile, and one under
+                # way (the queue's two lanes run without a common lock) gets 409
                 svc = self.services()
-                with ingest.INGEST_LOCK:
+                with ingest.REGISTER_LOCK:
                     try:
-                        info = ingest.delete_document(svc, rid)
+                        info = ingest.delete_document(svc, rid, refuse_running=True)
                     except KeyError:
                         raise BridgeError(404, f"documents {rid} not found") from None
-                    remove_partition(svc, rid)
+                    except ingest.DocumentBusyError as e:
+                        raise BridgeError(409, str(e)) from None
+                remove_partition(svc, rid)
                 return info
 
             return JSONResponse(await run_in_threadpool(drop))

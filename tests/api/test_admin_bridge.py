@@ -297,6 +297,29 @@ def test_documents_reingest_and_delete(client):
     assert client.delete(f"/admin/api/documents/{doc['id']}").status_code == 404
 
 
+def test_delete_of_a_document_being_ingested_is_409(client):
+    """A document whose run is under way (status ``embedding``) is not deleted through the admin
+    bridge: 409 naming the status, the document and its chunks stay. Fails if the bridge deletes
+    under a run (the ingestion queue's lanes share no lock: the run would publish points of a
+    deleted document)."""
+    from sqlalchemy import update
+
+    from ragaudit.platform.db import Document
+
+    svc = client.app.state.services
+    doc = client.docs["20071229X02007.pdf"]
+    with svc.sessions.begin() as s:
+        s.execute(update(Document).where(Document.id == doc["id"]).values(status="embedding"))
+    try:
+        r = client.delete(f"/admin/api/documents/{doc['id']}")
+        assert r.status_code == 409 and "embedding" in r.json()["message"], r.text
+        assert client.get(f"/admin/api/documents/{doc['id']}").status_code == 200
+        assert total(get_list(client, "chunks", flt={"document_id": doc["id"]})) == doc["chunk_count"]
+    finally:
+        with svc.sessions.begin() as s:
+            s.execute(update(Document).where(Document.id == doc["id"]).values(status="ready"))
+
+
 def test_date_filters_take_iso_dates_and_refuse_others_naming_the_value(client):
     """Fails if ``created_at_gte`` / ``created_at_lte`` on documents, query_logs or eval_runs do not
     filter by ISO 8601 dates and times (offsets and ``Z`` included), if a date-only upper bound
