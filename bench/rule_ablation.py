@@ -78,7 +78,7 @@ def without_gate_rule(recs: dict, rule: str) -> dict:
         r = dict(r)
         if gate and gate[0] == rule and r.get("label") in REFUSING and len(gate) == 1:
             r["label"] = "answered"
-            r["refusal_ok"] = float(not r["answerable"])
+            r["refusal_ok"] = float(r["answerable"])  # answering is right only for an answerable question
             if r["answerable"]:
                 r["false_refusal"] = 0.0
                 r["concise_shown"] = None  # unknown: the answer was never made

@@ -1,0 +1,35 @@
+"""The ablation's exact simulation of a gate rule switched off (bench/rule_ablation.py)."""
+
+from bench.rule_ablation import metrics_by_part, without_gate_rule
+
+
+def _rec(answerable: bool, rules: list[str], label: str) -> dict:
+    refused = label == "refused"
+    r = {"set": "dev", "answerable": answerable, "rules": rules, "label": label}
+    r["refusal_ok"] = float(refused != answerable)
+    if answerable:
+        r["false_refusal"] = float(refused)
+    else:
+        r["false_answer"] = float(not refused)
+    return r
+
+
+def test_switching_a_gate_rule_off_answers_what_it_alone_refused():
+    """Fails if a question refused by the rule alone stays refused, if one another gate rule also
+    refused is answered, or if refusal accuracy does not follow (answering is right only for an
+    answerable question)."""
+    recs = {
+        "a-001": _rec(True, ["gate.x"], "refused"),  # false refusal by x alone: answered, right
+        "a-003": _rec(False, ["gate.x"], "refused"),  # right refusal by x alone: answered, wrong
+        "a-005": _rec(False, ["gate.x", "gate.y"], "refused"),  # y refuses too: stays refused
+        "a-007": _rec(True, [], "answered"),
+    }
+    off = without_gate_rule(recs, "gate.x")
+    assert [off[q]["label"] for q in sorted(off)] == ["answered", "answered", "refused", "answered"]
+    assert off["a-001"]["refusal_ok"] == 1.0 and off["a-001"]["false_refusal"] == 0.0
+    assert off["a-003"]["refusal_ok"] == 0.0 and off["a-003"]["false_answer"] == 1.0
+    on, after = metrics_by_part(recs), metrics_by_part(off)
+    (part,) = on
+    assert on[part]["refusal acc"] == 0.75 and after[part]["refusal acc"] == 0.75
+    assert after[part]["false refusals"] - on[part]["false refusals"] == -1
+    assert after[part]["false answers"] - on[part]["false answers"] == 1
