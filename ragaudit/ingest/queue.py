@@ -173,11 +173,22 @@ class IngestQueue:
         return (row[0] or row[1] or 0) if row else 0
 
     def _eligible(self, item: str, lane: str) -> bool:
+        """Whether ``lane`` may take ``item`` now (called under the lock). A Dagster run handed over
+        by the launcher may touch any document (a Materialize click, the checks' "Execute checks",
+        which undoes a version it finds staged): it runs alone, in its turn, once the express lane
+        is idle; no document waiting behind it is taken before it, and the express lane takes
+        nothing while one runs."""
         if item in self._running.values():
             return False  # queued again while it runs: taken when that run ends (then a no-op or its next version)
+        if item.startswith(RUN_PREFIX):
+            return lane == MAIN and EXPRESS not in self._running
+        if any(i.startswith(RUN_PREFIX) for i in self._waiting[: self._waiting.index(item)]):
+            return False
         if lane == MAIN:
             return True
-        return not item.startswith(RUN_PREFIX) and 0 < self._pages.get(item, 0) <= self.express_pages
+        if any(i.startswith(RUN_PREFIX) for i in self._running.values()):
+            return False
+        return 0 < self._pages.get(item, 0) <= self.express_pages
 
     def _next(self, lane: str) -> str | None:
         """The next item for ``lane`` (blocks); None when stopping. The main lane polls SQL for
