@@ -54,54 +54,13 @@ from functools import lru_cache
 from typing import Any
 
 from ragaudit.answer.citations import normalize_ws
-from ragaudit.index.sparse import CJK_CHAR, STOP_WORDS, tokenize
+from ragaudit.index.sparse import CJK_CHAR, tokenize
 from ragaudit.platform.rules import Fired, Registry, Rule
+from ragaudit.text.anchors import Anchor, question_anchors
+from ragaudit.text.dates import FULL_DATE, MONTH_ABBREVIATIONS, MONTH_NAME, MONTH_WORDS
+from ragaudit.text.function_words import AUXILIARY, QUESTION_WORDS, STOP_WORDS
+from ragaudit.text.periods import months_periods
 
-_MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December"
-_DATE = re.compile(rf"\b(?:{_MONTHS})\s+\d{{1,2}},\s+\d{{4}}\b")
-_CAP_RUN = re.compile(
-    r"\b(?:[A-Z][A-Za-z&.'’\-]*[A-Za-z]|[A-Z]{2,})(?:\s+(?:of\s+|and\s+|&\s+)?(?:[A-Z][A-Za-z&.'’\-]*[A-Za-z]|[A-Z]{2,}|[A-Z]\.(?=\s+[A-Z])))*"
-)
-_QUESTION_WORDS = {
-    "what",
-    "which",
-    "who",
-    "whom",
-    "whose",
-    "when",
-    "where",
-    "why",
-    "how",
-    "is",
-    "are",
-    "was",
-    "were",
-    "do",
-    "does",
-    "did",
-    "can",
-    "could",
-    "would",
-    "should",
-    "will",
-    "according",
-    "in",
-    "on",
-    "for",
-    "if",
-    "the",
-    "a",
-    "an",
-    "i",
-    "my",
-    "give",
-    "list",
-    "tell",
-    "please",
-    "explain",
-    "describe",
-    "to",
-}
 _VAGUE = {
     "tell",
     "more",
@@ -139,78 +98,6 @@ _VAGUE = {
     "could",
     "what",
 }
-
-
-# a capitalised word joined to a lower-case one describes it ("American-registered", "U.S.-based"):
-# an adjective, not the name of something the documents must contain
-_QUALIFIER = re.compile(r"^[A-Z][\w.'’]*(?:-[a-z][a-z-]*)+$")
-
-
-# an identifier: letters and digits mixed, or words joined by "_" ("1040NR", "F172", "PA-22-150",
-# "CLIENT_IPADDR"); a fiscal period ("FY2023", "Q3", "2023Q4") or a filing form ("10-Q") is not one
-_IDENT = re.compile(
-    r"(?<![\w-])(?=[\w./-]*\d)(?=[\w./-]*[A-Za-z])[A-Za-z0-9][\w./-]*[A-Za-z0-9]|"
-    r"(?<![\w-])[A-Za-z0-9]+(?:_[A-Za-z0-9]+)+"
-)
-_PERIOD = re.compile(
-    r"(?i)(?:fy|cy|q[1-4]|h[12])[\s-]?\d{2,4}|\d{4}[\s-]?(?:q[1-4]|h[12])|\d{1,2}-[a-z]|"
-    r"\d+(?:st|nd|rd|th|s)"
-)
-_TITLE_ABBR = re.compile(r"\b(?:Dr|Mr|Mrs|Ms|Prof|St|Sen|Rep|Gen|Capt|Sgt|Jr|Sr|[A-Z])\.$")  # a title or an initial
-
-
-@dataclass(frozen=True)
-class Anchor:
-    """A phrase the sources must contain: ``kind`` is date | id | name; ``owner``: the question
-    writes the name as a possessive ("*Apple's* Commission File Number"), whom it is about."""
-
-    text: str
-    kind: str
-    owner: bool = False
-
-
-def question_anchors(question: str) -> list[Anchor]:
-    """Full dates and proper names / acronyms of ``question`` (not its first word, no digits)."""
-    anchors = [Anchor(m.group(0), "date") for m in _DATE.finditer(question)]
-    masked = _DATE.sub(" ", question)
-    for m in _IDENT.finditer(masked):
-        tok = m.group(0).strip(".-/")
-        if len(re.sub(r"[\W_]", "", tok)) >= 4 and not _PERIOD.fullmatch(tok):
-            anchors.append(Anchor(tok, "id"))
-    for m in _CAP_RUN.finditer(masked):
-        phrase = re.sub(r"['’]s$", "", m.group(0)).strip(" .-'’")
-        words = phrase.split()
-        before = masked[: m.start()].rstrip()
-        if (
-            (m.start() == 0 or (before.endswith(("?", ".", "!")) and not _TITLE_ABBR.search(before)))
-            and words
-            and not words[0].isupper()
-        ):
-            words = words[1:]  # sentence-initial capital, not a name
-        words = [
-            w
-            for w in words
-            if w.lower() not in _QUESTION_WORDS and not _QUALIFIER.match(w) and not re.fullmatch(r"I['’]\w+", w)
-        ]  # "I'm", "I've": the asker, not a name
-        # a possessive ends one name ("Apple Inc.'s IRS Employer Identification Number": the owner
-        # and what it owns are two things to find)
-        groups: list[list[str]] = [[]]
-        owners: list[bool] = [False]
-        for w in words:
-            owner = re.search(r"['’]s$", w)
-            groups[-1].append(re.sub(r"['’]s$", "", w) if owner else w)
-            if owner:
-                owners[-1] = True
-                groups.append([])
-                owners.append(False)
-        owners[-1] = re.search(r"['’]s$", m.group(0)) is not None  # the run's last name ("Intel's revenue")
-        for g, owned in zip(groups, owners):
-            if not g or any(ch.isdigit() for ch in "".join(g)):
-                continue
-            phrase = " ".join(g).strip(" .-'’")
-            if len(phrase) >= 3 or (re.fullmatch(r"[A-Z]{2}", phrase) and phrase.lower() not in STOP_WORDS):
-                anchors.append(Anchor(phrase, "name", owned))
-    return anchors
 
 
 def _folded_pattern(word: str) -> re.Pattern:
@@ -360,12 +247,9 @@ def _absent_name(anchor: Anchor, text_lower: str, terms: set[str], text: str) ->
     return anchor.kind == "name" and len(words) >= 2 and not any(_word_found(w, text, text_lower, terms) for w in words)
 
 
-_MONTH_WORDS = set(_MONTHS.lower().split("|"))
-
-
 def content_terms(question: str) -> set[str]:
     """Stemmed content terms of a question (no stop, question or deictic words)."""
-    return {t for t in tokenize(question) if t not in _VAGUE and t not in _QUESTION_WORDS and len(t) > 1}
+    return {t for t in tokenize(question) if t not in _VAGUE and t not in QUESTION_WORDS and len(t) > 1}
 
 
 def _supported(anchor: Anchor, others: set[str], sentences: list[set[str]], sentence_texts: list[str]) -> bool:
@@ -435,7 +319,7 @@ def missing_anchors(question: str, document_texts: list[str], source_passages: l
       or at least half of its names are.
     Month names alone are not anchors.
     """
-    anchors = [a for a in question_anchors(question) if a.text.lower() not in _MONTH_WORDS]
+    anchors = [a for a in question_anchors(question) if a.text.lower() not in MONTH_WORDS]
     if not anchors:
         return []
     raw = normalize_ws(" ".join(document_texts))
@@ -583,7 +467,7 @@ def rare_terms(question: str) -> list[str]:
     out = []
     for m in re.finditer(r"(?<![\w-])[a-z][a-z-]{3,}(?![\w-])", question):
         w = m.group(0)
-        if w in STOP_WORDS or w in _QUESTION_WORDS or w in _VAGUE:
+        if w in STOP_WORDS or w in QUESTION_WORDS or w in _VAGUE:
             continue
         if zipf_frequency(w, "en") < RARE_TERM_ZIPF and w not in out:
             out.append(w)
@@ -837,8 +721,7 @@ def assess(
     return Verdict(None, [], aliases=place_aliases(question, g.raw))
 
 
-_AUX = r"(?:is|are|was|were|do|does|did|has|have|had|can|could|will|would|should|must|may|might)"
-_ASKED = re.compile(rf"(?i)\b(?:what|which)\s+(?!{_AUX}\b)(.+?)\s+{_AUX}\b")
+_ASKED = re.compile(rf"(?i)\b(?:what|which)\s+(?!{AUXILIARY}\b)(.+?)\s+{AUXILIARY}\b")
 
 
 _ROLE = re.compile(
@@ -847,11 +730,7 @@ _ROLE = re.compile(
 )
 
 
-_PERIOD_WORDS = r"(?:three|six|nine|twelve|3|6|9|12)"
-_MONTHS_PERIOD = re.compile(rf"(?i)\b{_PERIOD_WORDS}[\s-]+months?\b")
-
-
-_PERIOD_END_Q = re.compile(rf"(?i)\b(ended|ending)\s+({_MONTHS})\s+(\d{{1,2}}),\s+((?:19|20)\d\d)\b")
+_PERIOD_END_Q = re.compile(rf"(?i)\b(ended|ending)\s+({MONTH_NAME})\s+(\d{{1,2}}),\s+((?:19|20)\d\d)\b")
 
 
 def missing_period_ends(question: str, document_text: str) -> list[str]:
@@ -868,9 +747,10 @@ def missing_period_ends(question: str, document_text: str) -> list[str]:
     out = []
     for m in _PERIOD_END_Q.finditer(question):
         verb, month, day, year = m.groups()
-        mon = re.escape(month[:3]) + (r"t?" if month.lower().startswith("sep") else "") + r"\.?"
+        # the month in full or as printed abbreviated ("Sept.", "Sep", "Dec."; "May" is its own)
+        short = "|".join([a for a, name in MONTH_ABBREVIATIONS.items() if name == month.lower()] + [month[:3]])
         words = "ended" if verb.lower() == "ended" else "ended|ending"
-        date = re.compile(rf"(?i)\b(?:{month}|{mon})\s+0?{day},?(?=[^.]{{0,40}}?\b{year}\b)")
+        date = re.compile(rf"(?i)\b(?:{month}|(?:{short})\.?)\s+0?{day},?(?=[^.]{{0,40}}?\b{year}\b)")
         found = any(
             re.search(rf"(?i)\b(?:{words})\b", document_text[max(0, d.start() - 60) : d.start()])
             for d in date.finditer(document_text)
@@ -884,18 +764,11 @@ def missing_periods(question: str, document_text: str) -> list[str]:
     """Reporting periods of ``question`` ("the first *nine months* of 2023") that ``document_text``
     (the searched documents) never names: financial statements head their columns with the period
     they cover ("Nine Months Ended"), so a first-quarter filing cannot answer for nine months.
-    Number words and digits are one ("6 months" = "six months")."""
-    words = {"3": "three", "6": "six", "9": "nine", "12": "twelve"}
-
-    def norm(m: str) -> str:
-        n = re.split(r"[\s-]+", m.lower())[0]
-        return f"{words.get(n, n)} months"
-
-    asked = {norm(m.group(0)) for m in _MONTHS_PERIOD.finditer(question)}
+    Number words and digits are one ("6 months" = "six months"; ``ragaudit.text.periods``)."""
+    asked = months_periods(question)
     if not asked:
         return []
-    held = {norm(m.group(0)) for m in _MONTHS_PERIOD.finditer(document_text)}
-    return sorted(asked - held)
+    return sorted(f"{p} months" for p in asked - months_periods(document_text))
 
 
 def asked_for(question: str) -> list[str]:
@@ -924,7 +797,7 @@ def asked_for(question: str) -> list[str]:
         if w.lower() not in STOP_WORDS
         and w.lower() not in _GENERIC
         and w.lower() not in _PHRASING
-        and w.lower() not in _QUESTION_WORDS
+        and w.lower() not in QUESTION_WORDS
         and not CJK_CHAR.search(w)
     ]
 
@@ -995,11 +868,11 @@ def subject_words(question: str) -> list[str]:
             continue
         if (
             low in STOP_WORDS
-            or low in _QUESTION_WORDS
+            or low in QUESTION_WORDS
             or low in _VAGUE
             or low in _GENERIC
             or low in _PHRASING
-            or low in _MONTH_WORDS
+            or low in MONTH_WORDS
             or (len(w) < 3 and not any(c.isdigit() for c in w))
         ):
             continue
@@ -1110,7 +983,7 @@ def _qualifier_words(question: str, start: int, end: int) -> list[str]:
     "fiscal 2022", "2022 annual meeting")."""
     before = re.findall(r"[A-Za-z]+", question[:start])[-1:]
     after = re.findall(r"[A-Za-z]+", question[end:])[:1]
-    return [w.lower() for w in before + after if w.lower() not in STOP_WORDS and w.lower() not in _QUESTION_WORDS]
+    return [w.lower() for w in before + after if w.lower() not in STOP_WORDS and w.lower() not in QUESTION_WORDS]
 
 
 def missing_years(question: str, document_texts: list[str], source_passages: list[str]) -> list[str]:
@@ -1122,7 +995,7 @@ def missing_years(question: str, document_texts: list[str], source_passages: lis
     (``missing_anchors`` checks those)."""
     texts = normalize_ws(" ".join([*document_texts, *(source_passages or [])])).lower()
     out = []
-    masked = _DATE.sub(lambda m: " " * len(m.group(0)), question)
+    masked = FULL_DATE.sub(lambda m: " " * len(m.group(0)), question)
     for m in _YEAR.finditer(masked):
         year = m.group(0)
         if year in out:

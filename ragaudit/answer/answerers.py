@@ -30,7 +30,7 @@ from ragaudit.answer.citations import (
 )
 from ragaudit.answer.concise import asks_two_things, choose, concise_candidates, question_type
 from ragaudit.index.embedding import Embedder
-from ragaudit.index.sparse import STOP_WORDS, tokenize
+from ragaudit.index.sparse import tokenize
 from ragaudit.platform.llmcall import (
     Cancellation,
     abort_stream,
@@ -40,6 +40,8 @@ from ragaudit.platform.llmcall import (
     load_litellm,
     text_cost_or_none,
 )
+from ragaudit.text.dates import MONTH_PREFIX
+from ragaudit.text.function_words import STOP_WORDS
 from ragaudit.text.injection import DATA_NOT_INSTRUCTIONS, delimit, overlaps
 from ragaudit.text.injection import NOTE as INSTRUCTION_NOTE
 from ragaudit.text.injection import scan as scan_instructions
@@ -206,7 +208,6 @@ _HAS_NUMBER = re.compile(
     re.I,
 )
 _NUM = r"(\d[\d,.]*|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|fifty|hundred)"
-_MONTH = r"(jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?"
 # Expected answer types (Harabagiu et al., "FALCON: Boosting Knowledge for Answer Engines", TREC-9, 2000):
 # (question pattern, pattern of a sentence that has an answer of that type).
 _ANSWER_TYPES = [
@@ -220,7 +221,7 @@ _ANSWER_TYPES = [
     ),
     (
         re.compile(r"\b(when|what date|on what (calendar )?date|which day)\b", re.I),
-        re.compile(rf"\b{_MONTH}\s+\d{{1,2}},?\s+\d{{4}}\b|\b\d{{1,2}}/\d{{1,2}}/\d{{2,4}}\b", re.I),
+        re.compile(rf"\b{MONTH_PREFIX}\s+\d{{1,2}},?\s+\d{{4}}\b|\b\d{{1,2}}/\d{{1,2}}/\d{{2,4}}\b", re.I),
     ),
     (
         re.compile(r"\b(what percent(age)?|what (\w+ )?(rate|margin|accuracy|share))\b", re.I),

@@ -10,7 +10,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ragaudit.index.sparse import STOP_WORDS, tokenize
+from ragaudit.index.sparse import tokenize
+from ragaudit.text.dates import month_of
+from ragaudit.text.function_words import STOP_WORDS
 from ragaudit.text.injection import REASON as INSTRUCTION_REASON
 from ragaudit.text.injection import overlaps
 from ragaudit.text.sentences import sentence_spans
@@ -185,21 +187,6 @@ _NUMBER_WORDS = {
     "million": "1000000",
     "billion": "1000000000",
 }
-_MONTHS = (
-    "january",
-    "february",
-    "march",
-    "april",
-    "may",
-    "june",
-    "july",
-    "august",
-    "september",
-    "october",
-    "november",
-    "december",
-)
-_MONTH_ABBR = {m[:3]: m for m in _MONTHS} | {"sept": "september"}
 _WORD = re.compile(r"[^\W_]+(?:['’.-][^\W_]+)*")
 _NEGATIONS = frozenset({"not", "no", "never", "none", "neither", "nor", "without", "cannot"})
 
@@ -216,13 +203,10 @@ def _months(text: str) -> set[str]:
     """Month names of ``text`` (capitalised, full or abbreviated), as full lower-case names."""
     out = set()
     for w in _WORD.findall(text):
-        lw = w.lower()
         if not w[0].isupper():  # "May 5" and "Oct." are months; the verbs "may" and "march" are not
             continue
-        if lw in _MONTHS:
-            out.add(lw)
-        elif lw in _MONTH_ABBR:
-            out.add(_MONTH_ABBR[lw])
+        if month := month_of(w):
+            out.add(month)
     return out
 
 
@@ -233,7 +217,7 @@ def _names(text: str) -> list[str]:
     out = []
     for i, m in enumerate(_WORD.finditer(text)):
         w = m.group(0)
-        if not w[0].isupper() or w.lower() in STOP_WORDS or w.lower() in _MONTHS or w.lower() in _MONTH_ABBR:
+        if not w[0].isupper() or w.lower() in STOP_WORDS or month_of(w):
             continue
         if i == 0 and not (len(w) > 1 and w.isupper()):
             continue

@@ -34,11 +34,13 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ragaudit.index.sparse import CJK_CHAR, STOP_WORDS, question_row_terms, row_label_terms, tokenize
+from ragaudit.index.sparse import CJK_CHAR, question_row_terms, row_label_terms, tokenize
 from ragaudit.platform.rules import Registry, Rule
+from ragaudit.text.dates import MONTH_PREFIX
+from ragaudit.text.function_words import AUXILIARY, STOP_WORDS
+from ragaudit.text.periods import asked_period, header_periods
 from ragaudit.types import Concise, Fired
 
-_MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?"
 _NUMWORD = (
     r"(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty|forty|fifty|hundred)"
 )
@@ -56,8 +58,8 @@ _APPROX = r"(?:(?:about|approximately|approx\.|roughly|nearly|almost|around|over
 
 TYPES: dict[str, re.Pattern] = {
     "date": re.compile(
-        rf"\b{_MONTH}\s+\d{{1,2}},?\s+\d{{4}}\b|\b\d{{1,2}}/\d{{1,2}}/\d{{2,4}}\b|"
-        rf"\b\d{{1,2}}\s+{_MONTH}\s+\d{{4}}\b|\b{_MONTH}\s+\d{{4}}\b|\d{{4}}年\d{{1,2}}月(?:\d{{1,2}}日)?",
+        rf"\b{MONTH_PREFIX}\s+\d{{1,2}},?\s+\d{{4}}\b|\b\d{{1,2}}/\d{{1,2}}/\d{{2,4}}\b|"
+        rf"\b\d{{1,2}}\s+{MONTH_PREFIX}\s+\d{{4}}\b|\b{MONTH_PREFIX}\s+\d{{4}}\b|\d{{4}}年\d{{1,2}}月(?:\d{{1,2}}日)?",
         re.I,
     ),
     # a clock time ("8 am", "10:30 a.m.", "0826 eastern standard time", "1730 EST", "14:05")
@@ -269,8 +271,7 @@ def _fallback_types(t: str) -> list[str]:
     }.get(t, [t])
 
 
-_AUX = r"(?:is|are|was|were|do|does|did|has|have|had|can|could|will|would|should|must|may|might)"
-_HEAD = re.compile(rf"(?i)\b(?:what|which)\s+(?!{_AUX}\b)(?:[\w'’.-]+\s+){{0,5}}?([A-Za-z]+)\s+{_AUX}\b")
+_HEAD = re.compile(rf"(?i)\b(?:what|which)\s+(?!{AUXILIARY}\b)(?:[\w'’.-]+\s+){{0,5}}?([A-Za-z]+)\s+{AUXILIARY}\b")
 
 
 def head_noun(question: str) -> str | None:
@@ -515,26 +516,14 @@ def _untyped_span(question: str, sentence: str, q_terms: set[str]) -> tuple[floa
 
 
 _YEARS_LINE = re.compile(r"(?:(?:19|20)\d\d\s+)+(?:19|20)\d\d")
-_DATES_LINE = re.compile(rf"(?i)(?:{_MONTH}\s+\d{{1,2}}(?:,\s*(?:(?:19|20)\d\d)?)?\s*)+")  # "December 31, December 25,"
+_DATES_LINE = re.compile(
+    rf"(?i)(?:{MONTH_PREFIX}\s+\d{{1,2}}(?:,\s*(?:(?:19|20)\d\d)?)?\s*)+"
+)  # "December 31, December 25,"
 _CELL = re.compile(r"(?<![\w.])(?:\$\s?)?\(?-?\d+(?:,\d{3})*(?:\.\d+)?\)?%?(?![\w.])")
 
 
 _UNIT_LINE = re.compile(r"(?i)^\s*\((?:dollars |\$ |amounts )?in (?:millions|thousands|billions)\b[^)]*\)\s*$")
 _FISCAL_YEAR = re.compile(r"(?i)\bfiscal(?:\s+year)?\s+(?:19|20)\d\d\b|\bFY\s?(?:19|20)?\d\d\b")
-_PERIOD_GROUP = re.compile(r"(?i)\b(three|six|nine|twelve)\s+months\s+ended\b")
-_ASKED_PERIOD = [
-    ("nine", re.compile(r"(?i)\bnine[\s-]+months?\b|\b9[\s-]+months?\b")),
-    ("six", re.compile(r"(?i)\bsix[\s-]+months?\b|\b6[\s-]+months?\b|\bfirst half\b")),
-    ("twelve", re.compile(r"(?i)\btwelve[\s-]+months?\b|\b12[\s-]+months?\b")),
-    ("three", re.compile(r"(?i)\bthree[\s-]+months?\b|\b3[\s-]+months?\b|\bquarter\b")),
-]
-
-
-def asked_period(question: str) -> str | None:
-    """The reporting period ``question`` asks for, as a statement heads its columns: "three",
-    "six", "nine" or "twelve" (months ended), "quarter" being three months; None when it names
-    none. A longer period named wins ("the first nine months ... and the quarter": "nine")."""
-    return next((name for name, pat in _ASKED_PERIOD if pat.search(question)), None)
 
 
 def table_cell(question: str, row: str, context: str) -> str | None:
@@ -582,8 +571,7 @@ def table_cell(question: str, row: str, context: str) -> str | None:
             cols = range(len(years))
             # "Three Months Ended Nine Months Ended" over "2023 2022 2023 2022": the question's
             # period picks its half before its year picks the column
-            spans = next((found for up in above[at + 1 : at + 4] if len(found := _PERIOD_GROUP.findall(up)) >= 2), [])
-            spans = [w.lower() for w in spans]
+            spans = next((found for up in above[at + 1 : at + 4] if len(found := header_periods(up)) >= 2), [])
             asked = asked_period(question)
             # a fiscal year ("the first nine months of fiscal year 2023") is not the calendar year of
             # a column's end date (NVIDIA's fiscal 2023 ends in January 2023): no column for it
@@ -817,7 +805,7 @@ _NUM_WORDS = {
     )
 }
 _COUNTED = re.compile(
-    rf"(?i)\bhow many\s+((?:[\w'’-]+\s+){{0,3}}?[\w'’-]+?)\s+(?:{_AUX}|does|do|did|were|are|in|of|on|at|for|to|"
+    rf"(?i)\bhow many\s+((?:[\w'’-]+\s+){{0,3}}?[\w'’-]+?)\s+(?:{AUXILIARY}|does|do|did|were|are|in|of|on|at|for|to|"
     r"did|has|have|had)\b"
 )
 

@@ -7,7 +7,7 @@ the *last user message*; earlier turns only decide what that message refers to:
 * The last user message is a **follow-up** when it starts as a continuation (*and ...*, *what
   about ...*, *how about ...*, *also ...*: "And in 2020?", "What about Microsoft?"), or when it
   names nothing of its own (no proper name, acronym, identifier, date or number:
-  ``answerability.question_anchors``) and either refers back (a pronoun or demonstrative such as
+  ``ragaudit.text.anchors.question_anchors``) and either refers back (a pronoun or demonstrative such as
   *it*, *they*, *that*, *those*, *there*; not the existential "there is/were") or is too vague or
   generic to search (``is_vague`` / ``is_underspecified``: "What was the total?").
 * A follow-up is searched and answered as ``"<previous standalone user message> <follow-up>"``,
@@ -25,7 +25,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ragaudit.answer.answerability import is_underspecified, is_vague, question_anchors
+from ragaudit.answer.answerability import is_underspecified, is_vague
+from ragaudit.text.anchors import question_anchors
 
 # words that point back to something said before
 _REFERRING = {

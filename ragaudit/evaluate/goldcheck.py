@@ -38,7 +38,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from ragaudit.answer.citations import find_quote, normalize_ws
-from ragaudit.index.sparse import STOP_WORDS
+from ragaudit.text.dates import MONTH_PREFIX
+from ragaudit.text.function_words import AUXILIARY, STOP_WORDS
 
 REASONS = (
     "not_a_question",
@@ -53,15 +54,11 @@ DUPLICATE = 0.85
 DUPLICATE_WITH_SAME_ANSWER = 0.3
 
 _WH = r"what|which|who|whom|whose|when|where|why|how"
-_AUX = (
-    r"is|are|was|were|do|does|did|has|have|had|can|could|will|would|should|shall|may|might|must|"
-    r"isn't|aren't|wasn't|weren't|doesn't|didn't"
-)
-_OPENER = re.compile(rf"(?i)^(?:{_WH}|{_AUX})\b")
+_OPENER = re.compile(rf"(?i)^(?:{_WH}|{AUXILIARY})\b")
 # a fronted prepositional phrase: "On what date ...", "In the 10-Q of X, what ...", "According to X, how ..."
 _PREP = r"in|on|at|for|by|during|under|according to|from|to|of|with|as of|after|before|since|within|per|among"
 _PREP_WH = re.compile(rf"(?i)^(?:{_PREP})\s+(?:{_WH})\b")
-_PREP_CLAUSE = re.compile(rf"(?i)^(?:{_PREP})\b[^?]{{1,200}}?,\s+(?:{_WH}|{_AUX})\b")
+_PREP_CLAUSE = re.compile(rf"(?i)^(?:{_PREP})\b[^?]{{1,200}}?,\s+(?:{_WH}|{AUXILIARY})\b")
 _PLACEHOLDER = re.compile(
     rf"[\[\]{{}}<>]|\(\s*(?:{_WH})\b[^)]*\)|\(\s*\)|\.\.\.|…|_{{2,}}|\bX{{3,}}\b|\b(?:TBD|TODO|PLACEHOLDER)\b",
     re.I,
@@ -71,7 +68,7 @@ _BAD_LAST = frozenset(
     is was are were be been being this these those than per via into onto upon nor but if""".split()
 )
 _WORD = re.compile(r"[^\W_]+(?:['’.-][^\W_]+)*")
-_MONTH = re.compile(r"(?i)\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?")
+_MONTH = re.compile(rf"(?i)\b{MONTH_PREFIX}")
 _YEAR = re.compile(r"(?<!\d)(?:1[5-9]|20)\d\d(?!\d)")
 _NUMERIC_DATE = re.compile(r"\b\d{1,2}[/.-]\d{1,2}[/.-]\d{2,4}\b|\b\d{4}-\d{2}-\d{2}\b")
 _SCALE_WORDS = re.compile(r"(?i)\s*\b(?:million|billion|thousand|trillion)s?\b")

@@ -42,6 +42,8 @@ from lemminflect import getAllLemmas, getInflection
 from ragaudit.answer.citations import normalize_ws
 from ragaudit.answer.concise import TYPES
 from ragaudit.ingest.chunking import page_tables
+from ragaudit.text.dates import MONTH_NAME, MONTH_PREFIX
+from ragaudit.text.periods import PERIOD_ENDED
 from ragaudit.text.sentences import sentence_spans
 from ragaudit.types import Chunk
 
@@ -90,9 +92,7 @@ _EXACT_NAME = re.compile(r"(?i)^\s*\(?exact name of (?:the )?registrant")
 _FORM = re.compile(r"^\s*FORM\s+(\d{1,2}-[A-Z]{1,2}|[0-9]{2,4}[A-Z]{0,2})\s*$", re.M)
 _PERIOD = re.compile(r"(?i)for the (quarterly period|fiscal year|year|quarter) ended\s+([A-Z][a-z]+ \d{1,2}, \d{4})")
 _REPORT_DATE = re.compile(r"(?i)date of report[^:\n]*:\s*([A-Z][a-z]+ \d{1,2}, \d{4})")
-_MONTH_NAME = re.compile(
-    r"\b(?:January|February|March|April|May|June|July|August|September|October|November|December)\b"
-)
+_MONTH_NAME = re.compile(rf"\b{MONTH_NAME}\b")
 _CORP_SUFFIX = re.compile(r"(?i)\b(?:inc|corp|corporation|ltd|llc|plc|co|company|group|holdings)\b\.?,?$")
 
 
@@ -521,8 +521,8 @@ def labelled_value_pairs(chunk: Chunk, ctx: DocContext) -> list[GoldPair]:
 # ------------------------------------------------------------------------------ tables
 _CELL = re.compile(r"(?<![\w.])(?:\$\s?)?\(?-?\$?\s?\d[\d,]*(?:\.\d+)?\)?\s?%?(?![\w.])|(?<!\S)(?:N/A|—|–)(?!\S)")
 _HEADER_CELL = re.compile(
-    r"(?i)(?:three|six|nine|twelve|\d{1,2})\s+(?:months|weeks)\s+ended|(?:fiscal\s+)?(?:years?|quarters?)\s+ended"
-    r"|(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+\d{1,2},?(?:\s+(?:19|20)\d\d)?"
+    rf"(?i){PERIOD_ENDED}|(?:fiscal\s+)?(?:years?|quarters?)\s+ended"
+    rf"|{MONTH_PREFIX}\s+\d{{1,2}},?(?:\s+(?:19|20)\d\d)?"
     r"|broker\s+non-votes|\S+"
 )
 _VOTE_WORDS = ("for", "against", "abstain", "abstentions", "withheld", "broker non-votes")
@@ -759,7 +759,7 @@ def _period_phrase(header: str) -> str:
     """A column header as a period phrase: "Three Months Ended June 25, 2022" -> "for the three
     months ended June 25, 2022"; "2022" -> "in 2022"; "" when it is no period."""
     h = normalize_ws(re.sub(r"\s*\([^)]*\)", "", header))
-    m = re.match(r"(?i)^((?:three|six|nine|twelve|\d{1,2}) (?:months|weeks) ended|(?:fiscal )?years? ended)\s+(.*)$", h)
+    m = re.match(rf"(?i)^({PERIOD_ENDED}|(?:fiscal )?years? ended)\s+(.*)$", h)
     if m:
         return f"for the {m.group(1).lower()} {m.group(2)}".strip()
     if re.fullmatch(r"(?:19|20)\d\d", h):

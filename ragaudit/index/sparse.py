@@ -46,6 +46,8 @@ from dataclasses import dataclass
 
 import Stemmer
 
+from ragaudit.text.function_words import STOP_WORDS
+
 _STEMMER = Stemmer.Stemmer("english")
 
 # An identifier-ish token: alnum runs joined by . _ - / : , (joiners only between alnums).
@@ -55,13 +57,6 @@ _SPLIT = re.compile(r"[._\-/:,'’]+")
 # shared with pdf (CJK pages) and retrieval (CJK questions)
 CJK_CHAR = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]")
 _CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]+")
-
-STOP_WORDS = frozenset(
-    """a an and are as at be by for from has have in is it its of on or that the this to was were will
-    with what which who whom whose when where why how did do does i me my we our you your he she they them
-    their there these those than then so such not no can could would should may might been being into
-    about over under after before during if any all each other some only own same too very s t just""".split()
-)
 
 
 _ABBREVIATION = re.compile(r"(?<![\w.])([A-Z][a-z]{1,4})\.(?=\s+(?:\d|[a-z]|[A-Z]\.))")

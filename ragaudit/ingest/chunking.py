@@ -32,6 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ragaudit.ingest.pdf import Page
+from ragaudit.text.dates import MONTH_PREFIX
 from ragaudit.text.lines import (
     BULLET,
     NUMERIC,
@@ -110,7 +111,7 @@ def document_title(doc_name: str, pages: list[Page]) -> str:
 
 
 _YEAR = re.compile(r"^\(?(?:19|20)\d\d\)?[,.]?$")
-_MONTH_WORD = re.compile(r"\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?(?!\w)", re.I)
+_MONTH_WORD = re.compile(rf"\b{MONTH_PREFIX}(?!\w)", re.I)
 
 
 def _header_row(line: str) -> bool:

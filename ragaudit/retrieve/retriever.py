@@ -16,12 +16,14 @@ from typing import Any
 
 import numpy as np
 
-from ragaudit.answer.answerability import question_anchors
 from ragaudit.index.embedding import Embedder
-from ragaudit.index.sparse import CJK_CHAR, STOP_WORDS, bm25_query_vector, question_row_terms, row_label_terms, tokenize
+from ragaudit.index.sparse import CJK_CHAR, bm25_query_vector, question_row_terms, row_label_terms, tokenize
 from ragaudit.index.store import PointHit, VectorStore, point_id, scope_filter
 from ragaudit.platform.rules import Fired, Registry, Rule
 from ragaudit.retrieve.scope import enforce_scope
+from ragaudit.text.anchors import question_anchors
+from ragaudit.text.dates import MONTH_NAME, WEEKDAY
+from ragaudit.text.function_words import STOP_WORDS
 from ragaudit.text.lines import ends_mid_list, ends_with_lead_in, is_value_row
 from ragaudit.types import ChoiceEnum, Mode, RetrievedChunk, Scope
 
@@ -67,10 +69,8 @@ def query_script(question: str) -> str:
     return "cjk" if letters and cjk / len(letters) >= 0.5 else "latin"
 
 
-_CALENDAR = re.compile(
-    r"(?i)(?:jan|febr)uary|march|april|may|june|july|august|september|october|november|december|"
-    r"(?:mon|tues|wednes|thurs|fri|satur|sun)day"
-)
+# a month or a day of the week: a time a question names, not a document's subject
+_CALENDAR = re.compile(rf"(?i){MONTH_NAME}|{WEEKDAY}")
 
 
 def reciprocal_rank_fusion(

@@ -7,7 +7,8 @@ The document texts are short real-looking passages; the QueryService test below 
 gate on real PDFs.
 """
 
-from ragaudit.answer.answerability import assess, is_underspecified, missing_anchors, question_anchors, rare_terms
+from ragaudit.answer.answerability import assess, is_underspecified, missing_anchors, rare_terms
+from ragaudit.text.anchors import question_anchors
 
 NTSB = (
     "On December 29, 2007, about 1330 eastern standard time, a Piper PA-22-150, N5921D, registered to and "

@@ -1,0 +1,95 @@
+"""The anchors of a question: the full dates, identifiers, proper names and acronyms it names,
+which documents that answer it must contain (the answerability gate, ``ragaudit.answer.answerability``)
+and by which retrieval tells which documents a question is about (``ragaudit.retrieve.retriever``).
+
+A name is a run of capitalised words ("Vance W. Amory Airport", "Public Law"), without the
+sentence's first word, question words, a capitalised word that only qualifies a lower-case one
+("American-registered") or the asker ("I'm"); a possessive ends one name and marks it as the
+owner of what follows ("*Apple's* Commission File Number"). An identifier mixes letters and
+digits or joins words with "_" ("1040NR", "PA-22-150", "CLIENT_IPADDR"), a fiscal period
+("FY2023", "Q3") aside. A full date is a month's name, a day and a year ("December 30, 2023").
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ragaudit.text.dates import FULL_DATE
+from ragaudit.text.function_words import QUESTION_WORDS, STOP_WORDS
+
+_CAP_RUN = re.compile(
+    r"\b(?:[A-Z][A-Za-z&.'’\-]*[A-Za-z]|[A-Z]{2,})(?:\s+(?:of\s+|and\s+|&\s+)?(?:[A-Z][A-Za-z&.'’\-]*[A-Za-z]|[A-Z]{2,}|[A-Z]\.(?=\s+[A-Z])))*"
+)
+
+
+# a capitalised word joined to a lower-case one describes it ("American-registered", "U.S.-based"):
+# an adjective, not the name of something the documents must contain
+_QUALIFIER = re.compile(r"^[A-Z][\w.'’]*(?:-[a-z][a-z-]*)+$")
+
+
+# an identifier: letters and digits mixed, or words joined by "_" ("1040NR", "F172", "PA-22-150",
+# "CLIENT_IPADDR"); a fiscal period ("FY2023", "Q3", "2023Q4") or a filing form ("10-Q") is not one
+_IDENT = re.compile(
+    r"(?<![\w-])(?=[\w./-]*\d)(?=[\w./-]*[A-Za-z])[A-Za-z0-9][\w./-]*[A-Za-z0-9]|"
+    r"(?<![\w-])[A-Za-z0-9]+(?:_[A-Za-z0-9]+)+"
+)
+_PERIOD = re.compile(
+    r"(?i)(?:fy|cy|q[1-4]|h[12])[\s-]?\d{2,4}|\d{4}[\s-]?(?:q[1-4]|h[12])|\d{1,2}-[a-z]|"
+    r"\d+(?:st|nd|rd|th|s)"
+)
+_TITLE_ABBR = re.compile(r"\b(?:Dr|Mr|Mrs|Ms|Prof|St|Sen|Rep|Gen|Capt|Sgt|Jr|Sr|[A-Z])\.$")  # a title or an initial
+
+
+@dataclass(frozen=True)
+class Anchor:
+    """A phrase the sources must contain: ``kind`` is date | id | name; ``owner``: the question
+    writes the name as a possessive ("*Apple's* Commission File Number"), whom it is about."""
+
+    text: str
+    kind: str
+    owner: bool = False
+
+
+def question_anchors(question: str) -> list[Anchor]:
+    """Full dates and proper names / acronyms of ``question`` (not its first word, no digits)."""
+    anchors = [Anchor(m.group(0), "date") for m in FULL_DATE.finditer(question)]
+    masked = FULL_DATE.sub(" ", question)
+    for m in _IDENT.finditer(masked):
+        tok = m.group(0).strip(".-/")
+        if len(re.sub(r"[\W_]", "", tok)) >= 4 and not _PERIOD.fullmatch(tok):
+            anchors.append(Anchor(tok, "id"))
+    for m in _CAP_RUN.finditer(masked):
+        phrase = re.sub(r"['’]s$", "", m.group(0)).strip(" .-'’")
+        words = phrase.split()
+        before = masked[: m.start()].rstrip()
+        if (
+            (m.start() == 0 or (before.endswith(("?", ".", "!")) and not _TITLE_ABBR.search(before)))
+            and words
+            and not words[0].isupper()
+        ):
+            words = words[1:]  # sentence-initial capital, not a name
+        words = [
+            w
+            for w in words
+            if w.lower() not in QUESTION_WORDS and not _QUALIFIER.match(w) and not re.fullmatch(r"I['’]\w+", w)
+        ]  # "I'm", "I've": the asker, not a name
+        # a possessive ends one name ("Apple Inc.'s IRS Employer Identification Number": the owner
+        # and what it owns are two things to find)
+        groups: list[list[str]] = [[]]
+        owners: list[bool] = [False]
+        for w in words:
+            owner = re.search(r"['’]s$", w)
+            groups[-1].append(re.sub(r"['’]s$", "", w) if owner else w)
+            if owner:
+                owners[-1] = True
+                groups.append([])
+                owners.append(False)
+        owners[-1] = re.search(r"['’]s$", m.group(0)) is not None  # the run's last name ("Intel's revenue")
+        for g, owned in zip(groups, owners):
+            if not g or any(ch.isdigit() for ch in "".join(g)):
+                continue
+            phrase = " ".join(g).strip(" .-'’")
+            if len(phrase) >= 3 or (re.fullmatch(r"[A-Z]{2}", phrase) and phrase.lower() not in STOP_WORDS):
+                anchors.append(Anchor(phrase, "name", owned))
+    return anchors
