@@ -547,7 +547,11 @@ class Row:
 
 
 def _row_values(line: str) -> tuple[str, list[str]]:
-    """A row line as its label and value cells (the trailing run of numbers, dashes and N/A)."""
+    """A row line as its label and value cells (the trailing run of numbers, dashes and N/A).
+
+    ``line`` is a row chunking already found (``page_tables``; whether a line is a row is
+    ``ragaudit.text.lines.is_row``'s to decide): this splits it, taking "N/A" and dashes as cells
+    a gold answer can name and footnote marks ("(1)") as no cells."""
     found = list(_CELL.finditer(line))
     if not found or line[found[-1].end() :].strip():
         return line.strip(), []

@@ -185,7 +185,12 @@ def row_label(line: str) -> str | None:
     the marks a statement prints apart from it -- "$ 7,709", "$ (95)", "696.2 %", "(1,353) %" --
     or a dash for nil, with or without "%"; the label must hold a letter. Read token by token from
     the end, in time linear in the line (a regular expression with a lazy label and optional
-    spaces in every cell backtracked for milliseconds on long lines of numbers)."""
+    spaces in every cell backtracked for milliseconds on long lines of numbers).
+
+    This decides which lines give a ``row:`` term, not whether a line is a table row
+    (``ragaudit.text.lines.is_row``, which chunking uses, asks that numbers make 40% of its
+    words): a long label before two cells is a row label here, and ``row_label_terms`` bounds its
+    length."""
     toks = line.split()
     i = len(toks)
     while i > 0:

@@ -17,7 +17,14 @@ NUMERIC = re.compile(r"(?<![\w.])[-+(]?[$€£]?\d[\d,.]*%?\)?(?![\w])")
 
 def is_row(line: str) -> bool:
     """True when ``line`` reads as a table row of values: two or more words, at least two number
-    cells making up 40% of its words, and not a sentence with fewer than three numbers."""
+    cells making up 40% of its words, and not a sentence with fewer than three numbers.
+
+    This decides whether a line *is* a row, for chunking, sentence spans, retrieval and the
+    answerer. Two readers answer other questions about rows and keep their own cell patterns:
+    ``ragaudit.index.sparse.row_label`` takes the label of any line ending in numeric cells (the
+    BM25 ``row:`` terms, whatever share of the line the numbers are), and
+    ``ragaudit.evaluate.goldrules`` splits a row chunking already found into its label and cells
+    ("N/A" and dashes counted as cells, footnote marks not)."""
     words = line.split()
     if len(words) < 2:
         return False
