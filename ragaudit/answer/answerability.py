@@ -299,6 +299,20 @@ def _piece_terms(piece: str) -> frozenset[str]:
     return frozenset(tokenize(piece))
 
 
+@lru_cache(maxsize=32)
+def _document_norm(text: str) -> tuple[str, str]:
+    """``(normalize_ws(text), its lower case)`` of one document's text, cached: the same long text
+    comes back on every question about that document."""
+    raw = normalize_ws(text)
+    return raw, raw.lower()
+
+
+def joined_norm(texts: list[str], lower: bool = False) -> str:
+    """``normalize_ws(" ".join(texts))`` (lower-cased when ``lower``), from the per-text cache:
+    whitespace-normalised pieces that are not empty, joined by one space, are the same string."""
+    return " ".join(p[1 if lower else 0] for p in map(_document_norm, texts) if p[0])
+
+
 def text_terms(texts: list[str]) -> set[str]:
     """``set(tokenize(normalize_ws(" ".join(texts)).lower()))``, computed text by text and cached
     per text: no token spans whitespace, so the union over the texts is the same set, and a whole
@@ -306,7 +320,7 @@ def text_terms(texts: list[str]) -> set[str]:
     /query (hundreds of milliseconds of GIL-holding Python for a long document)."""
     out: set[str] = set()
     for t in texts:
-        out |= _piece_terms(normalize_ws(t).lower())
+        out |= _piece_terms(_document_norm(t)[1])
     return out
 
 
@@ -326,8 +340,8 @@ def missing_anchors(question: str, document_texts: list[str], source_passages: l
     anchors = [a for a in question_anchors(question) if a.text.lower() not in MONTH_WORDS]
     if not anchors:
         return []
-    raw = normalize_ws(" ".join(document_texts))
-    text = raw.lower()
+    raw = joined_norm(document_texts)
+    text = joined_norm(document_texts, lower=True)
     terms = text_terms(document_texts)
     missing = [a for a in anchors if not _present(a, text, terms, raw) and not place_covered(a.text, raw)]
 
@@ -346,7 +360,7 @@ def missing_anchors(question: str, document_texts: list[str], source_passages: l
         q_terms = content_terms(question)
         sent_texts = [normalize_ws(x).lower() for x in source_passages]
         sent_terms = [set(tokenize(x)) for x in sent_texts]
-        docs_lower = [normalize_ws(t).lower() for t in document_texts]
+        docs_lower = [_document_norm(t)[1] for t in document_texts]
         names = [a for a in anchors if a.kind == "name"]
         for a in names if len(names) == 1 else []:  # a question about one named thing
             if a in missing:
@@ -494,8 +508,15 @@ class GateInput:
     @property
     def raw(self) -> str:
         if not hasattr(self, "_raw"):
-            self._raw = normalize_ws(" ".join(self.document_texts))
+            self._raw = joined_norm(self.document_texts)
         return self._raw
+
+    @property
+    def lower(self) -> str:
+        """``raw`` in lower case."""
+        if not hasattr(self, "_lower"):
+            self._lower = joined_norm(self.document_texts, lower=True)
+        return self._lower
 
     @property
     def terms(self) -> set[str]:
@@ -564,9 +585,7 @@ def _subject_words_absent(g: GateInput) -> Fired | None:
         return None
     raw = g.raw
     cjk_raw = _cjk_fold(raw) if any(CJK_CHAR.search(w) for w in subject) else ""
-    gone = [
-        w for w in subject if not (w in cjk_raw if CJK_CHAR.search(w) else _word_found(w, raw, raw.lower(), g.terms))
-    ]
+    gone = [w for w in subject if not (w in cjk_raw if CJK_CHAR.search(w) else _word_found(w, raw, g.lower, g.terms))]
     if g.similar is not None and g.source_passages and len(gone) / len(subject) >= SUBJECT_ABSENT:
         # the bundled embedding model is English: CJK words are not compared by their vectors
         gone = [w for w in gone if not (w.isalpha() and not CJK_CHAR.search(w) and g.close(w, g.source_passages))]
@@ -1001,7 +1020,8 @@ def missing_years(question: str, document_texts: list[str], source_passages: lis
     documents or passages pair only with other years ("2023 annual meeting", never 2022 within
     three words of "annual"). A year inside a full date of the question is the date's
     (``missing_anchors`` checks those)."""
-    texts = normalize_ws(" ".join([*document_texts, *(source_passages or [])])).lower()
+    passages = normalize_ws(" ".join(source_passages or [])).lower()
+    texts = " ".join(x for x in (joined_norm(document_texts, lower=True), passages) if x)
     out = []
     masked = FULL_DATE.sub(lambda m: " " * len(m.group(0)), question)
     for m in _YEAR.finditer(masked):
@@ -1039,7 +1059,7 @@ def subject_passages(question: str, document_texts: list[str], source_passages: 
     ]
     if not names or not source_passages:
         return source_passages
-    docs = [normalize_ws(d) for d in document_texts]
+    docs = [_document_norm(d)[0] for d in document_texts]
     holds = []
     for d in docs:
         low, terms = d.lower(), text_terms([d])

@@ -7,6 +7,9 @@ The document texts are short real-looking passages; the QueryService test below 
 gate on real PDFs.
 """
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from ragaudit.answer.answerability import assess, is_underspecified, missing_anchors, rare_terms
 from ragaudit.text.anchors import question_anchors
 
@@ -441,3 +444,14 @@ def test_a_period_end_the_filing_never_reports_as_ended_is_refused():
     ]
     intel = "Three Months Ended Six Months Ended\n(In Millions) Jul 1, 2023 Jul 2, 2022 Jul 1, 2023 Jul 2, 2022"
     assert missing_period_ends("What was the operating income for the three months ended July 1, 2023?", intel) == []
+
+
+@given(st.lists(st.text(alphabet=" \t\n\u00a0ab.1", max_size=12), max_size=5))
+def test_joined_norm_is_normalize_ws_of_the_join(texts):
+    """Fails if the per-document cache of whitespace-normalised texts joins them into anything else
+    than the normalisation of the joined texts (an empty or blank text, a text ending in a space)."""
+    from ragaudit.answer.answerability import joined_norm
+    from ragaudit.answer.citations import normalize_ws
+
+    assert joined_norm(texts) == normalize_ws(" ".join(texts))
+    assert joined_norm(texts, lower=True) == normalize_ws(" ".join(texts)).lower()
