@@ -331,6 +331,7 @@ def test_a_document_one_name_alone_selects_comes_first_not_as_a_third_list():
 
     r = Retriever.__new__(Retriever)
     r.named_subset = 3
+    r.named_by_term = True
     r._fill_payloads = lambda hits, ids: None
 
     def hit(pid, doc, text):
@@ -397,7 +398,7 @@ def test_a_city_covered_by_its_country_is_answered_from_the_line_naming_the_coun
     Seoul. The gate finds the city by its country (``answerability.place_covered``) and the offline
     answerer reads the question with it ("Seoul (Republic of Korea)"), so its best sentence is the
     filing-status line naming the country, not the form's other questions. Fails if the question is
-    refused, or if the concise answer is not that line."""
+    refused, or if the first quoted sentence is not that line."""
     svc = fresh_services
     name = "f1040nr.pdf"
     assert ingest_bytes(svc, (DATA / name).read_bytes(), name, DagsterRunner()).status == "ingested"
@@ -411,6 +412,7 @@ def test_a_city_covered_by_its_country_is_answered_from_the_line_naming_the_coun
     assert prep.answer_question.count("Seoul (Republic of Korea)") == 1
     out = qs.ask(q, Scope(doc_names=[name]), log_query=False)
     assert out["label"] == "answered", out["answer"]
-    # the concise answer is the best sentence's: the filing-status line naming the country, not the
+    # the first quoted sentence is the best one: the filing-status line naming the country, not the
     # form's "Q During 2007, did you apply for ... permanent resident status ...?"
-    assert "Married resident of the Republic of Korea" in out["concise_answer"], out["concise_answer"]
+    first = out["citations"][0]["quote"]
+    assert "Married resident of the Republic of Korea" in first, out["answer"]

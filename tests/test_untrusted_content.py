@@ -50,13 +50,14 @@ def pdf_pages_metadata(svc, document_id: str) -> dict:
 
 def test_meter_log_answers_the_month_asked_for(app):
     """Fails if the readings of months 2-6 are removed as running lines: asked for month 4, the
-    answer then quoted month 1's reading (the only one left), labelled answered."""
+    answer then quoted month 1's reading (the only one left), labelled answered. A concise answer,
+    when one is shown, must be month 4's reading too."""
     client, _ = app
     doc = upload(client, "meter-log.pdf", meter_log())
     r = client.post("/query", json={"question": "What was the meter 7 reading for month 4?"})
     assert r.status_code == 200, r.text
     out = r.json()
-    assert "4583" in out["concise_answer"], out
+    assert "4583" in out["answer"] and "4583" in (out["concise_answer"] or "4583"), out
     assert out["label"] == "answered", out
     assert "month 4: 4583 kWh" in out["citations"][0]["quote"]
     assert all(c["supports"] for c in out["citations"])
