@@ -177,7 +177,6 @@ class QueryService:
             dense_skip_scripts=s.dense_skip_scripts,
             dense_windows=s.dense_window_tokens > 0,
             fusion=s.fusion,
-            clear_hit_ratio=s.clear_hit_ratio,
             dense_prefetch=s.dense_prefetch,
             named_document_leg=s.named_document_leg,
             named_subset=s.named_document_subset,

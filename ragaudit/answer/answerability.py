@@ -449,7 +449,6 @@ _GENERIC_TERMS = {t for w in _GENERIC for t in tokenize(w)}
 RARE_ZIPF = 3.0  # wordfreq Zipf frequency below which a word of a name is rare (about 1 per million words)
 # below which a lower-case question word is taken for a name of its own (a drug: "metformin" 2.55,
 # "atorvastatin" 1.93) rather than a paraphrase ("fiddling" 2.94, "scraper" 2.76)
-RARE_TERM_ZIPF = 2.6
 
 
 @dataclass
@@ -474,23 +473,6 @@ def is_underspecified(question: str) -> bool:
         return False
     terms = content_terms(question)
     return bool(terms) and terms <= _GENERIC_TERMS
-
-
-def rare_terms(question: str) -> list[str]:
-    """Lower-case words of ``question`` that are rare in English (``wordfreq`` Zipf frequency
-    below ``RARE_TERM_ZIPF``; Speer et al., wordfreq 3, 2022), e.g. a drug or product name; words of
-    anchors, numbers and stop words excluded."""
-    # deferred: importing wordfreq takes about 0.3 s, paid when a question first reaches this rule
-    from wordfreq import zipf_frequency
-
-    out = []
-    for m in re.finditer(r"(?<![\w-])[a-z][a-z-]{3,}(?![\w-])", question):
-        w = m.group(0)
-        if w in STOP_WORDS or w in QUESTION_WORDS or w in _VAGUE:
-            continue
-        if zipf_frequency(w, "en") < RARE_TERM_ZIPF and w not in out:
-            out.append(w)
-    return out
 
 
 @dataclass
@@ -557,25 +539,6 @@ def _missing_anchors(g: GateInput) -> Fired | None:
         "refused",
         "the searched documents do not mention " + _quoted(missing),
         {"missing": missing},
-    )
-
-
-def _rare_terms_absent(g: GateInput) -> Fired | None:
-    absent = []
-    for w in rare_terms(g.question):
-        toks = [t for t in tokenize(w) if t not in STOP_WORDS]
-        if (toks and all(t in g.terms for t in toks)) or _folded_pattern(w).search(g.raw):
-            continue
-        if g.close(w, g.source_passages or []):
-            continue
-        absent.append(w)
-    if not absent:
-        return None
-    return Fired(
-        "gate.rare_terms_absent",
-        "refused",
-        "the searched documents do not mention " + _quoted(absent),
-        {"missing": absent},
     )
 
 
@@ -675,11 +638,6 @@ GATE = Registry(
             "gate.missing_anchors",
             "the dates, proper names and acronyms a question names must occur in the searched documents",
             _missing_anchors,
-        ),
-        Rule(
-            "gate.rare_terms_absent",
-            "a rare word of the question (a drug, a product) must occur in the documents or be close to a passage word",
-            _rare_terms_absent,
         ),
         Rule(
             "gate.subject_words_absent",

@@ -151,14 +151,7 @@ class Settings(BaseSettings):
         pattern="^(rrf|rrf_fill|dbsf)$",
         description="Fusion of the dense and "
         "BM25 lists: rrf | rrf_fill (a chunk missing from a list ranked just below its end) | dbsf "
-        "(distribution-based score fusion); exact ties go to identifier matches, then BM25 score",
-    )
-    clear_hit_ratio: float = Field(
-        default=1.5,
-        ge=0,
-        description="BM25's top hit scoring at least this many "
-        "times BM25's second is ranked first after fusion (a clear lexical match that "
-        "rank fusion would let middling chunks outvote); 0 = off",
+        "(distribution-based score fusion); exact ties go to the higher BM25 score",
     )
     table_vote: bool = Field(
         default=True,

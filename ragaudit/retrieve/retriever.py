@@ -120,36 +120,6 @@ def distribution_score_fusion(scores: dict[str, dict[str, float]]) -> list[tuple
     return sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))
 
 
-def keep_clear_hit(
-    fused: list[tuple[str, float]], bm25: dict[str, PointHit], ratio: float
-) -> tuple[list[tuple[str, float]], dict[str, tuple[float, float]]]:
-    """Put BM25's clear best hit first in the fused list.
-
-    A BM25 top hit scoring at least ``ratio`` x the second hit's score matches the question's
-    rare terms as no other chunk does (BM25 scores are sums of IDF-weighted term weights, so a
-    ratio compares how much of the question each chunk matches, independent of the question's
-    length); rank fusion would otherwise let chunks that both retrievers rank in the middle
-    outvote it (a chunk first in BM25 and absent from the dense top-N ended at fused rank 8).
-    Dense cosine scores of one query sit in a narrow band (top-1 / top-2 rarely above 1.2), so
-    no such rule is applied to them.
-
-    ``fused``: ``(id, score)`` best first; ``bm25``: id -> hit, best first (insertion order);
-    ``ratio`` 0 disables the rule. Returns the new list (the clear hit takes the first place
-    with the first place's score, so the order stays descending) and ``{id: (score ratio,
-    its own fused score)}`` for the moved hit (empty when nothing moved).
-    """
-    if ratio <= 0 or len(bm25) < 2 or not fused:
-        return fused, {}
-    (top, h1), (_, h2) = list(bm25.items())[:2]
-    if h2.score <= 0 or h1.score / h2.score < ratio or fused[0][0] == top:
-        return fused, {}
-    own = next((sc for pid, sc in fused if pid == top), None)
-    if own is None:
-        return fused, {}
-    rest = [(pid, sc) for pid, sc in fused if pid != top]
-    return [(top, fused[0][1])] + rest, {top: (round(h1.score / h2.score, 3), own)}
-
-
 TABLE_ROW_SHARE = 0.5  # a chunk at least this share of whose lines are table rows is a table chunk
 # a question asking for a reason ("What drove the increase in merchandise inventories?") is answered
 # by prose, not by the row that names its subject (Li & Roth's DESC:reason)
@@ -199,34 +169,17 @@ def _row_terms(text: str) -> frozenset[str]:
     return frozenset(row_label_terms(text))
 
 
-def question_identifiers(question: str) -> frozenset[str]:
-    """The question's identifier tokens: tokens with a digit or a joiner (``ppr-9087``, ``10-q``,
-    ``hr_schema.employees``)."""
-
-    return frozenset(t for t in tokenize(question) if any(ch.isdigit() for ch in t) or re.search(r"[._\-/:]", t))
-
-
 @lru_cache(maxsize=8192)
 def _token_set(text: str) -> frozenset[str]:
     """``set(tokenize(text))``, cached: a chunk's text never changes, and tokenizing one costs
-    milliseconds (stemming), paid again for every tie it is in."""
-
+    milliseconds (stemming)."""
     return frozenset(tokenize(text))
-
-
-def identifier_matches(question: str, text: str, ids: frozenset[str] | None = None) -> int:
-    """How many of the question's identifier tokens (``question_identifiers``; pass ``ids`` when
-    already computed) occur as tokens of ``text``."""
-    ids = question_identifiers(question) if ids is None else ids
-    if not ids:
-        return 0
-    return len(ids & _token_set(text))
 
 
 class Fusion(ChoiceEnum):
     """How the dense and BM25 lists are fused: ``rrf`` (Cormack et al. 2009), ``rrf_fill`` (RRF,
     an id missing from a list ranked just below its end), ``dbsf`` (distribution-based score
-    fusion). Exact ties are broken by exact identifier matches, then BM25 score, then dense score."""
+    fusion). Exact ties are broken by BM25 score, then dense score."""
 
     rrf = "rrf"
     rrf_fill = "rrf_fill"
@@ -259,16 +212,6 @@ RETRIEVAL = Registry(
             lambda *a: None,
         ),
         Rule(
-            "retrieval.clear_hit",
-            "BM25's top hit scoring clear_hit_ratio x its second is ranked first after fusion",
-            lambda *a: None,
-        ),
-        Rule(
-            "retrieval.identifier_ties",
-            "exact fusion ties go to the chunk matching more of the question's identifiers",
-            lambda *a: None,
-        ),
-        Rule(
             "retrieval.neighbours",
             "a retrieved chunk cut from a longer list or table, or ending in a lead-in, brings the next chunk",
             lambda *a: None,
@@ -285,9 +228,6 @@ class Retriever:
     window of ~64 word pieces): one vector per 200-token chunk blurs the single fact a question asks for.
     ``dense_prefetch`` > 0: MaxSim re-scores only the top ``dense_prefetch`` chunks by their single
     chunk vector (two stages, ``VectorStore.search_dense``) instead of scanning every window.
-
-    ``clear_hit_ratio``: BM25's top hit scoring this many times its second is ranked first after
-    fusion (``keep_clear_hit``; 0 = off).
 
     ``table_vote``: a table chunk holding a row the question names gets BM25's rank as its dense
     rank too in RRF (``table_votes``; the dense leg cannot read a column of numbers); the chunk's
@@ -309,7 +249,6 @@ class Retriever:
         dense_skip_scripts: str = "",
         dense_windows: bool = True,
         fusion: "Fusion | str" = "rrf",
-        clear_hit_ratio: float = 1.5,
         dense_prefetch: int = 0,
         named_document_leg: bool = False,
         named_subset: int = 3,
@@ -325,15 +264,10 @@ class Retriever:
         self.dense_skip_scripts = {x.strip() for x in dense_skip_scripts.split(",") if x.strip()}
         self.dense_windows = dense_windows
         self.fusion = Fusion.parse(fusion)
-        if clear_hit_ratio < 0:
-            raise ValueError("clear_hit_ratio must be >= 0 (0 = off)")
-        self.clear_hit_ratio = clear_hit_ratio
         self.dense_prefetch = dense_prefetch
         # rules of RETRIEVAL switched off by name (ragaudit.platform.rules) turn their settings off
         self.disabled = frozenset(disabled)
         on = {name: name not in self.disabled for name in RETRIEVAL.names()}
-        if not on["retrieval.clear_hit"]:
-            self.clear_hit_ratio = 0.0
         self.named_document_leg = named_document_leg and (
             on["retrieval.named_document"] or on["retrieval.named_documents"]
         )
@@ -341,7 +275,6 @@ class Retriever:
         # most documents the question's names may select to rank first (0 = off)
         self.named_subset = named_subset if on["retrieval.named_documents"] else 0
         self.table_vote = table_vote and on["retrieval.table_vote"]  # table chunks naming the question's row
-        self.identifier_ties = on["retrieval.identifier_ties"]
         self.neighbours_on = on["retrieval.neighbours"]
 
     def retrieve(
@@ -429,8 +362,8 @@ class Retriever:
                 bm25_doc = self._by_position(
                     self.store.search_sparse(bm25_query_vector(question), sub, n, with_payload=not lazy)
                 )
-                # fused like the two legs (exact ties by identifiers, BM25, dense score, position)
-                both, _, _ = self._fuse(
+                # fused like the two legs (exact ties by BM25, dense score, position)
+                both, _ = self._fuse(
                     question,
                     {"vector": dense_doc, "bm25": bm25_doc},
                     {"vector": list(dense_doc), "bm25": list(bm25_doc)},
@@ -459,14 +392,12 @@ class Retriever:
             timings["document"] = (time.perf_counter() - t) * 1000
         t = started["fusion"] = time.perf_counter()
         ranked_ids = {name: list(h) for name, h in hits.items()}
-        clear: dict[str, tuple[float, float]] = {}
         votes: dict[str, int] = {}
         if len(hits) == 1:
             ((name, only),) = hits.items()
             fused = [(pid, h.score) for pid, h in only.items()]
         else:
-            fused, votes, id_ties = self._fuse(question, hits, ranked_ids)
-            fused, clear = keep_clear_hit(fused, hits.get("bm25", {}), self.clear_hit_ratio)
+            fused, votes = self._fuse(question, hits, ranked_ids)
             if by_names:
                 # the named documents' passages in the fused order, then those only the legs run
                 # within them found, then the other documents' passages
@@ -479,7 +410,6 @@ class Retriever:
                 ahead = {pid for pid, _ in kept}
                 fused = kept + [(pid, sc) for pid, sc in fused if pid not in ahead]
                 hits["document"] = scoped  # their payloads; not a list of the fusion
-                clear = {pid: c for pid, c in clear.items() if fused and pid == fused[0][0]}
                 notes.append(names_note)
                 fired.append(Fired("retrieval.named_documents", "reordered", names_note, {"names": terms}))
             if votes:
@@ -490,24 +420,6 @@ class Retriever:
                         f"{len(votes)} table chunk(s) holding a row the question names took BM25's rank as "
                         "their dense rank too",
                         {"chunks": len(votes)},
-                    )
-                )
-            if clear:
-                ((pid, (ratio, _)),) = list(clear.items())[:1]
-                fired.append(
-                    Fired(
-                        "retrieval.clear_hit",
-                        "reordered",
-                        f"BM25's top hit scored {ratio:.2f} x its second: ranked first",
-                        {"ratio": ratio},
-                    )
-                )
-            if id_ties:
-                fired.append(
-                    Fired(
-                        "retrieval.identifier_ties",
-                        "reordered",
-                        "exact fusion ties went to the chunk matching more of the question's identifiers",
                     )
                 )
         rank_of = {name: {pid: r for r, pid in enumerate(ids, start=1)} for name, ids in ranked_ids.items()}
@@ -536,9 +448,6 @@ class Retriever:
                 out[-1].scores["rrf"] = float(score)
                 if pid in votes:  # a table chunk: the dense leg abstained, BM25's rank voted for both
                     out[-1].scores["table_vote"] = float(votes[pid])
-                if pid in clear:  # ranked first as BM25's clear hit; its own fused score stays in "rrf"
-                    out[-1].scores["rrf"] = float(clear[pid][1])
-                    out[-1].scores["clear_hit_ratio"] = clear[pid][0]
         timings["fusion"] = (time.perf_counter() - t) * 1000
         if mode is Mode.hybrid_rerank and out:
             t = started["rerank"] = time.perf_counter()
@@ -586,10 +495,10 @@ class Retriever:
     ) -> bool:
         """True when the ``top_k`` passages of the two legs' fusion all come from ``doc_ids`` (the
         documents the question's names select): they then need no re-ranking within them. Fused as
-        the final list is (``_fuse``: exact ties by identifiers, BM25, dense score, position); with
+        the final list is (``_fuse``: exact ties by BM25, dense score, position); with
         ties broken by point id, which embeds the random document id, the answer flipped between
         two fresh ingestions of the same files (Apple's R&D asked among five companies' 10-Qs)."""
-        fused, _, _ = self._fuse(question, hits, {k: list(v) for k, v in hits.items()})
+        fused, _ = self._fuse(question, hits, {k: list(v) for k, v in hits.items()})
         first = [next(h[pid] for h in hits.values() if pid in h) for pid, _ in fused[:top_k]]
         return all(h.payload.get("document_id") in doc_ids for h in first)
 
@@ -706,12 +615,11 @@ class Retriever:
 
     def _fuse(
         self, question: str, hits: dict[str, dict[str, PointHit]], ranked_ids: dict[str, list[str]]
-    ) -> tuple[list[tuple[str, float]], dict[str, int], bool]:
-        """Fused ``(id, score)`` list of the dense and BM25 hits (``self.fusion``), ``{id: BM25
+    ) -> tuple[list[tuple[str, float]], dict[str, int]]:
+        """Fused ``(id, score)`` list of the dense and BM25 hits (``self.fusion``) and ``{id: BM25
         rank}`` of the table chunks whose dense vote was BM25's (``table_votes``, with
-        ``self.table_vote`` and RRF), and whether the question's identifiers decided an exact tie:
-        exact ties go to the chunk matching more of the question's identifiers
-        (``retrieval.identifier_ties``), then the higher BM25, then dense score."""
+        ``self.table_vote`` and RRF). Exact ties go to the higher BM25, then dense score, then the
+        chunk's place (document name, chunk index)."""
         fusion = Fusion.parse(self.fusion)
         votes: dict[str, int] = {}
         if fusion is Fusion.dbsf:
@@ -749,28 +657,22 @@ class Retriever:
         groups: dict[float, list[str]] = {}
         for pid, sc in fused:
             groups.setdefault(round(sc, 12), []).append(pid)
-        id_ties = False
         if all(len(g) == 1 for g in groups.values()):
-            return fused, votes, id_ties
+            return fused, votes
         tb, where = {}, {}
-        ids = question_identifiers(question)
         self._fill_payloads(hits, [pid for g in groups.values() if len(g) > 1 for pid in g])
         for g in groups.values():
             if len(g) < 2:
                 continue
             for pid in g:
                 h = next(hs[pid] for hs in hits.values() if pid in hs)
-                text = f"{h.payload.get('header', '')}\n{h.payload.get('text', '')}"
                 tb[pid] = (
-                    identifier_matches(question, text, ids) if self.identifier_ties else 0,
                     hits.get("bm25", {}).get(pid).score if pid in hits.get("bm25", {}) else 0.0,
                     hits.get("vector", {}).get(pid).score if pid in hits.get("vector", {}) else 0.0,
                 )
                 # then where the chunk is, not its id: point ids embed the random document id, so an
                 # id order would flip between two ingestions of the same files
                 where[pid] = (str(h.payload.get("doc_name", "")), int(h.payload.get("chunk_index", 0) or 0))
-            if len({tb[pid][0] for pid in g}) > 1:
-                id_ties = True
         return (
             sorted(
                 fused,
@@ -782,7 +684,6 @@ class Retriever:
                 ),
             ),
             votes,
-            id_ties,
         )
 
     def neighbors(self, chunks: list[RetrievedChunk], limit: int = 2) -> list[RetrievedChunk]:

@@ -226,7 +226,7 @@ def test_rules_that_fired_are_in_the_answer_and_its_query_logs_row(tmp_path, emb
             out = client.post("/query", json={"question": q}).json()
             assert out["label"] == "refused", out["answer"]
             gate = [f for f in out["rules"] if f["stage"] == "gate"]
-            assert gate[0]["rule"] == "gate.rare_terms_absent" and "semaglutide" in gate[0]["reason"], out["rules"]
+            assert gate[0]["rule"] == "gate.subject_words_absent" and "semaglutide" in gate[0]["reason"], out["rules"]
             answered = client.post("/query", json={"question": "How badly was the aircraft damaged?"}).json()
             assert answered["label"] == "answered"
             assert any(f["stage"] == "concise" for f in answered["rules"]), answered["rules"]
@@ -237,17 +237,17 @@ def test_rules_that_fired_are_in_the_answer_and_its_query_logs_row(tmp_path, emb
             assert [f["rule"] for f in row.rules] == [f["rule"] for f in out["rules"]]
     finally:
         release_services(settings)
-    off = make_settings(tmp_path / "rules-off", disabled_rules=["gate.rare_terms_absent"])
+    off = make_settings(tmp_path / "rules-off", disabled_rules=["gate.subject_words_absent"])
     try:
         with TestClient(create_app(off)) as client:
             assert upload(client).status_code == 201
             out = client.post("/query", json={"question": q}).json()
-            assert all(f["rule"] != "gate.rare_terms_absent" for f in out["rules"]), out["rules"]
+            assert all(f["rule"] != "gate.subject_words_absent" for f in out["rules"]), out["rules"]
     finally:
         release_services(off)
-    bad = make_settings(tmp_path / "rules-bad", disabled_rules=["gate.rare_term_absent"])
+    bad = make_settings(tmp_path / "rules-bad", disabled_rules=["gate.subject_word_absent"])
     try:
-        with pytest.raises(ValueError, match="gate.rare_terms_absent"):
+        with pytest.raises(ValueError, match="gate.subject_words_absent"):
             with TestClient(create_app(bad)):
                 pass
     finally:

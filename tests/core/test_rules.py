@@ -26,7 +26,6 @@ GATE_CASES = [
     ("gate.vague_question", "Tell me more about that.", [REPORT], [REPORT]),
     ("gate.generic_measure", "What was the total?", [REPORT], [REPORT]),
     ("gate.missing_anchors", "What did Ulta Beauty's ESG committee report?", [MEETING], [MEETING]),
-    ("gate.rare_terms_absent", "What dose of semaglutide did the pilot take?", [REPORT], [REPORT]),
     (
         "gate.subject_words_absent",
         "If I file to protect the shape of my boat's hull, for how long am I covered?",
