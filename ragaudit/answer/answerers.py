@@ -41,7 +41,7 @@ from ragaudit.platform.llmcall import (
     load_litellm,
     text_cost_or_none,
 )
-from ragaudit.text.dates import MONTH_PREFIX
+from ragaudit.text.answer_types import HAS_NUMBER, NUMBER_QUESTION, SENTENCE_TYPES
 from ragaudit.text.function_words import STOP_WORDS
 from ragaudit.text.injection import DATA_NOT_INSTRUCTIONS, delimit, overlaps
 from ragaudit.text.injection import NOTE as INSTRUCTION_NOTE
@@ -195,52 +195,19 @@ def _citation(sent: _Sentence) -> Citation:
     )
 
 
-_NUMBER_Q = re.compile(
-    r"\b(how (many|much|old|long|often|far|large|big)|what (percent|percentage|share|amount|number|"
-    r"rate|range|score|accuracy|price|cost|value|total|size)|when|what date|which year|what year)\b",
-    re.I,
-)
-_HAS_NUMBER = re.compile(
-    r"\d|\b(one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|"
-    r"forty|fifty|hundred|thousand|million|billion|half|quarter|dozen)\b",
-    re.I,
-)
-_NUM = r"(\d[\d,.]*|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|fifty|hundred)"
-# Expected answer types (Harabagiu et al., "FALCON: Boosting Knowledge for Answer Engines", TREC-9, 2000):
-# (question pattern, pattern of a sentence that has an answer of that type).
-_ANSWER_TYPES = [
-    (
-        re.compile(
-            r"\bhow long\b(?!.*\b(feet|foot|meters?|miles?|inches|wide|tall)\b)|\bfor how many (years|months|weeks|days)|"
-            r"\bwhat (period|duration|term)\b",
-            re.I,
-        ),
-        re.compile(rf"\b{_NUM}[\s-]+(years?|months?|weeks?|days?|hours?|minutes?)\b", re.I),
-    ),
-    (
-        re.compile(r"\b(when|what date|on what (calendar )?date|which day)\b", re.I),
-        re.compile(rf"\b{MONTH_PREFIX}\s+\d{{1,2}},?\s+\d{{4}}\b|\b\d{{1,2}}/\d{{1,2}}/\d{{2,4}}\b", re.I),
-    ),
-    (
-        re.compile(r"\b(what percent(age)?|what (\w+ )?(rate|margin|accuracy|share))\b", re.I),
-        re.compile(r"\d\s?%|\bper ?cent\b", re.I),
-    ),
-]
-
-
 def answer_type_bonus(question: str, sentence: str) -> float:
     """Score bonus for a sentence holding the kind of answer the question asks for: 0.3 when it
     matches the expected answer type (a duration for "how long", a date for "when", a percentage for
     "what rate"), else 0.15 for any number when the question asks for a quantity or date, else 0.
     The question's first wh-phrase decides: "How many stores ... when the year ended?" asks for a
     count, not a date."""
-    number = _NUMBER_Q.search(question)
-    typed = [(m.start(), s_pat) for q_pat, s_pat in _ANSWER_TYPES if (m := q_pat.search(question))]
+    number = NUMBER_QUESTION.search(question)
+    typed = [(m.start(), s_pat) for q_pat, s_pat in SENTENCE_TYPES if (m := q_pat.search(question))]
     if typed:
         pos, s_pat = min(typed, key=lambda x: x[0])
         if (number is None or pos <= number.start()) and s_pat.search(sentence):
             return 0.3
-    return 0.15 if number and _HAS_NUMBER.search(sentence) else 0.0
+    return 0.15 if number and HAS_NUMBER.search(sentence) else 0.0
 
 
 class ExtractiveAnswerer:

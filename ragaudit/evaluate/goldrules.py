@@ -40,8 +40,8 @@ from datetime import datetime
 from lemminflect import getAllLemmas, getInflection
 
 from ragaudit.answer.citations import normalize_ws
-from ragaudit.answer.concise import TYPES
 from ragaudit.ingest.chunking import page_tables
+from ragaudit.text.answer_types import TYPES
 from ragaudit.text.dates import MONTH_NAME, MONTH_PREFIX
 from ragaudit.text.periods import PERIOD_ENDED
 from ragaudit.text.sentences import sentence_spans
