@@ -56,7 +56,7 @@ from typing import Any
 from ragaudit.answer.citations import normalize_ws
 from ragaudit.index.sparse import CJK_CHAR, tokenize
 from ragaudit.platform.rules import Fired, Registry, Rule
-from ragaudit.text.anchors import Anchor, question_anchors
+from ragaudit.text.anchors import Anchor, question_anchors, without_file_names
 from ragaudit.text.dates import FULL_DATE, MONTH_ABBREVIATIONS, MONTH_NAME, MONTH_WORDS
 from ragaudit.text.function_words import AUXILIARY, QUESTION_WORDS, STOP_WORDS
 from ragaudit.text.periods import months_periods
@@ -689,6 +689,8 @@ def assess(
     every rule even after one fired and list each verdict in ``Verdict.fired`` (the first still
     decides), for the ablation of each rule (``bench/rule_ablation.py``). Returns ``Verdict``.
     """
+    # a file name the question gives names where to look, not words the documents hold
+    question = without_file_names(question)
     g = GateInput(question, document_texts, source_passages, similar)
     fired: list[Fired] = []
     for rule in GATE.active(disabled):

@@ -8,6 +8,8 @@ sentence's first word, question words, a capitalised word that only qualifies a 
 owner of what follows ("*Apple's* Commission File Number"). An identifier mixes letters and
 digits or joins words with "_" ("1040NR", "PA-22-150", "CLIENT_IPADDR"), a fiscal period
 ("FY2023", "Q3") aside. A full date is a month's name, a day and a year ("December 30, 2023").
+A file name the question gives ("... in 20071229X02007.pdf?") is no anchor: it names a document,
+not words its text holds.
 """
 
 from __future__ import annotations
@@ -38,7 +40,14 @@ _PERIOD = re.compile(
     r"(?i)(?:fy|cy|q[1-4]|h[12])[\s-]?\d{2,4}|\d{4}[\s-]?(?:q[1-4]|h[12])|\d{1,2}-[a-z]|"
     r"\d+(?:st|nd|rd|th|s)"
 )
+# a file name ("20071229X02007.pdf") says where to look, not what the documents' text contains
+_FILE_NAME = re.compile(r"(?<![\w./-])[\w.-]+\.pdf\b", re.I)
 _TITLE_ABBR = re.compile(r"\b(?:Dr|Mr|Mrs|Ms|Prof|St|Sen|Rep|Gen|Capt|Sgt|Jr|Sr|[A-Z])\.$")  # a title or an initial
+
+
+def without_file_names(question: str) -> str:
+    """``question`` with each PDF file name it gives ("... in 20071229X02007.pdf?") blanked out."""
+    return _FILE_NAME.sub(" ", question)
 
 
 @dataclass(frozen=True)
@@ -54,7 +63,7 @@ class Anchor:
 def question_anchors(question: str) -> list[Anchor]:
     """Full dates and proper names / acronyms of ``question`` (not its first word, no digits)."""
     anchors = [Anchor(m.group(0), "date") for m in FULL_DATE.finditer(question)]
-    masked = FULL_DATE.sub(" ", question)
+    masked = without_file_names(FULL_DATE.sub(" ", question))
     for m in _IDENT.finditer(masked):
         tok = m.group(0).strip(".-/")
         if len(re.sub(r"[\W_]", "", tok)) >= 4 and not _PERIOD.fullmatch(tok):

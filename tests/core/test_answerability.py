@@ -453,3 +453,14 @@ def test_joined_norm_is_normalize_ws_of_the_join(texts):
 
     assert joined_norm(texts) == normalize_ws(" ".join(texts))
     assert joined_norm(texts, lower=True) == normalize_ws(" ".join(texts)).lower()
+
+
+def test_a_file_name_in_the_question_is_not_an_anchor():
+    """Fails if a question naming the PDF to look in ("... according to 20071229X02007.pdf?") is refused
+    because the file name is not in the document's text, or if an identifier beside the file
+    name stops being an anchor."""
+    q = "Where was the airplane registered, according to 20071229X02007.pdf?"
+    assert [a.text for a in question_anchors(q)] == []
+    assert assess(q, [NTSB]).label is None
+    q2 = "What was the registration of N5921D in report-7.PDF?"
+    assert [a.text for a in question_anchors(q2)] == ["N5921D"]
