@@ -3,7 +3,7 @@
 Everything is measured in one run on this machine, each result next to a baseline measured in
 the same run, and written to ``bench/results/<date>-<machine>.json`` plus a printed table:
 
-1. **Ingestion** of the PDFs (default: the 9 PDFs behind dev-001..dev-039 in the shared corpus,
+1. **Ingestion** of the PDFs (default: the 9 PDFs behind the first 39 dev questions in the shared corpus,
    ``--pdfs DIR`` or ``RAGAUDIT_BENCH_PDFS`` for another folder, ``--all`` for every PDF there)
    through ``ingest_bytes`` + the Dagster asset job, as ``ragaudit ingest`` does: pages/s,
    chunks/s, and the time split per stage (validate, extract, chunk, embed, upsert,
@@ -924,7 +924,9 @@ def main(argv: list[str] | None = None) -> None:
         default=Path(os.environ.get("RAGAUDIT_BENCH_PDFS", SHARED / "pdfs")),
         help="folder of PDFs (default: the shared corpus)",
     )
-    ap.add_argument("--all", action="store_true", help="every PDF in the folder, not only those behind dev-001..039")
+    ap.add_argument(
+        "--all", action="store_true", help="every PDF in the folder, not only those behind the first 39 dev questions"
+    )
     ap.add_argument("--questions", type=int, default=20, help="questions per latency cell")
     ap.add_argument("--sizes", default="1000,10000,50000", help="collection sizes (chunks) for the latency table")
     ap.add_argument(

@@ -16,7 +16,7 @@ The generated refusal set (``ragaudit.evaluate.refusalset``: each gold question 
 other document, and of the knowledge base without its document) is answered too; every case
 must be refused.
 
-Parts are fixed by the question number's parity (``dev-001`` odd = tuning, even = confirm;
+Parts are fixed by the question number's parity (an odd number = tuning, even = confirm;
 a generated case belongs to its source question's part). Each table cell is the mean with its
 95% bootstrap CI; with ``--compare`` the paired bootstrap CI of this run minus the base run
 (``ragaudit.evaluate.evaluation.paired_bootstrap_ci``, 2000 resamples, seed 0) over the same questions.
@@ -64,7 +64,7 @@ RIGHT_F1 = 0.5  # a shown concise answer is right when its token F1 against the 
 
 def part(qid: str) -> str:
     """``"tune"`` (odd question number) or ``"confirm"`` (even) by the first number in the id; an
-    id named after its set (``probe2-007``, ``bench/probes/holdout_questions.jsonl``) belongs to that set."""
+    id named after its set (``probe2-NNN``, ``bench/probes/holdout_questions.jsonl``) belongs to that set."""
     named = re.match(r"([a-z]+\d+)-\d+", qid)
     if named:
         return named.group(1)

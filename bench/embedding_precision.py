@@ -4,7 +4,7 @@ Linear layers (torch ``quantize_dynamic``; ``quantize``), on real texts, in one 
     .venv/bin/python -m bench.embedding_precision [--reps 3] [--threads 1,2] [--windows 400]
         [--questions 40] [--candidates int8,int8_per_tensor,int8_no_ffn_out] [--out DIR]
 
-- the texts ingestion embeds for the bench's 9 PDFs (those behind dev-001..dev-039: the sentence
+- the texts ingestion embeds for the bench's 9 PDFs (those behind the first 39 dev questions: the sentence
   windows of every chunk with its context header, made by ``ragaudit.ingest.documents.embed_windows`` itself;
   the ``embedding floor`` of ``python -m bench``; a seeded sample of ``--windows`` of them, all
   with 0), embedded with ``Embedder.embed`` as ingestion does;

@@ -4,7 +4,7 @@ parse child's CPU is the remaining lever of ingestion on 2 cores).
     python -m bench.extraction_cost --base /path/to/base/checkout --reps 2 --out result.json
 
 Each rep runs, in a fresh interpreter per checkout (its own ``ragaudit.ingest.pdf``), ``extract_pages`` on
-the bench's PDFs (``bench.__main__.default_pdfs``: the 9 behind dev-001..039) and reports the
+the bench's PDFs (``bench.__main__.default_pdfs``: the 9 behind the first 39 dev questions) and reports the
 process CPU seconds (``time.process_time``: less sensitive than wall time to other processes on a
 shared machine) and wall seconds per PDF. Base and branch alternate within each rep, so both see
 the same load; the load average is recorded before and after.

@@ -1,6 +1,6 @@
 """Honest tuning split: compare two retrieval runs question by question, on each half of the dev set.
 
-The dev set is split by the parity of the question number (``dev-001`` odd, ``dev-002`` even):
+The dev set is split by the parity of the question number (odd or even):
 tune on one half, confirm on the other, and keep a change only if it helps or is neutral on both.
 Inputs are per-question metric files written by ``bench/retrieval_quality.py --save FILE`` (the
 runs may come from two checkouts, e.g. before and after a change to extraction or chunking),
@@ -28,7 +28,7 @@ METRICS = ("hit@1", "hit@5", "hit@10", "mrr")
 
 
 def half(qid: str) -> str:
-    """``"odd"`` or ``"even"`` by the number in the question id (``dev-007`` -> odd)."""
+    """``"odd"`` or ``"even"`` by the number in the question id (``dev-NNN`` with an odd NNN -> odd)."""
     m = re.search(r"(\d+)\s*$", qid)
     return "odd" if m and int(m.group(1)) % 2 else "even"
 
