@@ -59,6 +59,10 @@ def test_cli_eval_json_then_api_run_gives_the_same_results(kb, monkeypatch):
         for k in ("exact_match", "f1", "refusal_accuracy", "citation_validity", "faithfulness"):
             assert a[k] is not None and 0 <= a[k] <= 1, (m, k)
         assert a["f1"] >= a["exact_match"] and a["faithfulness"] >= 0.5 and a["cost_usd"]["total"] == 0.0
+        # coverage over the questions with a gold answer; precision over the shown concise answers only
+        assert a["counts"]["concise_coverage"] == 11
+        shown = round(a["concise_coverage"] * 11)
+        assert a["counts"].get("concise_precision", 0) == shown, (m, a["counts"])
     ci = cli["comparisons"]["hybrid_vs_vector"]
     for metric in ("hit@5", "f1"):
         lo, hi = ci[metric]["ci95"]
@@ -73,6 +77,12 @@ def test_cli_eval_json_then_api_run_gives_the_same_results(kb, monkeypatch):
     assert dmca["answers"]["hybrid"]["concise_answer_gold_guided"] == "october 28 1998"
     assert dmca["answers"]["hybrid"]["metrics"]["exact_match"]["value"] == 1.0
     assert dmca["answers"]["hybrid"]["metrics"]["exact_match_gold_guided"]["value"] == 1.0
+    assert dmca["answers"]["hybrid"]["metrics"]["concise_coverage"]["value"] == 1.0
+    assert dmca["answers"]["hybrid"]["metrics"]["concise_precision"]["value"] == 1.0
+    for x in cli["questions"]:  # a withheld concise answer: no precision, coverage 0, F1 0
+        m = x["answers"]["hybrid"]["metrics"]
+        if "concise_coverage" in m and m["concise_coverage"]["value"] == 0.0:
+            assert "concise_precision" not in m and m["f1"]["value"] == 0.0
     for a in cli["answers"].values():
         assert a["f1_gold_guided"] >= a["f1"] and a["exact_match_gold_guided"] >= a["exact_match"]
     assert set(dmca["retrieval"]["hybrid"]["list_ranks"]) == {"fused", "vector", "bm25"}

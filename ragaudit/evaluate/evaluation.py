@@ -8,7 +8,8 @@ document the evaluation dashboard reads::
      "judge": "deterministic" | <litellm model>, "answerer": "extractive" | <model>,
      "modes":   {<mode>: {"hit@1", "hit@5", "hit@10", "mrr", "ndcg@10", "evidence_recall@5",
                           "evidence_recall@10", "n"}},                       # retrieval, no LLM
-     "answers": {<mode>: {"n", "exact_match", "f1", "exact_match_gold_guided", "f1_gold_guided",
+     "answers": {<mode>: {"n", "exact_match", "f1", "concise_coverage", "concise_precision",
+                          "exact_match_gold_guided", "f1_gold_guided",
                           "f1_full", "refusal_accuracy",
                           "citation_validity", "answered_cited", "citation_support",
                           "faithfulness", "context_relevance",
@@ -31,7 +32,10 @@ document the evaluation dashboard reads::
 
 EM / F1 are computed on the answerer's own ``concise_answer`` (the span answering the question's
 type, ``ragaudit.answer.concise``; no gold guidance); ``*_gold_guided`` on the span of the whole answer that
-best matches the gold answer (``metrics.concise_answer``), an upper bound.
+best matches the gold answer (``metrics.concise_answer``), an upper bound. A withheld concise
+answer scores 0 there; ``concise_coverage`` (a concise answer shown, over questions with a gold
+answer) and ``concise_precision`` (right when shown: token F1 at least ``CONCISE_RIGHT_F1``, over
+the shown ones) tell withheld from wrong, as ``bench/answer_quality.py`` does.
 Retrieval metrics are means over the non-``refuse`` questions; answer metrics over the questions
 they apply to (EM/F1/citation validity: questions with a gold answer; faithfulness and
 relevance: answers that were not refused; citation support: answers with a cited claim);
@@ -335,9 +339,13 @@ def hit_rank(q: GoldQuestion, texts: list[str]) -> int | None:
 
 
 RETRIEVAL_KEYS = ("hit@1", "hit@5", "hit@10", "mrr", "ndcg@10", "evidence_recall@5", "evidence_recall@10")
+# a shown concise answer is right when its token F1 against the gold answer is at least this
+CONCISE_RIGHT_F1 = 0.5
 ANSWER_KEYS = (
     "exact_match",
     "f1",
+    "concise_coverage",
+    "concise_precision",
     "exact_match_gold_guided",
     "f1_gold_guided",
     "f1_full",
@@ -545,6 +553,17 @@ def _answer_record(q: GoldQuestion, out: dict[str, Any], judge: Any) -> dict[str
         guided = metrics.concise_answer(answer, q.answer) if not refused else ""
         m["exact_match"] = metrics.exact_match(concise, q.answer).to_json()
         m["f1"] = metrics.token_f1(concise, q.answer).to_json()
+        # a withheld concise answer scores 0 above; coverage and precision tell withheld from wrong
+        m["concise_coverage"] = {
+            "value": float(bool(concise)),
+            "reason": "a concise answer is shown" if concise else "no concise answer (withheld or none found)",
+        }
+        if concise:
+            f1 = float(m["f1"]["value"])
+            m["concise_precision"] = {
+                "value": float(f1 >= CONCISE_RIGHT_F1),
+                "reason": f"token F1 {f1:.2f} against the gold answer (right at {CONCISE_RIGHT_F1} or more)",
+            }
         m["exact_match_gold_guided"] = metrics.exact_match(guided, q.answer).to_json()
         m["f1_gold_guided"] = metrics.token_f1(guided, q.answer).to_json()
         m["f1_full"] = metrics.token_f1("" if refused else strip_citations(answer), q.answer).to_json()
