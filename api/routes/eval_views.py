@@ -26,6 +26,8 @@ RETRIEVAL = ("hit@1", "hit@5", "hit@10", "mrr", "ndcg@10", "evidence_recall@5", 
 ANSWER = (
     "exact_match",
     "f1",
+    "concise_coverage",
+    "concise_precision",
     "exact_match_gold_guided",
     "f1_gold_guided",
     "refusal_accuracy",
