@@ -19,11 +19,13 @@ with their checks' results, whichever path ingested it.
 
 from __future__ import annotations
 
+import logging
 import re
 from typing import Any
 
 import dagster as dg
 from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
 
 from ragaudit.evaluate.goldgen import verify_stored_pairs
 from ragaudit.ingest import documents as ingest
@@ -116,13 +118,30 @@ def index_check_events(svc) -> list[dg.AssetCheckEvaluation]:
     ]
 
 
+log = logging.getLogger(__name__)
+
+
+def report_runless(instance: dg.DagsterInstance, ev: dg.AssetMaterialization | dg.AssetCheckEvaluation) -> None:
+    """``instance.report_runless_asset_event(ev)``. Dagster's event log keys a check result
+    reported without a run by (asset, check, partition), so a document ingested again under the
+    same partition (a new version of the same name) cannot record its check result a second time:
+    that is logged and the ingestion goes on (its materializations are recorded; the check result
+    of the first ingestion stays the one shown)."""
+    try:
+        instance.report_runless_asset_event(ev)
+    except IntegrityError:
+        if not isinstance(ev, dg.AssetCheckEvaluation):
+            raise
+        log.warning("check %s of partition %s already has a result reported without a run", ev.check_name, ev.partition)
+
+
 def record_ingested(svc, instance: dg.DagsterInstance, done: list[tuple[Any, dict]], log_event=None) -> list[str]:
     """Record in Dagster documents ingested outside the asset job, ``done`` = ``[(document row or
     its as_dict(), run_stages report)]``: their partitions, materializations and check results
     (``document_events``), then the whole-index checks once. ``log_event``: the op context's
     ``log_event`` inside a run; None = reported to ``instance`` without a run
     (``report_runless_asset_event``). Returns the partition keys."""
-    emit = log_event or instance.report_runless_asset_event
+    emit = log_event or (lambda ev: report_runless(instance, ev))
     keys = []
     for doc, report in done:
         key = add_partition(instance, doc)
@@ -179,8 +198,8 @@ def reconcile(svc, instance: dg.DagsterInstance) -> dict[str, int]:
         for a in todo:
             instance.report_runless_asset_event(dg.AssetMaterialization(asset_key=a, partition=key, metadata=meta))
         st = ingest.count_check(svc, i)
-        instance.report_runless_asset_event(
-            _check("chunk_counts_match", "chunk_points", st, key, severity=dg.AssetCheckSeverity.ERROR)
+        report_runless(
+            instance, _check("chunk_counts_match", "chunk_points", st, key, severity=dg.AssetCheckSeverity.ERROR)
         )
         recorded += 1
     return {"added": len(missing), "removed": len(stale), "recorded": recorded}
