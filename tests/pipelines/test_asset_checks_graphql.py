@@ -163,9 +163,16 @@ def test_broken_check_fails_in_dagster_graphql_and_passes_after_reindex(tmp_path
                     return run_id
 
                 def latest() -> dict[str, dict]:
-                    out = {}
+                    """The latest execution of each check, once it has an evaluation: the document reads
+                    ``ready`` at publish, while the run's checks after publish may still be executing."""
+                    out, t = {}, time.monotonic()
                     for asset, name in CHECKS:
-                        (ex,) = gql(EXECUTIONS, key={"path": [asset]}, name=name)["assetCheckExecutions"]
+                        while True:
+                            (ex,) = gql(EXECUTIONS, key={"path": [asset]}, name=name)["assetCheckExecutions"]
+                            if ex["evaluation"] is not None or time.monotonic() - t > 120:
+                                break
+                            time.sleep(0.5)
+                        assert ex["evaluation"] is not None, ex  # still executing after 2 minutes
                         out[name] = {
                             "run": ex["runId"],
                             "status": ex["status"],
