@@ -42,6 +42,7 @@ from ragaudit.platform.tracing import RequestTrace
 from ragaudit.retrieve.retriever import RetrievalResult, Retriever, empty_note
 from ragaudit.retrieve.scope import page_range_span
 from ragaudit.services import Services
+from ragaudit.text.sentences import quoted
 from ragaudit.types import AnswerResult, Mode, RetrievedChunk, Scope
 
 log = logging.getLogger(__name__)
@@ -349,7 +350,7 @@ class QueryService:
             if scored:
                 best = scored[0][1]
                 cites = [_citation(best)]
-                text += f" The closest passage says: “{normalize_ws(best.text)}” [{best.n}]"
+                text += f" The closest passage says: {quoted(normalize_ws(best.text))} [{best.n}]"
         return AnswerResult(text, cites, "refused", model)
 
     def answer(self, prep: Prepared) -> AnswerResult:

@@ -60,6 +60,7 @@ from ragaudit.text.anchors import Anchor, question_anchors, without_file_names
 from ragaudit.text.dates import FULL_DATE, MONTH_ABBREVIATIONS, MONTH_NAME, MONTH_WORDS
 from ragaudit.text.function_words import AUXILIARY, QUESTION_WORDS, STOP_WORDS
 from ragaudit.text.periods import months_periods
+from ragaudit.text.sentences import quoted
 
 _VAGUE = {
     "tell",
@@ -512,7 +513,7 @@ class GateInput:
 
 
 def _quoted(words: list[str]) -> str:
-    return ", ".join(f"“{m}”" for m in words)
+    return ", ".join(quoted(m) for m in words)
 
 
 def _vague(g: GateInput) -> Fired | None:

@@ -40,6 +40,7 @@ from ragaudit.text.answer_types import _NUMWORD, Q_TYPES, TYPES
 from ragaudit.text.dates import MONTH_PREFIX
 from ragaudit.text.function_words import AUXILIARY, STOP_WORDS
 from ragaudit.text.periods import asked_period, header_periods
+from ragaudit.text.sentences import quoted as in_quotes
 from ragaudit.types import Concise, Fired
 
 _PRONOUNS = {
@@ -542,7 +543,7 @@ def concise_candidates(question: str, sentences: list[tuple], disabled: frozense
                         cell,
                         t or "table_cell",
                         "concise.table_cell",
-                        f"the cell of the table row “{_row_label(text)}” under the column the question names",
+                        f"the cell of the table row {in_quotes(_row_label(text))} under the column the question names",
                         text,
                         features={"rel": rel, "row_named": float(whole), "overlap": overlap(text), "two_asks": two},
                     )
@@ -692,7 +693,7 @@ def contradicts(question: str, concise: Concise, quoted: list[str]) -> str | Non
                     stated.append((v, s[words[j].start() : w.end()]))
                     break
     if stated and not any(v == mine for v, _ in stated):
-        return f"the quoted sentence says “{stated[0][1]}”, not {concise.text}"
+        return f"the quoted sentence says {in_quotes(stated[0][1])}, not {concise.text}"
     return None
 
 
@@ -727,7 +728,7 @@ def choose(
         return None, []
     c = candidates[0]
     c = Concise(c.text, c.type, c.rule, c.reason, c.sentence, confidence(c), c.features)
-    made = Fired(c.rule, "extracted", f"“{c.text}”: {c.reason} (confidence {c.confidence:.2f})")
+    made = Fired(c.rule, "extracted", f"{in_quotes(c.text)}: {c.reason} (confidence {c.confidence:.2f})")
     if "concise.contradicts_quote" not in disabled and (why := contradicts(question, c, quoted)):
         return None, [made, Fired("concise.contradicts_quote", "withheld", why)]
     if "concise.min_confidence" not in disabled and c.confidence < min_confidence:

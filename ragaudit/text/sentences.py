@@ -139,3 +139,21 @@ def window_spans(
         prev_end = e
     out.append((start, prev_end))
     return out
+
+
+_PAIRS = {'"': '"', "“": "”", "„": "”", "«": "»", "‘": "’", "'": "'"}
+
+
+def quoted(text: str) -> str:
+    """``text`` between typographic double quotes, for a message that cites it ("The closest
+    passage says: “…”"). Quote marks enclosing it are the source's own and are dropped first, and
+    so is an opening or closing double mark whose partner lies outside the span, so a quoted
+    sentence or term is not shown as “"…"”. Paired marks inside and apostrophes are kept."""
+    inner = text.strip()
+    while len(inner) >= 2 and _PAIRS.get(inner[0]) == inner[-1] and inner[-1] not in inner[1:-1]:
+        inner = inner[1:-1].strip()
+    if inner[:1] in '"“„«' and _PAIRS[inner[0]] not in inner[1:]:
+        inner = inner[1:].lstrip()
+    if inner[-1:] in '"”»' and not any(o in inner[:-1] for o, c in _PAIRS.items() if c == inner[-1]):
+        inner = inner[:-1].rstrip()
+    return f"“{inner}”"
