@@ -255,7 +255,23 @@ def get_run(svc: Services, run_id: str) -> dict[str, Any]:
         r = s.get(EvalRun, run_id)
         if r is None:
             raise KeyError(f"run {run_id} not found")
-        return r.as_dict()
+        d = r.as_dict()
+        if r.results:
+            d["summary"] = summarize(r.results)
+        return d
+
+
+def summarize(results: dict[str, Any]) -> dict[str, Any]:
+    """The main metrics of a finished run's ``results``: ``{modes: {mode: retrieval metrics},
+    answers: {mode: {f1, exact_match, refusal_accuracy, faithfulness}}, judge}``."""
+    return {
+        "modes": results.get("modes"),
+        "answers": {
+            m: {k: v.get(k) for k in ("f1", "exact_match", "refusal_accuracy", "faithfulness")}
+            for m, v in (results.get("answers") or {}).items()
+        },
+        "judge": results.get("judge"),
+    }
 
 
 def list_runs(svc: Services, limit: int = 100) -> list[dict[str, Any]]:
@@ -266,13 +282,6 @@ def list_runs(svc: Services, limit: int = 100) -> list[dict[str, Any]]:
         for r in runs:
             d = r.as_dict(with_results=False)
             if r.results:
-                d["summary"] = {
-                    "modes": r.results.get("modes"),
-                    "answers": {
-                        m: {k: v.get(k) for k in ("f1", "exact_match", "refusal_accuracy", "faithfulness")}
-                        for m, v in (r.results.get("answers") or {}).items()
-                    },
-                    "judge": r.results.get("judge"),
-                }
+                d["summary"] = summarize(r.results)
             out.append(d)
         return out

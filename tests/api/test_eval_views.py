@@ -29,7 +29,8 @@ def test_mean_ci_properties():
 
 def test_intervals_of_a_run(tmp_path, embedder):
     """fails if the intervals' means disagree with the run's own per-mode means (wrong per-question
-    values read), if a mode is missing, or if an unknown/unfinished run is not a clear 4xx."""
+    values read), if a mode is missing, if an unknown/unfinished run is not a clear 4xx, or if a
+    finished run read alone lacks the summary the list of runs shows."""
     from ragaudit.services import release_services
 
     settings = make_settings(tmp_path / "ev")
@@ -51,6 +52,10 @@ def test_intervals_of_a_run(tmp_path, embedder):
                 break
             time.sleep(0.2)
         assert r["status"] == "done", r
+        # a finished run read alone carries the same summary as in the list of runs
+        listed = next(x for x in c.get("/evaluate").json() if x["id"] == run["id"])
+        assert r["summary"] is not None and r["summary"] == listed["summary"]
+        assert r["summary"]["modes"]["bm25"]["hit@5"] == r["results"]["modes"]["bm25"]["hit@5"]
         iv = c.get(f"/evaluate/{run['id']}/intervals")
         assert iv.status_code == 200, iv.text
         body = iv.json()
