@@ -117,6 +117,7 @@ def test_metrics_match_raw_rows_after_200_requests(app_settings):
             ("total", "total_ms"),
             ("embed", "embed_ms"),
             ("bm25", "bm25_ms"),
+            ("gate", "gate_ms"),
             ("generation", "generation_ms"),
         ]:
             vals = [getattr(r, col) for r in rows if getattr(r, col) is not None]

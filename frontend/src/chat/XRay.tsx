@@ -2,8 +2,8 @@ import { Bar, BarChart, Legend, ResponsiveContainer, Tooltip, XAxis, YAxis } fro
 import { Box, Chip, Link, Stack, Table, TableBody, TableCell, TableHead, TableRow, Tooltip as MuiTooltip, Typography } from "@mui/material";
 import type { Answer } from "../api";
 
-export const STAGES = ["embed", "vector", "bm25", "fusion", "rerank", "neighbors", "gate", "generation"] as const;
-const COLORS = ["#1976d2", "#9c27b0", "#2e7d32", "#ed6c02", "#d32f2f", "#0288d1", "#f9a825", "#6d4c41"];
+export const STAGES = ["embed", "vector", "bm25", "document", "fusion", "rerank", "neighbors", "gate", "generation"] as const;
+const COLORS = ["#1976d2", "#9c27b0", "#2e7d32", "#00897b", "#ed6c02", "#d32f2f", "#0288d1", "#f9a825", "#6d4c41"];
 
 const fmt = (v: number | null | undefined, d = 3) => (v === null || v === undefined ? "–" : Number(v).toFixed(d));
 
