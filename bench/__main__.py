@@ -594,53 +594,8 @@ def bench_concurrency(
     to ``ingest_seconds``. The API's peak RSS (VmHWM) at the end."""
     import httpx
 
-    port = free_port()
-    env = {
-        **os.environ,
-        "RAGAUDIT_DATA_DIR": str(data_dir),
-        "RAGAUDIT_CACHE_TTL_S": "0",
-        "RAGAUDIT_LLM_MODEL": "",
-        "RAGAUDIT_DATABASE_URL": "",
-        "RAGAUDIT_QDRANT_URL": "",
-    }
-    # the API's stderr goes to a file (a traceback in it is counted in the result, not sprayed over the
-    # table); its own session, so the helpers it starts (parse children, Dagster's compute-log tails)
-    # are stopped with it before the data folder is removed
-    log_path = data_dir.parent / f"{data_dir.name}-api.log"
-    log = log_path.open("wb")
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "uvicorn",
-            "ragaudit.api.app:create_app",
-            "--factory",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--log-level",
-            "warning",
-        ],
-        cwd=ROOT,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    base = f"http://127.0.0.1:{port}"
+    proc, base, log_path = start_api(data_dir)
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                if httpx.get(f"{base}/health", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline or proc.poll() is not None:
-                log.flush()
-                raise RuntimeError("API did not start: " + log_path.read_text(errors="replace")[-2000:])
-            time.sleep(0.5)
         with httpx.Client(timeout=60) as c:  # warm up
             points = c.get(f"{base}/health").json()["parts"]["qdrant"].get("points")
             for q in questions[:3]:
@@ -749,11 +704,53 @@ def bench_concurrency(
         return out
     finally:
         stop_api(proc)
-        log.close()
         text = log_path.read_text(errors="replace")
         log_path.unlink(missing_ok=True)
         if "out" in locals():
             out["api_stderr"] = {"lines": len(text.splitlines()), "tracebacks": text.count("Traceback (most recent")}
+
+
+def start_api(data_dir: Path, cwd: Path = ROOT, timeout_s: float = 120) -> tuple[subprocess.Popen, str, Path]:
+    """``ragaudit.api.app:create_app`` under uvicorn on a free port of 127.0.0.1, over ``data_dir``
+    (embedded stores, cache off, no LLM), importing the code of ``cwd``. Returns the process, the
+    base URL and the API's log (stdout and stderr, ``<data_dir>-api.log`` beside it). Its own
+    session, so ``stop_api`` also stops the helpers it starts (parse children, Dagster's
+    compute-log tails) before the data folder is removed. Raises RuntimeError with the log's tail
+    when it does not answer /health within ``timeout_s`` (it is stopped first)."""
+    import httpx
+
+    env = {
+        **os.environ,
+        "RAGAUDIT_DATA_DIR": str(data_dir),
+        "RAGAUDIT_CACHE_TTL_S": "0",
+        "RAGAUDIT_LLM_MODEL": "",
+        "RAGAUDIT_DATABASE_URL": "",
+        "RAGAUDIT_QDRANT_URL": "",
+    }
+    port = free_port()
+    log_path = data_dir.parent / f"{data_dir.name}-api.log"
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "uvicorn", "ragaudit.api.app:create_app", "--factory", "--host", "127.0.0.1"]
+            + ["--port", str(port), "--log-level", "warning"],
+            cwd=cwd,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            if httpx.get(f"{base}/health", timeout=2).status_code == 200:
+                return proc, base, log_path
+        except httpx.HTTPError:
+            pass
+        if time.monotonic() > deadline or proc.poll() is not None:
+            stop_api(proc)
+            raise RuntimeError(f"the API of {cwd} did not start: " + log_path.read_text(errors="replace")[-2000:])
+        time.sleep(0.5)
 
 
 def stop_api(proc: subprocess.Popen) -> None:

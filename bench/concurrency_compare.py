@@ -21,7 +21,6 @@ import os
 import random
 import shutil
 import subprocess
-import sys
 import threading
 import time
 from collections import defaultdict
@@ -31,51 +30,6 @@ if __package__:  # python -m bench.NAME: offline defaults, repository on sys.pat
     from ._env import ROOT
 else:  # python bench/NAME.py
     from _env import ROOT
-
-
-def start_api(root: Path, data: Path) -> tuple[subprocess.Popen, str]:
-    import httpx
-
-    from bench.__main__ import free_port
-
-    port = free_port()
-    env = {
-        **os.environ,
-        "RAGAUDIT_DATA_DIR": str(data),
-        "RAGAUDIT_CACHE_TTL_S": "0",
-        "RAGAUDIT_LLM_MODEL": "",
-        "RAGAUDIT_DATABASE_URL": "",
-        "RAGAUDIT_QDRANT_URL": "",
-    }
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "uvicorn",
-            "ragaudit.api.app:create_app",
-            "--factory",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--log-level",
-            "warning",
-        ],
-        cwd=root,
-        env=env,
-    )
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 300
-    while True:
-        try:
-            if httpx.get(f"{base}/health", timeout=2).status_code == 200:
-                return proc, base
-        except httpx.HTTPError:
-            pass
-        if time.monotonic() > deadline or proc.poll() is not None:
-            proc.terminate()
-            raise RuntimeError(f"the API of {root} did not start")
-        time.sleep(0.5)
 
 
 def window(base: str, questions: list[dict], clients: int, seconds: float, lat: dict, errors: dict) -> None:
@@ -115,7 +69,7 @@ def window(base: str, questions: list[dict], clients: int, seconds: float, lat: 
 def main(argv: list[str] | None = None) -> int:
     import httpx
 
-    from bench.__main__ import dev_questions, fill_store, load_points, pct
+    from bench.__main__ import dev_questions, fill_store, load_points, pct, start_api, stop_api
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--base", type=Path, required=True, help="the other checkout (before)")
@@ -143,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     procs: dict[str, tuple[subprocess.Popen, str]] = {}
     try:
         for name, (root, data) in sides.items():
-            procs[name] = start_api(root, data)
+            procs[name] = start_api(data, cwd=root, timeout_s=300)[:2]
             with httpx.Client(timeout=120) as c:  # warm up
                 for q in questions[:3]:
                     c.post(f"{procs[name][1]}/search", json={"question": q["question"]})
@@ -170,11 +124,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(out, indent=1))
     finally:
         for proc, _ in procs.values():
-            proc.terminate()
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+            stop_api(proc)
     return 0
 
 

@@ -23,8 +23,6 @@ import argparse
 import json
 import logging
 import os
-import subprocess
-import sys
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -32,47 +30,12 @@ from pathlib import Path
 import httpx
 
 from . import _env  # noqa: F401  (run as python -m bench.search_latency)
-from .__main__ import free_port, pct, stop_api
+from .__main__ import pct, start_api, stop_api
 from .answer_quality import SHARED
 from .quality_sets import ensure_index
 
 MODES = ("hybrid", "vector", "bm25")
 TARGET_P95_MS = 50.0
-
-
-def start_api(data_dir: Path) -> tuple[subprocess.Popen, str]:
-    """uvicorn on a free port over ``data_dir`` (cache off, no LLM). Returns the process (its own
-    session: ``stop_api`` stops it and its children) and the base URL. Raises RuntimeError with the
-    API's log tail when it does not answer /health within 120 s."""
-    port = free_port()
-    env = os.environ | {
-        "RAGAUDIT_DATA_DIR": str(data_dir),
-        "RAGAUDIT_CACHE_TTL_S": "0",
-        "RAGAUDIT_LLM_MODEL": "",
-        "RAGAUDIT_DATABASE_URL": "",
-        "RAGAUDIT_QDRANT_URL": "",
-    }
-    log_path = data_dir.parent / f"{data_dir.name}-api.log"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", "ragaudit.api.app:create_app", "--factory", "--host", "127.0.0.1"]
-        + ["--port", str(port), "--log-level", "warning"],
-        env=env,
-        stdout=log_path.open("wb"),
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
-    while True:
-        try:
-            if httpx.get(f"{base}/health", timeout=2).status_code == 200:
-                return proc, base
-        except httpx.HTTPError:
-            pass
-        if time.monotonic() > deadline or proc.poll() is not None:
-            stop_api(proc)
-            raise RuntimeError("API did not start: " + log_path.read_text(errors="replace")[-2000:])
-        time.sleep(0.5)
 
 
 def measure(base: str, questions: list[str], rounds: int) -> dict:
@@ -117,11 +80,13 @@ def main(argv: list[str] | None = None) -> int:
     folders = args.pdfs or [SHARED / "pdfs"]
     settings = Settings(_env_file=None, data_dir=args.data_dir, database_url="", qdrant_url="", llm_model="")
     svc = get_services(settings)
-    ensure_index(svc, folders)
-    chunks = svc.store.count()
-    release_services(settings)
+    try:
+        ensure_index(svc, folders)
+        chunks = svc.store.count()
+    finally:  # the API below opens the same embedded store
+        release_services(settings)
     questions = [json.loads(line)["question"] for line in args.questions.read_text().splitlines() if line.strip()]
-    proc, base = start_api(args.data_dir)
+    proc, base, _ = start_api(args.data_dir)
     try:
         res = measure(base, questions, args.rounds)
     finally:
