@@ -127,12 +127,13 @@ def available_modes(svc: Services) -> list[Mode]:
 
 def model_names(svc: Services) -> list[str]:
     """Every model name ``/v1/chat/completions`` accepts, as ``/v1/models`` lists them: ``ragaudit``,
-    then per knowledge base ``ragaudit:KB`` (hybrid) and ``ragaudit:KB:MODE`` for the other modes."""
+    then per knowledge base ``ragaudit:KB`` (hybrid) and ``ragaudit:KB:MODE`` for every mode this
+    server runs (``ragaudit:KB:hybrid`` included: the same as ``ragaudit:KB``)."""
     names = [MODEL_PREFIX]
-    others = [m for m in available_modes(svc) if m is not Mode.hybrid]
+    modes = available_modes(svc)
     for kb in knowledge_bases(svc):
         names.append(f"{MODEL_PREFIX}:{kb}")
-        names.extend(f"{MODEL_PREFIX}:{kb}:{m.value}" for m in others)
+        names.extend(f"{MODEL_PREFIX}:{kb}:{m.value}" for m in modes)
     return names
 
 

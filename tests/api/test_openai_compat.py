@@ -150,11 +150,19 @@ def test_unknown_model_is_404_model_not_found(server, client):
 
 def test_models_list_what_exists_and_the_name_picks_kb_and_mode(server, client):
     """/v1/models lists ragaudit, ragaudit:KB and ragaudit:KB:MODE for the knowledge base that
-    exists (no rerank mode without a reranker); asking ragaudit:default:bm25 runs BM25 only.
+    exists, every mode the server runs included (hybrid too; no rerank mode without a reranker);
+    asking ragaudit:default:bm25 runs BM25 only.
 
     Fails if the listing invents names or the mode in the name is not used."""
     ids = [m.id for m in client.models.list()]
-    assert ids == ["ragaudit", "ragaudit:default", "ragaudit:default:vector", "ragaudit:default:bm25"]
+    assert ids == [
+        "ragaudit",
+        "ragaudit:default",
+        "ragaudit:default:vector",
+        "ragaudit:default:bm25",
+        "ragaudit:default:hybrid",
+    ]
+    assert client.models.retrieve("ragaudit:default:hybrid").id == "ragaudit:default:hybrid"  # accepted, so listed
     assert client.models.retrieve("ragaudit:default:bm25").id == "ragaudit:default:bm25"
     r = client.chat.completions.create(
         model="ragaudit:default:bm25", messages=[{"role": "user", "content": "What were the weather conditions?"}]
