@@ -18,7 +18,7 @@ fi
 step "ruff check" .venv/bin/ruff check .
 step "ruff format --check" .venv/bin/ruff format --check .
 # imports flow downward through the stages ([tool.importlinter] in pyproject.toml)
-step "lint-imports" .venv/bin/lint-imports
+step "lint-imports" scripts/lint_imports.sh
 export LITELLM_LOCAL_MODEL_COST_MAP=True HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 echo "==> tests: pytest -q $*"
 exec .venv/bin/python -m pytest -q "$@"
