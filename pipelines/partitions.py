@@ -7,8 +7,8 @@ readable part comes first; the id that ends the key is what the assets resolve
 (``document_id``), so names need no escaping and two documents of the same name in two knowledge
 bases never share a key. Dagster refuses ``...`` and control characters in keys: document names
 hold no control characters (``ragaudit.text.docnames``), and a ``...`` in a name is shown as
-``…``. A key that is a bare document id (instances from before readable keys, or a test's
-``build_asset_context``) resolves to itself.
+``…``. A key that is a bare document id (a test's ``build_asset_context``, or an instance
+whose partitions are keyed by id) resolves to itself.
 
 The same module records, for documents ingested outside the asset job (``ragaudit ingest``'s
 batch run, the ``ingest_batch`` job, the serving process's express lane), what each asset and
@@ -122,17 +122,42 @@ log = logging.getLogger(__name__)
 
 
 def report_runless(instance: dg.DagsterInstance, ev: dg.AssetMaterialization | dg.AssetCheckEvaluation) -> None:
-    """``instance.report_runless_asset_event(ev)``. Dagster's event log keys a check result
-    reported without a run by (asset, check, partition), so a document ingested again under the
-    same partition (a new version of the same name) cannot record its check result a second time:
-    that is logged and the ingestion goes on (its materializations are recorded; the check result
-    of the first ingestion stays the one shown)."""
+    """``instance.report_runless_asset_event(ev)``, so that a check result reported without a run
+    is the one the UI shows for its partition. Dagster's check-execution index holds one runless
+    result per (asset, check, partition) (a unique index with run id ""), so a document ingested
+    again under the same partition (a new version of the same name) would fail to record its
+    result and the first version's would stay shown: the earlier runless result's index row is
+    removed first (its event stays in the event log). On a storage that is not Dagster's SQL
+    event log, a repeated result is logged and skipped."""
+    if isinstance(ev, dg.AssetCheckEvaluation):
+        _forget_runless_result(instance, ev)
     try:
         instance.report_runless_asset_event(ev)
     except IntegrityError:
         if not isinstance(ev, dg.AssetCheckEvaluation):
             raise
         log.warning("check %s of partition %s already has a result reported without a run", ev.check_name, ev.partition)
+
+
+def _forget_runless_result(instance: dg.DagsterInstance, ev: dg.AssetCheckEvaluation) -> None:
+    """Delete the check-execution index row of an earlier runless result of ``ev``'s asset, check
+    and partition (SQL event log storages: SQLite, PostgreSQL)."""
+    from dagster._core.storage.event_log.schema import AssetCheckExecutionsTable
+    from dagster._core.storage.event_log.sql_event_log import SqlEventLogStorage
+
+    storage = instance.event_log_storage
+    if not isinstance(storage, SqlEventLogStorage):
+        return
+    t = AssetCheckExecutionsTable
+    with storage.index_connection() as conn:
+        conn.execute(
+            t.delete().where(
+                t.c.asset_key == ev.asset_key.to_string(),
+                t.c.check_name == ev.check_name,
+                t.c.partition == ev.partition,
+                t.c.run_id == "",
+            )
+        )
 
 
 def record_ingested(svc, instance: dg.DagsterInstance, done: list[tuple[Any, dict]], log_event=None) -> list[str]:

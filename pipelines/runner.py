@@ -8,6 +8,7 @@ and appear in the Dagster UI.
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import uuid
@@ -31,6 +32,8 @@ from .checks import INGEST_CHECKS
 from .launcher import HANDED_TAG, WORKER_TAG, this_worker, worker_gone_message, worker_state
 from .partitions import SEPARATOR, add_partition, record_ingested, remove_partitions
 from .resources import RagauditResource
+
+log = logging.getLogger(__name__)
 
 _INSTANCES: dict[str, dg.DagsterInstance] = {}
 BLOCKING_CHECKS = {"chunk_counts_match"}  # a failed one means the run did not publish its version
@@ -82,7 +85,14 @@ class RecordedRunner(DagsterRunner):
 
     def __call__(self, svc: Services, document_id: str, strategy: Strategy) -> dict:
         report = run_stages(svc, document_id, strategy, after_publish=gold_pairs)
-        record_ingested(svc, instance_for(svc), [(get_document(svc, document_id), report)])
+        try:
+            record_ingested(svc, instance_for(svc), [(get_document(svc, document_id), report)])
+        except Exception:  # the version is published and searchable: Dagster's record of it must not fail it
+            log.exception(
+                "document %s is ingested, but its materializations could not be recorded in Dagster "
+                "(the serving process records them from the live version when it next starts)",
+                document_id,
+            )
         return report
 
 

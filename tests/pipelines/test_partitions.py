@@ -6,10 +6,13 @@ results; deleting the document removes its partition."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import time
+import uuid
 
 import dagster as dg
+import pytest
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
@@ -148,3 +151,85 @@ def test_serving_process_brings_older_partitions_in_line_at_start(tmp_path, embe
         assert [(c.check_name, c.partition, c.passed) for c in checks] == [("chunk_counts_match", key, True)]
     finally:
         release_services(settings)
+
+
+def test_a_published_document_stays_ready_when_dagster_cannot_record_it(tmp_path, monkeypatch, caplog, embedder):
+    """The express lane's runner publishes a document, then reports its materializations to
+    Dagster; when that report fails (Dagster's storage locked), the document is still ``ready``
+    with its chunks, the outcome is ``ingested`` and the failure is logged. Fails if Dagster's
+    bookkeeping rolls back or marks failed a version that is already searchable."""
+    from sqlalchemy.exc import OperationalError
+
+    from ragaudit.ingest import documents as ingest
+    from ragaudit.pipelines import runner
+    from ragaudit.services import get_services, release_services
+    from tests.conftest import make_settings, text_pdf
+
+    def locked(*a, **kw):
+        raise OperationalError("INSERT INTO event_logs", {}, Exception("database is locked"))
+
+    monkeypatch.setattr(runner, "record_ingested", locked)
+    settings = make_settings(tmp_path / "data")
+    try:
+        svc = get_services(settings)
+        doc = ingest.register(svc, text_pdf(2, "harbour"), "express.pdf")[0]
+        with caplog.at_level("ERROR", logger=runner.__name__):
+            out = ingest.run_queued(svc, doc.id, runner.RecordedRunner(), exclusive=False)
+        assert out is not None and out.status == "ingested", out
+        after = ingest.get_document(svc, doc.id)
+        assert after.status == "ready" and after.error is None and after.chunk_count > 0
+        assert any("could not be recorded in Dagster" in r.getMessage() for r in caplog.records)
+    finally:
+        release_services(settings)
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.integration)])
+def dagster_instance(request, tmp_path):
+    """A Dagster instance on SQLite storage (the embedded mode) or on PostgreSQL storage
+    (production), in a database of its own on the session's server (Dagster keeps its own
+    alembic_version table) that is dropped afterwards; dagster-postgres runs on psycopg2, as in
+    deploy/dagster.yaml."""
+    if request.param == "sqlite":
+        with dg.instance_for_test(temp_dir=str(tmp_path)) as instance:
+            yield instance
+        return
+    import psycopg
+
+    url = re.sub(r"^postgresql(\+\w+)?://", "postgresql://", request.getfixturevalue("pg_url"))
+    name = f"dagster_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(url, autocommit=True) as c:
+        c.execute(f"CREATE DATABASE {name}")
+    own = re.sub(r"/[^/?]+(\?|$)", rf"/{name}\1", url.replace("postgresql://", "postgresql+psycopg2://", 1), count=1)
+    try:
+        with dg.instance_for_test(
+            temp_dir=str(tmp_path), overrides={"storage": {"postgres": {"postgres_url": own}}}
+        ) as i:
+            yield i
+    finally:
+        with psycopg.connect(url, autocommit=True) as c:
+            c.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+def test_a_new_check_result_without_a_run_replaces_the_shown_one(dagster_instance):
+    """A document ingested again under the same partition reports its check results without a run
+    a second time (the express lane): the latest execution of each check is the new result, on
+    both storages. Fails if the second result is refused (a unique index on asset, check, run id
+    "" and partition) and the UI keeps showing the first version's result."""
+    from ragaudit.pipelines.partitions import report_runless
+
+    key = f"default/harbour.pdf · {uuid.uuid4().hex}"
+    dagster_instance.add_dynamic_partitions("documents", [key])
+    check = dg.AssetCheckKey(dg.AssetKey("chunk_points"), "chunk_counts_match")
+    for passed in (True, False, True, False):
+        report_runless(
+            dagster_instance,
+            dg.AssetCheckEvaluation(
+                asset_key=check.asset_key,
+                check_name=check.name,
+                passed=passed,
+                partition=key,
+                metadata={"v": int(passed)},
+            ),
+        )
+        (latest,) = dagster_instance.event_log_storage.get_asset_check_execution_history(check, limit=1)
+        assert latest.status.value == ("SUCCEEDED" if passed else "FAILED"), (passed, latest)
