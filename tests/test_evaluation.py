@@ -79,18 +79,23 @@ def test_cli_eval_json_then_api_run_gives_the_same_results(kb, monkeypatch):
     assert dmca["answers"]["hybrid"]["metrics"]["exact_match_gold_guided"]["value"] == 1.0
     assert dmca["answers"]["hybrid"]["metrics"]["concise_coverage"]["value"] == 1.0
     assert dmca["answers"]["hybrid"]["metrics"]["concise_precision"]["value"] == 1.0
-    for x in cli["questions"]:  # a withheld concise answer: no precision, coverage 0, F1 0
-        m = x["answers"]["hybrid"]["metrics"]
-        if "concise_coverage" in m and m["concise_coverage"]["value"] == 0.0:
-            assert "concise_precision" not in m and m["f1"]["value"] == 0.0
+    # a withheld concise answer: no precision, coverage 0, F1 0; as many as the coverage says
+    withheld = [
+        x["answers"]["hybrid"]["metrics"]
+        for x in cli["questions"]
+        if x["answers"]["hybrid"]["metrics"].get("concise_coverage", {}).get("value") == 0.0
+    ]
+    assert len(withheld) == 11 - round(cli["answers"]["hybrid"]["concise_coverage"] * 11)
+    for m in withheld:
+        assert "concise_precision" not in m and m["f1"]["value"] == 0.0
     for a in cli["answers"].values():
         assert a["f1_gold_guided"] >= a["f1"] and a["exact_match_gold_guided"] >= a["exact_match"]
     assert set(dmca["retrieval"]["hybrid"]["list_ranks"]) == {"fused", "vector", "bm25"}
     assert dmca["retrieval"]["hybrid"]["list_ranks"]["fused"] == dmca["ranks"]["hybrid"]
     assert len(dmca["retrieval"]["hybrid"]["retrieved_chunk_ids"]) == 10
-    assert q["sample-019"]["retrieval"]["hybrid"]["scope_violations"] == 0
-    assert "exact_match" not in q["sample-036"]["answers"]["hybrid"]["metrics"]
-    assert "answered_cited" not in q["sample-036"]["answers"]["hybrid"]["metrics"]  # a refuse question
+    assert q["sample-008"]["retrieval"]["hybrid"]["scope_violations"] == 0
+    assert "exact_match" not in q["sample-012"]["answers"]["hybrid"]["metrics"]
+    assert "answered_cited" not in q["sample-012"]["answers"]["hybrid"]["metrics"]  # a refuse question
     for x in cli["questions"]:  # answered_cited = label answered and a citation on a gold place
         m = x["answers"]["hybrid"]
         if "answered_cited" in m["metrics"]:

@@ -57,7 +57,8 @@ def test_meter_log_answers_the_month_asked_for(app):
     r = client.post("/query", json={"question": "What was the meter 7 reading for month 4?"})
     assert r.status_code == 200, r.text
     out = r.json()
-    assert "4583" in out["answer"] and "4583" in (out["concise_answer"] or "4583"), out
+    assert "4583" in out["answer"], out
+    assert not out["concise_answer"] or "4583" in out["concise_answer"], out  # withheld, or month 4's
     assert out["label"] == "answered", out
     assert "month 4: 4583 kWh" in out["citations"][0]["quote"]
     assert all(c["supports"] for c in out["citations"])
