@@ -448,8 +448,6 @@ _GENERIC = {
 }
 _GENERIC_TERMS = {t for w in _GENERIC for t in tokenize(w)}
 RARE_ZIPF = 3.0  # wordfreq Zipf frequency below which a word of a name is rare (about 1 per million words)
-# below which a lower-case question word is taken for a name of its own (a drug: "metformin" 2.55,
-# "atorvastatin" 1.93) rather than a paraphrase ("fiddling" 2.94, "scraper" 2.76)
 
 
 @dataclass

@@ -174,8 +174,10 @@ _CELL_NUMBER = re.compile(r"^\$?\(?[-+]?\$?\d[\d,]*(?:\.\d+)?\)?%?$")
 _NIL = re.compile(r"^[—–-]+$")  # a dash for nil
 
 
-# the row reader's revision, recorded in the build info: 2 reads a nil percentage ("— %") as a
-# cell, so rows such as "Graphics 1,493 606 887 146 % 3,751 3,739 12 — %" get their label term
+# the row reader's revision, recorded in the build info (a document built with another revision is
+# re-ingested by `reindex --changed`): bump it when `row_label` changes which lines yield labels.
+# This revision reads a nil percentage ("— %") as a cell, so rows such as
+# "Graphics 1,493 606 887 146 % 3,751 3,739 12 — %" get their label term
 ROW_LABELS_REVISION = 2
 
 

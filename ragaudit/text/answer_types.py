@@ -4,7 +4,7 @@ Expected answer types (Harabagiu et al., "FALCON: Boosting Knowledge for Answer 
 2000; Li & Roth, "Learning Question Classifiers", COLING 2002), read from the question's
 wh-phrase. Two readers use them, at two grains:
 
-- ``TYPES`` (a span of each of 13 types: date, time, duration, length, speed, percent, year, age,
+- ``TYPES`` (a span of each of 12 types: date, time, duration, length, speed, percent, year, age,
   money, number, identifier, name) and ``Q_TYPES`` (the question patterns asking for each, in
   precedence order) type the concise answer's spans (``ragaudit.answer.concise``) and the gold
   pairs' answers (``ragaudit.evaluate.goldrules``);

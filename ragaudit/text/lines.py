@@ -33,7 +33,7 @@ def is_row(line: str) -> bool:
 
 
 def is_value_row(line: str) -> bool:
-    """``_is_row`` with a detached currency sign not counted as a word ("Operating income $ 6,518
+    """``is_row`` with a detached currency sign not counted as a word ("Operating income $ 6,518
     $ 5,123" is a label and two cells), as statement tables print amounts."""
     return is_row(re.sub(r"[$€£]\s+(?=\(?\d)", "", line))
 

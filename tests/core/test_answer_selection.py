@@ -64,7 +64,7 @@ def test_near_tied_sentences_quote_the_top_ranked_passages_document(reports, emb
     the document of the highest-ranked passage, not the document of a sentence that is best by a
     hair (another accident report's sentence over the report ranked first); a sentence of the top
     passage below that band does not move the answer to its document. Fails if the document is
-    always the best sentence's (``select_sentences`` reverted) or always the top passage's."""
+    always the best sentence's (``select_sentences`` not applied) or always the top passage's."""
     top, second = reports
     ans = ExtractiveAnswerer(embedder)
     best = _sentence(second, 2, "The pilot, age 85")

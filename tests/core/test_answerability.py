@@ -73,7 +73,7 @@ def test_abbreviation_matches_the_spelled_out_name():
     assert v.label == "refused" and v.missing == ["ESG"] and "ESG" in v.reason
 
 
-def test_rare_lower_case_term_found_nowhere_is_refused():
+def test_lower_case_subject_word_found_nowhere_is_refused():
     """Fails if a lower-case subject word absent from every document (a drug name) does not lead
     to a refusal naming it."""
     v = assess("What dose of semaglutide did the pilot take?", [NTSB])
