@@ -190,11 +190,10 @@ def _full_title(title: str, head: str) -> str:
     if len(words) < 3:
         return title
     key = " ".join(words[:3])
-    flat = normalize_ws(head)
-    at = flat.find(key)
-    if at < 0:
+    at = re.search(r"\s+".join(map(re.escape, words[:3])), head)  # where the title starts, across line breaks
+    if at is None:
         return title
-    lines = head[head.find(words[0]) :].split("\n") if words[0] in head else []
+    lines = head[at.start() :].split("\n")
     out: list[str] = []
     for ln in lines:
         ln = ln.strip()

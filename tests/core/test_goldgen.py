@@ -324,3 +324,16 @@ def test_sentence_case_label_with_a_number_is_a_labelled_value():
             "48,215 dollars",
         )
     ]
+
+
+def test_a_cut_title_is_completed_from_where_it_starts_on_the_first_page():
+    """Fails if the title is completed from the first line holding its first word (a running
+    header "Annual Report" above it) instead of the line where the title itself starts."""
+    from ragaudit.evaluate.goldrules import _full_title
+
+    head = "Annual Report\nAnnual Performance Report for Fiscal\nYear 2020\n\nThe agency's mission is to serve."
+    assert (
+        _full_title("Annual Performance Report for Fiscal 202", head)
+        == "Annual Performance Report for Fiscal Year 2020"
+    )
+    assert _full_title("Project Name: Harbour Wall Repair", head) == "Harbour Wall Repair"  # not on the page: as given
