@@ -57,7 +57,7 @@ from ragaudit.answer.citations import normalize_ws
 from ragaudit.index.sparse import CJK_CHAR, tokenize
 from ragaudit.platform.rules import Fired, Registry, Rule
 from ragaudit.text.anchors import Anchor, question_anchors, without_file_names
-from ragaudit.text.dates import FULL_DATE, MONTH_ABBREVIATIONS, MONTH_NAME, MONTH_WORDS
+from ragaudit.text.dates import FULL_DATE, MONTH_ABBREVIATIONS, MONTH_NAME, MONTH_WORDS, date_forms
 from ragaudit.text.function_words import AUXILIARY, QUESTION_WORDS, STOP_WORDS
 from ragaudit.text.periods import months_periods
 from ragaudit.text.sentences import quoted
@@ -135,8 +135,11 @@ def _word_found(word: str, text: str, text_lower: str, terms: set[str]) -> bool:
 
 
 def _present(anchor: Anchor, text_lower: str, terms: set[str], text: str = "") -> bool:
-    if anchor.kind == "date":
-        return normalize_ws(anchor.text).lower() in text_lower
+    if anchor.kind == "date":  # the same calendar date in any form documents print ("12/08/2007")
+        if normalize_ws(anchor.text).lower() in text_lower:
+            return True
+        forms = date_forms(normalize_ws(anchor.text))
+        return forms is not None and forms.search(text or text_lower) is not None
     if anchor.kind == "id":
         return anchor.text.lower() in text_lower or bool(_folded_pattern(anchor.text).search(text))
     words = [w for w in re.findall(r"[^\s]+", anchor.text) if w.lower().strip(".,'’") not in STOP_WORDS]

@@ -59,3 +59,29 @@ def month_of(word: str) -> str | None:
     if w in MONTH_ABBREVIATIONS:
         return MONTH_ABBREVIATIONS[w]
     return w if w.capitalize() in MONTHS else None
+
+
+def date_forms(full_date: str) -> re.Pattern[str] | None:
+    """A pattern for the calendar date ``full_date`` ("December 8, 2007", as ``FULL_DATE``
+    matches it) in the forms documents print it, case-insensitive: the month in full or
+    abbreviated ("Dec. 8, 2007", "December 08, 2007"), day before month ("8 December 2007"),
+    numeric month/day/year as US forms and reports print it ("12/08/2007", "12/8/07",
+    "12-08-2007"), ISO 8601 ("2007-12-08") and day.month.year with dots ("08.12.2007").
+    A numeric day/month/year with slashes ("08/12/2007") is not read: it is a different date
+    in month/day order. None when ``full_date`` is not such a date."""
+    m = re.fullmatch(rf"\s*({MONTH_NAME})\s+(\d{{1,2}}),\s+(\d{{4}})\s*", full_date)
+    if not m:
+        return None
+    name, day, year = m.group(1), int(m.group(2)), m.group(3)
+    month = MONTHS.index(name) + 1
+    short = [a for a, full in MONTH_ABBREVIATIONS.items() if full == name.lower()]
+    mon = "(?:" + "|".join([name] + [rf"{a}\.?" for a in short]) + ")"
+    d, mo, yy = rf"0?{day}", rf"0?{month}", rf"(?:{year}|{year[2:]})"
+    forms = [
+        rf"{mon}\s+{d}(?:st|nd|rd|th)?,?\s+{year}",
+        rf"{d}(?:st|nd|rd|th)?\s+(?:of\s+)?{mon},?\s+{year}",
+        rf"{mo}([/-]){d}\1{yy}",
+        rf"{year}-{month:02d}-{day:02d}",
+        rf"{d}\.{mo}\.{year}",
+    ]
+    return re.compile(r"(?i)(?<![\w/.-])(?:" + "|".join(forms) + r")(?![\w/]|-\d|\.\d)")

@@ -464,3 +464,18 @@ def test_a_file_name_in_the_question_is_not_an_anchor():
     assert assess(q, [NTSB]).label is None
     q2 = "What was the registration of N5921D in report-7.PDF?"
     assert [a.text for a in question_anchors(q2)] == ["N5921D"]
+
+
+def test_a_date_the_document_prints_in_another_form_is_found():
+    """A full date in the question is found where the documents print the same calendar date in
+    another form: a form's numeric "12/08/2007", ISO "2007-12-08", "8 Dec. 2007". Fails if the
+    gate refuses a question for "not mentioning" a date the document holds (gold questions are
+    written with the date in words), or if another date (a day later, or day and month swapped)
+    passes for it."""
+    form = "Aircraft Registration: N6024M. Date & Time: 12/08/2007, 1730 EST. Location: Tallahassee, FL."
+    asked = "What is the registration of the aircraft in the accident on December 8, 2007?"
+    for text in (form, form.replace("12/08/2007", "2007-12-08"), form.replace("12/08/2007", "8 Dec. 2007")):
+        assert missing_anchors(asked, [text]) == [], text
+    for other in ("12/09/2007", "08/12/2007", "12/08/2008"):
+        missing = missing_anchors(asked, [form.replace("12/08/2007", other)])
+        assert missing == ["December 8, 2007"], (other, missing)
