@@ -23,6 +23,7 @@ abbreviated.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 MONTHS = (
     "January",
@@ -61,6 +62,7 @@ def month_of(word: str) -> str | None:
     return w if w.capitalize() in MONTHS else None
 
 
+@lru_cache(maxsize=256)
 def date_forms(full_date: str) -> re.Pattern[str] | None:
     """A pattern for the calendar date ``full_date`` ("December 8, 2007", as ``FULL_DATE``
     matches it) in the forms documents print it, case-insensitive: the month in full or
@@ -68,7 +70,8 @@ def date_forms(full_date: str) -> re.Pattern[str] | None:
     numeric month/day/year as US forms and reports print it ("12/08/2007", "12/8/07",
     "12-08-2007"), ISO 8601 ("2007-12-08") and day.month.year with dots ("08.12.2007").
     A numeric day/month/year with slashes ("08/12/2007") is not read: it is a different date
-    in month/day order. None when ``full_date`` is not such a date."""
+    in month/day order. None when ``full_date`` is not such a date. Cached: the gate asks for
+    the same question's dates against every document it reads."""
     m = re.fullmatch(rf"\s*({MONTH_NAME})\s+(\d{{1,2}}),\s+(\d{{4}})\s*", full_date)
     if not m:
         return None
