@@ -41,7 +41,7 @@ from ragaudit.index.store import point_id
 from ragaudit.ingest.chunking import ATOMIC_UNITS_REVISION, chunk_document, document_title
 from ragaudit.ingest.guard import extract_pages_bounded, inspect_pdf_bounded
 from ragaudit.ingest.parsed import PARSED
-from ragaudit.ingest.pdf import Page, PDFError, PDFInfo
+from ragaudit.ingest.pdf import LAYOUT_REVISION, Page, PDFError, PDFInfo
 from ragaudit.ingest.removal import extraction_report
 from ragaudit.platform import tracing
 from ragaudit.platform.db import ChunkRow, Document, QAPair, bump_index_version, utcnow
@@ -174,6 +174,7 @@ def build_info(svc: Services, strategy: Strategy) -> dict[str, Any]:
         "bm25_b": st.bm25_b,
         "bm25_avgdl": st.bm25_avgdl,
         "collection": st.collection,
+        "pdf_layout": LAYOUT_REVISION,  # reading order and headings (a new revision re-extracts)
         # only when on: versions built before the setting existed keep their fingerprint; on, the
         # chunker's revision (a version built by an earlier one, recorded as True, is re-chunked)
         **({"chunk_atomic_units": ATOMIC_UNITS_REVISION} if st.chunk_atomic_units else {}),

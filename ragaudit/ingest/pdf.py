@@ -8,6 +8,7 @@ pdfminer cannot parse (e.g. a broken colour space) and saying so in ``Page.extra
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import logging
 import re
@@ -31,6 +32,11 @@ from ragaudit.ingest.removal import hidden_chars, page_transform, placed_box, ru
 log = logging.getLogger(__name__)
 
 _PDF_MAGIC = b"%PDF-"
+
+
+# what ``extract_pages`` reads from a page's layout (reading order, headings); recorded in each
+# version's build info so that re-ingestion rebuilds versions extracted by an earlier revision
+LAYOUT_REVISION = 2
 
 
 class PDFError(ValueError):
@@ -229,7 +235,7 @@ def extract_pages(data: bytes, on_page: Callable[[int, int], None] | None = None
             texts.append(fallback[i].text)
         else:
             texts.append(collapse_leaders("\n".join(ln.text for ln in ls)))
-    sized = [[(collapse_leaders(ln.text), ln.size, ln.n) for ln in ls] for ls in lines]
+    sized = [[(collapse_leaders(ln.text), ln.size, ln.n, ln.gaps) for ln in ls] for ls in lines]
     headings = _find_headings(texts, sized)
     return [
         Page(
@@ -266,13 +272,15 @@ def _visible_chars(page, pdfium_page) -> tuple[list[dict], tuple[float, float], 
 @dataclass
 class _Line:
     """One extracted line: text, median font size pt, characters, vertical position (pt from the
-    page top; -1 for text in another orientation)."""
+    page top; -1 for text in another orientation), and how many gaps wider than ``CELL_GAP_EMS``
+    font sizes part its words (table cells set apart; ``cell_gaps``)."""
 
     text: str
     size: float
     n: int
     top: float
     bottom: float
+    gaps: int = 0
 
 
 # spacing accents (as TeX and many PDF producers draw them: a separate glyph over the letter)
@@ -408,10 +416,34 @@ def _lines_of(chars: list[dict], opts: dict, words: list | None = None) -> list[
         sizes = sorted(round(float(c.get("size", 0.0)), 1) for c in ln["chars"])
         text = unicodedata.normalize("NFC", ln["text"])
         if text.strip():
+            size = sizes[len(sizes) // 2] if sizes else 0.0
             out.append(
-                _Line(text, sizes[len(sizes) // 2] if sizes else 0.0, len(sizes), float(ln["top"]), float(ln["bottom"]))
+                _Line(text, size, len(sizes), float(ln["top"]), float(ln["bottom"]), cell_gaps(ln["chars"], size))
             )
     return out
+
+
+CELL_GAP_EMS = 1.5  # a gap this many font sizes wide between two glyphs of a line parts table cells
+
+
+_ENUMERATOR = re.compile(
+    r"(?i)^(?:(?:item|part|note|section|chapter|article|appendix|step)\s*)?(?:\d+(?:\.\d+)*|[A-Z]|[IVXLC]+)[.:)]?$"
+)
+
+
+def cell_gaps(chars: list[dict], size: float) -> int:
+    """How many horizontal gaps wider than ``CELL_GAP_EMS`` x ``size`` lie between the visible
+    glyphs of one line (``chars``: pdfplumber character objects), not counting one right after a
+    leading enumerator ("Item 2.", "3.1", "A."; "Item 2.   Management's Discussion" is a title):
+    a table's cells are set apart by such gaps, words of a sentence or a title are not."""
+    glyphs = sorted(
+        (c for c in chars if (c.get("text") or "").strip() and c.get("upright", True)), key=lambda c: float(c["x0"])
+    )
+    wide = CELL_GAP_EMS * max(size, 1.0)
+    cuts = [k for k in range(1, len(glyphs)) if float(glyphs[k]["x0"]) - float(glyphs[k - 1]["x1"]) > wide]
+    if cuts and _ENUMERATOR.match("".join(c["text"] for c in glyphs[: cuts[0]])):
+        cuts = cuts[1:]
+    return len(cuts)
 
 
 def _read_cid_chars(chars: list[dict], pdfium_page) -> list[dict]:
@@ -547,6 +579,9 @@ def _column_regions(chars: list[dict], width: float, opts: dict | None = None) -
             lines.append([])
         lines[-1].append(k)
         last = mid
+    multi = multi_column_regions(chars, words, lines)
+    if multi is not None:
+        return multi, None
     if cross.min() > 0.1 * len(lines):
         return [chars], tuples
     # the gutter: the widest strip crossed by (almost) the fewest words -- a figure's tick labels
@@ -630,6 +665,128 @@ def _column_regions(chars: list[dict], width: float, opts: dict | None = None) -
     return [r for r in out if r], None
 
 
+MIN_COLUMN_PROSE_LINES = 5  # prose lines each column of a page of three or more columns must hold
+
+
+def _is_prose(ws: list[dict], lo: float, hi: float) -> bool:
+    """A line's words in a column ``lo..hi`` read as prose: 4+ words filling 60% of the column,
+    mostly lower-case (or CJK)."""
+    if len(ws) < 4:
+        return False
+    lower = sum(1 for w in ws if w["text"][:1].islower() or CJK_CHAR.match(w["text"][:1]))
+    return max(w["x1"] for w in ws) - min(w["x0"] for w in ws) >= 0.6 * (hi - lo) and lower >= 0.5 * len(ws)
+
+
+def multi_column_regions(chars: list[dict], words: list[dict], lines: list[list[int]]) -> list[list[dict]] | None:
+    """Regions in reading order of a page set in three or more columns (a Federal Register page,
+    a newsletter), or None for any other page.
+
+    Gutters are vertical strips at least 4 pt wide, inside the text's horizontal extent, that
+    (almost) no word crosses: at most 1 + 10% of the page's lines, the lines that run across
+    columns (a title, a running header). The page has three or more columns when at least two
+    gutters cut the text into columns each at least 12% of its width and each holding
+    ``MIN_COLUMN_PROSE_LINES`` lines of prose (``_is_prose``). Then, top to bottom: a line with a
+    word across a gutter is read whole, as is a table set across the columns (a run of non-prose
+    lines holding two or more lines with numbers in two or more columns: its rows stay rows);
+    every other run of lines is read column by column, left to right. ``words``: the page's
+    words with their ``chars``; ``lines``: word indices of each physical line, top to bottom.
+    """
+    if len(lines) < MIN_COLUMN_PROSE_LINES:
+        return None
+    x0 = np.array([w["x0"] for w in words])
+    x1 = np.array([w["x1"] for w in words])
+    left, right = float(np.percentile(x0, 1)), float(np.percentile(x1, 99))
+    if right - left < 100:
+        return None
+    xs = np.arange(left + 0.05 * (right - left), right - 0.05 * (right - left), 1.0)
+    cross = ((x0[None, :] < xs[:, None]) & (x1[None, :] > xs[:, None])).sum(axis=1)
+    low = list(cross <= 1 + 0.1 * len(lines)) + [False]
+    gutters, start = [], None
+    for i, v in enumerate(low):
+        if v and start is None:
+            start = i
+        elif not v and start is not None:
+            if i - start >= 4:
+                gutters.append((float(xs[start]), float(xs[i - 1]) + 1.0))
+            start = None
+    if len(gutters) < 2:
+        return None
+    bounds = [left] + [(a + b) / 2 for a, b in gutters] + [right]
+    if min(b - a for a, b in zip(bounds, bounds[1:])) < 0.12 * (right - left):
+        return None
+    ncol = len(bounds) - 1
+
+    def column(w: dict) -> int:
+        mid = (w["x0"] + w["x1"]) / 2
+        return min(max(int(np.searchsorted(bounds, mid)) - 1, 0), ncol - 1)
+
+    def runs_across(line: list[int]) -> bool:
+        """A word crosses a gutter, or words stand on both sides of one closer than half its width."""
+        for g0, g1 in gutters:
+            mid = (g0 + g1) / 2
+            lw = [words[k]["x1"] for k in line if words[k]["x1"] <= mid]
+            rw = [words[k]["x0"] for k in line if words[k]["x0"] >= mid]
+            if len(lw) + len(rw) < len(line) or (lw and rw and min(rw) - max(lw) < 0.5 * (g1 - g0)):
+                return True
+        return False
+
+    kinds, cols = [], []
+    prose_lines = [0] * ncol
+    for line in lines:
+        where = [column(words[k]) for k in line]
+        cols.append(where)
+        if runs_across(line):
+            kinds.append("span")
+            continue
+        parts = [[words[k] for k, c in zip(line, where) if c == j] for j in range(ncol)]
+        prose = [_is_prose(ws, bounds[j], bounds[j + 1]) for j, ws in enumerate(parts)]
+        for j, p in enumerate(prose):
+            prose_lines[j] += p
+        if any(prose):
+            kinds.append("prose")
+        elif sum(1 for ws in parts if any(_NUMBER_WORD.match(w["text"]) for w in ws)) >= 2:
+            kinds.append("row")
+        else:
+            kinds.append("other")
+    if min(prose_lines) < MIN_COLUMN_PROSE_LINES:
+        return None
+    full = [k == "span" for k in kinds]
+    i = 0
+    while i < len(lines):  # a table across the columns: a maximal run of non-prose lines with 2+ rows
+        if kinds[i] in ("row", "other"):
+            j = i
+            while j < len(lines) and kinds[j] in ("row", "other"):
+                j += 1
+            if sum(1 for k in kinds[i:j] if k == "row") >= 2:
+                for t in range(i, j):
+                    full[t] = True
+            i = j
+        else:
+            i += 1
+    word_region: dict[int, int] = {}
+    region = 0
+    i = 0
+    while i < len(lines):
+        j = i
+        while j < len(lines) and full[j] == full[i]:
+            j += 1
+        for t in range(i, j):
+            for k, c in zip(lines[t], cols[t]):
+                word_region[k] = region + (0 if full[i] else c)
+        region += 1 if full[i] else ncol
+        i = j
+    char_region: dict[int, int] = {}
+    for k, w in enumerate(words):
+        for c in w["chars"]:
+            char_region[id(c)] = word_region[k]
+    out: list[list[dict]] = [[] for _ in range(region)]
+    for c in chars:
+        r = char_region.get(id(c))
+        if r is not None:
+            out[r].append(c)
+    return [r for r in out if r]
+
+
 _HYPHEN_END = re.compile(r"(?<![^\W\d_])([^\W\d_]+)-$")
 _WORD_START = re.compile(r"^([^\W\d_]+)([^\s]*)\s*")
 
@@ -651,7 +808,7 @@ def dehyphenate(pages: list[list[_Line]]) -> list[list[_Line]]:
             words.update(w.lower() for w in re.findall(r"[^\W\d_]+(?:-[^\W\d_]+)*", ln.text))
     out = []
     for ls in pages:
-        ls = [_Line(ln.text, ln.size, ln.n, ln.top, ln.bottom) for ln in ls]
+        ls = [dataclasses.replace(ln) for ln in ls]
         for a, b in zip(ls, ls[1:]):
             m = _HYPHEN_END.search(a.text)
             n = _WORD_START.match(b.text)
@@ -689,38 +846,109 @@ def _text_options(chars: list[dict]) -> dict:
     return {"x_tolerance_ratio": 0.15}
 
 
-def _find_headings(texts: list[str], lines: list[list[tuple[str, float, int]]]) -> list[list[tuple]]:
-    """Headings = short lines with letters set >= 1.5 pt above the body size (the most used size).
+_PAGE_FURNITURE = re.compile(r"(?i)^(?:page\s+)?\d+(?:\s*(?:of|/)\s*\d+)?$|^[-–—]\s*\d+\s*[-–—]$")
+_DATE_ONLY = re.compile(
+    r"(?i)^(?:(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+(?:\d{1,2},?\s+)?(?:19|20)\d\d"
+    r"|\d{1,2}\s+(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+(?:19|20)\d\d)$"
+)
+_NAME_PARTICLES = frozenset("de da di du del der den van von la le bin al dos das ter ten".split())
+_AUTHOR_SEPARATORS = re.compile(r",|;|&|·|•|\||\s{2,}|\band\b")
+_AUTHOR_MARKS = re.compile(r"[*∗†‡§¶#✉]|(?<=[^\W\d_])\d+|\(\d+\)")
 
+
+def _name_like(piece: str) -> bool:
+    """A person's name as bylines print it: 2-4 words, each capitalised ("McKie", "O'Brien",
+    "Jean-Luc") or an initial ("J.", "J.R."), particles ("de", "van") inside only."""
+    words = piece.split()
+    if not 2 <= len(words) <= 4 or words[0].lower() in _NAME_PARTICLES or words[-1].lower() in _NAME_PARTICLES:
+        return False
+    for w in words:
+        if w.lower() in _NAME_PARTICLES:
+            continue
+        if re.fullmatch(r"(?:[^\W\d_]\.-?)+", w) and w[0].isupper():
+            continue  # an initial
+        core = w.replace("-", "").replace("'", "").replace("’", "")
+        if not (core.isalpha() and w[0].isupper() and any(ch.islower() for ch in core)):
+            return False
+    return not re.fullmatch(r"(?:[^\W\d_]\.-?)+", words[-1])
+
+
+def author_names(line: str) -> int:
+    """How many people a line names when it reads as a byline: every piece between separators
+    (commas, "and", "&", middle dots, wide gaps) is ``_name_like`` once footnote marks and
+    affiliation digits are dropped ("Vladimir Karpukhin∗, Barlas Oğuz∗ and Sewon Min†" -> 3);
+    0 when any piece is not a name."""
+    pieces = [p.strip() for p in _AUTHOR_SEPARATORS.split(_AUTHOR_MARKS.sub(" ", line)) if p.strip()]
+    if not pieces or not all(_name_like(p) for p in pieces):
+        return 0
+    return len(pieces)
+
+
+BYLINE_PAGES = 3  # bylines are looked for on a document's first pages (its title pages)
+
+
+def _drop_bylines(lines: list[str], sizes: list[float], cand: list[bool]) -> None:
+    """Unmark the heading candidates of a title page that are bylines (``_find_headings``): set
+    below the page's largest candidate (its title), naming two or more people, or naming one among
+    other such lines of its size with no prose between them. ``sizes``: each line's font size pt."""
+    top = max((sizes[k] for k in range(len(lines)) if cand[k]), default=0.0)
+    small = [cand[k] and sizes[k] < top for k in range(len(lines))]
+    for k, ln in enumerate(lines):
+        if small[k] and author_names(ln) >= 2:
+            cand[k] = False
+    named = [k for k, ln in enumerate(lines) if small[k] and author_names(ln) == 1]
+    prose = [len(ln.split()) >= 6 or bool(re.search(r"[.!?]$", ln.strip())) for ln in lines]
+    byline: set[int] = set()
+    for a, b in zip(named, named[1:]):
+        same = abs(sizes[a] - sizes[b]) < 0.3
+        if same and not any(prose[a + 1 : b]) and not any(cand[a + 1 : b]):
+            byline.update((a, b))
+    for k in byline:
+        cand[k] = False
+
+
+def _find_headings(texts: list[str], lines: list[list[tuple[str, float, int, int]]]) -> list[list[tuple]]:
+    """Section titles of each page: ``(offset in text, level, title, font size pt)``.
+
+    A heading is a short line with letters (2-100 characters, at most 12 words, not ending in
+    ".", ",", ";", ":") set >= 1.5 pt above the body size (the size most characters are set in),
+    that is none of these:
+
+    - a row of a table's cells: words set apart by gaps wider than ``CELL_GAP_EMS`` font sizes
+      (column heads: "Zone    Nodes    Users", ``cell_gaps``), or numbers only ("$11.7B 34.2%
+      38.4%"); a table's title over it ("Consolidated Balance Sheets") is a heading;
+    - a page number ("Page 1 of 4") or a date alone;
+    - a byline, on the first ``BYLINE_PAGES`` pages, set smaller than the page's title (its
+      largest heading): a line naming two or more people (``author_names``), or a name-like line
+      among other such lines of its size with no prose between them (``_drop_bylines``).
+
+    ``lines``: per page, ``(line text, median font size pt, characters, cell gaps)`` in page order.
     Consecutive heading lines of one size are merged (a two-line title is one heading).
     Levels rank the distinct heading sizes, largest = 1 (at most 4 levels).
     """
 
     weight: Counter = Counter()
     for page_lines in lines:
-        for _, size, n in page_lines:
+        for _, size, n, _ in page_lines:
             weight[size] += n
     if not weight:
         return [[] for _ in texts]
     body = weight.most_common(1)[0][0]
     found: list[list[list]] = []
     for text, page_lines in zip(texts, lines):
+        cand = [_heading_line(ln, size, gaps, body) for ln, size, _, gaps in page_lines]
+        if len(found) < BYLINE_PAGES:
+            _drop_bylines([ln for ln, *_ in page_lines], [size for _, size, *_ in page_lines], cand)
         page_h: list[list] = []
         pos = 0
         prev_heading = False
-        for ln, size, _ in page_lines:
+        for k, (ln, size, _, _) in enumerate(page_lines):
             off = text.find(ln, pos)
             if off < 0:
                 prev_heading = False
                 continue
             pos = off + len(ln)
-            is_h = (
-                size >= body + 1.5
-                and 2 <= len(ln.strip()) <= 100
-                and len(ln.split()) <= 12
-                and sum(ch.isalpha() for ch in ln) >= 2
-                and not ln.strip().endswith((".", ",", ";", ":"))
-            )
+            is_h = cand[k]
             if is_h and prev_heading and page_h and page_h[-1][3] == size and len(page_h[-1][2]) + len(ln) <= 150:
                 page_h[-1][2] = f"{page_h[-1][2]} {ln.strip()}"
             elif is_h:
@@ -730,3 +958,25 @@ def _find_headings(texts: list[str], lines: list[list[tuple[str, float, int]]]) 
     sizes = sorted({h[3] for ph in found for h in ph}, reverse=True)
     level = {s: min(i + 1, 4) for i, s in enumerate(sizes)}
     return [[(h[0], level[h[3]], h[2], h[3]) for h in ph] for ph in found]
+
+
+def _heading_line(line: str, size: float, gaps: int, body: float) -> bool:
+    """A line set in ``size`` pt with ``gaps`` wide gaps (``cell_gaps``) is a heading by itself
+    (``_find_headings``; bylines are dropped after)."""
+    ln = line.strip()
+    if not (
+        size >= body + 1.5
+        and 2 <= len(ln) <= 100
+        and len(ln.split()) <= 12
+        and sum(ch.isalpha() for ch in ln) >= 2
+        and not ln.endswith((".", ",", ";", ":"))
+    ):
+        return False
+    return not (gaps or _PAGE_FURNITURE.match(ln) or _DATE_ONLY.match(ln) or _cells_only(ln))
+
+
+def _cells_only(line: str) -> bool:
+    """Two or more numbers and at most one word: a row of table cells ("$12.9B 35.8% 39.8%")."""
+    tokens = [t for t in line.split() if t not in ("$", "€", "£", "%", "-", "–", "—")]
+    numbers = sum(1 for t in tokens if re.fullmatch(r"[-+$€£(]*\d[\d.,]*[%)BMK]*", t))
+    return numbers >= 2 and len(tokens) - numbers <= 1
