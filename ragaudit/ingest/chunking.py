@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
+from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
@@ -55,8 +56,9 @@ DEFAULT_ATOMIC_UNITS = (
 # what ``atomic_units`` builds, recorded in a version's build info: 2 = statements, clauses and list
 # items whole + the last chunk as the document's last full window (1, recorded as ``True``, had no
 # last-window rule; 2 took no table header above a group label such as "Revenue:" and at most three
-# header lines), so versions built by an earlier revision are re-chunked by reindex
-ATOMIC_UNITS_REVISION = 3
+# header lines; 3 did not carry a table's header onto its continuation on the next page), so
+# versions built by an earlier revision are re-chunked by reindex
+ATOMIC_UNITS_REVISION = 4
 
 
 @dataclass(frozen=True)
@@ -191,6 +193,48 @@ def _tables(page_text: str) -> tuple[list[tuple[int, int, int]], list[Table]]:
         taken = block[-1]
         i = block[-1] + 1
     return rows, tables
+
+
+def _cells_per_row(page_text: str, rows: list[tuple[int, int, int]], tid: int) -> int:
+    """The most common number of number cells in the rows of table ``tid`` (``NUMERIC``)."""
+    counts = Counter(len(NUMERIC.findall(page_text[s:e])) for s, e, t in rows if t == tid)
+    return counts.most_common(1)[0][0] if counts else 0
+
+
+def _short_lines(text: str) -> bool:
+    """At most two non-empty lines, each of six words or fewer and none a sentence: what may
+    stand between a table and a page break (a group label, "(continued)") without ending it."""
+    lines = [ln for ln in text.split("\n") if ln.strip()]
+    return len(lines) <= 2 and all(len(ln.split()) <= 6 and not TERMINAL.search(ln) for ln in lines)
+
+
+def _table_at_end(page_text: str, rows: list[tuple[int, int, int]], tables: list[Table]) -> tuple[Table, int] | None:
+    """The page's last table and its cells per row when nothing but short lines follows its last
+    row: a table the next page may continue. None otherwise."""
+    if not rows:
+        return None
+    s, e, tid = rows[-1]
+    if not _short_lines(page_text[e:]):
+        return None
+    return tables[tid], _cells_per_row(page_text, rows, tid)
+
+
+def _continue_table(
+    page_text: str, rows: list[tuple[int, int, int]], tables: list[Table], last: tuple[Table, int] | None
+) -> None:
+    """A table that opens a page without a header or caption of its own (nothing but short lines
+    above its first row) and whose rows have as many number cells as those of the table ending
+    the previous page (``last``) is that table continued: it takes its header and caption, so its
+    rows' chunks carry the column headers in their context header."""
+    if last is None or not rows:
+        return
+    first = tables[rows[0][2]]
+    prev, cells = last
+    if first.header or first.caption or not (prev.header or prev.caption):
+        return
+    if not _short_lines(page_text[: rows[0][0]]) or _cells_per_row(page_text, rows, rows[0][2]) != cells:
+        return
+    first.header, first.caption = prev.header, prev.caption
 
 
 def page_tables(page_text: str) -> tuple[list[tuple[int, int, int]], list[Table]]:
@@ -435,8 +479,11 @@ def document_units(
     extents: list[tuple[int, int]] = []  # document offsets of each table's header + rows
     code: list[tuple[int, int]] = []  # SQL statements
     clauses: list[tuple[int, int]] = []  # their clauses (a statement longer than a chunk is cut between them)
+    last: tuple[Table, int] | None = None  # the previous page's table that ends it, and its cells per row
     for page, start in zip(pages, starts):
         rows, tables = _tables(page.text)
+        _continue_table(page.text, rows, tables, last)
+        last = _table_at_end(page.text, rows, tables)
         stmts = code_statements(page.text)
         code.extend((start + a, start + b) for a, b in stmts)
         clauses.extend((start + a, start + b) for a, b in code_clauses(page.text, stmts))

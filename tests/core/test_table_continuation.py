@@ -1,0 +1,148 @@
+"""Tables read across chunk and page boundaries, on small PDFs made here with fpdf2: rows packed
+into a later chunk than their table's header, and rows of a table continued on the next page
+without its header, keep the header lines in their chunk's context header (embedded and
+BM25-indexed with the chunk), so a question naming a row and a column's period finds them."""
+
+from __future__ import annotations
+
+from fpdf import FPDF
+
+from ragaudit.index.sparse import bm25_document_vector, term_id, tokenize
+from ragaudit.ingest.chunking import chunk_document, document_title
+from ragaudit.ingest.pdf import extract_pages
+
+# a statement table: label column, then four amount columns under a period line, a date line and
+# a year line (as a 10-Q prints them)
+COLUMNS = [330.0, 400.0, 470.0, 540.0]  # right edges of the four value columns
+PERIODS = [("Three Months Ended", 0, 1), ("Nine Months Ended", 2, 3)]
+DATES = ["June 25,", "June 26,", "June 25,", "June 26,"]
+YEARS = ["2022", "2021", "2022", "2021"]
+ROWS = [
+    ("iPhone", ["40,665", "39,570", "162,863", "153,105"]),
+    ("Mac", ["7,382", "8,235", "28,669", "26,012"]),
+    ("iPad", ["7,224", "7,368", "22,118", "23,610"]),
+    ("Wearables and Accessories", ["8,084", "8,775", "31,591", "29,582"]),
+    ("Home products", ["1,204", "1,175", "3,981", "3,862"]),
+    ("Cloud storage", ["2,215", "2,007", "6,630", "5,905"]),
+    ("Music subscriptions", ["1,518", "1,452", "4,610", "4,388"]),
+    ("Video subscriptions", ["1,077", "1,020", "3,240", "3,008"]),
+    ("Advertising", ["2,403", "2,281", "7,219", "6,690"]),
+    ("Payment services", ["1,851", "1,532", "5,403", "4,475"]),
+]
+CONTINUED = [
+    ("Services", ["19,604", "17,486", "58,941", "50,148"]),
+    ("Licensing", ["1,012", "998", "3,050", "2,941"]),
+    ("Maintenance contracts", ["2,310", "2,104", "6,870", "6,215"]),
+    ("Training services", ["415", "398", "1,262", "1,170"]),
+    ("Consulting", ["1,133", "1,021", "3,388", "3,002"]),
+    ("Hardware repairs", ["702", "689", "2,095", "2,011"]),
+    ("Extended warranties", ["981", "944", "2,910", "2,804"]),
+    ("Gift cards", ["1,640", "1,512", "4,880", "4,470"]),
+    ("Other services", ["377", "352", "1,120", "1,049"]),
+    ("Total net sales", ["82,959", "81,434", "304,182", "282,457"]),
+]
+PROSE = [
+    "The Company reports net sales by category for the three- and nine-month periods below.",
+    "Each category includes the products and services described in the notes that follow.",
+]
+
+
+def _right(pdf: FPDF, x_right: float, y: float, text: str) -> None:
+    pdf.text(x_right - pdf.get_string_width(text), y, text)
+
+
+def _center(pdf: FPDF, x_mid: float, y: float, text: str) -> None:
+    pdf.text(x_mid - pdf.get_string_width(text) / 2, y, text)
+
+
+def _table_pdf(rows_page1, rows_page2, header_on_page2: bool = False) -> bytes:
+    pdf = FPDF(unit="pt", format=(612, 792))
+    pdf.set_auto_page_break(False)
+
+    def header(y: float) -> float:
+        pdf.set_font("Helvetica", "B", 8)
+        width = COLUMNS[1] - COLUMNS[0]
+        for name, a, b in PERIODS:
+            _center(pdf, (COLUMNS[a] + COLUMNS[b]) / 2 - width / 2 + 8, y, name)
+        for i, d in enumerate(DATES):
+            _center(pdf, COLUMNS[i] - 15, y + 11, d)
+        for i, yr in enumerate(YEARS):
+            _center(pdf, COLUMNS[i] - 15, y + 22, yr)
+        pdf.set_font("Helvetica", size=9)
+        return y + 36
+
+    def rows(items, y: float) -> float:
+        for label, values in items:
+            pdf.text(40, y, label)
+            for x, v in zip(COLUMNS, values):
+                _right(pdf, x, y, v)
+            y += 12
+        return y
+
+    pdf.add_page()
+    pdf.set_font("Helvetica", size=9)
+    y = 60
+    for ln in PROSE:
+        pdf.text(40, y, ln)
+        y += 12
+    pdf.text(40, y, "Net sales by category were as follows (in millions):")
+    y = rows(rows_page1, header(y + 16))
+    pdf.add_page()
+    pdf.set_font("Helvetica", size=9)
+    y = 60
+    if header_on_page2:
+        y = header(y)
+    y = rows(rows_page2, y) + 10
+    for i in range(24):  # a closing discussion long enough to fill the document's last chunk
+        pdf.text(40, y, f"Note {i + 1}: the category discussed here grew in the period, as the notes explain.")
+        y += 12
+    return bytes(pdf.output())
+
+
+PERIOD_HEADER = "Three Months Ended Nine Months Ended | June 25, June 26, June 25, June 26, | 2022 2021 2022 2021"
+
+
+def _indexes(chunk, words: str) -> bool:
+    """The chunk's BM25 vector (text and context header, as indexed) holds every term of ``words``."""
+    return {term_id(t) for t in tokenize(words)} <= set(bm25_document_vector(chunk.indexed_text).indices)
+
+
+def test_rows_in_a_later_chunk_than_their_header_keep_it(embedder):
+    """Fails if rows packed into a later chunk than their table's header lose it: the later
+    chunk's context header must hold the table's header lines, and its BM25 terms the periods."""
+    pages = extract_pages(_table_pdf(ROWS + CONTINUED, []))
+    chunks = chunk_document(pages, embedder, "sales", "sentence", max_tokens=80)
+    later = [c for c in chunks if "Licensing" in c.text and "Three Months Ended" not in c.text]
+    assert later, "the table should spill over into a chunk without its header lines"
+    for c in later:
+        assert PERIOD_HEADER in c.header, c.header
+        assert _indexes(c, "nine months ended June 25 2022")
+
+
+def test_rows_of_a_table_continued_on_the_next_page_carry_its_header(embedder):
+    """Fails if a table continued on the next page without its header is indexed without it: the
+    chunks holding only the continued rows must carry the first page's header lines in their
+    context header; a table that repeats its header on the next page keeps its own."""
+    pages = extract_pages(_table_pdf(ROWS, CONTINUED))
+    chunks = chunk_document(pages, embedder, document_title("sales.pdf", pages), "sentence", max_tokens=100)
+    second = [c for c in chunks if c.page_start == 2 and any(label in c.text for label, _ in CONTINUED)]
+    assert second and all("Three Months Ended" not in c.text for c in second)
+    for c in second:
+        assert PERIOD_HEADER in c.header, c.header
+        assert _indexes(c, "nine months ended June 25 2022")
+    # prose after the table on the second page is no row: its chunks carry no table header
+    notes = [c for c in chunks if c.text.lstrip().startswith("Note") and not any(lab in c.text for lab, _ in CONTINUED)]
+    assert notes and all(PERIOD_HEADER not in c.header for c in notes)
+    repeated = extract_pages(_table_pdf(ROWS, CONTINUED, header_on_page2=True))
+    again = chunk_document(repeated, embedder, "sales", "sentence", max_tokens=100)
+    assert any(PERIOD_HEADER in c.header for c in again if c.page_start == 2 and "Consulting" in c.text)
+
+
+def test_a_table_on_the_next_page_with_other_columns_is_not_a_continuation(embedder):
+    """Fails if a headerless table at the top of a page takes the previous page's header when its
+    rows have another number of cells (another table, not the same one continued)."""
+    other = [(label, values[:2]) for label, values in CONTINUED]
+    pages = extract_pages(_table_pdf(ROWS, other))
+    chunks = chunk_document(pages, embedder, "sales", "sentence", max_tokens=100)
+    second = [c for c in chunks if c.page_start == 2 and any(label in c.text for label, _ in other)]
+    assert second and all(PERIOD_HEADER not in c.header for c in second)
