@@ -34,9 +34,10 @@ log = logging.getLogger(__name__)
 _PDF_MAGIC = b"%PDF-"
 
 
-# what ``extract_pages`` reads from a page's layout (reading order, headings); recorded in each
-# version's build info so that re-ingestion rebuilds versions extracted by an earlier revision
-LAYOUT_REVISION = 2
+# what ``extract_pages`` reads from a page's layout (reading order, headings, identifiers broken at a
+# line end); recorded in each version's build info so that re-ingestion rebuilds versions extracted
+# by an earlier revision (2 did not rejoin identifiers)
+LAYOUT_REVISION = 3
 
 
 class PDFError(ValueError):
@@ -228,7 +229,7 @@ def extract_pages(data: bytes, on_page: Callable[[int, int], None] | None = None
     removed = [
         [(running[i][k], (ls or [])[k].text) for k in sorted(running[i])] + hidden[i] for i, ls in enumerate(page_lines)
     ]
-    lines = dehyphenate(lines)
+    lines = rejoin_identifiers(dehyphenate(lines))
     texts = []
     for i, ls in enumerate(lines):
         if page_lines[i] is None:
@@ -825,6 +826,57 @@ def dehyphenate(pages: list[list[_Line]]) -> list[list[_Line]]:
             piece = n.group(1) + n.group(2)
             a.text = (a.text if keep else a.text[:-1]) + piece
             b.text = b.text[n.end() :]
+        out.append([ln for ln in ls if ln.text.strip()])
+    return out
+
+
+_LEADERS = re.compile(r"(?:[ \t]?\.){4,}")
+
+
+# the end of a line broken inside an identifier: a fragment with a digit, or of capitals, that ends in
+# a hyphen ("FAA-2023-", "(202) 267-", "COVID-", "RIN 2120-"); and the start of the next line it
+# continues with: a digit or capital first ("1234", "AL54", "19")
+_ID_HEAD = re.compile(r"(?<!\S)[(\[]?(?=[\w()\-./]*\d|[A-Z]{2,})[A-Za-z0-9()./]+(?:-[A-Za-z0-9()./]+)*-$")
+_ID_TAIL = re.compile(r"^(?:[0-9]|[A-Z][A-Z0-9]*\d|[A-Z]{2,}\b)[A-Za-z0-9]*(?:[-./][A-Za-z0-9]+)*[),.;:]?(?=\s|$)")
+# an identifier that ends a line, and a line that starts with the rest of it after a hyphen ("FAA-2023" /
+# "-1234 ...")
+_ID_END = re.compile(r"(?<!\S)[A-Za-z0-9]+(?:-[A-Za-z0-9]+)+$")
+_ID_REST = re.compile(r"^-[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*[),.;:]?(?=\s|$)")
+
+
+def rejoin_identifiers(pages: list[list[_Line]]) -> list[list[_Line]]:
+    """Rejoin identifiers broken at a line end (a docket number, a phone number, a date): a line
+    ending in a fragment with a digit or of capitals and a hyphen ("FAA-2023-", "(202) 267-")
+    takes the next line's first word when it starts with a digit or capitals ("1234") -- the
+    hyphen stays, as it is the identifier's own; so does a line ending in a hyphenated identifier
+    ("FAA-2023") whose next line starts with a hyphen and the rest ("-1234"). A word in capitals
+    hyphenated at the line end ("LO-" / "CATION") loses the hyphen when the document spells the
+    joined word or it is at least as frequent in English as the hyphenated pair (as
+    ``dehyphenate`` decides). Page order is reading order, so this also rejoins an identifier
+    broken at the foot of a column. Lower-case words broken by a hyphen are ``dehyphenate``'s."""
+    words: set[str] | None = None
+    out = []
+    for ls in pages:
+        ls = [dataclasses.replace(ln) for ln in ls]
+        for a, b in zip(ls, ls[1:]):
+            head, rest = a.text.rstrip(), b.text.lstrip()
+            h = _ID_HEAD.search(head)
+            m = (h and _ID_TAIL.match(rest)) or (_ID_END.search(head) and _ID_REST.match(rest))
+            if not m:
+                continue
+            piece = m.group(0)
+            left = re.search(r"([^\W\d_]+)-$", head)
+            right = re.match(r"[^\W\d_]+", piece)
+            if h and left and right and right.end() == len(piece.rstrip("),.;:")):
+                # a word in capitals hyphenated at the line end ("LO-" / "CATION"): as dehyphenate decides
+                if words is None:
+                    words = {w.lower() for p in pages for ln in p for w in re.findall(r"[^\W\d_]+", ln.text)}
+                joined = (left.group(1) + right.group(0)).lower()
+                compound = f"{left.group(1)}-{right.group(0)}".lower()
+                if joined in words or zipf_frequency(joined, "en") >= zipf_frequency(compound, "en"):
+                    head = head[:-1]
+            a.text = head + piece
+            b.text = rest[m.end() :].lstrip()
         out.append([ln for ln in ls if ln.text.strip()])
     return out
 

@@ -1,6 +1,6 @@
 """Document structure read from layout, each on a small PDF made here with fpdf2: pages of three
-columns read column by column, and section titles taken from font size, never from a byline or a
-table's header cells."""
+columns read column by column, identifiers broken at a line end rejoined, and section titles
+taken from font size, never from a byline or a table's header cells."""
 
 from __future__ import annotations
 
@@ -31,6 +31,28 @@ def test_three_column_page_is_read_column_by_column():
     text = extract_pages(bytes(pdf.output()))[0].text
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     assert lines == [head, *COLUMN_TEXT["alpha"], *COLUMN_TEXT["bravo"], *COLUMN_TEXT["charlie"]]
+
+
+def test_identifiers_broken_at_a_line_end_are_rejoined():
+    """Fails if a docket number or a phone number broken after a hyphen at a line end stays in two
+    pieces, or if a dash standing alone at a line end is glued to the number that follows."""
+    pdf = FPDF(unit="pt", format=(612, 792))
+    pdf.set_auto_page_break(False)
+    pdf.set_font("Helvetica", size=10)
+    pdf.add_page()
+    lines = [
+        "Comments must identify Docket No. FAA-2023-",
+        "1234 and be received by the agency on time.",
+        "For questions call the program office at (202) 267-",
+        "4231 during business hours. Fees rose by a range of 5 -",
+        "12 percent over the year.",
+    ]
+    for i, ln in enumerate(lines):
+        pdf.text(72, 80 + 14 * i, ln)
+    text = extract_pages(bytes(pdf.output()))[0].text
+    assert "Docket No. FAA-2023-1234" in text
+    assert "(202) 267-4231" in text
+    assert "range of 5 -\n12 percent" in text
 
 
 def _heading_pdf() -> bytes:
