@@ -340,7 +340,7 @@ export function ChatPage() {
             <TextField fullWidth size="small" label="Ask a question about your documents" value={question}
               onChange={(e) => setQuestion(e.target.value)} onKeyDown={(e) => e.key === "Enter" && void ask()}
               inputProps={{ "data-testid": "question" }} />
-            <Button variant="contained" onClick={() => void ask()} data-testid="ask">Ask</Button>
+            <Button variant="contained" onClick={() => void ask()} disabled={!question.trim()} data-testid="ask">Ask</Button>
             <Button onClick={() => setTurns([])}>Clear</Button>
           </Stack>
           {turns.map((t) => <TurnView key={t.id} turn={t} onRerun={rerun} modes={modes} />)}
