@@ -28,6 +28,7 @@ from wordfreq import zipf_frequency
 
 from ragaudit.index.sparse import CJK_CHAR
 from ragaudit.ingest.removal import hidden_chars, page_transform, placed_box, running_lines
+from ragaudit.text.dates import MONTH_PREFIX
 
 log = logging.getLogger(__name__)
 
@@ -628,42 +629,8 @@ def _column_regions(chars: list[dict], width: float, opts: dict | None = None) -
             kinds.append("other")
     if min(sides) < 5:
         return [chars], tuples
-    # a table across both columns: a maximal run of non-prose lines with 2+ rows
-    full = [k == "span" for k in kinds]
-    i = 0
-    while i < len(lines):
-        if kinds[i] in ("row", "other"):
-            j = i
-            while j < len(lines) and kinds[j] in ("row", "other"):
-                j += 1
-            if sum(1 for k in kinds[i:j] if k == "row") >= 2:
-                for t in range(i, j):
-                    full[t] = True
-            i = j
-        else:
-            i += 1
-    word_region: dict[int, int] = {}
-    region = 0
-    i = 0
-    while i < len(lines):
-        j = i
-        while j < len(lines) and full[j] == full[i]:
-            j += 1
-        for line in lines[i:j]:
-            for k in line:
-                word_region[k] = region + (1 if not full[i] and words[k]["x0"] >= gutter else 0)
-        region += 1 if full[i] else 2
-        i = j
-    char_region: dict[int, int] = {}
-    for k, w in enumerate(words):
-        for c in w["chars"]:
-            char_region[id(c)] = word_region[k]
-    out: list[list[dict]] = [[] for _ in range(region)]
-    for c in chars:
-        r = char_region.get(id(c))
-        if r is not None:
-            out[r].append(c)
-    return [r for r in out if r], None
+    column = {k: int(words[k]["x0"] >= gutter) for line in lines for k in line}
+    return _read_regions(chars, words, lines, kinds, column, 2), None
 
 
 MIN_COLUMN_PROSE_LINES = 5  # prose lines each column of a page of three or more columns must hold
@@ -751,9 +718,21 @@ def multi_column_regions(chars: list[dict], words: list[dict], lines: list[list[
             kinds.append("other")
     if min(prose_lines) < MIN_COLUMN_PROSE_LINES:
         return None
+    column = {k: c for line, where in zip(lines, cols) for k, c in zip(line, where)}
+    return _read_regions(chars, words, lines, kinds, column, ncol)
+
+
+def _read_regions(
+    chars: list[dict], words: list[dict], lines: list[list[int]], kinds: list[str], column: dict[int, int], ncol: int
+) -> list[list[dict]]:
+    """The characters of a page set in ``ncol`` columns as regions in reading order, top to bottom:
+    a line running across the columns (kind ``span``) and a table set across them (a maximal run
+    of ``row`` / ``other`` lines holding two or more ``row`` lines: its rows stay rows) are read
+    whole; every other run of lines column by column, left to right. ``lines``: word indices of
+    each physical line; ``kinds``: each line's kind; ``column``: each word's column (0-based)."""
     full = [k == "span" for k in kinds]
     i = 0
-    while i < len(lines):  # a table across the columns: a maximal run of non-prose lines with 2+ rows
+    while i < len(lines):
         if kinds[i] in ("row", "other"):
             j = i
             while j < len(lines) and kinds[j] in ("row", "other"):
@@ -771,9 +750,9 @@ def multi_column_regions(chars: list[dict], words: list[dict], lines: list[list[
         j = i
         while j < len(lines) and full[j] == full[i]:
             j += 1
-        for t in range(i, j):
-            for k, c in zip(lines[t], cols[t]):
-                word_region[k] = region + (0 if full[i] else c)
+        for line in lines[i:j]:
+            for k in line:
+                word_region[k] = region + (0 if full[i] else column[k])
         region += 1 if full[i] else ncol
         i = j
     char_region: dict[int, int] = {}
@@ -900,8 +879,7 @@ def _text_options(chars: list[dict]) -> dict:
 
 _PAGE_FURNITURE = re.compile(r"(?i)^(?:page\s+)?\d+(?:\s*(?:of|/)\s*\d+)?$|^[-–—]\s*\d+\s*[-–—]$")
 _DATE_ONLY = re.compile(
-    r"(?i)^(?:(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+(?:\d{1,2},?\s+)?(?:19|20)\d\d"
-    r"|\d{1,2}\s+(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+(?:19|20)\d\d)$"
+    rf"(?i)^(?:{MONTH_PREFIX}\s+(?:\d{{1,2}},?\s+)?(?:19|20)\d\d|\d{{1,2}}\s+{MONTH_PREFIX}\s+(?:19|20)\d\d)$"
 )
 _NAME_PARTICLES = frozenset("de da di du del der den van von la le bin al dos das ter ten".split())
 _AUTHOR_SEPARATORS = re.compile(r",|;|&|·|•|\||\s{2,}|\band\b")
