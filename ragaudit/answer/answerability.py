@@ -141,6 +141,8 @@ def _present(anchor: Anchor, text_lower: str, terms: set[str], text: str = "") -
         forms = date_forms(normalize_ws(anchor.text))
         return forms is not None and forms.search(text or text_lower) is not None
     if anchor.kind == "id":
+        if len(re.sub(r"[\W_]", "", anchor.text)) < 4:  # "W-9" is not in "W-95", "E2E" not in "E2Es"
+            return bool(_folded_pattern(anchor.text).search(text or text_lower))
         return anchor.text.lower() in text_lower or bool(_folded_pattern(anchor.text).search(text))
     words = [w for w in re.findall(r"[^\s]+", anchor.text) if w.lower().strip(".,'’") not in STOP_WORDS]
     if not words:

@@ -7,7 +7,8 @@ sentence's first word, question words, a capitalised word that only qualifies a 
 ("American-registered") or the asker ("I'm"); a possessive ends one name and marks it as the
 owner of what follows ("*Apple's* Commission File Number"). An identifier mixes letters and
 digits or joins words with "_" ("1040NR", "PA-22-150", "CLIENT_IPADDR"), a fiscal period
-("FY2023", "Q3") aside. A full date is a month's name, a day and a year ("December 30, 2023").
+("FY2023", "Q3") aside; one of two or three letters and digits starts with a letter ("W-9",
+"E2E", "EC2") and is found only whole (not inside "W-95"). A full date is a month's name, a day and a year ("December 30, 2023").
 A file name the question gives ("... in 20071229X02007.pdf?") is no anchor: it names a document,
 not words its text holds.
 """
@@ -40,6 +41,10 @@ _PERIOD = re.compile(
     r"(?i)(?:fy|cy|q[1-4]|h[12])[\s-]?\d{2,4}|\d{4}[\s-]?(?:q[1-4]|h[12])|\d{1,2}-[a-z]|"
     r"\d+(?:st|nd|rd|th|s)"
 )
+# a short identifier starts with a letter ("W-9", "E2E", "EC2", "A23"); one starting with a digit is
+# a quantity with its unit as often ("5G", "10am", "3D")
+_SHORT_ID = re.compile(r"[A-Za-z][\w-]{1,3}")
+_SHORT_PERIOD = re.compile(r"(?i)(?:q[1-4]|h[12]|fy\d|[a-z]\d?)")  # "Q4", "H1", "FY3"; a letter and a digit ("v2")
 # a file name ("20071229X02007.pdf") says where to look, not what the documents' text contains
 _FILE_NAME = re.compile(r"(?<![\w./-])[\w.-]+\.pdf\b", re.I)
 _TITLE_ABBR = re.compile(r"\b(?:Dr|Mr|Mrs|Ms|Prof|St|Sen|Rep|Gen|Capt|Sgt|Jr|Sr|[A-Z])\.$")  # a title or an initial
@@ -66,7 +71,9 @@ def question_anchors(question: str) -> list[Anchor]:
     masked = without_file_names(FULL_DATE.sub(" ", question))
     for m in _IDENT.finditer(masked):
         tok = m.group(0).strip(".-/")
-        if len(re.sub(r"[\W_]", "", tok)) >= 4 and not _PERIOD.fullmatch(tok):
+        if _PERIOD.fullmatch(tok):
+            continue
+        if len(re.sub(r"[\W_]", "", tok)) >= 4 or (_SHORT_ID.fullmatch(tok) and not _SHORT_PERIOD.fullmatch(tok)):
             anchors.append(Anchor(tok, "id"))
     for m in _CAP_RUN.finditer(masked):
         phrase = re.sub(r"['’]s$", "", m.group(0)).strip(" .-'’")

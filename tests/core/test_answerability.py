@@ -479,3 +479,29 @@ def test_a_date_the_document_prints_in_another_form_is_found():
     for other in ("12/09/2007", "08/12/2007", "12/08/2008"):
         missing = missing_anchors(asked, [form.replace("12/08/2007", other)])
         assert missing == ["December 8, 2007"], (other, missing)
+
+
+W9_PAGE = (
+    "Form W-9 (Rev. March 2024). Request for Taxpayer Identification Number and Certification. Backup "
+    "withholding: persons making certain payments to you must withhold and pay to the IRS 24% of such payments."
+)
+NR_PAGE = (
+    "Form 1040-NR. Backup withholding applies to payments reported on Form W-95 and Form W-2; payers withhold "
+    "24% when a taxpayer identification number is missing. The E2Es figure counts entries."
+)
+
+
+def test_short_identifier_is_an_anchor():
+    """Fails if a short identifier starting with a letter ("W-9", "E2E", "EC2") is not an anchor the
+    documents must hold, if a fiscal period ("Q4", "H1") or a letter with one digit ("v2") becomes one,
+    or if the short identifier is matched inside a longer one ("W-95", "E2Es"): a question about Form
+    W-9 asked of another form's pages must be refused, and answered from the W-9's own page."""
+    assert [a.text for a in question_anchors("How many references are in the E2E test set?")] == ["E2E"]
+    assert "EC2" in [a.text for a in question_anchors("Which EC2 instance type runs the GPU group?")]
+    for q in ("What was revenue in Q4 of fiscal 2023?", "What changed in v2?", "What did H1 sales do?"):
+        assert all(a.kind != "id" for a in question_anchors(q)), q
+    q = "At what rate must payers withhold under backup withholding, according to Form W-9?"
+    assert missing_anchors(q, [NR_PAGE]) == ["W-9"]
+    assert assess(q, [NR_PAGE]).label == "refused"
+    assert assess(q, [W9_PAGE]).label is None
+    assert missing_anchors("How many references are in the E2E test set?", [NR_PAGE]) == ["E2E"]
