@@ -252,16 +252,18 @@ def _other_measure(asked: str, typ: str, span: str) -> bool:
     return asked in ("money", "age") and bool(re.fullmatch(r"(?:19|20)\d\d", span.strip()))
 
 
-# a form's "line 22" numbers the form's structure as "page 4" numbers a document's
+# a form's "line 22" numbers the form's structure as "page 4" numbers a document's, and a contract's
+# "Schedule 3" or a statute's "Article 79" its own
 _STRUCTURE = re.compile(
-    r"(?i)\b(?:table|figure|fig\.|section|chapter|appendix|note|page|pages|p\.|item|part|line|lines)"
+    r"(?i)(?:\b(?:table|figure|fig\.|section|chapter|appendix|note|page|pages|p\.|item|part|line|lines|"
+    r"schedule|exhibit|annex|attachment|article|art\.|clause|paragraph|para\.|form)|§)"
     r"\s*$"
 )
 
 
 def _structure_ref(question: str, sentence: str, start: int, span: str) -> bool:
     """A span that numbers the document's own structure, not a value: after "Table", "Section",
-    "page" ... (unless the question names that word), a sentence-opening section number ("3.2.2
+    "page", "Schedule", "Article", "§" ... (unless the question names that word), a sentence-opening section number ("3.2.2
     Built-in global variables"), a table of contents' page number after leader dots ("… 19")."""
     before = sentence[:start]
     m = _STRUCTURE.search(before)

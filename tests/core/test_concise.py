@@ -590,3 +590,16 @@ def test_a_table_cell_answers_only_as_the_type_asked():
     ]
     assert concise_answer(q, sents) == "approximately 17%"
     assert concise_answer("What was Data Center revenue in 2023?", sents) == "$ 10,323"
+
+
+def test_contract_and_statute_structure_numbers_are_no_values():
+    """Fails if the number of a contract's schedule or a statute's article or section ("Schedule 3",
+    "Article 79", "§ 7") is given as the amount or count a question asks for, or if a real amount
+    beside such a reference is lost."""
+    q = "How much is the annual Sponsorship Fee Newegg pays Allied?"
+    assert concise_span(q, "Newegg shall not pay any fees, except the Sponsorship Fee specified in Schedule 3.") is None
+    fee = "Newegg shall pay the Sponsorship Fee of $250,000 per year as set out in Schedule 3."
+    assert concise_span(q, fee) == "$250,000 per year"
+    q = "How many members does the committee have?"
+    assert concise_span(q, "The committee is formed as Article 79 provides.") is None
+    assert concise_span(q, "Under § 7, the committee has 12 members.") == "12"
