@@ -54,13 +54,22 @@ def _nan(metric: str, what: str) -> MetricResult:
 # --------------------------------------------------------------------------- evidence matching
 
 
+# a hyphen between two letters, with or without the line break after it: "GOR- SUCH" as one
+# extractor prints a word broken at a line end, "GORSUCH" as another joins it
+_LETTER_HYPHEN = re.compile(r"(?<=[^\W\d_])[-\u00ad‐‑]\s*(?=[^\W\d_])")
+
+
 def contains_evidence(text: str, evidence: str) -> bool:
-    """True when ``evidence`` occurs in ``text`` after whitespace normalisation (or, as the dev
-    set allows for extractors that drop spaces, with all whitespace removed)."""
+    """True when ``evidence`` occurs in ``text`` after whitespace normalisation, or, as extractors
+    differ in both, with all whitespace removed (spaces dropped: "Usedcarsandtrucks") and with
+    hyphens between letters removed (a word broken at a line end: "vein- ticinco" against
+    "veinticinco"); both sides are normalised alike."""
     t, ev = normalize_ws(text), normalize_ws(evidence)
     if not ev:
         return False
-    return ev in t or ev.replace(" ", "") in t.replace(" ", "")
+    if ev in t or ev.replace(" ", "") in t.replace(" ", ""):
+        return True
+    return _LETTER_HYPHEN.sub("", ev).replace(" ", "") in _LETTER_HYPHEN.sub("", t).replace(" ", "")
 
 
 def evidence_part_ranks(retrieved_contexts: Sequence[str], reference: Sequence[str]) -> list[int | None]:

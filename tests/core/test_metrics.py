@@ -146,7 +146,8 @@ def test_every_undefined_metric_is_nan_with_a_named_warning(name, call):
 
 def test_ranking_metrics_when_nothing_or_part_is_retrieved():
     """Fails if MRR gives credit (1.0) when the evidence is missing, evidence recall counts the
-    missing parts instead of the found ones, an empty evidence string matches everything, hit@k
+    missing parts instead of the found ones, an empty evidence string matches everything, evidence
+    broken at a line end by another extractor is not found (or other words are), hit@k
     accepts a multipart question with one part found, or the reasons stop saying where/why."""
     ctx = ["alpha beta", "the evidence here"]
     assert metrics.reciprocal_rank(ctx, ["absent"]).value == 0.0
@@ -163,6 +164,10 @@ def test_ranking_metrics_when_nothing_or_part_is_retrieved():
     assert metrics.contains_evidence("the evi dence here", "evidence here")
     assert metrics.contains_evidence("the evidence here", "evi dence here")
     assert not metrics.contains_evidence("the evidence", "evidence here")
+    # a word broken at a line end, joined by one extractor and not by the other
+    assert metrics.contains_evidence("in which THOMAS, GORSUCH, and BARRETT joined", "THOMAS, GOR- SUCH, and BARRETT")
+    assert metrics.contains_evidence("la edad de vein- ticinco años", "edad de veinticinco años")
+    assert not metrics.contains_evidence("la edad de treinta años", "edad de vein- ticinco años")
 
 
 def test_metric_result_json_rounds_and_maps_nan_to_null():
