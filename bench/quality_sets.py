@@ -7,8 +7,8 @@ Each set is indexed into ``DIR/<set>`` the first time (its PDF folders, ``SETS``
 so a run after the first costs only the questions. A set's parts are those of
 ``answer_quality.part``: ``tune`` / ``confirm`` for the shared dev set (question-number parity),
 the set name in the question id otherwise (``probe1``, ``probe2``, ``ext1``, ``ext2``,
-``heldout``). ``--disable`` switches rules off by name (``RAGAUDIT_DISABLED_RULES``), as the
-ablation does (``bench/rule_ablation.py``). The held-out set is scored only when named.
+``heldout``, ``heldout2``). ``--disable`` switches rules off by name (``RAGAUDIT_DISABLED_RULES``),
+as the ablation does (``bench/rule_ablation.py``). The held-out sets are scored only when named.
 
 Columns: hit@1, hit@5 (with 95% CI), hit@10, MRR (answerable questions); refusal accuracy over
 the dataset's questions and the generated refusal cases; false refusals (answerable refused) and
@@ -38,8 +38,9 @@ SETS = {
     "dev": ([SHARED / "pdfs"], SHARED / "dev_questions.jsonl"),
     "probes": ([ROOT / "bench/probes/pdfs"], ROOT / "bench/probes/holdout_questions.jsonl"),
     "external": ([ROOT / "bench/probes/external/pdfs"], ROOT / "bench/probes/external/questions.jsonl"),
-    # the held-out set is asked among the dev PDFs too, so every question has distractors
+    # the held-out sets are asked among the dev PDFs too, so every question has distractors
     "heldout": ([ROOT / "bench/heldout/pdfs", SHARED / "pdfs"], ROOT / "bench/heldout/questions.jsonl"),
+    "heldout2": ([ROOT / "bench/heldout2/pdfs", SHARED / "pdfs"], ROOT / "bench/heldout2/questions.jsonl"),
 }
 
 

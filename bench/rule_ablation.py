@@ -128,8 +128,8 @@ def main(argv: list[str] | None = None) -> int:
     times = timed_gate()
     rows = []
     for name in [s.strip() for s in args.sets.split(",") if s.strip()]:
-        if name == "heldout":
-            ap.error("the held-out set is scored once, never ablated")
+        if name.startswith("heldout"):
+            ap.error("the held-out sets are scored once, never ablated")
         folders, questions = SETS[name]
         qs = load_dataset(questions)
 

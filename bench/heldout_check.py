@@ -1,10 +1,12 @@
-"""Verify bench/heldout/questions.jsonl against the PDFs in bench/heldout/pdfs/.
+"""Verify a held-out set's questions.jsonl against the PDFs in its pdfs/ folder.
 
-    .venv/bin/python bench/heldout/check.py
+    .venv/bin/python bench/heldout_check.py [SET_DIR]     # default bench/heldout
 
-Checks every record and exits 1 on any error:
+SET_DIR is a held-out set folder (`bench/heldout`, `bench/heldout2`) holding `questions.jsonl` and
+`pdfs/`; the id prefix is the folder name. Checks every record and exits 1 on any error:
 
-- fields: `id` is `heldout-NNN`, numbered 001, 002, ... in file order; `kind` is one of
+- fields: `id` is `<folder name>-NNN` (`heldout-001`, `heldout2-001`), numbered 001, 002, ... in
+  file order; `kind` is one of
   fact | identifier | table | paraphrase | multipage | scoped | refuse; `question` and `answer`
   are non-empty.
 - refuse records: `answer` is the literal `REFUSE` and `doc_name`, `page`, `evidence` are null.
@@ -13,14 +15,17 @@ Checks every record and exits 1 on any error:
   both sides normalised with `re.sub(r"\\s+", " ", text).strip()`.
 - multipage records carry `extra_evidence: [{"page": p, "evidence": "..."}]` on a later page of the
   same PDF, each checked the same way; no other kind carries it.
-- `also_found_in` equals a fresh computation: every other (doc_name, page) whose normalised text
-  contains the evidence string, in file and page order; absent when there is none.
+- `also_found_in` equals a fresh computation over every PDF of the set: every other
+  (doc_name, page) whose normalised text contains the evidence string, in file and page order;
+  absent when there is none.
 - scoped records: the sibling document named in `note` exists in `pdfs/`.
 
 Prints counts per kind and per PDF, then `OK` or the errors. Text is read with pdfplumber only;
-pdfminer's per-glyph warnings (one PDF has malformed `Tc` operands in its TJ arrays) are silenced.
+pdfminer's per-glyph warnings (one PDF of `bench/heldout` has malformed `Tc` operands in its TJ
+arrays) are silenced.
 """
 
+import argparse
 import collections
 import json
 import logging
@@ -30,7 +35,7 @@ from pathlib import Path
 
 import pdfplumber
 
-HERE = Path(__file__).resolve().parent
+DEFAULT_SET = Path(__file__).resolve().parent / "heldout"
 KINDS = ("fact", "identifier", "table", "paraphrase", "multipage", "scoped", "refuse")
 
 
@@ -39,11 +44,12 @@ def norm(text: str | None) -> str:
     return re.sub(r"\s+", " ", text or "").strip()
 
 
-def load_pages() -> dict[str, list[str]]:
-    """Return {pdf file name: [normalised text of page 1, page 2, ...]} for every PDF in pdfs/."""
+def load_pages(set_dir: Path) -> dict[str, list[str]]:
+    """Return {pdf file name: [normalised text of page 1, page 2, ...]} for every PDF in
+    ``set_dir/pdfs``."""
     logging.getLogger("pdfminer").setLevel(logging.ERROR)
     pages = {}
-    for path in sorted((HERE / "pdfs").glob("*.pdf")):
+    for path in sorted((set_dir / "pdfs").glob("*.pdf")):
         with pdfplumber.open(path) as pdf:
             pages[path.name] = [norm(page.extract_text()) for page in pdf.pages]
     return pages
@@ -54,12 +60,13 @@ def occurrences(pages: dict[str, list[str]], evidence: str) -> list[tuple[str, i
     return [(doc, i + 1) for doc, texts in pages.items() for i, text in enumerate(texts) if evidence in text]
 
 
-def check_record(rec: dict, number: int, pages: dict[str, list[str]]) -> list[str]:
-    """Return the problems found in one record (empty list when it is valid)."""
+def check_record(rec: dict, number: int, pages: dict[str, list[str]], prefix: str = "heldout") -> list[str]:
+    """Return the problems found in one record (empty list when it is valid); ``prefix`` is the
+    set's id prefix (its folder name)."""
     rid = rec.get("id")
     errors = []
-    if rid != f"heldout-{number:03d}":
-        errors.append(f"expected id heldout-{number:03d}")
+    if rid != f"{prefix}-{number:03d}":
+        errors.append(f"expected id {prefix}-{number:03d}")
     kind = rec.get("kind")
     if kind not in KINDS:
         errors.append(f"bad kind {kind!r}")
@@ -102,12 +109,18 @@ def check_record(rec: dict, number: int, pages: dict[str, list[str]]) -> list[st
     return errors
 
 
-def main() -> int:
-    records = [json.loads(line) for line in (HERE / "questions.jsonl").read_text(encoding="utf-8").splitlines() if line]
-    pages = load_pages()
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description="Verify a held-out set's records against its PDFs.")
+    ap.add_argument("set_dir", nargs="?", type=Path, default=DEFAULT_SET, help="set folder (default bench/heldout)")
+    set_dir = ap.parse_args(argv).set_dir.resolve()
+    questions = set_dir / "questions.jsonl"
+    if not questions.is_file() or not (set_dir / "pdfs").is_dir():
+        ap.error(f"{set_dir} has no questions.jsonl and pdfs/")
+    records = [json.loads(line) for line in questions.read_text(encoding="utf-8").splitlines() if line]
+    pages = load_pages(set_dir)
     problems = []
     for number, rec in enumerate(records, start=1):
-        problems += [f"{rec.get('id')}: {e}" for e in check_record(rec, number, pages)]
+        problems += [f"{rec.get('id')}: {e}" for e in check_record(rec, number, pages, set_dir.name)]
     kinds = collections.Counter(rec.get("kind") for rec in records)
     print(f"{len(records)} questions: " + ", ".join(f"{k} {kinds[k]}" for k in KINDS))
     per_doc = collections.Counter(rec.get("doc_name") for rec in records if rec.get("kind") != "refuse")
