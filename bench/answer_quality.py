@@ -63,10 +63,11 @@ RIGHT_F1 = 0.5  # a shown concise answer is right when its token F1 against the 
 
 
 def part(qid: str) -> str:
-    """``"tune"`` (odd question number) or ``"confirm"`` (even) by the first number in the id; an
-    id named after its set (``probe2-NNN``, ``bench/probes/holdout_questions.jsonl``) belongs to that set."""
-    named = re.match(r"([a-z]+\d+)-\d+", qid)
-    if named:
+    """``"tune"`` (odd question number) or ``"confirm"`` (even) by the first number in the id for the
+    shared dev set (``dev-NNN``); an id named after its set (``probe2-NNN``, ``heldout-NNN``,
+    ``heldout2-NNN``) belongs to that set, a generated case (``heldout-004:sibling``) to its question's."""
+    named = re.match(r"([a-z]+\d*)-\d+", qid)
+    if named and named.group(1) != "dev":
         return named.group(1)
     m = re.search(r"(\d+)", qid)
     return "tune" if m and int(m.group(1)) % 2 else "confirm"

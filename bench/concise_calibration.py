@@ -30,9 +30,11 @@ from pathlib import Path
 if __package__:
     from . import _env  # noqa: F401
     from .answer_quality import part
+    from .quality_sets import HELD_OUT
 else:
     import _env  # noqa: F401
     from answer_quality import part
+    from quality_sets import HELD_OUT
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "ragaudit" / "answer" / "concise_calibration.json"
@@ -46,7 +48,7 @@ def examples(files: list[Path]) -> list[tuple[str, dict, int, str]]:
     out = []
     for f in files:
         for qid, r in json.loads(f.read_text()).items():
-            if part(qid).startswith("heldout") or r.get("set") != "dev" or not r.get("answerable"):
+            if part(qid) in HELD_OUT or r.get("set") != "dev" or not r.get("answerable"):
                 continue
             if not r.get("concise_shown") or not r.get("concise_rule"):
                 continue

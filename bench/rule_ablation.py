@@ -8,7 +8,7 @@ One run with every rule on records, per question, every gate rule's verdict
 computed exactly from that run: a question refused by that rule alone is answered, one another
 rule also refuses stays refused. A retrieval or concise rule changes what is retrieved or shown,
 so each is switched off in a run of its own (``RAGAUDIT_DISABLED_RULES``). Indexes are reused
-from ``bench/quality_sets.py`` (``DIR/<set>``); the held-out set is never used here.
+from ``bench/quality_sets.py`` (``DIR/<set>``); the held-out set (``HELD_OUT``) is never used here.
 
 For each rule and part the table gives, rule off minus rule on: hit@1, hit@5 and MRR
 (answerable questions), refusal accuracy (dataset questions and generated refusal cases), false
@@ -31,11 +31,11 @@ from pathlib import Path
 if __package__:
     from . import _env  # noqa: F401
     from .answer_quality import part, run
-    from .quality_sets import SETS, ensure_index
+    from .quality_sets import HELD_OUT, SETS, ensure_index
 else:
     import _env  # noqa: F401
     from answer_quality import part, run
-    from quality_sets import SETS, ensure_index
+    from quality_sets import HELD_OUT, SETS, ensure_index
 
 REFUSING = ("refused", "clarifying")
 
@@ -116,6 +116,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rules", default="", help="only these rules (comma-separated); default all")
     ap.add_argument("--save", type=Path, help="write the table rows (JSON)")
     args = ap.parse_args(argv)
+    sets = [s.strip() for s in args.sets.split(",") if s.strip()]
+    if HELD_OUT & set(sets):
+        ap.error("the held-out set is scored once, never ablated")
     logging.disable(logging.WARNING)
     import ragaudit.query  # noqa: F401  (registers every stage's rules)
     from ragaudit.evaluate.evaluation import load_dataset
@@ -127,9 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     rules = [r.name for r in all_rules() if not wanted or r.name in wanted]
     times = timed_gate()
     rows = []
-    for name in [s.strip() for s in args.sets.split(",") if s.strip()]:
-        if name.startswith("heldout"):
-            ap.error("the held-out sets are scored once, never ablated")
+    for name in sets:
         folders, questions = SETS[name]
         qs = load_dataset(questions)
 

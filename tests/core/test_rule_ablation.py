@@ -33,3 +33,23 @@ def test_switching_a_gate_rule_off_answers_what_it_alone_refused():
     assert on[part]["refusal acc"] == 0.75 and after[part]["refusal acc"] == 0.75
     assert after[part]["false refusals"] - on[part]["false refusals"] == -1
     assert after[part]["false answers"] - on[part]["false answers"] == 1
+
+
+def test_each_question_set_is_reported_as_its_own_part():
+    """Fails if the held-out sets' questions or their generated cases are split into the shared dev
+    set's tune / confirm parts (by question-number parity) instead of being reported as their own
+    set, or if the dev set stops being split so, or if the held-out set may be ablated."""
+    import pytest
+
+    from bench.answer_quality import part
+    from bench.rule_ablation import main
+
+    assert [part(i) for i in ("dev-001", "dev-002", "dev-003:sibling")] == ["tune", "confirm", "tune"]
+    assert [part(i) for i in ("heldout-004", "heldout-013:excluded", "heldout2-010", "probe2-001")] == [
+        "heldout",
+        "heldout",
+        "heldout2",
+        "probe2",
+    ]
+    with pytest.raises(SystemExit):
+        main(["--data-root", "unused", "--sets", "heldout2"])
