@@ -59,17 +59,26 @@ def _nan(metric: str, what: str) -> MetricResult:
 _LETTER_HYPHEN = re.compile(r"(?<=[^\W\d_])[-\u00ad‐‑]\s*(?=[^\W\d_])")
 
 
+# a table's leader dots between a row label and its numbers, printed as dots or one ellipsis
+_LEADER = re.compile(r"(?:\s*(?:\.{2,}|…)\s*)+")
+
+
 def contains_evidence(text: str, evidence: str) -> bool:
     """True when ``evidence`` occurs in ``text`` after whitespace normalisation, or, as extractors
     differ in both, with all whitespace removed (spaces dropped: "Usedcarsandtrucks") and with
     hyphens between letters removed (a word broken at a line end: "vein- ticinco" against
-    "veinticinco"); both sides are normalised alike."""
+    "veinticinco") and a table's leader dots as one ellipsis ("Shelter.......... 35.418" against
+    "Shelter … 35.418"); both sides are normalised alike."""
     t, ev = normalize_ws(text), normalize_ws(evidence)
     if not ev:
         return False
     if ev in t or ev.replace(" ", "") in t.replace(" ", ""):
         return True
-    return _LETTER_HYPHEN.sub("", ev).replace(" ", "") in _LETTER_HYPHEN.sub("", t).replace(" ", "")
+
+    def fold(s: str) -> str:
+        return _LEADER.sub("…", _LETTER_HYPHEN.sub("", s)).replace(" ", "")
+
+    return fold(ev) in fold(t)
 
 
 def evidence_part_ranks(retrieved_contexts: Sequence[str], reference: Sequence[str]) -> list[int | None]:

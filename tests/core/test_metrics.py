@@ -147,7 +147,8 @@ def test_every_undefined_metric_is_nan_with_a_named_warning(name, call):
 def test_ranking_metrics_when_nothing_or_part_is_retrieved():
     """Fails if MRR gives credit (1.0) when the evidence is missing, evidence recall counts the
     missing parts instead of the found ones, an empty evidence string matches everything, evidence
-    broken at a line end by another extractor is not found (or other words are), hit@k
+    broken at a line end by another extractor or a row's leader dots printed otherwise is not
+    found (or other words are), hit@k
     accepts a multipart question with one part found, or the reasons stop saying where/why."""
     ctx = ["alpha beta", "the evidence here"]
     assert metrics.reciprocal_rank(ctx, ["absent"]).value == 0.0
@@ -168,6 +169,9 @@ def test_ranking_metrics_when_nothing_or_part_is_retrieved():
     assert metrics.contains_evidence("in which THOMAS, GORSUCH, and BARRETT joined", "THOMAS, GOR- SUCH, and BARRETT")
     assert metrics.contains_evidence("la edad de vein- ticinco años", "edad de veinticinco años")
     assert not metrics.contains_evidence("la edad de treinta años", "edad de vein- ticinco años")
+    # a table's leader dots, as dots or as one ellipsis
+    assert metrics.contains_evidence("Used cars and trucks … 2.421 179.579", "Usedcarsandtrucks........ 2.421 179.579")
+    assert not metrics.contains_evidence("Used cars and trucks … 2.421 179.579", "Usedcarsandtrucks........ 2.521")
 
 
 def test_metric_result_json_rounds_and_maps_nan_to_null():
