@@ -182,6 +182,7 @@ class QueryService:
             named_document_leg=s.named_document_leg,
             named_subset=s.named_document_subset,
             table_vote=s.table_vote,
+            language_stems=s.bm25_language_stems,
             disabled=self.disabled,
         )
         self.answerer = answerer or build_answerer(svc)

@@ -416,3 +416,57 @@ def test_a_city_covered_by_its_country_is_answered_from_the_line_naming_the_coun
     # form's "Q During 2007, did you apply for ... permanent resident status ...?"
     first = out["citations"][0]["quote"]
     assert "Married resident of the Republic of Korea" in first, out["answer"]
+
+
+_ARTICULOS = [
+    "El Presidente de la Nación es el jefe supremo de la Nación y tiene a su cargo la administración general del país.",
+    "Para ser elegido Presidente de la Nación se requiere haber nacido en el territorio argentino y las demás "
+    "calidades exigidas para ser senador.",
+    "El Presidente y vicepresidente duran en sus funciones el término de cuatro años y podrán ser reelegidos por "
+    "un solo período consecutivo.",
+    "El Presidente de la Nación cesa en el poder el mismo día en que expira su período de cuatro años, sin que "
+    "evento alguno pueda prorrogarlo.",
+    "El Presidente y vicepresidente disfrutan de un sueldo pagado por el Tesoro de la Nación, que no podrá ser "
+    "alterado durante su mandato.",
+    "En caso de enfermedad, ausencia de la Capital, muerte, renuncia o destitución del Presidente, el poder "
+    "ejecutivo será ejercido por el vicepresidente de la Nación.",
+    "La elección del Presidente y vicepresidente de la Nación se hará directamente por el pueblo, en doble vuelta.",
+    "El Presidente de la Nación expide las instrucciones y reglamentos necesarios para la ejecución de las leyes.",
+]
+
+
+def _constitucion_pdf() -> bytes:
+    """Eight articles of a Spanish constitution, one per page (fpdf2, fixed creation date)."""
+    import datetime
+
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    pdf.set_creation_date(datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc))
+    pdf.set_font("helvetica", size=11)
+    for n, texto in enumerate(_ARTICULOS, 88):
+        pdf.add_page()
+        pdf.multi_cell(0, 6, f"Artículo {n}.- {texto} " * 2, new_x="LMARGIN", new_y="NEXT")
+    return bytes(pdf.output())
+
+
+def test_a_spanish_question_finds_the_spanish_article_by_its_own_stems(tmp_path, embedder):
+    """ "¿Cuánto dura el mandato del Presidente?" against a Spanish constitution whose article says
+    "duran en sus funciones": English stemming keeps "dura" and "duran" apart, the Spanish stemmer
+    joins them. Fails if, with the language stems on (the default), BM25 does not rank that article
+    in its top 3, or if, off, it already does (then the test would not measure the stems)."""
+    from ragaudit.services import get_services, release_services
+
+    ranks = {}
+    for on in (True, False):
+        settings = make_settings(tmp_path / f"data-{on}", bm25_language_stems=on)
+        svc = get_services(settings)
+        try:
+            assert ingest_bytes(svc, _constitucion_pdf(), "constitucion.pdf", DagsterRunner()).status == "ingested"
+            res = QueryService(svc).retriever.retrieve(
+                "¿Cuánto dura el mandato del Presidente de la Nación?", Scope(), 8, "bm25"
+            )
+            ranks[on] = next((c.rank for c in res.chunks if "duran en sus funciones" in " ".join(c.text.split())), 99)
+        finally:
+            release_services(settings)
+    assert ranks[True] <= 3 < ranks[False], ranks

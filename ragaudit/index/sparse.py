@@ -43,6 +43,7 @@ import unicodedata
 import zlib
 from collections import Counter
 from dataclasses import dataclass
+from functools import lru_cache
 
 import Stemmer
 
@@ -262,17 +263,99 @@ def question_row_terms(text: str) -> set[str]:
     }
 
 
+# Snowball stemmers (PyStemmer) of the languages other than English whose documents and questions
+# also get their own language's stems (``language_terms``), by ISO 639-1 code
+_SNOWBALL = {
+    "ca": "catalan",
+    "da": "danish",
+    "de": "german",
+    "es": "spanish",
+    "fi": "finnish",
+    "fr": "french",
+    "hu": "hungarian",
+    "it": "italian",
+    "nl": "dutch",
+    "no": "norwegian",
+    "pt": "portuguese",
+    "ro": "romanian",
+    "ru": "russian",
+    "sv": "swedish",
+    "tr": "turkish",
+}
+# the language stems' revision, recorded in the build info (``bm25_language_stems``): a version
+# built before them is re-ingested by `reindex --changed`
+LANGUAGE_STEMS_REVISION = 1
+LANGUAGE_MIN_PROBABILITY = 0.9
+LANGUAGE_SAMPLE_CHARS = 4000
+# words only English writes: a question holding one is English (no detection)
+_ENGLISH_ONLY = re.compile(
+    r"(?i)\b(?:the|what|which|who|whom|whose|how|when|where|why|did|does|were|are|of|and|with|from|"
+    r"this|that|many|much)\b"
+)
+
+
+@lru_cache(maxsize=4096)
+def text_language(text: str) -> str | None:
+    """ISO 639-1 code of the language of ``text`` when it is one of ``_SNOWBALL`` (not English),
+    detected with probability >= ``LANGUAGE_MIN_PROBABILITY`` from its first
+    ``LANGUAGE_SAMPLE_CHARS`` characters; else None. A question-length text (up to 400 characters)
+    holding an English-only function word ("the", "what", "how", ...) is English without detection. langdetect (Shuyo 2010: naive Bayes
+    over character n-grams), seeded so the same text always gets the same answer."""
+    sample = text[:LANGUAGE_SAMPLE_CHARS]
+    if len(re.findall(r"[^\W\d_]{2,}", sample)) < 3 or (len(sample) <= 400 and _ENGLISH_ONLY.search(sample)):
+        return None
+    # deferred: langdetect loads its language profiles (about 0.5 s) when first used
+    from langdetect import DetectorFactory, LangDetectException, detect_langs
+
+    DetectorFactory.seed = 0
+    try:
+        best = detect_langs(sample)[0]
+    except LangDetectException:  # no letters it can read
+        return None
+    return best.lang if best.lang in _SNOWBALL and best.prob >= LANGUAGE_MIN_PROBABILITY else None
+
+
+@lru_cache(maxsize=None)
+def _language_stemmer(language: str) -> Stemmer.Stemmer:
+    return Stemmer.Stemmer(_SNOWBALL[language])
+
+
+def language_terms(text: str, language: str | None) -> list[str]:
+    """The stems ``language``'s Snowball stemmer gives the words of ``text`` (with repeats) where
+    they differ from ``tokenize``'s English stem ("duran" -> "dur", "Präsidenten" -> "prasident"),
+    so a Spanish question's "dura" finds the constitution's "duran"; [] for None or English. Added
+    to a document's and a question's BM25 terms in that language; English stems stay as they are."""
+    if not language or language not in _SNOWBALL:
+        return []
+    stem = _language_stemmer(language).stemWord
+    out = []
+    for m in _WORD.finditer(_CJK_RUN.sub(" ", fold(text))):
+        for w in _SPLIT.split(m.group(0).lower()):
+            if w.isalpha() and w not in STOP_WORDS:
+                s = stem(w)
+                if s != _stem(w):
+                    out.append(s)
+    return out
+
+
 def bm25_document_vector(
-    text: str, k1: float = 1.2, b: float = 0.75, avgdl: float = 120.0, rows: str | None = None
+    text: str,
+    k1: float = 1.2,
+    b: float = 0.75,
+    avgdl: float = 120.0,
+    rows: str | None = None,
+    language: str | None = None,
 ) -> SparseVector:
     """Sparse BM25 document vector: term id -> saturated tf (IDF applied by Qdrant).
 
     ``rows``: the passage whose table rows are indexed as ``row_label_terms`` (weight 1 each, not
     length-normalised: a label names its row whatever the chunk's length); None = no row terms.
-    They do not count in the document length."""
+    They do not count in the document length. ``language``: the document's language
+    (``text_language``), whose stems are added (``language_terms``), not counted in the length."""
     terms = tokenize(text)
     dl = len(terms) or 1
     terms += abbreviation_terms(text)
+    terms += language_terms(text, language)
     tf = Counter(terms)
     weights: dict[int, float] = {}
     norm = k1 * (1 - b + b * dl / avgdl)
@@ -285,12 +368,16 @@ def bm25_document_vector(
     return _merge(weights)
 
 
-def bm25_query_vector(text: str) -> SparseVector:
+def bm25_query_vector(text: str, languages: bool = False) -> SparseVector:
     """Sparse query vector: weight 1.0 per distinct term, ``ABBREVIATION_WEIGHT`` per abbreviation
     prefix, ``ACRONYM_WEIGHT`` per acronym of a capitalised run (a term of the question keeps 1.0),
-    ``ROW_LABEL_WEIGHT`` per row label the question could name (``question_row_terms``)."""
+    ``ROW_LABEL_WEIGHT`` per row label the question could name (``question_row_terms``).
+    ``languages``: a question in another language than English (``text_language``) also gets that
+    language's stems (``language_terms``), weight 1.0 each."""
     weights = {term_id(t): ABBREVIATION_WEIGHT for t in abbreviation_queries(text)}
     weights.update({term_id(t): ACRONYM_WEIGHT for t in acronym_queries(text)})
     weights.update({term_id(t): ROW_LABEL_WEIGHT for t in question_row_terms(text)})
+    if languages:
+        weights.update({term_id(t): 1.0 for t in set(language_terms(text, text_language(text)))})
     weights.update({term_id(t): 1.0 for t in set(tokenize(text))})
     return _merge(weights)

@@ -36,7 +36,7 @@ import numpy as np
 from sqlalchemy import delete, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
-from ragaudit.index.sparse import ROW_LABELS_REVISION, bm25_document_vector
+from ragaudit.index.sparse import LANGUAGE_STEMS_REVISION, ROW_LABELS_REVISION, bm25_document_vector, text_language
 from ragaudit.index.store import point_id
 from ragaudit.ingest.chunking import ATOMIC_UNITS_REVISION, chunk_document, document_title
 from ragaudit.ingest.guard import extract_pages_bounded, inspect_pdf_bounded
@@ -179,6 +179,7 @@ def build_info(svc: Services, strategy: Strategy) -> dict[str, Any]:
         # chunker's revision (a version built by an earlier one, recorded as True, is re-chunked)
         **({"chunk_atomic_units": ATOMIC_UNITS_REVISION} if st.chunk_atomic_units else {}),
         **({"bm25_row_labels": ROW_LABELS_REVISION} if st.bm25_row_labels else {}),
+        **({"bm25_language_stems": LANGUAGE_STEMS_REVISION} if st.bm25_language_stems else {}),
     }
 
 
@@ -631,6 +632,8 @@ def stage_chunks(svc: Services, document_id: str, chunks: list[Chunk], strategy:
     t_embed = t_upsert = 0.0
     ids: list[str] = []
     set_progress(svc, doc.id, status="embedding", chunks_done=0, chunks_total=len(chunks))
+    # the document's language, read from its opening text: its BM25 terms get that language's stems
+    language = text_language(" ".join(c.text for c in chunks[:20])) if st.bm25_language_stems else None
     try:
         svc.store.ensure_collection(svc.embedder.dim)
         _discard_staged(svc, doc.id)
@@ -653,7 +656,12 @@ def stage_chunks(svc: Services, document_id: str, chunks: list[Chunk], strategy:
             set_progress(svc, doc.id, force=done == len(chunks), chunks_done=done)
             sparse = [
                 bm25_document_vector(
-                    t, st.bm25_k1, st.bm25_b, st.bm25_avgdl, rows=c.text if st.bm25_row_labels else None
+                    t,
+                    st.bm25_k1,
+                    st.bm25_b,
+                    st.bm25_avgdl,
+                    rows=c.text if st.bm25_row_labels else None,
+                    language=language,
                 )
                 for t, c in zip(texts, part)
             ]

@@ -113,6 +113,13 @@ class Settings(BaseSettings):
         "recorded in the build info only when on",
     )
 
+    bm25_language_stems: bool = Field(
+        default=True,
+        description="A document or question in another language than English (detected with langdetect) "
+        "also gets its own language's Snowball stems as BM25 terms (ragaudit.index.sparse.language_terms); "
+        "recorded in the build info only when on",
+    )
+
     reranker_model: str = Field(
         default="",
         description="Local sentence-transformers CrossEncoder folder for "

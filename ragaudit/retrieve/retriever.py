@@ -253,6 +253,7 @@ class Retriever:
         named_document_leg: bool = False,
         named_subset: int = 3,
         table_vote: bool = False,
+        language_stems: bool = False,
         disabled: frozenset[str] = frozenset(),
     ):
         self.store = store
@@ -276,6 +277,7 @@ class Retriever:
         self.named_subset = named_subset if on["retrieval.named_documents"] else 0
         self.table_vote = table_vote and on["retrieval.table_vote"]  # table chunks naming the question's row
         self.neighbours_on = on["retrieval.neighbours"]
+        self.language_stems = language_stems  # a question in another language also gets its stems
 
     def retrieve(
         self,
@@ -343,7 +345,9 @@ class Retriever:
         if mode in (Mode.bm25, Mode.hybrid, Mode.hybrid_rerank):
             t = started["bm25"] = time.perf_counter()
             hits["bm25"] = self._by_position(
-                self.store.search_sparse(bm25_query_vector(question), flt, n, with_payload=not lazy)
+                self.store.search_sparse(
+                    bm25_query_vector(question, self.language_stems), flt, n, with_payload=not lazy
+                )
             )
             timings["bm25"] = (time.perf_counter() - t) * 1000
         if self.named_document_leg and len(hits) == 2 and Fusion.parse(self.fusion) is not Fusion.dbsf:
@@ -360,7 +364,9 @@ class Retriever:
                     )
                 )
                 bm25_doc = self._by_position(
-                    self.store.search_sparse(bm25_query_vector(question), sub, n, with_payload=not lazy)
+                    self.store.search_sparse(
+                        bm25_query_vector(question, self.language_stems), sub, n, with_payload=not lazy
+                    )
                 )
                 # fused like the two legs (exact ties by BM25, dense score, position)
                 both, _ = self._fuse(

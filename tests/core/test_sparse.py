@@ -9,9 +9,11 @@ from ragaudit.index.sparse import (
     acronym_queries,
     bm25_document_vector,
     bm25_query_vector,
+    language_terms,
     question_row_terms,
     row_label_terms,
     term_id,
+    text_language,
     tokenize,
 )
 
@@ -189,3 +191,25 @@ def test_a_table_row_label_is_read_in_time_linear_in_the_line():
     long_line = "Figures " + " ".join(["1,234"] * 400) + " end"
     assert row_label(long_line) is None
     assert row_label("Figures " + " ".join(["1,234"] * 400)) == "Figures"
+
+
+def test_a_document_and_a_question_in_another_language_share_its_stems():
+    """Fails if a Spanish, German or French text is not recognised as such, if an English question
+    (or a few words) is taken for another language, or if the Spanish stem that joins "dura" (the
+    question) and "duran" (the constitution) is missing from the document vector or, with
+    ``languages``, from the query vector; or if English text gets another language's stems."""
+    es = "El Presidente y vicepresidente duran en sus funciones el término de cuatro años y podrán ser reelegidos."
+    assert text_language(es) == "es"
+    assert (
+        text_language("Das Grundgesetz kann nur durch ein Gesetz geändert werden, das seinen Wortlaut ändert.") == "de"
+    )
+    assert text_language("Quelle est la durée du mandat du Président de la République française ?") == "fr"
+    for en in ("What was the 12-month percent change in the beef index?", "NVIDIA revenue Q3 2023", "PC-12/47E"):
+        assert text_language(en) is None, en
+    q = "¿Cuánto dura el mandato del Presidente de la Nación?"
+    assert "dur" in language_terms(es, "es") and "dur" in language_terms(q, text_language(q))
+    assert language_terms("The presidents served four years.", None) == []
+    doc = bm25_document_vector(es, language="es")
+    with_stems = set(bm25_query_vector(q, languages=True).indices) & set(doc.indices)
+    without = set(bm25_query_vector(q).indices) & set(bm25_document_vector(es).indices)
+    assert term_id("dur") in with_stems and term_id("dur") not in without
