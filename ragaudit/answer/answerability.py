@@ -129,6 +129,10 @@ def _word_found(word: str, text: str, text_lower: str, terms: set[str]) -> bool:
     toks = [t for t in tokenize(word) if t not in STOP_WORDS]
     if toks and all(t in terms for t in toks):
         return True
+    # a compound the question hyphenates that the text writes apart ("12-month": "12 months")
+    parts = [t for t in tokenize(word.replace("-", " ")) if t not in STOP_WORDS] if "-" in word else []
+    if len(parts) > 1 and all(t in terms for t in parts):
+        return True
     if word.lower() in text_lower or _folded_pattern(word).search(text):
         return True
     return bool(re.fullmatch(r"[A-Z]{2,6}s?", word)) and _acronym_found(word.rstrip("s"), text)

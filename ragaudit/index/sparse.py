@@ -48,6 +48,7 @@ from functools import lru_cache
 import Stemmer
 
 from ragaudit.text.function_words import STOP_WORDS
+from ragaudit.text.language import detect_language
 
 _STEMMER = Stemmer.Stemmer("english")
 
@@ -285,34 +286,13 @@ _SNOWBALL = {
 # the language stems' revision, recorded in the build info (``bm25_language_stems``): a version
 # built before them is re-ingested by `reindex --changed`
 LANGUAGE_STEMS_REVISION = 1
-LANGUAGE_MIN_PROBABILITY = 0.9
-LANGUAGE_SAMPLE_CHARS = 4000
-# words only English writes: a question holding one is English (no detection)
-_ENGLISH_ONLY = re.compile(
-    r"(?i)\b(?:the|what|which|who|whom|whose|how|when|where|why|did|does|were|are|of|and|with|from|"
-    r"this|that|many|much)\b"
-)
 
 
-@lru_cache(maxsize=4096)
 def text_language(text: str) -> str | None:
-    """ISO 639-1 code of the language of ``text`` when it is one of ``_SNOWBALL`` (not English),
-    detected with probability >= ``LANGUAGE_MIN_PROBABILITY`` from its first
-    ``LANGUAGE_SAMPLE_CHARS`` characters; else None. A question-length text (up to 400 characters)
-    holding an English-only function word ("the", "what", "how", ...) is English without detection. langdetect (Shuyo 2010: naive Bayes
-    over character n-grams), seeded so the same text always gets the same answer."""
-    sample = text[:LANGUAGE_SAMPLE_CHARS]
-    if len(re.findall(r"[^\W\d_]{2,}", sample)) < 3 or (len(sample) <= 400 and _ENGLISH_ONLY.search(sample)):
-        return None
-    # deferred: langdetect loads its language profiles (about 0.5 s) when first used
-    from langdetect import DetectorFactory, LangDetectException, detect_langs
-
-    DetectorFactory.seed = 0
-    try:
-        best = detect_langs(sample)[0]
-    except LangDetectException:  # no letters it can read
-        return None
-    return best.lang if best.lang in _SNOWBALL and best.prob >= LANGUAGE_MIN_PROBABILITY else None
+    """``ragaudit.text.language.detect_language`` of ``text`` when it is one of ``_SNOWBALL`` (not
+    English), else None."""
+    language = detect_language(text)
+    return language if language in _SNOWBALL else None
 
 
 @lru_cache(maxsize=None)

@@ -10,7 +10,8 @@ digits or joins words with "_" ("1040NR", "PA-22-150", "CLIENT_IPADDR"), a fisca
 ("FY2023", "Q3") aside; one of two or three letters and digits starts with a letter ("W-9",
 "E2E", "EC2") and is found only whole (not inside "W-95"). A full date is a month's name, a day and a year ("December 30, 2023").
 A file name the question gives ("... in 20071229X02007.pdf?") is no anchor: it names a document,
-not words its text holds.
+not words its text holds. In a question in German, which capitalises every noun, only a word with
+two or more capitals ("EU", "BVerfG") is read as a name.
 """
 
 from __future__ import annotations
@@ -20,11 +21,19 @@ from dataclasses import dataclass
 
 from ragaudit.text.dates import FULL_DATE
 from ragaudit.text.function_words import QUESTION_WORDS, STOP_WORDS
+from ragaudit.text.language import detect_language
 
+# a capital (ASCII or Latin-1: "Zürich", "Nación", "Ångström") and any letter, digits aside
+_UP = "A-ZÀ-ÖØ-Þ"
+_LET = "A-Za-zÀ-ÖØ-öø-ÿ"
 _CAP_RUN = re.compile(
-    r"\b(?:[A-Z][A-Za-z&.'’\-]*[A-Za-z]|[A-Z]{2,})(?:\s+(?:of\s+|and\s+|&\s+)?(?:[A-Z][A-Za-z&.'’\-]*[A-Za-z]|[A-Z]{2,}|[A-Z]\.(?=\s+[A-Z])))*"
+    rf"\b(?:[{_UP}][{_LET}&.'’\-]*[{_LET}]|[{_UP}]{{2,}})(?:\s+(?:of\s+|and\s+|&\s+)?"
+    rf"(?:[{_UP}][{_LET}&.'’\-]*[{_LET}]|[{_UP}]{{2,}}|[{_UP}]\.(?=\s+[{_UP}])))*"
 )
 
+
+# languages that capitalise every noun (German, Luxembourgish): there a capitalised word is no name
+NOUN_CAPITALISING = frozenset({"de", "lb"})
 
 # a capitalised word joined to a lower-case one describes it ("American-registered", "U.S.-based"):
 # an adjective, not the name of something the documents must contain
@@ -41,6 +50,8 @@ _PERIOD = re.compile(
     r"(?i)(?:fy|cy|q[1-4]|h[12])[\s-]?\d{2,4}|\d{4}[\s-]?(?:q[1-4]|h[12])|\d{1,2}-[a-z]|"
     r"\d+(?:st|nd|rd|th|s)"
 )
+# a number joined to a lower-case word is a quantity ("12-month", "30-day"), not an identifier
+_QUANTITY = re.compile(r"\d+(?:\.\d+)?-[a-z]{2,}")
 # a short identifier starts with a letter ("W-9", "E2E", "EC2", "A23"); one starting with a digit is
 # a quantity with its unit as often ("5G", "10am", "3D")
 _SHORT_ID = re.compile(r"[A-Za-z][\w-]{1,3}")
@@ -69,9 +80,10 @@ def question_anchors(question: str) -> list[Anchor]:
     """Full dates and proper names / acronyms of ``question`` (not its first word, no digits)."""
     anchors = [Anchor(m.group(0), "date") for m in FULL_DATE.finditer(question)]
     masked = without_file_names(FULL_DATE.sub(" ", question))
+    nouns_capitalised = detect_language(question) in NOUN_CAPITALISING
     for m in _IDENT.finditer(masked):
         tok = m.group(0).strip(".-/")
-        if _PERIOD.fullmatch(tok):
+        if _PERIOD.fullmatch(tok) or _QUANTITY.fullmatch(tok):
             continue
         if len(re.sub(r"[\W_]", "", tok)) >= 4 or (_SHORT_ID.fullmatch(tok) and not _SHORT_PERIOD.fullmatch(tok)):
             anchors.append(Anchor(tok, "id"))
@@ -80,7 +92,7 @@ def question_anchors(question: str) -> list[Anchor]:
         words = phrase.split()
         before = masked[: m.start()].rstrip()
         if (
-            (m.start() == 0 or (before.endswith(("?", ".", "!")) and not _TITLE_ABBR.search(before)))
+            (not before.strip(' ¿¡"“‘(') or (before.endswith(("?", ".", "!")) and not _TITLE_ABBR.search(before)))
             and words
             and not words[0].isupper()
         ):
@@ -90,6 +102,8 @@ def question_anchors(question: str) -> list[Anchor]:
             for w in words
             if w.lower() not in QUESTION_WORDS and not _QUALIFIER.match(w) and not re.fullmatch(r"I['’]\w+", w)
         ]  # "I'm", "I've": the asker, not a name
+        if nouns_capitalised:  # "Mindestalter", "Mehrheiten": nouns; "EU", "BVerfG" still name one thing
+            words = [w for w in words if sum(c.isupper() for c in w) >= 2]
         # a possessive ends one name ("Apple Inc.'s IRS Employer Identification Number": the owner
         # and what it owns are two things to find)
         groups: list[list[str]] = [[]]

@@ -505,3 +505,33 @@ def test_short_identifier_is_an_anchor():
     assert assess(q, [NR_PAGE]).label == "refused"
     assert assess(q, [W9_PAGE]).label is None
     assert missing_anchors("How many references are in the E2E test set?", [NR_PAGE]) == ["E2E"]
+
+
+GG_PAGE = (
+    "Artikel 38. Die Abgeordneten des Deutschen Bundestages werden in allgemeiner, unmittelbarer, freier, "
+    "gleicher und geheimer Wahl gewählt. Wahlberechtigt ist, wer das achtzehnte Lebensjahr vollendet hat."
+)
+
+
+def test_capitalised_nouns_of_a_german_question_are_not_names():
+    """Fails if a German question's capitalised nouns ("Mindestalter", "Wahl") are read as names the
+    documents must contain (German capitalises every noun: the question would be refused because
+    the article says "Lebensjahr"), if an acronym in it ("EU") stops being one, or if names with
+    Latin-1 letters ("Zürich", "Nación Argentina") are cut at the accented letter or an opening "¿"
+    makes the first word a name."""
+    q = "Welches Mindestalter braucht man für die Wahl zum Bundestag?"
+    assert question_anchors(q) == []
+    assert missing_anchors(q, [GG_PAGE]) == []
+    assert [a.text for a in question_anchors("Was regelt Artikel 23 über die EU?")] == ["EU"]
+    assert [a.text for a in question_anchors("Who owns the Zürich office of Müller AG?")] == ["Zürich", "Müller AG"]
+    spanish = [a.text for a in question_anchors("¿Cuánto dura el mandato del Presidente de la Nación Argentina?")]
+    assert spanish == ["Presidente", "Nación Argentina"]
+
+
+def test_a_hyphenated_compound_is_found_written_apart():
+    """Fails if a word the question hyphenates ("12-month") is not found where the passage writes it
+    apart ("12 months"): the question asks for it and would be refused."""
+    cpi = "The index for beef and veal rose 11.3 percent over the last 12 months, not seasonally adjusted."
+    q = "What was the 12-month percent change in the beef and veal index?"
+    assert assess(q, [cpi], [cpi]).label is None
+    assert assess("What was the 12-month change in the pork index?", [cpi], [cpi]).label == "refused"

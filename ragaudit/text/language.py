@@ -1,0 +1,41 @@
+"""The language a document or a question is written in, when it is not English.
+
+``detect_language`` uses langdetect (Shuyo 2010: naive Bayes over character n-grams; its profiles
+ship with the package), seeded so the same text always gets the same answer. BM25 adds a
+language's own stems (``ragaudit.index.sparse.language_terms``); the anchors of a question read
+capitalised words as names only in a language that does not capitalise its nouns
+(``ragaudit.text.anchors``).
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+MIN_PROBABILITY = 0.9
+SAMPLE_CHARS = 4000
+# words only English writes: a question holding one is English (no detection)
+_ENGLISH_ONLY = re.compile(
+    r"(?i)\b(?:the|what|which|who|whom|whose|how|when|where|why|did|does|were|are|of|and|with|from|"
+    r"this|that|many|much)\b"
+)
+
+
+@lru_cache(maxsize=4096)
+def detect_language(text: str) -> str | None:
+    """ISO 639-1 code of the language of ``text`` when it is not English and is detected with
+    probability >= ``MIN_PROBABILITY`` from its first ``SAMPLE_CHARS`` characters; else None (English,
+    too short, or uncertain). A question-length text (up to 400 characters) holding an English-only
+    function word ("the", "what", "how", ...) is English without detection."""
+    sample = text[:SAMPLE_CHARS]
+    if len(re.findall(r"[^\W\d_]{2,}", sample)) < 3 or (len(sample) <= 400 and _ENGLISH_ONLY.search(sample)):
+        return None
+    # deferred: langdetect loads its language profiles (about 0.5 s) when first used
+    from langdetect import DetectorFactory, LangDetectException, detect_langs
+
+    DetectorFactory.seed = 0
+    try:
+        best = detect_langs(sample)[0]
+    except LangDetectException:  # no letters it can read
+        return None
+    return best.lang if best.lang != "en" and best.prob >= MIN_PROBABILITY else None
