@@ -169,6 +169,19 @@ def _row_terms(text: str) -> frozenset[str]:
     return frozenset(row_label_terms(text))
 
 
+def as_written(question: str, terms: list[str]) -> list[str]:
+    """The words of ``question`` that give the BM25 ``terms`` (stems: "util", "wire"), in the
+    question's order ("utility", "wires"), for notes a user reads; a term no word gives stays as it is."""
+    out: list[str] = []
+    left = set(terms)
+    for w in re.findall(r"[^\W_][\w'’.-]*[^\W_]|[^\W_]", question):
+        hit = left & set(tokenize(w))
+        if hit and w not in out:
+            out.append(w)
+        left -= hit
+    return out + sorted(left)
+
+
 @lru_cache(maxsize=8192)
 def _token_set(text: str) -> frozenset[str]:
     """``set(tokenize(text))``, cached: a chunk's text never changes, and tokenizing one costs
@@ -390,7 +403,7 @@ class Retriever:
                 else:
                     hits["document"] = scoped
                     note = (
-                        f"one candidate document alone holds the question's {', '.join(terms)}: its "
+                        f"one candidate document alone holds the question's {', '.join(as_written(question, terms))}: its "
                         "chunks were also ranked within it (a third RRF list, 'document')"
                     )
                     notes.append(note)
