@@ -22,8 +22,9 @@ echo "    Dagster UI in another shell: export RAGAUDIT_DATA_DIR=$RAGAUDIT_DATA_D
   "RAGAUDIT_PORT=$RAGAUDIT_PORT DAGSTER_HOME=$RAGAUDIT_DATA_DIR/dagster_home (docs/operations.md)"
 t_serve=$EPOCHREALTIME
 # reports when the server first answers /health (a plain HTTP request on bash's /dev/tcp); it
-# ends when the server (this process, after exec) does
-(
+# ends when the server (this process, after exec) does. Forked twice, so that init, not the
+# server that replaces this shell, reaps it when it ends (no defunct child under the server)
+( (
   while kill -0 $$ 2>/dev/null; do
     if { exec 3<>"/dev/tcp/$probe/$RAGAUDIT_PORT"; } 2>/dev/null; then
       printf 'GET /health HTTP/1.0\r\nHost: %s\r\n\r\n' "$shown" >&3
@@ -36,5 +37,5 @@ t_serve=$EPOCHREALTIME
     fi
     sleep 0.5
   done
-) &
+) & )
 exec .venv/bin/ragaudit serve
