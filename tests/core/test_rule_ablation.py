@@ -44,8 +44,8 @@ def test_each_question_set_is_reported_as_its_own_part():
     from bench.answer_quality import part
     from bench.rule_ablation import main
 
-    assert [part(i) for i in ("dev-001", "dev-002", "dev-003:sibling")] == ["tune", "confirm", "tune"]
-    assert [part(i) for i in ("heldout-004", "heldout-013:excluded", "heldout2-010", "probe2-001")] == [
+    assert [part(i) for i in ("dev-901", "dev-902", "dev-903:sibling")] == ["tune", "confirm", "tune"]
+    assert [part(i) for i in ("heldout-901", "heldout-902:excluded", "heldout2-901", "probe2-901")] == [
         "heldout",
         "heldout",
         "heldout2",
