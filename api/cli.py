@@ -295,8 +295,11 @@ def documents(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
         )
 
 
-def _print_eval_table(res: dict) -> None:
-    typer.echo(f"dataset {res['dataset']['name']}: {res['dataset']['n_questions']} questions; judge: {res['judge']}")
+def _print_eval_table(res: dict, question_split: str) -> None:
+    """The results as text: the dataset and its question counts in words (``question_split``, which
+    questions the ``n`` column counts), retrieval metrics per mode, answer metrics, comparisons."""
+    typer.echo(f"dataset {res['dataset']['name']}; judge: {res['judge']}")
+    typer.echo(question_split)
     typer.echo(
         f"{'mode':<14}"
         + "".join(f"{k:>20}" for k in ("hit@1", "hit@5", "hit@10", "mrr", "ndcg@10", "evidence_recall@5"))
@@ -371,7 +374,11 @@ def eval_cmd(
     skipped (with a note)."""
     _quiet()
     from ragaudit.evaluate.evaluation import EvalParams  # deferred: the evaluation stack, for `ragaudit eval`
-    from ragaudit.evaluate.runs import create_run, execute_run  # deferred: the evaluation stack, for `ragaudit eval`
+    from ragaudit.evaluate.runs import (  # deferred: the evaluation stack, for `ragaudit eval`
+        create_run,
+        execute_run,
+        summarize,
+    )
 
     svc = _services()
     params = EvalParams(
@@ -394,7 +401,7 @@ def eval_cmd(
     if as_json:
         typer.echo(json.dumps(res, indent=2, ensure_ascii=False))
     else:
-        _print_eval_table(res)
+        _print_eval_table(res, summarize(res)["question_split"])
 
 
 @app.command("mcp")

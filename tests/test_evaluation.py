@@ -13,8 +13,8 @@ from typer.testing import CliRunner
 
 from ragaudit.api.app import create_app
 from ragaudit.api.cli import app
-from ragaudit.evaluate.evaluation import EvalParams
-from ragaudit.evaluate.runs import create_run, execute_run
+from ragaudit.evaluate.evaluation import EvalParams, describe_question_counts
+from ragaudit.evaluate.runs import create_run, execute_run, summarize
 from ragaudit.ingest.documents import ingest_bytes
 from ragaudit.pipelines.runner import DagsterRunner, instance_for
 from ragaudit.platform.db import QAPair
@@ -34,10 +34,33 @@ def _stable(obj):
     return obj
 
 
+SPLIT_12 = "12 questions: 11 answerable (retrieval metrics), 1 must-refuse (refusal accuracy covers all 12)"
+
+
+def test_question_counts_in_words():
+    """Fails if the counts in words lose the split, claim refusal accuracy for a retrieval-only
+    run, or if a run's summary reads its counts wrongly (also from results that name the
+    must-refuse count ``n_refuse`` only)."""
+    assert describe_question_counts(12, 1, answers=True) == SPLIT_12
+    assert describe_question_counts(1, 0, answers=True) == (
+        "1 question: 1 answerable (retrieval metrics), 0 must-refuse (refusal accuracy covers it)"
+    )
+    assert describe_question_counts(5, 2, answers=False) == (
+        "5 questions: 3 answerable (retrieval metrics), 2 must-refuse (not scored: retrieval-only run)"
+    )
+    s = summarize({"dataset": {"name": "x", "n_questions": 7, "n_refuse": 3}, "modes": {}, "answers": {"hybrid": {}}})
+    assert (s["n_questions"], s["n_answerable"], s["n_unanswerable"]) == (7, 4, 3)
+    assert s["question_split"] == (
+        "7 questions: 4 answerable (retrieval metrics), 3 must-refuse (refusal accuracy covers all 7)"
+    )
+
+
 def test_cli_eval_json_then_api_run_gives_the_same_results(kb, monkeypatch):
     """Fails if the CLI and the API disagree on a run of the same set, if metrics leave their
     ranges, or if the default modes include one the settings cannot run (hybrid_rerank without
-    a reranker) or differ between the CLI, the API and GET /modes."""
+    a reranker) or differ between the CLI, the API and GET /modes; if the results, the run's
+    summary or the CLI's table do not say which questions the retrieval metrics count (answerable
+    ones, not the must-refuse one)."""
     monkeypatch.setenv("RAGAUDIT_DATA_DIR", str(kb.settings.data_dir))
     for var in ("RAGAUDIT_DATABASE_URL", "RAGAUDIT_QDRANT_URL", "RAGAUDIT_LLM_MODEL", "RAGAUDIT_JUDGE_MODEL"):
         monkeypatch.delenv(var, raising=False)
@@ -47,10 +70,17 @@ def test_cli_eval_json_then_api_run_gives_the_same_results(kb, monkeypatch):
     assert "eval (questions x modes): 36/36 (100%)" in res.stderr  # progress (plain lines: not a TTY)
 
     assert cli["judge"] == "deterministic" and cli["answerer"] == "extractive"
+    assert cli["dataset"] == {
+        "name": "eval_small.jsonl",
+        "n_questions": 12,
+        "n_answerable": 11,
+        "n_unanswerable": 1,
+        "n_refuse": 1,
+    }
     # default modes: the configured ones (no reranker here, so no hybrid_rerank, not even as skipped)
     assert set(cli["modes"]) == {"vector", "bm25", "hybrid"} and cli["skipped_modes"] == {}
     for v in cli["modes"].values():
-        assert v["n"] == 11  # the refuse question is not a retrieval question
+        assert v["n"] == cli["dataset"]["n_answerable"]  # the refuse question is not a retrieval question
         assert set(v) >= {"hit@1", "hit@5", "hit@10", "mrr", "ndcg@10", "evidence_recall@5", "evidence_recall@10"}
         assert 0 < v["mrr"] <= v["hit@10"] <= 1 and v["hit@1"] <= v["hit@5"] <= v["hit@10"]
     assert cli["modes"]["hybrid"]["hit@5"] >= 0.9
@@ -103,6 +133,15 @@ def test_cli_eval_json_then_api_run_gives_the_same_results(kb, monkeypatch):
             assert m["metrics"]["answered_cited"]["value"] == float(want)
     assert cli["answers"]["hybrid"]["counts"]["answered_cited"] == 11
 
+    # the table the CLI prints says what its n column counts, in words
+    res = CliRunner().invoke(app, ["eval", "--dataset", str(SMALL), "--modes", "hybrid", "--retrieval-only"])
+    assert res.exit_code == 0, res.output
+    lines = res.stdout.splitlines()
+    assert lines[1] == (
+        "12 questions: 11 answerable (retrieval metrics), 1 must-refuse (not scored: retrieval-only run)"
+    ), lines
+    assert lines[3].startswith("hybrid") and lines[3].split()[-1] == "11", lines
+
     # the API: import the same file, start a run, it returns at once and completes in the background
     with TestClient(create_app(kb.settings)) as client:
         with open(SMALL, "rb") as f:
@@ -127,6 +166,10 @@ def test_cli_eval_json_then_api_run_gives_the_same_results(kb, monkeypatch):
         assert run["status"] == "done", run["error"]
         assert run["progress"]["done"] == run["progress"]["total"] == 36
         assert _stable(run["results"]) == _stable(cli)
+        summary = run["summary"]
+        assert (summary["n_questions"], summary["n_answerable"], summary["n_unanswerable"]) == (12, 11, 1)
+        assert summary["question_split"] == SPLIT_12
+        assert summary["modes"]["hybrid"]["n"] == summary["n_answerable"]
         listed = client.get("/evaluate").json()
         assert run["id"] in [x["id"] for x in listed] and cli["run_id"] in [x["id"] for x in listed]
         assert client.get("/evaluate/nope").status_code == 404

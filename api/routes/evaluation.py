@@ -2,7 +2,8 @@
 
 ``POST /evaluate`` records a run and executes it in a background thread, returning its id at
 once (202); ``GET /evaluate/{run_id}`` shows the progress, then the results JSON documented in
-``ragaudit.evaluate.evaluation`` (the same document ``ragaudit eval --json`` prints).
+``ragaudit.evaluate.evaluation`` (the same document ``ragaudit eval --json`` prints) and its
+summary (``RunSummaryOut``).
 """
 
 from __future__ import annotations
@@ -66,6 +67,35 @@ class EvaluateIn(BaseModel):
         )
 
 
+class RunSummaryOut(BaseModel):
+    """The main numbers of a finished run (the full document is ``results``)."""
+
+    n_questions: int = Field(description="Questions in the dataset, all kinds")
+    n_answerable: int = Field(
+        description="Questions with evidence to retrieve (every kind but refuse): the retrieval metrics of "
+        "`modes` are means over these"
+    )
+    n_unanswerable: int = Field(
+        description="Must-refuse questions (kind refuse): left out of the retrieval metrics; refusal accuracy "
+        "scores them together with the answerable ones"
+    )
+    question_split: str = Field(
+        description="The three counts in words, e.g. '12 questions: 11 answerable (retrieval metrics), "
+        "1 must-refuse (refusal accuracy covers all 12)'"
+    )
+    modes: dict[str, dict[str, Any]] | None = Field(
+        description="Retrieval metrics per mode (hit@1, hit@5, hit@10, mrr, ndcg@10, evidence_recall@5, "
+        "evidence_recall@10); `n`: the questions they average over, n_answerable"
+    )
+    answers: dict[str, dict[str, Any]] = Field(
+        description="Answer metrics per mode (f1, exact_match, refusal_accuracy over all questions, "
+        "faithfulness); empty for a retrieval-only run"
+    )
+    judge: str | None = Field(
+        description="deterministic, or the litellm model that judged the answers; null for a retrieval-only run"
+    )
+
+
 class RunOut(BaseModel):
     id: str
     dataset: str
@@ -76,7 +106,7 @@ class RunOut(BaseModel):
     created_at: str | None = None
     finished_at: str | None = None
     results: dict[str, Any] | None = None
-    summary: dict[str, Any] | None = None
+    summary: RunSummaryOut | None = Field(default=None, description="A finished run's main numbers")
 
 
 @router.post(

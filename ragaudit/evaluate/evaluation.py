@@ -4,7 +4,8 @@ pairs generated at ingestion), shared by ``POST /evaluate`` and ``ragaudit eval`
 ``evaluate(svc, questions, params)`` returns the results JSON (``schema_version`` 1), the
 document the evaluation dashboard reads::
 
-    {"schema_version": 1, "dataset": {"name", "n_questions"}, "params": {...},
+    {"schema_version": 1, "dataset": {"name", "n_questions", "n_answerable", "n_unanswerable", "n_refuse"},
+     "params": {...},
      "judge": "deterministic" | <litellm model>, "answerer": "extractive" | <model>,
      "modes":   {<mode>: {"hit@1", "hit@5", "hit@10", "mrr", "ndcg@10", "evidence_recall@5",
                           "evidence_recall@10", "n"}},                       # retrieval, no LLM
@@ -36,9 +37,12 @@ best matches the gold answer (``metrics.concise_answer``), an upper bound. A wit
 answer scores 0 there; ``concise_coverage`` (a concise answer shown, over questions with a gold
 answer) and ``concise_precision`` (right when shown: token F1 at least ``CONCISE_RIGHT_F1``, over
 the shown ones) tell withheld from wrong, as ``bench/answer_quality.py`` does.
-Retrieval metrics are means over the non-``refuse`` questions; answer metrics over the questions
-they apply to (EM/F1/citation validity: questions with a gold answer; faithfulness and
-relevance: answers that were not refused; citation support: answers with a cited claim);
+``dataset`` counts the questions: ``n_questions`` (all), ``n_answerable`` (every kind but
+``refuse``) and ``n_unanswerable`` (``refuse``: must be refused; ``n_refuse`` is the same count).
+Retrieval metrics are means over the answerable questions (each mode's ``n`` = ``n_answerable``);
+answer metrics over the questions they apply to (refusal accuracy: all questions, as ``answers``'
+``n``; EM/F1/citation validity: questions with a gold answer; faithfulness and relevance:
+answers that were not refused; citation support: answers with a cited claim);
 ``counts`` says how many. Undefined means are
 ``null``. Only ``latency_ms``, ``seconds``, ``cost_usd`` of a paid model and the run id / time
 stamps differ between two runs on the same inputs.
@@ -454,6 +458,27 @@ def _aggregate_retrieval(per_q: Iterable[dict[str, Any]], mode: str) -> dict[str
     return out
 
 
+def question_counts(questions: Sequence[GoldQuestion]) -> dict[str, int]:
+    """``{"n_questions", "n_answerable", "n_unanswerable"}``: all questions, those with evidence to
+    retrieve (every kind but ``refuse``; what retrieval metrics average over) and the must-refuse
+    ones (``refuse``; left out of retrieval metrics, scored by refusal accuracy with the others)."""
+    refuse = sum(1 for q in questions if q.is_refusal)
+    return {"n_questions": len(questions), "n_answerable": len(questions) - refuse, "n_unanswerable": refuse}
+
+
+def describe_question_counts(n_questions: int, n_unanswerable: int, answers: bool) -> str:
+    """The question counts in words, as ``ragaudit eval`` and the evaluation dashboard show them:
+    ``"12 questions: 11 answerable (retrieval metrics), 1 must-refuse (refusal accuracy covers all
+    12)"``. ``answers``: whether the run scored answers (without them nothing scores refusals)."""
+    noun = "question" if n_questions == 1 else "questions"
+    every = f"all {n_questions}" if n_questions != 1 else "it"
+    refusals = f"refusal accuracy covers {every}" if answers else "not scored: retrieval-only run"
+    return (
+        f"{n_questions} {noun}: {n_questions - n_unanswerable} answerable (retrieval metrics), "
+        f"{n_unanswerable} must-refuse ({refusals})"
+    )
+
+
 @dataclass
 class EvalParams:
     """Inputs of an evaluation run.
@@ -722,13 +747,10 @@ def evaluate(
             done += 1
             if progress:
                 progress(done, total)
+    counts = question_counts(questions)
     result: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
-        "dataset": {
-            "name": dataset_name,
-            "n_questions": len(questions),
-            "n_refuse": sum(1 for q in questions if q.is_refusal),
-        },
+        "dataset": {"name": dataset_name, **counts, "n_refuse": counts["n_unanswerable"]},
         "params": {
             **p.to_json(),
             "modes": modes,

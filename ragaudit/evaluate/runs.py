@@ -19,7 +19,7 @@ from typing import Any
 
 from sqlalchemy import delete, func, select
 
-from ragaudit.evaluate.evaluation import EvalParams, GoldQuestion, evaluate, parse_jsonl
+from ragaudit.evaluate.evaluation import EvalParams, GoldQuestion, describe_question_counts, evaluate, parse_jsonl
 from ragaudit.platform.db import Document, EvalDataset, EvalQuestion, EvalRun, QAPair, utcnow
 from ragaudit.services import Services
 from ragaudit.types import Mode, Strategy
@@ -262,9 +262,20 @@ def get_run(svc: Services, run_id: str) -> dict[str, Any]:
 
 
 def summarize(results: dict[str, Any]) -> dict[str, Any]:
-    """The main metrics of a finished run's ``results``: ``{modes: {mode: retrieval metrics},
-    answers: {mode: {f1, exact_match, refusal_accuracy, faithfulness}}, judge}``."""
+    """The main metrics of a finished run's ``results``: ``{n_questions, n_answerable,
+    n_unanswerable, question_split, modes: {mode: retrieval metrics}, answers: {mode: {f1,
+    exact_match, refusal_accuracy, faithfulness}}, judge}``. ``n_answerable``: the questions the
+    retrieval metrics average over (each mode's ``n``); ``n_unanswerable``: the must-refuse ones,
+    scored by refusal accuracy with the others; ``question_split``: the same in words
+    (``evaluation.describe_question_counts``)."""
+    ds = results.get("dataset") or {}
+    n = int(ds.get("n_questions") or 0)
+    refuse = int(ds.get("n_unanswerable", ds.get("n_refuse")) or 0)
     return {
+        "n_questions": n,
+        "n_answerable": n - refuse,
+        "n_unanswerable": refuse,
+        "question_split": describe_question_counts(n, refuse, bool(results.get("answers"))),
         "modes": results.get("modes"),
         "answers": {
             m: {k: v.get(k) for k in ("f1", "exact_match", "refusal_accuracy", "faithfulness")}

@@ -29,8 +29,9 @@ def test_mean_ci_properties():
 
 def test_intervals_of_a_run(tmp_path, embedder):
     """fails if the intervals' means disagree with the run's own per-mode means (wrong per-question
-    values read), if a mode is missing, if an unknown/unfinished run is not a clear 4xx, or if a
-    finished run read alone lacks the summary the list of runs shows."""
+    values read), if a mode is missing, if an unknown/unfinished run is not a clear 4xx, if a
+    finished run read alone lacks the summary the list of runs shows, or if that summary
+    miscounts the questions its retrieval metrics cover."""
     from ragaudit.services import release_services
 
     settings = make_settings(tmp_path / "ev")
@@ -56,6 +57,12 @@ def test_intervals_of_a_run(tmp_path, embedder):
         listed = next(x for x in c.get("/evaluate").json() if x["id"] == run["id"])
         assert r["summary"] is not None and r["summary"] == listed["summary"]
         assert r["summary"]["modes"]["bm25"]["hit@5"] == r["results"]["modes"]["bm25"]["hit@5"]
+        # generated pairs all have evidence: every one counts in the retrieval metrics; no answers, no refusals scored
+        n = r["summary"]["n_questions"]
+        assert n > 0 and r["summary"]["n_answerable"] == n == r["results"]["modes"]["bm25"]["n"]
+        assert r["summary"]["question_split"] == (
+            f"{n} questions: {n} answerable (retrieval metrics), 0 must-refuse (not scored: retrieval-only run)"
+        )
         iv = c.get(f"/evaluate/{run['id']}/intervals")
         assert iv.status_code == 200, iv.text
         body = iv.json()
