@@ -52,6 +52,7 @@ from starlette.routing import Route
 
 from ragaudit.answer.citations import find_quote
 from ragaudit.evaluate.goldrules import answer_type_of
+from ragaudit.evaluate.runs import summarize
 from ragaudit.ingest import documents as ingest
 from ragaudit.pipelines.runner import DagsterRunner, remove_partition
 from ragaudit.platform.db import ChunkRow, Document, EvalDataset, EvalRun, QAPair, QueryLog, new_id
@@ -113,6 +114,8 @@ def _run_extra(row: EvalRun, _s: Any) -> dict[str, Any]:
             m: {k: v for k, v in a.items() if k != "labels"} for m, a in (res.get("answers") or {}).items()
         },
         "n_questions": (res.get("dataset") or {}).get("n_questions"),
+        # which questions the retrieval metrics (each mode's n) average over, in words
+        "question_split": summarize(res)["question_split"] if res else None,
     }
 
 

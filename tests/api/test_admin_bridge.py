@@ -233,6 +233,26 @@ def test_query_logs_and_eval_runs_lists(client):
     assert r.status_code == 200 and total(r) == 0
 
 
+def test_eval_run_record_says_what_its_counts_cover():
+    """Fails if an evaluation run's admin record does not say, in words, which questions its
+    retrieval metrics (each mode's n) count, or invents a split for a run without results."""
+    from ragaudit.api.admin import _run_extra
+    from ragaudit.platform.db import EvalRun
+
+    results = {
+        "dataset": {"name": "set", "n_questions": 12, "n_answerable": 11, "n_unanswerable": 1, "n_refuse": 1},
+        "modes": {"hybrid": {"hit@5": 1.0, "n": 11}},
+        "answers": {"hybrid": {"refusal_accuracy": 1.0, "n": 12, "labels": {"answered": 12}}},
+    }
+    done = _run_extra(EvalRun(results=results, progress_done=12, progress_total=12), None)
+    assert done["question_split"] == (
+        "12 questions: 11 answerable (retrieval metrics), 1 must-refuse (refusal accuracy covers all 12)"
+    )
+    assert done["n_questions"] == 12 and done["modes"]["hybrid"]["n"] == 11
+    queued = _run_extra(EvalRun(results=None, progress_done=0, progress_total=12), None)
+    assert queued["question_split"] is None and queued["n_questions"] is None
+
+
 def test_api_key_rules(tmp_path, embedder):
     """fails if the bridge lets a write through without a key when keys are set, or closes reads
     that the API leaves open."""

@@ -256,6 +256,7 @@ export const EvalRunShow = () => (
       <TextField source="id" /><TextField source="dataset" /><TextField source="status" /><TextField source="error" />
       <DateField source="created_at" showTime /><DateField source="finished_at" showTime />
       <FunctionField label="params" render={(r: any) => JSON.stringify(r.params)} />
+      <TextField source="question_split" label="questions" />
       <FunctionField label="retrieval" render={(r: any) => <pre>{JSON.stringify(r.modes, null, 1)}</pre>} />
       <FunctionField label="answers" render={(r: any) => <pre>{JSON.stringify(r.answers_summary, null, 1)}</pre>} />
     </SimpleShowLayout>

@@ -13,6 +13,8 @@ interface Dataset { id: string; name: string; source: string; n_questions: numbe
 interface Run {
   id: string; dataset: string; params: Record<string, any>; status: string; progress: { done: number; total: number };
   error: string | null; created_at: string | null; results?: any;
+  // a finished run's counts: question_split says which questions the retrieval metrics average over
+  summary?: { n_questions: number; n_answerable: number; n_unanswerable: number; question_split: string } | null;
 }
 interface CI { mean: number | null; ci95: [number, number] | null; n: number }
 interface Intervals { method: string; retrieval: Record<string, Record<string, CI>>; answers: Record<string, Record<string, CI>> }
@@ -69,7 +71,8 @@ function RunView({ run, onXray, tag }: { run: Run; onXray: (question: string, mo
   };
   return (
     <Box data-testid="run-results" data-run-id={run.id}>
-      <Typography variant="subtitle2">{tag && <b>{tag}: </b>}{res.dataset?.name} · {res.dataset?.n_questions} questions · judge {res.judge} · answerer {res.answerer}</Typography>
+      <Typography variant="subtitle2">{tag && <b>{tag}: </b>}{res.dataset?.name} · judge {res.judge} · answerer {res.answerer}</Typography>
+      <Typography variant="body2" data-testid="question-split">{run.summary?.question_split ?? `${res.dataset?.n_questions} questions`}</Typography>
       <Stack direction="row" spacing={1} alignItems="center" sx={{ my: 1 }}>
         <TextField select size="small" label="metric" value={metric} onChange={(e) => setMetric(e.target.value)} data-testid="metric">
           {metricNames.map((m) => <MenuItem key={m} value={m}>{m}</MenuItem>)}
@@ -90,7 +93,7 @@ function RunView({ run, onXray, tag }: { run: Run; onXray: (question: string, mo
         </ResponsiveContainer>
       </Box>
       <Table size="small" data-testid="ci-table">
-        <TableHead><TableRow><TableCell>mode</TableCell><TableCell>{metric}</TableCell><TableCell>95% CI</TableCell><TableCell>n</TableCell></TableRow></TableHead>
+        <TableHead><TableRow><TableCell>mode</TableCell><TableCell>{metric}</TableCell><TableCell>95% CI</TableCell><TableCell title="questions the metric averages over">n</TableCell></TableRow></TableHead>
         <TableBody>
           {chart.map((c) => (
             <TableRow key={c.mode} data-testid="ci-row"><TableCell>{c.mode}</TableCell><TableCell>{f3(c.value)}</TableCell>
