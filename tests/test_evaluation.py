@@ -19,7 +19,7 @@ from ragaudit.ingest.documents import ingest_bytes
 from ragaudit.pipelines.runner import DagsterRunner, instance_for
 from ragaudit.platform.db import QAPair
 from ragaudit.text.sentences import sentence_spans
-from tests.conftest import DATA, SAMPLES
+from tests.conftest import DATA, ROOT, SAMPLES
 
 SMALL = DATA / "eval_small.jsonl"
 VOLATILE = {"latency_ms", "seconds", "run_id", "p50", "p95"}
@@ -32,6 +32,15 @@ def _stable(obj):
     if isinstance(obj, list):
         return [_stable(v) for v in obj]
     return obj
+
+
+def _readme_evaluation_example() -> tuple[str, dict]:
+    """The gold set file and the ``POST /evaluate`` body of the README's curl example."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    upload = re.search(r"curl -s -F file=@(\S+) localhost:8000/datasets\n", text)
+    start = re.search(r"curl -s localhost:8000/evaluate -H 'content-type: application/json' -d '(\{.*?\})'\n", text)
+    assert upload and start, "the README shows no evaluation over HTTP"
+    return upload.group(1), json.loads(start.group(1))
 
 
 SPLIT_12 = "12 questions: 11 answerable (retrieval metrics), 1 must-refuse (refusal accuracy covers all 12)"
@@ -60,7 +69,8 @@ def test_cli_eval_json_then_api_run_gives_the_same_results(kb, monkeypatch):
     ranges, or if the default modes include one the settings cannot run (hybrid_rerank without
     a reranker) or differ between the CLI, the API and GET /modes; if the results, the run's
     summary or the CLI's table do not say which questions the retrieval metrics count (answerable
-    ones, not the must-refuse one)."""
+    ones, not the must-refuse one); or if the README's curl example of an evaluation does not
+    start a run here."""
     monkeypatch.setenv("RAGAUDIT_DATA_DIR", str(kb.settings.data_dir))
     for var in ("RAGAUDIT_DATABASE_URL", "RAGAUDIT_QDRANT_URL", "RAGAUDIT_LLM_MODEL", "RAGAUDIT_JUDGE_MODEL"):
         monkeypatch.delenv(var, raising=False)
@@ -142,15 +152,18 @@ def test_cli_eval_json_then_api_run_gives_the_same_results(kb, monkeypatch):
     ), lines
     assert lines[3].startswith("hybrid") and lines[3].split()[-1] == "11", lines
 
-    # the API: import the same file, start a run, it returns at once and completes in the background
+    # the API, as the README shows it: import the same file, start a run, it returns at once and
+    # completes in the background
+    upload, body = _readme_evaluation_example()
+    assert ROOT / upload == SMALL and body == {"dataset": SMALL.name}
     with TestClient(create_app(kb.settings)) as client:
-        with open(SMALL, "rb") as f:
-            r = client.post("/datasets", files={"file": ("eval_small.jsonl", f, "application/x-ndjson")})
+        with open(ROOT / upload, "rb") as f:  # curl -F file=@PATH sends the file's name
+            r = client.post("/datasets", files={"file": (SMALL.name, f, "application/x-ndjson")})
         assert r.status_code == 201 and r.json()["n_questions"] == 12
         assert any(d["name"] == "eval_small.jsonl" for d in client.get("/datasets").json())
         assert any(d["name"] == "generated" and d["n_questions"] > 0 for d in client.get("/datasets").json())
         t = time.perf_counter()
-        r = client.post("/evaluate", json={"dataset": "eval_small.jsonl"})
+        r = client.post("/evaluate", json=body)
         assert r.status_code == 202 and time.perf_counter() - t < 5
         run = r.json()
         assert run["status"] in ("queued", "running") and run["results"] is None
