@@ -183,6 +183,7 @@ class QueryService:
             named_subset=s.named_document_subset,
             table_vote=s.table_vote,
             language_stems=s.bm25_language_stems,
+            multilingual=s.multilingual_vectors,
             disabled=self.disabled,
         )
         self.answerer = answerer or build_answerer(svc)

@@ -126,7 +126,9 @@ class ChunkPayload(TypedDict, total=False):
     (``ragaudit.text.injection``: passages that read as instructions). ``clipped_pages`` (``[first, last]``) is set on a copy cut to a page range.
     Untrusted text: ``instruction_like``, ``instruction_score`` (0..1) and ``instruction_spans``
     (``[[start, end], ...]`` in ``text``) of the sentences that read as instructions to an
-    assistant (``ragaudit.text.injection``).
+    assistant (``ragaudit.text.injection``). Language: ``language`` (ISO 639-1, from
+    ``ragaudit.text.language.detect_language``) only on chunks of a document not in English, which
+    also have the multilingual vector (``ragaudit.index.multilingual``).
     """
 
     document_id: str
@@ -153,6 +155,7 @@ class ChunkPayload(TypedDict, total=False):
     instruction_like: bool
     instruction_score: float
     instruction_spans: list[list[int]]
+    language: str
     clipped_pages: list[int]
     instruction_like: bool
     instruction_score: float
@@ -325,7 +328,11 @@ class RetrievedChunk:
             "header": self.payload.get("header") or "",
             "text": self.text,
             "score": self.score,
-            "ranks": {"vector": self.ranks.get("vector"), "bm25": self.ranks.get("bm25")},
+            "ranks": {
+                "vector": self.ranks.get("vector"),
+                "bm25": self.ranks.get("bm25"),
+                **({"multilingual": self.ranks["multilingual"]} if "multilingual" in self.ranks else {}),
+            },
             "scores": dict(self.scores),
             "section": self.payload.get("section") or "",
             "strategy": self.payload.get("strategy"),

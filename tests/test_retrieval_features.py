@@ -470,3 +470,106 @@ def test_a_spanish_question_finds_the_spanish_article_by_its_own_stems(tmp_path,
         finally:
             release_services(settings)
     assert ranks[True] <= 3 < ranks[False], ranks
+
+
+# Articles 38 to 43 of the German Basic Law (Grundgesetz; an official work, in the public domain),
+# one article a page
+GRUNDGESETZ = [
+    "Artikel 38. (1) Die Abgeordneten des Deutschen Bundestages werden in allgemeiner, unmittelbarer, freier, "
+    "gleicher und geheimer Wahl gewählt. Sie sind Vertreter des ganzen Volkes, an Aufträge und Weisungen nicht "
+    "gebunden und nur ihrem Gewissen unterworfen. (2) Wahlberechtigt ist, wer das achtzehnte Lebensjahr vollendet "
+    "hat; wählbar ist, wer das Alter erreicht hat, mit dem die Volljährigkeit eintritt. (3) Das Nähere bestimmt ein "
+    "Bundesgesetz.",
+    "Artikel 39. (1) Der Bundestag wird vorbehaltlich der nachfolgenden Bestimmungen auf vier Jahre gewählt. Seine "
+    "Wahlperiode endet mit dem Zusammentritt eines neuen Bundestages. Die Neuwahl findet frühestens "
+    "sechsundvierzig, spätestens achtundvierzig Monate nach Beginn der Wahlperiode statt. Im Falle einer Auflösung "
+    "des Bundestages findet die Neuwahl innerhalb von sechzig Tagen statt. (2) Der Bundestag tritt spätestens am "
+    "dreißigsten Tage nach der Wahl zusammen.",
+    "Artikel 40. (1) Der Bundestag wählt seinen Präsidenten, dessen Stellvertreter und die Schriftführer. Er gibt "
+    "sich eine Geschäftsordnung. (2) Der Präsident übt das Hausrecht und die Polizeigewalt im Gebäude des "
+    "Bundestages aus. Ohne seine Genehmigung darf in den Räumen des Bundestages keine Durchsuchung oder "
+    "Beschlagnahme stattfinden.",
+    "Artikel 41. (1) Die Wahlprüfung ist Sache des Bundestages. Er entscheidet auch, ob ein Abgeordneter des "
+    "Bundestages die Mitgliedschaft verloren hat. (2) Gegen die Entscheidung des Bundestages ist die Beschwerde an "
+    "das Bundesverfassungsgericht zulässig. (3) Das Nähere regelt ein Bundesgesetz.",
+    "Artikel 42. (1) Der Bundestag verhandelt öffentlich. Auf Antrag eines Zehntels seiner Mitglieder oder auf "
+    "Antrag der Bundesregierung kann mit Zweidrittelmehrheit die Öffentlichkeit ausgeschlossen werden. (2) Zu einem "
+    "Beschlusse des Bundestages ist die Mehrheit der abgegebenen Stimmen erforderlich, soweit dieses Grundgesetz "
+    "nichts anderes bestimmt.",
+    "Artikel 43. (1) Der Bundestag und seine Ausschüsse können die Anwesenheit jedes Mitgliedes der "
+    "Bundesregierung verlangen. (2) Die Mitglieder des Bundesrates und der Bundesregierung sowie ihre Beauftragten "
+    "haben zu allen Sitzungen des Bundestages und seiner Ausschüsse Zutritt. Sie müssen jederzeit gehört werden.",
+]
+
+
+def _articles_pdf() -> bytes:
+    import datetime
+
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    pdf.set_creation_date(datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc))
+    pdf.set_font("helvetica", size=11)
+    for article in GRUNDGESETZ:
+        pdf.add_page()
+        pdf.multi_cell(0, 6, article)
+    return bytes(pdf.output())
+
+
+def test_multilingual_leg_ranks_german_articles_for_english_and_german_questions(fresh_services):
+    """An English question about a German statute: BM25 finds the document by "Bundestag", which
+    every article names, and the bundled model reads English only, so neither ranks the article
+    that answers. Fails if the German chunks get no multilingual vector (or an English document's
+    chunks get one), if the leg does not run (no 'multilingual' rank, rule not named), or if the
+    answering article is not first, for the English question and for a German one."""
+    from ragaudit.index.store import MULTILINGUAL
+    from tests.conftest import text_pdf
+
+    svc = fresh_services
+    for name, data in (("grundgesetz-38-43.pdf", _articles_pdf()), ("survey.pdf", text_pdf(2, "election"))):
+        assert ingest_bytes(svc, data, name, DagsterRunner()).status == "ingested"
+    assert svc.store.has_multilingual()
+    payloads = dict(svc.store.iter_payloads())
+    vecs = svc.store.get_vectors(list(payloads), [MULTILINGUAL])
+    by_doc: dict[str, set] = {}
+    for pid, p in payloads.items():
+        by_doc.setdefault(p["doc_name"], set()).add((p.get("language"), MULTILINGUAL in vecs.get(pid, {})))
+    assert by_doc == {"grundgesetz-38-43.pdf": {("de", True)}, "survey.pdf": {(None, False)}}
+
+    def rank(res, needle: str) -> int | None:
+        return next((c.rank for c in res.chunks if needle in " ".join(c.text.split())), None)
+
+    qs = QueryService(svc)
+    cases = (
+        ("For how many years is the Bundestag elected?", "auf vier Jahre gewählt"),
+        ("Ab welchem Alter ist man bei der Bundestagswahl wahlberechtigt?", "Wahlberechtigt ist"),
+    )
+    on = {}
+    for question, needle in cases:
+        res = qs.retriever.retrieve(question, None, 5, Mode.hybrid)
+        assert any(f.rule == "retrieval.multilingual" for f in res.rules), question
+        assert res.timings_ms["multilingual"] > 0
+        on[question] = rank(res, needle)
+        assert on[question] is not None and on[question] <= 3, (question, [c.text[:40] for c in res.chunks])
+        hit = res.chunks[on[question] - 1]
+        # its dense vote is the multilingual model's, not the English model's
+        assert hit.ranks["vector"] is None and hit.ranks["multilingual"] <= 3, hit.ranks
+        assert hit.to_json()["ranks"]["multilingual"] == hit.ranks["multilingual"]
+
+    # the answer's X-ray names the rule, and the query log records the leg's latency for /metrics
+    from sqlalchemy import select
+
+    from ragaudit.platform.db import QueryLog
+
+    out = qs.ask(cases[0][0], Scope(), None, Mode.hybrid)
+    assert any(r["rule"] == "retrieval.multilingual" for r in out["rules"])
+    with svc.sessions() as s:
+        row = s.scalar(select(QueryLog).where(QueryLog.id == out["query_id"]))
+    assert row is not None and row.multilingual_ms and row.multilingual_ms > 0
+
+    # the English model's dense vote and BM25 alone rank them lower or not at all
+    qs.retriever.multilingual = False  # as with the rule switched off (RAGAUDIT_DISABLED_RULES)
+    for question, needle in cases:
+        off = qs.retriever.retrieve(question, None, 5, Mode.hybrid)
+        assert not any(f.rule == "retrieval.multilingual" for f in off.rules)
+        assert (rank(off, needle) or 99) > on[question], (question, rank(off, needle), on[question])

@@ -1,5 +1,6 @@
-"""Qdrant vector store: one point per chunk, a named dense vector, a window multivector (MaxSim)
-and a named sparse BM25 vector (IDF).
+"""Qdrant vector store: one point per chunk, a named dense vector, a window multivector (MaxSim),
+a named sparse BM25 vector (IDF) and, for chunks of documents not in English, a multilingual dense
+vector (``MULTILINGUAL``, ``ragaudit.index.multilingual``; English chunks have none).
 
 Three backends, one interface (``VectorStore``; ``open_store`` picks one):
 
@@ -31,6 +32,7 @@ import qdrant_edge as qe
 from filelock import FileLock, Timeout
 from qdrant_client import QdrantClient, models
 
+from ragaudit.index.multilingual import DIM as MULTILINGUAL_DIM
 from ragaudit.index.sparse import SparseVector
 from ragaudit.types import AnyOf, Condition, Match, Not, Range, Scope
 
@@ -39,6 +41,7 @@ log = logging.getLogger(__name__)
 DENSE = "dense"
 WINDOWS = "dense_windows"
 SPARSE = "bm25"
+MULTILINGUAL = "dense_multilingual"
 POINT_NAMESPACE = uuid.UUID("8f0d3c2e-5b7a-4a51-9a3c-5f1e7c1d2b64")
 KEYWORD_FIELDS = ("document_id", "doc_name", "doc_key", "knowledge_base", "strategy", "doc_sha256")
 INTEGER_FIELDS = ("page_start", "page_end", "chunk_index", "ingest_version")
@@ -131,8 +134,10 @@ class VectorStore:
         vectors = self.client.get_collection(self.collection).config.params.vectors
         return vectors[DENSE].size if isinstance(vectors, dict) and DENSE in vectors else None
 
-    def _create(self, dim: int, windows: bool) -> None:
+    def _create(self, dim: int, windows: bool, multilingual: int = 0) -> None:
         vectors = {DENSE: models.VectorParams(size=dim, distance=models.Distance.COSINE)}
+        if multilingual:
+            vectors[MULTILINGUAL] = models.VectorParams(size=multilingual, distance=models.Distance.COSINE)
         if windows:
             vectors[WINDOWS] = models.VectorParams(
                 size=dim,
@@ -155,6 +160,10 @@ class VectorStore:
     def _windows_in_collection(self) -> bool:
         vectors = self.client.get_collection(self.collection).config.params.vectors
         return isinstance(vectors, dict) and WINDOWS in vectors
+
+    def _multilingual_in_collection(self) -> bool:
+        vectors = self.client.get_collection(self.collection).config.params.vectors
+        return isinstance(vectors, dict) and MULTILINGUAL in vectors
 
     def _upsert_points(
         self, ids: Sequence[str], vectors: list[dict[str, Any]], payloads: Sequence[dict[str, Any]]
@@ -247,10 +256,12 @@ class VectorStore:
             self.client.delete(self.collection, points_selector=models.PointIdsList(points=list(ids)), wait=True)
 
     # ------------------------------------------------------------------ the store's operations
-    def ensure_collection(self, dim: int, *, windows: bool = True) -> None:
+    def ensure_collection(self, dim: int, *, windows: bool = True, multilingual: int = 0) -> None:
         """Create the collection (cosine dense ``dim``, the ``windows`` MaxSim multivector unless
-        ``windows=False``, sparse BM25 with IDF) and payload indexes. ``ValueError`` when the
-        collection exists with another dense size."""
+        ``windows=False``, a ``multilingual``-dimensional cosine vector ``MULTILINGUAL`` when > 0,
+        sparse BM25 with IDF) and payload indexes. ``ValueError`` when the collection exists with
+        another dense size. An existing collection keeps its vectors (Qdrant adds no named vector
+        to a collection): ``has_multilingual`` says whether it has the multilingual one."""
         with self._lock:
             if self.exists():
                 have = self._dense_size()
@@ -260,8 +271,9 @@ class VectorStore:
                         "use another collection name or re-ingest into a new one"
                     )
                 return
-            self._create(dim, windows)
+            self._create(dim, windows, multilingual)
             self._has_windows = None
+            self._has_multilingual = None
 
     def has_windows(self) -> bool:
         """True when the collection has the window multivector (collections created before it
@@ -272,6 +284,15 @@ class VectorStore:
             self._has_windows = self._windows_in_collection()
         return self._has_windows
 
+    def has_multilingual(self) -> bool:
+        """True when the collection has the ``MULTILINGUAL`` vector (created with
+        ``ensure_collection(..., multilingual=...)``)."""
+        if getattr(self, "_has_multilingual", None) is None:
+            if not self.exists():
+                return False
+            self._has_multilingual = self._multilingual_in_collection()
+        return self._has_multilingual
+
     def upsert(
         self,
         ids: Sequence[str],
@@ -280,16 +301,22 @@ class VectorStore:
         payloads: Sequence[dict[str, Any]],
         batch_size: int = 256,
         windows: Sequence[Sequence[Sequence[float]]] | None = None,
+        multilingual: Sequence[Sequence[float] | None] | None = None,
     ) -> None:
         """Upsert points in batches (idempotent: same ids overwrite). ``windows``: per point, the
-        vectors of its sentence windows (stored when the collection has the multivector)."""
+        vectors of its sentence windows (stored when the collection has the multivector);
+        ``multilingual``: per point, its ``MULTILINGUAL`` vector or None (stored when the
+        collection has that vector)."""
         with_windows = windows is not None and self.has_windows()
+        with_multi = multilingual is not None and self.has_multilingual()
         for i in range(0, len(ids), batch_size):
             vectors = []
             for j in range(i, min(i + batch_size, len(ids))):
                 vector: dict[str, Any] = {DENSE: _floats(dense[j]), SPARSE: sparse[j]}
                 if with_windows:
                     vector[WINDOWS] = [_floats(v) for v in windows[j]]
+                if with_multi and multilingual[j] is not None:
+                    vector[MULTILINGUAL] = _floats(multilingual[j])
                 vectors.append(vector)
             with self._lock:  # per batch: a search (or another writer) gets a turn in between
                 self._upsert_points(ids[i : i + batch_size], vectors, payloads[i : i + batch_size])
@@ -430,6 +457,15 @@ class VectorStore:
             return self._query(WINDOWS, [vec], flt, limit, with_payload=with_payload)
         return self._query(DENSE, _floats(vector), flt, limit, with_payload=with_payload)
 
+    def search_multilingual(
+        self, vector: Sequence[float], flt: models.Filter | None, limit: int, with_payload: bool = True
+    ) -> list[PointHit]:
+        """Top-``limit`` by cosine similarity of the ``MULTILINGUAL`` vector: only chunks that have
+        one (of documents not in English) are scored; [] when the collection has no such vector."""
+        if not self.has_multilingual():
+            return []
+        return self._query(MULTILINGUAL, _floats(vector), flt, limit, with_payload=with_payload)
+
     def search_sparse(
         self, vector: SparseVector, flt: models.Filter | None, limit: int, with_payload: bool = True
     ) -> list[PointHit]:
@@ -494,6 +530,7 @@ class EdgeVectorStore(VectorStore):
         self.location = f"edge:{path}"
         self.local = True
         self._has_windows = None
+        self._has_multilingual = None
         self._closed = False
         key = str((self.folder.resolve() / collection))
         with _EDGE_HANDLES_LOCK:  # one shard per folder per process, shared by this process's stores
@@ -555,8 +592,8 @@ class EdgeVectorStore(VectorStore):
                 h.shard = None
             h.file_lock.release()
 
-    def upsert(self, ids, dense, sparse, payloads, batch_size: int = 0, windows=None) -> None:
-        super().upsert(ids, dense, sparse, payloads, batch_size or self.upsert_batch, windows)
+    def upsert(self, ids, dense, sparse, payloads, batch_size: int = 0, windows=None, multilingual=None) -> None:
+        super().upsert(ids, dense, sparse, payloads, batch_size or self.upsert_batch, windows, multilingual)
 
     def delete_replaced(self, document_id: str, version: int, sha256: str, strategy: str) -> None:
         super().delete_replaced(document_id, version, sha256, strategy)
@@ -572,10 +609,15 @@ class EdgeVectorStore(VectorStore):
     def _windows_in_collection(self) -> bool:
         return bool(self._meta.get("windows"))
 
-    def _create(self, dim: int, windows: bool) -> None:
+    def _multilingual_in_collection(self) -> bool:
+        return bool(self._meta.get("multilingual"))
+
+    def _create(self, dim: int, windows: bool, multilingual: int = 0) -> None:
 
         qe = self.qe
         vectors = {DENSE: qe.EdgeVectorParams(size=dim, distance=qe.Distance.Cosine)}
+        if multilingual:
+            vectors[MULTILINGUAL] = qe.EdgeVectorParams(size=multilingual, distance=qe.Distance.Cosine)
         if windows:
             vectors[WINDOWS] = qe.EdgeVectorParams(
                 size=dim,
@@ -599,7 +641,12 @@ class EdgeVectorStore(VectorStore):
         for name in (*INTEGER_FIELDS, *EDGE_BOOL_SHADOW.values()):
             shard.update(qe.UpdateOperation.create_field_index(name, qe.PayloadSchemaType.Integer))
         shard.flush()
-        self._meta = {"dense_size": dim, "windows": windows, "engine": "qdrant-edge"}
+        self._meta = {
+            "dense_size": dim,
+            "windows": windows,
+            "engine": "qdrant-edge",
+            **({"multilingual": multilingual} if multilingual else {}),
+        }
         tmp = self.meta_path.with_suffix(".json.tmp")
         tmp.write_text(json.dumps(self._meta))
         tmp.replace(self.meta_path)  # the collection exists once its metadata does
@@ -921,13 +968,14 @@ def edge_filter(flt: Any):
 
 
 def copy_points(src: VectorStore, dst: VectorStore, batch: int = 256) -> int:
-    """Copy every point of ``src`` (payloads, dense, window and sparse vectors; ids kept) into
+    """Copy every point of ``src`` (payloads, dense, window, multilingual and sparse vectors; ids kept) into
     ``dst``, creating ``dst``'s collection with ``src``'s shape; returns the number copied. Used
     once to move a local-mode store into Qdrant Edge when the default backend changed."""
     if not src.exists():
         return 0
-    dst.ensure_collection(src._dense_size(), windows=src.has_windows())
-    names = [DENSE, SPARSE] + ([WINDOWS] if src.has_windows() else [])
+    multi = src.has_multilingual()
+    dst.ensure_collection(src._dense_size(), windows=src.has_windows(), multilingual=MULTILINGUAL_DIM if multi else 0)
+    names = [DENSE, SPARSE] + ([WINDOWS] if src.has_windows() else []) + ([MULTILINGUAL] if multi else [])
     n = 0
     rows: list[tuple[str, dict]] = []
 
@@ -940,6 +988,7 @@ def copy_points(src: VectorStore, dst: VectorStore, batch: int = 256) -> int:
             [vecs[pid][SPARSE] for pid, _ in keep],
             [pl for _, pl in keep],
             windows=[vecs[pid][WINDOWS] for pid, _ in keep] if WINDOWS in names else None,
+            multilingual=[vecs[pid].get(MULTILINGUAL) for pid, _ in keep] if multi else None,
         )
         return len(keep)
 

@@ -36,6 +36,9 @@ import numpy as np
 from sqlalchemy import delete, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
+from ragaudit.index.multilingual import DIM as MULTILINGUAL_DIM
+from ragaudit.index.multilingual import REVISION as MULTILINGUAL_REVISION
+from ragaudit.index.multilingual import passage_vectors
 from ragaudit.index.sparse import LANGUAGE_STEMS_REVISION, ROW_LABELS_REVISION, bm25_document_vector, text_language
 from ragaudit.index.store import point_id
 from ragaudit.ingest.chunking import ATOMIC_UNITS_REVISION, chunk_document, document_title
@@ -48,6 +51,7 @@ from ragaudit.platform.db import ChunkRow, Document, QAPair, bump_index_version,
 from ragaudit.services import Services
 from ragaudit.text.docnames import InvalidNameError, name_key, validate_knowledge_base, validate_name
 from ragaudit.text.injection import scan
+from ragaudit.text.language import non_english
 from ragaudit.text.sentences import sentence_spans, window_spans
 from ragaudit.types import DEFAULT_STRATEGY, Chunk, ChunkPayload, Strategy
 
@@ -180,6 +184,7 @@ def build_info(svc: Services, strategy: Strategy) -> dict[str, Any]:
         **({"chunk_atomic_units": ATOMIC_UNITS_REVISION} if st.chunk_atomic_units else {}),
         **({"bm25_row_labels": ROW_LABELS_REVISION} if st.bm25_row_labels else {}),
         **({"bm25_language_stems": LANGUAGE_STEMS_REVISION} if st.bm25_language_stems else {}),
+        **({"multilingual_vectors": MULTILINGUAL_REVISION} if st.multilingual_vectors else {}),
     }
 
 
@@ -621,6 +626,10 @@ def stage_chunks(svc: Services, document_id: str, chunks: list[Chunk], strategy:
     (``ragaudit.text.injection.scan``): payload ``instruction_like`` / ``instruction_score`` /
     ``instruction_spans`` and row ``instruction_like`` / ``instruction_score`` record the result.
 
+    A document not in English (``ragaudit.text.language.non_english`` of its opening chunks) also
+    gets a multilingual vector per chunk and ``language`` in each payload
+    (``ragaudit.index.multilingual``; ``Settings.multilingual_vectors``).
+
     Returns counts and timings (ms). On failure this run's points and rows are removed again
     and the previous version stays as it was; raises ``IngestError`` (stage ``chunk_points``).
     """
@@ -633,9 +642,15 @@ def stage_chunks(svc: Services, document_id: str, chunks: list[Chunk], strategy:
     ids: list[str] = []
     set_progress(svc, doc.id, status="embedding", chunks_done=0, chunks_total=len(chunks))
     # the document's language, read from its opening text: its BM25 terms get that language's stems
-    language = text_language(" ".join(c.text for c in chunks[:20])) if st.bm25_language_stems else None
+    opening = " ".join(c.text for c in chunks[:20])
+    language = text_language(opening) if st.bm25_language_stems else None
+    # a document not in English also gets multilingual vectors (ragaudit.index.multilingual)
+    doc_language = non_english(opening)
+    multilingual = st.multilingual_vectors and doc_language is not None
+    t_multi = 0.0
     try:
-        svc.store.ensure_collection(svc.embedder.dim)
+        svc.store.ensure_collection(svc.embedder.dim, multilingual=MULTILINGUAL_DIM if st.multilingual_vectors else 0)
+        multilingual = multilingual and svc.store.has_multilingual()
         _discard_staged(svc, doc.id)
         use_windows = bool(st.dense_window_tokens) and svc.store.has_windows()
         for a in range(0, len(chunks), STAGE_BATCH_CHUNKS):
@@ -695,14 +710,22 @@ def stage_chunks(svc: Services, document_id: str, chunks: list[Chunk], strategy:
                     "instruction_like": scans[k].flagged,
                     "instruction_score": scans[k].score,
                     "instruction_spans": [list(s) for s in scans[k].spans],
+                    **({"language": doc_language} if multilingual else {}),
                     # the window vectors' and sentences' spans: the extractive answerer scores sentences
                     # with them (no embedding or sentence segmentation per question)
                     **(spans[k] if spans else {}),
                 }
                 for k, c in enumerate(part)
             ]
+            multi = None
+            if multilingual:
+                t2 = time.perf_counter()
+                # the passage alone: the header line (the document's title and section) outweighs
+                # the passage in e5's vector (measured: the answering article ranked lower)
+                multi = list(passage_vectors([c.text for c in part]))
+                t_multi += time.perf_counter() - t2
             t1 = time.perf_counter()
-            svc.store.upsert(part_ids, dense, sparse, payloads, windows=windows)
+            svc.store.upsert(part_ids, dense, sparse, payloads, windows=windows, multilingual=multi)
             t_upsert += time.perf_counter() - t1
             with svc.sessions.begin() as s:
                 s.add_all(
@@ -742,6 +765,9 @@ def stage_chunks(svc: Services, document_id: str, chunks: list[Chunk], strategy:
         "embed_ms": round(t_embed * 1000, 1),
         "upsert_ms": round(t_upsert * 1000, 1),
         "max_tokens": max(c.token_count for c in chunks),
+        # chunks of a document not in English also got multilingual vectors, in this time
+        "multilingual_vectors": multilingual,
+        "multilingual_ms": round(t_multi * 1000, 1),
     }
 
 

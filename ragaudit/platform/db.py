@@ -360,6 +360,7 @@ class QueryLog(Base):
     fusion_ms: Mapped[float | None] = mapped_column(Float, nullable=True)
     rerank_ms: Mapped[float | None] = mapped_column(Float, nullable=True)
     document_ms: Mapped[float | None] = mapped_column(Float, nullable=True)
+    multilingual_ms: Mapped[float | None] = mapped_column(Float, nullable=True)
     neighbors_ms: Mapped[float | None] = mapped_column(Float, nullable=True)
     gate_ms: Mapped[float | None] = mapped_column(Float, nullable=True)
     generation_ms: Mapped[float | None] = mapped_column(Float, nullable=True)

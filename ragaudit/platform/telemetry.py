@@ -54,6 +54,7 @@ STAGE_COLUMNS: dict[str, str] = {
     "fusion": "fusion_ms",
     "rerank": "rerank_ms",
     "document": "document_ms",
+    "multilingual": "multilingual_ms",
     "neighbors": "neighbors_ms",
     "gate": "gate_ms",
     "generation": "generation_ms",

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from ragaudit.index.embedding import Embedder
+from ragaudit.index.multilingual import query_vector as multilingual_query_vector
 from ragaudit.index.sparse import CJK_CHAR, bm25_query_vector, question_row_terms, row_label_terms, tokenize
 from ragaudit.index.store import PointHit, VectorStore, point_id, scope_filter
 from ragaudit.platform.rules import Fired, Registry, Rule
@@ -24,6 +25,7 @@ from ragaudit.retrieve.scope import enforce_scope
 from ragaudit.text.anchors import question_anchors
 from ragaudit.text.dates import MONTH_NAME, WEEKDAY
 from ragaudit.text.function_words import STOP_WORDS
+from ragaudit.text.language import non_english
 from ragaudit.text.lines import ends_mid_list, ends_with_lead_in, is_value_row
 from ragaudit.types import ChoiceEnum, Mode, RetrievedChunk, Scope
 
@@ -219,6 +221,13 @@ RETRIEVAL = Registry(
             lambda *a: None,
         ),
         Rule(
+            "retrieval.multilingual",
+            "chunks of documents not in English get their dense vote from a multilingual model (its "
+            "own RRF list) for a question in another language, or within the non-English documents "
+            "the two legs found: the bundled model reads English only",
+            lambda *a: None,
+        ),
+        Rule(
             "retrieval.table_vote",
             "a table chunk holding a row the question names gets BM25's rank as its dense rank too: the "
             "dense leg cannot read a column of numbers",
@@ -267,6 +276,7 @@ class Retriever:
         named_subset: int = 3,
         table_vote: bool = False,
         language_stems: bool = False,
+        multilingual: bool = False,
         disabled: frozenset[str] = frozenset(),
     ):
         self.store = store
@@ -291,6 +301,8 @@ class Retriever:
         self.table_vote = table_vote and on["retrieval.table_vote"]  # table chunks naming the question's row
         self.neighbours_on = on["retrieval.neighbours"]
         self.language_stems = language_stems  # a question in another language also gets its stems
+        # chunks of documents not in English also ranked by their multilingual vectors (a third list)
+        self.multilingual = multilingual and on["retrieval.multilingual"]
 
     def retrieve(
         self,
@@ -409,8 +421,27 @@ class Retriever:
                     notes.append(note)
                     fired.append(Fired("retrieval.named_document", "reordered", note, {"terms": terms}))
             timings["document"] = (time.perf_counter() - t) * 1000
+        if self.multilingual and mode is not Mode.bm25 and hits:
+            t = started["multilingual"] = time.perf_counter()
+            multi = self._multilingual_leg(question, script, hits, scope, flt, n, lazy)
+            if multi is not None:
+                hits["multilingual"], why = multi
+                note = (
+                    f"chunks of documents not in English were ranked by the multilingual model ({why}): "
+                    "its list ('multilingual') replaces the English model's vote for them in RRF"
+                )
+                notes.append(note)
+                fired.append(Fired("retrieval.multilingual", "reordered", note, {"chunks": len(multi[0])}))
+            timings["multilingual"] = (time.perf_counter() - t) * 1000
         t = started["fusion"] = time.perf_counter()
         ranked_ids = {name: list(h) for name, h in hits.items()}
+        if "multilingual" in hits and "vector" in hits:
+            # a chunk not in English gets its dense vote from the model that reads it, not from the
+            # English one (whose rank of it is noise)
+            self._fill_payloads(hits, ranked_ids["vector"])
+            ranked_ids["vector"] = [
+                pid for pid in ranked_ids["vector"] if not hits["vector"][pid].payload.get("language")
+            ]
         votes: dict[str, int] = {}
         if len(hits) == 1:
             ((name, only),) = hits.items()
@@ -456,7 +487,10 @@ class Retriever:
                     chunk_id=pid,
                     score=float(score),
                     payload=src.payload,
-                    ranks={name: rank_of.get(name, {}).get(pid) for name in ("vector", "bm25")},
+                    ranks={
+                        name: rank_of.get(name, {}).get(pid)
+                        for name in ("vector", "bm25", *(["multilingual"] if "multilingual" in hits else []))
+                    },
                     scores={
                         name: (hits[name][pid].score if name in hits and pid in hits[name] else None)
                         for name in ("vector", "bm25")
@@ -508,6 +542,57 @@ class Retriever:
             started=started,
             rules=fired,
         )
+
+    def _multilingual_leg(
+        self,
+        question: str,
+        script: str,
+        hits: dict[str, dict[str, PointHit]],
+        scope: Scope,
+        flt: Any,
+        n: int,
+        lazy: bool,
+    ) -> tuple[dict[str, PointHit], str] | None:
+        """``({id: hit} best first, why)``: the top ``n`` chunks by their multilingual vector
+        (``ragaudit.index.multilingual``; only chunks of documents not in English have one), or
+        None when the leg does not apply.
+
+        - a question in another language than English (``non_english``) or mostly in CJK
+          script: every such chunk in ``scope``;
+        - an English question: the chunks of the non-English documents among the two legs'
+          candidates only (their payload's ``language``). An English question that names a German
+          document's subject ("Bundestag") brings that document into BM25's candidates, but
+          neither English leg can tell which of its passages answers.
+
+        None when the collection has no multilingual vectors or no candidate is from a document
+        not in English."""
+        if not self.store.has_multilingual():
+            return None
+        if script == "cjk" or non_english(question) is not None:
+            sub, why = flt, "the question is not in English"
+        else:
+            ids = list(dict.fromkeys(pid for hs in hits.values() for pid in hs))
+            self._fill_payloads(hits, ids)
+            docs = sorted(
+                {
+                    h.payload["document_id"]
+                    for hs in hits.values()
+                    for h in hs.values()
+                    if h.payload.get("language") and h.payload.get("document_id")
+                }
+            )
+            if not docs:
+                return None
+            if scope.document_ids:
+                docs = [d for d in docs if d in scope.document_ids]
+            if not docs:
+                return None
+            sub = scope_filter(replace(scope, document_ids=docs))
+            why = f"{len(docs)} candidate document(s) not in English"
+        found = self.store.search_multilingual(multilingual_query_vector(question), sub, n, with_payload=not lazy)
+        if not found:
+            return None
+        return self._by_position(found), why
 
     def _top_already_in(
         self, question: str, hits: dict[str, dict[str, PointHit]], doc_ids: list[str], top_k: int

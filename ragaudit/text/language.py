@@ -1,7 +1,8 @@
 """The language a document or a question is written in, when it is not English.
 
 ``detect_language`` uses langdetect (Shuyo 2010: naive Bayes over character n-grams; its profiles
-ship with the package), seeded so the same text always gets the same answer. BM25 adds a
+ship with the package), seeded so the same text always gets the same answer; ``non_english``
+reads it more loosely, for whether a text is English at all. BM25 adds a
 language's own stems (``ragaudit.index.sparse.language_terms``); the anchors of a question read
 capitalised words as names only in a language that does not capitalise its nouns
 (``ragaudit.text.anchors``).
@@ -39,3 +40,25 @@ def detect_language(text: str) -> str | None:
     except LangDetectException:  # no letters it can read
         return None
     return best.lang if best.lang != "en" and best.prob >= MIN_PROBABILITY else None
+
+
+@lru_cache(maxsize=1024)
+def non_english(text: str) -> str | None:
+    """The most probable language of ``text`` (ISO 639-1, as langdetect names it: "de", "zh-cn")
+    when the languages other than English together have probability >= ``MIN_PROBABILITY``
+    (from its first ``SAMPLE_CHARS`` characters); else None. Looser than ``detect_language``: a
+    Chinese page that langdetect splits between "zh-cn" (0.86) and "ko" (0.14) is not English,
+    though neither language is certain."""
+    sample = text[:SAMPLE_CHARS]
+    if len(re.findall(r"[^\W\d_]{2,}", sample)) < 3 or (len(sample) <= 400 and _ENGLISH_ONLY.search(sample)):
+        return None
+    # deferred: langdetect loads its language profiles (about 0.5 s) when first used
+    from langdetect import DetectorFactory, LangDetectException, detect_langs
+
+    DetectorFactory.seed = 0
+    try:
+        langs = detect_langs(sample)
+    except LangDetectException:  # no letters it can read
+        return None
+    other = [x for x in langs if x.lang != "en"]
+    return other[0].lang if other and sum(x.prob for x in other) >= MIN_PROBABILITY else None

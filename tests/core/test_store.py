@@ -358,3 +358,43 @@ def test_a_local_mode_store_is_imported_into_edge_once(tmp_path):
         assert len(want) == 5 and len(want_sparse) == 8
     finally:
         release_services(settings)
+
+
+def test_multilingual_vector_only_on_the_points_that_have_one(tmp_path):
+    """Fails if a collection created with the multilingual vector does not say so after reopening,
+    if a point without that vector is scored by ``search_multilingual``, if the scope filter is not
+    applied to it, or if a collection without it returns anything."""
+    for backend in BACKENDS:
+        path = str(tmp_path / backend)
+        s = open_store("chunks", backend=backend, path=path)
+        s.ensure_collection(DIM, multilingual=4)
+        assert s.has_multilingual()
+        ids = [point_id(d, 1, "sentence", i) for d in ("de", "en") for i in range(2)]
+        payloads = [
+            {"document_id": d, "doc_name": f"{d}.pdf", "doc_key": f"{d}.pdf", "knowledge_base": "default"}
+            | {"strategy": "sentence", "chunk_index": i, "page_start": 1, "page_end": 1, "live": True, "primary": True}
+            for d in ("de", "en")
+            for i in range(2)
+        ]
+        multi = [[1.0, 0.0, 0.0, 0.0], [0.6, 0.8, 0.0, 0.0], None, None]  # the English points have none
+        s.upsert(
+            ids,
+            [unit(1.0, 0.1 * k) for k in range(4)],
+            [SparseVector([1], [1.0])] * 4,
+            payloads,
+            multilingual=multi,
+        )
+        hits = s.search_multilingual([0.0, 1.0, 0.0, 0.0], scope_filter(Scope()), 10)
+        assert [h.id for h in hits] == [ids[1], ids[0]]
+        assert hits[0].score == pytest.approx(0.8, abs=1e-5) and hits[1].score == pytest.approx(0.0, abs=1e-5)
+        assert s.search_multilingual([0.0, 1.0, 0.0, 0.0], scope_filter(Scope(doc_names=["en.pdf"])), 10) == []
+        assert len(s.search_dense(unit(1.0), scope_filter(Scope()), 10)) == 4  # every point keeps its dense vector
+        s.close()
+        again = open_store("chunks", backend=backend, path=path)
+        assert again.has_multilingual()
+        again.close()
+        plain = open_store("plain", backend=backend, path=path + "-plain")
+        plain.ensure_collection(DIM)
+        assert not plain.has_multilingual()
+        assert plain.search_multilingual([0.0, 1.0, 0.0, 0.0], None, 10) == []
+        plain.close()

@@ -231,7 +231,7 @@ export const QueryLogShow = () => (
     <SimpleShowLayout>
       {["id", "created_at", "endpoint", "question", "mode", "top_k", "strategy", "model", "label", "error_kind", "cache_source_id"].map((f) => <TextField key={f} source={f} />)}
       <BooleanField source="cache_hit" />
-      {["embed_ms", "vector_ms", "bm25_ms", "fusion_ms", "rerank_ms", "document_ms", "neighbors_ms", "gate_ms", "generation_ms", "ttft_ms", "total_ms", "prompt_tokens", "completion_tokens", "cost_usd"].map((f) => <NumberField key={f} source={f} />)}
+      {["embed_ms", "vector_ms", "bm25_ms", "fusion_ms", "rerank_ms", "document_ms", "multilingual_ms", "neighbors_ms", "gate_ms", "generation_ms", "ttft_ms", "total_ms", "prompt_tokens", "completion_tokens", "cost_usd"].map((f) => <NumberField key={f} source={f} />)}
       <FunctionField label="scope" render={(r: any) => JSON.stringify(r.scope)} />
       <FunctionField label="retrieved" render={(r: any) => (r.retrieved_ids ?? []).join(", ")} />
       <FunctionField label="cited" render={(r: any) => (r.cited_ids ?? []).join(", ")} />
