@@ -59,6 +59,7 @@ from ragaudit.platform.rules import Fired, Registry, Rule
 from ragaudit.text.anchors import Anchor, question_anchors, without_file_names
 from ragaudit.text.dates import FULL_DATE, MONTH_ABBREVIATIONS, MONTH_NAME, MONTH_WORDS, date_forms
 from ragaudit.text.function_words import AUXILIARY, QUESTION_WORDS, STOP_WORDS
+from ragaudit.text.language import non_english
 from ragaudit.text.periods import months_periods
 from ragaudit.text.sentences import quoted
 
@@ -334,7 +335,46 @@ def text_terms(texts: list[str]) -> set[str]:
     return out
 
 
-def missing_anchors(question: str, document_texts: list[str], source_passages: list[str] | None = None) -> list[str]:
+@lru_cache(maxsize=64)
+def _document_language(text: str) -> str | None:
+    return non_english(_document_norm(text)[0][:4000])
+
+
+def cross_lingual(question: str, document_texts: list[str]) -> bool:
+    """True when ``question`` is English and every searched document is not
+    (``ragaudit.text.language.non_english`` of its opening): "How old must a deputy be?" over the
+    Argentine constitution. The documents then say in their own words what the question names in
+    English ("Chamber of Deputies": "Cámara de Diputados"), so the gate does not ask for the
+    question's common words in them (``missing_anchors(translated=True)``, ``_untranslated``; the subject-word and
+    asked-for rules stand aside); its rare words, identifiers, dates and years it still requires."""
+    texts = [t for t in document_texts if t and t.strip()]
+    if not texts or non_english(question) is not None:
+        return False
+    return all(_document_language(t) is not None for t in texts)
+
+
+def _untranslated(anchor: Anchor) -> Anchor | None:
+    """What of a name a document in another language still writes as the question does: its rare
+    words and acronyms ("German Bundestag" -> "Bundestag"); None for a name made only of common
+    English words ("Chamber of Deputies", "Basic Law"; ``wordfreq`` Zipf >= ``RARE_ZIPF``), which
+    such a document names in its own words. Dates and identifiers stay as they are."""
+    # deferred: importing wordfreq takes about 0.3 s, paid when a question first reaches this rule
+    from wordfreq import zipf_frequency
+
+    if anchor.kind != "name":
+        return anchor
+    words = [w.strip(".,'’") for w in anchor.text.split() if w.lower().strip(".,'’") not in STOP_WORDS]
+    kept = [
+        w
+        for w in (re.sub(r"['’]s$", "", w) for w in words)
+        if re.fullmatch(r"[A-Z]{2,6}s?", w) or zipf_frequency(w.lower(), "en") < RARE_ZIPF
+    ]
+    return Anchor(" ".join(kept), "name", anchor.owner) if kept else None
+
+
+def missing_anchors(
+    question: str, document_texts: list[str], source_passages: list[str] | None = None, translated: bool = False
+) -> list[str]:
     """Anchors of ``question`` the knowledge base cannot answer about, or [] when answerable.
 
     - a full date must occur verbatim in the source documents;
@@ -345,9 +385,13 @@ def missing_anchors(question: str, document_texts: list[str], source_passages: l
       answered from a passage that merely lists Australia);
     - the question is refused when a date is missing, a name it writes as an owner ("Apple's") is,
       or at least half of its names are.
-    Month names alone are not anchors.
+    Month names alone are not anchors. ``translated`` (``cross_lingual``): the documents are in
+    another language than the question, so only the rare words of a name are looked for
+    (``_untranslated``).
     """
     anchors = [a for a in question_anchors(question) if a.text.lower() not in MONTH_WORDS]
+    if translated:
+        anchors = [u for u in map(_untranslated, anchors) if u is not None]
     if not anchors:
         return []
     raw = joined_norm(document_texts)
@@ -514,6 +558,13 @@ class GateInput:
             self._terms = text_terms(self.document_texts)
         return self._terms
 
+    @property
+    def cross_lingual(self) -> bool:
+        """An English question over documents none of which is in English (``cross_lingual``)."""
+        if not hasattr(self, "_cross"):
+            self._cross = cross_lingual(self.question, self.document_texts)
+        return self._cross
+
     def close(self, word: str, passages: list[str]) -> bool:
         """``word`` has a near word (cosine >= ``SIMILAR_WORD``) in ``passages``."""
         return self.similar is not None and bool(passages) and self.similar(word, passages)[1] >= SIMILAR_WORD
@@ -539,7 +590,7 @@ def _generic_measure(g: GateInput) -> Fired | None:
 
 
 def _missing_anchors(g: GateInput) -> Fired | None:
-    missing = missing_anchors(g.question, g.document_texts, g.source_passages)
+    missing = missing_anchors(g.question, g.document_texts, g.source_passages, translated=g.cross_lingual)
     if not missing:
         return None
     return Fired(
@@ -552,7 +603,7 @@ def _missing_anchors(g: GateInput) -> Fired | None:
 
 def _subject_words_absent(g: GateInput) -> Fired | None:
     subject = subject_words(g.question)
-    if len(subject) < 2:
+    if len(subject) < 2 or g.cross_lingual:  # the documents say it in their own words
         return None
     raw = g.raw
     cjk_raw = _cjk_fold(raw) if any(CJK_CHAR.search(w) for w in subject) else ""
@@ -586,7 +637,7 @@ def _year_not_reported(g: GateInput) -> Fired | None:
 
 
 def _period_not_reported(g: GateInput) -> Fired | None:
-    periods = missing_periods(g.question, g.raw)
+    periods = [] if g.cross_lingual else missing_periods(g.question, g.raw)  # headers in another language
     if not periods:
         return None
     return Fired(
@@ -598,7 +649,7 @@ def _period_not_reported(g: GateInput) -> Fired | None:
 
 
 def _period_end_not_reported(g: GateInput) -> Fired | None:
-    ends = missing_period_ends(g.question, g.raw)
+    ends = [] if g.cross_lingual else missing_period_ends(g.question, g.raw)
     if not ends:
         return None
     return Fired(
@@ -611,7 +662,7 @@ def _period_end_not_reported(g: GateInput) -> Fired | None:
 
 def _asked_for_absent(g: GateInput) -> Fired | None:
     wanted = asked_for(g.question)
-    if not wanted or g.source_passages is None:
+    if not wanted or g.source_passages is None or g.cross_lingual:
         return None
     own = subject_passages(g.question, g.document_texts, g.source_passages)
     text = normalize_ws(" ".join(own))

@@ -535,3 +535,36 @@ def test_a_hyphenated_compound_is_found_written_apart():
     q = "What was the 12-month percent change in the beef and veal index?"
     assert assess(q, [cpi], [cpi]).label is None
     assert assess("What was the 12-month change in the pork index?", [cpi], [cpi]).label == "refused"
+
+
+# the Argentine constitution (public domain): Articles 45 and 48
+CONSTITUCION = (
+    "Capítulo primero. De la Cámara de Diputados. Artículo 45.- La Cámara de Diputados se compondrá de "
+    "representantes elegidos directamente por el pueblo de las provincias, de la ciudad de Buenos Aires, y de "
+    "la Capital en caso de traslado, que se consideran a este fin como distritos electorales de un solo Estado "
+    "y a simple pluralidad de sufragios. Artículo 48.- Para ser diputado se requiere haber cumplido la edad de "
+    "veinticinco años, y tener cuatro años de ciudadanía en ejercicio, y ser natural de la provincia que lo "
+    "elija, o con dos años de residencia inmediata en ella."
+)
+
+
+def test_an_english_question_over_documents_in_another_language():
+    """Fails if the gate asks a Spanish text for the English words of a name ("Chamber of
+    Deputies") or for the question's English subject words (then every English question about
+    it is refused), if it stops asking for a name's rare word ("Bundestag") or a year, or if it
+    relaxes for an English document or a question in the documents' own language."""
+    from ragaudit.answer.answerability import cross_lingual
+
+    q = "How old do you have to be to sit in Argentina's Chamber of Deputies?"
+    assert cross_lingual(q, [CONSTITUCION])
+    assert assess(q, [CONSTITUCION], [CONSTITUCION]).label is None
+    # the rare word of a name and a year are still looked for
+    v = assess("From what age can people vote in German Bundestag elections?", [CONSTITUCION], [CONSTITUCION])
+    assert v.label == "refused" and v.missing == ["Bundestag"]
+    v = assess("How old did a deputy have to be in Argentina's Chamber of Deputies in 2015?", [CONSTITUCION])
+    assert v.label == "refused" and "2015" in v.reason
+    # an English document, or a Spanish question, is read word for word as before
+    english = "The House of Representatives is composed of members chosen every second year by the people."
+    assert not cross_lingual(q, [english]) and assess(q, [english], [english]).label == "refused"
+    es = "¿Qué edad se requiere para ser senador de la Nación?"
+    assert not cross_lingual(es, [CONSTITUCION])
