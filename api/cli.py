@@ -389,7 +389,7 @@ def eval_cmd(
         knowledge_base=knowledge_base,
     )
     try:
-        run_id = create_run(svc, dataset, params)
+        run_id = create_run(svc, dataset, params, files=True)
     except (KeyError, ValueError) as e:
         typer.echo(f"error: {e.args[0] if e.args else e}", err=True)
         raise typer.Exit(2) from None

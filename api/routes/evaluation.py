@@ -40,10 +40,14 @@ class DatasetOut(BaseModel):
 
 
 class EvaluateIn(BaseModel):
-    """An evaluation request: a dataset (imported name or id, or ``generated[:KB[/DOC]]``),
-    the scope (knowledge base, documents, chunking strategy), modes and ``top_k``."""
+    """An evaluation request: a dataset (imported name or id, or ``generated[:KB[/DOC]]``; never a
+    server file path), the scope (knowledge base, documents, chunking strategy), modes and ``top_k``."""
 
-    dataset: str = Field(min_length=1, description="Dataset id or name, or generated[:KB[/DOC]]")
+    dataset: str = Field(
+        min_length=1,
+        description="Id or name of a dataset imported with POST /datasets, or generated[:KB[/DOC]]; "
+        "a file path is not read (404 unless it is an imported dataset's name)",
+    )
     modes: list[str] | None = Field(
         default=None,
         description="Retrieval modes to compare; default: every mode the server can run (GET /modes: "
@@ -166,9 +170,14 @@ def list_datasets(svc: ServicesDep) -> list[DatasetOut]:
     responses={400: {"model": ErrorOut}, 404: {"model": ErrorOut}},
 )
 def start_evaluation(body: EvaluateIn, svc: ServicesDep, qs: QueryServiceDep) -> RunOut:
-    """Start an evaluation run in the background and return it (status ``queued``) at once."""
+    """Start an evaluation run in the background and return it (status ``queued``) at once.
+
+    404 (``detail``: "dataset '...' not found: ... upload it with POST /datasets") when
+    ``dataset`` is neither an imported dataset nor a generated set; a server file path is never
+    opened, so the answer is the same whether or not such a file exists. 400 for an empty
+    generated set, an unknown mode or strategy."""
     try:
-        run_id = evalruns.create_run(svc, body.dataset, body.params())
+        run_id = evalruns.create_run(svc, body.dataset, body.params(), files=False)
     except KeyError as e:
         raise HTTPException(404, e.args[0]) from None
     except ValueError as e:

@@ -2,10 +2,12 @@
 and ``ragaudit eval`` (one code path: ``create_run`` then ``execute_run``).
 
 Dataset references (``resolve_dataset``):
-- a path to a JSONL file in the dev-set format (CLI; a file wins over a dataset of that name);
-- the id or name of an imported dataset (``import_dataset``);
+- the id or name of an imported dataset (``import_dataset``; over HTTP ``POST /datasets``);
 - ``generated`` (all gold pairs generated at ingestion), ``generated:<knowledge_base>`` or
-  ``generated:<knowledge_base>/<doc_name>``.
+  ``generated:<knowledge_base>/<doc_name>``;
+- only with ``files=True`` (the CLI, in-process callers): a path to a JSONL file in the dev-set
+  format, which wins over a dataset of that name. The HTTP API never passes it, so a client's
+  string is never opened as a server path (nor can it learn whether such a file exists).
 """
 
 from __future__ import annotations
@@ -149,11 +151,14 @@ def generated_questions(
     ]
 
 
-def resolve_dataset(svc: Services, ref: str) -> tuple[str, list[GoldQuestion]]:
-    """``(name, questions)`` for a dataset reference (see module docstring).
+def resolve_dataset(svc: Services, ref: str, *, files: bool = False) -> tuple[str, list[GoldQuestion]]:
+    """``(name, questions)`` for a dataset reference (see module docstring): an imported
+    dataset's id or name, ``generated[:KB[/DOC]]`` or, only when ``files`` is true, a JSONL file
+    path. With ``files`` false the file system is never consulted.
 
-    Raises ``KeyError`` when nothing matches and ``ValueError`` for a malformed file or an
-    empty generated set."""
+    Raises ``KeyError`` when nothing matches (the same message whether or not a file of that
+    name exists, unless ``files``) and ``ValueError`` for a malformed file or an empty generated
+    set."""
     if ref == GENERATED or ref.startswith(GENERATED + ":"):
         rest = ref[len(GENERATED) + 1 :] if ":" in ref else ""
         kb, _, doc = rest.partition("/")
@@ -161,13 +166,19 @@ def resolve_dataset(svc: Services, ref: str) -> tuple[str, list[GoldQuestion]]:
         if not qs:
             raise ValueError(f"dataset {ref!r} is empty: no gold pairs generated for that scope")
         return ref, qs
-    path = Path(ref)
-    if path.is_file():
-        return path.name, parse_jsonl(path.read_text(encoding="utf-8-sig"), str(path))
+    if files:
+        path = Path(ref)
+        if path.is_file():
+            return path.name, parse_jsonl(path.read_text(encoding="utf-8-sig"), str(path))
     with svc.sessions() as s:
         ds = s.get(EvalDataset, ref) or s.scalar(select(EvalDataset).where(EvalDataset.name == ref))
         if ds is None:
-            raise KeyError(f"dataset {ref!r} not found (neither a file nor an imported dataset)")
+            if files:
+                raise KeyError(f"dataset {ref!r} not found (neither a JSONL file nor an imported dataset)")
+            raise KeyError(
+                f"dataset {ref!r} not found: not the id or name of an imported dataset nor "
+                "generated[:KB[/DOC]]; upload it with POST /datasets"
+            )
         recs = list(
             s.scalars(
                 select(EvalQuestion.record).where(EvalQuestion.dataset_id == ds.id).order_by(EvalQuestion.position)
@@ -177,8 +188,11 @@ def resolve_dataset(svc: Services, ref: str) -> tuple[str, list[GoldQuestion]]:
     return name, [GoldQuestion.from_record(r, i, name) for i, r in enumerate(recs, 1)]
 
 
-def create_run(svc: Services, dataset_ref: str, params: EvalParams) -> str:
+def create_run(svc: Services, dataset_ref: str, params: EvalParams, *, files: bool = False) -> str:
     """Validate the dataset reference and modes and record a ``queued`` run; returns its id.
+    ``files``: the reference may be a JSONL file path (``resolve_dataset``; the CLI passes True,
+    the HTTP API never does); recorded in the run's params as ``dataset_files`` so that
+    ``execute_run`` resolves the reference the same way.
     Raises ``KeyError`` (unknown dataset) or ``ValueError`` (bad dataset, mode or strategy).
     ``params.modes`` None is recorded as the modes the settings can run (``Settings.available_modes``)."""
     if params.modes is None:
@@ -187,11 +201,11 @@ def create_run(svc: Services, dataset_ref: str, params: EvalParams) -> str:
         Mode.parse(m)
     if params.strategy:
         Strategy.parse(params.strategy)
-    name, qs = resolve_dataset(svc, dataset_ref)
+    name, qs = resolve_dataset(svc, dataset_ref, files=files)
     with svc.sessions.begin() as s:
         run = EvalRun(
             dataset=dataset_ref if dataset_ref.startswith(GENERATED) else name,
-            params={**params.to_json(), "dataset_ref": dataset_ref},
+            params={**params.to_json(), "dataset_ref": dataset_ref, "dataset_files": files},
             status="queued",
             progress_total=len(qs) * len(params.modes),
         )
@@ -211,6 +225,7 @@ def execute_run(svc: Services, run_id: str, query_service: Any = None, on_progre
         run.status = "running"
         params = EvalParams.from_json(run.params)
         ref = run.params.get("dataset_ref", run.dataset)
+        files = bool(run.params.get("dataset_files", False))
 
     def progress(done: int, total: int) -> None:
         with svc.sessions.begin() as s2:
@@ -220,7 +235,7 @@ def execute_run(svc: Services, run_id: str, query_service: Any = None, on_progre
             on_progress(done, total)
 
     try:
-        name, qs = resolve_dataset(svc, ref)
+        name, qs = resolve_dataset(svc, ref, files=files)
         results = evaluate(svc, qs, params, dataset_name=name, progress=progress, query_service=query_service)
         results["run_id"] = run_id
     except Exception as e:

@@ -1,10 +1,12 @@
 """HTTP API on a real knowledge base: upload, list, query, delete, bad input, OpenAPI."""
 
+import time
+
 import pytest
 from fastapi.testclient import TestClient
 
 from ragaudit.api.app import create_app
-from tests.conftest import BAD, DMCA_QUESTION, SAMPLES, make_settings
+from tests.conftest import BAD, DATA, DMCA_QUESTION, SAMPLES, make_settings
 
 
 @pytest.fixture()
@@ -93,3 +95,41 @@ def test_validation_and_openapi(client):
     assert {"post", "get"} <= set(paths["/documents"]) and "delete" in paths["/documents/{document_id}"]
     h = client.get("/health")
     assert h.status_code == 200 and h.json()["parts"]["database"]["status"] == "up"
+
+
+def test_evaluate_never_opens_a_server_path(client, tmp_path):
+    """Fails if ``POST /evaluate`` reads a dataset from a file path on the server: a real JSONL
+    gold set on disk (which the CLI accepts), a file that is not JSONL, a directory and a path
+    that does not exist must all get the same 404 naming ``POST /datasets`` and start no run (no
+    existence oracle); or if a set uploaded under a name that looks like a path stops working."""
+    gold = (DATA / "eval_small.jsonl").resolve()
+    assert gold.is_file()
+    not_jsonl = tmp_path / "notes.txt"
+    not_jsonl.write_text("not json\n", encoding="utf-8")
+    answers = {}
+    for ref in (str(gold), str(not_jsonl), str(tmp_path), str(tmp_path / "missing.jsonl")):
+        r = client.post("/evaluate", json={"dataset": ref, "modes": ["bm25"], "answers": False})
+        answers[ref] = (r.status_code, r.json()["detail"].replace(repr(ref), "REF"))
+    assert set(answers.values()) == {
+        (
+            404,
+            "dataset REF not found: not the id or name of an imported dataset nor generated[:KB[/DOC]]; "
+            "upload it with POST /datasets",
+        )
+    }, answers
+    assert client.get("/evaluate").json() == []
+
+    # the same path as the name of an uploaded set is that set, read from the database
+    with open(gold, "rb") as f:
+        up = client.post("/datasets", files={"file": ("x.jsonl", f, "application/x-ndjson")}, data={"name": str(gold)})
+    assert up.status_code == 201, up.text
+    r = client.post("/evaluate", json={"dataset": str(gold), "modes": ["bm25"], "answers": False})
+    assert r.status_code == 202 and r.json()["dataset"] == str(gold), r.text
+    run = r.json()
+    assert run["params"]["dataset_files"] is False
+    deadline = time.time() + 60
+    while run["status"] in ("queued", "running") and time.time() < deadline:
+        time.sleep(0.2)
+        run = client.get(f"/evaluate/{run['id']}").json()
+    assert run["status"] == "done", run["error"]
+    assert run["results"]["dataset"]["n_questions"] == 12
