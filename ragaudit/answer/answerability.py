@@ -727,6 +727,10 @@ GATE = Registry(
 )
 
 
+# gate rules whose reason a refusal also gives when another rule decided it ("do not mention
+# 'Grenchen'; ... do not speak of 2015"): the user learns every named thing the documents lack
+ALSO_SAID = frozenset({"gate.year_not_reported"})
+
 # the rules that read the question alone (no documents): they decide before retrieval's results count
 QUESTION_RULES = frozenset({"gate.vague_question", "gate.generic_measure"})
 
@@ -741,7 +745,9 @@ def assess(
 ) -> Verdict:
     """Decide whether ``question`` can be answered from the searched documents: the rules of
     ``GATE`` run in order (``disabled`` ones skipped, ``ragaudit.platform.rules``) and the first
-    that fires decides (``refused`` or ``clarifying``, with its reason); none firing = answer.
+    that fires decides (``refused`` or ``clarifying``, with its reason); none firing = answer. A
+    refusal also gives the reasons and missing items of the ``ALSO_SAID`` rules that fire after
+    it (listed after it in ``Verdict.fired``).
 
     ``document_texts``: full texts of the documents the sources come from; ``source_passages``:
     the retrieved passages (header + text); ``similar``: see ``GateInput``. ``every_rule``: run
@@ -752,15 +758,24 @@ def assess(
     question = without_file_names(question)
     g = GateInput(question, document_texts, source_passages, similar)
     fired: list[Fired] = []
+    ran = set()
     for rule in GATE.active(disabled):
+        ran.add(rule.name)
         f = rule.run(g)
         if f is not None:
             fired.append(f)
             if not every_rule:
                 break
+    if fired and fired[0].effect == "refused":
+        # a year the documents do not speak of is said too, whichever rule refused first
+        fired += [f for r in GATE.active(disabled) if r.name in ALSO_SAID and r.name not in ran if (f := r.run(g))]
     if fired:
         first = fired[0]
-        return Verdict(first.effect, list(first.details.get("missing", [])), first.reason, rule=first.rule, fired=fired)
+        also = [f for f in fired[1:] if f.rule in ALSO_SAID and f.effect == "refused"]
+        missing = list(first.details.get("missing", []))
+        missing += [m for f in also for m in f.details.get("missing", []) if m not in missing]
+        reason = "; ".join([first.reason, *(f.reason for f in also)])
+        return Verdict(first.effect, missing, reason, rule=first.rule, fired=fired)
     return Verdict(None, [], aliases=place_aliases(question, g.raw))
 
 

@@ -568,3 +568,21 @@ def test_an_english_question_over_documents_in_another_language():
     assert not cross_lingual(q, [english]) and assess(q, [english], [english]).label == "refused"
     es = "¿Qué edad se requiere para ser senador de la Nación?"
     assert not cross_lingual(es, [CONSTITUCION])
+
+
+def test_a_refusal_names_a_missing_year_as_well_as_a_missing_place():
+    """Fails if a refusal decided by a missing name does not also say that the documents do not
+    speak of the year the question names, or if that second rule is taken for the one that
+    decided."""
+    report = (
+        "Location: Chevroux, France. Date: December 1, 2007. The airplane collided with the ground in "
+        "bad weather conditions. The pilot held a private pilot certificate issued in 2005."
+    )
+    v = assess("What was the weather at Grenchen in 2015?", [report], [report])
+    assert v.label == "refused" and v.rule == "gate.missing_anchors"
+    assert "Grenchen" in v.reason and "2015" in v.reason, v.reason
+    assert v.missing == ["Grenchen", "2015"]
+    assert [f.rule for f in v.fired] == ["gate.missing_anchors", "gate.year_not_reported"]
+    # a year the documents do speak of is not named
+    v = assess("What was the weather at Grenchen in 2007?", [report], [report])
+    assert v.label == "refused" and "2007" not in v.reason and v.missing == ["Grenchen"]
