@@ -4,7 +4,7 @@
 
 ``RECORDS.json``: per-question records of ``bench/quality_sets.py`` run with
 ``--setting concise_min_confidence=0`` (every candidate shown, so each has its features and
-whether it was right). The held-out set is never used. The model is a logistic regression
+whether it was right). The held-out sets are never used. The model is a logistic regression
 (scikit-learn, L2, ``C``) of "right" (token F1 against the gold answer at least
 ``answer_quality.RIGHT_F1``) on a few features of ``ragaudit.answer.concise.Concise.features``
 chosen because their direction is the same on every part (``FEATURES``), plus one indicator per

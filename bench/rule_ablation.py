@@ -8,7 +8,7 @@ One run with every rule on records, per question, every gate rule's verdict
 computed exactly from that run: a question refused by that rule alone is answered, one another
 rule also refuses stays refused. A retrieval or concise rule changes what is retrieved or shown,
 so each is switched off in a run of its own (``RAGAUDIT_DISABLED_RULES``). Indexes are reused
-from ``bench/quality_sets.py`` (``DIR/<set>``); the held-out set (``HELD_OUT``) is never used here.
+from ``bench/quality_sets.py`` (``DIR/<set>``); the held-out sets (``HELD_OUT``) are never used here.
 
 For each rule and part the table gives, rule off minus rule on: hit@1, hit@5 and MRR
 (answerable questions), refusal accuracy (dataset questions and generated refusal cases), false
@@ -118,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     sets = [s.strip() for s in args.sets.split(",") if s.strip()]
     if HELD_OUT & set(sets):
-        ap.error("the held-out set is scored once, never ablated")
+        ap.error("a held-out set is scored once, never ablated")
     logging.disable(logging.WARNING)
     import ragaudit.query  # noqa: F401  (registers every stage's rules)
     from ragaudit.evaluate.evaluation import load_dataset

@@ -38,18 +38,20 @@ def test_switching_a_gate_rule_off_answers_what_it_alone_refused():
 def test_each_question_set_is_reported_as_its_own_part():
     """Fails if the held-out sets' questions or their generated cases are split into the shared dev
     set's tune / confirm parts (by question-number parity) instead of being reported as their own
-    set, or if the dev set stops being split so, or if the held-out set may be ablated."""
+    set, or if the dev set stops being split so, or if a held-out set may be ablated."""
     import pytest
 
     from bench.answer_quality import part
     from bench.rule_ablation import main
 
     assert [part(i) for i in ("dev-901", "dev-902", "dev-903:sibling")] == ["tune", "confirm", "tune"]
-    assert [part(i) for i in ("heldout-901", "heldout-902:excluded", "heldout2-901", "probe2-901")] == [
+    assert [part(i) for i in ("heldout-901", "heldout-902:excluded", "heldout2-901", "heldout3-901", "probe2-901")] == [
         "heldout",
         "heldout",
         "heldout2",
+        "heldout3",
         "probe2",
     ]
-    with pytest.raises(SystemExit):
-        main(["--data-root", "unused", "--sets", "heldout2"])
+    for held_out in ("heldout2", "heldout3"):
+        with pytest.raises(SystemExit):
+            main(["--data-root", "unused", "--sets", held_out])
