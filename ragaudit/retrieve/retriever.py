@@ -18,6 +18,7 @@ import numpy as np
 
 from ragaudit.index.embedding import Embedder
 from ragaudit.index.multilingual import query_vector as multilingual_query_vector
+from ragaudit.index.multilingual import unavailable as multilingual_unavailable
 from ragaudit.index.sparse import CJK_CHAR, bm25_query_vector, question_row_terms, row_label_terms, tokenize
 from ragaudit.index.store import PointHit, VectorStore, point_id, scope_filter
 from ragaudit.platform.rules import Fired, Registry, Rule
@@ -421,7 +422,10 @@ class Retriever:
                     notes.append(note)
                     fired.append(Fired("retrieval.named_document", "reordered", note, {"terms": terms}))
             timings["document"] = (time.perf_counter() - t) * 1000
-        if self.multilingual and mode is not Mode.bm25 and hits:
+        if self.multilingual and mode is not Mode.bm25 and hits and self.store.has_multilingual():
+            if off := multilingual_unavailable():
+                notes.append(f"{off}: chunks of documents not in English are ranked by the English legs only")
+        if self.multilingual and mode is not Mode.bm25 and hits and not multilingual_unavailable():
             t = started["multilingual"] = time.perf_counter()
             multi = self._multilingual_leg(question, script, hits, scope, flt, n, lazy)
             if multi is not None:
