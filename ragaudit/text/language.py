@@ -23,42 +23,37 @@ _ENGLISH_ONLY = re.compile(
 
 
 @lru_cache(maxsize=4096)
-def detect_language(text: str) -> str | None:
-    """ISO 639-1 code of the language of ``text`` when it is not English and is detected with
-    probability >= ``MIN_PROBABILITY`` from its first ``SAMPLE_CHARS`` characters; else None (English,
-    too short, or uncertain). A question-length text (up to 400 characters) holding an English-only
-    function word ("the", "what", "how", ...) is English without detection."""
+def _languages(text: str) -> tuple[tuple[str, float], ...]:
+    """langdetect's ``(language, probability)`` pairs for the first ``SAMPLE_CHARS`` characters of
+    ``text``, most probable first; () when there is too little to read (fewer than three words) or
+    a question-length text (up to 400 characters) holds an English-only function word ("the",
+    "what", "how", ...): English without detection."""
     sample = text[:SAMPLE_CHARS]
     if len(re.findall(r"[^\W\d_]{2,}", sample)) < 3 or (len(sample) <= 400 and _ENGLISH_ONLY.search(sample)):
-        return None
+        return ()
     # deferred: langdetect loads its language profiles (about 0.5 s) when first used
     from langdetect import DetectorFactory, LangDetectException, detect_langs
 
     DetectorFactory.seed = 0
     try:
-        best = detect_langs(sample)[0]
+        return tuple((x.lang, x.prob) for x in detect_langs(sample))
     except LangDetectException:  # no letters it can read
-        return None
-    return best.lang if best.lang != "en" and best.prob >= MIN_PROBABILITY else None
+        return ()
 
 
-@lru_cache(maxsize=1024)
+def detect_language(text: str) -> str | None:
+    """ISO 639-1 code of the language of ``text`` when it is not English and is detected with
+    probability >= ``MIN_PROBABILITY`` (``_languages``); else None (English, too short, or
+    uncertain)."""
+    langs = _languages(text)
+    return langs[0][0] if langs and langs[0][0] != "en" and langs[0][1] >= MIN_PROBABILITY else None
+
+
 def non_english(text: str) -> str | None:
     """The most probable language of ``text`` (ISO 639-1, as langdetect names it: "de", "zh-cn")
     when the languages other than English together have probability >= ``MIN_PROBABILITY``
-    (from its first ``SAMPLE_CHARS`` characters); else None. Looser than ``detect_language``: a
-    Chinese page that langdetect splits between "zh-cn" (0.86) and "ko" (0.14) is not English,
-    though neither language is certain."""
-    sample = text[:SAMPLE_CHARS]
-    if len(re.findall(r"[^\W\d_]{2,}", sample)) < 3 or (len(sample) <= 400 and _ENGLISH_ONLY.search(sample)):
-        return None
-    # deferred: langdetect loads its language profiles (about 0.5 s) when first used
-    from langdetect import DetectorFactory, LangDetectException, detect_langs
-
-    DetectorFactory.seed = 0
-    try:
-        langs = detect_langs(sample)
-    except LangDetectException:  # no letters it can read
-        return None
-    other = [x for x in langs if x.lang != "en"]
-    return other[0].lang if other and sum(x.prob for x in other) >= MIN_PROBABILITY else None
+    (``_languages``); else None. Looser than ``detect_language``: a Chinese page that langdetect
+    splits between "zh-cn" (0.86) and "ko" (0.14) is not English, though neither language is
+    certain."""
+    other = [(lang, p) for lang, p in _languages(text) if lang != "en"]
+    return other[0][0] if other and sum(p for _, p in other) >= MIN_PROBABILITY else None
