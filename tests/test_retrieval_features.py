@@ -555,6 +555,7 @@ def test_multilingual_leg_ranks_german_articles_for_english_and_german_questions
         # its dense vote is the multilingual model's, not the English model's
         assert hit.ranks["vector"] is None and hit.ranks["multilingual"] <= 3, hit.ranks
         assert hit.to_json()["ranks"]["multilingual"] == hit.ranks["multilingual"]
+        assert hit.scores["multilingual"] > 0 and hit.to_json()["scores"]["multilingual"] == hit.scores["multilingual"]
 
     # the answer's X-ray names the rule, and the query log records the leg's latency for /metrics
     from sqlalchemy import select

@@ -91,7 +91,8 @@ export interface Retrieved {
   page_end: number;
   text: string;
   score: number;
-  ranks: { vector: number | null; bm25: number | null };
+  // multilingual: a chunk of a document not in English, ranked by the multilingual model in place of vector
+  ranks: { vector: number | null; bm25: number | null; multilingual?: number | null };
   scores: Record<string, number | null>;
   section?: string;
   strategy?: string | null;

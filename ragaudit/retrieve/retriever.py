@@ -497,7 +497,7 @@ class Retriever:
                     },
                     scores={
                         name: (hits[name][pid].score if name in hits and pid in hits[name] else None)
-                        for name in ("vector", "bm25")
+                        for name in ("vector", "bm25", *(["multilingual"] if "multilingual" in hits else []))
                     },
                 )
             )

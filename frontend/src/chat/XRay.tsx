@@ -77,7 +77,15 @@ export function XRay({ run, previous, title }: { run: Answer; previous?: Answer;
                     </span>
                   </MuiTooltip>
                 </TableCell>
-                <TableCell data-testid="rank-vector">{r.ranks.vector ?? "–"}<br /><small>{fmt(r.scores.vector)}</small></TableCell>
+                <TableCell data-testid="rank-vector">
+                  {r.ranks.multilingual != null ? (
+                    <MuiTooltip title="a chunk of a document not in English: ranked by the multilingual model, not the English one">
+                      <span data-testid="rank-multilingual">{r.ranks.multilingual} (multilingual)<br /><small>{fmt(r.scores.multilingual)}</small></span>
+                    </MuiTooltip>
+                  ) : (
+                    <>{r.ranks.vector ?? "–"}<br /><small>{fmt(r.scores.vector)}</small></>
+                  )}
+                </TableCell>
                 <TableCell data-testid="rank-bm25">{r.ranks.bm25 ?? "–"}<br /><small>{fmt(r.scores.bm25, 2)}</small></TableCell>
                 <TableCell>{r.rank}<br /><small>{fmt(r.scores.rrf ?? r.score, 4)}</small></TableCell>
                 <TableCell>{r.scores.rerank !== undefined && r.scores.rerank !== null ? fmt(r.scores.rerank) : "–"}</TableCell>
