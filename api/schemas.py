@@ -65,6 +65,11 @@ class QueryIn(ScopeIn):
 class Ranks(BaseModel):
     vector: int | None
     bm25: int | None
+    multilingual: int | None = Field(
+        default=None,
+        description="rank in the multilingual leg's list (a chunk of a document not in English; its vector rank "
+        "is then null); absent when that leg did not run",
+    )
 
 
 class RetrievedOut(BaseModel):

@@ -522,6 +522,7 @@ def test_multilingual_leg_ranks_german_articles_for_english_and_german_questions
     that answers. Fails if the German chunks get no multilingual vector (or an English document's
     chunks get one), if the leg does not run (no 'multilingual' rank, rule not named), or if the
     answering article is not first, for the English question and for a German one."""
+    from ragaudit.api.schemas import RetrievedOut
     from ragaudit.index.store import MULTILINGUAL
     from tests.conftest import text_pdf
 
@@ -556,6 +557,8 @@ def test_multilingual_leg_ranks_german_articles_for_english_and_german_questions
         assert hit.ranks["vector"] is None and hit.ranks["multilingual"] <= 3, hit.ranks
         assert hit.to_json()["ranks"]["multilingual"] == hit.ranks["multilingual"]
         assert hit.scores["multilingual"] > 0 and hit.to_json()["scores"]["multilingual"] == hit.scores["multilingual"]
+        # /query's response model keeps it (POST /query validates retrieved chunks through it)
+        assert RetrievedOut.model_validate(hit.to_json()).ranks.multilingual == hit.ranks["multilingual"]
 
     # the answer's X-ray names the rule, and the query log records the leg's latency for /metrics
     from sqlalchemy import select
@@ -567,6 +570,15 @@ def test_multilingual_leg_ranks_german_articles_for_english_and_german_questions
     with svc.sessions() as s:
         row = s.scalar(select(QueryLog).where(QueryLog.id == out["query_id"]))
     assert row is not None and row.multilingual_ms and row.multilingual_ms > 0
+
+    # an off-topic English question: the English dense leg's candidates from the German document
+    # (noise) do not start the leg, and the question is refused, not answered in German
+    res = qs.retriever.retrieve("What is the capital of Australia?", None, 5, Mode.hybrid)
+    assert not any(f.rule == "retrieval.multilingual" for f in res.rules)
+    assert qs.ask("What is the capital of Australia?", Scope(), None, Mode.hybrid)["label"] == "refused"
+    # scoped to the German document, with no word in common: every candidate is German, so the leg runs
+    res = qs.retriever.retrieve("Who may be elected?", Scope(doc_names=["grundgesetz-38-43.pdf"]), 5, Mode.hybrid)
+    assert any(f.rule == "retrieval.multilingual" for f in res.rules)
 
     # the English model's dense vote and BM25 alone rank them lower or not at all
     qs.retriever.multilingual = False  # as with the rule switched off (RAGAUDIT_DISABLED_RULES)

@@ -345,8 +345,9 @@ def cross_lingual(question: str, document_texts: list[str]) -> bool:
     (``ragaudit.text.language.non_english`` of its opening): "How old must a deputy be?" over the
     Argentine constitution. The documents then say in their own words what the question names in
     English ("Chamber of Deputies": "Cámara de Diputados"), so the gate does not ask for the
-    question's common words in them (``missing_anchors(translated=True)``, ``_untranslated``; the subject-word and
-    asked-for rules stand aside); its rare words, identifiers, dates and years it still requires."""
+    question's common words in them (``missing_anchors(translated=True)``, ``_untranslated``; the
+    asked-for and period rules stand aside, and the subject-word rule asks for one of the
+    question's subject words only); its rare words, identifiers, dates and years it still requires."""
     texts = [t for t in document_texts if t and t.strip()]
     if not texts or non_english(question) is not None:
         return False
@@ -603,7 +604,19 @@ def _missing_anchors(g: GateInput) -> Fired | None:
 
 def _subject_words_absent(g: GateInput) -> Fired | None:
     subject = subject_words(g.question)
-    if len(subject) < 2 or g.cross_lingual:  # the documents say it in their own words
+    if g.cross_lingual:
+        # the documents say it in their own words, but they must share one of them at least (a
+        # name, a number): with none, nothing ties the passages to the question
+        if not subject or any(_word_found(w, g.raw, g.lower, g.terms) for w in subject):
+            return None
+        return Fired(
+            "gate.subject_words_absent",
+            "refused",
+            "the searched documents are in another language and share none of the words naming what the "
+            "question is about: " + _quoted(subject),
+            {"missing": subject},
+        )
+    if len(subject) < 2:
         return None
     raw = g.raw
     cjk_raw = _cjk_fold(raw) if any(CJK_CHAR.search(w) for w in subject) else ""

@@ -563,13 +563,17 @@ class Retriever:
 
         - a question in another language than English (``non_english``) or mostly in CJK
           script: every such chunk in ``scope``;
-        - an English question: the chunks of the non-English documents among the two legs'
-          candidates only (their payload's ``language``). An English question that names a German
-          document's subject ("Bundestag") brings that document into BM25's candidates, but
-          neither English leg can tell which of its passages answers.
+        - an English question: the chunks of the non-English documents among the candidates
+          (their payload's ``language``) that BM25 found or that hold a word of the question: an
+          English question that names a German document's subject ("Bundestag", "Argentina")
+          brings that document in, but neither English leg can tell which of its passages
+          answers. A candidate the English dense leg alone found without such a word does not
+          count (its rank of a German passage is noise: "What is the capital of Australia?" would
+          bring in a German statute), unless the question is scoped to documents and every
+          candidate of both legs is from one not in English (then only such documents are
+          searched).
 
-        None when the collection has no multilingual vectors or no candidate is from a document
-        not in English."""
+        None when the collection has no multilingual vectors or no such candidate is found."""
         if not self.store.has_multilingual():
             return None
         if script == "cjk" or non_english(question) is not None:
@@ -577,14 +581,21 @@ class Retriever:
         else:
             ids = list(dict.fromkeys(pid for hs in hits.values() for pid in hs))
             self._fill_payloads(hits, ids)
-            docs = sorted(
-                {
-                    h.payload["document_id"]
-                    for hs in hits.values()
-                    for h in hs.values()
-                    if h.payload.get("language") and h.payload.get("document_id")
-                }
+            every = [h for hs in hits.values() for h in hs.values()]
+            foreign = [h for h in every if h.payload.get("language") and h.payload.get("document_id")]
+            only_foreign = bool(scope.doc_names or scope.document_ids) and len(foreign) == len(every)
+            words = {t for t in tokenize(question) if t not in STOP_WORDS and len(t) > 2 and not t.isdigit()}
+            found_by = (
+                foreign
+                if only_foreign
+                else [
+                    h
+                    for h in foreign
+                    if h.id in hits.get("bm25", {})
+                    or words & _token_set(f"{h.payload.get('header', '')}\n{h.payload.get('text', '')}")
+                ]
             )
+            docs = sorted({h.payload["document_id"] for h in found_by})
             if not docs:
                 return None
             if scope.document_ids:

@@ -539,7 +539,7 @@ def test_a_hyphenated_compound_is_found_written_apart():
 
 # the Argentine constitution (public domain): Articles 45 and 48
 CONSTITUCION = (
-    "Capítulo primero. De la Cámara de Diputados. Artículo 45.- La Cámara de Diputados se compondrá de "
+    "Constitución de la Nación Argentina. Capítulo primero. De la Cámara de Diputados. Artículo 45.- La Cámara de Diputados se compondrá de "
     "representantes elegidos directamente por el pueblo de las provincias, de la ciudad de Buenos Aires, y de "
     "la Capital en caso de traslado, que se consideran a este fin como distritos electorales de un solo Estado "
     "y a simple pluralidad de sufragios. Artículo 48.- Para ser diputado se requiere haber cumplido la edad de "
@@ -568,6 +568,9 @@ def test_an_english_question_over_documents_in_another_language():
     assert not cross_lingual(q, [english]) and assess(q, [english], [english]).label == "refused"
     es = "¿Qué edad se requiere para ser senador de la Nación?"
     assert not cross_lingual(es, [CONSTITUCION])
+    # a question sharing none of its words with the text in another language is still refused
+    v = assess("What is the population of Australia?", [CONSTITUCION], [CONSTITUCION])
+    assert v.label == "refused" and v.rule == "gate.subject_words_absent", v
 
 
 def test_a_refusal_names_a_missing_year_as_well_as_a_missing_place():
