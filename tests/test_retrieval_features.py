@@ -249,7 +249,7 @@ def test_a_document_only_one_candidate_holds_a_question_term_of_is_also_searched
                 assert ("document" in res.candidates) is on, q
             assert not found[False], q
             assert found[True] and found[True][0].doc_name == "20071229X02007.pdf", q
-            assert any("alone holds the question's utility, wires" in n for n in res.notes), res.notes
+            assert any("alone holds the question's words “utility”, “wires”" in n for n in res.notes), res.notes
         # the default (settings) has the leg on, and the reply shows which lists a chunk came from
         assert settings.named_document_leg
         qs_res = QueryService(svc).retriever.retrieve(q, Scope(), top_k=5)

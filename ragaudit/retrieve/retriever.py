@@ -416,7 +416,10 @@ class Retriever:
                 else:
                     hits["document"] = scoped
                     note = (
-                        f"one candidate document alone holds the question's {', '.join(as_written(question, terms))}: its "
+                        "one candidate document alone holds the question's "
+                        + ("word " if len(terms) == 1 else "words ")
+                        + ", ".join(f"“{w}”" for w in as_written(question, terms))
+                        + ": its "
                         "chunks were also ranked within it (a third RRF list, 'document')"
                     )
                     notes.append(note)
