@@ -543,12 +543,17 @@ def _unit(v: np.ndarray) -> np.ndarray:
 
 
 def embed_batched(
-    svc: Services, texts: list[str], owners: list[int] | None = None, document_id: str | None = None
+    svc: Services,
+    texts: list[str],
+    owners: list[int] | None = None,
+    document_id: str | None = None,
+    chunks_before: int = 0,
 ) -> np.ndarray:
     """Embed ``texts`` in slices of ``EMBED_PROGRESS_BATCH`` (one ``encode`` call each, which
     sorts its texts by length so its padded batches are uniform); after each slice,
-    ``chunks_done`` of ``document_id`` becomes the number of chunks whose texts are all embedded
-    (``owners[i]`` is the chunk of text i; None = one text per chunk). Returns (n, dim) in the
+    ``chunks_done`` of ``document_id`` becomes ``chunks_before`` plus the number of chunks whose
+    texts are all embedded (``owners[i]`` is the chunk of text i; None = one text per chunk;
+    ``chunks_before``: chunks of the document embedded by earlier calls). Returns (n, dim) in the
     order of ``texts``. Slices are large (256 texts, the model's batches are 32: each call pads about
     as little as one call for the whole document would) yet progress still moves and a failure
     stops early."""
@@ -568,19 +573,24 @@ def embed_batched(
             left[owners[i]] -= 1
             done += left[owners[i]] == 0
         if document_id:
-            set_progress(svc, document_id, force=done == n_owners, chunks_done=done)
+            set_progress(svc, document_id, force=done == n_owners, chunks_done=chunks_before + done)
     return out
 
 
 def embed_windows(
-    svc: Services, chunks: list[Chunk], document_id: str | None = None, spans_out: list[dict[str, Any]] | None = None
+    svc: Services,
+    chunks: list[Chunk],
+    document_id: str | None = None,
+    spans_out: list[dict[str, Any]] | None = None,
+    chunks_before: int = 0,
 ) -> list[list[Any]]:
     """Per chunk, the embeddings of its sentence windows (``window_spans`` of at most
     ``dense_window_tokens`` word pieces), each prefixed with the chunk's context header, so
     dense retrieval can match one fact in a long chunk (MaxSim). Shape: chunks x windows x dim.
     ``spans_out``: when given, gets per chunk ``{"window_spans": [[start, end], ...] (one per
     vector), "sentence_spans": [[start, end], ...]}`` (character offsets in ``chunk.text``; stored
-    in the payload, so the answerer neither embeds nor segments a source per question)."""
+    in the payload, so the answerer neither embeds nor segments a source per question).
+    ``document_id`` / ``chunks_before``: progress as in ``embed_batched``."""
     texts: list[str] = []
     owners: list[int] = []
     for i, c in enumerate(chunks):
@@ -593,7 +603,7 @@ def embed_windows(
         for a, b in spans:
             texts.append(f"{c.header}\n{c.text[a:b]}" if c.header else c.text[a:b])
             owners.append(i)
-    vectors = embed_batched(svc, texts, owners, document_id)
+    vectors = embed_batched(svc, texts, owners, document_id, chunks_before)
     out: list[list[Any]] = [[] for _ in chunks]
     for i, v in zip(owners, vectors):
         out[i].append(v)
@@ -666,10 +676,12 @@ def stage_chunks(svc: Services, document_id: str, chunks: list[Chunk], strategy:
                 # the chunk's window vectors: embedding every chunk whole again would double the cost.
                 # A collection from before windows gets real chunk vectors, like the rest of it.
                 spans: list[dict[str, Any]] = []
-                windows = embed_windows(svc, part, None, spans)
+                # progress moves within the step too (per slice of EMBED_PROGRESS_BATCH texts): a
+                # document of fewer than STAGE_BATCH_CHUNKS chunks would otherwise show 0 until done
+                windows = embed_windows(svc, part, doc.id, spans, chunks_before=a)
                 dense = [_unit(np.mean(np.asarray(w), axis=0)) for w in windows]
             else:
-                spans, windows, dense = [], None, embed_batched(svc, texts)
+                spans, windows, dense = [], None, embed_batched(svc, texts, None, doc.id, chunks_before=a)
             t_embed += time.perf_counter() - t0
             done = a + len(part)
             set_progress(svc, doc.id, force=done == len(chunks), chunks_done=done)

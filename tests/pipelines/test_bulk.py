@@ -197,3 +197,27 @@ def test_parse_ahead_is_bounded_in_order_and_adds_a_parser_only_when_the_consume
         assert data == f.read_bytes() and [pg.text for pg in pages] == [pg.text for pg in extract_pages(data)]
         assert info.pages == len(pages) and stats["extract"] > 0
     assert "ragaudit-parse-ahead-1" in {name for name, _ in calls}, calls
+
+
+def test_embedding_progress_moves_within_a_document_of_few_chunks(svc, monkeypatch):
+    """A PDF of fewer chunks than one staging step: while it is embedded, ``chunks_done`` takes
+    values between 0 and the number of chunks (one per slice of embedded texts), only grows, and
+    ends at the number of chunks. Fails if progress moves only once per staging step (the UI
+    then shows "embedding 0/N" until the document is done)."""
+    monkeypatch.setattr(ingest, "EMBED_PROGRESS_BATCH", 8)
+    monkeypatch.setattr(ingest, "PROGRESS_INTERVAL_S", 0.0)
+    events: list[dict] = []
+    listener = lambda doc_id, values: events.append(dict(values))  # noqa: E731
+    ingest.add_progress_listener(listener)
+    try:
+        ref = ingest.ingest_bytes(svc, FILES[0].read_bytes(), FILES[0].name, DagsterRunner())
+    finally:
+        ingest.remove_progress_listener(listener)
+    assert ref.status == "ingested"
+    total = next(e["chunks_total"] for e in events if e.get("status") == "embedding")
+    assert 1 < total < ingest.STAGE_BATCH_CHUNKS, total
+    start = events.index(next(e for e in events if e.get("status") == "embedding"))
+    end = events.index(next(e for e in events if e.get("status") == "indexing"))
+    done = [e["chunks_done"] for e in events[start:end] if "chunks_done" in e]
+    assert done == sorted(done) and done[-1] == total, done
+    assert any(0 < d < total for d in done), done
