@@ -57,7 +57,7 @@ from ragaudit.answer.citations import normalize_ws
 from ragaudit.index.sparse import CJK_CHAR, tokenize
 from ragaudit.platform.rules import Fired, Registry, Rule
 from ragaudit.text.anchors import Anchor, question_anchors, without_file_names
-from ragaudit.text.dates import FULL_DATE, MONTH_ABBREVIATIONS, MONTH_NAME, MONTH_WORDS, date_forms
+from ragaudit.text.dates import FULL_DATE, MONTH_ABBREVIATIONS, MONTH_NAME, MONTH_WORDS, date_forms, header_dates
 from ragaudit.text.function_words import AUXILIARY, QUESTION_WORDS, STOP_WORDS
 from ragaudit.text.language import non_english
 from ragaudit.text.periods import months_periods
@@ -146,6 +146,11 @@ def _present(anchor: Anchor, text_lower: str, terms: set[str], text: str = "") -
         forms = date_forms(normalize_ws(anchor.text))
         return forms is not None and forms.search(text or text_lower) is not None
     if anchor.kind == "id":
+        parts = anchor.text.split("/")
+        if len(parts) > 1 and all(len(re.sub(r"[\W_]", "", p)) >= 2 and re.search(r"[A-Za-z]", p) for p in parts):
+            # markers listed with slashes ("P63/PSA/BCL-2") that a text names one by one ("PSA, P63 and BCL-2")
+            if anchor.text.lower() not in text_lower:
+                return all(_present(Anchor(p, "id"), text_lower, terms, text) for p in parts)
         if len(re.sub(r"[\W_]", "", anchor.text)) < 4:  # "W-9" is not in "W-95", "E2E" not in "E2Es"
             return bool(_folded_pattern(anchor.text).search(text or text_lower))
         return anchor.text.lower() in text_lower or bool(_folded_pattern(anchor.text).search(text))
@@ -373,12 +378,25 @@ def _untranslated(anchor: Anchor) -> Anchor | None:
     return Anchor(" ".join(kept), "name", anchor.owner) if kept else None
 
 
+def _in_column_header(anchor: Anchor, document_texts: list[str]) -> bool:
+    """A date a table's column header prints over two lines ("December 31, December 25," over
+    "2022 2021": ``header_dates``), the only place a financial statement prints a prior period's
+    end whole."""
+    date = normalize_ws(anchor.text).replace(".", "")
+    m = re.fullmatch(rf"({MONTH_NAME})\s+0?(\d{{1,2}}),?\s+(\d{{4}})", date)
+    if not m:
+        return False
+    key = f"{m.group(1)} {int(m.group(2))}, {m.group(3)}"
+    return any(key in header_dates(t) for t in document_texts if t)
+
+
 def missing_anchors(
     question: str, document_texts: list[str], source_passages: list[str] | None = None, translated: bool = False
 ) -> list[str]:
     """Anchors of ``question`` the knowledge base cannot answer about, or [] when answerable.
 
-    - a full date must occur verbatim in the source documents;
+    - a full date must occur in the source documents, in any form they print it (``date_forms``)
+      or in a table's column header over two lines (``header_dates``);
     - a name passes when at least 60% of its words occur in the documents and, when
       ``source_passages`` are given, the question names one thing only and that name is only
       mentioned in passing (at most twice in any one document), in one retrieved passage
@@ -398,7 +416,13 @@ def missing_anchors(
     raw = joined_norm(document_texts)
     text = joined_norm(document_texts, lower=True)
     terms = text_terms(document_texts)
-    missing = [a for a in anchors if not _present(a, text, terms, raw) and not place_covered(a.text, raw)]
+    missing = [
+        a
+        for a in anchors
+        if not _present(a, text, terms, raw)
+        and not place_covered(a.text, raw)
+        and not (a.kind == "date" and _in_column_header(a, document_texts))
+    ]
 
     def shown(ms: list[Anchor]) -> list[str]:  # an acronym not found, rather than the run it is in
         out = []

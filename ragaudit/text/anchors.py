@@ -77,16 +77,22 @@ class Anchor:
 
 
 def question_anchors(question: str) -> list[Anchor]:
-    """Full dates and proper names / acronyms of ``question`` (not its first word, no digits)."""
+    """Full dates, identifiers and proper names / acronyms of ``question`` (not its first word, no
+    digits; not the letters of an identifier: "EduMIPS64" is one identifier, not also the name
+    "EduMIPS")."""
     anchors = [Anchor(m.group(0), "date") for m in FULL_DATE.finditer(question)]
     masked = without_file_names(FULL_DATE.sub(" ", question))
     nouns_capitalised = detect_language(question) in NOUN_CAPITALISING
+    ids: list[tuple[int, int]] = []  # spans of the identifiers kept
     for m in _IDENT.finditer(masked):
         tok = m.group(0).strip(".-/")
         if _PERIOD.fullmatch(tok) or _QUANTITY.fullmatch(tok):
             continue
         if len(re.sub(r"[\W_]", "", tok)) >= 4 or (_SHORT_ID.fullmatch(tok) and not _SHORT_PERIOD.fullmatch(tok)):
             anchors.append(Anchor(tok, "id"))
+            ids.append(m.span())
+    for a, b in ids:  # the letters of an identifier are no name ("EduMIPS" of "EduMIPS64", "PSA" of "P63/PSA/BCL-2")
+        masked = masked[:a] + " " * (b - a) + masked[b:]
     for m in _CAP_RUN.finditer(masked):
         phrase = re.sub(r"['’]s$", "", m.group(0)).strip(" .-'’")
         words = phrase.split()

@@ -17,7 +17,7 @@ names. Regular-expression fragments for matching them (each a non-capturing grou
 - ``FULL_DATE`` (compiled): a full date as prose prints it, "December 30, 2023".
 
 ``MONTH_WORDS``: the twelve names in lower case. ``month_of`` reads a word as a month, in full or
-abbreviated.
+abbreviated. ``header_dates`` reads the dates a table's column header prints over two lines.
 """
 
 from __future__ import annotations
@@ -88,3 +88,29 @@ def date_forms(full_date: str) -> re.Pattern[str] | None:
         rf"{d}\.{mo}\.{year}",
     ]
     return re.compile(r"(?i)(?<![\w/.-])(?:" + "|".join(forms) + r")(?![\w/]|-\d|\.\d)")
+
+
+# a column header's dates over two lines: "June 25, June 26," then "2022 2021" (financial statements)
+_HEADER_DAYS = re.compile(rf"((?:{MONTH_NAME}\.?\s+\d{{1,2}},?[ \t]*)+)$", re.M)
+_HEADER_DAY = re.compile(rf"({MONTH_NAME})\.?\s+(\d{{1,2}})")
+_HEADER_YEARS = re.compile(r"[ \t]*((?:(?:19|20)\d\d[ \t]+)*(?:19|20)\d\d)\b")
+
+
+@lru_cache(maxsize=64)
+def header_dates(text: str) -> frozenset[str]:
+    """The full dates ("June 26, 2021") that the column headers of ``text``'s tables print over
+    two lines: a line ending in month-and-day cells ("Three Months Ended June 25, June 26,") over a
+    line starting with as many years ("2022 2021"), the i-th day with the i-th year, as financial
+    statements head their columns. Such a date occurs nowhere else in the text written whole.
+    Lines whose counts differ pair nothing. Cached: a document's text comes back on every
+    question about it."""
+    out = set()
+    for m in _HEADER_DAYS.finditer(text):
+        nxt = _HEADER_YEARS.match(text, m.end() + 1) if text[m.end() : m.end() + 1] == "\n" else None
+        if not nxt:
+            continue
+        days = _HEADER_DAY.findall(m.group(1))
+        years = nxt.group(1).split()
+        if len(days) == len(years):
+            out.update(f"{month} {int(day)}, {year}" for (month, day), year in zip(days, years))
+    return frozenset(out)

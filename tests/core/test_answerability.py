@@ -11,7 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ragaudit.answer.answerability import assess, is_underspecified, missing_anchors
-from ragaudit.text.anchors import question_anchors
+from ragaudit.text.anchors import Anchor, question_anchors
+from ragaudit.text.dates import header_dates
 
 NTSB = (
     "On December 29, 2007, about 1330 eastern standard time, a Piper PA-22-150, N5921D, registered to and "
@@ -479,6 +480,49 @@ def test_a_date_the_document_prints_in_another_form_is_found():
     for other in ("12/09/2007", "08/12/2007", "12/08/2008"):
         missing = missing_anchors(asked, [form.replace("12/08/2007", other)])
         assert missing == ["December 8, 2007"], (other, missing)
+
+
+STATEMENT = """Orchard Corp.
+CONDENSED CONSOLIDATED STATEMENTS OF OPERATIONS (Unaudited)
+(In millions)
+Three Months Ended Nine Months Ended
+March 28, March 29, March 28, March 29,
+2025 2024 2025 2024
+Net sales:
+Northern region $ 1,905 $ 1,783 $ 5,210 $ 4,977
+Total net sales $ 4,154 $ 3,945 $ 11,300 $ 10,802
+"""
+
+
+def test_a_date_a_column_header_prints_over_two_lines_is_found():
+    """A financial statement heads its columns "March 28, March 29," over "2025 2024" and prints
+    the prior period's end nowhere else whole: the date in the question is found there, the i-th
+    day with the i-th year. Fails if such a question is refused for "not mentioning" the date, or
+    if a date the header does not print (another day, or the current period's day with the prior
+    year) passes for it."""
+    asked = "What were Orchard's Northern region net sales in the quarter ended March 29, 2024?"
+    assert missing_anchors(asked, [STATEMENT]) == []
+    assert header_dates(STATEMENT) == {"March 28, 2025", "March 29, 2024"}
+    for other in ("March 30, 2024", "March 28, 2024"):
+        assert missing_anchors(asked.replace("March 29, 2024", other), [STATEMENT]) == [other], other
+    # a line of days over a line with another count of years pairs nothing
+    assert header_dates("Ended March 28, March 29,\n2025 results\n") == frozenset()
+
+
+def test_an_identifier_is_one_anchor_and_a_slash_list_is_found_item_by_item():
+    """A product name with a version ("Simulon64") is one identifier: its letters are no second
+    anchor, a name the gate would look for as a whole word and not find ("Simulon" is not a word of
+    "Simulon64"). Markers listed with slashes ("K12/PSX/ABC-7") are found where a text names them
+    one by one. Fails if the letters become a name of their own, if such a question is refused,
+    or if a list with one marker the text lacks passes."""
+    assert question_anchors("Which option starts Simulon64 in debug mode?") == [Anchor("Simulon64", "id")]
+    manual = "Simulon64 User Manual. The Debug frame shows the log of internal activities of Simulon64."
+    assert missing_anchors("Which option starts Simulon64 in debug mode?", [manual], [manual]) == []
+    paper = "We assess the diagnostic impact of prostate-specific antigen (PSX), K12 and ABC-7 in 40 tissue blocks."
+    asked = "How many tissue blocks did the K12/PSX/ABC-7 study examine?"
+    assert question_anchors(asked) == [Anchor("K12/PSX/ABC-7", "id")]
+    assert missing_anchors(asked, [paper]) == []
+    assert missing_anchors(asked.replace("ABC-7", "ABC-8"), [paper]) == ["K12/PSX/ABC-8"]
 
 
 W9_PAGE = (
