@@ -495,16 +495,13 @@ def concise_candidates(question: str, sentences: list[tuple], disabled: frozense
             for i, (rel, text, _, _) in enumerate(pool)
             if (u := _untyped_span(question, text)) and f"concise.{u[2]}" not in disabled
         ]
-        why = {
-            "head_identifier": "the identifier printed after the noun the question asks for",
-        }
         for rel, i, (strength, span, kind), text in sorted(found, key=lambda x: (-(x[0] + 0.5 * x[2][0]), x[1])):
             out.append(
                 Concise(
                     span,
                     kind,
                     f"concise.{kind}",
-                    why[kind],
+                    "the identifier printed after the noun the question asks for",
                     text,
                     features={
                         "rel": rel,

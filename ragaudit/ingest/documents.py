@@ -682,9 +682,7 @@ def stage_chunks(svc: Services, document_id: str, chunks: list[Chunk], strategy:
                 dense = [_unit(np.mean(np.asarray(w), axis=0)) for w in windows]
             else:
                 spans, windows, dense = [], None, embed_batched(svc, texts, None, doc.id, chunks_before=a)
-            t_embed += time.perf_counter() - t0
-            done = a + len(part)
-            set_progress(svc, doc.id, force=done == len(chunks), chunks_done=done)
+            t_embed += time.perf_counter() - t0  # progress: written by embed_batched per slice
             sparse = [
                 bm25_document_vector(
                     t,
