@@ -45,8 +45,16 @@ def test_each_question_set_is_reported_as_its_own_part():
     from bench.rule_ablation import main
 
     assert [part(i) for i in ("dev-901", "dev-902", "dev-903:sibling")] == ["tune", "confirm", "tune"]
-    ids = ("heldout-901", "heldout-902:excluded", "heldout2-901", "heldout3-901", "heldout4-901", "probe2-901")
-    assert [part(i) for i in ids] == ["heldout", "heldout", "heldout2", "heldout3", "heldout4", "probe2"]
-    for held_out in ("heldout4",):
+    ids = (
+        "heldout-901",
+        "heldout-902:excluded",
+        "heldout2-901",
+        "heldout3-901",
+        "heldout4-901",
+        "heldout5-901",
+        "probe2-901",
+    )
+    assert [part(i) for i in ids] == ["heldout", "heldout", "heldout2", "heldout3", "heldout4", "heldout5", "probe2"]
+    for held_out in ("heldout4", "heldout5"):
         with pytest.raises(SystemExit):
             main(["--data-root", "unused", "--sets", held_out])
