@@ -409,8 +409,7 @@ class Fired:
 class Concise:
     """A concise answer and why it is one: ``text`` (a span of ``sentence``, a sentence the
     answer quotes), ``type`` (what kind of value it is: a question type of ``question_type`` such
-    as ``number`` or ``date``, or ``table_cell`` or
-    ``head_identifier``), ``rule`` (the extractor of ``CONCISE`` that found it), ``reason`` (in
+    as ``number`` or ``date``, or ``table_cell``), ``rule`` (the extractor of ``CONCISE`` that found it), ``reason`` (in
     words, for the X-ray), ``confidence`` (the calibrated probability that it is right,
     ``confidence``), ``features`` (what the confidence was computed from)."""
 

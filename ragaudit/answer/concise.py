@@ -18,9 +18,8 @@ number: 0-23985"; "94-2404110" over "(I.R.S. Employer Identification No.)"), a f
 being no value but a place on the form, like "page 4". A span is the value with
 what belongs to it: an approximate qualifier ("about 56 feet"), a range ("$400 million to $475
 million"), a rate's denominator ("$145 per record"), the question's head noun in front of an
-identifier ("Grant IIS-00325657"). A question without such a type gets the identifier printed
-after the noun it asks for, or the cell of a table row under the column the question names,
-else None. No gold answer is involved: this
+identifier ("Grant IIS-00325657"). A question without such a type gets the cell of a table row
+under the column the question names, else None. No gold answer is involved: this
 is what EM / F1 are computed on (``metrics.concise_answer`` is the gold-guided upper bound).
 """
 
@@ -289,18 +288,6 @@ def question_focus(question: str) -> set[str]:
     return set(tokenize(m.group("focus"))) - STOP_WORDS if m else set()
 
 
-def _untyped_span(question: str, sentence: str) -> tuple[float, str, str] | None:
-    """``(strength, span, extractor)`` for a question without an answer type: the identifier
-    right after the question's head noun ("Grant IIS-00325657" for "Under which ... grant ...?";
-    extractor ``head_identifier``), or None."""
-    head = head_noun(question)
-    if head:
-        m = re.search(rf"(?i)\b{re.escape(head)}\s+(?=[\w./-]*\d)([A-Za-z0-9][\w./-]*[A-Za-z0-9])", sentence)
-        if m:
-            return 1.0, m.group(0), "head_identifier"
-    return None
-
-
 _YEARS_LINE = re.compile(r"(?:(?:19|20)\d\d\s+)+(?:19|20)\d\d")
 _DATES_LINE = re.compile(
     rf"(?i)(?:{MONTH_PREFIX}\s+\d{{1,2}}(?:,\s*(?:(?:19|20)\d\d)?)?\s*)+"
@@ -450,7 +437,7 @@ def concise_candidates(question: str, sentences: list[tuple], disabled: frozense
     may be printed as money); among those the highest of: the sentence's relative score +
     ``NEAR_WEIGHT`` x distinct question terms around the span + ``LABEL_WEIGHT`` x a form label's
     (or caption's) share of question terms (``_label_match``), then the best sentence, then the
-    earliest. An untyped question gets ``_untyped_span`` of the sentences that have one. Spans
+    earliest. An untyped question gets no span but a table cell. Spans
     whose words all occur in the question are skipped (they restate it: "fiscal 2023" in "... for
     fiscal 2023?")."""
     if not sentences:
@@ -490,28 +477,6 @@ def concise_candidates(question: str, sentences: list[tuple], disabled: frozense
                     )
                 )
     if t is None:
-        found = [
-            (rel, i, u, text)
-            for i, (rel, text, _, _) in enumerate(pool)
-            if (u := _untyped_span(question, text)) and f"concise.{u[2]}" not in disabled
-        ]
-        for rel, i, (strength, span, kind), text in sorted(found, key=lambda x: (-(x[0] + 0.5 * x[2][0]), x[1])):
-            out.append(
-                Concise(
-                    span,
-                    kind,
-                    f"concise.{kind}",
-                    "the identifier printed after the noun the question asks for",
-                    text,
-                    features={
-                        "rel": rel,
-                        "strength": strength,
-                        "top_sentence": float(i == 0),
-                        "overlap": overlap(text),
-                        "two_asks": two,
-                    },
-                )
-            )
         return out
     if "concise.typed_span" in disabled:
         return out
@@ -572,8 +537,7 @@ def concise_answer(question: str, sentences: list[tuple]) -> str | None:
 
 def concise_span(question: str, sentence: str) -> str | None:
     """The span of one ``sentence`` that answers ``question`` (``concise_answer`` over it alone),
-    or None when the question's type is unknown and no untyped rule applies, or the sentence has
-    no span of the type."""
+    or None when the question's type is unknown, or the sentence has no span of the type."""
     return concise_answer(question, [(1.0, sentence)])
 
 
@@ -692,7 +656,6 @@ CONCISE = Registry(
         _extractor(
             "concise.table_cell", "the cell of a table row the question names, under the column the question names"
         ),
-        _extractor("concise.head_identifier", "the identifier printed after the noun the question asks for"),
         _extractor("concise.typed_span", "a span of the answer type the question's wh-phrase asks for"),
         _extractor("concise.lead_in", "the sentence a quoted lead-in ('... to be:') announces"),
         Rule(
