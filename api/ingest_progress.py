@@ -76,6 +76,9 @@ class IngestProgress:
                 f"[{index + 1}/{self.total}] {name}: {self.stage_text(st)}",
                 key=document_id,
                 stage=str(st.get("status", "")),
+                final=st.get("status") == "embedding"
+                and bool(st.get("chunks_total"))
+                and st.get("chunks_done") == st.get("chunks_total"),
             )
 
     @staticmethod
@@ -90,7 +93,11 @@ class IngestProgress:
             return f"{status} {st['pages_total']} pages"
         return str(status)
 
-    def _emit(self, line: str, *, key: str, stage: str) -> None:
+    def _emit(self, line: str, *, key: str, stage: str, final: bool = False) -> None:
+        """Draw ``line`` (the bar's description on a terminal, else a line on ``stream``). Off a
+        terminal a counter update of the same stage within ``every_s`` is skipped, except the
+        ``final`` one (embedding N/N): a small file embeds within seconds, and its reader should
+        still see that every chunk was embedded."""
         if self._bar is not None:
             desc = line if not self._parsing or self._parsing in line else f"{line} (parsing {self._parsing})"
             self._bar.set_description_str(desc[:120], refresh=True)
@@ -98,7 +105,8 @@ class IngestProgress:
         now = time.monotonic()
         last = self._last_line.get(key)
         if last is not None and (
-            last[0] == line or (last[0].rsplit(":", 1)[-1].split()[:1] == [stage] and now - last[1] < self.every_s)
+            last[0] == line
+            or (not final and last[0].rsplit(":", 1)[-1].split()[:1] == [stage] and now - last[1] < self.every_s)
         ):
             return  # same line, or a counter update of the same stage within every_s
         self._last_line[key] = (line, now)

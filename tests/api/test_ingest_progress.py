@@ -23,8 +23,9 @@ def _feed(p: IngestProgress) -> None:
 
 def test_plain_lines_when_not_a_terminal():
     """One line per stage change naming the file and its position, counter updates of the same
-    stage throttled, results on stdout only. Fails if every counter update prints a line, a
-    stage is missing, a foreign document shows up, or results go to stderr."""
+    stage throttled but the one that completes it (embedding 9/9), results on stdout only. Fails if
+    every counter update prints a line, a stage or its completion is missing, a foreign document
+    shows up, or results go to stderr."""
     err, out = io.StringIO(), io.StringIO()
     p = IngestProgress(2, stream=err, out=out, tty=False, every_s=60)
     _feed(p)
@@ -34,6 +35,7 @@ def test_plain_lines_when_not_a_terminal():
         "[1/2] a.pdf: extracting",
         "[1/2] a.pdf: chunking 4 pages",
         "[1/2] a.pdf: embedding 0/9 chunks",
+        "[1/2] a.pdf: embedding 9/9 chunks",
         "[1/2] a.pdf: indexing 9 chunks",
     ]
     assert out.getvalue() == "ingested  a.pdf: 4 pages\n"
