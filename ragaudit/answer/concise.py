@@ -149,6 +149,10 @@ def _typed_spans(question: str, sentence: str, t: str) -> list[tuple[int, int, i
                 or (set(tokenize(span)) and set(tokenize(span)) <= q_terms and typ in ("name", "identifier"))
             ):
                 continue
+            if span.endswith(")") and "(" not in span:
+                span = span[:-1].rstrip()  # "RCAC)" of "(RCAC)": the bracket closes the sentence's, not the span's
+            if not span or _malformed(question, t, typ, sentence, start, start + len(span), span):
+                continue
             if typ == "identifier" and not re.search(r"\d|[A-Z]{2}|_|\(", span):
                 continue
             if typ == "name" and (
@@ -194,6 +198,37 @@ def _typed_spans(question: str, sentence: str, t: str) -> list[tuple[int, int, i
                     start, span = before.start(), sentence[before.start() : end]
             out.append((tier, start, end, span))
     return out
+
+
+_ASKS_NUMBER = re.compile(r"(?i)\bnumber\b|\bno\.")
+_CITATION_YEAR = re.compile(r"(?:19|20)\d\d[a-z]")  # "Smith 2017b": a reference's year and its letter
+
+
+def _malformed(question: str, asked: str | None, typ: str, sentence: str, start: int, end: int, span: str) -> bool:
+    """A candidate that is not a value as documents print one, whatever the question:
+
+    - a piece of a longer number: "000" of "1.000" or of "1 000" (thousands groups), "1" of "1.5"
+      read apart, a number with leading zeros;
+    - a reference's year with its letter ("2017b", "2023a") for a number or an identifier;
+    - an identifier without a digit when the question asks for a number ("the USDL number",
+      "the publication number": "CPI-U", "RCAC" are names the sentence mentions);
+    - for an amount of money, a span without digits ("Three Months") or a bare integer below 100
+      without a currency or scale ("1", "19": a footnote, a count, an item);
+    - a name followed by a colon: a form's label ("Aircraft Make: Cessna"), not its value."""
+    if typ in ("number", "money", "percent", "identifier") and re.match(r"\d", span):
+        if re.search(r"\d[.,]$", sentence[:start]) or re.match(r"[.,]\d", sentence[end:]):
+            return True
+        if re.fullmatch(r"\d{3}", span) and re.search(r"(?<![\d.,])\d{1,3}[ \u00a0\u202f]$", sentence[:start]):
+            return True
+        if re.fullmatch(r"0\d+", span):
+            return True
+    if typ in ("number", "identifier") and _CITATION_YEAR.fullmatch(span):
+        return True
+    if asked == "identifier" and typ == "identifier" and _ASKS_NUMBER.search(question) and not re.search(r"\d", span):
+        return True
+    if asked == "money" and (not re.search(r"\d", span) or (typ == "number" and re.fullmatch(r"\d{1,2}", span))):
+        return True
+    return typ == "name" and bool(re.match(r"\s*:", sentence[end:]))
 
 
 _LENGTH_UNIT = re.compile(
