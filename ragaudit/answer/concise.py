@@ -207,8 +207,8 @@ _CITATION_YEAR = re.compile(r"(?:19|20)\d\d[a-z]")  # "Smith 2017b": a reference
 def _malformed(question: str, asked: str | None, typ: str, sentence: str, start: int, end: int, span: str) -> bool:
     """A candidate that is not a value as documents print one, whatever the question:
 
-    - a piece of a longer number: "000" of "1.000" or of "1 000" (thousands groups), "1" of "1.5"
-      read apart, a number with leading zeros;
+    - a piece of a longer number: "000" of "1.000" (a thousands group), "1" of "1.5" read apart,
+      "30" of the clock time "8:30", a number with leading zeros ("000" of "1 000");
     - a reference's year with its letter ("2017b", "2023a") for a number or an identifier;
     - an identifier without a digit when the question asks for a number ("the USDL number",
       "the publication number": "CPI-U", "RCAC" are names the sentence mentions);
@@ -216,9 +216,7 @@ def _malformed(question: str, asked: str | None, typ: str, sentence: str, start:
       without a currency or scale ("1", "19": a footnote, a count, an item);
     - a name followed by a colon: a form's label ("Aircraft Make: Cessna"), not its value."""
     if typ in ("number", "money", "percent", "identifier") and re.match(r"\d", span):
-        if re.search(r"\d[.,]$", sentence[:start]) or re.match(r"[.,]\d", sentence[end:]):
-            return True
-        if re.fullmatch(r"\d{3}", span) and re.search(r"(?<![\d.,])\d{1,3}[ \u00a0\u202f]$", sentence[:start]):
+        if re.search(r"\d[.,:]$", sentence[:start]) or re.match(r"[.,:]\d", sentence[end:]):
             return True
         if re.fullmatch(r"0\d+", span):
             return True

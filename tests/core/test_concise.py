@@ -591,3 +591,27 @@ def test_contract_and_statute_structure_numbers_are_no_values():
     q = "How many members does the committee have?"
     assert concise_span(q, "The committee is formed as Article 79 provides.") is None
     assert concise_span(q, "Under § 7, the committee has 12 members.") == "12"
+
+
+def test_a_candidate_is_a_value_as_documents_print_one():
+    """Fails if a piece of a longer number, a reference's year, an identifier without a digit for
+    a question asking for a number, a digitless or bare small amount of money, or a form's label
+    is offered as the concise answer."""
+    # the thousands group and the minutes of a clock time are pieces of a number, not numbers
+    assert concise_span("How many people came?", "A total of 1 000 people came.") != "000"
+    assert concise_span("How many minutes?", "Embargoed until 8:30 a.m. tomorrow.") != "30"
+    assert concise_span("How many people came?", "A total of 000 people came.") is None
+    # a reference's year with its letter is no score
+    assert concise_span("What BLEU score did the baseline reach?", "As in (Dusek and Jurcicek, 2017b).") is None
+    # a question asking for a number wants an identifier with a digit, not the acronym beside it
+    q = "What is the publication number of the Redpaper?"
+    assert concise_span(q, "Row and column access control (RCAC) is described in this Redpaper.") is None
+    assert concise_span(q, "This Redpaper (REDP-5110-00) describes row and column access control.") == "REDP-5110-00"
+    # an amount of money has digits, and a bare integer below 100 is a footnote or a count
+    q = "How much did Apple make from iPhone sales?"
+    assert concise_span(q, "iPhone (1) net sales were strong in the Three Months Ended.") is None
+    assert concise_span(q, "iPhone net sales were $39,669 million.") == "$39,669 million"
+    # a name followed by a colon is a form's label: the value after it is the name
+    q = "Who owned the airplane?"
+    assert concise_span(q, "Aircraft Make: Cessna Registered Owner: Versatile Aviation Inc") == "Versatile Aviation Inc"
+    assert concise_span(q, "Aircraft Make: Registered Owner: Cessna") != "Aircraft Make"
