@@ -71,9 +71,14 @@ def test_cli_eval_json_then_api_run_gives_the_same_results(kb, monkeypatch):
     summary or the CLI's table do not say which questions the retrieval metrics count (answerable
     ones, not the must-refuse one); or if the README's curl example of an evaluation does not
     start a run here."""
+    from ragaudit.answer import concise
+
     monkeypatch.setenv("RAGAUDIT_DATA_DIR", str(kb.settings.data_dir))
     for var in ("RAGAUDIT_DATABASE_URL", "RAGAUDIT_QDRANT_URL", "RAGAUDIT_LLM_MODEL", "RAGAUDIT_JUDGE_MODEL"):
         monkeypatch.delenv(var, raising=False)
+    # every extracted concise answer is shown, in the CLI's run and the API's alike, so that EM / F1
+    # and precision are checked on the extractors' spans (the threshold: tests/core/test_concise.py)
+    monkeypatch.setitem(concise.CALIBRATION, "threshold", 0.0)
     res = CliRunner().invoke(app, ["eval", "--dataset", str(SMALL), "--json"])
     assert res.exit_code == 0, res.output
     cli = json.loads(res.stdout)
