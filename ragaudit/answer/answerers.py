@@ -152,6 +152,19 @@ def _sentences(sources: list[RetrievedChunk]) -> list[_Sentence]:
     return out
 
 
+def _distinct(sents: list[_Sentence]) -> list[_Sentence]:
+    """``sents`` without a sentence whose text (whitespace-normalised) an earlier one already has:
+    overlapping chunks of one document share sentences, and an answer quotes each once."""
+    seen: set[str] = set()
+    out = []
+    for s in sents:
+        key = normalize_ws(s.text)
+        if key not in seen:
+            seen.add(key)
+            out.append(s)
+    return out
+
+
 def _row_group(sent: "_Sentence") -> str:
     """The group label a table row sits under ("AWS" over "Net sales ... / Operating income $
     6,518 $ 5,123", "Current liabilities:"): the nearest line above it in its chunk that is neither a
@@ -525,11 +538,11 @@ class ExtractiveAnswerer:
         good = [(sc, s) for sc, s in scored if sc >= self.relative * best]
         tied = [(sc, s) for sc, s in good if sc >= self.document_tie * best]
         doc = min(tied, key=lambda x: x[1].n)[1].chunk.doc_name  # stable: the best sentence of that passage
-        picked = [s for sc, s in good if s.chunk.doc_name == doc][: self.max_sentences]
+        picked = _distinct([s for sc, s in good if s.chunk.doc_name == doc])[: self.max_sentences]
         if not any(s.n == 1 for s in picked):  # the top-ranked passage's best sentence, if close enough
             top1 = next(((sc, s) for sc, s in scored if s.n == 1), None)
             if top1 is not None and top1[0] >= 0.6 * best and top1[1].chunk.doc_name == doc:
-                picked.append(top1[1])
+                picked = _distinct([*picked, top1[1]])
         return picked
 
     def answer(
@@ -549,6 +562,7 @@ class ExtractiveAnswerer:
         concise, fired, extra = self._concise(question, scored, picked, best_doc)
         if extra is not None:  # the sentence the concise answer comes from is quoted with it
             picked = sorted([*picked, extra], key=lambda s: (s.n, s.start))
+        picked = _distinct(picked)
         parts, cites = [], []
         for s in picked:
             parts.append(f"{normalize_ws(s.text)} [{s.n}]")

@@ -149,3 +149,22 @@ def test_a_table_row_with_a_capitalised_label_is_a_sentence_not_a_heading(embedd
     texts = [_ws(s.text) for s in _sentences([src])]
     assert any(t.startswith("Greater China 15,758 14,604") for t in texts), texts
     assert _heading_like("THE DIGITAL MILLENNIUM COPYRIGHT ACT OF 1998")
+
+
+def test_a_sentence_two_overlapping_chunks_share_is_quoted_once(embedder):
+    """Overlapping chunks of one report both hold its "Flight Time: ..." form line. Fails if the
+    answer quotes that line twice (once per chunk) instead of once, from the better-ranked chunk,
+    or if its other sentence is lost."""
+    first = _source("20071229X02007.pdf", "Flight Time: 2319 hours", 1, 0.0328, embedder)
+    text = first.text
+    a = text.index("Flight Time: 2319 hours")
+    # a second chunk of the same page that starts at the shared line (as the chunker's overlap does)
+    second = RetrievedChunk(
+        rank=2, chunk_id="20071229X02007.pdf#overlap", score=0.0301, payload={**first.payload, "text": text[a:]}
+    )
+    ans = ExtractiveAnswerer(embedder, concise_min_confidence=0.0)
+    out = ans.answer("How many hours had the pilot flown?", [first, second])
+    quotes = [c.quote for c in out.citations]
+    assert sum("Flight Time: 2319 hours" in q for q in quotes) == 1, quotes
+    assert out.answer.count("Flight Time: 2319 hours") == 1, out.answer
+    assert next(c for c in out.citations if "Flight Time: 2319 hours" in c.quote).n == 1
