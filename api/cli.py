@@ -60,7 +60,7 @@ def _services(busy_ok: bool = False):
             return svc, True
         typer.echo(
             f"error: {svc.settings.qdrant_path} is in use by another process (probably `ragaudit serve`): "
-            "stop it, or ask the running API (POST /query), or use a Qdrant server "
+            "stop it, or use the running API (POST /documents to add, POST /query to ask), or use a Qdrant server "
             "(RAGAUDIT_QDRANT_URL)",
             err=True,
         )

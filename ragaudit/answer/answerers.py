@@ -153,16 +153,23 @@ def _sentences(sources: list[RetrievedChunk]) -> list[_Sentence]:
 
 
 def _distinct(sents: list[_Sentence]) -> list[_Sentence]:
-    """``sents`` without a sentence whose text (whitespace-normalised) an earlier one already has:
-    overlapping chunks of one document share sentences, and an answer quotes each once."""
-    seen: set[str] = set()
-    out = []
+    """``sents`` (in order) with each sentence's text (whitespace-normalised) quoted once:
+    overlapping chunks of one document share sentences, and a chunk that starts or ends inside a
+    sentence holds a piece of it ("The pilot reported a total flight" of "The pilot reported a
+    total flight experience of 2,319 hours"). A sentence whose text another kept one holds is
+    dropped; one that holds a kept piece takes the piece's place."""
+    out: list[tuple[str, _Sentence]] = []
     for s in sents:
         key = normalize_ws(s.text)
-        if key not in seen:
-            seen.add(key)
-            out.append(s)
-    return out
+        if any(key in k for k, _ in out):
+            continue
+        at = next((i for i, (k, _) in enumerate(out) if k in key), None)
+        if at is None:
+            out.append((key, s))
+        else:
+            out[at] = (key, s)
+            out = [x for i, x in enumerate(out) if i <= at or x[0] not in key]
+    return [s for _, s in out]
 
 
 def _row_group(sent: "_Sentence") -> str:

@@ -168,3 +168,22 @@ def test_a_sentence_two_overlapping_chunks_share_is_quoted_once(embedder):
     assert sum("Flight Time: 2319 hours" in q for q in quotes) == 1, quotes
     assert out.answer.count("Flight Time: 2319 hours") == 1, out.answer
     assert next(c for c in out.citations if "Flight Time: 2319 hours" in c.quote).n == 1
+
+
+def test_a_piece_of_a_quoted_sentence_is_not_quoted_beside_it(embedder):
+    """A chunk that starts inside a sentence holds a piece of it. Fails if the answer quotes the
+    piece and, from another chunk, the whole sentence, instead of the whole sentence once."""
+    from ragaudit.answer.answerers import _distinct
+
+    whole = _source("20071229X02007.pdf", "The pilot reported a total flight experience", 2, 0.03, embedder)
+    a = whole.text.index("The pilot reported a total flight")
+    cut = whole.text.index("experience", a)  # after the line break the PDF prints there
+    piece_chunk = RetrievedChunk(
+        rank=1, chunk_id="20071229X02007.pdf#cut", score=0.031, payload={**whole.payload, "text": whole.text[:cut]}
+    )
+    piece = _Sentence(1, piece_chunk, a, cut, piece_chunk.text[a:cut])
+    full = _sentence(whole, 2, "The pilot reported a total flight experience")
+    assert _distinct([piece, full]) == [full]  # the whole sentence takes the piece's place
+    assert _distinct([full, piece]) == [full]
+    other = _sentence(whole, 2, "The pilot, age 85")
+    assert _distinct([piece, other, full]) == [full, other]
