@@ -697,6 +697,30 @@ def _period_end_not_reported(g: GateInput) -> Fired | None:
     )
 
 
+# a maximum or minimum the question asks for, as documents print a bound: "up to five years
+# imprisonment" states a maximum term, "at least 60 days" a minimum notice
+_UPPER = re.compile(
+    r"\b(?:up to|at most|no more than|not more than|(?:not|shall not|may not) exceed(?:ing)?|a maximum)\b"
+)
+_LOWER = re.compile(r"\b(?:at least|no less than|not less than|no fewer than|not fewer than|a minimum)\b")
+_BOUND_WORDS = {
+    "maximum": _UPPER,
+    "max": _UPPER,
+    "highest": _UPPER,
+    "most": _UPPER,
+    "minimum": _LOWER,
+    "min": _LOWER,
+    "lowest": _LOWER,
+    "least": _LOWER,
+}
+
+
+def _bound_printed(word: str, text_lower: str) -> bool:
+    """True when ``word`` asks for a maximum or a minimum and ``text_lower`` prints such a bound."""
+    pattern = _BOUND_WORDS.get(word.lower())
+    return pattern is not None and pattern.search(text_lower) is not None
+
+
 def _asked_for_absent(g: GateInput) -> Fired | None:
     wanted = asked_for(g.question)
     if not wanted or g.source_passages is None or g.cross_lingual:
@@ -704,7 +728,7 @@ def _asked_for_absent(g: GateInput) -> Fired | None:
     own = subject_passages(g.question, g.document_texts, g.source_passages)
     text = normalize_ws(" ".join(own))
     low, p_terms = text.lower(), set(tokenize(text.lower()))
-    lacking = [w for w in wanted if not _word_found(w, text, low, p_terms)]
+    lacking = [w for w in wanted if not _word_found(w, text, low, p_terms) and not _bound_printed(w, low)]
     lacking = [w for w in lacking if not (w.isalpha() and g.close(w, own))]
     if len(lacking) * 2 <= len(wanted):
         return None

@@ -633,3 +633,18 @@ def test_a_refusal_names_a_missing_year_as_well_as_a_missing_place():
     # a year the documents do speak of is not named
     v = assess("What was the weather at Grenchen in 2007?", [report], [report])
     assert v.label == "refused" and "2007" not in v.reason and v.missing == ["Grenchen"]
+
+
+def test_a_maximum_asked_for_is_found_where_the_passage_prints_a_bound():
+    """Fails if "What is the maximum term ...?" is refused for want of the word "maximum" when the
+    best passage says "up to five years", or if a passage printing no bound is accepted."""
+    q = "What is the maximum term of imprisonment for a first offense under the anti-circumvention rules?"
+    assert asked_for(q) == ["maximum"]
+    passage = (
+        "Penalties range up to a $500,000 fine or up to five years imprisonment for a first offense under the "
+        "anti-circumvention rules."
+    )
+    assert assess(q, [passage], [passage]).label is None
+    plain = "Penalties for a first offense under the anti-circumvention rules include fines and imprisonment."
+    v = assess(q, [plain], [plain])
+    assert v.label == "refused" and v.missing == ["maximum"], v
