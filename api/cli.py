@@ -325,6 +325,8 @@ def _print_eval_table(res: dict, question_split: str) -> None:
                 "citation_validity",
                 "answered_cited",
                 "faithfulness",
+                "concise_coverage",
+                "concise_precision",
             )
             if v.get(k) is not None
         )

@@ -64,6 +64,32 @@ def test_question_counts_in_words():
     )
 
 
+def test_the_cli_table_says_how_many_concise_answers_em_and_f1_count(capsys):
+    """EM and F1 are computed over the concise answers shown, and few pass the confidence
+    threshold: fails if the CLI's answer line leaves out concise coverage and precision, so a
+    reader sees an EM near 0 without why."""
+    from ragaudit.api.cli import _print_eval_table
+
+    res = {
+        "dataset": {"name": "x.jsonl"},
+        "judge": "deterministic",
+        "modes": {},
+        "answers": {
+            "hybrid": {
+                "exact_match": 0.05,
+                "f1": 0.06,
+                "concise_coverage": 0.1,
+                "concise_precision": 1.0,
+                "latency_ms": {"mean": 12.0},
+                "cost_usd": {"total": 0.0},
+            }
+        },
+    }
+    _print_eval_table(res, "2 questions")
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("answers hybrid:"))
+    assert "concise_coverage 0.100" in line and "concise_precision 1.000" in line, line
+
+
 def test_cli_eval_json_then_api_run_gives_the_same_results(kb, monkeypatch):
     """Fails if the CLI and the API disagree on a run of the same set, if metrics leave their
     ranges, or if the default modes include one the settings cannot run (hybrid_rerank without
