@@ -52,9 +52,19 @@ def test_each_question_set_is_reported_as_its_own_part():
         "heldout3-901",
         "heldout4-901",
         "heldout5-901",
+        "heldout6-901",
         "probe2-901",
     )
-    assert [part(i) for i in ids] == ["heldout", "heldout", "heldout2", "heldout3", "heldout4", "heldout5", "probe2"]
-    for held_out in ("heldout4", "heldout5"):
+    assert [part(i) for i in ids] == [
+        "heldout",
+        "heldout",
+        "heldout2",
+        "heldout3",
+        "heldout4",
+        "heldout5",
+        "heldout6",
+        "probe2",
+    ]
+    for held_out in ("heldout4", "heldout5", "heldout6"):
         with pytest.raises(SystemExit):
             main(["--data-root", "unused", "--sets", held_out])
