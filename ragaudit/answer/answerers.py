@@ -194,6 +194,22 @@ def _is_caption(text: str) -> bool:
     return t.startswith("(") and t.endswith(")")
 
 
+def _text_before(s: _Sentence, limit: int = 1500) -> str:
+    """What a table cell of ``s`` is read under (``concise.table_cell``): the chunk's text before
+    the sentence (the last ``limit`` characters), after the column header of the first table in
+    the chunk when the chunk's context header carries one (``ragaudit.ingest.chunking``: a table's
+    caption and header lines joined by " | " on the line after the title, "Three Months Ended Nine
+    Months Ended | September 30, September 30, | 2022 2023 2022 2023", given back as lines). A chunk that opens
+    in the middle of a table, or on a page that continues it, has its header row only there; the
+    reader walks up from the row through the rows above it and reaches it only when the chunk
+    holds no header of its own above the row."""
+    before = s.chunk.text[max(0, s.start - limit) : s.start]
+    tables = (s.chunk.payload.get("header") or "").split("\n")[1:]
+    if not tables or not tables[0].strip() or s.start > limit:
+        return before
+    return "\n".join(x.strip() for x in tables[0].split(" | ")) + "\n" + before
+
+
 def _window_of(spans: list[tuple[int, int]], start: int) -> int | None:
     """Index of the window span holding character ``start``, ``None`` when none does."""
     for k, (a, b) in enumerate(spans):
@@ -480,12 +496,12 @@ class ExtractiveAnswerer:
                 label = normalize_ws(picked[i + 1].text.strip()[1:-1])
             text = normalize_ws(s.text)
             source.setdefault(text, s)
-            pool.append((max([own[i], *near]), text, s.chunk.text[max(0, s.start - 1500) : s.start], label))
+            pool.append((max([own[i], *near]), text, _text_before(s), label))
         for sc, s in scored:
             if s.chunk.doc_name == best_doc and not any(s is p for p in picked):
                 text = normalize_ws(s.text)
                 source.setdefault(text, s)
-                pool.append((sc, text, s.chunk.text[max(0, s.start - 1500) : s.start], ""))
+                pool.append((sc, text, _text_before(s), ""))
         pool.sort(key=lambda x: -x[0])
         cands = concise_candidates(question, pool, self.disabled_rules)
         # a quoted lead-in ("... the probable cause(s) of this accident to be:") announces the

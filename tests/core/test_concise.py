@@ -615,3 +615,47 @@ def test_a_candidate_is_a_value_as_documents_print_one():
     q = "Who owned the airplane?"
     assert concise_span(q, "Aircraft Make: Cessna Registered Owner: Versatile Aviation Inc") == "Versatile Aviation Inc"
     assert concise_span(q, "Aircraft Make: Registered Owner: Cessna") != "Aircraft Make"
+
+
+def test_a_table_cell_is_read_under_the_header_row_its_chunk_carries_in_its_context_header():
+    """A chunk that opens in the middle of a table (the header row is in the previous chunk or on
+    the previous page) carries the table's caption and header row in its context header. Fails if
+    the cell reader does not walk up to that header row when the chunk's rows above the row
+    reach the chunk's start, or if it uses it when the chunk holds a header of its own."""
+    from ragaudit.answer.answerers import _Sentence, _text_before
+    from ragaudit.answer.concise import table_cell
+    from ragaudit.types import RetrievedChunk
+
+    rows = "Natural Questions 79,168 58,880 8,757 3,610\nTriviaQA 78,785 60,413 8,837 11,313\n"
+    row = "CuratedTREC 1,353 1,125 133 694"
+    text = rows + row
+    header = "dpr > Experiments\nTable 1: Number of questions in each QA dataset | Dataset Train Dev Test"
+    chunk = RetrievedChunk(1, "c1", 1.0, {"text": text, "header": header})
+    s = _Sentence(1, chunk, len(rows), len(text), row)
+    q = "How many test questions does the CuratedTREC dataset have?"
+    assert table_cell(q, row, _text_before(s)) == "694"
+    assert table_cell(q.replace("test", "dev"), row, _text_before(s)) == "133"
+    # without the context header's table line there is no column to read
+    bare = RetrievedChunk(1, "c1", 1.0, {"text": text, "header": "dpr > Experiments"})
+    assert table_cell(q, row, _text_before(_Sentence(1, bare, len(rows), len(text), row))) is None
+    # a header row of the chunk's own, above the row, is the one read
+    own = "Dataset Size Train Dev Test\n" + rows + row
+    mine = RetrievedChunk(1, "c1", 1.0, {"text": own, "header": header})
+    at = own.index("CuratedTREC")
+    before = _text_before(_Sentence(1, mine, at, len(own), own[at:]))
+    assert table_cell("What is the size of CuratedTREC?", own[at:], before) == "1,353"
+    # a statement's header of periods, period ends and years, carried as one line "a | b | c"
+    stmt = RetrievedChunk(
+        1,
+        "c2",
+        1.0,
+        {
+            "text": "Net income 1,263 1,226 2,994 3,597",
+            "header": "10-Q > Statements\nThree Months Ended Nine Months Ended | September 30, September 30, | "
+            "2022 2023 2022 2023",
+        },
+    )
+    q = "What was net income in the nine months ended September 30, 2023?"
+    row = stmt.text
+    assert table_cell(q, row, _text_before(_Sentence(1, stmt, 0, len(row), row))) == "3,597"
+    assert table_cell(q.replace("nine", "three"), row, _text_before(_Sentence(1, stmt, 0, len(row), row))) == "1,226"
