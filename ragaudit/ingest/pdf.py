@@ -37,8 +37,9 @@ _PDF_MAGIC = b"%PDF-"
 
 # what ``extract_pages`` reads from a page's layout (reading order, headings, identifiers broken at a
 # line end); recorded in each version's build info so that re-ingestion rebuilds versions extracted
-# by an earlier revision (2 did not rejoin identifiers)
-LAYOUT_REVISION = 3
+# by an earlier revision (2 did not rejoin identifiers; 3 removed a Type 3 font's glyphs as text
+# under 1 pt)
+LAYOUT_REVISION = 4
 
 
 class PDFError(ValueError):
@@ -252,11 +253,60 @@ def extract_pages(data: bytes, on_page: Callable[[int, int], None] | None = None
     ]
 
 
+# a glyph of a Type 3 font whose size pdfminer gives under this many points while its advance
+# width is at least as many is sized by its font matrix, not tiny (``_type3_sized``)
+TYPE3_MIN_SIZE = 1.0
+# the share of an em a glyph's advance width is taken for when no normal character shares its line
+TYPE3_EM_SHARE = 0.5
+
+
+def _type3_sized(chars: list[dict]) -> list[dict]:
+    """``chars`` with the glyphs of Type 3 fonts given their drawn size. A Type 3 font scales its
+    glyphs by its own font matrix, which pdfminer leaves out of a character's size: LaTeX's
+    small capitals in "4.1.1 SYSCALL 0" come out at 0.12 pt, 0.12 pt tall and flipped (a
+    negative vertical scale, so not "upright"), though each is 9.5 pt wide and plainly visible;
+    as a size under 1 pt they would be removed as hidden text. Such a glyph (size under
+    ``TYPE3_MIN_SIZE``, advance width at least that, drawn horizontally left to right) takes the
+    median size and box of the normal characters whose box holds its baseline (the heading it is
+    part of), else a size of its advance width over ``TYPE3_EM_SHARE`` and a box drawn upright
+    from its baseline. Text hidden by a tiny size keeps a tiny width and is still removed."""
+    small = [
+        i
+        for i, c in enumerate(chars)
+        if float(c.get("size", 10.0)) < TYPE3_MIN_SIZE
+        and float(c["x1"]) - float(c["x0"]) >= TYPE3_MIN_SIZE
+        and (m := c.get("matrix")) is not None
+        and m[0] > 0
+        and abs(m[1]) < 1e-6
+        and abs(m[2]) < 1e-6
+    ]
+    if not small:
+        return chars
+    normal = [c for c in chars if float(c.get("size", 10.0)) >= TYPE3_MIN_SIZE and c.get("upright", True)]
+    tops = np.fromiter((float(c["top"]) for c in normal), dtype=np.float64, count=len(normal))
+    bottoms = np.fromiter((float(c["bottom"]) for c in normal), dtype=np.float64, count=len(normal))
+    sizes = np.fromiter((float(c["size"]) for c in normal), dtype=np.float64, count=len(normal))
+    out = list(chars)
+    for i in small:
+        c = chars[i]
+        base = float(c["bottom"])
+        near = (tops <= base) & (bottoms >= base)
+        if near.any():  # the line's own box, so that the glyph is read in its line
+            size = float(np.median(sizes[near]))
+            top, bottom = float(np.median(tops[near])), float(np.median(bottoms[near]))
+        else:  # ascent and descent as a text face's typical 0.75 / 0.25 em
+            size = (float(c["x1"]) - float(c["x0"])) / TYPE3_EM_SHARE
+            top, bottom = base - 0.75 * size, base + 0.25 * size
+        out[i] = {**c, "size": size, "top": top, "bottom": bottom, "height": bottom - top, "upright": True}
+    return out
+
+
 def _visible_chars(page, pdfium_page) -> tuple[list[dict], tuple[float, float], list[tuple[str, str]], int]:
-    """The characters of pdfplumber ``page`` a reader can see (``removal.hidden_chars``), the crop
-    box's ``(top, bottom)`` as characters are placed, the ``("hidden:<reason>", line)`` entries of
-    the hidden ones, and the number of invisible characters kept as an OCR layer."""
-    chars = page.chars
+    """The characters of pdfplumber ``page`` a reader can see (``removal.hidden_chars``; a Type 3
+    font's glyphs sized first, ``_type3_sized``), the crop box's ``(top, bottom)`` as characters
+    are placed, the ``("hidden:<reason>", line)`` entries of the hidden ones, and the number of
+    invisible characters kept as an OCR layer."""
+    chars = _type3_sized(page.chars)
     crop = placed_box(page_transform(page), page.page_obj.cropbox)
     visible, gone, ocr = hidden_chars(page, chars, pdfium_page)
     entries = []

@@ -152,3 +152,54 @@ def test_rotated_and_shifted_pages_keep_their_visible_text():
         assert "Visible line two far from the first." in page.text, kw
         assert "invisible words" not in page.text, kw
         assert [k for k, _ in page.removed] == ["hidden:invisible_render_mode"], (kw, page.removed)
+
+
+def _type3_pdf() -> bytes:
+    """One page: a Helvetica line "Heading 4.1.1", then "ABC" in a Type 3 font drawn as TeX's
+    dvips draws small capitals (font size 0.12, a font matrix of scale 1 and advance widths of 79
+    glyph units, so each letter is 9.5 pt wide), then a body line. Written by hand: fpdf2 makes
+    no Type 3 fonts."""
+    glyph = b"79 0 0 -100 79 0 d1 0 -100 79 100 re f"
+    content = (
+        b"BT /F1 12 Tf 72 700 Td (Heading 4.1.1 ) Tj ET BT /F3 0.12 Tf 180 700 Td (ABC) Tj ET "
+        b"BT /F1 12 Tf 72 650 Td (Body text follows the heading.) Tj ET"
+    )
+    cmap = (
+        b"/CIDInit /ProcSet findresource begin 12 dict begin begincmap /CMapName /X def 1 "
+        b"begincodespacerange <00> <FF> endcodespacerange 3 beginbfchar <41> <0041> <42> <0042> "
+        b"<43> <0043> endbfchar endcmap CMapName currentdict /CMap defineresource pop end end"
+    )
+
+    def stream(data: bytes) -> bytes:
+        return b"<< /Length %d >>\nstream\n" % len(data) + data + b"\nendstream"
+
+    objs = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
+        b"/Resources << /Font << /F1 5 0 R /F3 6 0 R >> >> >>",
+        stream(content),
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+        b"<< /Type /Font /Subtype /Type3 /FontBBox [0 0 100 100] /FontMatrix [1 0 0 -1 0 0] "
+        b"/CharProcs << /a 7 0 R >> /Encoding << /Type /Encoding /Differences [65 /a /a /a] >> "
+        b"/FirstChar 65 /LastChar 67 /Widths [79 79 79] /ToUnicode 8 0 R >>",
+        stream(glyph),
+        stream(cmap),
+    ]
+    out, offsets = b"%PDF-1.4\n", []
+    for i, obj in enumerate(objs, 1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % i + obj + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objs) + 1)
+    out += b"".join(b"%010d 00000 n \n" % o for o in offsets)
+    return out + b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objs) + 1, xref)
+
+
+def test_a_type3_fonts_glyphs_are_read_at_their_drawn_size_not_removed_as_tiny():
+    """pdfminer gives a Type 3 font's glyphs the text's font size (0.12 pt here) without the font
+    matrix's scale, though each letter is drawn 9.5 pt wide. Fails if they are removed as text
+    under 1 pt, or if they are not read in the line they are drawn in."""
+    (page,) = extract_pages(_type3_pdf())
+    assert page.text.splitlines()[:2] == ["Heading 4.1.1 ABC", "Body text follows the heading."]
+    assert page.removed == ()
