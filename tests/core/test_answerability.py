@@ -648,3 +648,16 @@ def test_a_maximum_asked_for_is_found_where_the_passage_prints_a_bound():
     plain = "Penalties for a first offense under the anti-circumvention rules include fines and imprisonment."
     v = assess(q, [plain], [plain])
     assert v.label == "refused" and v.missing == ["maximum"], v
+
+
+def test_an_author_asked_for_is_found_where_the_passage_prints_a_byline():
+    """A title page names its author as "by <name>", not with the word "author". Fails if "Who
+    is the author of the user manual?" is refused when the best passage prints a byline, or if a
+    passage with no byline (only "by" and a date or a lower-case word) is accepted."""
+    q = "Who is the author of the EduMIPS64 user manual?"
+    assert asked_for(q) == ["author"]
+    title = "EduMIPS64 User Manual by Andrea Spadaccini and the EduMIPS64 Team, version 1.3, June 5, 2007."
+    assert assess(q, [title], [title]).label is None
+    dated = "The EduMIPS64 user manual was revised by June 5, 2007 and is updated by hand."
+    v = assess(q, [dated], [dated])
+    assert v.label == "refused" and v.missing == ["author"], v
