@@ -137,8 +137,22 @@ def instruction_spans(chunk: RetrievedChunk) -> list[tuple[int, int]]:
     return scan_instructions(chunk.text, source_sentence_spans(chunk)).spans
 
 
+# a table of contents' entry: a title, its collapsed dot leader and a page number ("4.1.5 SYSCALL 4
+# … 45", "Notices … vii"; ``ragaudit.ingest.pdf.collapse_leaders``)
+_CONTENTS_ENTRY = re.compile(r"…\s*(?:\d{1,4}|[ivxlc]{1,7})\s*$", re.IGNORECASE)
+
+
+def _contents_entries(text: str) -> bool:
+    """True when most lines of ``text`` are table-of-contents entries (``_CONTENTS_ENTRY``): they
+    say on which page a section starts, not what it says, and a question naming a section's
+    title matches its entry word for word."""
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    return bool(lines) and 2 * sum(1 for ln in lines if _CONTENTS_ENTRY.search(ln)) > len(lines)
+
+
 def _sentences(sources: list[RetrievedChunk]) -> list[_Sentence]:
-    """The sentences an answer may quote; never one that reads as an instruction to an assistant."""
+    """The sentences an answer may quote; never one that reads as an instruction to an assistant,
+    nor a heading or a table of contents' entries (``_contents_entries``)."""
     out = []
     for n, c in enumerate(sources, start=1):
         flagged = instruction_spans(c)
@@ -147,7 +161,11 @@ def _sentences(sources: list[RetrievedChunk]) -> list[_Sentence]:
                 continue
             t = c.text[s:e]
             words = len(t.split())
-            if (words >= 5 or (words >= 2 and any(ch.isdigit() for ch in t))) and not _heading_like(t):
+            if (
+                (words >= 5 or (words >= 2 and any(ch.isdigit() for ch in t)))
+                and not _heading_like(t)
+                and not _contents_entries(t)
+            ):
                 out.append(_Sentence(n, c, s, e, t))
     return out
 

@@ -141,3 +141,22 @@ def test_a_cover_line_ending_in_an_identifier_is_a_value_not_a_heading(embedder)
     assert res.concise.text == "001-37845"
     assert "Commission File Number 001-37845 [1]" in res.answer
     assert _heading_like("THE DIGITAL MILLENNIUM COPYRIGHT ACT OF 1998") and _heading_like("Item 1A. Risk Factors 44")
+
+
+def test_a_table_of_contents_entry_is_not_quoted_as_an_answer(embedder):
+    """A question naming a section's title matches its table-of-contents entry word for word
+    ("4.1.2 SYSCALL 1 … 42"), which says on which page the section starts, not what it says.
+    Fails if an entry is quoted, or if the section's own sentence is not."""
+    contents = _chunk(
+        1,
+        "Contents\n4.1.1 SYSCALL 0 … 41\n4.1.2 SYSCALL 1 … 42\n4.1.3 SYSCALL 2 … 43\n4.1.4 SYSCALL 3 … 44",
+        page=4,
+    )
+    section = _chunk(
+        2,
+        "4.1.2 SYSCALL 1\nThe program opens a file with SYSCALL 1, which returns the file descriptor in R1.",
+        page=42,
+    )
+    res = ExtractiveAnswerer(embedder).answer("What does SYSCALL 1 do?", [contents, section])
+    assert "…" not in res.answer
+    assert "opens a file with SYSCALL 1" in res.answer and all(c.page == 42 for c in res.citations), res.answer
