@@ -88,7 +88,7 @@ def ingest(
     knowledge_base: Annotated[str, typer.Option("--knowledge-base", "-k", help="Knowledge base name")] = "default",
     strategy: Annotated[Strategy, typer.Option("--strategy", help="Chunking strategy")] = DEFAULT_STRATEGY,
 ) -> None:
-    """Ingest PDFs in one Dagster run (job ``ingest_files``: each PDF is parsed in a bounded child
+    """Ingest PDFs in one Dagster run (job ingest_files_job: each PDF is parsed in a bounded child
     process ahead of the one being embedded); one result line per document on stdout, per-file
     and per-stage progress on stderr; exit 1 if any was refused or failed.
 
