@@ -125,6 +125,11 @@ def _acronym_found(acro: str, text: str) -> bool:
     return False
 
 
+def _singular_acronym(text: str) -> str:
+    """A plural acronym's singular ("GPUs": "GPU", "SYSCALLs": "SYSCALL"); any other text as is."""
+    return text[:-1] if re.fullmatch(r"[A-Z][A-Z0-9]*[A-Z0-9]s", text) else text
+
+
 def _word_found(word: str, text: str, text_lower: str, terms: set[str]) -> bool:
     word = re.sub(r"['’]s$", "", word.strip(".,'’"))
     toks = [t for t in tokenize(word) if t not in STOP_WORDS]
@@ -136,6 +141,8 @@ def _word_found(word: str, text: str, text_lower: str, terms: set[str]) -> bool:
         return True
     if word.lower() in text_lower or _folded_pattern(word).search(text):
         return True
+    if _singular_acronym(word) != word and _folded_pattern(word[:-1]).search(text):
+        return True  # a plural acronym ("GPUs", "SYSCALLs") where the text writes its singular
     return bool(re.fullmatch(r"[A-Z]{2,6}s?", word)) and _acronym_found(word.rstrip("s"), text)
 
 
@@ -444,13 +451,15 @@ def missing_anchors(
         for a in names if len(names) == 1 else []:  # a question about one named thing
             if a in missing:
                 continue
-            needle = _folded_pattern(a.text)
-            if max((len(needle.findall(d)) for d in docs_lower), default=0) > 2:
+            # a plural acronym is mentioned wherever its singular is ("SYSCALLs": "SYSCALL 0")
+            probe = Anchor(_singular_acronym(a.text), a.kind, a.owner)
+            needles = {_folded_pattern(probe.text), _folded_pattern(a.text)}
+            if max((sum(len(n.findall(d)) for n in needles) for d in docs_lower), default=0) > 2:
                 continue  # a subject of the documents (e.g. the company), not a passing mention
-            if _in_opening(a, docs_lower):
+            if _in_opening(probe, docs_lower):
                 continue  # named where a document says what it is and who wrote it: its subject or author
             others = q_terms - set(tokenize(a.text))
-            if others and not _supported(a, others, sent_terms, sent_texts):
+            if others and not _supported(probe, others, sent_terms, sent_texts):
                 missing.append(a)
     if any(a.kind in ("date", "id") or _specific(a) for a in missing):
         return shown(missing)

@@ -218,6 +218,14 @@ def test_acronym_is_matched_as_a_whole_word_in_the_passages():
     assert missing_anchors(q, [dmca], [passage]) == ["DPR"]
 
 
+def test_a_plural_acronym_is_found_where_the_text_writes_its_singular():
+    """Fails if "How many SYSCALLs ..." is refused because the manual writes "SYSCALL 0",
+    "SYSCALL 1": the plural of an acronym is not a word the passages must contain verbatim."""
+    manual = "The simulator supports SYSCALL 0 (exit), SYSCALL 1 (open) and SYSCALL 5 (printf)."
+    assert missing_anchors("How many SYSCALLs does the simulator support?", [manual], [manual]) == []
+    assert missing_anchors("How many TPUs does the simulator support?", [manual], [manual]) == ["TPUs"]
+
+
 def test_modifiers_of_what_the_question_asks_for_must_be_in_the_best_passages():
     """Fails if "What capital expenditure range ..." is answered from passages that mention
     neither "capital" nor "expenditure" (an 8-K's signature and exhibit pages, found by the
