@@ -1,6 +1,12 @@
 """Answerers: the LLM path through litellm (mock_response: no network) and the extractive one."""
 
-from ragaudit.answer.answerers import REFUSAL_TEXT, ExtractiveAnswerer, LLMAnswerer, answer_type_bonus
+from ragaudit.answer.answerers import (
+    REFUSAL_TEXT,
+    ExtractiveAnswerer,
+    LLMAnswerer,
+    _contents_entries,
+    answer_type_bonus,
+)
 from ragaudit.types import RetrievedChunk
 
 
@@ -160,3 +166,15 @@ def test_a_table_of_contents_entry_is_not_quoted_as_an_answer(embedder):
     res = ExtractiveAnswerer(embedder).answer("What does SYSCALL 1 do?", [contents, section])
     assert "…" not in res.answer
     assert "opens a file with SYSCALL 1" in res.answer and all(c.page == 42 for c in res.citations), res.answer
+
+
+def test_contents_entries_without_leaders_are_recognised_by_their_rising_page_numbers():
+    """Fails if a contents page printed without dot leaders ("1 Source files format 9") is not
+    recognised, or if a table's rows or a numbered list are taken for one."""
+    assert _contents_entries(
+        "Contents\n1 Introduction 3\n2 Source files format 9\n2.1 The .data section 11\n3 Appendix 20"
+    )
+    assert _contents_entries("Preface 1\nGetting Started 4\nAppendix A Glossary 112")
+    assert not _contents_entries("Greater China 23,905 25,783\nJapan 14,982 13,521\nRest of Asia Pacific 7,714 8,255")
+    assert not _contents_entries("Chapter 9\nSection 4\nArticle 2")  # numbers falling: not a contents page
+    assert not _contents_entries("1 Introduction 3\nThe simulator reads the source files and runs them on a pipeline.")
