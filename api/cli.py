@@ -341,7 +341,11 @@ def _print_eval_table(res: dict, question_split: str) -> None:
         typer.echo(f"skipped {m}: {why}")
     if res.get("judge_control"):
         jc = res["judge_control"]
-        typer.echo(f"judge control: {jc['failed']}/{jc['n']} mismatched answer/context pairs failed (all must)")
+        # runs stored before the verdict was recorded have only the counts
+        verdict = (
+            jc.get("verdict") or f"{jc['failed']}/{jc['n']} mismatched answer/context pairs rejected (all must be)"
+        )
+        typer.echo(f"judge control: {verdict}")
 
 
 @app.command("eval")

@@ -242,8 +242,10 @@ def judge_control(
 
     ``per_q``: ``[{"id"}]`` in run order; ``answers_by_id``: id -> answer JSON (``question``,
     ``answer``, ``label``, ``retrieved[{chunk_id, doc_name, text}]``). Returns ``{"judge", "n",
-    "failed", "all_failed", "rule", "pairs": [{answer_of, context_of, faithfulness, failed,
-    reason}]}``; a judge error counts as a control that did not fail."""
+    "failed", "all_failed", "verdict", "rule", "pairs": [{answer_of, context_of, faithfulness,
+    failed, reason}]}``: ``failed`` counts the pairs the judge rejected, as it should, and
+    ``verdict`` says in words whether the judge passed its control ("judge ok: ..."); a judge
+    error counts as a control that did not fail."""
     cands = [
         (p["id"], answers_by_id[p["id"]])
         for p in per_q
@@ -281,11 +283,18 @@ def judge_control(
                 "reason": reason,
             }
         )
+    if not rows:
+        verdict = "not run: fewer than two answered questions with disjoint contexts"
+    elif failed == len(rows):
+        verdict = f"judge ok: it scored all {len(rows)} mismatched answer/context pairs unfaithful"
+    else:
+        verdict = f"judge too lenient: it scored {len(rows) - failed} of {len(rows)} mismatched pairs faithful"
     return {
         "judge": judge.name,
         "n": len(rows),
         "failed": failed,
         "all_failed": failed == len(rows),
+        "verdict": verdict,
         "rule": "faithfulness of an answer judged against another question's context must be < 0.5",
         "pairs": rows,
     }

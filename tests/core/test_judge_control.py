@@ -36,6 +36,7 @@ def test_a_strict_judge_fails_every_control():
     per_q, answers = _answers()
     out = judge_control(per_q, answers, DeterministicJudge(), 3)
     assert out["n"] == 2 and out["failed"] == 2 and out["all_failed"] is True
+    assert out["verdict"].startswith("judge ok")
     assert [(p["answer_of"], p["context_of"]) for p in out["pairs"]] == [("q1", "q2"), ("q2", "q1")]
 
 
@@ -53,6 +54,7 @@ def test_a_lenient_judge_makes_the_control_report_all_failed_false():
     )
     out = judge_control(per_q, answers, LLMJudge("gpt-4o-mini", mock_response=lenient), 3)
     assert out["n"] == 2 and out["all_failed"] is False and out["failed"] == 1
+    assert out["verdict"] == "judge too lenient: it scored 1 of 2 mismatched pairs faithful"
     by_answer = {p["answer_of"]: p for p in out["pairs"]}
     assert by_answer["q1"]["faithfulness"] == 1.0 and by_answer["q1"]["failed"] is False
     # the same quote is not in q1's NTSB context: that control still fails (quotes are verified)
