@@ -19,7 +19,7 @@ fi
 stale=0
 if [ ! -f dist/index.html ]; then
   stale=1
-elif [ -n "$(find src index.html package.json package-lock.json vite.config.ts tsconfig.json -newer dist/index.html -print -quit)" ]; then
+elif [ -n "$(find src public index.html package.json package-lock.json vite.config.ts tsconfig.json -newer dist/index.html -print -quit)" ]; then
   stale=1
 fi
 if [ "$stale" = 1 ]; then

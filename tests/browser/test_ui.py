@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -341,3 +342,15 @@ def _check_comparison(base: str, cmp: dict) -> None:
     assert changed, "the sibling report changed no rank: the comparison cannot be checked"
     assert cmp["only_changed"] == changed, (cmp["only_changed"], changed)
     assert cmp["changed_count"] == f"Questions changed: {len(changed)} of {len(ids)}", cmp["changed_count"]
+
+
+def test_the_page_names_an_icon_the_server_serves(server):
+    """Fails if the UI's page names no icon, or the icon it names is not served (a browser then
+    asks for /favicon.ico and logs a 404 on every visit)."""
+    base, _ = server
+    page = httpx.get(base + "/", timeout=10)
+    href = re.search(r'<link rel="icon"[^>]*href="([^"]+)"', page.text)
+    assert href, page.text[:400]
+    icon = httpx.get(base + href.group(1), timeout=10)
+    assert icon.status_code == 200 and icon.headers["content-type"].startswith("image/svg+xml")
+    assert icon.text.lstrip().startswith("<svg")
