@@ -214,6 +214,9 @@ def test_cli_eval_json_then_api_run_gives_the_same_results(kb, monkeypatch):
         assert (summary["n_questions"], summary["n_answerable"], summary["n_unanswerable"]) == (12, 11, 1)
         assert summary["question_split"] == SPLIT_12
         assert summary["modes"]["hybrid"]["n"] == summary["n_answerable"]
+        for k in ("citation_validity", "concise_precision", "concise_coverage", "refusal_accuracy"):
+            assert summary["answers"]["hybrid"][k] == run["results"]["answers"]["hybrid"][k], k
+        assert summary["answers"]["hybrid"]["citation_validity"] is not None
         listed = client.get("/evaluate").json()
         assert run["id"] in [x["id"] for x in listed] and cli["run_id"] in [x["id"] for x in listed]
         assert client.get("/evaluate/nope").status_code == 404

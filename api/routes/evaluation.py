@@ -93,7 +93,8 @@ class RunSummaryOut(BaseModel):
     )
     answers: dict[str, dict[str, Any]] = Field(
         description="Answer metrics per mode (f1, exact_match, refusal_accuracy over all questions, "
-        "faithfulness); empty for a retrieval-only run"
+        "citation_validity, concise_precision (right when shown), concise_coverage (shown / answerable), "
+        "faithfulness); empty for a retrieval-only run. Each mode's 95% intervals: GET /evaluate/{id}/intervals"
     )
     judge: str | None = Field(
         description="deterministic, or the litellm model that judged the answers; null for a retrieval-only run"

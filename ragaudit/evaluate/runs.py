@@ -276,10 +276,23 @@ def get_run(svc: Services, run_id: str) -> dict[str, Any]:
         return d
 
 
+# what an auditor reads first: refusals, citations, and the concise answer's precision and coverage
+SUMMARY_ANSWER_METRICS = (
+    "f1",
+    "exact_match",
+    "refusal_accuracy",
+    "citation_validity",
+    "concise_precision",
+    "concise_coverage",
+    "faithfulness",
+)
+
+
 def summarize(results: dict[str, Any]) -> dict[str, Any]:
     """The main metrics of a finished run's ``results``: ``{n_questions, n_answerable,
     n_unanswerable, question_split, modes: {mode: retrieval metrics}, answers: {mode: {f1,
-    exact_match, refusal_accuracy, faithfulness}}, judge}``. ``n_answerable``: the questions the
+    exact_match, refusal_accuracy, citation_validity, concise_precision, concise_coverage,
+    faithfulness}}, judge}`` (each mode's 95% intervals: ``GET /evaluate/{id}/intervals``). ``n_answerable``: the questions the
     retrieval metrics average over (each mode's ``n``); ``n_unanswerable``: the must-refuse ones,
     scored by refusal accuracy with the others; ``question_split``: the same in words
     (``evaluation.describe_question_counts``)."""
@@ -293,8 +306,7 @@ def summarize(results: dict[str, Any]) -> dict[str, Any]:
         "question_split": describe_question_counts(n, refuse, bool(results.get("answers"))),
         "modes": results.get("modes"),
         "answers": {
-            m: {k: v.get(k) for k in ("f1", "exact_match", "refusal_accuracy", "faithfulness")}
-            for m, v in (results.get("answers") or {}).items()
+            m: {k: v.get(k) for k in SUMMARY_ANSWER_METRICS} for m, v in (results.get("answers") or {}).items()
         },
         "judge": results.get("judge"),
     }
