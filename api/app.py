@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from fastapi_offline import FastAPIOffline
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match, Mount, Route
 
+from ragaudit.answer.answerability import warm_up as warm_up_gate
 from ragaudit.ingest.queue import IngestQueue
 from ragaudit.pipelines.partitions import reconcile
 from ragaudit.pipelines.runner import DagsterRunner, RecordedRunner, execute_launched_run, instance_for, recover_runs
@@ -98,6 +100,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         prom.registry.register(TelemetryStatsCollector(telemetry))
         app.state.prometheus, app.state.telemetry = prom, telemetry
         app.state.query_service = QueryService(svc, telemetry=telemetry, cache=AnswerCache.from_services(svc))
+        # what the answerability gate defers to its first question (language profiles, word lists,
+        # place tables) loads beside the startup, not in the first user's request
+        app.state.warm_up = threading.Thread(target=_warm_up_gate, name="gate-warm-up", daemon=True)
+        app.state.warm_up.start()
         # create the Dagster instance's storage now, before anything is served: Dagster's SQLite
         # storage is not safe to create from several processes at once (the webserver and daemon,
         # started after the API answers /health, then find it ready)
@@ -203,6 +209,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     if FRONTEND_DIST.is_dir():
         app.mount("/", FrontendFiles(directory=FRONTEND_DIST, html=True), name="frontend")
     return app
+
+
+def _warm_up_gate() -> None:
+    try:
+        log.info("answerability gate warmed up in %.1f s", warm_up_gate())
+    except Exception:  # a first question then loads what is missing itself
+        log.exception("could not warm up the answerability gate")
 
 
 class FrontendFiles(StaticFiles):

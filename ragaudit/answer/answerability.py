@@ -49,6 +49,7 @@ The reason returned says what is missing.
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -180,6 +181,23 @@ def _present(anchor: Anchor, text_lower: str, terms: set[str], text: str = "") -
     ):
         return False  # an acronym or a rare word ("Preemptive") names one specific thing: it must be found itself
     return sum(found) / len(words) >= 0.6
+
+
+def warm_up() -> float:
+    """Load what the gate defers to its first question: langdetect's language profiles, wordfreq's
+    English word list, lemminflect and the GeoNames / ISO place tables (``_places``); about 2 s
+    of a first question's gate on a busy 2-core machine. Returns the seconds it took. The API
+    runs it in a background thread at startup, so the first question does not wait for them;
+    the CLI and tests, which may never reach the gate, keep the deferred imports."""
+    t0 = time.perf_counter()
+    from lemminflect import getAllLemmas
+    from wordfreq import zipf_frequency
+
+    non_english("Le chat dort sur le canapé pendant toute la journée")  # loads the profiles
+    zipf_frequency("answer", "en")  # reads the word list, not only the module
+    getAllLemmas("wrote")
+    _places()
+    return time.perf_counter() - t0
 
 
 @lru_cache(maxsize=1)
