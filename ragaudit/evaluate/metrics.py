@@ -253,7 +253,8 @@ def citation_validity(
 ) -> MetricResult:
     """1.0 when the answer cites at least one source, every cited ``[n]`` names a source, and a
     citation points at a gold (doc_name, page) — the gold page, a page of ``extra_evidence`` or
-    an ``also_found_in`` place."""
+    an ``also_found_in`` place. A citation points at every page its quote is on (``pages``: a
+    sentence across a page break is on both; else ``page``)."""
     if not gold_places:
         return _nan("citation_validity", "gold places")
     if not citations:
@@ -261,9 +262,13 @@ def citation_validity(
     if invalid_numbers:
         return MetricResult(0.0, f"cited numbers with no source: {list(invalid_numbers)}")
     places = {(d, int(p)) for d, p in gold_places}
-    hit = [c for c in citations if (c.get("doc_name"), int(c.get("page") or 0)) in places]
+
+    def on(c: dict[str, Any]) -> list[int]:
+        return [int(p) for p in c.get("pages") or [c.get("page") or 0]]
+
+    hit = [(c, p) for c in citations for p in on(c) if (c.get("doc_name"), p) in places]
     if hit:
-        return MetricResult(1.0, f"cites gold {hit[0]['doc_name']} p.{hit[0]['page']}")
+        return MetricResult(1.0, f"cites gold {hit[0][0]['doc_name']} p.{hit[0][1]}")
     got = sorted({f"{c.get('doc_name')} p.{c.get('page')}" for c in citations})
     return MetricResult(0.0, f"cites {', '.join(got)}; gold is {sorted(places)}")
 

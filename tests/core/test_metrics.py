@@ -63,6 +63,11 @@ def test_citation_validity():
     assert metrics.citation_validity([{"doc_name": "a.pdf", "page": 9}], [], gold).value == 0.0
     assert metrics.citation_validity([{"doc_name": "a.pdf", "page": 3}], [7], gold).value == 0.0
     assert metrics.citation_validity([], [], gold).value == 0.0
+    # a quote across a page break is on both pages: citing pages 2-3 points at gold page 3
+    across = {"doc_name": "a.pdf", "page": 2, "pages": [2, 3]}
+    assert metrics.citation_validity([across], [], gold).value == 1.0
+    assert metrics.citation_validity([{**across, "doc_name": "b.pdf"}], [], gold).value == 0.0
+    assert metrics.citation_validity([{"doc_name": "a.pdf", "page": 2, "pages": [2]}], [], gold).value == 0.0
 
 
 def test_paired_bootstrap_is_seeded_and_brackets_the_difference():
