@@ -144,21 +144,23 @@ _CONTENTS_ENTRY = re.compile(r"…\s*(?:\d{1,4}|[ivxlc]{1,7})\s*$", re.IGNORECAS
 
 # an entry printed without a leader: an optional section number, a title with no number in it and
 # a page number ("1 Source files format 9", "Appendix A Glossary 112")
-_CONTENTS_BARE = re.compile(r"^(?:[\dA-Z]{1,3}(?:\.\d{1,3})*\.?\s+)?[^\W\d_][^\d]*?\s(\d{1,4})\s*$")
+_CONTENTS_BARE = re.compile(r"^(?:([\dA-Z]{1,3})(?:\.\d{1,3})*\.?\s+)?[^\W\d_][^\d]*?\s(\d{1,4})\s*$")
 
 
 def _contents_entries(text: str) -> bool:
     """True when most lines of ``text`` are table-of-contents entries: with a dot leader
     (``_CONTENTS_ENTRY``), or, three or more, without one (``_CONTENTS_BARE``) when their page
     numbers never decrease, as a contents page lists them (a table's rows carry several numbers,
-    so they are not entries). Entries say on which page a section starts, not what it says, and a
+    and a form's lines end in their own line number, so they are not entries). Entries say on which page a section starts, not what it says, and a
     question naming a section's title matches its entry word for word."""
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     if not lines:
         return False
     if 2 * sum(1 for ln in lines if _CONTENTS_ENTRY.search(ln)) > len(lines):
         return True
-    pages = [int(m.group(1)) for m in map(_CONTENTS_BARE.match, lines) if m]
+    # a form's line repeats its number in the amount column ("79 Motion picture royalties 79"):
+    # a line number, not a page
+    pages = [int(m.group(2)) for m in map(_CONTENTS_BARE.match, lines) if m and m.group(1) != m.group(2)]
     return len(pages) >= 3 and 2 * len(pages) > len(lines) and pages == sorted(pages)
 
 

@@ -170,11 +170,13 @@ def test_a_table_of_contents_entry_is_not_quoted_as_an_answer(embedder):
 
 def test_contents_entries_without_leaders_are_recognised_by_their_rising_page_numbers():
     """Fails if a contents page printed without dot leaders ("1 Source files format 9") is not
-    recognised, or if a table's rows or a numbered list are taken for one."""
+    recognised, or if a table's rows, a form's numbered lines or a numbered list are taken for one."""
     assert _contents_entries(
         "Contents\n1 Introduction 3\n2 Source files format 9\n2.1 The .data section 11\n3 Appendix 20"
     )
     assert _contents_entries("Preface 1\nGetting Started 4\nAppendix A Glossary 112")
     assert not _contents_entries("Greater China 23,905 25,783\nJapan 14,982 13,521\nRest of Asia Pacific 7,714 8,255")
     assert not _contents_entries("Chapter 9\nSection 4\nArticle 2")  # numbers falling: not a contents page
+    form = "78 Industrial royalties (patents, trademarks, etc.) 78\n79 Motion picture or T.V. copyright royalties 79\n80 Other royalties 80"
+    assert not _contents_entries(form)  # a form's lines end in their own line number
     assert not _contents_entries("1 Introduction 3\nThe simulator reads the source files and runs them on a pipeline.")
