@@ -147,31 +147,84 @@ _CONTENTS_ENTRY = re.compile(r"…\s*(?:\d{1,4}|[ivxlc]{1,7})\s*$", re.IGNORECAS
 _CONTENTS_BARE = re.compile(r"^(?:([\dA-Z]{1,3})(?:\.\d{1,3})*\.?\s+)?[^\W\d_][^\d]*?\s(\d{1,4})\s*$")
 
 
+def _entry_page(line: str) -> tuple[bool, int | None]:
+    """Whether ``line`` (stripped) is a table-of-contents entry, and its page number when it is
+    an arabic one: with a dot leader (``_CONTENTS_ENTRY``), or without one (``_CONTENTS_BARE``)
+    unless it ends in its own number, as a form's line does ("79 Motion picture royalties 79": a
+    line number, not a page)."""
+    if _CONTENTS_ENTRY.search(line):
+        num = re.search(r"(\d{1,4})\s*$", line)
+        return True, int(num.group(1)) if num else None
+    m = _CONTENTS_BARE.match(line)
+    if m and m.group(1) != m.group(2):
+        return True, int(m.group(2))
+    return False, None
+
+
+def _contents_spans(text: str) -> list[tuple[int, int]]:
+    """Character spans of ``text`` holding a contents listing: three or more consecutive entry
+    lines (``_entry_page``; blank lines do not interrupt) whose page numbers never decrease, as a
+    contents page lists them. A table's rows carry several numbers and a form's lines end in
+    their own number, so neither is a listing."""
+    spans: list[tuple[int, int]] = []
+    run: list[tuple[int, int]] = []
+    pages: list[int] = []
+
+    def close() -> None:
+        if len(run) >= 3 and pages == sorted(pages):
+            spans.append((run[0][0], run[-1][1]))
+
+    pos = 0
+    for line in text.split("\n"):
+        start, end = pos, pos + len(line)
+        pos = end + 1
+        if not line.strip():
+            continue
+        entry, page = _entry_page(line.strip())
+        if entry:
+            run.append((start, end))
+            pages += [] if page is None else [page]
+        else:
+            close()
+            run, pages = [], []
+    close()
+    return spans
+
+
 def _contents_entries(text: str) -> bool:
-    """True when most lines of ``text`` are table-of-contents entries: with a dot leader
-    (``_CONTENTS_ENTRY``), or, three or more, without one (``_CONTENTS_BARE``) when their page
-    numbers never decrease, as a contents page lists them (a table's rows carry several numbers,
-    and a form's lines end in their own line number, so they are not entries). Entries say on which page a section starts, not what it says, and a
-    question naming a section's title matches its entry word for word."""
+    """True when most lines of ``text`` are table-of-contents entries (``_entry_page``): with
+    dot leaders, or three or more without, in a listing (``_contents_spans``). Entries say on
+    which page a section starts, not what it says, and a question naming a section's title
+    matches its entry word for word."""
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     if not lines:
         return False
     if 2 * sum(1 for ln in lines if _CONTENTS_ENTRY.search(ln)) > len(lines):
         return True
-    # a form's line repeats its number in the amount column ("79 Motion picture royalties 79"):
-    # a line number, not a page
-    pages = [int(m.group(2)) for m in map(_CONTENTS_BARE.match, lines) if m and m.group(1) != m.group(2)]
-    return len(pages) >= 3 and 2 * len(pages) > len(lines) and pages == sorted(pages)
+    listed = sum(len(text[a:b].strip().splitlines()) for a, b in _contents_spans(text))
+    return 2 * listed > len(lines)
+
+
+def _in_contents(s: int, e: int, text: str, spans: list[tuple[int, int]]) -> bool:
+    """The sentence ``text[s:e]`` (whitespace trimmed) lies inside a contents listing: a chunk's
+    sentence splitter cuts a listing into its lines ("D. Dynamics Test 6"), each too short to be
+    recognised alone."""
+    t = text[s:e]
+    s, e = s + len(t) - len(t.lstrip()), e - (len(t) - len(t.rstrip()))
+    return any(a <= s and e <= b for a, b in spans)
 
 
 def _sentences(sources: list[RetrievedChunk]) -> list[_Sentence]:
     """The sentences an answer may quote; never one that reads as an instruction to an assistant,
-    nor a heading or a table of contents' entries (``_contents_entries``)."""
+    nor a heading or a table of contents' entries (``_contents_entries``, ``_in_contents``)."""
     out = []
     for n, c in enumerate(sources, start=1):
         flagged = instruction_spans(c)
+        listing = _contents_spans(c.text)
         for s, e in source_sentence_spans(c):
             if flagged and overlaps(s, e, flagged):
+                continue
+            if listing and _in_contents(s, e, c.text, listing):
                 continue
             t = c.text[s:e]
             words = len(t.split())

@@ -168,6 +168,28 @@ def test_a_table_of_contents_entry_is_not_quoted_as_an_answer(embedder):
     assert "opens a file with SYSCALL 1" in res.answer and all(c.page == 42 for c in res.citations), res.answer
 
 
+def test_a_contents_page_without_leaders_is_not_quoted_line_by_line(embedder):
+    """A contents page printed without leaders is split into one sentence per line ("D. Dynamics
+    Test 6"), each too short to be recognised alone. Fails if such a line is quoted for a
+    question naming its section, or if the section's own sentence is not."""
+    contents = _chunk(
+        1,
+        "Simulator v1.0 User Manual\nCONTENTS\nI. Introduction 2\nII. Simulation Tests and Their Parameters 2\n"
+        "A. Exciton Diffusion Test 3\nB. Time-of-Flight Charge Transport Test 3\nC. Dynamics Test 6\n"
+        "D. Steady State Charge Transport Test 7\nIII. Other Simulation Parameters 8",
+        page=1,
+    )
+    section = _chunk(
+        2,
+        "D. Steady State Charge Transport Test\nThe steady state charge transport test measures the bulk "
+        "charge carrier mobility at a given electric field and temperature.",
+        page=7,
+    )
+    res = ExtractiveAnswerer(embedder).answer("What is the Steady State Charge Transport Test?", [contents, section])
+    assert "Test 7" not in res.answer and "Dynamics Test 6" not in res.answer, res.answer
+    assert "measures the bulk charge carrier mobility" in res.answer and all(c.page == 7 for c in res.citations)
+
+
 def test_contents_entries_without_leaders_are_recognised_by_their_rising_page_numbers():
     """Fails if a contents page printed without dot leaders ("1 Source files format 9") is not
     recognised, or if a table's rows, a form's numbered lines or a numbered list are taken for one."""
