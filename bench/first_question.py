@@ -24,8 +24,10 @@ from pathlib import Path
 
 if __package__:  # python -m bench.NAME: offline defaults, repository on sys.path (bench/_env.py)
     from ._env import ROOT
+    from .quality_sets import ensure_index
 else:  # python bench/NAME.py
     from _env import ROOT
+    from quality_sets import ensure_index
 
 QUESTIONS = [
     "What was the pilot's total flight experience?",
@@ -55,8 +57,6 @@ def index_samples(data: Path) -> None:
     """Ingest ``samples/*.pdf`` into ``data``, then release the store (the children open it)."""
     from ragaudit.platform.settings import Settings
     from ragaudit.services import get_services, release_services
-
-    from .quality_sets import ensure_index
 
     settings = Settings(data_dir=data)
     try:

@@ -142,7 +142,7 @@ def _word_found(word: str, text: str, text_lower: str, terms: set[str]) -> bool:
         return True
     if word.lower() in text_lower or _folded_pattern(word).search(text):
         return True
-    if _singular_acronym(word) != word and _folded_pattern(word[:-1]).search(text):
+    if (one := _singular_acronym(word)) != word and _folded_pattern(one).search(text):
         return True  # a plural acronym ("GPUs", "SYSCALLs") where the text writes its singular
     return bool(re.fullmatch(r"[A-Z]{2,6}s?", word)) and _acronym_found(word.rstrip("s"), text)
 

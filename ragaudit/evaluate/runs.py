@@ -292,10 +292,10 @@ def summarize(results: dict[str, Any]) -> dict[str, Any]:
     """The main metrics of a finished run's ``results``: ``{n_questions, n_answerable,
     n_unanswerable, question_split, modes: {mode: retrieval metrics}, answers: {mode: {f1,
     exact_match, refusal_accuracy, citation_validity, concise_precision, concise_coverage,
-    faithfulness}}, judge}`` (each mode's 95% intervals: ``GET /evaluate/{id}/intervals``). ``n_answerable``: the questions the
-    retrieval metrics average over (each mode's ``n``); ``n_unanswerable``: the must-refuse ones,
-    scored by refusal accuracy with the others; ``question_split``: the same in words
-    (``evaluation.describe_question_counts``)."""
+    faithfulness}}, judge}`` (each mode's 95% intervals: ``GET /evaluate/{id}/intervals``).
+    ``n_answerable``: the questions the retrieval metrics average over (each mode's ``n``);
+    ``n_unanswerable``: the must-refuse ones, scored by refusal accuracy with the others;
+    ``question_split``: the same in words (``evaluation.describe_question_counts``)."""
     ds = results.get("dataset") or {}
     n = int(ds.get("n_questions") or 0)
     refuse = int(ds.get("n_unanswerable", ds.get("n_refuse")) or 0)
