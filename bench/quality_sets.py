@@ -7,9 +7,10 @@ Each set is indexed into ``DIR/<set>`` the first time (its PDF folders, ``SETS``
 so a run after the first costs only the questions. A set's parts are those of
 ``answer_quality.part``: ``tune`` / ``confirm`` for the shared dev set (question-number parity),
 the set name in the question id otherwise (``probe1``, ``probe2``, ``ext1``, ``ext2``,
-``heldout``, ``heldout2``, ``heldout3``, ``heldout4``, ``heldout5``, ``heldout6``). ``--disable`` switches rules
-off by name (``RAGAUDIT_DISABLED_RULES``), as the ablation does (``bench/rule_ablation.py``). The
-held-out sets (``HELD_OUT``) and the former held-out sets are scored only when named.
+``heldout``, ``heldout2``, ``heldout3``, ``heldout4``, ``heldout5``, ``heldout6``,
+``heldout7``). ``--disable`` switches rules off by name (``RAGAUDIT_DISABLED_RULES``), as the
+ablation does (``bench/rule_ablation.py``). The held-out sets (``HELD_OUT``) and the former
+held-out sets are scored only when named.
 
 Columns: hit@1, hit@5 (with 95% CI), hit@10, MRR (answerable questions); refusal accuracy over
 the dataset's questions and the generated refusal cases; false refusals (answerable refused) and
@@ -46,11 +47,12 @@ SETS = {
     "heldout4": ([ROOT / "bench/heldout4/pdfs", SHARED / "pdfs"], ROOT / "bench/heldout4/questions.jsonl"),
     "heldout5": ([ROOT / "bench/heldout5/pdfs", SHARED / "pdfs"], ROOT / "bench/heldout5/questions.jsonl"),
     "heldout6": ([ROOT / "bench/heldout6/pdfs", SHARED / "pdfs"], ROOT / "bench/heldout6/questions.jsonl"),
+    "heldout7": ([ROOT / "bench/heldout7/pdfs", SHARED / "pdfs"], ROOT / "bench/heldout7/questions.jsonl"),
 }
 # sets nobody has looked at the failures of: scored once per release, when named, and never ablated
 # or calibrated on. ``heldout``, ``heldout2`` and ``heldout3`` were each scored so on one release;
 # their failures have been studied since, so they are tuning sets now (their READMEs).
-HELD_OUT = frozenset({"heldout4", "heldout5", "heldout6"})
+HELD_OUT = frozenset({"heldout4", "heldout5", "heldout6", "heldout7"})
 
 
 def ensure_index(svc, folders: list[Path]) -> None:
