@@ -53,6 +53,7 @@ def test_each_question_set_is_reported_as_its_own_part():
         "heldout4-901",
         "heldout5-901",
         "heldout6-901",
+        "heldout7-901",
         "probe2-901",
     )
     assert [part(i) for i in ids] == [
@@ -63,8 +64,9 @@ def test_each_question_set_is_reported_as_its_own_part():
         "heldout4",
         "heldout5",
         "heldout6",
+        "heldout7",
         "probe2",
     ]
-    for held_out in ("heldout4", "heldout5", "heldout6"):
+    for held_out in ("heldout4", "heldout5", "heldout6", "heldout7"):
         with pytest.raises(SystemExit):
             main(["--data-root", "unused", "--sets", held_out])
