@@ -439,7 +439,7 @@ def mcp_stdio() -> None:
 
 @app.command()
 def rules(as_json: Annotated[bool, typer.Option("--json", help="JSON output")] = False) -> None:
-    """List the rules of the answer path (retrieval, gate, concise), in the order they run, with
+    """List the rules of the answer path (retrieval, gate, answer, concise), in the order they run, with
     what each is for and whether it is on (RAGAUDIT_DISABLED_RULES switches rules off by name)."""
     import ragaudit.query  # noqa: F401  (imports the stage modules, which register their rules)
     from ragaudit.platform.rules import (  # deferred: the database and telemetry stack, for commands that use it

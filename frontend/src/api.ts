@@ -117,7 +117,7 @@ export interface Citation {
   [k: string]: unknown;
 }
 
-/** A rule of the answer path that fired on this request (retrieval, gate or concise stage). */
+/** A rule of the answer path that fired on this request (retrieval, gate, answer or concise stage). */
 export interface FiredRule {
   rule: string;
   stage: string;

@@ -31,7 +31,7 @@ from ragaudit.answer.citations import (
 )
 from ragaudit.answer.concise import asks_two_things, choose, concise_candidates, question_type
 from ragaudit.index.embedding import Embedder
-from ragaudit.index.sparse import tokenize
+from ragaudit.index.sparse import question_row_terms, row_label_terms, tokenize
 from ragaudit.platform.llmcall import (
     Cancellation,
     abort_stream,
@@ -41,13 +41,14 @@ from ragaudit.platform.llmcall import (
     load_litellm,
     text_cost_or_none,
 )
+from ragaudit.platform.rules import Registry, Rule
 from ragaudit.text.answer_types import HAS_NUMBER, NUMBER_QUESTION, SENTENCE_TYPES
 from ragaudit.text.function_words import STOP_WORDS
 from ragaudit.text.injection import DATA_NOT_INSTRUCTIONS, delimit, overlaps
 from ragaudit.text.injection import NOTE as INSTRUCTION_NOTE
 from ragaudit.text.injection import scan as scan_instructions
 from ragaudit.text.lines import is_value_row
-from ragaudit.text.sentences import sentence_spans, window_spans
+from ragaudit.text.sentences import quoted, sentence_spans, window_spans
 from ragaudit.types import AnswerResult, Citation, Concise, Fired, RetrievedChunk
 
 REFUSAL_TEXT = "The documents do not contain the answer to this question."
@@ -331,12 +332,43 @@ def answer_type_bonus(question: str, sentence: str) -> float:
     return 0.15 if number and HAS_NUMBER.search(sentence) else 0.0
 
 
+# the bonus of a table row the question names: that of a sentence of the expected answer type
+NAMED_ROW_BONUS = 0.3
+
+
+def named_row(q_rows: set[str], sentence: str) -> str | None:
+    """The first line of ``sentence`` that is a table row whose label the question names
+    (``q_rows``: ``sparse.question_row_terms`` of the question; the row's ``sparse.row_label_terms``,
+    the labels ``retrieval.table_vote`` matches too), else None. "Professional Visualization 295
+    622" for "How much revenue did Professional Visualization bring in?"."""
+    if not q_rows:
+        return None
+    for line in sentence.split("\n"):
+        if q_rows & set(row_label_terms(line)):
+            return line.strip()
+    return None
+
+
+ANSWER = Registry(
+    "answer",
+    [
+        Rule(
+            "answer.named_row",
+            "a table row whose label the question names scores as a sentence of the expected answer type: "
+            "the row holds the value asked for, while prose about the row reads closer to the question",
+            lambda *a: None,  # applied in ExtractiveAnswerer.score_sentences, by name
+        ),
+    ],
+)
+
+
 class ExtractiveAnswerer:
     """Offline answerer: the best-supported source sentences, each cited ``[n]``.
 
     Sentence score = 0.5 * cosine(question, sentence) + Okapi BM25 of the sentence among the
     candidate sentences (Robertson & Zaragoza 2009; normalised by the best) + the answer-type
-    bonus (``answer_type_bonus``: 0.3 for the expected type, 0.15 for any number) +
+    bonus (``answer_type_bonus``: 0.3 for the expected type, 0.15 for any number; 0.3 more for a
+    table row whose label the question names, rule ``answer.named_row``) +
     ``rank_weight`` x the source's retrieval score / the best source's (retrieval ranks whole
     passages with both retrievers, a stronger signal than one sentence). Up to ``max_sentences`` sentences scoring at
     least ``relative`` x the best, of the document of the highest-ranked passage among them
@@ -400,6 +432,7 @@ class ExtractiveAnswerer:
         if not sents:
             return []
         q_terms = set(tokenize(question))
+        q_rows = question_row_terms(question) if "answer.named_row" not in self.disabled_rules else set()
         sent_tokens = [tokenize(f"{_row_group(s)} {s.text}") for s in sents]
         n = len(sents)
         avgdl = sum(len(t) for t in sent_tokens) / n or 1.0
@@ -420,7 +453,8 @@ class ExtractiveAnswerer:
             # the source's weight is its retrieval score relative to the best source (near-ties
             # between sources stay near-ties), not its ordinal rank
             weight = fused[s.n - 1] / best_fused if sources[s.n - 1].neighbor_of is None else 0.0
-            parts.append((b / top, answer_type_bonus(question, s.text), self.rank_weight * weight))
+            typed = answer_type_bonus(question, s.text) + (NAMED_ROW_BONUS if named_row(q_rows, s.text) else 0.0)
+            parts.append((b / top, typed, self.rank_weight * weight))
 
         def ranked() -> list[tuple[float, _Sentence]]:
             scored = [(0.5 * float(d) + b + typed + w, s) for s, d, (b, typed, w) in zip(sents, dense, parts)]
@@ -627,6 +661,24 @@ class ExtractiveAnswerer:
         chosen, fired = choose(question, cands, quoted, self.concise_min_confidence, self.disabled_rules)
         return chosen, fired, extra if chosen is not None else None
 
+    def _named_rows(self, question: str, picked: list[_Sentence]) -> list[Fired]:
+        """``answer.named_row`` when a quoted sentence is a table row the question names."""
+        if "answer.named_row" in self.disabled_rules:
+            return []
+        q_rows = question_row_terms(question)
+        rows = [r for s in picked if (r := named_row(q_rows, s.text))]
+        if not rows:
+            return []
+        label = ", ".join(quoted(r) for r in rows[:2])
+        return [
+            Fired(
+                "answer.named_row",
+                "boosted",
+                f"{label}: a table row whose label the question names, scored as holding the answer",
+                {"rows": rows[:5]},
+            )
+        ]
+
     def select_sentences(self, scored: list[tuple[float, _Sentence]]) -> list[_Sentence]:
         """The sentences to quote (``scored``: ``score_sentences``' output, best first): up to
         ``max_sentences`` of one document scoring at least ``relative`` x the best, plus the
@@ -668,6 +720,7 @@ class ExtractiveAnswerer:
         # a completion never brings in a sentence that reads as an instruction to an assistant
         picked = [s for s in picked if not overlaps(s.start, s.end, instruction_spans(s.chunk))]
         concise, fired, extra = self._concise(question, scored, picked, best_doc)
+        fired = self._named_rows(question, picked) + fired
         if extra is not None:  # the sentence the concise answer comes from is quoted with it
             picked = sorted([*picked, extra], key=lambda s: (s.n, s.start))
         picked = _distinct(picked)

@@ -74,14 +74,14 @@ class Registry:
 
 
 # stage -> its registry; filled as the stage modules are imported (ragaudit.retrieve.retriever,
-# ragaudit.answer.answerability, ragaudit.answer.concise)
+# ragaudit.answer.answerability, ragaudit.answer.answerers, ragaudit.answer.concise)
 REGISTRIES: dict[str, Registry] = {}
 
 
 def all_rules() -> list[Rule]:
     """Every registered rule, stage by stage in the order the stages run (a stage's rules are
     registered when its module is imported: ``ragaudit.query`` imports them all)."""
-    order = ["retrieval", "gate", "concise"]
+    order = ["retrieval", "gate", "answer", "concise"]
     stages = sorted(REGISTRIES, key=lambda s: (order.index(s) if s in order else len(order), s))
     return [r for s in stages for r in REGISTRIES[s].rules]
 

@@ -6,9 +6,11 @@ Each gate rule is exercised on its own small input (short passages written for t
 import pytest
 
 from ragaudit.answer.answerability import GATE, assess
+from ragaudit.answer.answerers import ANSWER, ExtractiveAnswerer
 from ragaudit.answer.concise import CONCISE, Concise, choose, concise_candidates, contradicts
 from ragaudit.platform.rules import Fired, all_rules, check_names
 from ragaudit.retrieve.retriever import RETRIEVAL
+from ragaudit.types import RetrievedChunk
 
 REPORT = (
     "On December 29, 2007, about 1330 eastern standard time, a Piper PA-22-150, N5921D, registered to and "
@@ -56,10 +58,10 @@ GATE_CASES = [
 
 def test_the_registries_hold_every_rule_once_and_in_stage_order():
     """Fails if a stage registers a rule of another stage, a name twice, or if ``all_rules`` does
-    not list the stages in the order a request meets them (retrieval, gate, concise)."""
+    not list the stages in the order a request meets them (retrieval, gate, answer, concise)."""
     names = [r.name for r in all_rules()]
     assert len(names) == len(set(names))
-    assert names == RETRIEVAL.names() + GATE.names() + CONCISE.names()
+    assert names == RETRIEVAL.names() + GATE.names() + ANSWER.names() + CONCISE.names()
     assert all(r.why for r in all_rules())
 
 
@@ -143,3 +145,40 @@ def test_an_extractor_switched_off_finds_nothing():
         "What were total net sales in Q2?", [(1.0, row, header)], frozenset({"concise.table_cell"})
     )
     assert all(c.rule != "concise.table_cell" for c in off)
+
+
+def _chunk(n: int, text: str, score: float) -> RetrievedChunk:
+    return RetrievedChunk(
+        rank=n,
+        chunk_id=f"filing#{n}",
+        score=score,
+        payload={"text": text, "doc_name": "filing.pdf", "page_start": n, "page_end": n, "header": ""},
+    )
+
+
+def test_a_table_row_the_question_names_is_quoted_over_prose_about_it(embedder):
+    """The statement row "Professional Visualization 295 622" holds the value asked for; the
+    prose about the same platform ranks first and reads closer to the question. Fails if the row
+    is not quoted with ``answer.named_row`` on, if the answer does not name the rule and the row,
+    or if the row is still quoted with the rule switched off (the test would then not test it)."""
+    prose = _chunk(
+        1,
+        "Professional Visualization revenue reflected strong demand from enterprise customers for new "
+        "workstations. Professional Visualization platforms serve designers and engineers across many "
+        "industries. Gaming revenue reflected the launch of new desktop graphics cards in the quarter.",
+        0.0328,
+    )
+    table = _chunk(
+        2,
+        "Revenue by reportable market platform (in millions)\nData Center 4,284 3,750\nGaming 2,240 3,620\n"
+        "Professional Visualization 295 622\nAutomotive 296 138\nOEM and Other 77 158",
+        0.0310,
+    )
+    q = "How much revenue did the Professional Visualization market platform bring in?"
+    on = ExtractiveAnswerer(embedder).answer(q, [prose, table])
+    assert "Professional Visualization 295 622 [2]" in on.answer, on.answer
+    fired = [f for f in on.rules if f.rule == "answer.named_row"]
+    assert fired and fired[0].effect == "boosted" and "Professional Visualization 295 622" in fired[0].reason
+    off = ExtractiveAnswerer(embedder, disabled_rules=frozenset({"answer.named_row"})).answer(q, [prose, table])
+    assert "295 622" not in off.answer, off.answer
+    assert not any(f.rule == "answer.named_row" for f in off.rules)
