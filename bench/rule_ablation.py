@@ -12,7 +12,7 @@ from ``bench/quality_sets.py`` (``DIR/<set>``); the held-out sets (``HELD_OUT``)
 
 For each rule and part the table gives, rule off minus rule on: hit@1, hit@5 and MRR
 (answerable questions), refusal accuracy (dataset questions and generated refusal cases), false
-refusals and false answers (counts), concise precision and coverage, and the rule's cost: mean
+refusals and false answers (counts), citation validity, concise precision and coverage, and the rule's cost: mean
 ms per question of the gate rule itself (timed in the base run), or the change of mean seconds
 per question for a rule switched off in its own run. A rule pays on a part when switching it off
 makes that part worse; it must pay on the parts it was not written from.
@@ -61,6 +61,7 @@ def metrics_by_part(recs: dict) -> dict[str, dict[str, float]]:
             "refusal acc": mean(every, "refusal_ok"),
             "false refusals": sum(float(r.get("false_refusal") or 0) for r in ans),
             "false answers": sum(float(r.get("false_answer") or 0) for r in must),
+            "citation validity": mean(ans, "citation_validity"),
             "concise precision": mean(shown, "concise_right"),
             "concise coverage": mean(ans, "concise_shown"),
             "s/question": mean([r for r in every if "seconds" in r], "seconds"),
@@ -82,6 +83,7 @@ def without_gate_rule(recs: dict, rule: str) -> dict:
             if r["answerable"]:
                 r["false_refusal"] = 0.0
                 r["concise_shown"] = None  # unknown: the answer was never made
+                r["citation_validity"] = None
             else:
                 r["false_answer"] = 1.0
         out[qid] = r
@@ -167,7 +169,8 @@ def main(argv: list[str] | None = None) -> int:
                 rows.append(row)
             if args.save:  # after every rule: a long run stopped early keeps what it measured
                 args.save.write_text(json.dumps(rows, indent=1))
-    cols = ["hit@1", "hit@5", "MRR", "refusal acc", "false refusals", "false answers", "concise precision"]
+    cols = ["hit@1", "hit@5", "MRR", "refusal acc", "false refusals", "false answers", "citation validity"]
+    cols += ["concise precision"]
     cols += ["concise coverage", "s/question", "gate ms/question"]
     print("| rule | part | " + " | ".join(f"Δ {c}" for c in cols) + " |")
     print("|" + "---|" * (len(cols) + 2))

@@ -35,6 +35,17 @@ def test_switching_a_gate_rule_off_answers_what_it_alone_refused():
     assert after[part]["false answers"] - on[part]["false answers"] == 1
 
 
+def test_an_answer_never_made_has_no_citation_validity():
+    """A question the rule alone refused has no answer to score once the rule is off: its
+    citation validity (0 for the refusal, which cites nothing) leaves the mean. Fails if the
+    refusal's 0 is kept as the answer's score."""
+    recs = {"a-001": _rec(True, ["gate.x"], "refused"), "a-003": _rec(True, [], "answered")}
+    recs["a-001"]["citation_validity"], recs["a-003"]["citation_validity"] = 0.0, 1.0
+    on, after = metrics_by_part(recs), metrics_by_part(without_gate_rule(recs, "gate.x"))
+    (part,) = on
+    assert on[part]["citation validity"] == 0.5 and after[part]["citation validity"] == 1.0
+
+
 def test_each_question_set_is_reported_as_its_own_part():
     """Fails if the held-out sets' questions or their generated cases are split into the shared dev
     set's tune / confirm parts (by question-number parity) instead of being reported as their own
