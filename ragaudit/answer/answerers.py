@@ -43,6 +43,7 @@ from ragaudit.platform.llmcall import (
 )
 from ragaudit.platform.rules import Registry, Rule
 from ragaudit.text.answer_types import HAS_NUMBER, NUMBER_QUESTION, SENTENCE_TYPES
+from ragaudit.text.dates import MONTH_PREFIX
 from ragaudit.text.function_words import STOP_WORDS
 from ragaudit.text.injection import DATA_NOT_INSTRUCTIONS, delimit, overlaps
 from ragaudit.text.injection import NOTE as INSTRUCTION_NOTE
@@ -108,6 +109,19 @@ def _heading_like(text: str) -> bool:
         return False
     words = [w for w in re.findall(r"[^\W\d_]+", t) if len(w) > 3]
     return len(words) >= 2 and sum(w[0].isupper() for w in words) / len(words) >= 0.8
+
+
+# one period of a table's column header: a month and day ("April 30," "Sept. 24", with or without its year), or a year
+_HEADER_PERIOD = rf"(?>{MONTH_PREFIX}\s+\d{{1,2}},?(?:\s+(?:19|20)\d\d)?|(?:19|20)\d\d)"
+_COLUMN_HEADER = re.compile(rf"(?i)^\s*{_HEADER_PERIOD}(?:\s+(?:and\s+)?{_HEADER_PERIOD})+\s*$")
+
+
+def column_header(text: str) -> bool:
+    """A table's column header of periods, two or more month-and-day or year cells and nothing
+    else ("April 30, May 1,", "2023 2022", "June 25, June 26, June 25, June 26,"): it says which
+    column holds which period, not what any value is, so it is never quoted on its own (the
+    concise answer still reads it above a row: ``_text_before``)."""
+    return _COLUMN_HEADER.match(text) is not None
 
 
 @lru_cache(maxsize=8192)
@@ -217,7 +231,8 @@ def _in_contents(s: int, e: int, text: str, spans: list[tuple[int, int]]) -> boo
 
 def _sentences(sources: list[RetrievedChunk]) -> list[_Sentence]:
     """The sentences an answer may quote; never one that reads as an instruction to an assistant,
-    nor a heading or a table of contents' entries (``_contents_entries``, ``_in_contents``)."""
+    nor a heading, a table of contents' entries (``_contents_entries``, ``_in_contents``) or a
+    table's column header of periods (``column_header``)."""
     out = []
     for n, c in enumerate(sources, start=1):
         flagged = instruction_spans(c)
@@ -233,6 +248,7 @@ def _sentences(sources: list[RetrievedChunk]) -> list[_Sentence]:
                 (words >= 5 or (words >= 2 and any(ch.isdigit() for ch in t)))
                 and not _heading_like(t)
                 and not _contents_entries(t)
+                and not column_header(t)
             ):
                 out.append(_Sentence(n, c, s, e, t))
     return out

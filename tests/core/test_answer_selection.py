@@ -187,3 +187,31 @@ def test_a_piece_of_a_quoted_sentence_is_not_quoted_beside_it(embedder):
     assert _distinct([full, piece]) == [full]
     other = _sentence(whole, 2, "The pilot, age 85")
     assert _distinct([piece, other, full]) == [full, other]
+
+
+def test_a_tables_column_header_of_periods_is_never_quoted(embedder):
+    """A header line of periods ("April 30, May 1,", "2023 2022") names the question's date and
+    matches it, but holds no value: the row under it is quoted, the header is not. A single date
+    ("December 31, 2022", a signature's date) is a value and stays quotable. Fails if a header
+    line is quoted, or if a lone date is taken for a header."""
+    from ragaudit.answer.answerers import column_header
+
+    assert column_header("April 30, May 1,") and column_header("2023 2022")
+    assert column_header("July 30, 2023 July 31, 2022") and column_header("Sept. 24, 2022 Sept. 25, 2021")
+    assert not column_header("December 31, 2022") and not column_header("Net income $ 2,043 $ 1,618")
+    table = RetrievedChunk(
+        rank=1,
+        chunk_id="statement#0",
+        score=0.033,
+        payload={
+            "text": "Condensed Consolidated Statements of Income\nThree Months Ended\nApril 30, May 1,\n2023 2022\n"
+            "Revenue $ 7,192 $ 8,288\nCost of revenue 2,544 3,148\nNet income $ 2,043 $ 1,618",
+            "doc_name": "statement.pdf",
+            "page_start": 3,
+            "page_end": 3,
+            "header": "",
+        },
+    )
+    ans = ExtractiveAnswerer(embedder).answer("What was revenue for the three months ended April 30, 2023?", [table])
+    assert "Revenue $ 7,192 $ 8,288" in ans.answer, ans.answer
+    assert "April 30, May 1," not in ans.answer and "2023 2022" not in ans.answer, ans.answer
