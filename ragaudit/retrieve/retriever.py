@@ -331,7 +331,9 @@ class Retriever:
         scope = scope or Scope()
         flt = scope_filter(scope)
         n = max(self.candidates, top_k)
-        timings = {"embed": 0.0, "vector": 0.0, "bm25": 0.0, "fusion": 0.0, "rerank": 0.0}
+        # only the stages that ran: a stage that did not (the dense leg of a BM25 query, the reranker
+        # without a cross-encoder) has no time, so telemetry and P50/P95 per stage leave it out
+        timings: dict[str, float] = {}
         started: dict[str, float] = {}
         hits: dict[str, dict[str, PointHit]] = {}
         by_names = False  # the question's names selected some documents: their passages first
