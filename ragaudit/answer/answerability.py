@@ -687,16 +687,20 @@ def _subject_words_absent(g: GateInput) -> Fired | None:
 
 
 def _year_not_reported(g: GateInput) -> Fired | None:
-    years = missing_years(g.question, g.document_texts, g.source_passages)
-    if not years:
+    found = years_not_reported(g.question, g.document_texts, g.source_passages)
+    if not found:
         return None
+    absent = [y for y, w in found if w is None]
+    paired = [(y, w) for y, w in found if w is not None]
+    parts = [f"do not mention {', '.join(absent)}"] if absent else []
+    # "fiscal 2019" where the documents print "fiscal" only with other years: the year alone may
+    # occur ("fiscal years 2018 and 2019" in a note) without the figure asked for
+    parts += [f"give “{w}” only with other years than {y}" for y, w in paired]
     return Fired(
         "gate.year_not_reported",
         "refused",
-        "the searched documents do not speak of "
-        + ", ".join(years)
-        + " for what the question names (only of other years)",
-        {"missing": years},
+        "the searched documents " + "; they ".join(parts),
+        {"missing": [y for y, _ in found]},
     )
 
 
@@ -833,7 +837,7 @@ GATE = Registry(
 
 
 # gate rules whose reason a refusal also gives when another rule decided it ("do not mention
-# 'Grenchen'; ... do not speak of 2015"): the user learns every named thing the documents lack
+# 'Grenchen'; ... do not mention 2015"): the user learns every named thing the documents lack
 ALSO_SAID = frozenset({"gate.year_not_reported"})
 
 # the rules that read the question alone (no documents): they decide before retrieval's results count
@@ -872,7 +876,7 @@ def assess(
             if not every_rule:
                 break
     if fired and fired[0].effect == "refused":
-        # a year the documents do not speak of is said too, whichever rule refused first
+        # a year the documents do not report is said too, whichever rule refused first
         fired += [f for r in GATE.active(disabled) if r.name in ALSO_SAID and r.name not in ran if (f := r.run(g))]
     if fired:
         first = fired[0]
@@ -1159,19 +1163,27 @@ def missing_years(question: str, document_texts: list[str], source_passages: lis
     documents or passages pair only with other years ("2023 annual meeting", never 2022 within
     three words of "annual"). A year inside a full date of the question is the date's
     (``missing_anchors`` checks those)."""
+    return [y for y, _ in years_not_reported(question, document_texts, source_passages)]
+
+
+def years_not_reported(
+    question: str, document_texts: list[str], source_passages: list[str]
+) -> list[tuple[str, str | None]]:
+    """``missing_years`` with why: ``(year, None)`` for a year in no searched document,
+    ``(year, qualifier)`` for one whose qualifier the documents pair only with other years."""
     passages = normalize_ws(" ".join(source_passages or [])).lower()
     texts = " ".join(x for x in (joined_norm(document_texts, lower=True), passages) if x)
     out = []
     masked = FULL_DATE.sub(lambda m: " " * len(m.group(0)), question)
     for m in _YEAR.finditer(masked):
         year = m.group(0)
-        if year in out:
+        if any(year == y for y, _ in out):
             continue
         if not re.search(rf"(?<!\d){year}(?!\d)", texts):
-            out.append(year)
+            out.append((year, None))
             continue
-        for w in _qualifier_words(masked, m.start(), m.end()):
-            w = re.escape(w)
+        for word in _qualifier_words(masked, m.start(), m.end()):
+            w = re.escape(word)
             other = re.search(
                 rf"(?<!\d)(?!{year})(?:19|20)\d\d\s+{w}\b|\b{w}\s+(?:year\s+)?(?!{year})(?:19|20)\d\d(?!\d)", texts
             )
@@ -1179,7 +1191,7 @@ def missing_years(question: str, document_texts: list[str], source_passages: lis
                 rf"(?<!\d){year}(?!\d)(?:\W+\w+){{0,3}}?\W+{w}\b|\b{w}(?:\W+\w+){{0,3}}?\W+{year}(?!\d)", texts
             )
             if other and not near:
-                out.append(year)
+                out.append((year, word))
                 break
     return out
 

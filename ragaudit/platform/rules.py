@@ -11,7 +11,7 @@ answer extracted from a table cell. Each rule has
   a reason an auditor can read) or ``None`` (it did not apply).
 
 A ``Registry`` holds a stage's rules in the order they run. ``Settings.disabled_rules`` switches
-rules off by name (``RAGAUDIT_DISABLED_RULES=gate.missing_years,retrieval.table_vote``); an
+rules off by name (``RAGAUDIT_DISABLED_RULES=gate.year_not_reported,retrieval.table_vote``); an
 unknown name is refused at start-up with the list of valid ones (``check_names``), so a typo never
 leaves a rule on silently. Every rule that fired on a request is listed in the answer's
 ``rules`` (``/query`` JSON, the X-ray and its ``query_logs`` row): "refused by
