@@ -48,6 +48,7 @@ The reason returned says what is missing.
 
 from __future__ import annotations
 
+import logging
 import re
 import time
 from dataclasses import dataclass, field
@@ -1107,9 +1108,12 @@ def cjk_subject_words(text: str) -> list[str]:
     to the CJK text ("IREXの基準") go through the English rules of ``subject_words``. Kana text is
     segmented the same way (no Japanese dictionary ships as a package here)."""
     # deferred: importing wordfreq takes about 0.3 s, paid when a question first reaches this rule
+    import jieba  # wordfreq's Chinese tokenizer, imported by it on first use
     from wordfreq import tokenize as wf_tokenize
     from wordfreq import zipf_frequency
 
+    # jieba logs loading its dictionary at DEBUG to a stderr handler of its own, into every CLI run
+    jieba.setLogLevel(logging.WARNING)
     out: list[str] = []
     for piece in re.split(r"([\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]+)", text):
         if not CJK_CHAR.search(piece):

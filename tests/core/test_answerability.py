@@ -154,6 +154,11 @@ def test_chinese_question_is_split_into_subject_words():
     assert v.label == "refused" and {"发行人", "额度"} <= set(v.missing), v
     # Latin glued to CJK keeps its own word
     assert subject_words("IREXの基準は何ですか")[0] == "IREX"
+    # the Chinese tokenizer's dictionary loading is not logged into a CLI's output (it logs at
+    # DEBUG to a stderr handler of its own)
+    import logging
+
+    assert logging.getLogger("jieba").getEffectiveLevel() >= logging.WARNING
 
 
 def test_author_named_in_the_opening_is_not_a_passing_mention():
