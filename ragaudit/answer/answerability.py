@@ -696,7 +696,7 @@ def _year_not_reported(g: GateInput) -> Fired | None:
     parts = [f"do not mention {', '.join(absent)}"] if absent else []
     # "fiscal 2019" where the documents print "fiscal" only with other years: the year alone may
     # occur ("fiscal years 2018 and 2019" in a note) without the figure asked for
-    parts += [f"give “{w}” only with other years than {y}" for y, w in paired]
+    parts += [f"do not report {y}: “{w}” appears there only with other years" for y, w in paired]
     return Fired(
         "gate.year_not_reported",
         "refused",
