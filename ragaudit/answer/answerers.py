@@ -176,11 +176,13 @@ def _entry_page(line: str) -> tuple[bool, int | None]:
     return False, None
 
 
-def _contents_spans(text: str) -> list[tuple[int, int]]:
+@lru_cache(maxsize=8192)
+def _contents_spans(text: str) -> tuple[tuple[int, int], ...]:
     """Character spans of ``text`` holding a contents listing: three or more consecutive entry
     lines (``_entry_page``; blank lines do not interrupt) whose page numbers never decrease, as a
     contents page lists them. A table's rows carry several numbers and a form's lines end in
-    their own number, so neither is a listing."""
+    their own number, so neither is a listing. Cached per text: a chunk's text never changes, and
+    its listings were read again on every question that retrieved it."""
     spans: list[tuple[int, int]] = []
     run: list[tuple[int, int]] = []
     pages: list[int] = []
@@ -203,7 +205,7 @@ def _contents_spans(text: str) -> list[tuple[int, int]]:
             close()
             run, pages = [], []
     close()
-    return spans
+    return tuple(spans)
 
 
 def _contents_entries(text: str) -> bool:
@@ -220,7 +222,7 @@ def _contents_entries(text: str) -> bool:
     return 2 * listed > len(lines)
 
 
-def _in_contents(s: int, e: int, text: str, spans: list[tuple[int, int]]) -> bool:
+def _in_contents(s: int, e: int, text: str, spans: tuple[tuple[int, int], ...]) -> bool:
     """The sentence ``text[s:e]`` (whitespace trimmed) lies inside a contents listing: a chunk's
     sentence splitter cuts a listing into its lines ("D. Dynamics Test 6"), each too short to be
     recognised alone."""
