@@ -162,6 +162,40 @@ _CONTENTS_ENTRY = re.compile(r"…\s*(?:\d{1,4}|[ivxlc]{1,7})\s*$", re.IGNORECAS
 _CONTENTS_BARE = re.compile(r"^(?:([\dA-Z]{1,3})(?:\.\d{1,3})*\.?\s+)?[^\W\d_][^\d]*?\s(\d{1,4})\s*$")
 
 
+# the heading of a table of contents, alone on its line, in the languages documents are read in
+_CONTENTS_HEADING = re.compile(
+    r"^(?:table\s+of\s+contents|contents|[íi]ndice|inhalt(?:sverzeichnis)?|sommaire"
+    r"|table\s+des\s+mati[eè]res|inhoud(?:sopgave|stafel)?)\s*:?$",
+    re.IGNORECASE,
+)
+# a listing line ending in its page number: up to three digits after a space (a year ending a
+# wrapped title, "April 30, 2023", is not a page)
+_ENDS_IN_PAGE = re.compile(r"\S\s+(\d{1,3})$")
+_PAGE_COLUMN = re.compile(r"^(?:pages?|p\.|seite|p[áa]gina|page\s+no\.?)$", re.IGNORECASE)
+
+
+def _headed_listing(lines: list[tuple[int, int, str]]) -> tuple[int, int] | None:
+    """The span of the listing under a contents heading (``lines`` start at the heading): lines
+    ending in a page number, the numbers never falling, with part headings and wrapped titles
+    between them (at most three lines without a number in a row: "PART I", "Item 1.", a wrapped title). Under its heading an entry's
+    title may hold numbers ("... for the three months ended April 30, 2023 and May 1, 2022 3"),
+    which ``_CONTENTS_BARE`` cannot allow without taking table rows for entries. None when fewer
+    than three entries follow."""
+    start, end, last, entries, loose = lines[0][0], None, 0, 0, 0
+    for _, b, line in lines[1:]:
+        if _PAGE_COLUMN.match(line):
+            continue
+        m = _ENDS_IN_PAGE.search(line)
+        lead = re.match(r"(\d{1,3})\s", line)
+        if m and int(m.group(1)) >= last and not (lead and lead.group(1) == m.group(1)):
+            last, end, entries, loose = int(m.group(1)), b, entries + 1, 0
+        elif not m and len(line) <= 200 and loose < 3:
+            loose += 1
+        else:
+            break
+    return (start, end) if entries >= 3 and end is not None else None
+
+
 def _entry_page(line: str) -> tuple[bool, int | None]:
     """Whether ``line`` (stripped) is a table-of-contents entry, and its page number when it is
     an arabic one: with a dot leader (``_CONTENTS_ENTRY``), or without one (``_CONTENTS_BARE``)
@@ -180,8 +214,9 @@ def _entry_page(line: str) -> tuple[bool, int | None]:
 def _contents_spans(text: str) -> tuple[tuple[int, int], ...]:
     """Character spans of ``text`` holding a contents listing: three or more consecutive entry
     lines (``_entry_page``; blank lines do not interrupt) whose page numbers never decrease, as a
-    contents page lists them. A table's rows carry several numbers and a form's lines end in
-    their own number, so neither is a listing. Cached per text: a chunk's text never changes, and
+    contents page lists them, or the entries under a contents heading (``_headed_listing``). A
+    table's rows carry several numbers and a form's lines end in their own number, so neither is
+    a listing. Cached per text: a chunk's text never changes, and
     its listings were read again on every question that retrieved it."""
     spans: list[tuple[int, int]] = []
     run: list[tuple[int, int]] = []
@@ -205,7 +240,21 @@ def _contents_spans(text: str) -> tuple[tuple[int, int], ...]:
             close()
             run, pages = [], []
     close()
-    return tuple(spans)
+    lines, pos = [], 0
+    for line in text.split("\n"):
+        if line.strip():
+            lines.append((pos, pos + len(line), line.strip()))
+        pos += len(line) + 1
+    for k, (_, _, line) in enumerate(lines):
+        if _CONTENTS_HEADING.match(line) and (span := _headed_listing(lines[k:])):
+            spans.append(span)
+    merged: list[tuple[int, int]] = []
+    for a, b in sorted(spans):  # a headed listing holds the bare runs inside it
+        if merged and a <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(b, merged[-1][1]))
+        else:
+            merged.append((a, b))
+    return tuple(merged)
 
 
 def _contents_entries(text: str) -> bool:

@@ -5,6 +5,7 @@ from ragaudit.answer.answerers import (
     ExtractiveAnswerer,
     LLMAnswerer,
     _contents_entries,
+    _contents_spans,
     answer_type_bonus,
 )
 from ragaudit.types import RetrievedChunk
@@ -188,6 +189,47 @@ def test_a_contents_page_without_leaders_is_not_quoted_line_by_line(embedder):
     res = ExtractiveAnswerer(embedder).answer("What is the Steady State Charge Transport Test?", [contents, section])
     assert "Test 7" not in res.answer and "Dynamics Test 6" not in res.answer, res.answer
     assert "measures the bulk charge carrier mobility" in res.answer and all(c.page == 7 for c in res.citations)
+
+
+def test_entries_under_a_contents_heading_may_hold_dates_and_wrap(embedder):
+    """A filing's contents page lists its statements by title, with dates in the titles and
+    titles wrapped over two lines ("... ended April 30, 2023 and May 1, 2022 3"): under a
+    "TABLE OF CONTENTS" heading these lines are entries, never quoted. Fails if an entry is
+    quoted for a question naming its statement, or if the statement's own row is not."""
+    contents = _chunk(
+        1,
+        "TABLE OF CONTENTS\nPage\nPART I : FINANCIAL INFORMATION\nItem 1. Financial Statements (Unaudited)\n"
+        "a) Condensed Consolidated Statements of Income for the three months ended April 30, 2023 and\n"
+        "May 1, 2022 3\n"
+        "b) Condensed Consolidated Balance Sheets as of April 30, 2023 and January 29, 2023 5\n"
+        "c) Notes to Condensed Consolidated Financial Statements 8\n"
+        "Item 2. Management's Discussion and Analysis of Financial Condition and Results of Operations 23\n"
+        "WHERE YOU CAN FIND MORE INFORMATION\nInvestors should note that we announce material financial "
+        "information using our investor relations website.",
+        page=2,
+    )
+    statement = _chunk(
+        2,
+        "CONDENSED CONSOLIDATED STATEMENTS OF INCOME\n(In millions)\nThree Months Ended\nApril 30, May 1,\n"
+        "2023 2022\nRevenue $ 7,192 $ 8,288\nCost of revenue 2,544 2,857\nGross profit 4,648 5,431",
+        page=3,
+    )
+    spans = _contents_spans(contents.text)
+    assert len(spans) == 1 and contents.text[spans[0][0] : spans[0][1]].endswith("Results of Operations 23")
+    res = ExtractiveAnswerer(embedder).answer(
+        "What was revenue in the three months ended April 30, 2023?", [contents, statement]
+    )
+    assert "Statements of Income for the three months" not in res.answer and "May 1, 2022 3" not in res.answer
+    assert "7,192" in res.answer and all(c.page == 3 for c in res.citations), res.answer
+
+
+def test_a_contents_heading_over_prose_or_falling_numbers_is_no_listing():
+    """Fails if lines under a contents heading are taken for entries when they are prose, or when
+    their last numbers fall (a table's rows, not pages)."""
+    prose = "Contents\nThe package holds the device, a cable and a quick start guide.\nKeep the box for returns."
+    assert _contents_spans(prose) == ()
+    table = "Contents\nScrews, M3 x 8 40\nWashers 12\nNuts 8\nSpacers 4"
+    assert _contents_spans(table) == ()
 
 
 def test_contents_entries_without_leaders_are_recognised_by_their_rising_page_numbers():
