@@ -38,8 +38,8 @@ _PDF_MAGIC = b"%PDF-"
 # what ``extract_pages`` reads from a page's layout (reading order, headings, identifiers broken at a
 # line end); recorded in each version's build info so that re-ingestion rebuilds versions extracted
 # by an earlier revision (2 did not rejoin identifiers; 3 removed a Type 3 font's glyphs as text
-# under 1 pt)
-LAYOUT_REVISION = 4
+# under 1 pt; 5 reads a table drawn with ruling lines across a column gutter row by row)
+LAYOUT_REVISION = 5
 
 
 class PDFError(ValueError):
@@ -369,14 +369,41 @@ def _page_lines(page, opts: dict, pdfium_page, chars: list[dict] | None = None) 
     upright = [c for c in chars if c.get("upright", True)]
     rotated = [c for c in chars if not c.get("upright", True)]
     out: list[_Line] = []
-    regions, words = _column_regions(upright, float(page.width), opts)
+    found: list[list[RuledTable]] = []
+
+    def tables() -> list[RuledTable]:
+        if not found:
+            found.append(ruled_tables(page))
+        return found[0]
+
+    regions, words = _column_regions(upright, float(page.width), opts, tables)
     for region in regions:
-        out.extend(_lines_of(region, opts, words if region is upright else None))
+        table = _table_of_region(region, found[0]) if found and region is not upright else None
+        out.extend(
+            _table_lines(region, table, opts)
+            if table
+            else _lines_of(region, opts, words if region is upright else None)
+        )
     for group in _turn_upright(rotated, float(page.width), float(page.height)):
         for ln in _lines_of(group, opts):
             ln.top = ln.bottom = -1.0  # no place among the page's upright lines
             out.append(ln)
     return out
+
+
+def _table_of_region(region: list[dict], tables: list[RuledTable]) -> RuledTable | None:
+    """The ruled table holding (nine in ten of) the region's characters in two or more rows with
+    text in two or more cells (as ``_record_tables`` asks), or None."""
+    mids = [((c["x0"] + c["x1"]) / 2, (c["top"] + c["bottom"]) / 2) for c in region]
+    for t in tables:
+        if 10 * sum(1 for x, y in mids if _inside(t.bbox, x, y)) < 9 * len(region):
+            continue
+        rows = sum(
+            1 for r in t.rows if sum(1 for b in r if b is not None and any(_inside(b, x, y) for x, y in mids)) >= 2
+        )
+        if rows >= 2:
+            return t
+    return None
 
 
 def dedupe_chars(chars: list[dict], tolerance: float = 1.0) -> list[dict]:
@@ -593,7 +620,89 @@ def _turn_upright(chars: list[dict], width: float, height: float) -> list[list[d
 _NUMBER_WORD = re.compile(r"^[-+(]?[$€£]?\d[\d,.]*%?\)?$")
 
 
-def column_regions(chars: list[dict], width: float, opts: dict | None = None) -> list[list[dict]]:
+@dataclasses.dataclass
+class RuledTable:
+    """A table drawn with ruling lines: its bounding box ``(x0, top, x1, bottom)`` in pt and its
+    rows' cells (each a bounding box, or None where a merged cell spans it), from pdfplumber's
+    ``find_tables``."""
+
+    bbox: tuple[float, float, float, float]
+    rows: list[list[tuple[float, float, float, float] | None]]
+
+
+def ruled_tables(page) -> list[RuledTable]:
+    """The tables ``page`` draws with ruling lines (pdfplumber's ``find_tables``, its default
+    "lines" strategy); ``[]`` when finding them fails. A few ms per page; called only for a page
+    the column reader would split."""
+    try:
+        return [
+            RuledTable(tuple(map(float, t.bbox)), [[c and tuple(map(float, c)) for c in r.cells] for r in t.rows])
+            for t in page.find_tables()
+        ]
+    except Exception:  # a malformed drawing must not cost the page its text
+        return []
+
+
+def _inside(box: tuple[float, float, float, float], x: float, y: float) -> bool:
+    return box[0] <= x <= box[2] and box[1] <= y <= box[3]
+
+
+def _record_tables(words: list[dict], gutters: list[tuple[float, float]], tables: list[RuledTable]) -> list[RuledTable]:
+    """The ruled tables that run across one of ``gutters`` (left edge before it, right edge after
+    it) and hold records: two or more rows with words in two or more cells. A figure's frame or a
+    box around two captions holds no such rows."""
+    out = []
+    for t in tables:
+        if not any(t.bbox[0] < g0 and t.bbox[2] > g1 for g0, g1 in gutters):
+            continue
+        mids = [((w["x0"] + w["x1"]) / 2, (w["top"] + w["bottom"]) / 2) for w in words]
+        rows = sum(
+            1 for r in t.rows if sum(1 for c in r if c is not None and any(_inside(c, x, y) for x, y in mids)) >= 2
+        )
+        if rows >= 2:
+            out.append(t)
+    return out
+
+
+def _table_index(words: list[dict], line: list[int], tables: list[RuledTable]) -> int | None:
+    """Index in ``tables`` of the table whose box holds the line's vertical middle, or None."""
+    mid = sum((words[k]["top"] + words[k]["bottom"]) / 2 for k in line) / len(line)
+    lo = min(words[k]["x0"] for k in line)
+    return next((i for i, t in enumerate(tables) if t.bbox[1] <= mid <= t.bbox[3] and lo >= t.bbox[0] - 2), None)
+
+
+def _table_lines(chars: list[dict], table: RuledTable, opts: dict) -> list[_Line]:
+    """One line per row of ``table``: its cells' text left to right, a cell's own lines joined
+    by spaces (``"Fluorescencia ultravioleta (Método automático)"``), so a row reads as one record
+    whatever its cells' line breaks. Characters in no cell are read as lines of their own after."""
+    placed: set[int] = set()
+    out: list[_Line] = []
+    for row in table.rows:
+        cells, sizes, n = [], [], 0
+        for box in row:
+            if box is None:
+                continue
+            inner = [c for c in chars if _inside(box, (c["x0"] + c["x1"]) / 2, (c["top"] + c["bottom"]) / 2)]
+            placed.update(id(c) for c in inner)
+            text = ""
+            for ln in _lines_of(inner, opts):  # a word hyphenated at the cell's line end stays one
+                part = ln.text.strip()
+                text += part if re.search(r"[^\W\d_]-$", text) else (" " + part if text else part)
+            if text:
+                cells.append(text)
+                sizes += [round(float(c.get("size", 0.0)), 1) for c in inner]
+                n += len(inner)
+        if cells:
+            boxes = [b for b in row if b is not None]
+            top, bottom = min(b[1] for b in boxes), max(b[3] for b in boxes)
+            sizes.sort()
+            out.append(_Line(" ".join(cells), sizes[len(sizes) // 2], n, top, bottom, len(cells) - 1))
+    return out + _lines_of([c for c in chars if id(c) not in placed], opts)
+
+
+def column_regions(
+    chars: list[dict], width: float, opts: dict | None = None, tables: Callable[[], list] | None = None
+) -> list[list[dict]]:
     """Split a page's upright characters into regions in reading order: a two-column page is read
     column by column, band by band.
 
@@ -603,12 +712,18 @@ def column_regions(chars: list[dict], width: float, opts: dict | None = None) ->
     (title, full-width figures and captions) are read whole; so is a table that spans both
     columns (a run of lines with no prose side holding at least two lines with numbers on both
     sides: its rows stay rows); every other run of lines is read left column first, then right.
-    Any other page is one region. Returns lists of the input characters (page order kept within each).
+    A table drawn with ruling lines across the gutter (``tables()``: its bounding boxes, asked for
+    only when the page has columns; ``ruled_tables``) is read whole too, also when its cells hold
+    words ("Anual 2 Media aritmética anual Cromatografía de gases"), which the rule above reads
+    as prose. Any other page is one region. Returns lists of the input characters (page order
+    kept within each).
     """
-    return _column_regions(chars, width, opts)[0]
+    return _column_regions(chars, width, opts, tables)[0]
 
 
-def _column_regions(chars: list[dict], width: float, opts: dict | None = None) -> tuple[list[list[dict]], list | None]:
+def _column_regions(
+    chars: list[dict], width: float, opts: dict | None = None, tables: Callable[[], list] | None = None
+) -> tuple[list[list[dict]], list | None]:
     """``column_regions`` and the ``(word, chars)`` tuples of all ``chars`` if it built them (else
     ``None``); a one-region page returns ``chars`` itself as its region."""
     if len(chars) < 200:
@@ -631,7 +746,7 @@ def _column_regions(chars: list[dict], width: float, opts: dict | None = None) -
             lines.append([])
         lines[-1].append(k)
         last = mid
-    multi = multi_column_regions(chars, words, lines)
+    multi = multi_column_regions(chars, words, lines, tables)
     if multi is not None:
         return multi, None
     if cross.min() > 0.1 * len(lines):
@@ -679,8 +794,10 @@ def _column_regions(chars: list[dict], width: float, opts: dict | None = None) -
             kinds.append("other")
     if min(sides) < 5:
         return [chars], tuples
+    records = _record_tables(words, [(g0, g1)], tables()) if tables else []
+    in_table = [_table_index(words, line, records) for line in lines] if records else None
     column = {k: int(words[k]["x0"] >= gutter) for line in lines for k in line}
-    return _read_regions(chars, words, lines, kinds, column, 2), None
+    return _read_regions(chars, words, lines, kinds, column, 2, in_table), None
 
 
 MIN_COLUMN_PROSE_LINES = 5  # prose lines each column of a page of three or more columns must hold
@@ -695,7 +812,9 @@ def _is_prose(ws: list[dict], lo: float, hi: float) -> bool:
     return max(w["x1"] for w in ws) - min(w["x0"] for w in ws) >= 0.6 * (hi - lo) and lower >= 0.5 * len(ws)
 
 
-def multi_column_regions(chars: list[dict], words: list[dict], lines: list[list[int]]) -> list[list[dict]] | None:
+def multi_column_regions(
+    chars: list[dict], words: list[dict], lines: list[list[int]], tables: Callable[[], list] | None = None
+) -> list[list[dict]] | None:
     """Regions in reading order of a page set in three or more columns (a Federal Register page,
     a newsletter), or None for any other page.
 
@@ -706,7 +825,8 @@ def multi_column_regions(chars: list[dict], words: list[dict], lines: list[list[
     ``MIN_COLUMN_PROSE_LINES`` lines of prose (``_is_prose``). Then, top to bottom: a line with a
     word across a gutter is read whole, as is a table set across the columns (a run of non-prose
     lines holding two or more lines with numbers in two or more columns: its rows stay rows);
-    every other run of lines is read column by column, left to right. ``words``: the page's
+    every other run of lines is read column by column, left to right; a table drawn with ruling
+    lines across a gutter (``tables()``, ``ruled_tables``) is read whole. ``words``: the page's
     words with their ``chars``; ``lines``: word indices of each physical line, top to bottom.
     """
     if len(lines) < MIN_COLUMN_PROSE_LINES:
@@ -768,19 +888,30 @@ def multi_column_regions(chars: list[dict], words: list[dict], lines: list[list[
             kinds.append("other")
     if min(prose_lines) < MIN_COLUMN_PROSE_LINES:
         return None
+    records = _record_tables(words, gutters, tables()) if tables else []
+    in_table = [_table_index(words, line, records) for line in lines] if records else None
     column = {k: c for line, where in zip(lines, cols) for k, c in zip(line, where)}
-    return _read_regions(chars, words, lines, kinds, column, ncol)
+    return _read_regions(chars, words, lines, kinds, column, ncol, in_table)
 
 
 def _read_regions(
-    chars: list[dict], words: list[dict], lines: list[list[int]], kinds: list[str], column: dict[int, int], ncol: int
+    chars: list[dict],
+    words: list[dict],
+    lines: list[list[int]],
+    kinds: list[str],
+    column: dict[int, int],
+    ncol: int,
+    in_table: list[int | None] | None = None,
 ) -> list[list[dict]]:
     """The characters of a page set in ``ncol`` columns as regions in reading order, top to bottom:
     a line running across the columns (kind ``span``) and a table set across them (a maximal run
     of ``row`` / ``other`` lines holding two or more ``row`` lines: its rows stay rows) are read
     whole; every other run of lines column by column, left to right. ``lines``: word indices of
-    each physical line; ``kinds``: each line's kind; ``column``: each word's column (0-based)."""
-    full = [k == "span" for k in kinds]
+    each physical line; ``kinds``: each line's kind; ``column``: each word's column (0-based);
+    ``in_table``: per line, the ruled table (an index) it lies in, or None: a table's lines are
+    one region of their own, read whole."""
+    full = [k == "span" or bool(in_table and in_table[t] is not None) for t, k in enumerate(kinds)]
+    group = in_table or [None] * len(lines)
     i = 0
     while i < len(lines):
         if kinds[i] in ("row", "other"):
@@ -798,7 +929,7 @@ def _read_regions(
     i = 0
     while i < len(lines):
         j = i
-        while j < len(lines) and full[j] == full[i]:
+        while j < len(lines) and full[j] == full[i] and group[j] == group[i]:
             j += 1
         for line in lines[i:j]:
             for k in line:

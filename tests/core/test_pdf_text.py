@@ -234,3 +234,40 @@ def test_text_drawn_in_another_orientation_reads_in_its_own_order():
     text = _pages(pdf)[0].text
     assert "Upright text on the form." in text
     assert "Please print or type" in text and "Attach Forms here" in text
+
+
+def test_a_ruled_table_across_both_columns_is_read_row_by_row_as_records():
+    """A table drawn with ruling lines across a two-column page, whose cells hold words and wrap
+    over two lines, as a regulation's annex does: each row must come out as one line, its cells
+    left to right and a cell's lines joined ("the annual arithmetic mean by gas chromatography").
+    Fails if its rows are read as prose and cut at the gutter (label and value in one column,
+    method in the other), if a wrapped cell splits its row, or if the prose columns above the
+    table stop being read column by column."""
+    pdf = _pdf()
+    pdf.add_page()
+    for i, (a, b) in enumerate(zip(LOREM_LEFT, LOREM_RIGHT)):
+        pdf.text(72, 100 + 14 * i, a)
+        pdf.text(320, 100 + 14 * i, b)
+    rows = [
+        ("Benzene annual 2", ["the annual arithmetic mean by", "gas chromatography"]),
+        ("Sulphur dioxide 24 hours 250", ["not to be exceeded more than", "seven times a year"]),
+        ("Nitrogen dioxide 1 hour 200", ["not to be exceeded more than twice in a year"]),
+        ("Ozone 8 hours 100", ["the moving arithmetic mean over eight hours"]),
+        ("Lead monthly 1.5", ["the monthly arithmetic mean in", "the particulate matter"]),
+    ]
+    top, height = 300, 30
+    for i, (left, right) in enumerate(rows):
+        y = top + height * i
+        pdf.text(76, y + 12, left)
+        for j, part in enumerate(right):
+            pdf.text(300, y + 12 + 12 * j, part)
+        pdf.line(72, y, 540, y)
+    bottom = top + height * len(rows)
+    pdf.line(72, bottom, 540, bottom)
+    for x in (72, 290, 540):
+        pdf.line(x, top, x, bottom)
+    text = _pages(pdf)[0].text
+    lines = [ln.strip() for ln in text.splitlines()]
+    for left, right in rows:
+        assert f"{left} {' '.join(right)}" in lines, text
+    assert "alpha six and here the left column ends\nbravo one" in text
