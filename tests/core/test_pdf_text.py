@@ -36,6 +36,16 @@ def _pdf(width: float = 612, height: float = 792) -> FPDF:
     return pdf
 
 
+def _two_columns() -> FPDF:
+    """A page with the two columns of prose ``LOREM_LEFT`` and ``LOREM_RIGHT`` side by side."""
+    pdf = _pdf()
+    pdf.add_page()
+    for i, (a, b) in enumerate(zip(LOREM_LEFT, LOREM_RIGHT)):
+        pdf.text(72, 100 + 14 * i, a)
+        pdf.text(320, 100 + 14 * i, b)
+    return pdf
+
+
 def _pages(pdf: FPDF):
     return extract_pages(bytes(pdf.output()))
 
@@ -47,12 +57,8 @@ def _flat(s: str) -> str:
 def test_two_column_page_is_read_column_by_column():
     """fails if column_regions is bypassed (pdfplumber's line order interleaves the columns) or
     if a full-width title is cut into two columns."""
-    pdf = _pdf()
-    pdf.add_page()
+    pdf = _two_columns()
     pdf.text(72, 60, "A Title That Spans The Whole Width Of The Page For Both Columns")
-    for i, (a, b) in enumerate(zip(LOREM_LEFT, LOREM_RIGHT)):
-        pdf.text(72, 100 + 14 * i, a)
-        pdf.text(320, 100 + 14 * i, b)
     text = _pages(pdf)[0].text
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     assert lines[0] == "A Title That Spans The Whole Width Of The Page For Both Columns"
@@ -62,11 +68,7 @@ def test_two_column_page_is_read_column_by_column():
 def test_a_table_across_both_columns_keeps_its_rows():
     """fails if a two-column page's full-width table is read as two columns (label column, then
     number column), which cuts every row in half."""
-    pdf = _pdf()
-    pdf.add_page()
-    for i, (a, b) in enumerate(zip(LOREM_LEFT, LOREM_RIGHT)):
-        pdf.text(72, 100 + 14 * i, a)
-        pdf.text(320, 100 + 14 * i, b)
+    pdf = _two_columns()
     rows = [
         ("Model BM25", "59.1 66.9 55.0", "70.9 68.8 73.7"),
         ("Model DPR", "78.4 79.4 73.2", "79.8 63.2 85.4"),
@@ -243,11 +245,7 @@ def test_a_ruled_table_across_both_columns_is_read_row_by_row_as_records():
     Fails if its rows are read as prose and cut at the gutter (label and value in one column,
     method in the other), if a wrapped cell splits its row, or if the prose columns above the
     table stop being read column by column."""
-    pdf = _pdf()
-    pdf.add_page()
-    for i, (a, b) in enumerate(zip(LOREM_LEFT, LOREM_RIGHT)):
-        pdf.text(72, 100 + 14 * i, a)
-        pdf.text(320, 100 + 14 * i, b)
+    pdf = _two_columns()
     rows = [
         ("Benzene annual 2", ["the annual arithmetic mean by", "gas chromatography"]),
         ("Sulphur dioxide 24 hours 250", ["not to be exceeded more than", "seven times a year"]),
