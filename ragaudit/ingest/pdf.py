@@ -38,8 +38,9 @@ _PDF_MAGIC = b"%PDF-"
 # what ``extract_pages`` reads from a page's layout (reading order, headings, identifiers broken at a
 # line end); recorded in each version's build info so that re-ingestion rebuilds versions extracted
 # by an earlier revision (2 did not rejoin identifiers; 3 removed a Type 3 font's glyphs as text
-# under 1 pt; 5 reads a table drawn with ruling lines across a column gutter row by row)
-LAYOUT_REVISION = 5
+# under 1 pt; 5 reads a table drawn with ruling lines across a column gutter row by row; 6 also one
+# whose cells of words wrap unevenly)
+LAYOUT_REVISION = 6
 
 
 class PDFError(ValueError):
@@ -378,6 +379,14 @@ def _page_lines(page, opts: dict, pdfium_page, chars: list[dict] | None = None) 
 
     regions, words = _column_regions(upright, float(page.width), opts, tables)
     for region in regions:
+        if region is upright and (page.objects.get("line") or page.objects.get("rect")):
+            turned = [((c["x0"] + c["x1"]) / 2, (c["top"] + c["bottom"]) / 2) for c in rotated]
+            wrapped = [
+                t for t in tables() if not any(_inside(t.bbox, x, y) for x, y in turned) and _wrapped_records(t, region)
+            ]
+            if wrapped:
+                out.extend(_with_tables(region, wrapped, opts))
+                continue
         table = _table_of_region(region, found[0]) if found and region is not upright else None
         out.extend(
             _table_lines(region, table, opts)
@@ -389,6 +398,89 @@ def _page_lines(page, opts: dict, pdfium_page, chars: list[dict] | None = None) 
             ln.top = ln.bottom = -1.0  # no place among the page's upright lines
             out.append(ln)
     return out
+
+
+def _cell_lines(chars: list[dict], mx: np.ndarray, my: np.ndarray, box: tuple[float, float, float, float]) -> list[str]:
+    """The text lines of the characters whose middles (``mx``, ``my``) lie in ``box``, top to
+    bottom (a new line where a character's top is more than half its size below the line's first)."""
+    x0, top, x1, bottom = box
+    idx = np.nonzero((mx >= x0) & (mx <= x1) & (my >= top) & (my <= bottom))[0]
+    inner = sorted((chars[i] for i in idx), key=lambda c: (c["top"], c["x0"]))
+    lines: list[list[dict]] = []
+    for c in inner:
+        if not lines or float(c["top"]) - float(lines[-1][0]["top"]) > 0.5 * float(c.get("size") or 1.0):
+            lines.append([])
+        lines[-1].append(c)
+    return ["".join(ch.get("text", "") for ch in sorted(ln, key=lambda ch: ch["x0"])) for ln in lines]
+
+
+def _text_crosses_cells(table: RuledTable, chars: list[dict], mx: np.ndarray, my: np.ndarray) -> bool:
+    """A line of text runs on from one cell into the next (two characters of one line on either
+    side of a cell's edge, closer than a third of their size): the rules do not part the text
+    there, as when a table's grid runs on behind a footnote."""
+    for row in table.rows:
+        boxes = sorted((b for b in row if b is not None), key=lambda b: b[0])
+        for left, right in zip(boxes, boxes[1:]):
+            edge = left[2]
+            lo, hi = max(left[1], right[1]), min(left[3], right[3])
+            near = np.nonzero((my >= lo) & (my <= hi) & (np.abs(mx - edge) < 12))[0]
+            for i in near:
+                a = chars[i]
+                if a["x1"] > edge:
+                    continue
+                for j in near:
+                    b = chars[j]
+                    if (
+                        b["x0"] >= edge
+                        and abs(float(a["top"]) - float(b["top"])) < 1.0
+                        and float(b["x0"]) - float(a["x1"]) < float(a.get("size") or 1.0) / 3
+                    ):
+                        return True
+    return False
+
+
+def _wrapped_records(table: RuledTable, chars: list[dict]) -> bool:
+    """A ruled table whose line-by-line reading would interleave its cells: below its first row, a
+    row with two or more cells of words wrapped over different numbers of lines ("Acquisition-related
+    / adjustments" beside a six-line definition). Cells that wrap alike hold stacked records (a
+    table ruled only at its border: one record per line across the cells), which lines read right;
+    a table holding turned text is a form, and one whose text runs across its cells' edges
+    (``_text_crosses_cells``) no grid of cells: both are read as lines. ``chars``: the page's
+    upright characters."""
+    if len(table.rows) < 2 or not chars:
+        return False
+    mx = np.fromiter(((c["x0"] + c["x1"]) / 2 for c in chars), float, len(chars))
+    my = np.fromiter(((c["top"] + c["bottom"]) / 2 for c in chars), float, len(chars))
+    if _text_crosses_cells(table, chars, mx, my):
+        return False
+    for row in table.rows[1:]:
+        counts = []
+        for box in row:
+            if box is None:
+                continue
+            lines = _cell_lines(chars, mx, my, box)
+            if len(lines) >= 2 and len(re.findall(r"[^\W\d_]{2,}", " ".join(lines))) >= 3:
+                counts.append(len(lines))
+        if len(counts) >= 2 and len(set(counts)) > 1:
+            return True
+    return False
+
+
+def _with_tables(chars: list[dict], tables: list[RuledTable], opts: dict) -> list[_Line]:
+    """The lines of a one-region page with ``tables`` read row by row (``_table_lines``) and the
+    rest as lines, in order of their tops."""
+    taken: set[int] = set()
+    rows: list[_Line] = []
+    for t in tables:
+        inner = [
+            c
+            for c in chars
+            if id(c) not in taken and _inside(t.bbox, (c["x0"] + c["x1"]) / 2, (c["top"] + c["bottom"]) / 2)
+        ]
+        taken.update(id(c) for c in inner)
+        rows += _table_lines(inner, t, opts)
+    rest = _lines_of([c for c in chars if id(c) not in taken], opts)
+    return sorted(rest + rows, key=lambda ln: ln.top)
 
 
 def _table_of_region(region: list[dict], tables: list[RuledTable]) -> RuledTable | None:
@@ -682,12 +774,19 @@ def _table_lines(chars: list[dict], table: RuledTable, opts: dict) -> list[_Line
         for box in row:
             if box is None:
                 continue
-            inner = [c for c in chars if _inside(box, (c["x0"] + c["x1"]) / 2, (c["top"] + c["bottom"]) / 2)]
+            inner = [
+                c
+                for c in chars
+                if id(c) not in placed and _inside(box, (c["x0"] + c["x1"]) / 2, (c["top"] + c["bottom"]) / 2)
+            ]  # a character once, where a drawing's cells overlap
             placed.update(id(c) for c in inner)
             text = ""
             for ln in _lines_of(inner, opts):  # a word hyphenated at the cell's line end stays one
                 part = ln.text.strip()
-                text += part if re.search(r"[^\W\d_]-$", text) else (" " + part if text else part)
+                glued = re.search(r"[^\W\d_]-$", text) or (
+                    text and CJK_CHAR.match(text[-1]) and CJK_CHAR.match(part[:1])
+                )  # Chinese or Japanese text wraps without a space
+                text += part if glued else (" " + part if text else part)
             if text:
                 cells.append(text)
                 sizes += [round(float(c.get("size", 0.0)), 1) for c in inner]

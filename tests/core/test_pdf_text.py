@@ -269,3 +269,95 @@ def test_a_ruled_table_across_both_columns_is_read_row_by_row_as_records():
     for left, right in rows:
         assert f"{left} {' '.join(right)}" in lines, text
     assert "alpha six and here the left column ends\nbravo one" in text
+
+
+def _grid(pdf: FPDF, top: float, xs: tuple[float, ...], rows: list[list[list[str]]], height: float) -> None:
+    """Draw a ruled table at ``top``: column edges ``xs``, each row ``height`` pt, each cell's lines."""
+    for i, row in enumerate(rows):
+        y = top + height * i
+        pdf.line(xs[0], y, xs[-1], y)
+        for x, cell in zip(xs, row):
+            for j, part in enumerate(cell):
+                pdf.text(x + 4, y + 12 + 12 * j, part)
+    bottom = top + height * len(rows)
+    pdf.line(xs[0], bottom, xs[-1], bottom)
+    for x in xs:
+        pdf.line(x, top, x, bottom)
+
+
+def test_a_ruled_table_whose_word_cells_wrap_unevenly_is_read_row_by_row():
+    """On a one-column page, a ruled table whose cells of words wrap over different numbers of
+    lines (a term beside a longer definition and its use): fails if its lines interleave the cells
+    ("Acquisition-related Amortization of acquired ... We exclude amortization ...") instead of
+    giving one line per row, each cell whole."""
+    pdf = _pdf()
+    pdf.add_page()
+    pdf.text(72, 80, "The adjustments below are made to the results we report under GAAP.")
+    rows = [
+        [["Adjustment"], ["Definition"], ["Why it is excluded"]],
+        [
+            ["Acquisition-related", "adjustments"],
+            ["amortization of acquired", "intangible assets such as", "brands and technology"],
+            ["the charges vary with", "the timing of acquisitions"],
+        ],
+        [
+            ["Restructuring", "charges"],
+            ["severance and benefit", "arrangements of a formal plan"],
+            ["these costs do not", "reflect the core business", "and its ongoing operations"],
+        ],
+    ]
+    _grid(pdf, 120, (72, 200, 380, 560), rows, 52)
+    pdf.text(72, 300, "Totals are shown in the reconciliation that follows on the next page.")
+    lines = [ln.strip() for ln in _pages(pdf)[0].text.splitlines()]
+    for row in rows[1:]:
+        assert " ".join(" ".join(cell) for cell in row) in lines, lines
+    assert lines[0].startswith("The adjustments below") and lines[-1].startswith("Totals are shown")
+
+
+def test_a_ruled_table_of_stacked_records_is_read_line_by_line():
+    """A table ruled only around its cells whose cells stack one record per line (dates, names,
+    places of several events): fails if it is read cell by cell, which puts every date before
+    every name instead of one event per line."""
+    pdf = _pdf()
+    pdf.add_page()
+    rows = [
+        [["Date"], ["Storm"], ["Landfall"]],
+        [
+            ["2005-09-23", "2005-10-02", "2005-11-18"],
+            ["Katrina", "Longwang", "Gamma"],
+            ["New Orleans", "Taiwan", "Florida"],
+        ],
+    ]
+    _grid(pdf, 120, (72, 200, 330, 480), rows, 44)
+    text = _pages(pdf)[0].text
+    for date, storm, place in [("2005-09-23", "Katrina", "New Orleans"), ("2005-10-02", "Longwang", "Taiwan")]:
+        assert f"{date} {storm} {place}" in text, text
+
+
+def test_a_sentence_running_across_a_grid_keeps_its_words_in_order():
+    """A table whose rules run on behind a footnote, so the footnote's lines cross the cells'
+    edges: fails if the table is read cell by cell, which cuts the footnote's sentences at every
+    edge and joins the pieces out of order."""
+    pdf = _pdf()
+    pdf.add_page()
+    rows = [
+        [["Adjustment"], ["Definition"], ["Why it is excluded"]],
+        [
+            ["Acquisition-related", "adjustments"],
+            ["amortization of acquired", "intangible assets such as", "brands and technology"],
+            ["the charges vary with", "the timing of acquisitions"],
+        ],
+    ]
+    _grid(pdf, 120, (72, 200, 380, 560), rows, 52)
+    note = [
+        "Note: the segment acquired on November 2, 2020 is left out of the rate until the first quarter",
+        "of 2022, and the business divested on June 1, 2023 is left out from the second quarter of 2023.",
+    ]
+    top = 120 + 52 * len(rows)
+    for j, part in enumerate(note):
+        pdf.text(76, top + 12 + 12 * j, part)
+    pdf.line(72, top + 30, 560, top + 30)
+    for x in (72, 200, 380, 560):
+        pdf.line(x, top, x, top + 30)
+    text = _flat(_pages(pdf)[0].text)
+    assert _flat(" ".join(note)) in text, text
