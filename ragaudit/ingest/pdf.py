@@ -423,19 +423,18 @@ def _text_crosses_cells(table: RuledTable, chars: list[dict], mx: np.ndarray, my
         for left, right in zip(boxes, boxes[1:]):
             edge = left[2]
             lo, hi = max(left[1], right[1]), min(left[3], right[3])
-            near = np.nonzero((my >= lo) & (my <= hi) & (np.abs(mx - edge) < 12))[0]
-            for i in near:
-                a = chars[i]
-                if a["x1"] > edge:
-                    continue
-                for j in near:
-                    b = chars[j]
-                    if (
-                        b["x0"] >= edge
-                        and abs(float(a["top"]) - float(b["top"])) < 1.0
-                        and float(b["x0"]) - float(a["x1"]) < float(a.get("size") or 1.0) / 3
-                    ):
-                        return True
+            near = [chars[i] for i in np.nonzero((my >= lo) & (my <= hi) & (np.abs(mx - edge) < 12))[0]]
+            before = [c for c in near if float(c["x1"]) <= edge]
+            after = [c for c in near if float(c["x0"]) >= edge]
+            if not before or not after:
+                continue
+            a_top = np.array([float(c["top"]) for c in before])[:, None]
+            a_x1 = np.array([float(c["x1"]) for c in before])[:, None]
+            a_size = np.array([float(c.get("size") or 1.0) for c in before])[:, None]
+            b_top = np.array([float(c["top"]) for c in after])[None, :]
+            b_x0 = np.array([float(c["x0"]) for c in after])[None, :]
+            if np.any((np.abs(a_top - b_top) < 1.0) & (b_x0 - a_x1 < a_size / 3)):
+                return True
     return False
 
 
@@ -485,10 +484,15 @@ def _with_tables(chars: list[dict], tables: list[RuledTable], opts: dict) -> lis
 
 def _table_of_region(region: list[dict], tables: list[RuledTable]) -> RuledTable | None:
     """The ruled table holding (nine in ten of) the region's characters in two or more rows with
-    text in two or more cells (as ``_record_tables`` asks), or None."""
+    text in two or more cells (as ``_record_tables`` asks), or None; not one whose text runs
+    across its cells' edges (``_text_crosses_cells``)."""
     mids = [((c["x0"] + c["x1"]) / 2, (c["top"] + c["bottom"]) / 2) for c in region]
+    mx = np.array([x for x, _ in mids], float)
+    my = np.array([y for _, y in mids], float)
     for t in tables:
         if 10 * sum(1 for x, y in mids if _inside(t.bbox, x, y)) < 9 * len(region):
+            continue
+        if _text_crosses_cells(t, region, mx, my):
             continue
         rows = sum(
             1 for r in t.rows if sum(1 for b in r if b is not None and any(_inside(b, x, y) for x, y in mids)) >= 2
@@ -724,8 +728,8 @@ class RuledTable:
 
 def ruled_tables(page) -> list[RuledTable]:
     """The tables ``page`` draws with ruling lines (pdfplumber's ``find_tables``, its default
-    "lines" strategy); ``[]`` when finding them fails. A few ms per page; called only for a page
-    the column reader would split."""
+    "lines" strategy); ``[]`` when finding them fails. A few ms per page; asked for a page the
+    column reader splits and for a one-column page that draws lines or rectangles."""
     try:
         return [
             RuledTable(tuple(map(float, t.bbox)), [[c and tuple(map(float, c)) for c in r.cells] for r in t.rows])
