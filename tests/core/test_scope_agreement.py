@@ -191,7 +191,8 @@ def test_document_text_of_a_page_range_keeps_only_its_pages(kb):
     """The answerability gate's document text for a page range holds the in-range part of a chunk
     that crosses the range's edge (the SQL selects by overlap, as the Qdrant filter does) and none
     of its text on the page outside. Fails if the edge chunk is left out (containment) or taken
-    whole (not cut to the range)."""
+    whole (not cut to the range). Compared with whitespace normalised, as the gate reads it: where
+    two chunks join, the rebuilt text may keep a line's trailing space."""
     live = [p for _, p in kb.store.iter_payloads(scope_filter(Scope()))]
 
     def parts(p):  # (text on its last page, text on its first page) of a chunk across two pages
@@ -202,5 +203,9 @@ def test_document_text_of_a_page_range_keeps_only_its_pages(kb):
     inside, outside = parts(p)
     qs = QueryService(kb)
     text = qs._document_text(p["document_id"], p["doc_sha256"], p["strategy"], p["page_end"], p["page_end"])
-    assert inside[:200] in text
-    assert outside not in text
+
+    def flat(t: str) -> str:
+        return " ".join(t.split())
+
+    assert flat(inside[:200]) in flat(text)
+    assert flat(outside) not in flat(text)
