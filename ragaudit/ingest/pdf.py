@@ -380,10 +380,9 @@ def _page_lines(page, opts: dict, pdfium_page, chars: list[dict] | None = None) 
     regions, words = _column_regions(upright, float(page.width), opts, tables)
     for region in regions:
         if region is upright and (page.objects.get("line") or page.objects.get("rect")):
-            turned = [((c["x0"] + c["x1"]) / 2, (c["top"] + c["bottom"]) / 2) for c in rotated]
-            wrapped = [
-                t for t in tables() if not any(_inside(t.bbox, x, y) for x, y in turned) and _wrapped_records(t, region)
-            ]
+            tx, ty = _mids(rotated)
+            mx, my = _mids(region)
+            wrapped = [t for t in tables() if not _in_box(t.bbox, tx, ty).any() and _wrapped_records(t, region, mx, my)]
             if wrapped:
                 out.extend(_with_tables(region, wrapped, opts))
                 continue
@@ -403,8 +402,7 @@ def _page_lines(page, opts: dict, pdfium_page, chars: list[dict] | None = None) 
 def _cell_lines(chars: list[dict], mx: np.ndarray, my: np.ndarray, box: tuple[float, float, float, float]) -> list[str]:
     """The text lines of the characters whose middles (``mx``, ``my``) lie in ``box``, top to
     bottom (a new line where a character's top is more than half its size below the line's first)."""
-    x0, top, x1, bottom = box
-    idx = np.nonzero((mx >= x0) & (mx <= x1) & (my >= top) & (my <= bottom))[0]
+    idx = np.nonzero(_in_box(box, mx, my))[0]
     inner = sorted((chars[i] for i in idx), key=lambda c: (c["top"], c["x0"]))
     lines: list[list[dict]] = []
     for c in inner:
@@ -438,18 +436,16 @@ def _text_crosses_cells(table: RuledTable, chars: list[dict], mx: np.ndarray, my
     return False
 
 
-def _wrapped_records(table: RuledTable, chars: list[dict]) -> bool:
+def _wrapped_records(table: RuledTable, chars: list[dict], mx: np.ndarray, my: np.ndarray) -> bool:
     """A ruled table whose line-by-line reading would interleave its cells: below its first row, a
     row with two or more cells of words wrapped over different numbers of lines ("Acquisition-related
     / adjustments" beside a six-line definition). Cells that wrap alike hold stacked records (a
     table ruled only at its border: one record per line across the cells), which lines read right;
     a table holding turned text is a form, and one whose text runs across its cells' edges
     (``_text_crosses_cells``) no grid of cells: both are read as lines. ``chars``: the page's
-    upright characters."""
+    upright characters; ``mx``, ``my``: their middles (``_mids``)."""
     if len(table.rows) < 2 or not chars:
         return False
-    mx = np.fromiter(((c["x0"] + c["x1"]) / 2 for c in chars), float, len(chars))
-    my = np.fromiter(((c["top"] + c["bottom"]) / 2 for c in chars), float, len(chars))
     if _text_crosses_cells(table, chars, mx, my):
         return False
     for row in table.rows[1:]:
@@ -471,11 +467,7 @@ def _with_tables(chars: list[dict], tables: list[RuledTable], opts: dict) -> lis
     taken: set[int] = set()
     rows: list[_Line] = []
     for t in tables:
-        inner = [
-            c
-            for c in chars
-            if id(c) not in taken and _inside(t.bbox, (c["x0"] + c["x1"]) / 2, (c["top"] + c["bottom"]) / 2)
-        ]
+        inner = [c for c in chars if id(c) not in taken and _inside(t.bbox, *_mid(c))]
         taken.update(id(c) for c in inner)
         rows += _table_lines(inner, t, opts)
     rest = _lines_of([c for c in chars if id(c) not in taken], opts)
@@ -486,18 +478,13 @@ def _table_of_region(region: list[dict], tables: list[RuledTable]) -> RuledTable
     """The ruled table holding (nine in ten of) the region's characters in two or more rows with
     text in two or more cells (as ``_record_tables`` asks), or None; not one whose text runs
     across its cells' edges (``_text_crosses_cells``)."""
-    mids = [((c["x0"] + c["x1"]) / 2, (c["top"] + c["bottom"]) / 2) for c in region]
-    mx = np.array([x for x, _ in mids], float)
-    my = np.array([y for _, y in mids], float)
+    mx, my = _mids(region)
     for t in tables:
-        if 10 * sum(1 for x, y in mids if _inside(t.bbox, x, y)) < 9 * len(region):
+        if 10 * int(_in_box(t.bbox, mx, my).sum()) < 9 * len(region):
             continue
         if _text_crosses_cells(t, region, mx, my):
             continue
-        rows = sum(
-            1 for r in t.rows if sum(1 for b in r if b is not None and any(_inside(b, x, y) for x, y in mids)) >= 2
-        )
-        if rows >= 2:
+        if _record_rows(t, mx, my) >= 2:
             return t
     return None
 
@@ -743,21 +730,39 @@ def _inside(box: tuple[float, float, float, float], x: float, y: float) -> bool:
     return box[0] <= x <= box[2] and box[1] <= y <= box[3]
 
 
+def _mid(o: dict) -> tuple[float, float]:
+    """The middle ``(x, y)`` in pt of a character or word."""
+    return (o["x0"] + o["x1"]) / 2, (o["top"] + o["bottom"]) / 2
+
+
+def _mids(objs: list[dict]) -> tuple[np.ndarray, np.ndarray]:
+    """The middles of ``objs`` as two arrays, x and y."""
+    return (
+        np.fromiter(((o["x0"] + o["x1"]) / 2 for o in objs), float, len(objs)),
+        np.fromiter(((o["top"] + o["bottom"]) / 2 for o in objs), float, len(objs)),
+    )
+
+
+def _in_box(box: tuple[float, float, float, float], mx: np.ndarray, my: np.ndarray) -> np.ndarray:
+    """Which of the middles ``mx``, ``my`` lie in ``box``."""
+    return (mx >= box[0]) & (mx <= box[2]) & (my >= box[1]) & (my <= box[3])
+
+
+def _record_rows(table: RuledTable, mx: np.ndarray, my: np.ndarray) -> int:
+    """How many of ``table``'s rows hold text (middles ``mx``, ``my``) in two or more cells."""
+    return sum(1 for r in table.rows if sum(1 for c in r if c is not None and _in_box(c, mx, my).any()) >= 2)
+
+
 def _record_tables(words: list[dict], gutters: list[tuple[float, float]], tables: list[RuledTable]) -> list[RuledTable]:
     """The ruled tables that run across one of ``gutters`` (left edge before it, right edge after
     it) and hold records: two or more rows with words in two or more cells. A figure's frame or a
     box around two captions holds no such rows."""
-    out = []
-    for t in tables:
-        if not any(t.bbox[0] < g0 and t.bbox[2] > g1 for g0, g1 in gutters):
-            continue
-        mids = [((w["x0"] + w["x1"]) / 2, (w["top"] + w["bottom"]) / 2) for w in words]
-        rows = sum(
-            1 for r in t.rows if sum(1 for c in r if c is not None and any(_inside(c, x, y) for x, y in mids)) >= 2
-        )
-        if rows >= 2:
-            out.append(t)
-    return out
+    mx, my = _mids(words)
+    return [
+        t
+        for t in tables
+        if any(t.bbox[0] < g0 and t.bbox[2] > g1 for g0, g1 in gutters) and _record_rows(t, mx, my) >= 2
+    ]
 
 
 def _table_index(words: list[dict], line: list[int], tables: list[RuledTable]) -> int | None:
@@ -779,9 +784,7 @@ def _table_lines(chars: list[dict], table: RuledTable, opts: dict) -> list[_Line
             if box is None:
                 continue
             inner = [
-                c
-                for c in chars
-                if id(c) not in placed and _inside(box, (c["x0"] + c["x1"]) / 2, (c["top"] + c["bottom"]) / 2)
+                c for c in chars if id(c) not in placed and _inside(box, *_mid(c))
             ]  # a character once, where a drawing's cells overlap
             placed.update(id(c) for c in inner)
             text = ""
