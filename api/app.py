@@ -27,6 +27,7 @@ from ragaudit.platform.settings import Settings
 from ragaudit.platform.telemetry import TelemetryWriter
 from ragaudit.query import QueryService
 from ragaudit.services import get_services
+from ragaudit.types import Mode
 
 from .admin import create_admin_app
 from .errors import install_error_handlers, is_openai_path, openai_error_response, validation_message
@@ -65,8 +66,12 @@ def body_question(body: dict) -> str:
 
 def record_rejected(telemetry: TelemetryWriter, endpoint: str, body: object, default_top_k: int) -> None:
     """One query_logs row for a request of ``endpoint`` that failed validation (422): whatever of
-    question / mode / top_k / scope the body carried, ``error_kind="validation_error"``."""
+    question / top_k / scope the body carried, ``error_kind="validation_error"``. ``mode`` is the
+    body's mode when it names one (hybrid when absent) and ``invalid`` otherwise: the mode is a label
+    of /metrics groups and of Prometheus series, so a client's made-up values must not each open one."""
     b = body if isinstance(body, dict) else {}
+    mode = b.get("mode") or Mode.hybrid.value
+    mode = mode if isinstance(mode, str) and mode in {m.value for m in Mode} else "invalid"
     question = body_question(b)
     top_k = b.get("top_k")
     top_k = top_k if isinstance(top_k, int) and not isinstance(top_k, bool) and 0 < top_k < 1_000_000 else default_top_k
@@ -75,7 +80,7 @@ def record_rejected(telemetry: TelemetryWriter, endpoint: str, body: object, def
     telemetry.record(
         endpoint=endpoint,
         question=question,
-        mode=str(b.get("mode") or "hybrid")[:16],
+        mode=mode,
         top_k=top_k,
         scope=scope or None,
         error_kind="validation_error",

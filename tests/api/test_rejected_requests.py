@@ -10,7 +10,8 @@ from tests.conftest import make_settings
 
 def test_422_on_query_search_and_stream_writes_a_query_logs_row(tmp_path, embedder):
     """Fails if the RequestValidationError handler of ``create_app`` stops recording (docs/operations.md
-    says failures are logged), records under the wrong endpoint, or loses the question."""
+    says failures are logged), records under the wrong endpoint, or loses the question, or if a
+    made-up mode becomes a /metrics group of its own (each would also be a Prometheus series)."""
     from ragaudit.services import release_services
 
     settings = make_settings(tmp_path / "api422")
@@ -20,6 +21,8 @@ def test_422_on_query_search_and_stream_writes_a_query_logs_row(tmp_path, embedd
             ("/query", {"question": ""}),
             ("/search", {"question": "hull designs", "top_k": 0, "doc_name": "dmca.pdf"}),
             ("/query/stream", {"question": "x", "mode": "bogus"}),
+            ("/query", {"question": "hull designs", "mode": "bm25", "top_k": "many"}),
+            ("/query", {"question": "y", "mode": ["a"]}),
         ]
         for path, body in bad:
             assert client.post(path, json=body).status_code == 422
@@ -27,6 +30,7 @@ def test_422_on_query_search_and_stream_writes_a_query_logs_row(tmp_path, embedd
         assert r.status_code == 422 and r.json()["detail"]  # FastAPI's usual 422 body is kept
         assert client.post("/datasets", files={}).status_code == 422  # not a query endpoint: no row
         assert client.app.state.telemetry.flush(timeout=30)
+        groups = client.get("/metrics", params={"group_by": "mode"}).json()["groups"]
         svc = client.app.state.services
         with svc.sessions() as s:
             rows = s.scalars(select(QueryLog).order_by(QueryLog.created_at)).all()
@@ -38,11 +42,17 @@ def test_422_on_query_search_and_stream_writes_a_query_logs_row(tmp_path, embedd
             ("search", "validation_error"),
             ("stream", "validation_error"),
             ("query", "validation_error"),
+            ("query", "validation_error"),
+            ("query", "validation_error"),
         ]
     )
     by_q = {(r.endpoint, r.question): r for r in rows}
     first = by_q[("query", "When was it signed?")]
-    assert first.mode == "dense" and first.label is None
+    assert first.mode == "invalid" and first.label is None
+    assert by_q[("query", "hull designs")].mode == "bm25"  # a valid mode in a rejected body is kept
+    assert by_q[("query", "y")].mode == "invalid" and by_q[("stream", "x")].mode == "invalid"
+    keys = {g["key"] for g in groups}
+    assert keys <= {"hybrid", "bm25", "invalid"} and "invalid" in keys, groups
     search = by_q[("search", "hull designs")]
     assert search.top_k == settings.top_k and search.scope == {"doc_name": "dmca.pdf"}
     assert ("query", "") in by_q and ("stream", "x") in by_q
