@@ -30,7 +30,7 @@ from ragaudit.answer.answerers import (
     _citation,
     audit_answer,
 )
-from ragaudit.answer.citations import normalize_ws
+from ragaudit.answer.citations import escape_markers, normalize_ws
 from ragaudit.index.embedding import cores_busy
 from ragaudit.platform import tracing
 from ragaudit.platform.cache import AnswerCache
@@ -352,7 +352,7 @@ class QueryService:
             if scored:
                 best = scored[0][1]
                 cites = [_citation(best)]
-                text += f" The closest passage says: {quoted(normalize_ws(best.text))} [{best.n}]"
+                text += f" The closest passage says: {escape_markers(quoted(normalize_ws(best.text)))} [{best.n}]"
         return AnswerResult(text, cites, "refused", model)
 
     def answer(self, prep: Prepared) -> AnswerResult:

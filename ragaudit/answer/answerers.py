@@ -26,6 +26,7 @@ from ragaudit.answer.citations import (
     audit_citations,
     claim_parts,
     claim_support,
+    escape_markers,
     normalize_ws,
     strip_citations,
 )
@@ -793,7 +794,7 @@ class ExtractiveAnswerer:
         picked = _distinct(picked)
         parts, cites = [], []
         for s in picked:
-            parts.append(f"{normalize_ws(s.text)} [{s.n}]")
+            parts.append(f"{escape_markers(normalize_ws(s.text))} [{s.n}]")
             cites.append(_citation(s))
         text = " ".join(parts)
         result = AnswerResult(text, cites, "answered", self.name, concise=concise, rules=fired)

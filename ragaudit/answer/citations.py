@@ -3,6 +3,11 @@
 An answer is checked sentence by sentence: every ``[n]`` must name a source (1..len(sources)),
 and every sentence that states something must carry a citation. Quotes attached to citations
 must occur verbatim (after whitespace normalisation) in the cited chunk.
+
+A bracketed number that is the documents' own text (a paper's reference "[34]", a clause "[3]")
+is written ``\\[34]`` when quoted into an answer (``escape_markers``; CommonMark's backslash
+escape, so a Markdown view shows "[34]"): only an unescaped ``[n]`` cites a source, and claims
+are compared with their quotes unescaped (``strip_citations``).
 """
 
 from __future__ import annotations
@@ -17,13 +22,26 @@ from ragaudit.text.injection import REASON as INSTRUCTION_REASON
 from ragaudit.text.injection import overlaps
 from ragaudit.text.sentences import sentence_spans
 
-_CITE = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
+_CITE = re.compile(r"(?<!\\)\[(\d+(?:\s*,\s*\d+)*)\]")
+_DOC_MARKER = re.compile(r"(?<!\\)\[(?=\d+(?:\s*,\s*\d+)*\])")
+_ESCAPED_MARKER = re.compile(r"\\\[(?=\d+(?:\s*,\s*\d+)*\])")
 _WS = re.compile(r"\s+")
 
 
 def normalize_ws(text: str) -> str:
     """Collapse whitespace runs to one space and strip (the dev set's evidence normalisation)."""
     return _WS.sub(" ", text).strip()
+
+
+def escape_markers(text: str) -> str:
+    """Document text to be quoted in an answer, with each ``[n]`` of its own written ``\\[n]`` so
+    it is not read as a citation: ``"tests from [34] on"`` -> ``"tests from \\[34] on"``."""
+    return _DOC_MARKER.sub(r"\\[", text)
+
+
+def unescape_markers(text: str) -> str:
+    """The inverse of ``escape_markers``: ``"\\[34]"`` -> ``"[34]"``."""
+    return _ESCAPED_MARKER.sub("[", text)
 
 
 def cited_numbers(text: str) -> list[int]:
@@ -38,9 +56,10 @@ _CITE_WITH_SPACE = re.compile(r"\s*" + _CITE.pattern)
 
 
 def strip_citations(text: str) -> str:
-    """``text`` without its ``[n]`` markers (and the space before them), whitespace-normalised:
-    ``"Signed in 1998 [1]."`` -> ``"Signed in 1998."``."""
-    return normalize_ws(_CITE_WITH_SPACE.sub("", text))
+    """``text`` without its ``[n]`` markers (and the space before them), whitespace-normalised,
+    the document's own bracketed numbers unescaped: ``"Signed in 1998 [1]."`` -> ``"Signed in
+    1998."``, ``"as in \\[34] [2]"`` -> ``"as in [34]"``."""
+    return unescape_markers(normalize_ws(_CITE_WITH_SPACE.sub("", text)))
 
 
 _BOUNDARY = re.compile(r"(?P<stop>[.!?。！？]['\")\]”’]*)(?P<cites>(?:\s*\[\d+(?:\s*,\s*\d+)*\])*)\s+(?=[^\s\[])")
@@ -341,13 +360,25 @@ def answer_label(
 _AFTER_CITE = re.compile(r"(?<=\])\s+(?=[^\s\[])")
 
 
+def _cut_after_citations(sent: str) -> list[str]:
+    """``sent`` cut where a citation is followed by more text (not after an escaped ``\\[34]``)."""
+    ends = {m.end() for m in _CITE.finditer(sent)}
+    parts, pos = [], 0
+    for m in _AFTER_CITE.finditer(sent):
+        if m.start() in ends:
+            parts.append(sent[pos : m.start()])
+            pos = m.end()
+    parts.append(sent[pos:])
+    return parts
+
+
 def claim_parts(answer: str) -> list[tuple[str, list[int]]]:
     """Claims of ``answer``: its sentences, further cut after a citation that is followed by more
     text (``"A [1] B [2]."`` is two claims), each as (text without citations, cited numbers).
     Fragments of fewer than 2 words are dropped."""
     out = []
     for sent in split_answer_sentences(answer):
-        for part in _AFTER_CITE.split(sent):
+        for part in _cut_after_citations(sent):
             t = strip_citations(part)
             if len(t.split()) >= 2:
                 out.append((t, cited_numbers(part)))

@@ -68,6 +68,25 @@ def test_extractive_answer_is_verbatim_and_cited(embedder):
     assert c.page == 17 and c.quote in SOURCES[1].text.replace("\n", " ")
 
 
+def test_a_quoted_reference_number_is_not_read_as_a_citation(embedder):
+    """Fails if a paper's own "[12]" or "[2, 34]" inside a quoted sentence is left bare in the
+    answer (it was read as citing source 12, so the answer was labelled uncited, and "[2, 34]"
+    cited source 2 too), or if the escaped quote no longer verifies against its source."""
+    src = [
+        _chunk(1, "We repeated a subset of tests from [2, 34] on which NSW performed poorly."),
+        _chunk(2, "The code was compiled using GCC 5.3 with the -Ofast optimization flag [12]."),
+    ]
+    res = ExtractiveAnswerer(embedder).answer("Which compiler flag was the code compiled with?", src)
+    assert res.label == "answered", (res.answer, res.citation_check)
+    assert "flag \\[12]. [2]" in res.answer, res.answer
+    assert res.citation_check["invalid_numbers"] == [] and res.citation_check["ok"]
+    c = next(c for c in res.citations if c.n == 2)
+    assert c.quote.endswith("flag [12].") and c.verified and c.supports
+    res = ExtractiveAnswerer(embedder).answer("On which tests did NSW perform poorly?", src)
+    assert "from \\[2, 34] on which" in res.answer, res.answer
+    assert res.label == "answered" and res.citation_check["cited"] == [1], (res.answer, res.citation_check)
+
+
 def test_extractive_completes_a_lead_in_sentence(embedder):
     src = [
         _chunk(

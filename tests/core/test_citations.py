@@ -1,6 +1,15 @@
 """Citation checking: out-of-range numbers and uncited sentences are flagged."""
 
-from ragaudit.answer.citations import check_citations, cited_numbers, find_quote, split_answer_sentences
+from ragaudit.answer.citations import (
+    check_citations,
+    cited_numbers,
+    claim_parts,
+    escape_markers,
+    find_quote,
+    split_answer_sentences,
+    strip_citations,
+    unescape_markers,
+)
 
 
 def test_out_of_range_citation_is_flagged():
@@ -46,3 +55,18 @@ def test_abbreviations_and_initials_do_not_end_an_answer_sentence():
         "Signed by Clinton.",
         "He was president. [1]",
     ]
+
+
+def test_a_documents_own_bracketed_numbers_are_text_once_escaped():
+    """Fails if an escaped ``\\[34]`` is read as a citation, cuts its claim in two, or is not
+    given back as the document's "[34]" in the claim; or if an unescaped one stops citing."""
+    quote = "as reported in [34] and [2, 7], not in [a] or \\[x]"
+    answer = escape_markers(quote) + ". [1] The sweep ran twice [2]."
+    assert answer.startswith("as reported in \\[34] and \\[2, 7], not in [a] or \\[x]. [1]")
+    assert unescape_markers(escape_markers(quote)) == quote
+    assert cited_numbers(answer) == [1, 2]
+    rep = check_citations(answer, 2)
+    assert rep.ok and rep.invalid_numbers == [], rep.to_json()
+    assert claim_parts(answer) == [(quote + ".", [1]), ("The sweep ran twice.", [2])]
+    assert strip_citations("from \\[34] on [1]") == "from [34] on"
+    assert check_citations("from [34] on. [1]", 2).invalid_numbers == [34]  # unescaped, it cites

@@ -28,11 +28,12 @@ const loadHistory = (): Turn[] => {
   }
 };
 
-/** "[1]" / "[1, 2]" in the answer become markdown links #cite-n (opened in a dialog). */
+/** "[1]" / "[1, 2]" in the answer become markdown links #cite-n (opened in a dialog); a document's
+ * own bracketed number, quoted as "\[34]", stays text (Markdown shows it as "[34]"). */
 export function linkCitations(text: string): string {
   // the k-th "[n]" links to the k-th citation of source n: an answer can quote two sentences of one source
   const seen = new Map<string, number>();
-  return text.replace(/\[(\d+(?:\s*,\s*\d+)*)\]/g, (_m, nums: string) =>
+  return text.replace(/(?<!\\)\[(\d+(?:\s*,\s*\d+)*)\]/g, (_m, nums: string) =>
     nums.split(",").map((raw) => {
       const n = raw.trim();
       const k = seen.get(n) ?? 0;
