@@ -55,6 +55,19 @@ def test_llm_answer_with_bad_citation_is_uncited():
     assert res.label == "uncited" and res.citation_check["invalid_numbers"] == [4]
 
 
+def test_llm_sees_and_keeps_a_sources_own_reference_numbers_escaped():
+    """Fails if the prompt shows a source's "[12]" bare (the model cannot tell it from source 12),
+    or if an answer that keeps it escaped is not answered with a verified citation."""
+    src = [_chunk(1, "The code was compiled using GCC 5.3 with the -Ofast optimization flag [12].")]
+    ans = LLMAnswerer("gpt-4o-mini", mock_response="It was compiled with the -Ofast optimization flag \\[12] [1].")
+    prompt = ans.messages("Which flag?", src)
+    assert "flag \\[12]." in prompt[1]["content"] and "\\[34]" in prompt[0]["content"]
+    res = ans.answer("Which flag?", src)
+    assert res.label == "answered" and res.citation_check["invalid_numbers"] == [], res.citation_check
+    assert [c.n for c in res.citations] == [1] and res.citations[0].verified
+    assert res.citations[0].quote.endswith("flag [12].")
+
+
 def test_llm_refusal_is_labelled():
     res = LLMAnswerer("gpt-4o-mini", mock_response=REFUSAL_TEXT).answer("Who won the 2030 World Cup?", SOURCES)
     assert res.label == "refused" and res.citations == []
