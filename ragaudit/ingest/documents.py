@@ -873,8 +873,10 @@ def publish(
     document; then the replaced points are deleted, ``strategy`` becomes primary, and the old
     content's file is deleted if nothing refers to it. If the SQL step fails the points are
     turned back to staged, so the previous version is all that is searched. Raises
-    ``IngestError`` (stage ``live_index``) when nothing is staged. ``extraction``: the version's
-    extraction report (``removal.extraction_report``), stored with it.
+    ``IngestError`` (stage ``live_index``) when nothing is staged, or when the staged points and
+    rows differ in number: the count check is repeated here, so a run whose asset checks were
+    left out (Dagster lets a launch deselect them) still publishes no version with a lost point.
+    ``extraction``: the version's extraction report (``removal.extraction_report``), stored with it.
     """
     doc = get_document(svc, document_id)
     sha = target_version(doc)
@@ -884,6 +886,17 @@ def publish(
     n = svc.store.count(doc.id, version=version)
     if not n:
         raise IngestError(f"{doc.doc_name}: no staged chunks of version {version} to publish", stage="live_index")
+    with svc.sessions() as s:
+        rows = s.scalar(
+            select(func.count())
+            .select_from(ChunkRow)
+            .where(ChunkRow.document_id == doc.id, ChunkRow.ingest_version == version)
+        )
+    if rows != n:
+        raise IngestError(
+            f"{doc.doc_name}: version {version} has {rows} chunk rows and {n} points; not published",
+            stage="live_index",
+        )
     svc.store.set_live(doc.id, version, True)
     try:
         with svc.sessions.begin() as s:

@@ -221,3 +221,37 @@ def test_failure_on_the_third_embedding_batch_keeps_the_previous_answer(fresh_se
         (c["doc_name"], c["page"], c["quote"]) for c in before["citations"]
     ]
     assert ingest.count_check(svc, doc.id)["staged_qdrant"] == 0
+
+
+def test_a_run_without_its_asset_checks_still_publishes_no_version_with_a_lost_point(fresh_services, monkeypatch):
+    """A launch may deselect the asset checks (Dagster allows it), so the blocking count check
+    does not run: publishing repeats it. One point of the new version is lost while it is staged;
+    fails if that version is published anyway instead of the run failing at ``live_index`` with
+    the previous version still answering."""
+    svc = fresh_services
+    runner = DagsterRunner()
+    old = ingest_bytes(svc, NTSB_A.read_bytes(), "report.pdf", runner)
+    before = QueryService(svc).ask(QUESTION, top_k=3)
+    assert before["label"] == "answered"
+    monkeypatch.setattr("ragaudit.pipelines.runner.INGEST_CHECKS", [])  # no check in the run
+    real = ingest.stage_chunks
+
+    def loses_a_point(svc_, document_id, chunks, strategy):
+        out = real(svc_, document_id, chunks, strategy)
+        doc = ingest.get_document(svc_, document_id)
+        with svc_.sessions() as s:
+            victim = s.scalar(
+                select(ChunkRow.id).where(
+                    ChunkRow.document_id == document_id, ChunkRow.ingest_version == ingest.staged_version(doc)
+                )
+            )
+        svc_.store.delete_points([victim])
+        return out
+
+    monkeypatch.setattr(ingest, "stage_chunks", loses_a_point)
+    out = ingest_bytes(svc, (SAMPLES / "dmca.pdf").read_bytes(), "report.pdf", runner)
+    assert out.status == "failed" and "not published" in out.message, (out.status, out.message)
+    doc = ingest.get_document(svc, old.document["id"])
+    assert doc.ingest_version == 1 and doc.sha256 == old.document["sha256"]
+    after = QueryService(svc).ask(QUESTION, top_k=3)
+    assert after["answer"] == before["answer"]
