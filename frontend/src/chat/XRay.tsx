@@ -28,7 +28,7 @@ export function XRay({ run, previous, title }: { run: Answer; previous?: Answer;
         {t.ttft !== undefined && <Chip size="small" label={`TTFT ${fmt(t.ttft, 0)} ms`} />}
         <Chip size="small" label={`${run.usage?.model ?? "?"}: ${run.usage?.prompt_tokens ?? 0}+${run.usage?.completion_tokens ?? 0} tokens, $${fmt(run.usage?.cost_usd, 5)}`} />
         <Chip size="small" data-testid="cache" color={run.cache?.hit ? "success" : "default"}
-          label={run.cache ? (run.cache.hit ? `cache hit (orig. $${fmt(run.cache.original_cost_usd, 5)})` : "cache miss") : "cache: not reported by stream"} />
+          label={run.cache ? (run.cache.hit ? `cache hit (orig. $${fmt(run.cache.original_cost_usd, 5)})` : "cache miss") : "cache: not used when streaming"} />
       </Stack>
       {run.trace_id && (
         <Typography variant="caption" display="block" data-testid="trace-id" sx={{ mb: 0.5, fontFamily: "monospace" }}>
