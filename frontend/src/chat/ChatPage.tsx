@@ -188,7 +188,8 @@ function TurnView({ turn, onRerun, modes }: { turn: Turn; onRerun: (t: Turn, mod
                   </TextField>
                   <TextField size="small" type="number" label="top_k" value={topK} sx={{ width: 90 }}
                     onChange={(e) => setTopK(Math.max(1, Math.min(100, Number(e.target.value) || 5)))} />
-                  <TextField select size="small" label="strategy" value={strategy} sx={{ width: 150 }} onChange={(e) => setStrategy(e.target.value)}>
+                  <TextField select size="small" label="strategy" value={strategy} sx={{ width: 150 }} onChange={(e) => setStrategy(e.target.value)}
+                    SelectProps={{ displayEmpty: true }} InputLabelProps={{ shrink: true }}>
                     <MenuItem value="">(document's)</MenuItem>
                     {STRATEGIES.map((m) => <MenuItem key={m} value={m}>{m}</MenuItem>)}
                   </TextField>
