@@ -319,3 +319,30 @@ def test_llm_generation_and_judge_paths_with_mock_responses(tmp_path, embedder, 
         assert jc["judge"] == model and jc["n"] >= 1 and jc["failed"] == jc["n"] and jc["all_failed"]
     finally:
         release_services(settings)
+
+
+def test_a_run_records_the_knowledge_base_it_searched(fresh_services):
+    """Fails if a run's ``index`` does not change when a document is added between two runs
+    (their comparison would not show that the collection changed), if it counts other than the
+    live chunks and their documents, or if a document added while a run is going is not flagged."""
+    from ragaudit.evaluate.evaluation import evaluate, load_dataset
+
+    svc = fresh_services
+    questions = [q for q in load_dataset(SMALL) if q.doc_name == "dmca.pdf"][:2]
+    assert questions
+    params = EvalParams(modes=["bm25"], answers=False)
+    ingest_bytes(svc, (SAMPLES / "dmca.pdf").read_bytes(), "dmca.pdf", DagsterRunner())
+    first = evaluate(svc, questions, params)["index"]
+    assert first["documents"] == 1 and first["chunks"] > 10 and first["changed_during_run"] is False
+    sibling = SAMPLES / "20080102X00002.pdf"
+    ingest_bytes(svc, sibling.read_bytes(), sibling.name, DagsterRunner())
+    second = evaluate(svc, questions, params)["index"]
+    assert second["version"] > first["version"] and second["documents"] == 2 and second["chunks"] > first["chunks"]
+
+    def add_one(done, total):
+        if done == 1:
+            other = SAMPLES / "20071229X02007.pdf"
+            ingest_bytes(svc, other.read_bytes(), other.name, DagsterRunner())
+
+    third = evaluate(svc, questions, params, progress=add_one)["index"]
+    assert third["documents"] == 2 and third["changed_during_run"] is True, third

@@ -21,6 +21,7 @@ document the evaluation dashboard reads::
                                                       "n", "method", "resamples", "seed"}}},
      "judge_control": {"judge", "n", "failed", "all_failed", "pairs": [...]},
      "skipped_modes": {<mode>: reason}, "totals": {"questions", "seconds", "latency_ms", "cost_usd"},
+     "index": {"version", "documents", "chunks", "changed_during_run"},      # ``index_snapshot``
      "questions": [{"id", "kind", "question", "gold": {...}, "ranks": {<mode>: rank | null},
                     "retrieval": {<mode>: {"rank", "list_ranks": {"vector", "bm25", "fused"},
                                            "retrieved_chunk_ids", "metrics": {...}}},
@@ -64,10 +65,13 @@ from typing import Annotated, Any, Callable, Iterable, Sequence
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_core import PydanticCustomError
+from sqlalchemy import distinct, func, select
 
 from ragaudit.answer.citations import normalize_ws, strip_citations
 from ragaudit.evaluate import metrics
 from ragaudit.evaluate.judge import build_judge, judge_control
+from ragaudit.platform.cache import index_version
+from ragaudit.platform.db import ChunkRow
 from ragaudit.platform.settings import NO_RERANKER
 from ragaudit.query import QueryService
 from ragaudit.retrieve.retriever import Retriever
@@ -671,6 +675,19 @@ def _aggregate_answers(per_q: list[dict[str, Any]], mode: str) -> dict[str, Any]
 _PAIR_FIELDS = ("generator", "source_kind", "answer_type", "paraphrase")
 
 
+def index_snapshot(svc: Any) -> dict[str, int]:
+    """The knowledge base an evaluation ran on: ``{version, documents, chunks}``. ``version`` is
+    ``index_state.version``, bumped by every ingestion, re-ingestion and deletion; ``documents``
+    and ``chunks`` count the live chunks and the documents they belong to. Two runs on different
+    versions searched different collections (other candidates, other BM25 statistics), so a
+    comparison of them does not isolate their settings."""
+    with svc.sessions() as s:
+        chunks, documents = s.execute(
+            select(func.count(), func.count(distinct(ChunkRow.document_id))).where(ChunkRow.live.is_(True))
+        ).one()
+    return {"version": index_version(svc.sessions), "documents": int(documents), "chunks": int(chunks)}
+
+
 def evaluate(
     svc: Any,
     questions: list[GoldQuestion],
@@ -692,6 +709,7 @@ def evaluate(
     p = params or EvalParams()
     if not questions:
         raise ValueError("the dataset has no questions")
+    index = index_snapshot(svc)
     t0 = time.perf_counter()
     s = svc.settings
     qs = query_service or QueryService(svc)
@@ -763,6 +781,7 @@ def evaluate(
         "answerer": answerer,
         "modes": {m: _aggregate_retrieval(per_q, m) for m in modes},
         "skipped_modes": skipped,
+        "index": {**index, "changed_during_run": index_snapshot(svc)["version"] != index["version"]},
     }
     if p.answers:
         result["answers"] = {m: _aggregate_answers(per_q, m) for m in modes}

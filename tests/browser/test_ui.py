@@ -287,13 +287,23 @@ def _check_comparison(base: str, cmp: dict) -> None:
     """The comparison panel against the API's JSON for the same two runs: A is the earlier run and
     B the later, whatever order they were picked in; each mode's mean and 95% interval are that
     run's ``/intervals`` values and B - A their difference; each question's "A -> B" cells are the
-    runs' ranks and answer labels and it is marked changed exactly when one of them differs."""
+    runs' ranks and answer labels and it is marked changed exactly when one of them differs; the
+    panel says that the knowledge base changed between the runs (a document was added)."""
     runs = sorted(httpx.get(f"{base}/evaluate").json(), key=lambda r: r["created_at"])
     assert len(runs) == 2, [r["id"] for r in runs]
     a, b = (httpx.get(f"{base}/evaluate/{r['id']}").json() for r in runs)
     iv_a, iv_b = (httpx.get(f"{base}/evaluate/{r['id']}/intervals").json() for r in runs)
     # the flow picked the later run first, so pick order and time order disagree
     assert (cmp["run_a"], cmp["run_b"]) == (a["id"], b["id"]), (cmp["run_a"], cmp["run_b"])
+    # a sibling report was added between the runs: the panel says the knowledge base changed
+    xa, xb = a["results"]["index"], b["results"]["index"]
+    assert xb["version"] > xa["version"] and xb["documents"] == xa["documents"] + 1, (xa, xb)
+    note = cmp["index_note"] or ""
+    assert f"index version {xa['version']} → {xb['version']}" in note, note
+    assert f"{xa['documents']} → {xb['documents']} documents" in note, note
+    assert [t.split(" (")[0] for t in cmp["run_index"]] == [f" · index version {x['version']}" for x in (xa, xb)], cmp[
+        "run_index"
+    ]
     assert cmp["run_views"] == [a["id"], b["id"]], cmp["run_views"]
 
     def ci(iv: dict, mode: str, metric: str) -> dict:

@@ -251,6 +251,9 @@ try {
     run_views: await page.locator("[data-testid=run-results]").evaluateAll((rs) => rs.map((r) => r.dataset.runId)),
     metrics: { mrr: await readRows() },
     changed_count: await cmp.getByTestId("compare-changed-count").textContent(),
+    run_index: await page.locator("[data-testid=run-index]").allTextContents(),
+    index_note: (await cmp.getByTestId("compare-index-changed").count())
+      ? await cmp.getByTestId("compare-index-changed").textContent() : null,
     questions: await cmp.locator("[data-testid=compare-question]").evaluateAll((rs) => rs.map((r) => ({
       id: r.dataset.id, changed: r.dataset.changed,
       cells: Object.fromEntries([...r.querySelectorAll("[data-testid=compare-cell]")].map((c) => [c.dataset.mode, c.textContent])) }))),

@@ -71,7 +71,9 @@ function RunView({ run, onXray, tag }: { run: Run; onXray: (question: string, mo
   };
   return (
     <Box data-testid="run-results" data-run-id={run.id}>
-      <Typography variant="subtitle2">{tag && <b>{tag}: </b>}{res.dataset?.name} · judge {res.judge} · answerer {res.answerer}</Typography>
+      <Typography variant="subtitle2">{tag && <b>{tag}: </b>}{res.dataset?.name} · judge {res.judge} · answerer {res.answerer}
+        {res.index && <span data-testid="run-index">{` · index version ${res.index.version} (${res.index.documents} documents, ${res.index.chunks} chunks${res.index.changed_during_run ? "; changed during the run" : ""})`}</span>}
+      </Typography>
       <Typography variant="body2" data-testid="question-split">{run.summary?.question_split ?? `${res.dataset?.n_questions} questions`}</Typography>
       <Stack direction="row" spacing={1} alignItems="center" sx={{ my: 1 }}>
         <TextField select size="small" label="metric" value={metric} onChange={(e) => setMetric(e.target.value)} data-testid="metric">

@@ -24,6 +24,21 @@ function outcome(q: any, mode: string): { rank: number | null; label: string | n
 }
 const show = (o: { rank: number | null; label: string | null }) => `${o.rank ?? "miss"}${o.label ? ` · ${o.label}` : ""}`;
 
+/** What differed in the knowledge base the two runs searched (`results.index`), or null: runs on
+ * different index versions had other candidates and other BM25 statistics. */
+export function indexNote(a: ComparedRun, b: ComparedRun): string | null {
+  const x = a.results?.index, y = b.results?.index;
+  const during = [x?.changed_during_run && "A", y?.changed_during_run && "B"].filter(Boolean);
+  const parts: string[] = [];
+  if (x && y && x.version !== y.version) {
+    parts.push(`The knowledge base changed between the runs (index version ${x.version} → ${y.version}: `
+      + `${x.documents} → ${y.documents} documents, ${x.chunks} → ${y.chunks} chunks), so retrieval had other `
+      + "candidates and BM25 other statistics: not every difference comes from the runs' settings.");
+  }
+  if (during.length) parts.push(`The knowledge base changed while run ${during.join(" and ")} was going.`);
+  return parts.length ? parts.join(" ") : null;
+}
+
 /** Two finished runs compared: per mode, a metric's mean with each run's own 95% interval and the
  * difference of the means (later run minus earlier run); per question (matched by id), each
  * mode's evidence rank and answer label in both runs, marked "changed" when any of them differs.
@@ -68,6 +83,7 @@ export function RunCompare({ a, b }: { a: ComparedRun; b: ComparedRun }) {
     <Paper variant="outlined" sx={{ p: 1.5, mt: 1 }} data-testid="run-compare" data-run-a={a.id} data-run-b={b.id}>
       <Typography variant="overline" display="block">Comparison: A = {a.dataset} · {a.created_at?.slice(0, 19)} vs B = {b.dataset} · {b.created_at?.slice(0, 19)}</Typography>
       {a.dataset !== b.dataset && <Alert severity="warning" sx={{ my: 1 }}>Different datasets: questions are matched by id.</Alert>}
+      {indexNote(a, b) && <Alert severity="warning" sx={{ my: 1 }} data-testid="compare-index-changed">{indexNote(a, b)}</Alert>}
       {modes.length === 0 && <Alert severity="warning" sx={{ my: 1 }}>The runs share no mode.</Alert>}
       <Stack direction="row" spacing={1} alignItems="center" sx={{ my: 1 }}>
         <TextField select size="small" label="metric" value={metrics.includes(metric) ? metric : ""} onChange={(e) => setMetric(e.target.value)}
