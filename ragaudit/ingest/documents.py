@@ -886,15 +886,11 @@ def publish(
     n = svc.store.count(doc.id, version=version)
     if not n:
         raise IngestError(f"{doc.doc_name}: no staged chunks of version {version} to publish", stage="live_index")
-    with svc.sessions() as s:
-        rows = s.scalar(
-            select(func.count())
-            .select_from(ChunkRow)
-            .where(ChunkRow.document_id == doc.id, ChunkRow.ingest_version == version)
-        )
-    if rows != n:
+    counts = count_check(svc, doc.id)  # the blocking asset check's comparison, over the staged version
+    if not counts["passed"]:
         raise IngestError(
-            f"{doc.doc_name}: version {version} has {rows} chunk rows and {n} points; not published",
+            f"{doc.doc_name}: version {version} has {counts['staged_sql']} chunk rows and "
+            f"{counts['staged_qdrant']} points; not published",
             stage="live_index",
         )
     svc.store.set_live(doc.id, version, True)

@@ -79,11 +79,12 @@ export function RunCompare({ a, b }: { a: ComparedRun; b: ComparedRun }) {
     return { ...r, changed };
   });
   const nChanged = rows.filter((r) => r.changed).length;
+  const changedIndex = indexNote(a, b);
   return (
     <Paper variant="outlined" sx={{ p: 1.5, mt: 1 }} data-testid="run-compare" data-run-a={a.id} data-run-b={b.id}>
       <Typography variant="overline" display="block">Comparison: A = {a.dataset} · {a.created_at?.slice(0, 19)} vs B = {b.dataset} · {b.created_at?.slice(0, 19)}</Typography>
       {a.dataset !== b.dataset && <Alert severity="warning" sx={{ my: 1 }}>Different datasets: questions are matched by id.</Alert>}
-      {indexNote(a, b) && <Alert severity="warning" sx={{ my: 1 }} data-testid="compare-index-changed">{indexNote(a, b)}</Alert>}
+      {changedIndex && <Alert severity="warning" sx={{ my: 1 }} data-testid="compare-index-changed">{changedIndex}</Alert>}
       {modes.length === 0 && <Alert severity="warning" sx={{ my: 1 }}>The runs share no mode.</Alert>}
       <Stack direction="row" spacing={1} alignItems="center" sx={{ my: 1 }}>
         <TextField select size="small" label="metric" value={metrics.includes(metric) ? metric : ""} onChange={(e) => setMetric(e.target.value)}
