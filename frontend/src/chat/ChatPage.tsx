@@ -129,7 +129,7 @@ function TurnView({ turn, onRerun, modes }: { turn: Turn; onRerun: (t: Turn, mod
       <CardContent>
         <Typography variant="subtitle1" fontWeight="bold">Q: {turn.question}</Typography>
         <Grid container spacing={2}>
-          <Grid size={{ xs: 12, lg: 4 }}>
+          <Grid size={{ xs: 12, xl: 5 }}>
             {first && (
               <>
                 <Stack direction="row" spacing={1} sx={{ my: 1 }}>
@@ -178,7 +178,7 @@ function TurnView({ turn, onRerun, modes }: { turn: Turn; onRerun: (t: Turn, mod
             )}
             {turn.error && <Alert severity="error" data-testid="turn-error">{turn.error}</Alert>}
           </Grid>
-          <Grid size={{ xs: 12, lg: 8 }}>
+          <Grid size={{ xs: 12, xl: 7 }}>
             {turn.status === "done" && (
               <>
                 <Box sx={{ display: "flex", flexWrap: "wrap", gap: 1, alignItems: "center", mb: 1 }}>
