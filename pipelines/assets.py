@@ -105,6 +105,7 @@ def chunks(
                         **p,
                         "headings": tuple(tuple(h) for h in p.get("headings", ())),
                         "removed": tuple(tuple(r) for r in p.get("removed", ())),
+                        "unmapped": tuple(tuple(r) for r in p.get("unmapped", ())),
                     }
                 )
                 for p in pdf_pages

@@ -39,8 +39,9 @@ _PDF_MAGIC = b"%PDF-"
 # line end); recorded in each version's build info so that re-ingestion rebuilds versions extracted
 # by an earlier revision (2 did not rejoin identifiers; 3 removed a Type 3 font's glyphs as text
 # under 1 pt; 5 reads a table drawn with ruling lines across a column gutter row by row; 6 also one
-# whose cells of words wrap unevenly)
-LAYOUT_REVISION = 6
+# whose cells of words wrap unevenly; 7 reads a glyph without a Unicode value as a ligature or U+FFFD
+# instead of keeping its control character)
+LAYOUT_REVISION = 7
 
 
 class PDFError(ValueError):
@@ -78,6 +79,8 @@ class Page:
     ``removed``: ``(kind, text)`` of what was left out of ``text`` (``ragaudit.ingest.removal``):
     kind ``header`` / ``footer`` (a running line) or ``hidden:<reason>`` (a line of hidden text);
     ``ocr_layer_chars``: invisible characters kept because an image lies under them.
+    ``unmapped``: ``(kind, word)`` for each glyph without a Unicode value (``read_unmapped``): kind
+    ``ligature`` (the word as read) or ``unknown`` (the word with U+FFFD in its place).
     """
 
     number: int
@@ -86,6 +89,7 @@ class Page:
     headings: tuple = ()
     removed: tuple = ()
     ocr_layer_chars: int = 0
+    unmapped: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -159,7 +163,10 @@ def _pdfium_pages(data: bytes) -> list[Page]:
             # PDFium gives a hyphen it marks as such (FPDFText_IsHyphen) as U+FFFE, a noncharacter
             # ("Scope 2 (market\ufffebased)"): it is the hyphen printed there
             text = tp.get_text_range().replace("\r\n", "\n").replace("\r", "\n").replace("\ufffe", "-")
-            out.append(Page(number=i + 1, text=collapse_leaders(text), extractor="pypdfium2"))
+            # no control character reaches the index: each is U+FFFD, counted in the report
+            unmapped = tuple(("unknown", _word_at(text, m.start(), m.end())) for m in _UNMAPPED.finditer(text))
+            text = _UNMAPPED.sub("\ufffd", text)
+            out.append(Page(number=i + 1, text=collapse_leaders(text), extractor="pypdfium2", unmapped=unmapped))
         return out
     finally:
         doc.close()
@@ -232,11 +239,13 @@ def extract_pages(data: bytes, on_page: Callable[[int, int], None] | None = None
     removed = [
         [(running[i][k], (ls or [])[k].text) for k in sorted(running[i])] + hidden[i] for i, ls in enumerate(page_lines)
     ]
+    lines, unmapped = read_unmapped(lines)
     lines = rejoin_identifiers(dehyphenate(lines))
     texts = []
     for i, ls in enumerate(lines):
         if page_lines[i] is None:
             texts.append(fallback[i].text)
+            unmapped[i] = list(fallback[i].unmapped)
         else:
             texts.append(collapse_leaders("\n".join(ln.text for ln in ls)))
     sized = [[(collapse_leaders(ln.text), ln.size, ln.n, ln.gaps) for ln in ls] for ls in lines]
@@ -249,6 +258,7 @@ def extract_pages(data: bytes, on_page: Callable[[int, int], None] | None = None
             extractor=x,
             removed=tuple(removed[i]),
             ocr_layer_chars=ocr_chars[i],
+            unmapped=tuple(unmapped[i]),
         )
         for i, (t, h, x) in enumerate(zip(texts, headings, extractors))
     ]
@@ -1056,6 +1066,73 @@ def _read_regions(
 
 _HYPHEN_END = re.compile(r"(?<![^\W\d_])([^\W\d_]+)-$")
 _WORD_START = re.compile(r"^([^\W\d_]+)([^\s]*)\s*")
+
+
+# a glyph drawn without a Unicode value: a C0 control (U+0000 for a TeX font's "ffi" with no map),
+# a noncharacter, or the replacement character a producer wrote for it
+_UNMAPPED = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufffd\ufffe\uffff]")
+# the ligatures a font draws as one glyph, longest first
+LIGATURES = ("ffi", "ffl", "ff", "fi", "fl", "ft", "fj", "st", "tt", "ti")
+# a word read with a ligature is kept when the document spells it elsewhere or its Zipf frequency
+# in English is at least this (about once in 10 million words)
+LIGATURE_MIN_ZIPF = 2.0
+_LETTERS_BEFORE = re.compile(r"[^\W\d_]*$")
+_LETTERS_AFTER = re.compile(r"[^\W\d_]*")
+
+
+def _word_at(text: str, start: int, end: int) -> str:
+    """The whitespace-delimited word of ``text`` around ``text[start:end]``, unmapped glyphs as
+    U+FFFD (at most 40 characters)."""
+    word = re.search(r"\S*$", text[max(0, start - 40) : start]).group(0) + text[start:end]
+    word += re.match(r"\S*", text[end : end + 40]).group(0)
+    return _UNMAPPED.sub("\ufffd", word)[:40]
+
+
+def read_unmapped(pages: list[list[_Line]]) -> tuple[list[list[_Line]], list[list[tuple[str, str]]]]:
+    """Read glyphs that have no Unicode value (``_UNMAPPED``; pdfminer gives a TeX font's "ffi" as
+    U+0000). One inside a word (two letters or more beside it) becomes the ligature of
+    ``LIGATURES`` that makes a word the document
+    spells elsewhere, else the most frequent English word (``wordfreq``) when it is frequent
+    enough (``LIGATURE_MIN_ZIPF``): "di\\x00culties" -> "difficulties". Any other becomes U+FFFD,
+    so no control character reaches the index or the database (PostgreSQL refuses U+0000).
+
+    Returns the pages' lines and, per page, ``(kind, word)`` for ``Page.unmapped``: ``ligature``
+    with the word as read, ``unknown`` with the word as printed, U+FFFD in the glyph's place."""
+    words: set[str] = set()
+    for ls in pages:
+        for ln in ls:
+            if not _UNMAPPED.search(ln.text):
+                words.update(w.lower() for w in re.findall(r"[^\W\d_]+", ln.text))
+    out: list[list[_Line]] = []
+    notes: list[list[tuple[str, str]]] = []
+    for ls in pages:
+        page_notes: list[tuple[str, str]] = []
+        fixed = []
+        for ln in ls:
+            text = ln.text
+            if not _UNMAPPED.search(text):
+                fixed.append(ln)
+                continue
+            parts: list[str] = []
+            last = 0
+            for m in _UNMAPPED.finditer(text):
+                head = _LETTERS_BEFORE.search(text, 0, m.start()).group(0)
+                tail = _LETTERS_AFTER.match(text, m.end()).group(0)
+                scored = [
+                    ((head + lig + tail).lower() in words, zipf_frequency((head + lig + tail).lower(), "en"), lig)
+                    for lig in (LIGATURES if len(head) + len(tail) >= 2 else ())
+                ]
+                known = [c for c in scored if c[0] or c[1] >= LIGATURE_MIN_ZIPF]
+                read = max(known, key=lambda c: (c[0], c[1]))[2] if known else "\ufffd"
+                parts += [text[last : m.start()], read]
+                last = m.end()
+                kind = "unknown" if read == "\ufffd" else "ligature"
+                page_notes.append((kind, head + read + tail))
+            parts.append(text[last:])
+            fixed.append(dataclasses.replace(ln, text="".join(parts)))
+        out.append(fixed)
+        notes.append(page_notes)
+    return out, notes
 
 
 def dehyphenate(pages: list[list[_Line]]) -> list[list[_Line]]:

@@ -381,7 +381,8 @@ def hidden_chars(page: Any, chars: list[dict], pdfium_page: Any) -> tuple[list[d
 
 def extraction_report(pages: Sequence[Any]) -> dict[str, Any]:
     """The extraction report of a document from its pages (``Page`` objects or their dicts):
-    what was left out of its text and why, with examples.
+    what was left out of its text and why, and what was read in place of glyphs without a Unicode
+    value (``Page.unmapped``), with examples.
 
     Shape::
 
@@ -390,7 +391,9 @@ def extraction_report(pages: Sequence[Any]) -> dict[str, Any]:
                            "examples": [{"text", "where": "header"|"footer", "count", "pages": [int]}]},
          "hidden_text": {"chars": int, "lines": int, "by_reason": {reason: chars},
                          "examples": [{"text", "reason", "page"}], "ocr_layer_chars": int,
-                         "unchecked_pages": [int]}}
+                         "unchecked_pages": [int]},
+         "unmapped_glyphs": {"ligatures": int, "unknown": int,
+                             "examples": [{"text", "kind": "ligature"|"unknown", "page"}]}}
 
     ``examples`` hold at most ``EXAMPLES`` entries (running lines: the most frequent texts first,
     each with up to 10 of its pages); ``unchecked_pages`` (at most 50) are pages taken from
@@ -407,11 +410,17 @@ def extraction_report(pages: Sequence[Any]) -> dict[str, Any]:
     pages_with_running: set[int] = set()
     ocr = 0
     unchecked = []
+    unmapped: Counter = Counter()
+    unmapped_examples: list[dict[str, Any]] = []
     for p in pages:
         number = int(get(p, "number", 0))
         ocr += int(get(p, "ocr_layer_chars", 0) or 0)
         if get(p, "extractor", "pdfplumber") != "pdfplumber":
             unchecked.append(number)
+        for kind, word in get(p, "unmapped", ()) or ():
+            unmapped[kind] += 1
+            if len(unmapped_examples) < EXAMPLES:
+                unmapped_examples.append({"text": word[:100], "kind": kind, "page": number})
         for kind, text in get(p, "removed", ()) or ():
             if kind in (HEADER, FOOTER):
                 kinds[kind] += 1
@@ -442,5 +451,10 @@ def extraction_report(pages: Sequence[Any]) -> dict[str, Any]:
             "examples": hidden_examples,
             "ocr_layer_chars": ocr,
             "unchecked_pages": unchecked[:50],
+        },
+        "unmapped_glyphs": {
+            "ligatures": unmapped["ligature"],
+            "unknown": unmapped["unknown"],
+            "examples": unmapped_examples,
         },
     }

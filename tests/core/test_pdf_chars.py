@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 
 import pdfplumber
 import pytest
@@ -16,11 +17,14 @@ import pytest
 from ragaudit.ingest.pdf import (
     _column_regions,
     _dedupe_chars_clustered,
+    _Line,
     _text_options,
     _textmap,
     dedupe_chars,
     extract_pages,
+    read_unmapped,
 )
+from ragaudit.ingest.removal import extraction_report
 from tests.conftest import DATA
 
 # two-column paper (rotated arXiv stamp, (cid:NN) glyphs, a form XObject), a sampled IBM Redbook
@@ -124,3 +128,44 @@ def test_extract_pages_matches_pins(name):
     assert len(got) == len(want)
     for i, (g, w) in enumerate(zip(got, want), 1):
         assert g == {k: w[k] for k in g}, f"page {i}: {w['start']!r}"
+
+
+def _lines(*texts: str) -> list[list[_Line]]:
+    return [[_Line(text=t, size=10.0, n=len(t), top=0.0, bottom=0.0) for t in texts]]
+
+
+def test_a_glyph_without_unicode_value_reads_as_the_ligature_that_makes_a_word():
+    """Fails if a glyph pdfminer gives as a control character is kept (PostgreSQL refuses U+0000),
+    if one inside a word is not read as the ligature that makes a word (the document's own
+    spelling first, then English word frequency), or if one with fewer than two letters beside it
+    (a symbol font's bullet) is read as a ligature instead of U+FFFD; each is listed for the
+    extraction report."""
+    pages, notes = read_unmapped(
+        _lines(
+            "several practical di\x00culties for", "an e\x00cient \x00nal layout", "r\x01 Database", "x \ufffe\x05 y"
+        )
+    )
+    assert [ln.text for ln in pages[0]] == [
+        "several practical difficulties for",
+        "an efficient final layout",
+        "r\ufffd Database",
+        "x \ufffd\ufffd y",
+    ]
+    assert notes[0][:3] == [("ligature", "difficulties"), ("ligature", "efficient"), ("ligature", "final")]
+    assert [k for k, _ in notes[0][3:]] == ["unknown"] * 3
+    # the document's own spelling decides over English frequency ("staff" is the more frequent)
+    pages, _ = read_unmapped(_lines("gli sta\x00 membri", "gli stati membri"))
+    assert pages[0][0].text == "gli stati membri"
+    pages, _ = read_unmapped(_lines("lo sta\x00 della sede"))
+    assert pages[0][0].text == "lo staff della sede"
+
+
+def test_the_extraction_report_counts_glyphs_without_unicode_value():
+    """Fails if the extraction report of the paper whose "ffi" has no Unicode value does not say
+    how many glyphs were read as ligatures, with the words, or if any control character stays in
+    its text."""
+    pages = extract_pages((DATA / "edge" / "copy-protected.pdf").read_bytes())
+    report = extraction_report(pages)["unmapped_glyphs"]
+    assert report["ligatures"] == 3 and report["unknown"] == 0
+    assert {e["text"] for e in report["examples"]} == {"difficulties", "difficult", "efficient"}
+    assert not any(re.search(r"[\x00-\x08\x0b\x0c\x0e-\x1f]", p.text) for p in pages)
