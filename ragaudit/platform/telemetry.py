@@ -75,6 +75,18 @@ def is_transient(e: BaseException) -> bool:
     return isinstance(e, sa_exc.DBAPIError) and bool(e.connection_invalidated)
 
 
+def without_nul(value: Any) -> Any:
+    """``value`` (a row: str, dict, list, or a scalar) with U+0000 in its strings replaced by U+FFFD:
+    PostgreSQL refuses U+0000 in text and JSON, and one such row would fail the batch it is in."""
+    if isinstance(value, str):
+        return value.replace("\x00", "\ufffd")
+    if isinstance(value, dict):
+        return {without_nul(k): without_nul(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [without_nul(v) for v in value]
+    return value
+
+
 class TelemetryWriter:
     """Writes ``query_logs`` rows off the request path; see the module docstring.
 
@@ -195,6 +207,7 @@ class TelemetryWriter:
         for stage, col in STAGE_COLUMNS.items():
             v = t.get(stage)
             row[col] = float(v) if v is not None else None
+        row = without_nul(row)
         with self._lock:
             self._recorded += 1
         if self.observer is not None:
@@ -304,11 +317,17 @@ class TelemetryWriter:
         try:
             retrying(self._insert, batch)
         except Exception as e:
+            if not is_transient(e) and len(batch) > 1:
+                # a row the database refuses (not an outage) must not take the batch with it
+                for row in batch:
+                    self._write_once(row)
+            else:
+                with self._lock:
+                    self._last_error = type(e).__name__
+                self._count_dropped(len(batch), type(e).__name__)
             with self._lock:
-                self._last_error = type(e).__name__
                 self._failing = False
                 self._pending -= len(batch)
-            self._count_dropped(len(batch), type(e).__name__)
             return
         with self._lock:
             self._written += len(batch)
