@@ -41,6 +41,18 @@ _LOCK = threading.Lock()
 _DEFAULT_YAML = "telemetry:\n  enabled: false\n"
 
 
+# lines of an exception's message that say where to read more or repeat the statement, not what failed
+# (SQLAlchemy appends "(Background on this error at: ...)" and the SQL with its parameters)
+_BOILERPLATE = ("(Background on this error at:", "[SQL:", "[parameters:")
+
+
+def error_line(message: str) -> str:
+    """The line of an exception ``message`` that says what failed: its first line that is not
+    boilerplate (``_BOILERPLATE``), else "unknown error"."""
+    lines = [ln.strip() for ln in message.strip().splitlines()]
+    return next((ln for ln in lines if ln and not ln.startswith(_BOILERPLATE)), "unknown error")
+
+
 def dagster_home(svc: Services) -> Path:
     """``$DAGSTER_HOME`` when set (production), else ``data_dir/dagster_home`` with a dagster.yaml."""
     env = os.environ.get("DAGSTER_HOME")
@@ -155,7 +167,7 @@ def _run_ingestion(svc: Services, document_id: str, strategy: Strategy, run_span
                 and cause.cls_name in ("DagsterExecutionStepExecutionError", "DagsterUserCodeExecutionError")
             ):
                 cause = cause.cause
-            msg = (cause or err).message.strip().splitlines()[-1] if (cause or err) else "unknown error"
+            msg = error_line((cause or err).message) if (cause or err) else "unknown error"
             msg = msg.split(": ", 1)[1] if msg.startswith(tuple(c + ":" for c in PDF_ERROR_NAMES)) else msg
             if cause is not None and cause.cls_name in PDF_ERROR_NAMES:
                 exc = PDF_ERROR_NAMES[cause.cls_name](msg)
@@ -287,6 +299,6 @@ def run_bulk(
         msg = "ingestion run failed"
         for ev in result.all_events:
             if ev.is_step_failure and ev.step_failure_data.error is not None:
-                msg = f"ingestion run failed: {ev.step_failure_data.error.message.strip().splitlines()[-1]}"
+                msg = f"ingestion run failed: {error_line(ev.step_failure_data.error.message)}"
         raise IngestError(msg, stage="run")
     return hooks["outcomes"]

@@ -255,3 +255,24 @@ def test_a_run_without_its_asset_checks_still_publishes_no_version_with_a_lost_p
     assert doc.ingest_version == 1 and doc.sha256 == old.document["sha256"]
     after = QueryService(svc).ask(QUESTION, top_k=3)
     assert after["answer"] == before["answer"]
+
+
+def test_a_failed_stage_reports_what_failed_not_where_to_read_more():
+    """Fails if the message of a stage that failed on a database error is the last line of the
+    error (SQLAlchemy's "(Background on this error at: ...)") or its SQL, not what the database said."""
+    import traceback
+
+    from sqlalchemy.exc import DataError
+
+    from ragaudit.pipelines.runner import error_line
+
+    err = DataError(
+        "INSERT INTO chunks (id, text) VALUES (%(id)s, %(text)s)",
+        {"id": "c1", "text": "di\x00culties"},
+        ValueError("PostgreSQL text fields cannot contain NUL (0x00) bytes"),
+    )
+    message = "".join(traceback.format_exception_only(type(err), err))
+    assert "Background on this error" in message.strip().splitlines()[-1]
+    line = error_line(message)
+    assert "cannot contain NUL" in line and "INSERT" not in line
+    assert error_line("\n\n") == "unknown error"
