@@ -73,11 +73,14 @@ export const DocumentShow = () => (
     </SimpleShowLayout>
   </Show>
 );
+// a query's cost in USD is often a few millionths of a dollar: three significant digits, not three decimals
+const COST_FORMAT = { style: "currency", currency: "USD", maximumSignificantDigits: 3 } as const;
 // What extraction left out of the version's text (ragaudit.ingest.removal.extraction_report)
 const ExtractionReport = ({ report }: { report: any }) => {
   if (!report) return <span>not recorded for this version (ingested before extraction reports)</span>;
   const rl = report.running_lines ?? {};
   const ht = report.hidden_text ?? {};
+  const ug = report.unmapped_glyphs ?? {};
   const reasons = Object.entries(ht.by_reason ?? {}).map(([k, v]) => `${k} ${v}`).join(", ");
   return (
     <div>
@@ -88,6 +91,12 @@ const ExtractionReport = ({ report }: { report: any }) => {
       <div>hidden characters removed: {ht.chars ?? 0}{reasons ? ` (${reasons})` : ""}; OCR-layer characters kept: {ht.ocr_layer_chars ?? 0}</div>
       <ul>{(ht.examples ?? []).map((e: any, i: number) => <li key={i}>p.{e.page} {e.reason}: {e.text}</li>)}</ul>
       {(ht.unchecked_pages ?? []).length ? <div>pages not checked for hidden text: {ht.unchecked_pages.join(", ")}</div> : null}
+      {ug.ligatures || ug.unknown ? (
+        <div data-testid="unmapped-glyphs">
+          glyphs without a Unicode value: {ug.ligatures ?? 0} read as ligatures, {ug.unknown ?? 0} shown as �
+          {(ug.examples ?? []).length ? ` (${ug.examples.map((e: any) => `p.${e.page} ${e.text}`).join("; ")})` : ""}
+        </div>
+      ) : null}
     </div>
   );
 };
@@ -221,7 +230,7 @@ export const QueryLogList = () => (
       <TextField source="label" />
       <BooleanField source="cache_hit" />
       <NumberField source="total_ms" />
-      <NumberField source="cost_usd" />
+      <NumberField source="cost_usd" options={COST_FORMAT} />
       <TextField source="error_kind" />
     </Datagrid>
   </List>
@@ -231,7 +240,8 @@ export const QueryLogShow = () => (
     <SimpleShowLayout>
       {["id", "created_at", "endpoint", "question", "mode", "top_k", "strategy", "model", "label", "error_kind", "cache_source_id"].map((f) => <TextField key={f} source={f} />)}
       <BooleanField source="cache_hit" />
-      {["embed_ms", "vector_ms", "bm25_ms", "fusion_ms", "rerank_ms", "document_ms", "multilingual_ms", "neighbors_ms", "gate_ms", "generation_ms", "ttft_ms", "total_ms", "prompt_tokens", "completion_tokens", "cost_usd"].map((f) => <NumberField key={f} source={f} />)}
+      {["embed_ms", "vector_ms", "bm25_ms", "fusion_ms", "rerank_ms", "document_ms", "multilingual_ms", "neighbors_ms", "gate_ms", "generation_ms", "ttft_ms", "total_ms", "prompt_tokens", "completion_tokens"].map((f) => <NumberField key={f} source={f} />)}
+      <NumberField source="cost_usd" options={COST_FORMAT} />
       <FunctionField label="scope" render={(r: any) => JSON.stringify(r.scope)} />
       <FunctionField label="retrieved" render={(r: any) => (r.retrieved_ids ?? []).join(", ")} />
       <FunctionField label="cited" render={(r: any) => (r.cited_ids ?? []).join(", ")} />
