@@ -6,6 +6,7 @@ model name stays free (a priced name such as ``gpt-4o-mini`` or an unpriced one)
     api_base = f"{server.url}/ok/v1"         # answers at once (JSON or SSE)
     api_base = f"{server.url}/slow/v1"       # streams one token every ``token_interval`` s, for ~60 s
     api_base = f"{server.url}/stall/v1"      # accepts the request, then sends nothing for 60 s
+    api_base = f"{server.url}/late/v1"       # answers a stream only after ``late_s`` s, then as ``slow``
     api_base = f"{server.url}/error500/v1"   # HTTP 500 with an OpenAI-style error body
     api_base = f"{server.url}/malformed/v1"  # HTTP 200 whose body is not JSON
     api_base = f"{server.url}/trickle/v1"    # a valid JSON body sent one byte every ``token_interval`` s
@@ -97,9 +98,10 @@ def _chunk(model: str, delta: dict, finish: str | None = None, usage: dict | Non
 class FakeLLM:
     """See the module docstring. ``token_interval`` (s) paces the ``slow`` stream."""
 
-    def __init__(self, token_interval: float = 0.2, stall_s: float = 60.0):
+    def __init__(self, token_interval: float = 0.2, stall_s: float = 60.0, late_s: float = 3.0):
         self.token_interval = token_interval
         self.stall_s = stall_s
+        self.late_s = late_s
         self.requests: dict[str, int] = defaultdict(int)
         self.bodies: dict[str, list[dict]] = defaultdict(list)
         self.closed_at: dict[str, list[float]] = defaultdict(list)
@@ -148,6 +150,8 @@ class FakeLLM:
             return StreamingResponse(trickle(), media_type="application/json")
         if not stream:
             return JSONResponse(_completion(model, answer))
+        if kind == "late":  # no response headers for late_s: the provider has not started replying
+            await asyncio.sleep(self.late_s)
 
         async def events():
             try:
@@ -158,7 +162,7 @@ class FakeLLM:
                 n = len(words) if kind in ("ok", "obey") else int(60 / self.token_interval)
                 for i in range(n):
                     yield _chunk(model, {"content": words[i % len(words)] + " "})
-                    if kind == "slow":
+                    if kind in ("slow", "late"):
                         await asyncio.sleep(self.token_interval)
                 yield _chunk(model, {}, "stop")
                 yield _chunk(model, {}, usage={"prompt_tokens": 100, "completion_tokens": n, "total_tokens": 100 + n})

@@ -43,7 +43,6 @@ from fastapi.concurrency import iterate_in_threadpool, run_in_threadpool
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from sqlalchemy import select
 from sse_starlette.sse import EventSourceResponse
-from starlette.background import BackgroundTask
 
 from ragaudit.answer.conversation import conversation_question
 from ragaudit.platform.db import Document
@@ -55,7 +54,7 @@ from ragaudit.types import Mode, Scope
 from ..deps import QueryServiceDep, RequirePaidKey, RequireReadKey, ServicesDep, TelemetryDep
 from ..errors import openai_error, validation_message
 from ..schemas import ChatCompletionOut, ModelListOut, ModelOut, OpenAIErrorOut, QueryIn
-from .query import close_generator_soon
+from .query import answer_stream, close_generator_soon
 
 router = APIRouter(prefix="/v1", tags=["openai"], dependencies=[RequireReadKey])
 
@@ -453,4 +452,4 @@ async def _stream(req: ChatRequest, qs, include_usage: bool) -> EventSourceRespo
         finally:
             stop_unfinished()
 
-    return EventSourceResponse(gen(), background=BackgroundTask(stop_unfinished))
+    return answer_stream(gen(), cancel, stop_unfinished)

@@ -19,6 +19,20 @@ from ..schemas import AnswerOut, ErrorOut, QueryIn, SearchOut
 router = APIRouter(tags=["query"], dependencies=[RequireReadKey])
 
 
+def answer_stream(content, cancel: Cancellation, stop_unfinished) -> EventSourceResponse:
+    """The SSE response of a streamed answer: ``stop_unfinished`` runs as its background task, and
+    a client's disconnect fires ``cancel`` at once (sse-starlette's close handler). The stream's
+    own cancellation cannot stop sooner: it waits for the worker thread inside ``next()``, which
+    may be blocked until the LLM starts replying."""
+
+    async def client_left(_message) -> None:
+        cancel.cancel()
+
+    return EventSourceResponse(
+        content, background=BackgroundTask(stop_unfinished), client_close_handler_callable=client_left
+    )
+
+
 def close_generator_soon(gen, within_s: float = 30.0) -> None:
     """Close a sync generator from a daemon thread. A worker thread may still be inside its
     ``next()`` (then ``close()`` raises ``ValueError``); retry until that step returns, so the
@@ -120,4 +134,4 @@ async def query_stream(body: QueryIn, qs: QueryServiceDep) -> EventSourceRespons
         finally:
             stop_unfinished()
 
-    return EventSourceResponse(gen(), background=BackgroundTask(stop_unfinished))
+    return answer_stream(gen(), cancel, stop_unfinished)

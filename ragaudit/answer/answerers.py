@@ -35,11 +35,11 @@ from ragaudit.index.embedding import Embedder
 from ragaudit.index.sparse import question_row_terms, row_label_terms, tokenize
 from ragaudit.platform.llmcall import (
     Cancellation,
-    abort_stream,
     call_with_deadline,
     completion_cost_or_none,
     deadline_for,
     load_litellm,
+    open_stream,
     text_cost_or_none,
 )
 from ragaudit.platform.rules import Registry, Rule
@@ -881,7 +881,8 @@ class LLMAnswerer:
         ``AnswerResult`` (usage and cost rebuilt with ``litellm.stream_chunk_builder``).
 
         ``cancel``: when it fires, the upstream connection is shut down at once (``abort_stream``)
-        and the read in progress raises."""
+        and the read in progress raises; before the provider's reply starts, the wait for it
+        raises ``LLMCancelled`` and the connection is shut down once it opens (``open_stream``)."""
         litellm = load_litellm()
 
         if not sources:
@@ -889,11 +890,12 @@ class LLMAnswerer:
             return AnswerResult(REFUSAL_TEXT, [], "refused", self.model)
         messages = self.messages(question, sources)
         chunks = []
-        upstream = litellm.completion(
-            model=self.model, messages=messages, stream=True, stream_options={"include_usage": True}, **self.kwargs
-        )
-        if cancel is not None:
-            cancel.on_cancel(lambda: abort_stream(upstream))
+        upstream = open_stream(
+            lambda: litellm.completion(
+                model=self.model, messages=messages, stream=True, stream_options={"include_usage": True}, **self.kwargs
+            ),
+            cancel,
+        )  # registers abort_stream on ``cancel``
         for part in upstream:
             chunks.append(part)
             delta = part.choices[0].delta.content if part.choices else None

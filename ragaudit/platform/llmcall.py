@@ -37,6 +37,10 @@ class LLMDeadlineExceeded(TimeoutError):
     """The LLM call did not finish within its wall-clock deadline."""
 
 
+class LLMCancelled(ConnectionAbortedError):
+    """The client went away while the LLM call was still waiting for its first reply."""
+
+
 def load_litellm() -> Any:
     """The ``litellm`` module, configured: no debug banners on stdout (``suppress_debug_info``)."""
     import litellm  # deferred: a heavy import, needed only with a model
@@ -82,6 +86,36 @@ def call_with_deadline(fn: Callable[[], T], seconds: float | None) -> T:
     threading.Thread(target=run, name="ragaudit-llm-call", daemon=True).start()
     if not done.wait(seconds):
         raise LLMDeadlineExceeded(f"LLM call exceeded {seconds:.1f} s")
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+def open_stream(fn: Callable[[], T], cancel: "Cancellation | None") -> T:
+    """``fn()`` (a call that opens a litellm stream: it returns once the provider's reply starts),
+    given up when ``cancel`` fires first: the caller gets ``LLMCancelled`` at once (within 50 ms),
+    and the stream, once it opens, is shut down (``abort_stream``) without being read.
+
+    ``fn`` runs in a daemon thread; its exceptions propagate. ``cancel=None`` runs it inline."""
+    if cancel is None:
+        return fn()
+    box: dict[str, Any] = {}
+    done = threading.Event()
+
+    def run() -> None:
+        try:
+            box["value"] = fn()
+        except BaseException as e:  # handed to the caller
+            box["error"] = e
+        finally:
+            done.set()
+            if "value" in box:
+                cancel.on_cancel(lambda: abort_stream(box["value"]))  # at once if already cancelled
+
+    threading.Thread(target=run, name="ragaudit-llm-open", daemon=True).start()
+    while not done.wait(0.05):
+        if cancel.cancelled:
+            raise LLMCancelled("the client went away before the LLM replied")
     if "error" in box:
         raise box["error"]
     return box["value"]

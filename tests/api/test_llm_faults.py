@@ -151,6 +151,37 @@ def test_client_leaving_stream_before_first_byte_still_logs_row(llm_settings, fa
     assert found[0].error_kind == CLIENT_DISCONNECTED and found[0].retrieved_ids
 
 
+def test_client_leaving_stream_before_the_llm_replies_is_let_go_at_once(llm_settings, fake_llm):
+    """A client that leaves /query/stream after its sources, while the LLM has not started
+    replying (no response headers for ``late_s`` = 3 s). Fails if the request waits for the
+    provider's reply before it notices (its row, ClientDisconnected, is logged only then), or if
+    the upstream stream, once it opens, is read on instead of shut down at once."""
+    app = create_app(llm_settings("late"))
+    question = "When was the Digital Millennium Copyright Act signed?"
+    before = len(fake_llm.closed_at["late"])
+    with LiveServer(app) as base:
+        with httpx.Client(timeout=30) as client:
+            with client.stream("POST", f"{base}/query/stream", json={"question": question}) as resp:
+                assert resp.status_code == 200
+                for line in resp.iter_lines():
+                    if line.startswith("event: sources"):
+                        break
+                left_at = time.monotonic()
+        found = []
+        while not found and time.monotonic() < left_at + 10:
+            found = [r for r in rows(app) if r.endpoint == "stream" and r.question == question]
+            time.sleep(0.05)
+        logged_after = time.monotonic() - left_at
+        while len(fake_llm.closed_at["late"]) == before and time.monotonic() < left_at + 10:
+            time.sleep(0.05)
+        assert len(fake_llm.closed_at["late"]) > before, "upstream stream still open 10 s after the client left"
+        closed_after = fake_llm.closed_at["late"][-1] - left_at
+    assert len(found) == 1 and found[0].error_kind == CLIENT_DISCONNECTED
+    assert logged_after < 2.0, f"the row was logged {logged_after:.1f} s after the client left"
+    assert found[0].total_ms < 2500, found[0].total_ms
+    assert closed_after < fake_llm.late_s + 2.0, f"upstream closed {closed_after:.1f} s after the client left"
+
+
 @pytest.mark.parametrize("behaviour,retries,attempts", [("stall", 0, 1), ("trickle", 0, 1), ("stall", 1, 2)])
 def test_llm_timeout_bounds_query(llm_settings, fake_llm, behaviour, retries, attempts):
     """RAGAUDIT_LLM_TIMEOUT_S bounds /query: 502 within timeout x (1 + retries) + 1 s, with
