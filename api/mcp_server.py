@@ -34,6 +34,7 @@ from pydantic import BaseModel, Field, ValidationError
 from sqlalchemy import select
 
 from ragaudit.platform.db import ChunkRow, Document
+from ragaudit.platform.llmcall import failure_reason
 from ragaudit.query import QueryService
 from ragaudit.services import Services
 
@@ -169,8 +170,10 @@ def build_mcp_server(query_service: Callable[[], QueryService], services: Callab
             out = qs.ask(q.question, q.to_scope(), q.top_k, q.mode, endpoint="mcp_ask")
         except ValueError as e:
             raise ToolError(str(e)) from None
-        except Exception as e:  # the LLM failed: its kind only (provider messages can echo request data)
-            raise ToolError(f"answer generation failed ({type(e).__name__})") from None
+        except (
+            Exception
+        ) as e:  # the LLM failed: its kind and why, never the provider message (it can echo request data)
+            raise ToolError(f"answer generation failed ({failure_reason(e)})") from None
         return AnswerOut(**out)
 
     @server.tool()

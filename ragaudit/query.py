@@ -35,7 +35,7 @@ from ragaudit.index.embedding import cores_busy
 from ragaudit.platform import tracing
 from ragaudit.platform.cache import AnswerCache
 from ragaudit.platform.db import ChunkRow, Document, new_id, scope_clause
-from ragaudit.platform.llmcall import CLIENT_DISCONNECTED, Cancellation, litellm_kwargs
+from ragaudit.platform.llmcall import CLIENT_DISCONNECTED, Cancellation, failure_reason, litellm_kwargs
 from ragaudit.platform.rules import Fired, check_names
 from ragaudit.platform.telemetry import TelemetryWriter, question_hash
 from ragaudit.platform.tracing import RequestTrace
@@ -699,7 +699,7 @@ class QueryService:
                 )
             if kind == CLIENT_DISCONNECTED:
                 return  # nobody is listening
-            yield "error", {"query_id": prep.query_id, "error": type(e).__name__, "detail": str(e)[:500]}
+            yield "error", {"query_id": prep.query_id, "error": type(e).__name__, "detail": failure_reason(e)}
             return
         out = self.result_json(prep, ans, (time.perf_counter() - t) * 1000, ttft)
         if log_query:

@@ -41,6 +41,33 @@ class LLMCancelled(ConnectionAbortedError):
     """The client went away while the LLM call was still waiting for its first reply."""
 
 
+# why an LLM call failed, by exception class (litellm's, the OpenAI SDK's, ours), said without the
+# provider's message: it can echo request data (the prompt's text, a masked key)
+FAILURE_REASONS = {
+    "LLMDeadlineExceeded": "the LLM did not answer within RAGAUDIT_LLM_TIMEOUT_S x (1 + RAGAUDIT_LLM_RETRIES)",
+    "Timeout": "the LLM did not answer within RAGAUDIT_LLM_TIMEOUT_S",
+    "APITimeoutError": "the LLM did not answer within RAGAUDIT_LLM_TIMEOUT_S",
+    "AuthenticationError": "the LLM provider refused the API key (RAGAUDIT_LLM_API_KEY)",
+    "PermissionDeniedError": "the LLM provider denied access to the model",
+    "NotFoundError": "the LLM provider does not serve the model (RAGAUDIT_LLM_MODEL)",
+    "RateLimitError": "the LLM provider's rate limit or quota was reached",
+    "ContextWindowExceededError": "the prompt is longer than the model's context window (lower top_k)",
+    "ContentPolicyViolationError": "the LLM provider's content policy refused the request",
+    "BadRequestError": "the LLM provider refused the request",
+    "APIConnectionError": "the LLM could not be reached (RAGAUDIT_LLM_API_BASE)",
+    "ServiceUnavailableError": "the LLM provider is unavailable",
+    "InternalServerError": "the LLM provider failed or could not be reached",
+    "APIError": "the LLM provider's reply could not be read",
+}
+
+
+def failure_reason(e: BaseException) -> str:
+    """``"<ExceptionClass>: <why>"`` for an LLM call that raised ``e``: the first class in its MRO
+    that ``FAILURE_REASONS`` names, else the class name alone. Never the provider's message."""
+    why = next((FAILURE_REASONS[c.__name__] for c in type(e).__mro__ if c.__name__ in FAILURE_REASONS), None)
+    return f"{type(e).__name__}: {why}" if why else type(e).__name__
+
+
 def load_litellm() -> Any:
     """The ``litellm`` module, configured: no debug banners on stdout (``suppress_debug_info``)."""
     import litellm  # deferred: a heavy import, needed only with a model

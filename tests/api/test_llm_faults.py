@@ -216,17 +216,26 @@ def test_llm_timeout_bounds_query(llm_settings, fake_llm, behaviour, retries, at
 
 @pytest.mark.parametrize("behaviour", ["error500", "malformed"])
 def test_provider_error_is_502_with_one_attempt(llm_settings, fake_llm, behaviour):
-    """A 500 or a non-JSON body from the provider: 502 naming the error kind, one attempt, a logged row.
+    """A 500 or a non-JSON body from the provider: 502 naming the error kind and why, one attempt, a
+    logged row; /query/stream's error event says the same, neither echoes the provider's message.
 
-    Fails if the route lets the exception become a 500 or retries by default."""
+    Fails if the route lets the exception become a 500 or retries by default, or if the stream's
+    error event carries the provider's message."""
     app = create_app(llm_settings(behaviour))
     with TestClient(app) as client:
         n0 = fake_llm.requests[behaviour]
         r = client.post("/query", json={"question": DMCA_QUESTION})
         assert r.status_code == 502 and "answer generation failed" in r.json()["detail"]
         assert "upstream exploded" not in r.text  # provider messages are not echoed
+        if behaviour == "error500":  # the reason, said by ragaudit
+            assert "the LLM provider failed or could not be reached" in r.json()["detail"], r.text
         assert fake_llm.requests[behaviour] - n0 == 1
         assert rows(app)[-1].error_kind
+        if behaviour == "error500":  # the stream's error event says the same, without the provider's message
+            with client.stream("POST", "/query/stream", json={"question": DMCA_QUESTION}) as resp:
+                body = "".join(resp.iter_text())
+            assert "event: error" in body and "upstream exploded" not in body
+            assert "the LLM provider failed or could not be reached" in body, body
 
 
 def test_unpriced_model_cost_is_unknown_not_zero(llm_settings):
