@@ -147,7 +147,8 @@ async def upload_document(
 def _refuse(name: str, state: str, code: str | None, message: str) -> NoReturn:
     status_code = _STATUS_FOR.get(code or "", 500 if state == "failed" else 422)
     shown = printable(name if len(name) <= 120 else name[:120] + "…")
-    raise HTTPException(status_code, f"{shown}: {message}", headers={"X-Error-Code": code or "error"})
+    detail = f"{shown}: {message.removeprefix(f'{name}: ')}"  # the name once, printable
+    raise HTTPException(status_code, detail, headers={"X-Error-Code": code or "error"})
 
 
 @router.get("", response_model=list[DocumentOut], dependencies=[RequireReadKey])

@@ -1,9 +1,12 @@
 """Requests rejected with 422 are logged: one query_logs row each, ``error_kind="validation_error"``."""
 
+import pytest
+from fastapi import HTTPException
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 
 from ragaudit.api.app import create_app
+from ragaudit.api.routes.documents import _refuse
 from ragaudit.platform.db import QueryLog
 from tests.conftest import make_settings
 
@@ -117,3 +120,18 @@ def test_dataset_upload_validates_every_line_and_accepts_a_bom(tmp_path, embedde
             records = [q.record for q in s.scalars(select(EvalQuestion))]
     release_services(settings)
     assert len(records) == 2 and records[0] == records[1] and records[0]["question"] == "What is the closing balance?"
+
+
+def test_a_refused_upload_names_its_file_once():
+    """Fails if a refusal whose message already opens with the file's name (a version of it is
+    being ingested) repeats the name ("a.pdf: a.pdf: ..."), or if a name with control characters
+    is shown raw."""
+    with pytest.raises(HTTPException) as e:
+        _refuse("a.pdf", "failed", "busy", "a.pdf: a version is being ingested (status embedding)")
+    assert e.value.status_code == 409 and e.value.detail == "a.pdf: a version is being ingested (status embedding)"
+    with pytest.raises(HTTPException) as e:
+        _refuse("b\x07.pdf", "refused", "encrypted", "password-protected PDF")
+    assert e.value.status_code == 422 and "\x07" not in e.value.detail and "password-protected PDF" in e.value.detail
+    with pytest.raises(HTTPException) as e:
+        _refuse("b\x07.pdf", "failed", "busy", "b\x07.pdf: a version is being ingested")
+    assert "\x07" not in e.value.detail and e.value.detail.count(".pdf") == 1
