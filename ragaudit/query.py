@@ -29,6 +29,7 @@ from ragaudit.answer.answerers import (
     LLMAnswerer,
     _citation,
     audit_answer,
+    other_identifier,
 )
 from ragaudit.answer.citations import escape_markers, normalize_ws
 from ragaudit.index.embedding import cores_busy
@@ -362,8 +363,20 @@ class QueryService:
             return audit_answer(prep.gate, prep.sources)
         if isinstance(self.answerer, ExtractiveAnswerer):  # the question's vector from retrieval, not again
             qvec = prep.retrieval.query_vector if not prep.aliases else None  # the question read with its places
-            return audit_answer(self.answerer.answer(prep.answer_question, prep.sources, qvec), prep.sources)
-        return audit_answer(self.answerer.answer(prep.question, prep.sources), prep.sources)
+            return self.on_target(
+                audit_answer(self.answerer.answer(prep.answer_question, prep.sources, qvec), prep.sources), prep
+            )
+        return self.on_target(audit_answer(self.answerer.answer(prep.question, prep.sources), prep.sources), prep)
+
+    def on_target(self, ans: AnswerResult, prep: Prepared) -> AnswerResult:
+        """``ans`` after the answer stage's audit of what it is about (``answer.other_identifier``,
+        unless switched off): an answer naming another item of the series the question names is
+        ``unsupported``, the rule listed in its ``rules``."""
+        if "answer.other_identifier" not in self.disabled:
+            fired = other_identifier(ans, prep.question)
+            if fired is not None:
+                ans.rules.append(fired)
+        return ans
 
     def result_json(
         self, prep: Prepared, ans: AnswerResult, gen_ms: float, ttft_ms: float | None = None
@@ -653,7 +666,7 @@ class QueryService:
                     try:
                         piece = next(gen)
                     except StopIteration as stop:
-                        ans = audit_answer(stop.value, prep.sources)
+                        ans = self.on_target(audit_answer(stop.value, prep.sources), prep)
                         break
                     received.append(piece)
                     if ttft is None:

@@ -84,3 +84,33 @@ def test_near_twin_identifier_ranks_first_and_answers_only_its_bin(fresh_service
     assert "bin 42" in out["answer"]
     assert "PPR-9078" not in out["answer"] and "bin 69" not in out["answer"]
     assert all("PPR-9087" in c["quote"] for c in out["citations"])
+
+
+def test_an_answer_about_a_twin_identifier_is_unsupported_and_says_why(fresh_services):
+    """cases/ppr-register.pdf asked about PPR-9087, answered (a mocked LLM) with the twin part
+    PPR-9078's true row: each claim is in its quote, yet the answer is about another part. Fails
+    if it is labelled ``answered``, if the rule that relabelled it is not listed with both parts in
+    its reason, or if it fires on the right answer or when switched off."""
+    from ragaudit.answer.answerers import LLMAnswerer
+    from ragaudit.platform.settings import Settings
+
+    _ingest(fresh_services, "ppr-register.pdf")
+    question = "Which bin is part PPR-9087 kept in?"
+    qs = QueryService(fresh_services)
+    sources = qs.ask(question, top_k=10)["retrieved"]
+    n, twin = next((i, c["text"]) for i, c in enumerate(sources, 1) if "Part PPR-9078 is" in c["text"])
+    row = next(s.strip() + "." for s in twin.split(".") if "Part PPR-9078 is" in s)
+    wrong = QueryService(fresh_services, answerer=LLMAnswerer("gpt-4o-mini", mock_response=f"{row} [{n}]"))
+    out = wrong.ask(question, top_k=10)
+    assert out["citations"] and out["citations"][0]["supports"] is True, out["citations"]
+    assert out["label"] == "unsupported", out
+    fired = [r for r in out["rules"] if r["rule"] == "answer.other_identifier"]
+    assert fired and "PPR-9078" in fired[0]["reason"] and "PPR-9087" in fired[0]["reason"]
+    right = qs.ask(question)
+    assert right["label"] == "answered" and not any(r["rule"] == "answer.other_identifier" for r in right["rules"])
+    svc_off = fresh_services
+    svc_off.settings = Settings(**{**svc_off.settings.model_dump(), "disabled_rules": "answer.other_identifier"})
+    off = QueryService(svc_off, answerer=LLMAnswerer("gpt-4o-mini", mock_response=f"{row} [{n}]")).ask(
+        question, top_k=10
+    )
+    assert off["label"] == "answered"

@@ -29,6 +29,7 @@ from ragaudit.answer.citations import (
     escape_markers,
     normalize_ws,
     strip_citations,
+    unescape_markers,
 )
 from ragaudit.answer.concise import asks_two_things, choose, concise_candidates, question_type
 from ragaudit.index.embedding import Embedder
@@ -43,6 +44,7 @@ from ragaudit.platform.llmcall import (
     text_cost_or_none,
 )
 from ragaudit.platform.rules import Registry, Rule
+from ragaudit.text.anchors import question_anchors
 from ragaudit.text.answer_types import HAS_NUMBER, NUMBER_QUESTION, SENTENCE_TYPES
 from ragaudit.text.dates import MONTH_PREFIX
 from ragaudit.text.function_words import STOP_WORDS
@@ -426,8 +428,54 @@ ANSWER = Registry(
             "the row holds the value asked for, while prose about the row reads closer to the question",
             lambda *a: None,  # applied in ExtractiveAnswerer.score_sentences, by name
         ),
+        Rule(
+            "answer.other_identifier",
+            "an answer that names none of the question's identifiers but another of the same series "
+            "(PPR-6078 for PPR-9087, ALD1107 for ALD1106) is about something else: it is labelled unsupported",
+            lambda ans, question: other_identifier(ans, question),
+        ),
     ],
 )
+
+# the series of an identifier: its letters before the first digit ("PPR-" of "PPR-9087", "ALD" of "ALD1106")
+_SERIES = re.compile(r"^([A-Za-z]+[-/ ]?)(?=\d)")
+
+
+def other_identifier(ans: AnswerResult, question: str) -> Fired | None:
+    """``answer.other_identifier``: when ``ans`` is ``answered`` and names none of the identifiers
+    ``question`` names (``ragaudit.text.anchors``: letters and digits mixed) but names another
+    identifier of the same series (the same letters before the first digit, other digits), the
+    answer is about another item than the one asked for (a sibling part, a neighbouring row):
+    ``ans.label`` becomes ``unsupported`` and the ``Fired`` says which identifiers. ``None`` when
+    the rule does not apply. Compares case-insensitively, punctuation aside; only the answer's own
+    text is read."""
+    if ans.label != "answered":
+        return None
+    # each part of a slash-joined identifier is one ("P63/PSA/BCL-2" names P63, PSA and BCL-2)
+    asked = [p for a in question_anchors(question) if a.kind == "id" for p in a.text.split("/") if p]
+    series = {m.group(1).lower().rstrip("-/ "): a for a in asked if (m := _SERIES.match(a))}
+    if not series:
+        return None
+    text = unescape_markers(ans.answer)
+    flat = re.sub(r"[\W_]", "", text).lower()  # "PA22-150" is "PA-22-150"
+    if any(re.sub(r"[\W_]", "", a).lower() in flat for a in asked):
+        return None
+    others = []
+    for m in re.finditer(r"(?<![\w-])[A-Za-z]+[-/ ]?\d[\w-]*", text):
+        k = _SERIES.match(m.group(0))
+        if k and k.group(1).lower().rstrip("-/ ") in series and m.group(0) not in others:
+            others.append(m.group(0))
+    if not others:
+        return None
+    ans.label = "unsupported"
+    named = ", ".join(others[:3])
+    wanted = ", ".join(series[k.group(1).lower().rstrip("-/ ")] for o in others[:1] if (k := _SERIES.match(o)))
+    return Fired(
+        "answer.other_identifier",
+        "relabelled",
+        f"the answer names {named}, not {wanted} the question asks about",
+        {"asked": asked, "named": others[:3]},
+    )
 
 
 class ExtractiveAnswerer:

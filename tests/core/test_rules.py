@@ -182,3 +182,29 @@ def test_a_table_row_the_question_names_is_quoted_over_prose_about_it(embedder):
     off = ExtractiveAnswerer(embedder, disabled_rules=frozenset({"answer.named_row"})).answer(q, [prose, table])
     assert "295 622" not in off.answer, off.answer
     assert not any(f.rule == "answer.named_row" for f in off.rules)
+
+
+def test_other_identifier_fires_only_for_another_item_of_the_asked_series():
+    """``answer.other_identifier`` on its own small inputs. Fails if an answer naming a sibling
+    part (same letters, other digits) stays ``answered``, or if it fires when the answer names
+    the asked identifier (also written without its dash), names only identifiers of another
+    series, the question names no identifier, or the answer is already a refusal."""
+    from ragaudit.answer.answerers import other_identifier
+    from ragaudit.types import AnswerResult
+
+    def run(question: str, answer: str, label: str = "answered"):
+        ans = AnswerResult(answer, [], label, "m")
+        return other_identifier(ans, question), ans.label
+
+    fired, label = run("What is the gate threshold of the ALD1106?", "The ALD1107 has a threshold of -0.7 V [1].")
+    assert label == "unsupported" and fired.rule == "answer.other_identifier" and fired.effect == "relabelled"
+    assert "ALD1107" in fired.reason and "ALD1106" in fired.reason
+    assert run("Which bin holds PPR-9087?", "Part PPR 9087 is kept in bin 42 [1].") == (None, "answered")
+    assert run("Which bin holds PPR-9087?", "Form W-4 is filed with the employer [1].") == (None, "answered")
+    assert run("Which bin holds the seal ring?", "Part PPR-9078 is kept in bin 69 [1].") == (None, "answered")
+    assert run("Which bin holds PPR-9087?", "Part PPR-9078 is in bin 69 [1].", "refused") == (None, "refused")
+    # a slash-joined identifier names each of its parts
+    assert run("What did the P63/PSA/BCL-2 study examine?", "P63 staining was absent in cancer [1].") == (
+        None,
+        "answered",
+    )
