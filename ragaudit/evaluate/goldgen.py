@@ -98,6 +98,9 @@ class LLMGenerator:
         self.per_chunk = per_chunk
         self.kwargs = {k: v for k, v in completion_kwargs.items() if v not in (None, "")}
         self.cost_usd = 0.0
+        self.calls = 0
+        self.prompt_tokens = 0
+        self.completion_tokens = 0
 
     def prepare(self, doc_name: str, chunks: list[Chunk]) -> None:
         """Read what the document is about (its subject is named to the model)."""
@@ -122,6 +125,10 @@ class LLMGenerator:
             ],
             **self.kwargs,
         )
+        self.calls += 1
+        usage = getattr(resp, "usage", None)
+        self.prompt_tokens += getattr(usage, "prompt_tokens", 0) or 0
+        self.completion_tokens += getattr(usage, "completion_tokens", 0) or 0
         try:
             self.cost_usd += float(litellm.completion_cost(completion_response=resp) or 0.0)
         except Exception:  # model without a known price
@@ -141,9 +148,12 @@ class LLMGenerator:
 
 
 def build_generator(svc: Services) -> RuleGenerator | LLMGenerator:
-    """The LLM generator when ``llm_model`` is set, else the offline rule generator."""
+    """The generator ``qa_generator`` names: ``llm`` (``llm_model``; ``ValueError`` when it is
+    empty), ``rules``, or ``auto``: the LLM generator when ``llm_model`` is set, else the rules."""
     s = svc.settings
-    if s.llm_model:
+    if s.qa_generator == "llm" and not s.llm_model:
+        raise ValueError("RAGAUDIT_QA_GENERATOR=llm needs RAGAUDIT_LLM_MODEL")
+    if s.llm_model and s.qa_generator != "rules":
         return LLMGenerator(
             s.llm_model,
             s.qa_pairs_per_chunk,
@@ -219,7 +229,8 @@ def generate_for_document(
     ``discarded`` (rejected in all), ``rejected_<reason>`` for each of ``goldcheck.REASONS``,
     ``discarded_instruction`` (evidence in a sentence that reads as an instruction; in ``discarded``
     too), ``chunks_sampled``, ``failed_chunks``, ``failure_kinds`` (JSON),
-    ``generator``, ``model``, ``every_n_chunks``, ``cost_usd``. Raises ``KeyError`` for an
+    ``generator``, ``model``, ``every_n_chunks``, ``cost_usd``, ``llm_calls``; ``documents.gold_report``
+    also holds the calls' ``prompt_tokens`` and ``completion_tokens``. Raises ``KeyError`` for an
     unknown document."""
     gen = generator or build_generator(svc)
     every = svc.settings.qa_every_n_chunks
@@ -258,6 +269,11 @@ def generate_for_document(
         "generator": gen.name,
         "model": gen.model,
         **counts,
+        # what writing them spent (the rules: nothing): LLM calls, word pieces and USD
+        "llm_calls": getattr(gen, "calls", 0),
+        "prompt_tokens": getattr(gen, "prompt_tokens", 0),
+        "completion_tokens": getattr(gen, "completion_tokens", 0),
+        "cost_usd": round(getattr(gen, "cost_usd", 0.0), 6),
         "paraphrases": sum(p.paraphrase for _, p in kept),
         "by_kind": _count(p.kind for _, p in kept),
     }
@@ -283,7 +299,8 @@ def generate_for_document(
         "generator": gen.name,
         "model": gen.model or "none",
         "every_n_chunks": every,
-        "cost_usd": round(getattr(gen, "cost_usd", 0.0), 6),
+        "cost_usd": report["cost_usd"],
+        "llm_calls": report["llm_calls"],
     }
 
 

@@ -217,6 +217,13 @@ class Settings(BaseSettings):
 
     qa_every_n_chunks: int = Field(default=3, gt=0, description="Gold Q&A pairs from every Nth chunk at ingestion")
     qa_pairs_per_chunk: int = Field(default=3, ge=1, le=5, description="Gold Q&A pairs asked for per sampled chunk")
+    qa_generator: str = Field(
+        default="auto",
+        pattern="^(auto|rules|llm)$",
+        description="Who writes the gold Q&A pairs at ingestion: rules (offline, no cost), llm (llm_model: "
+        "one paid call per sampled chunk, its cost in the document's gold report) or auto (llm when "
+        "llm_model is set, else rules)",
+    )
     judge_model: str = Field(
         default="",
         description="litellm model judging answers; empty = llm_model, "

@@ -1,6 +1,7 @@
 """Gold Q&A pairs generated at ingestion (offline rule generator) on real PDFs."""
 
 import dagster as dg
+import pytest
 from sqlalchemy import func, select
 
 from ragaudit.answer.citations import find_quote
@@ -131,3 +132,45 @@ def test_generated_questions_are_not_refused_by_the_answer_path(kb):
         if out["label"] in ("refused", "clarifying"):
             refused[q] = out["answer"]
     assert not refused, refused
+
+
+def test_llm_written_pairs_record_what_they_spent_and_can_be_switched_off(fresh_services):
+    """Gold pairs written by an LLM at ingestion cost one call per sampled chunk. Fails if the
+    document's gold report does not say how many calls, tokens and USD they took (the admin shows
+    it), or if ``qa_generator=rules`` does not keep a configured LLM out of ingestion."""
+    import json
+
+    from ragaudit.evaluate.goldgen import LLMGenerator, build_generator, generate_for_document
+    from ragaudit.evaluate.goldrules import RuleGenerator
+    from ragaudit.ingest.chunking import chunk_document, document_title
+    from ragaudit.ingest.pdf import extract_pages
+    from ragaudit.platform.settings import Settings
+    from ragaudit.types import Strategy
+    from tests.conftest import DATA
+
+    svc = fresh_services
+    name = "20080116X00055.pdf"
+    pages = extract_pages((DATA / "ntsb" / name).read_bytes())
+    chunks = chunk_document(pages, svc.embedder, document_title(name, pages), max_tokens=svc.settings.chunk_max_tokens)
+    with svc.sessions.begin() as s:
+        doc = Document(doc_name=name, name_key=name, sha256="0" * 64)
+        s.add(doc)
+        s.flush()
+        doc_id = doc.id
+    reply = {"pairs": [{"question": "What is this passage about?", "answer": "x", "evidence": "x"}]}
+    gen = LLMGenerator("openai/gpt-4o-mini", per_chunk=1, mock_response=json.dumps(reply))
+    md = generate_for_document(svc, doc_id, chunks, Strategy.sentence, generator=gen)
+    with svc.sessions() as s:
+        report = s.get(Document, doc_id).gold_report
+    assert report["llm_calls"] == md["llm_calls"] == md["chunks_sampled"] > 0
+    assert report["prompt_tokens"] > 0 and report["completion_tokens"] > 0
+    assert report["cost_usd"] > 0 and md["cost_usd"] == report["cost_usd"]
+
+    base = svc.settings.model_dump()
+    svc.settings = Settings(**{**base, "llm_model": "openai/gpt-4o-mini", "qa_generator": "rules"})
+    assert isinstance(build_generator(svc), RuleGenerator)
+    svc.settings = Settings(**{**base, "llm_model": "openai/gpt-4o-mini", "qa_generator": "auto"})
+    assert isinstance(build_generator(svc), LLMGenerator)
+    svc.settings = Settings(**{**base, "llm_model": "", "qa_generator": "llm"})
+    with pytest.raises(ValueError, match="RAGAUDIT_LLM_MODEL"):
+        build_generator(svc)

@@ -116,6 +116,12 @@ const GoldReport = ({ report }: { report: any }) => {
         {report.failed_chunks ? `; ${report.failed_chunks} chunks failed` : ""}
         {report.discarded_instruction ? `; ${report.discarded_instruction} with evidence that reads as an instruction` : ""}
       </div>
+      {report.llm_calls ? (
+        <div data-testid="gold-cost">
+          cost: {report.llm_calls} LLM calls, {report.prompt_tokens ?? 0}+{report.completion_tokens ?? 0} tokens,{" "}
+          {report.cost_usd == null ? "price unknown" : `$${Number(report.cost_usd).toPrecision(3)}`}
+        </div>
+      ) : null}
     </div>
   );
 };
