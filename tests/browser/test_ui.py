@@ -171,7 +171,8 @@ def test_ui_end_to_end(server, tmp_path):
     observability counts equal to /metrics.
 
     fails if: the upload never reaches ready or the bad file's reason is not shown; the answer lacks
-    the gold answer or its citation names another page; the citation dialog lacks the highlighted
+    the gold answer or its citation names another page; the concise answer the API shows is not
+    shown above the quote; the citation dialog lacks the highlighted
     quote or its PDF button does not open the stored PDF at that page with API keys set (a plain
     link cannot send the key), or the admin document page's "open" does not; switching the X-ray to bm25 does not
     change the ranks (vector ranks must vanish); the scope picker's document and page range are not
@@ -225,6 +226,9 @@ def test_ui_end_to_end(server, tmp_path):
     # streamed answer with a citation naming the right page
     assert q["answer"].split()[0].lower() in s["answer"].lower(), s["answer"]
     assert s["label"] == "answered"
+    # the concise answer the API shows (an identifier read from a form label, above the threshold)
+    # stands above the quote, with its type and confidence
+    assert s["concise"] and s["concise"].splitlines()[0] == q["answer"] and "identifier" in s["concise"], s["concise"]
     assert s["cite_title"] == f"{DOC}, page {q['page']}"
     assert f"{DOC}, page {q['page']}" in s["citation_title"]
     assert (

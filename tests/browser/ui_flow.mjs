@@ -87,6 +87,7 @@ try {
   await page.locator("[data-testid=turn][data-status=done]").first().waitFor();
   out.steps.answer = await turn.getByTestId("answer").innerText();
   out.steps.label = await turn.getByTestId("label").innerText();
+  out.steps.concise = (await turn.getByTestId("concise").count()) ? await turn.getByTestId("concise").innerText() : null;
   const cite = turn.getByTestId("cite").first();
   out.steps.cite_title = await cite.getAttribute("title");
   check(out.steps.cite_title?.includes(`page ${cfg.expect_page}`), `first citation is ${out.steps.cite_title}`);

@@ -136,6 +136,14 @@ function TurnView({ turn, onRerun, modes }: { turn: Turn; onRerun: (t: Turn, mod
                   {turn.status === "done" && <Chip data-testid="label" label={first.label} color={LABEL_COLOR[first.label] ?? "default"} size="small" />}
                   {turn.status === "streaming" && <Chip label="streaming…" size="small" />}
                 </Stack>
+                {turn.status === "done" && first.concise && (
+                  <Box data-testid="concise" sx={{ mb: 1 }}>
+                    <Typography variant="h6" component="div">{first.concise.text}</Typography>
+                    <Typography variant="caption" color="text.secondary">
+                      concise answer ({first.concise.type}, confidence {first.concise.confidence.toFixed(2)}), read from the quote below
+                    </Typography>
+                  </Box>
+                )}
                 <Box data-testid="answer">
                   <Markdown
                     components={{
