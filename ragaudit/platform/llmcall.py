@@ -99,6 +99,15 @@ def call_with_deadline(fn: Callable[[], T], seconds: float | None) -> T:
     """
     if seconds is None:
         return fn()
+    box, done = _in_thread(fn, "ragaudit-llm-call")
+    if not done.wait(seconds):
+        raise LLMDeadlineExceeded(f"LLM call exceeded {seconds:.1f} s")
+    return _outcome(box)
+
+
+def _in_thread(fn: Callable[[], T], name: str, then: Callable[[T], None] | None = None):
+    """Start ``fn()`` in a daemon thread; returns ``(box, done)``: ``done`` is set when it ends,
+    ``box`` then holds its ``value`` or its ``error``; ``then(value)`` runs in the thread after."""
     box: dict[str, Any] = {}
     done = threading.Event()
 
@@ -109,10 +118,14 @@ def call_with_deadline(fn: Callable[[], T], seconds: float | None) -> T:
             box["error"] = e
         finally:
             done.set()
+            if then is not None and "value" in box:
+                then(box["value"])
 
-    threading.Thread(target=run, name="ragaudit-llm-call", daemon=True).start()
-    if not done.wait(seconds):
-        raise LLMDeadlineExceeded(f"LLM call exceeded {seconds:.1f} s")
+    threading.Thread(target=run, name=name, daemon=True).start()
+    return box, done
+
+
+def _outcome(box: dict[str, Any]) -> Any:
     if "error" in box:
         raise box["error"]
     return box["value"]
@@ -126,26 +139,12 @@ def open_stream(fn: Callable[[], T], cancel: "Cancellation | None") -> T:
     ``fn`` runs in a daemon thread; its exceptions propagate. ``cancel=None`` runs it inline."""
     if cancel is None:
         return fn()
-    box: dict[str, Any] = {}
-    done = threading.Event()
-
-    def run() -> None:
-        try:
-            box["value"] = fn()
-        except BaseException as e:  # handed to the caller
-            box["error"] = e
-        finally:
-            done.set()
-            if "value" in box:
-                cancel.on_cancel(lambda: abort_stream(box["value"]))  # at once if already cancelled
-
-    threading.Thread(target=run, name="ragaudit-llm-open", daemon=True).start()
+    # the stream, once open, is shut down when ``cancel`` fires (at once if it already has)
+    box, done = _in_thread(fn, "ragaudit-llm-open", lambda stream: cancel.on_cancel(lambda: abort_stream(stream)))
     while not done.wait(0.05):
         if cancel.cancelled:
             raise LLMCancelled("the client went away before the LLM replied")
-    if "error" in box:
-        raise box["error"]
-    return box["value"]
+    return _outcome(box)
 
 
 class Cancellation:

@@ -79,25 +79,31 @@ def _chunk_dict(c, svc):
     }
 
 
-def test_stored_gold_set_of_a_real_pdf_has_no_malformed_question(fresh_services):
-    """Fails if the pairs stored for a real PDF (an NTSB report of tests/data, through the same
-    generate-check-store path as ingestion) hold a malformed question, an answer missing from its
-    evidence, or a question a person could not place (no qualifier naming the accident)."""
-    from ragaudit.evaluate.goldgen import generate_for_document
+def _registered_report(svc, name: str = "20080116X00055.pdf"):
+    """An NTSB report of tests/data registered as a document (no run) and its chunks:
+    ``(document id, chunks)``, what ``generate_for_document`` takes at ingestion."""
     from ragaudit.ingest.chunking import chunk_document, document_title
     from ragaudit.ingest.pdf import extract_pages
-    from ragaudit.types import Strategy
     from tests.conftest import DATA
 
-    svc = fresh_services
-    name = "20080116X00055.pdf"
     pages = extract_pages((DATA / "ntsb" / name).read_bytes())
     chunks = chunk_document(pages, svc.embedder, document_title(name, pages), max_tokens=svc.settings.chunk_max_tokens)
     with svc.sessions.begin() as s:
         doc = Document(doc_name=name, name_key=name, sha256="0" * 64)
         s.add(doc)
         s.flush()
-        doc_id = doc.id
+        return doc.id, chunks
+
+
+def test_stored_gold_set_of_a_real_pdf_has_no_malformed_question(fresh_services):
+    """Fails if the pairs stored for a real PDF (an NTSB report of tests/data, through the same
+    generate-check-store path as ingestion) hold a malformed question, an answer missing from its
+    evidence, or a question a person could not place (no qualifier naming the accident)."""
+    from ragaudit.evaluate.goldgen import generate_for_document
+    from ragaudit.types import Strategy
+
+    svc = fresh_services
+    doc_id, chunks = _registered_report(svc)
     md = generate_for_document(svc, doc_id, chunks, Strategy.sentence)
     with svc.sessions() as s:
         pairs = s.scalars(select(QAPair).where(QAPair.document_id == doc_id)).all()
@@ -142,21 +148,11 @@ def test_llm_written_pairs_record_what_they_spent_and_can_be_switched_off(fresh_
 
     from ragaudit.evaluate.goldgen import LLMGenerator, build_generator, generate_for_document
     from ragaudit.evaluate.goldrules import RuleGenerator
-    from ragaudit.ingest.chunking import chunk_document, document_title
-    from ragaudit.ingest.pdf import extract_pages
     from ragaudit.platform.settings import Settings
     from ragaudit.types import Strategy
-    from tests.conftest import DATA
 
     svc = fresh_services
-    name = "20080116X00055.pdf"
-    pages = extract_pages((DATA / "ntsb" / name).read_bytes())
-    chunks = chunk_document(pages, svc.embedder, document_title(name, pages), max_tokens=svc.settings.chunk_max_tokens)
-    with svc.sessions.begin() as s:
-        doc = Document(doc_name=name, name_key=name, sha256="0" * 64)
-        s.add(doc)
-        s.flush()
-        doc_id = doc.id
+    doc_id, chunks = _registered_report(svc)
     reply = {"pairs": [{"question": "What is this passage about?", "answer": "x", "evidence": "x"}]}
     gen = LLMGenerator("openai/gpt-4o-mini", per_chunk=1, mock_response=json.dumps(reply))
     md = generate_for_document(svc, doc_id, chunks, Strategy.sentence, generator=gen)
