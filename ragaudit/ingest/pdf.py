@@ -40,8 +40,8 @@ _PDF_MAGIC = b"%PDF-"
 # by an earlier revision (2 did not rejoin identifiers; 3 removed a Type 3 font's glyphs as text
 # under 1 pt; 5 reads a table drawn with ruling lines across a column gutter row by row; 6 also one
 # whose cells of words wrap unevenly; 7 reads a glyph without a Unicode value as a ligature or U+FFFD
-# instead of keeping its control character)
-LAYOUT_REVISION = 7
+# instead of keeping its control character; 8 also a symbol inside a word that a ligature makes a word of)
+LAYOUT_REVISION = 8
 
 
 class PDFError(ValueError):
@@ -1071,6 +1071,11 @@ _WORD_START = re.compile(r"^([^\W\d_]+)([^\s]*)\s*")
 # a glyph drawn without a Unicode value: a C0 control (U+0000 for a TeX font's "ffi" with no map),
 # a noncharacter, or the replacement character a producer wrote for it
 _UNMAPPED = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufffd\ufffe\uffff]")
+# a symbol, private-use or unassigned character set between letters (no space): a ligature glyph that
+# a font maps to the wrong code ("e\u21b5orts" from a TeX font's "ff"); read as a ligature only when
+# that makes a word, else kept as printed
+_GLYPH_IN_WORD = re.compile(r"(?<=[^\W\d_])[^\w\s\x00-\x7f](?=[^\W\d_]|-)")
+_SYMBOL_CATEGORIES = frozenset({"So", "Co", "Cn"})
 # the ligatures a font draws as one glyph, longest first
 LIGATURES = ("ffi", "ffl", "ff", "fi", "fl", "ft", "fj", "st", "tt", "ti")
 # a word read with a ligature is kept when the document spells it elsewhere or its Zipf frequency
@@ -1090,18 +1095,26 @@ def _word_at(text: str, start: int, end: int) -> str:
 
 def read_unmapped(pages: list[list[_Line]]) -> tuple[list[list[_Line]], list[list[tuple[str, str]]]]:
     """Read glyphs that have no Unicode value (``_UNMAPPED``; pdfminer gives a TeX font's "ffi" as
-    U+0000). One inside a word (two letters or more beside it) becomes the ligature of
-    ``LIGATURES`` that makes a word the document
-    spells elsewhere, else the most frequent English word (``wordfreq``) when it is frequent
-    enough (``LIGATURE_MIN_ZIPF``): "di\\x00culties" -> "difficulties". Any other becomes U+FFFD,
-    so no control character reaches the index or the database (PostgreSQL refuses U+0000).
+    U+0000; a symbol set inside a word is one too, ``_GLYPH_IN_WORD``: a TeX font's "ff" as "↵"). One
+    inside a word becomes the ligature of ``LIGATURES`` that makes a word the document spells
+    elsewhere, else (two letters or more beside it) the most frequent English word (``wordfreq``)
+    when it is frequent enough (``LIGATURE_MIN_ZIPF``): "di\\x00culties" -> "difficulties". Any other becomes U+FFFD,
+    so no control character reaches the index or the database (PostgreSQL refuses U+0000); a
+    symbol that makes no word stays as printed.
 
     Returns the pages' lines and, per page, ``(kind, word)`` for ``Page.unmapped``: ``ligature``
     with the word as read, ``unknown`` with the word as printed, U+FFFD in the glyph's place."""
+
+    def glyphs(text: str) -> list[re.Match]:
+        """The glyphs of ``text`` to read: every ``_UNMAPPED`` one, and a symbol inside a word."""
+        found = list(_UNMAPPED.finditer(text))
+        found += [m for m in _GLYPH_IN_WORD.finditer(text) if unicodedata.category(m.group(0)) in _SYMBOL_CATEGORIES]
+        return sorted(found, key=lambda m: m.start())
+
     words: set[str] = set()
     for ls in pages:
         for ln in ls:
-            if not _UNMAPPED.search(ln.text):
+            if not glyphs(ln.text):
                 words.update(w.lower() for w in re.findall(r"[^\W\d_]+", ln.text))
     out: list[list[_Line]] = []
     notes: list[list[tuple[str, str]]] = []
@@ -1110,19 +1123,24 @@ def read_unmapped(pages: list[list[_Line]]) -> tuple[list[list[_Line]], list[lis
         fixed = []
         for ln in ls:
             text = ln.text
-            if not _UNMAPPED.search(text):
+            found = glyphs(text)
+            if not found:
                 fixed.append(ln)
                 continue
             parts: list[str] = []
             last = 0
-            for m in _UNMAPPED.finditer(text):
+            for m in found:
                 head = _LETTERS_BEFORE.search(text, 0, m.start()).group(0)
                 tail = _LETTERS_AFTER.match(text, m.end()).group(0)
                 scored = [
                     ((head + lig + tail).lower() in words, zipf_frequency((head + lig + tail).lower(), "en"), lig)
-                    for lig in (LIGATURES if len(head) + len(tail) >= 2 else ())
+                    for lig in (LIGATURES if head or tail else ())
                 ]
-                known = [c for c in scored if c[0] or c[1] >= LIGATURE_MIN_ZIPF]
+                # beside one letter only ("o" of "off-the-shelf"), the document must spell the word
+                known = [c for c in scored if c[0] or (c[1] >= LIGATURE_MIN_ZIPF and len(head) + len(tail) >= 2)]
+                unmapped = _UNMAPPED.fullmatch(m.group(0)) is not None
+                if not known and not unmapped:
+                    continue  # a symbol that makes no word with any ligature stays as printed
                 read = max(known, key=lambda c: (c[0], c[1]))[2] if known else "\ufffd"
                 parts += [text[last : m.start()], read]
                 last = m.end()

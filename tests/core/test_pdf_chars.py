@@ -158,14 +158,19 @@ def test_a_glyph_without_unicode_value_reads_as_the_ligature_that_makes_a_word()
     assert pages[0][0].text == "gli stati membri"
     pages, _ = read_unmapped(_lines("lo sta\x00 della sede"))
     assert pages[0][0].text == "lo staff della sede"
+    # a symbol a font gives for its "ff" inside a word: read when a ligature makes a word, else kept
+    pages, notes = read_unmapped(_lines("these e\u21b5orts differ", "E\uf05bl \uf02b1\uf05d and x\u2192y"))
+    assert [ln.text for ln in pages[0]] == ["these efforts differ", "E\uf05bl \uf02b1\uf05d and x\u2192y"]
+    assert notes[0] == [("ligature", "efforts")]
 
 
 def test_the_extraction_report_counts_glyphs_without_unicode_value():
-    """Fails if the extraction report of the paper whose "ffi" has no Unicode value does not say
-    how many glyphs were read as ligatures, with the words, or if any control character stays in
-    its text."""
+    """Fails if the extraction report of the paper whose "ffi" has no Unicode value (and whose "ff"
+    is given as an arrow) does not say how many glyphs were read as ligatures, with the words, or
+    if any control character stays in its text."""
     pages = extract_pages((DATA / "edge" / "copy-protected.pdf").read_bytes())
     report = extraction_report(pages)["unmapped_glyphs"]
-    assert report["ligatures"] == 3 and report["unknown"] == 0
-    assert {e["text"] for e in report["examples"]} == {"difficulties", "difficult", "efficient"}
+    assert report["ligatures"] == 6 and report["unknown"] == 0
+    assert {e["text"] for e in report["examples"]} == {"difficulties", "difficult", "efficient", "different", "efforts"}
     assert not any(re.search(r"[\x00-\x08\x0b\x0c\x0e-\x1f]", p.text) for p in pages)
+    assert "different levels" in " ".join(pages[1].text.split())  # its "ff" glyph is given as U+21B5
