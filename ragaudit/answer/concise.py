@@ -537,7 +537,7 @@ def concise_candidates(question: str, sentences: list[tuple], disabled: frozense
                 span,
                 t,
                 "concise.typed_span",
-                f"a {t} span{' (of a fallback type)' if tier else ''} of the sentence"
+                f"{'an' if t[:1] in 'aeiou' else 'a'} {t} span{' (of a fallback type)' if tier else ''} of the sentence"
                 + (", beside the question's words" if near else "")
                 + (", the value of a field the question names" if label else ""),
                 text,

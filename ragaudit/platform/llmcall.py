@@ -56,7 +56,7 @@ FAILURE_REASONS = {
     "BadRequestError": "the LLM provider refused the request",
     "APIConnectionError": "the LLM could not be reached (RAGAUDIT_LLM_API_BASE)",
     "ServiceUnavailableError": "the LLM provider is unavailable",
-    "InternalServerError": "the LLM provider failed or could not be reached",
+    "InternalServerError": "the LLM provider failed or could not be reached (RAGAUDIT_LLM_API_BASE; /health says which)",
     "APIError": "the LLM provider's reply could not be read",
 }
 

@@ -284,7 +284,9 @@ export function ChatPage() {
             setRun((a) => ({ ...a, ...data }));
             update(id, (t) => ({ ...t, status: "done" }));
           } else if (ev.event === "error") {
-            throw new Fatal(`${data.error}: ${data.detail ?? ""}`);
+            // the detail already names the error's kind ("InternalServerError: the LLM provider failed ...")
+            const detail = String(data.detail ?? "");
+            throw new Fatal(detail.startsWith(`${data.error}`) ? detail : `${data.error}: ${detail}`);
           }
         },
         onerror(e) {
