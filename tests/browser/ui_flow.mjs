@@ -102,6 +102,8 @@ try {
   out.steps.quote = await dlg.getByTestId("quote").innerText();
   out.steps.support = await dlg.getByTestId("support").innerText();
   check(out.steps.support.startsWith("Supports the claim"), `citation support shown as ${out.steps.support}`);
+  const dialogText = await dlg.innerText();
+  check(!/pages (\d+)–\1\b/.test(dialogText), `a one-page chunk shown as a page range: ${dialogText.slice(0, 200)}`);
   // the stored PDF needs the key (a plain link gets 401, step 5b): the button fetches it with the
   // key and opens it in a new tab from a blob: URL at the cited page
   out.steps.pdf = await openPdf(dlg.getByTestId("open-pdf"));

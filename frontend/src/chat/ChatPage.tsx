@@ -71,7 +71,7 @@ function CitationDialog({ cite, source, onClose }: { cite: Citation | null; sour
       <DialogTitle>[{cite.n}] {cite.doc_name}, {pagesLabel(cite)}</DialogTitle>
       <DialogContent dividers>
         <Typography variant="caption" display="block" gutterBottom>
-          chunk {cite.chunk_id}{source ? ` · pages ${source.page_start}–${source.page_end}` : ""}
+          chunk {cite.chunk_id}{source ? ` · ${source.page_start === source.page_end ? `page ${source.page_start}` : `pages ${source.page_start}–${source.page_end}`}` : ""}
           {source?.section ? ` · ${source.section}` : ""} · quote {cite.verified ? "verified in the chunk" : "NOT verified"}
         </Typography>
         {cite.supports !== undefined && (
