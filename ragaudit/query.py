@@ -589,7 +589,9 @@ class QueryService:
         events (``{"text": delta}``), then ``done`` (label, citations, timings incl. ``ttft`` ms,
         usage, ``trace_id``). ``endpoint`` names the door in the row and the trace.
 
-        Errors after the first event are yielded as ``error`` events (and logged). ``cancel``
+        Errors after the first event are yielded as ``error`` events (and logged): ``{query_id,
+        error: exception class, detail: failure_reason, stage: "generation", timings_ms: retrieval
+        stages, generation up to the failure and total (ms), usage: what was spent}``. ``cancel``
         (fired when the client goes away) closes the upstream LLM request; a generator cancelled
         or closed before ``done`` logs its row with ``error_kind`` ``ClientDisconnected``.
         """
@@ -694,6 +696,9 @@ class QueryService:
             raise
         except Exception as e:
             kind = CLIENT_DISCONNECTED if cancel is not None and cancel.cancelled else type(e).__name__
+            partial = self._partial(prep, t, ttft)
+            total_ms = (time.perf_counter() - prep.t0) * 1000
+            spent = self._spent(prep, ans, gen, received, kind == CLIENT_DISCONNECTED)
             if log_query:
                 self._log(
                     prep.query_id,
@@ -701,18 +706,36 @@ class QueryService:
                     prep.scope,
                     prep.mode,
                     prep.top_k,
-                    self._partial(prep, t, ttft),
+                    partial,
                     None,
-                    (time.perf_counter() - prep.t0) * 1000,
+                    total_ms,
                     error_kind=kind,
                     endpoint=endpoint,
-                    usage=self._spent(prep, ans, gen, received, kind == CLIENT_DISCONNECTED),
+                    usage=spent,
                     trace=tr,
                     starts=self._starts(prep, t),
                 )
             if kind == CLIENT_DISCONNECTED:
                 return  # nobody is listening
-            yield "error", {"query_id": prep.query_id, "error": type(e).__name__, "detail": failure_reason(e)}
+            timings = {**partial["timings_ms"], "total": round(total_ms, 2)}
+            prompt_tokens, completion_tokens, cost = spent or (0, 0, 0.0)
+            usage = {
+                "model": self._model_name(),
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "cost_usd": cost,
+            }
+            yield (
+                "error",
+                {
+                    "query_id": prep.query_id,
+                    "error": type(e).__name__,
+                    "detail": failure_reason(e),
+                    "stage": "generation",
+                    "timings_ms": timings,
+                    "usage": usage,
+                },
+            )
             return
         out = self.result_json(prep, ans, (time.perf_counter() - t) * 1000, ttft)
         if log_query:

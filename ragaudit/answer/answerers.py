@@ -36,6 +36,7 @@ from ragaudit.index.embedding import Embedder
 from ragaudit.index.sparse import question_row_terms, row_label_terms, tokenize
 from ragaudit.platform.llmcall import (
     Cancellation,
+    LLMEmptyStream,
     call_with_deadline,
     completion_cost_or_none,
     deadline_for,
@@ -930,7 +931,8 @@ class LLMAnswerer:
 
         ``cancel``: when it fires, the upstream connection is shut down at once (``abort_stream``)
         and the read in progress raises; before the provider's reply starts, the wait for it
-        raises ``LLMCancelled`` and the connection is shut down once it opens (``open_stream``)."""
+        raises ``LLMCancelled`` and the connection is shut down once it opens (``open_stream``).
+        Raises ``LLMEmptyStream`` when the reply ends without one readable event."""
         litellm = load_litellm()
 
         if not sources:
@@ -949,6 +951,10 @@ class LLMAnswerer:
             delta = part.choices[0].delta.content if part.choices else None
             if delta:
                 yield delta
+        # litellm ends every stream with a finish chunk of its own, also when it read no event (a
+        # body that is not Server-Sent Events): a provider's reply opens with the role or text
+        if not any(c.choices and (c.choices[0].delta.role or c.choices[0].delta.content) for c in chunks):
+            raise LLMEmptyStream(f"no event read from the stream of {self.model}")
         resp = litellm.stream_chunk_builder(chunks, messages=messages)
         text = (resp.choices[0].message.content or "").strip()
         usage = getattr(resp, "usage", None)

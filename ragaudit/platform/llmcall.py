@@ -41,6 +41,11 @@ class LLMCancelled(ConnectionAbortedError):
     """The client went away while the LLM call was still waiting for its first reply."""
 
 
+class LLMEmptyStream(ConnectionError):
+    """The provider's streamed reply ended without one event that could be read (a body that is not
+    Server-Sent Events, or one closed at once): there is no answer, not an empty one."""
+
+
 # why an LLM call failed, by exception class (litellm's, the OpenAI SDK's, ours), said without the
 # provider's message: it can echo request data (the prompt's text, a masked key)
 FAILURE_REASONS = {
@@ -58,6 +63,7 @@ FAILURE_REASONS = {
     "ServiceUnavailableError": "the LLM provider is unavailable",
     "InternalServerError": "the LLM provider failed or could not be reached (RAGAUDIT_LLM_API_BASE; /health says which)",
     "APIError": "the LLM provider's reply could not be read",
+    "LLMEmptyStream": "the LLM provider's stream held no readable event (RAGAUDIT_LLM_API_BASE: is it an OpenAI-compatible server?)",
 }
 
 

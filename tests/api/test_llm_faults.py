@@ -15,6 +15,7 @@ import httpx
 import litellm
 import pytest
 from fastapi.testclient import TestClient
+from httpx_sse import connect_sse
 from sqlalchemy import select
 
 from ragaudit.api.app import create_app
@@ -219,8 +220,10 @@ def test_provider_error_is_502_with_one_attempt(llm_settings, fake_llm, behaviou
     """A 500 or a non-JSON body from the provider: 502 naming the error kind and why, one attempt, a
     logged row; /query/stream's error event says the same, neither echoes the provider's message.
 
-    Fails if the route lets the exception become a 500 or retries by default, or if the stream's
-    error event carries the provider's message."""
+    Fails if the route lets the exception become a 500 or retries by default, if the stream's
+    error event carries the provider's message, if a stream with no readable event ends in a
+    ``done`` with an empty answer instead of an error, or if the error event leaves out the stage
+    that failed and the retrieval timings (what the chat's X-ray of a failed answer shows)."""
     app = create_app(llm_settings(behaviour))
     with TestClient(app) as client:
         n0 = fake_llm.requests[behaviour]
@@ -231,11 +234,21 @@ def test_provider_error_is_502_with_one_attempt(llm_settings, fake_llm, behaviou
             assert "the LLM provider failed or could not be reached" in r.json()["detail"], r.text
         assert fake_llm.requests[behaviour] - n0 == 1
         assert rows(app)[-1].error_kind
-        if behaviour == "error500":  # the stream's error event says the same, without the provider's message
-            with client.stream("POST", "/query/stream", json={"question": DMCA_QUESTION}) as resp:
-                body = "".join(resp.iter_text())
-            assert "event: error" in body and "upstream exploded" not in body
-            assert "the LLM provider failed or could not be reached" in body, body
+        # the stream's error event says the same, without the provider's message
+        with connect_sse(client, "POST", "/query/stream", json={"question": DMCA_QUESTION}) as source:
+            events = [(e.event, e.json()) for e in source.iter_sse()]
+        kinds = [k for k, _ in events]
+        assert kinds[0] == "sources" and kinds[-1] == "error" and "done" not in kinds, kinds
+        err = events[-1][1]
+        assert "upstream exploded" not in json.dumps(err) and err["stage"] == "generation"
+        assert err["query_id"] == events[0][1]["query_id"]
+        assert {"embed", "vector", "bm25", "fusion", "generation", "total"} <= set(err["timings_ms"]), err
+        assert err["timings_ms"]["total"] >= err["timings_ms"]["generation"]
+        why = {
+            "error500": "the LLM provider failed or could not be reached",
+            "malformed": "the LLM provider's stream held no readable event",
+        }[behaviour]
+        assert why in err["detail"], err
 
 
 def test_unpriced_model_cost_is_unknown_not_zero(llm_settings):

@@ -11,6 +11,7 @@ the test is skipped, except under CI (``CI`` set), where that is a failure.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -26,6 +27,7 @@ import httpx
 import pytest
 
 from tests.conftest import BAD, CASES, ROOT, SAMPLES
+from tests.fake_llm import FakeLLM
 
 FRONTEND = ROOT / "frontend"
 CHROMIUM = os.environ.get("RAGAUDIT_CHROMIUM", "/usr/bin/chromium")
@@ -54,15 +56,11 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    """uvicorn serving create_app() on a free port; stopped with SIGTERM (then SIGKILL) in teardown."""
-    why = _missing()
-    if why:
-        if os.environ.get("CI"):
-            pytest.fail(why)
-        pytest.skip(why)
-    data = tmp_path_factory.mktemp("ui")
+@contextlib.contextmanager
+def _serve(data: Path, **env_over: str):
+    """uvicorn serving create_app() on a free port with ``data/data`` as its data folder (offline
+    settings, API key ``API_KEY``; ``env_over`` overrides); yields the base URL; stopped with
+    SIGTERM (then SIGKILL) on exit."""
     port = _free_port()
     env = {
         **os.environ,
@@ -76,6 +74,7 @@ def server(tmp_path_factory):
         "HF_HUB_OFFLINE": "1",
         "LITELLM_LOCAL_MODEL_COST_MAP": "True",
         "TOKENIZERS_PARALLELISM": "false",
+        **env_over,
     }
     log = open(data / "server.log", "wb")
     proc = subprocess.Popen(
@@ -111,7 +110,7 @@ def server(tmp_path_factory):
             if time.monotonic() > deadline:
                 pytest.fail("server did not start in 180 s")
             time.sleep(0.5)
-        yield base, data
+        yield base
     finally:
         proc.send_signal(signal.SIGTERM)
         try:
@@ -120,6 +119,42 @@ def server(tmp_path_factory):
             proc.kill()
             proc.wait()
         log.close()
+
+
+def _browser_ready() -> None:
+    """Skip (fail under CI) when the built UI, playwright-core, Chromium or node is missing."""
+    why = _missing()
+    if why:
+        if os.environ.get("CI"):
+            pytest.fail(why)
+        pytest.skip(why)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """The offline API and UI (``_serve``): ``(base URL, data folder)``."""
+    _browser_ready()
+    data = tmp_path_factory.mktemp("ui")
+    with _serve(data) as base:
+        yield base, data
+
+
+def _run_flow(script: str, cfg: dict, tmp_path: Path) -> dict:
+    """Run ``tests/browser/<script>`` with ``cfg`` as its config file; its printed JSON result."""
+    (tmp_path / "cfg.json").write_text(json.dumps(cfg))
+    p = subprocess.run(
+        ["node", str(Path(__file__).with_name(script)), str(tmp_path / "cfg.json")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    lines = [x for x in p.stdout.splitlines() if x.startswith("{")]
+    assert lines, f"no result from the browser script: {p.stdout[-2000:]} {p.stderr[-3000:]}"
+    out = json.loads(lines[-1])
+    assert out["ok"], (
+        f"browser step {out.get('step')} failed: {out.get('error')}\nsteps: {json.dumps(out['steps'])[:3000]}"
+    )
+    return out
 
 
 def _gold(question: str, answer: str, page: int, evidence: str, kind: str = "fact") -> dict:
@@ -205,20 +240,7 @@ def test_ui_end_to_end(server, tmp_path):
         "playwright_core": str(PLAYWRIGHT),
         "api_key": API_KEY,
     }
-    (tmp_path / "cfg.json").write_text(json.dumps(cfg))
-    p = subprocess.run(
-        ["node", str(Path(__file__).with_name("ui_flow.mjs")), str(tmp_path / "cfg.json")],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    lines = [x for x in p.stdout.splitlines() if x.startswith("{")]
-    assert lines, f"no result from the browser script: {p.stdout[-2000:]} {p.stderr[-3000:]}"
-    out = json.loads(lines[-1])
-    assert out["ok"], (
-        f"browser step {out.get('step')} failed: {out.get('error')}\nsteps: {json.dumps(out['steps'])[:3000]}"
-    )
-    s = out["steps"]
+    s = _run_flow("ui_flow.mjs", cfg, tmp_path)["steps"]
 
     # upload and refusal
     assert "password" in s["refusal"].lower(), s["refusal"]
@@ -368,3 +390,69 @@ def test_the_page_names_an_icon_the_server_serves(server):
     icon = httpx.get(base + href.group(1), timeout=10)
     assert icon.status_code == 200 and icon.headers["content-type"].startswith("image/svg+xml")
     assert icon.text.lstrip().startswith("<svg")
+
+
+def test_a_failed_llm_answer_keeps_its_xray(tmp_path):
+    """A chat question whose LLM call fails (the fake OpenAI-compatible server on 127.0.0.1
+    answering HTTP 500): the turn shows the failure in ragaudit's words and keeps the X-ray of
+    what retrieval found, its chunks and stage timings, so the stage that failed is visible.
+
+    Fails if the X-ray disappears with the error (it was only shown for a finished answer), if its
+    rows are not the chunks the request logged as retrieved, or if the provider's message reaches the page."""
+    _browser_ready()
+    llm = FakeLLM().start()
+    try:
+        with _serve(
+            tmp_path,
+            RAGAUDIT_LLM_MODEL="openai/gpt-4o-mini",
+            RAGAUDIT_LLM_API_BASE=llm.base("error500"),
+            RAGAUDIT_LLM_API_KEY="sk-fake",
+            RAGAUDIT_QA_GENERATOR="rules",  # ingestion writes no gold pair with the failing model
+        ) as base:
+            with open(SAMPLES / DOC, "rb") as f:
+                r = httpx.post(
+                    f"{base}/documents",
+                    params={"wait": "true"},
+                    files={"file": (DOC, f, "application/pdf")},
+                    headers={"X-API-Key": API_KEY},
+                    timeout=300,
+                )
+            assert r.status_code == 201, r.text
+            cfg = {
+                "base": base,
+                "question": GOLD[0]["question"],
+                "doc_name": DOC,
+                "screenshots": os.environ.get("RAGAUDIT_UI_SCREENSHOTS", str(tmp_path / "shots")),
+                "chromium": CHROMIUM,
+                "playwright_core": str(PLAYWRIGHT),
+                "api_key": API_KEY,
+            }
+            s = _run_flow("failed_answer.mjs", cfg, tmp_path)["steps"]
+            logged = _logged_row(base, GOLD[0]["question"])
+    finally:
+        llm.stop()
+    assert logged["error_kind"] == "InternalServerError" and logged["endpoint"] == "stream", logged
+    assert s["error"].startswith("InternalServerError: the LLM provider failed"), s["error"]
+    assert "upstream exploded" not in s["page_text"]  # the provider's own message
+    assert s["failed_chip"] and "generation failed" in s["failed_chip"], s["failed_chip"]
+    assert s["xray_rows"] and s["xray_rows"] == logged["retrieved_ids"], (s["xray_rows"], logged)
+    assert s["timings_bar"] == 1
+    assert s["rules_box"] == 0  # no answer, so no answer rule ran: not "rules that fired: none"
+    assert not s["page_errors"], s["page_errors"]
+
+
+def _logged_row(base: str, question: str) -> dict:
+    """The newest query_logs row of ``question``, read through the admin API (rows are written by
+    a background writer: waits up to 10 s for it)."""
+    deadline = time.monotonic() + 10
+    while True:
+        r = httpx.get(
+            f"{base}/admin/api/query_logs",
+            params={"filter": json.dumps({"q": question}), "sort": json.dumps(["created_at", "DESC"])},
+            headers={"X-API-Key": API_KEY},
+        )
+        r.raise_for_status()
+        if r.json() or time.monotonic() > deadline:
+            assert r.json(), f"no query_logs row for {question!r}"
+            return r.json()[0]
+        time.sleep(0.3)

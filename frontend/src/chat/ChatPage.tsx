@@ -187,10 +187,11 @@ function TurnView({ turn, onRerun, modes }: { turn: Turn; onRerun: (t: Turn, mod
             {turn.error && <Alert severity="error" data-testid="turn-error">{turn.error}</Alert>}
           </Grid>
           <Grid size={{ xs: 12, xl: 7 }}>
-            {turn.status === "done" && (
+            {(turn.status === "done" || (turn.status === "error" && !!first?.query_id)) && (
               <>
                 <Box sx={{ display: "flex", flexWrap: "wrap", gap: 1, alignItems: "center", mb: 1 }}>
                   <Typography variant="overline">X-ray</Typography>
+                  {turn.status === "error" && <Chip size="small" color="error" data-testid="xray-failed" label="generation failed: retrieval below" />}
                   <TextField select size="small" label="mode" value={mode} sx={{ width: 150 }} onChange={(e) => setMode(e.target.value)} data-testid="xray-mode">
                     {modeItems(modes)}
                   </TextField>
@@ -284,6 +285,8 @@ export function ChatPage() {
             setRun((a) => ({ ...a, ...data }));
             update(id, (t) => ({ ...t, status: "done" }));
           } else if (ev.event === "error") {
+            // what retrieval found and how long each stage took stay in the X-ray of the failed answer
+            setRun((a) => ({ ...a, timings_ms: data.timings_ms ?? a.timings_ms, usage: data.usage ?? a.usage }));
             // the detail already names the error's kind ("InternalServerError: the LLM provider failed ...")
             const detail = String(data.detail ?? "");
             throw new Fatal(detail.startsWith(`${data.error}`) ? detail : `${data.error}: ${detail}`);

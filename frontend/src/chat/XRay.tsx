@@ -95,7 +95,7 @@ export function XRay({ run, previous, title }: { run: Answer; previous?: Answer;
           })}
         </TableBody>
       </Table>
-      <Box data-testid="xray-rules" sx={{ mt: 1 }}>
+      {run.label && <Box data-testid="xray-rules" sx={{ mt: 1 }}>
         <Typography variant="caption" component="div">
           concise answer:{" "}
           {run.concise ? (
@@ -113,7 +113,7 @@ export function XRay({ run, previous, title }: { run: Answer; previous?: Answer;
             <b>{f.rule}</b> ({f.effect}): {f.reason}
           </Typography>
         ))}
-      </Box>
+      </Box>}
       {previous && (
         <Typography variant="caption" data-testid="citations-diff">
           citations: {[...cited].filter((c) => !prevCited.has(c)).length} added, {[...prevCited].filter((c) => !cited.has(c)).length} removed
