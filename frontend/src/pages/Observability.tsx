@@ -13,6 +13,13 @@ interface Summary {
   latency_ms: Record<string, Pct>; cost_usd: { total: number; mean: number | null };
   tokens: { prompt: number; completion: number; total: number };
 }
+/** What a group without a key holds (its rows carry NULL in the grouped column). */
+const NO_KEY: Record<string, string> = {
+  model: "requests refused before they ran (validation, limits): no model was called",
+  label: "requests without an answer: /search, refused or failed ones",
+  mode: "requests logged without a retrieval mode",
+  endpoint: "requests logged without an endpoint",
+};
 interface Metrics { overall: Summary; groups: ({ key: string | null } & Summary)[]; telemetry?: Record<string, unknown> }
 interface Health { status: string; parts: Record<string, { status: string; latency_ms: number; [k: string]: unknown }> }
 
@@ -167,7 +174,7 @@ export function ObservabilityPage() {
         <TableBody>
           {m?.groups.map((g) => (
             <TableRow key={String(g.key)} data-testid="group-row" data-key={String(g.key)} data-count={g.count}>
-              <TableCell>{String(g.key)}</TableCell><TableCell>{g.count}</TableCell><TableCell>{pct(g.error_rate)}</TableCell>
+              <TableCell>{g.key ?? <i title={NO_KEY[groupBy]}>(none)</i>}</TableCell><TableCell>{g.count}</TableCell><TableCell>{pct(g.error_rate)}</TableCell>
               <TableCell>{pct(g.cache_hit_rate)}</TableCell><TableCell>{ms(g.latency_ms.total?.p50)}</TableCell>
               <TableCell>{ms(g.latency_ms.total?.p95)}</TableCell><TableCell>{ms(g.latency_ms.total?.p99)}</TableCell>
               <TableCell>${g.cost_usd.total.toFixed(5)}</TableCell>
