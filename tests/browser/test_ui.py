@@ -456,3 +456,28 @@ def _logged_row(base: str, question: str) -> dict:
             assert r.json(), f"no query_logs row for {question!r}"
             return r.json()[0]
         time.sleep(0.3)
+
+
+def test_an_admin_list_without_the_key_opens_the_key_page(server, tmp_path):
+    """With RAGAUDIT_API_KEYS set, a browser without the key opens the query-log list: the server
+    answers 401, and the UI opens the API-key page saying why; with the key saved there, the same
+    list shows the logged requests.
+
+    Fails if the refused list is shown as an empty list ("No Query logs found", which it was), or if
+    the key saved on the key page is not sent by the admin views."""
+    base, _ = server
+    _browser_ready()
+    r = httpx.post(f"{base}/search", json={"question": "accident number"}, headers={"X-API-Key": API_KEY})
+    assert r.status_code == 200, r.text
+    assert httpx.get(f"{base}/admin/api/query_logs").status_code == 401
+    cfg = {
+        "base": base,
+        "api_key": API_KEY,
+        "chromium": CHROMIUM,
+        "playwright_core": str(PLAYWRIGHT),
+        "screenshots": os.environ.get("RAGAUDIT_UI_SCREENSHOTS", str(tmp_path / "shots")),
+    }
+    s = _run_flow("no_key.mjs", cfg, tmp_path)["steps"]
+    assert "#/key" in s["url"] and "valid API key" in s["notice"], s
+    assert s["rows_with_key"] >= 1 and s["url_with_key"].endswith("#/query_logs"), s
+    assert not s["page_errors"], s["page_errors"]
