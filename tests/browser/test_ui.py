@@ -270,6 +270,13 @@ def test_ui_end_to_end(server, tmp_path):
     assert any(r["vector"] != "–" for r in before) and all(r["vector"] == "–" for r in after)
     assert all(r["bm25"] != "–" for r in after)
     assert [r["chunk"] for r in before] != [r["chunk"] for r in after] or any(r["moved"] != "=" for r in after)
+    # each row shows its chunk's opening words, so chunks of one page are told apart
+    for r in before:
+        assert r["snippet"].strip("“”…") and r["snippet"].strip("“”…")[:20] in " ".join(
+            httpx.get(f"{base}/admin/api/chunks/{r['chunk']}", headers={"X-API-Key": API_KEY}).json()["text"].split()
+        ), r
+    same_page = [r["snippet"] for r in before if [x["label"] for x in before].count(r["label"]) > 1]
+    assert len(set(same_page)) == len(same_page), before
     # scope picker: the request carries the picked document and page range, and every retrieved
     # chunk (the X-ray's "DOC p.N" cells) is that document at that page
     sc = s["scope"]

@@ -114,7 +114,8 @@ try {
   step = "xray";
   const before = await turn.locator("[data-testid=xray] [data-testid=xray-row]").evaluateAll((rows) =>
     rows.map((r) => ({ chunk: r.dataset.chunk, vector: r.querySelector("[data-testid=rank-vector]").innerText.split("\n")[0],
-      bm25: r.querySelector("[data-testid=rank-bm25]").innerText.split("\n")[0] })));
+      bm25: r.querySelector("[data-testid=rank-bm25]").innerText.split("\n")[0],
+      label: r.querySelector("td:nth-child(2) span").innerText, snippet: r.querySelector("[data-testid=xray-snippet]").innerText })));
   await turn.getByTestId("xray-mode").click();
   await page.getByRole("option", { name: "bm25", exact: true }).click();
   await turn.getByTestId("rerun").click();

@@ -5,6 +5,12 @@ import type { Answer } from "../api";
 export const STAGES = ["embed", "vector", "bm25", "document", "fusion", "rerank", "neighbors", "gate", "generation"] as const;
 const COLORS = ["#1976d2", "#9c27b0", "#2e7d32", "#00897b", "#ed6c02", "#d32f2f", "#0288d1", "#f9a825", "#6d4c41"];
 
+/** A chunk's opening words: what tells chunks of one page apart ("p.3" three times). */
+function snippet(r: Answer["retrieved"][number]): string {
+  const text = r.text.replace(/\s+/g, " ").trim();
+  return `“${text.slice(0, 70)}${text.length > 70 ? "…" : ""}”`;
+}
+
 const fmt = (v: number | null | undefined, d = 3) => (v === null || v === undefined ? "–" : Number(v).toFixed(d));
 
 /** One run's X-ray: stage timings as a stacked bar, cost/tokens, cache, and the retrieved chunks
@@ -76,6 +82,9 @@ export function XRay({ run, previous, title }: { run: Answer; previous?: Answer;
                       {r.instruction_like ? " (holds text that reads as an instruction to an assistant: never quoted as evidence)" : ""}
                     </span>
                   </MuiTooltip>
+                  <Typography variant="caption" color="text.secondary" display="block" noWrap data-testid="xray-snippet">
+                    {snippet(r)}
+                  </Typography>
                 </TableCell>
                 <TableCell data-testid="rank-vector">
                   {r.ranks.multilingual != null ? (
