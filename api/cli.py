@@ -275,13 +275,13 @@ def ask(
 
 @app.command()
 def documents(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
-    """List ingested documents."""
+    """List ingested documents (from the database: works while the server runs)."""
     _quiet()
     from sqlalchemy import select  # deferred: SQLAlchemy, for `ragaudit documents`
 
     from ragaudit.platform.db import Document  # deferred: the database and telemetry stack, for commands that use it
 
-    svc = _services()
+    svc, _busy = _services(busy_ok=True)  # the database alone: also while `ragaudit serve` holds the store
     with svc.sessions() as s:
         docs = [d.as_dict() for d in s.scalars(select(Document).order_by(Document.doc_name))]
     if as_json:

@@ -155,7 +155,8 @@ def test_cli_refuses_an_unknown_strategy_listing_the_valid_ones(command):
 @pytest.mark.parametrize("backend", ["edge", "local"])
 def test_cli_says_when_the_embedded_store_is_in_use(tmp_path, monkeypatch, backend):
     """The embedded stores are single-process: the CLI names the problem in one line instead of a
-    traceback. Fails if the Edge store opens without its folder lock or the error is not caught."""
+    traceback, and ``documents``, which reads the database only, still lists. Fails if the Edge
+    store opens without its folder lock, the error is not caught, or ``documents`` needs the store."""
     import subprocess
     import sys
 
@@ -184,6 +185,10 @@ def test_cli_says_when_the_embedded_store_is_in_use(tmp_path, monkeypatch, backe
         res = CliRunner().invoke(app, ["ask", "anything at all?"])
         assert res.exit_code == 1
         assert "is in use by another process" in res.output and "Traceback" not in res.output
+        # listing the documents reads the database only: it works while the store is held
+        res = CliRunner().invoke(app, ["documents", "--json"])
+        assert res.exit_code == 0, res.output
+        assert json.loads(res.output) == []
     finally:
         holder.kill()
         holder.wait()
