@@ -7,6 +7,7 @@ import json
 import logging
 import os
 import sys
+import textwrap
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -267,7 +268,7 @@ def ask(
         typer.echo(f"  rule {f['rule']} ({f['effect']}): {f['reason']}")
     typer.echo(f"\n[{out['label']}]")
     for c in out["citations"]:
-        typer.echo(f'  [{c["n"]}] {c["doc_name"]} p.{c["page"]}: "{c["quote"][:160]}"')
+        typer.echo(citation_line(c))
     cost = out["usage"]["cost_usd"]
     cost_text = "cost unknown (no price for this model)" if cost is None else f"${cost:.6f}"
     typer.echo(f"  {out['timings_ms']['total']:.0f} ms, {out['usage']['model']}, {cost_text}")
@@ -293,6 +294,13 @@ def documents(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
             f"{d['id']}  {d['status']:<7} {printable(d['knowledge_base'] + '/' + d['doc_name'])}: "
             f"{d['pages']} page{'' if d['pages'] == 1 else 's'}, {d['chunk_count']} chunks"
         )
+
+
+def citation_line(c: dict) -> str:
+    """One citation of ``ragaudit ask``'s text output: ``  [n] doc p.N: "quote"``, the quote in at most
+    160 characters, cut between words (a cut inside "$3.1 billion" printed "$3." as if a value)."""
+    quote = textwrap.shorten(c["quote"], 160, placeholder=" …")
+    return f'  [{c["n"]}] {c["doc_name"]} p.{c["page"]}: "{quote}"'
 
 
 def _print_eval_table(res: dict, question_split: str) -> None:

@@ -192,3 +192,23 @@ def test_cli_says_when_the_embedded_store_is_in_use(tmp_path, monkeypatch, backe
     finally:
         holder.kill()
         holder.wait()
+
+
+def test_cli_citation_quote_is_cut_between_words():
+    """``ragaudit ask`` prints each quote in at most 160 characters. Fails if the cut falls inside a
+    word or a value (the slice ``[:160]`` printed "... as of April 1, 2023, $3." for "$3.1 billion")."""
+    from ragaudit.api.cli import citation_line
+
+    quote = (
+        "Revenue "
+        + "grew steadily across every region " * 3
+        + "and so the backlog stood, as of April 1, 2023, $3.1 billion."
+    )
+    assert quote.index("$3.1") < 160 < quote.index("billion")
+    line = citation_line({"n": 2, "doc_name": "q.pdf", "page": 7, "quote": quote})
+    shown = line.split(': "', 1)[1].rstrip('"')
+    assert line.startswith("  [2] q.pdf p.7: ") and len(shown) <= 160
+    assert shown.endswith(" …") and "$3." not in shown, shown
+    assert quote.startswith(shown.removesuffix(" …")), shown
+    short = citation_line({"n": 1, "doc_name": "q.pdf", "page": 1, "quote": "Net sales were $81,797."})
+    assert short.endswith('"Net sales were $81,797."')
