@@ -9,6 +9,7 @@ appear in the UI all the same. The re-ingestion schedule (``schedules``) works t
 """
 
 import json
+import warnings
 
 import dagster as dg
 
@@ -18,6 +19,12 @@ from ragaudit.ingest import reindex
 from .jobs import ingest_batch, ingest_document, run_requests
 from .partitions import documents_partitions, partition_key
 from .resources import RagauditResource, environment_settings
+
+# dagster's @sensor hands SensorDefinition its ``owners`` argument (None here) and so warns, at every
+# load of the code location, that the parameter is in beta: a warning about dagster's own call
+warnings.filterwarnings(
+    "ignore", message=r"Parameter `owners` of initializer `SensorDefinition", category=dg.BetaWarning
+)
 
 
 @dg.sensor(
