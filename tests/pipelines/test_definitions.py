@@ -20,6 +20,20 @@ def test_definitions_load():
     assert {"pdf_pages", "chunks", "chunk_points"} <= keys
 
 
+def test_loading_the_code_location_prints_no_dagster_warning():
+    """The code location as the webserver and daemon load it, in a fresh process: nothing on stderr.
+    Fails if dagster's warnings about its own calls come back (a BetaWarning about the sensor's
+    ``owners`` at every load, a PreviewWarning about partitioned asset checks), which filled the
+    server, webserver and daemon logs."""
+    import subprocess
+    import sys
+
+    code = "import ragaudit.pipelines.definitions as d; d.defs.get_repository_def()"
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "Warning" not in r.stderr, r.stderr[-2000:]
+
+
 def test_assets_called_directly_then_materialized(fresh_services, tmp_path):
     """Fails if the assets cannot be called directly, if a run without config does not build the
     strategy the document was queued with, if the strategy in the run config does not reach the
