@@ -213,7 +213,7 @@ def test_ui_end_to_end(server, tmp_path):
     change the ranks (vector ranks must vanish); the scope picker's document and page range are not
     sent or a chunk outside them is shown; two quotes of one source are listed alike or one inline
     citation opens another's quote; the admin list shows chunks of another document or
-    a wrong total; a non-verbatim evidence edit is saved; the evaluation page offers hybrid_rerank with no reranker configured, or shows no per-mode interval;
+    a wrong total; a non-verbatim evidence edit is saved; the X-ray's timings legend names a stage that did not run; the evaluation page offers hybrid_rerank with no reranker configured, or shows no per-mode interval;
     the two-run comparison (the same gold set before and after a sibling report is added) shows
     another run's means or intervals, a wrong difference, the runs in pick order instead of
     earlier-first, ranks other than the API's, or marks the wrong questions as changed;
@@ -270,6 +270,9 @@ def test_ui_end_to_end(server, tmp_path):
     assert any(r["vector"] != "–" for r in before) and all(r["vector"] == "–" for r in after)
     assert all(r["bm25"] != "–" for r in after)
     assert [r["chunk"] for r in before] != [r["chunk"] for r in after] or any(r["moved"] != "=" for r in after)
+    # the timings legend names the stages that ran: no reranker is configured, so no rerank
+    assert {"embed", "vector", "bm25", "fusion", "generation"} <= set(s["legend"]), s["legend"]
+    assert "rerank" not in s["legend"], s["legend"]
     # each row shows its chunk's opening words, so chunks of one page are told apart
     for r in before:
         assert r["snippet"].strip("“”…") and r["snippet"].strip("“”…")[:20] in " ".join(

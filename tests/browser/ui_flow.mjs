@@ -116,6 +116,7 @@ try {
     rows.map((r) => ({ chunk: r.dataset.chunk, vector: r.querySelector("[data-testid=rank-vector]").innerText.split("\n")[0],
       bm25: r.querySelector("[data-testid=rank-bm25]").innerText.split("\n")[0],
       label: r.querySelector("td:nth-child(2) span").innerText, snippet: r.querySelector("[data-testid=xray-snippet]").innerText })));
+  out.steps.legend = await turn.locator("[data-testid=timings-bar] .recharts-legend-item-text").allInnerTexts();
   await turn.getByTestId("xray-mode").click();
   await page.getByRole("option", { name: "bm25", exact: true }).click();
   await turn.getByTestId("rerun").click();

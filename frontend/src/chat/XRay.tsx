@@ -19,7 +19,9 @@ const fmt = (v: number | null | undefined, d = 3) => (v === null || v === undefi
 export function XRay({ run, previous, title }: { run: Answer; previous?: Answer; title?: string }) {
   const t = run.timings_ms ?? {};
   const row: Record<string, number | string> = { name: "ms" };
-  for (const s of STAGES) row[s] = Number(t[s] ?? 0);
+  // only the stages this run timed: the legend then names what ran (no rerank without a reranker)
+  const ran = STAGES.filter((s) => t[s] !== undefined && t[s] !== null);
+  for (const s of ran) row[s] = Number(t[s]);
   const prevRank = new Map(previous?.retrieved.map((r) => [r.chunk_id, r.rank]) ?? []);
   const cited = new Set(run.citations.map((c) => c.chunk_id));
   const prevCited = new Set(previous?.citations.map((c) => c.chunk_id) ?? []);
@@ -48,7 +50,7 @@ export function XRay({ run, previous, title }: { run: Answer; previous?: Answer;
             <YAxis type="category" dataKey="name" hide />
             <Tooltip formatter={(v) => `${Number(v).toFixed(1)} ms`} />
             <Legend wrapperStyle={{ fontSize: 11 }} />
-            {STAGES.map((s, i) => <Bar key={s} dataKey={s} stackId="t" fill={COLORS[i]} isAnimationActive={false} />)}
+            {ran.map((s) => <Bar key={s} dataKey={s} stackId="t" fill={COLORS[STAGES.indexOf(s)]} isAnimationActive={false} />)}
           </BarChart>
         </ResponsiveContainer>
       </Box>
