@@ -128,6 +128,23 @@ def column_header(text: str) -> bool:
     return _COLUMN_HEADER.match(text) is not None
 
 
+_TERMINAL_PUNCT = (".", "?", "!", ";", ":", "。", "？", "！")
+
+
+def table_header_block(text: str, start: int, end: int) -> bool:
+    """``text[start:end]`` is the block of lines above a table's rows — its caption, unit line and
+    column headings ("CONDENSED CONSOLIDATED STATEMENTS OF OPERATIONS (Unaudited) (In millions ...)
+    Three Months Ended Nine Months Ended") — rather than a statement: no digit, no colon (a form
+    field states a value), no sentence-final punctuation, and the next non-empty line of ``text``
+    is a row of values (``is_value_row``). It names what the columns hold and states no value,
+    so it is never quoted on its own; a row under it is read with it (``_text_before``)."""
+    t = text[start:end].strip()
+    if not t or any(ch.isdigit() for ch in t) or ":" in t or t.endswith(_TERMINAL_PUNCT):
+        return False
+    following = next((ln for ln in text[end:].splitlines() if ln.strip()), "")
+    return is_value_row(following.strip())
+
+
 @lru_cache(maxsize=8192)
 def _text_sentence_spans(text: str) -> tuple[tuple[int, int], ...]:
     """``sentence_spans(text)``, cached: segmenting a chunk costs milliseconds (pysbd), and a
@@ -286,8 +303,9 @@ def _in_contents(s: int, e: int, text: str, spans: tuple[tuple[int, int], ...]) 
 
 def _sentences(sources: list[RetrievedChunk]) -> list[_Sentence]:
     """The sentences an answer may quote; never one that reads as an instruction to an assistant,
-    nor a heading, a table of contents' entries (``_contents_entries``, ``_in_contents``) or a
-    table's column header of periods (``column_header``)."""
+    nor a heading, a table of contents' entries (``_contents_entries``, ``_in_contents``), a
+    table's column header of periods (``column_header``) or the header block above its rows
+    (``table_header_block``)."""
     out = []
     for n, c in enumerate(sources, start=1):
         flagged = instruction_spans(c)
@@ -304,6 +322,7 @@ def _sentences(sources: list[RetrievedChunk]) -> list[_Sentence]:
                 and not _heading_like(t)
                 and not _contents_entries(t)
                 and not column_header(t)
+                and not table_header_block(c.text, s, e)
             ):
                 out.append(_Sentence(n, c, s, e, t))
     return out

@@ -215,3 +215,44 @@ def test_a_tables_column_header_of_periods_is_never_quoted(embedder):
     ans = ExtractiveAnswerer(embedder).answer("What was revenue for the three months ended April 30, 2023?", [table])
     assert "Revenue $ 7,192 $ 8,288" in ans.answer, ans.answer
     assert "April 30, May 1," not in ans.answer and "2023 2022" not in ans.answer, ans.answer
+
+
+def test_a_tables_header_block_above_its_rows_is_never_quoted(embedder):
+    """The lines above a statement's rows — its caption, unit line and column headings, read as one
+    sentence — name what the columns hold and state no value: the rows are quoted, the block is
+    not. A prose line without a final stop above a row stays quotable when it holds a value, and
+    a form field ("Location: ...") always does. Fails if the header block is quoted (it was, beside
+    the right row, in an answer about net sales), or if a line with a value is taken for one."""
+    from ragaudit.answer.answerers import table_header_block
+
+    caption = (
+        "CONDENSED CONSOLIDATED STATEMENTS OF OPERATIONS (Unaudited)\n"
+        "(In millions, except number of shares and per share amounts)\n"
+        "Three Months Ended Nine Months Ended"
+    )
+    text = f"{caption}\nJuly 1, June 25, July 1, June 25,\nNet sales $ 81,797 $ 82,959 $ 293,787 $ 304,182\n"
+    assert table_header_block(text, 0, len(caption))
+    # the next line is prose, not a row of values; or the block states a value or a field
+    assert not table_header_block(f"{caption}\nThe table below shows net sales.\n", 0, len(caption))
+    assert not table_header_block("Net sales were $81,797 million\nMac 6,840 7,382\n", 0, 30)
+    assert not table_header_block("Location: Tallahassee, FL\nMac 6,840 7,382\n", 0, 25)
+    table = RetrievedChunk(
+        rank=1,
+        chunk_id="statement#0",
+        score=0.033,
+        payload={
+            "text": "CONDENSED CONSOLIDATED STATEMENTS OF OPERATIONS (Unaudited)\n"
+            "(In millions, except number of shares and per share amounts)\n"
+            "Three Months Ended Nine Months Ended\n"
+            "Net sales $ 81,797 $ 82,959 $ 293,787 $ 304,182\n"
+            "Cost of sales 45,384 47,074 164,997 172,130\n"
+            "Operating expenses 13,415 12,809 40,706 38,409",
+            "doc_name": "statement.pdf",
+            "page_start": 4,
+            "page_end": 4,
+            "header": "",
+        },
+    )
+    out = ExtractiveAnswerer(embedder).answer("What were the condensed consolidated net sales in millions?", [table])
+    assert "Net sales $ 81,797" in out.answer, out.answer
+    assert "STATEMENTS OF OPERATIONS" not in out.answer and "Months Ended" not in out.answer, out.answer
