@@ -289,12 +289,17 @@ def completion_json(req: ChatRequest, out: dict[str, Any]) -> dict[str, Any]:
 
 
 def _record_refused(telemetry: TelemetryWriter, endpoint: str, body: ChatCompletionIn, kind: str) -> None:
-    """The query_logs row of a chat request refused before it was asked (bad model, bad message)."""
+    """The query_logs row of a chat request refused before it was asked (bad model, bad message).
+    Its mode is the one the model name names (``ragaudit:KB:MODE``; hybrid when it names none), and
+    ``invalid`` for a model that does not exist: the mode labels /metrics groups and Prometheus
+    series, and an unknown model runs in no mode."""
     last = body.messages[-1].content if body.messages else ""
+    parts = body.model.split(":") if isinstance(body.model, str) else []
+    mode = parts[2] if len(parts) == 3 and parts[2] in {m.value for m in Mode} else Mode.hybrid.value
     telemetry.record(
         endpoint=endpoint,
         question=last if isinstance(last, str) else "",
-        mode="hybrid",
+        mode="invalid" if kind == "model_not_found" else mode,
         top_k=body.top_k if isinstance(body.top_k, int) and 0 < body.top_k <= 100 else 5,
         error_kind=kind,
     )

@@ -135,8 +135,9 @@ def test_unknown_model_is_404_model_not_found(server, client):
     """A model name that names no knowledge base (or another vendor's model) is OpenAI's 404 with
     code model_not_found, type invalid_request_error; the refusal has its query_logs row.
 
-    Fails if an unknown knowledge base silently searches every document, or if the error is not
-    OpenAI's shape (the SDK would not raise NotFoundError with the code)."""
+    Fails if an unknown knowledge base silently searches every document, if the error is not
+    OpenAI's shape (the SDK would not raise NotFoundError with the code), or if its row is logged
+    under a mode (it was under hybrid)."""
     app, _ = server
     for model in ("ragaudit:no-such-kb", "gpt-4o", "ragaudit:default:sideways"):
         with pytest.raises(openai.NotFoundError) as e:
@@ -145,7 +146,9 @@ def test_unknown_model_is_404_model_not_found(server, client):
         assert e.value.body["param"] == "model"
     with pytest.raises(openai.NotFoundError):
         client.models.retrieve("ragaudit:no-such-kb")
-    assert rows(app, error_kind="model_not_found")
+    refused = rows(app, error_kind="model_not_found")
+    # an unknown model runs in no mode: its rows are not counted under one (/metrics groups, Prometheus)
+    assert refused and {r.mode for r in refused} == {"invalid"}, {r.mode for r in refused}
 
 
 def test_models_list_what_exists_and_the_name_picks_kb_and_mode(server, client):
