@@ -137,7 +137,7 @@ export function ObservabilityPage() {
             <ResponsiveContainer>
               <BarChart data={stages}>
                 <CartesianGrid strokeDasharray="3 3" />
-                <XAxis dataKey="stage" interval={0} tick={{ fontSize: 11 }} /><YAxis /><Tooltip /><Legend />
+                <XAxis dataKey="stage" interval={0} tick={{ fontSize: 11 }} angle={-30} textAnchor="end" height={48} /><YAxis /><Tooltip /><Legend />
                 <Bar dataKey="p50" fill="#1976d2" isAnimationActive={false} />
                 <Bar dataKey="p95" fill="#ed6c02" isAnimationActive={false} />
                 <Bar dataKey="p99" fill="#d32f2f" isAnimationActive={false} />
