@@ -4,29 +4,14 @@
 // usage: node ui_flow.mjs CONFIG.json   (base, good_pdf, bad_pdf, sibling_pdf, question, expect_answer, expect_page,
 //                                        dataset_jsonl, screenshots, chromium)
 // Prints one JSON object {ok, steps: {...}} on stdout; exits 1 with {ok: false, step, error} on failure.
-import { readFileSync, mkdirSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { basename } from "node:path";
-import { createRequire } from "node:module";
+import { finish, launch } from "./harness.mjs";
 
-const require = createRequire(import.meta.url);
-const cfg = JSON.parse(readFileSync(process.argv[2], "utf8"));
-const { chromium } = require(cfg.playwright_core);
-const base = cfg.base.replace(/\/$/, "");
-const shots = cfg.screenshots;
-if (shots) mkdirSync(shots, { recursive: true });
+const h = await launch();
+const { cfg, base, shots, page } = h;
 const out = { ok: false, steps: {} };
 let step = "launch";
-
-const T = 60_000;
-const browser = await chromium.launch({
-  executablePath: cfg.chromium,
-  headless: true,
-  args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"],
-});
-const page = await browser.newPage({ viewport: { width: 1500, height: 1000 } });
-page.setDefaultTimeout(T);
-const consoleErrors = [];
-page.on("pageerror", (e) => consoleErrors.push(String(e)));
 const shot = async (name) => shots && page.screenshot({ path: `${shots}/${name}.png`, fullPage: false });
 // the UI reads the API key from localStorage (as its key page stores it) and sends it itself; the
 // script's own API calls send it too
@@ -308,15 +293,7 @@ try {
     second_replaces: await second.locator("[data-testid=replaces]").innerText(),
   };
   await page.locator("[data-testid=upload-item][data-name='report.pdf']").first().and(page.locator("[data-state=ready]")).waitFor({ timeout: 120_000 });
-  out.steps.page_errors = consoleErrors;
-  out.ok = true;
-} catch (e) {
-  out.step = step;
-  out.error = String(e?.stack ?? e);
-  out.steps.page_errors = consoleErrors;
-  if (shots) await page.screenshot({ path: `${shots}/failure-${step}.png` }).catch(() => {});
-} finally {
-  await browser.close();
+  await finish(h, out);
+} catch (error) {
+  await finish(h, out, { step, error });
 }
-console.log(JSON.stringify(out));
-process.exit(out.ok ? 0 : 1);
