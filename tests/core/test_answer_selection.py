@@ -189,6 +189,12 @@ def test_a_piece_of_a_quoted_sentence_is_not_quoted_beside_it(embedder):
     assert _distinct([piece, other, full]) == [full, other]
 
 
+def _statement_chunk(text: str, page: int) -> RetrievedChunk:
+    """A retrieved chunk (rank 1) of a financial statement's page: ``text`` as its whole text."""
+    payload = {"text": text, "doc_name": "statement.pdf", "page_start": page, "page_end": page, "header": ""}
+    return RetrievedChunk(rank=1, chunk_id="statement#0", score=0.033, payload=payload)
+
+
 def test_a_tables_column_header_of_periods_is_never_quoted(embedder):
     """A header line of periods ("April 30, May 1,", "2023 2022") names the question's date and
     matches it, but holds no value: the row under it is quoted, the header is not. A single date
@@ -199,18 +205,10 @@ def test_a_tables_column_header_of_periods_is_never_quoted(embedder):
     assert column_header("April 30, May 1,") and column_header("2023 2022")
     assert column_header("July 30, 2023 July 31, 2022") and column_header("Sept. 24, 2022 Sept. 25, 2021")
     assert not column_header("December 31, 2022") and not column_header("Net income $ 2,043 $ 1,618")
-    table = RetrievedChunk(
-        rank=1,
-        chunk_id="statement#0",
-        score=0.033,
-        payload={
-            "text": "Condensed Consolidated Statements of Income\nThree Months Ended\nApril 30, May 1,\n2023 2022\n"
-            "Revenue $ 7,192 $ 8,288\nCost of revenue 2,544 3,148\nNet income $ 2,043 $ 1,618",
-            "doc_name": "statement.pdf",
-            "page_start": 3,
-            "page_end": 3,
-            "header": "",
-        },
+    table = _statement_chunk(
+        "Condensed Consolidated Statements of Income\nThree Months Ended\nApril 30, May 1,\n2023 2022\n"
+        "Revenue $ 7,192 $ 8,288\nCost of revenue 2,544 3,148\nNet income $ 2,043 $ 1,618",
+        3,
     )
     ans = ExtractiveAnswerer(embedder).answer("What was revenue for the three months ended April 30, 2023?", [table])
     assert "Revenue $ 7,192 $ 8,288" in ans.answer, ans.answer
@@ -236,22 +234,10 @@ def test_a_tables_header_block_above_its_rows_is_never_quoted(embedder):
     assert not table_header_block(f"{caption}\nThe table below shows net sales.\n", 0, len(caption))
     assert not table_header_block("Net sales were $81,797 million\nMac 6,840 7,382\n", 0, 30)
     assert not table_header_block("Location: Tallahassee, FL\nMac 6,840 7,382\n", 0, 25)
-    table = RetrievedChunk(
-        rank=1,
-        chunk_id="statement#0",
-        score=0.033,
-        payload={
-            "text": "CONDENSED CONSOLIDATED STATEMENTS OF OPERATIONS (Unaudited)\n"
-            "(In millions, except number of shares and per share amounts)\n"
-            "Three Months Ended Nine Months Ended\n"
-            "Net sales $ 81,797 $ 82,959 $ 293,787 $ 304,182\n"
-            "Cost of sales 45,384 47,074 164,997 172,130\n"
-            "Operating expenses 13,415 12,809 40,706 38,409",
-            "doc_name": "statement.pdf",
-            "page_start": 4,
-            "page_end": 4,
-            "header": "",
-        },
+    table = _statement_chunk(
+        f"{caption}\nNet sales $ 81,797 $ 82,959 $ 293,787 $ 304,182\n"
+        "Cost of sales 45,384 47,074 164,997 172,130\nOperating expenses 13,415 12,809 40,706 38,409",
+        4,
     )
     out = ExtractiveAnswerer(embedder).answer("What were the condensed consolidated net sales in millions?", [table])
     assert "Net sales $ 81,797" in out.answer, out.answer
