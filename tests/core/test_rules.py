@@ -170,7 +170,7 @@ def test_a_table_row_the_question_names_is_quoted_over_prose_about_it(embedder):
     )
     table = _chunk(
         2,
-        "Revenue by reportable market platform (in millions)\nData Center 4,284 3,750\nGaming 2,240 3,620\n"
+        "Revenue by reportable market platform was as follows (in millions):\nData Center 4,284 3,750\nGaming 2,240 3,620\n"
         "Professional Visualization 295 622\nAutomotive 296 138\nOEM and Other 77 158",
         0.0310,
     )
