@@ -52,7 +52,7 @@ from ragaudit.text.function_words import STOP_WORDS
 from ragaudit.text.injection import DATA_NOT_INSTRUCTIONS, delimit, overlaps
 from ragaudit.text.injection import NOTE as INSTRUCTION_NOTE
 from ragaudit.text.injection import scan as scan_instructions
-from ragaudit.text.lines import is_value_row
+from ragaudit.text.lines import TERMINAL, is_value_row
 from ragaudit.text.sentences import quoted, sentence_spans, window_spans
 from ragaudit.types import AnswerResult, Citation, Concise, Fired, RetrievedChunk
 
@@ -128,9 +128,6 @@ def column_header(text: str) -> bool:
     return _COLUMN_HEADER.match(text) is not None
 
 
-_TERMINAL_PUNCT = (".", "?", "!", ";", ":", "。", "？", "！")
-
-
 def table_header_block(text: str, start: int, end: int) -> bool:
     """``text[start:end]`` is the block of lines above a table's rows — its caption, unit line and
     column headings ("CONDENSED CONSOLIDATED STATEMENTS OF OPERATIONS (Unaudited) (In millions ...)
@@ -139,7 +136,7 @@ def table_header_block(text: str, start: int, end: int) -> bool:
     is a row of values (``is_value_row``). It names what the columns hold and states no value,
     so it is never quoted on its own; a row under it is read with it (``_text_before``)."""
     t = text[start:end].strip()
-    if not t or any(ch.isdigit() for ch in t) or ":" in t or t.endswith(_TERMINAL_PUNCT):
+    if not t or any(ch.isdigit() for ch in t) or ":" in t or TERMINAL.search(t):
         return False
     following = next((ln for ln in text[end:].splitlines() if ln.strip()), "")
     return is_value_row(following.strip())
