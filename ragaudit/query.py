@@ -698,7 +698,9 @@ class QueryService:
             kind = CLIENT_DISCONNECTED if cancel is not None and cancel.cancelled else type(e).__name__
             partial = self._partial(prep, t, ttft)
             total_ms = (time.perf_counter() - prep.t0) * 1000
-            spent = self._spent(prep, ans, gen, received, kind == CLIENT_DISCONNECTED)
+            left = kind == CLIENT_DISCONNECTED
+            # counting what a cut-short stream spent tokenizes its text: only for a row or a listener
+            spent = self._spent(prep, ans, gen, received, left) if log_query or not left else None
             if log_query:
                 self._log(
                     prep.query_id,
@@ -715,7 +717,7 @@ class QueryService:
                     trace=tr,
                     starts=self._starts(prep, t),
                 )
-            if kind == CLIENT_DISCONNECTED:
+            if left:
                 return  # nobody is listening
             timings = {**partial["timings_ms"], "total": round(total_ms, 2)}
             prompt_tokens, completion_tokens, cost = spent or (0, 0, 0.0)
