@@ -9,17 +9,31 @@ from pathlib import Path
 
 import pytest
 
+_MAIN_PID = os.getpid()
+
+
+def _terminated(signum, frame):
+    """SIGTERM in the test process unwinds like Ctrl-C: pytest then tears the session's fixtures
+    down, so the servers they started (the PostgreSQL of ``pg_url``, API and Dagster processes)
+    stop with it instead of outliving it. A process forked from it dies as by default. Processes
+    started with exec get SIGTERM's default action (a handler is not inherited; an ignore is)."""
+    if os.getpid() != _MAIN_PID:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)
+        return
+    raise KeyboardInterrupt("SIGTERM")
+
 
 def _sigterm_not_ignored() -> None:
-    """Restore SIGTERM's default action if it is ignored, and give an ignored SIGINT Python's
-    handler. SIGTERM gets ignored when the suite runs as a
+    """Give SIGTERM ``_terminated`` if it is ignored or at its default action, and give an ignored
+    SIGINT Python's handler. SIGTERM gets ignored when the suite runs as a
     background job (the shell ignores SIGINT there) and Dagster's ``setup_interrupt_handlers`` maps
     SIGTERM to SIGINT's disposition; every process started afterwards inherits the ignore: Dagster's
     compute-log ``tail -F`` readers then survive their terminate() (each run waited its 30 s
     cleanup timeout, and the readers outlived the suite), and a server stopped with SIGTERM would
     not stop."""
-    if signal.getsignal(signal.SIGTERM) == signal.SIG_IGN:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    if signal.getsignal(signal.SIGTERM) in (signal.SIG_IGN, signal.SIG_DFL):
+        signal.signal(signal.SIGTERM, _terminated)
     if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
         # Python's own Ctrl-C handler, as in a foreground run: what Dagster copies onto SIGTERM is then
         # a handler, which processes started later do not inherit (an ignore they would)
@@ -30,8 +44,8 @@ _sigterm_not_ignored()
 
 
 @pytest.fixture(autouse=True)
-def sigterm_default_action():
-    """Each test starts (and ends) with SIGTERM at its default action (``_sigterm_not_ignored``)."""
+def sigterm_not_ignored():
+    """Each test starts (and ends) with SIGTERM handled, never ignored (``_sigterm_not_ignored``)."""
     _sigterm_not_ignored()
     yield
     _sigterm_not_ignored()
