@@ -548,6 +548,7 @@ class QueryService:
                         (time.perf_counter() - t0) * 1000,
                         error_kind=type(e).__name__,
                         endpoint=endpoint,
+                        usage=getattr(e, "usage", None),  # a reply with no text still cost its prompt
                         trace=tr,
                         starts=self._starts(prep, t),
                     )
@@ -700,7 +701,7 @@ class QueryService:
             total_ms = (time.perf_counter() - prep.t0) * 1000
             left = kind == CLIENT_DISCONNECTED
             # counting what a cut-short stream spent tokenizes its text: only for a row or a listener
-            spent = self._spent(prep, ans, gen, received, left) if log_query or not left else None
+            spent = self._spent(prep, ans, gen, received, left, e) if log_query or not left else None
             if log_query:
                 self._log(
                     prep.query_id,
@@ -773,16 +774,25 @@ class QueryService:
         yield "done", {**done, **trace_fields}
 
     def _spent(
-        self, prep: Prepared, ans: AnswerResult | None, gen: Any, received: list[str], client_left: bool
+        self,
+        prep: Prepared,
+        ans: AnswerResult | None,
+        gen: Any,
+        received: list[str],
+        client_left: bool,
+        error: BaseException | None = None,
     ) -> tuple[int, int, float | None] | None:
         """``(prompt_tokens, completion_tokens, cost_usd)`` a stream that did not finish still cost,
         or ``None`` (nothing spent): the whole answer's usage when it was generated before being
         sent as tokens; for a model stream cut short, the prompt and the text received so far
         (``partial_usage``: the provider sends no usage then) — when text was received, or when the
-        client left after the request went upstream (the provider read the prompt). A provider
-        error before any text costs nothing."""
+        client left after the request went upstream (the provider read the prompt); for a reply
+        that held no text (``error`` an ``LLMEmptyReply``), the provider's usage. A provider error
+        before any text costs nothing."""
         if ans is not None:
             return ans.prompt_tokens, ans.completion_tokens, ans.cost_usd
+        if error is not None and getattr(error, "usage", None) is not None:
+            return error.usage  # the provider's own count of a reply that held no text
         if gen is None or not hasattr(self.answerer, "partial_usage") or not (received or client_left):
             return None
         try:

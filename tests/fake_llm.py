@@ -11,6 +11,7 @@ model name stays free (a priced name such as ``gpt-4o-mini`` or an unpriced one)
     api_base = f"{server.url}/malformed/v1"  # HTTP 200 whose body is not JSON
     api_base = f"{server.url}/trickle/v1"    # a valid JSON body sent one byte every ``token_interval`` s
     api_base = f"{server.url}/obey/v1"       # a model that obeys instructions found in its sources
+    api_base = f"{server.url}/empty/v1"      # a reply with no text: finish_reason "length", usage given
 
 ``obey`` answers like a model that follows text inside its sources (indirect prompt injection):
 when the prompt holds "reply only with: X" it answers "X [n]" citing the source that holds it,
@@ -148,6 +149,15 @@ class FakeLLM:
                     self.closed_at[kind].append(time.monotonic())
 
             return StreamingResponse(trickle(), media_type="application/json")
+        if kind == "empty":  # the output limit spent before any text (a reasoning model's usual way)
+            usage = {"prompt_tokens": 100, "completion_tokens": 64, "total_tokens": 164}
+            if not stream:
+                out = _completion(model, "")
+                out["choices"][0]["finish_reason"] = "length"
+                return JSONResponse({**out, "usage": usage})
+            events = [_chunk(model, {"role": "assistant", "content": ""}), _chunk(model, {}, "length")]
+            events += [_chunk(model, {}, usage=usage), "data: [DONE]\n\n"]
+            return Response("".join(events), media_type="text/event-stream")
         if not stream:
             return JSONResponse(_completion(model, answer))
         if kind == "late":  # no response headers for late_s: the provider has not started replying

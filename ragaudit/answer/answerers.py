@@ -36,6 +36,7 @@ from ragaudit.index.embedding import Embedder
 from ragaudit.index.sparse import question_row_terms, row_label_terms, tokenize
 from ragaudit.platform.llmcall import (
     Cancellation,
+    LLMEmptyReply,
     LLMEmptyStream,
     call_with_deadline,
     completion_cost_or_none,
@@ -896,7 +897,8 @@ class LLMAnswerer:
     """Answers through litellm with ``model`` (any litellm model string).
 
     ``completion_kwargs`` are passed to ``litellm.completion`` (e.g. ``api_base``, ``api_key``,
-    ``mock_response`` in tests). Raises litellm's exceptions on API errors.
+    ``mock_response`` in tests). Raises litellm's exceptions on API errors and ``LLMEmptyReply``
+    when the model's reply has no text.
     """
 
     def __init__(
@@ -929,17 +931,7 @@ class LLMAnswerer:
             lambda: litellm.completion(model=self.model, messages=messages, **self.kwargs),
             deadline_for(self.kwargs.get("timeout"), self.kwargs.get("max_retries")),
         )
-        text = (resp.choices[0].message.content or "").strip()
-        usage = getattr(resp, "usage", None)
-        cost = completion_cost_or_none(resp)
-        return self.finish(
-            text,
-            sources,
-            getattr(usage, "prompt_tokens", 0) or 0,
-            getattr(usage, "completion_tokens", 0) or 0,
-            cost,
-            question=question,
-        )
+        return self._reply(resp, sources, question)
 
     def stream(self, question: str, sources: list[RetrievedChunk], cancel: Cancellation | None = None):
         """Generator of text deltas; its return value (``StopIteration.value``) is the
@@ -948,7 +940,8 @@ class LLMAnswerer:
         ``cancel``: when it fires, the upstream connection is shut down at once (``abort_stream``)
         and the read in progress raises; before the provider's reply starts, the wait for it
         raises ``LLMCancelled`` and the connection is shut down once it opens (``open_stream``).
-        Raises ``LLMEmptyStream`` when the reply ends without one readable event."""
+        Raises ``LLMEmptyStream`` when the reply ends without one readable event, ``LLMEmptyReply``
+        when its events hold no text."""
         litellm = load_litellm()
 
         if not sources:
@@ -972,17 +965,19 @@ class LLMAnswerer:
         if not any(c.choices and (c.choices[0].delta.role or c.choices[0].delta.content) for c in chunks):
             raise LLMEmptyStream(f"no event read from the stream of {self.model}")
         resp = litellm.stream_chunk_builder(chunks, messages=messages)
+        return self._reply(resp, sources, question)
+
+    def _reply(self, resp: Any, sources: list[RetrievedChunk], question: str) -> AnswerResult:
+        """The ``AnswerResult`` of a whole reply (``litellm`` ``ModelResponse``). Raises
+        ``LLMEmptyReply`` (with its usage and ``finish_reason``) when the reply has no text: an
+        empty reply is a failed call, never shown as a refusal."""
         text = (resp.choices[0].message.content or "").strip()
         usage = getattr(resp, "usage", None)
+        spent = (getattr(usage, "prompt_tokens", 0) or 0, getattr(usage, "completion_tokens", 0) or 0)
         cost = completion_cost_or_none(resp)
-        return self.finish(
-            text,
-            sources,
-            getattr(usage, "prompt_tokens", 0) or 0,
-            getattr(usage, "completion_tokens", 0) or 0,
-            cost,
-            question=question,
-        )
+        if not text:
+            raise LLMEmptyReply(self.model, getattr(resp.choices[0], "finish_reason", None), (*spent, cost))
+        return self.finish(text, sources, *spent, cost, question=question)
 
     def partial_usage(self, question: str, sources: list[RetrievedChunk], text: str) -> tuple[int, int, float | None]:
         """``(prompt_tokens, completion_tokens, cost_usd)`` of a stream cut short after ``text`` was

@@ -22,6 +22,7 @@
 from __future__ import annotations
 
 import logging
+import re
 import socket
 import threading
 from typing import Any, Callable, TypeVar
@@ -46,6 +47,21 @@ class LLMEmptyStream(ConnectionError):
     Server-Sent Events, or one closed at once): there is no answer, not an empty one."""
 
 
+class LLMEmptyReply(ConnectionError):
+    """The model's reply held no text: there is no answer, and it is not a refusal either.
+    ``finish_reason`` is the provider's word for why it stopped (``length``: the output limit was
+    reached first, as when a reasoning model spends it all on reasoning; ``content_filter``), or
+    ``None``; ``usage`` is ``(prompt_tokens, completion_tokens, cost_usd)``, what the reply still
+    cost."""
+
+    def __init__(self, model: str, finish_reason: Any = None, usage: tuple[int, int, float | None] | None = None):
+        reason = str(finish_reason) if finish_reason else ""
+        # the provider's value, kept only when it is a word: never echo free text of a reply
+        self.finish_reason = reason if re.fullmatch(r"[A-Za-z_]{1,32}", reason) else None
+        self.usage = usage
+        super().__init__(f"{model} replied with no text (finish_reason {self.finish_reason})")
+
+
 # why an LLM call failed, by exception class (litellm's, the OpenAI SDK's, ours), said without the
 # provider's message: it can echo request data (the prompt's text, a masked key)
 FAILURE_REASONS = {
@@ -64,13 +80,28 @@ FAILURE_REASONS = {
     "InternalServerError": "the LLM provider failed or could not be reached (RAGAUDIT_LLM_API_BASE; /health says which)",
     "APIError": "the LLM provider's reply could not be read",
     "LLMEmptyStream": "the LLM provider's stream held no readable event (RAGAUDIT_LLM_API_BASE: is it an OpenAI-compatible server?)",
+    "LLMEmptyReply": "the LLM replied with no text",
+}
+
+# what a finish_reason of an empty reply tells the operator
+_EMPTY_FINISH = {
+    "length": "the output token limit was reached before any text (a reasoning model can spend it all on reasoning)",
+    "content_filter": "the provider's content filter withheld the reply",
 }
 
 
 def failure_reason(e: BaseException) -> str:
     """``"<ExceptionClass>: <why>"`` for an LLM call that raised ``e``: the first class in its MRO
-    that ``FAILURE_REASONS`` names, else the class name alone. Never the provider's message."""
+    that ``FAILURE_REASONS`` names, else the class name alone; for ``LLMEmptyReply`` also its
+    ``finish_reason`` and what it means. Never the provider's message."""
     why = next((FAILURE_REASONS[c.__name__] for c in type(e).__mro__ if c.__name__ in FAILURE_REASONS), None)
+    finish = getattr(e, "finish_reason", None) if isinstance(e, LLMEmptyReply) else None
+    if why and finish:
+        why += (
+            f" (finish_reason {finish}: {_EMPTY_FINISH[finish]})"
+            if finish in _EMPTY_FINISH
+            else f" (finish_reason {finish})"
+        )
     return f"{type(e).__name__}: {why}" if why else type(e).__name__
 
 

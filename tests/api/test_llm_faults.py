@@ -251,6 +251,34 @@ def test_provider_error_is_502_with_one_attempt(llm_settings, fake_llm, behaviou
         assert why in err["detail"], err
 
 
+def test_reply_with_no_text_is_a_failed_call_not_a_refusal(llm_settings, fake_llm):
+    """A model whose reply holds no text (finish_reason ``length``: its output limit was spent
+    before any text): /query is a 502 that says so and why, its row counts the tokens the provider
+    billed, and /query/stream ends in an error event with that usage, never a ``done``.
+
+    Fails if an empty reply is shown as the refusal text (labelled ``refused``: a model that
+    declined to answer), if the finish reason is not given, or if its spent tokens are lost."""
+    app = create_app(llm_settings("empty"))
+    with TestClient(app) as client:
+        r = client.post("/query", json={"question": DMCA_QUESTION})
+        assert r.status_code == 502, r.text
+        detail = r.json()["detail"]
+        assert "LLMEmptyReply: the LLM replied with no text" in detail, detail
+        assert "finish_reason length: the output token limit was reached" in detail, detail
+        row = rows(app)[-1]
+        assert row.error_kind == "LLMEmptyReply"
+        assert (row.prompt_tokens, row.completion_tokens) == (100, 64)
+        assert row.cost_usd > 0  # gpt-4o-mini has a price in litellm's map
+        with connect_sse(client, "POST", "/query/stream", json={"question": DMCA_QUESTION}) as source:
+            events = [(e.event, e.json()) for e in source.iter_sse()]
+        kinds = [k for k, _ in events]
+        assert kinds[0] == "sources" and kinds[-1] == "error" and "done" not in kinds, kinds
+        err = events[-1][1]
+        assert err["error"] == "LLMEmptyReply" and "finish_reason length" in err["detail"], err
+        assert (err["usage"]["prompt_tokens"], err["usage"]["completion_tokens"]) == (100, 64), err
+        assert rows(app)[-1].error_kind == "LLMEmptyReply"
+
+
 def test_unpriced_model_cost_is_unknown_not_zero(llm_settings):
     """A model missing from litellm's price map: the answer succeeds, cost_usd is null in the
     response and NULL in query_logs (model named), and /metrics counts it as unknown; a priced
