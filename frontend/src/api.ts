@@ -188,10 +188,12 @@ export function useModes(): Modes | null {
 const pdfUrls = new Map<string, string>();
 
 /** Open a stored PDF in a new tab, at `page` when given. A plain link cannot send the API key, so
- * the file is fetched here with X-API-Key and opened from a blob: URL (`#page=N` is read by the
- * browser's PDF viewer). The tab is opened at once, inside the click, so popup blockers allow it;
- * on an error it is closed again and the error (e.g. 401 without a key) is thrown. */
-export async function openPdf(documentId: string, page?: number): Promise<void> {
+ * the file is fetched here with X-API-Key and shown from a blob: URL (`#page=N` is read by the
+ * browser's PDF viewer) in a frame filling the tab, whose title names the document and page (a tab
+ * at the blob: URL itself would be titled by the blob's id). The tab is opened at once, inside the
+ * click, so popup blockers allow it; on an error it is closed again and the error (e.g. 401 without
+ * a key) is thrown. */
+export async function openPdf(documentId: string, page?: number, docName?: string): Promise<void> {
   const tab = window.open("", "_blank");
   try {
     let url = pdfUrls.get(documentId);
@@ -202,8 +204,19 @@ export async function openPdf(documentId: string, page?: number): Promise<void> 
       pdfUrls.set(documentId, url);
     }
     const target = page ? `${url}#page=${page}` : url;
-    if (tab) tab.location.href = target;
-    else window.open(target, "_blank");
+    if (!tab) {
+      window.open(target, "_blank");
+      return;
+    }
+    const doc = tab.document;
+    doc.title = [docName || "PDF", page ? `page ${page}` : ""].filter(Boolean).join(" \u2013 ");
+    doc.body.style.margin = "0";
+    const frame = doc.createElement("iframe");
+    frame.src = target;
+    frame.title = doc.title;
+    frame.setAttribute("data-testid", "pdf-frame");
+    frame.style.cssText = "position:fixed;inset:0;width:100%;height:100%;border:0";
+    doc.body.replaceChildren(frame);
   } catch (e) {
     tab?.close();
     throw e;

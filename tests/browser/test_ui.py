@@ -258,13 +258,16 @@ def test_ui_end_to_end(server, tmp_path):
         and s["quote"].split()[0]
         in httpx.get(f"{base}/admin/api/chunks", params={"filter": json.dumps({"q": s["quote"]})}).text
     )
-    # the PDF at the cited page, with API keys set: opened from a blob: URL fetched with the key
+    # the PDF at the cited page, with API keys set: shown from a blob: URL fetched with the key
     # (a plain link is refused: the stored file needs the key)
     assert s["pdf_plain_status"] == 401
     for pdf in (s["pdf"], s["admin_pdf"]):
         assert pdf["url"].startswith("blob:") and pdf["status"] == 200, pdf
         assert pdf["type"] == "application/pdf" and pdf["magic"] == "%PDF-", pdf
     assert s["pdf"]["url"].endswith(f"#page={q['page']}"), s["pdf"]
+    # the tab names the document (and the cited page), not the blob's id
+    assert s["pdf"]["title"] == f"{DOC} \u2013 page {q['page']}", s["pdf"]
+    assert s["admin_pdf"]["title"] == DOC, s["admin_pdf"]
     # X-ray: bm25 run has no vector ranks, hybrid had some; ranks moved or chunks changed
     before, after = s["xray"]["before"], s["xray"]["after"]
     assert any(r["vector"] != "–" for r in before) and all(r["vector"] == "–" for r in after)

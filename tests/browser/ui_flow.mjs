@@ -21,19 +21,21 @@ const api = async (path) => {
   const r = await page.request.get(base + path, { headers: keyHeaders });
   return { status: r.status(), headers: r.headers(), json: r.headers()["content-type"]?.includes("json") ? await r.json() : null };
 };
-// click a button that opens a stored PDF in a new tab: the tab's URL, and what that URL serves
-// (status, content type, the first bytes) read back in the page
+// click a button that opens a stored PDF in a new tab: the tab's title, the URL of the frame showing
+// the PDF, and what that URL serves (status, content type, the first bytes) read back in the page
 const openPdf = async (button) => {
   const [tab] = await Promise.all([page.waitForEvent("popup"), button.click()]);
-  await tab.waitForURL(/^blob:/, { waitUntil: "commit" }).catch(() => {});
-  const url = tab.url();
+  const frame = tab.locator("[data-testid=pdf-frame]");
+  await frame.waitFor({ state: "attached", timeout: 30_000 });
+  const url = await frame.getAttribute("src");
+  const title = await tab.title();
   const blob = url.startsWith("blob:") ? await page.evaluate(async (u) => {
     const r = await fetch(u.split("#")[0]);
     const b = new Uint8Array(await r.arrayBuffer());
     return { status: r.status, type: r.headers.get("content-type"), magic: String.fromCharCode(...b.slice(0, 5)) };
   }, url) : null;
   await tab.close();
-  return { url, ...blob };
+  return { url, title, ...blob };
 };
 const check = (cond, msg) => { if (!cond) throw new Error(msg); };
 // drop files on the upload zone (a real drop event); each keeps its base name, as a browser sends it

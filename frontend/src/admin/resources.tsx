@@ -10,11 +10,11 @@ const strategyChoices = STRATEGIES.map((s) => ({ id: s, name: s }));
 const clip = (n: number) => (r: any, key: string) => String(r?.[key] ?? "").slice(0, n);
 
 /** Opens the stored PDF with the API key (a plain link cannot send it); errors go to the notification bar. */
-function OpenPdf({ id }: { id: string }) {
+function OpenPdf({ id, name }: { id: string; name?: string }) {
   const notify = useNotify();
   return (
     <Button size="small" data-testid="admin-open-pdf"
-      onClick={() => openPdf(id).catch((e) => notify(`PDF: ${(e as Error).message}`, { type: "error" }))}>
+      onClick={() => openPdf(id, undefined, name).catch((e) => notify(`PDF: ${(e as Error).message}`, { type: "error" }))}>
       open
     </Button>
   );
@@ -60,7 +60,7 @@ export const DocumentShow = () => (
       <DateField source="ingested_at" showTime />
       <FunctionField label="extraction report" render={(r: any) => <ExtractionReport report={r.extraction_report} />} />
       <FunctionField label="gold Q&A pairs" render={(r: any) => <GoldReport report={r.gold_report} />} />
-      <FunctionField label="PDF" render={(r: any) => <OpenPdf id={r.id} />} />
+      <FunctionField label="PDF" render={(r: any) => <OpenPdf id={r.id} name={r.doc_name} />} />
       <ReferenceManyField label="Chunks" reference="chunks" target="document_id" sort={{ field: "index", order: "ASC" }}>
         <Datagrid rowClick="show" bulkActionButtons={false}>
           <NumberField source="index" />

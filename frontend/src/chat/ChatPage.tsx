@@ -85,7 +85,7 @@ function CitationDialog({ cite, source, onClose }: { cite: Citation | null; sour
       <DialogActions>
         {documentId && (
           <Button data-testid="open-pdf" data-page={cite.page}
-            onClick={() => { setPdfError(null); openPdf(documentId, cite.page).catch((e) => setPdfError(`PDF: ${(e as Error).message}`)); }}>
+            onClick={() => { setPdfError(null); openPdf(documentId, cite.page, cite.doc_name).catch((e) => setPdfError(`PDF: ${(e as Error).message}`)); }}>
             Open the PDF at page {cite.page}
           </Button>
         )}
