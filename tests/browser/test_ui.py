@@ -265,6 +265,9 @@ def test_ui_end_to_end(server, tmp_path):
         assert pdf["url"].startswith("blob:") and pdf["status"] == 200, pdf
         assert pdf["type"] == "application/pdf" and pdf["magic"] == "%PDF-", pdf
     assert s["pdf"]["url"].endswith(f"#page={q['page']}"), s["pdf"]
+    # the picked document's chip names it in full; its pages and status show on hover
+    assert [c["text"] for c in s["scope_chips"]] == [DOC], s["scope_chips"]
+    assert s["scope_chips"][0]["title"].startswith(f"{DOC} ("), s["scope_chips"]
     # the tab names the document (and the cited page), not the blob's id
     assert s["pdf"]["title"] == f"{DOC} \u2013 page {q['page']}", s["pdf"]
     assert s["admin_pdf"]["title"] == DOC, s["admin_pdf"]

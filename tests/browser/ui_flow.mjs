@@ -128,6 +128,8 @@ try {
   await page.getByLabel("documents (all when empty)").click();
   await page.getByRole("option", { name: new RegExp(basename(cfg.good_pdf).replace(".", "\\.")) }).click();
   await page.keyboard.press("Escape");
+  out.steps.scope_chips = await page.getByTestId("doc-picker").locator(".MuiChip-root").evaluateAll((cs) =>
+    cs.map((c) => ({ text: c.innerText, title: c.getAttribute("title") })));
   await page.getByTestId("question").fill(cfg.question);
   await page.getByTestId("ask").click();
   // asking empties the question field; on a loaded CI machine a click was seen to reach no handler

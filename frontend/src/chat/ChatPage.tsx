@@ -325,6 +325,11 @@ export function ChatPage() {
             <Autocomplete multiple options={docs.filter((d) => !kb || d.knowledge_base === kb)} value={picked}
               getOptionLabel={(d) => `${d.doc_name} (${d.pages} p., ${d.status})`} onChange={(_e, v) => setPicked(v)}
               isOptionEqualToValue={(a, b) => a.id === b.id}
+              // a picked document's chip names it alone (its pages and status are in the list), the rest on hover
+              renderValue={(value, getItemProps) => value.map((d, index) => {
+                const { key, ...itemProps } = getItemProps({ index });
+                return <Chip key={key} {...itemProps} size="small" label={d.doc_name} title={`${d.doc_name} (${d.pages} p., ${d.status})`} />;
+              })}
               renderInput={(p) => <TextField {...p} size="small" label="documents (all when empty)" />} data-testid="doc-picker" />
             <Stack direction="row" spacing={1}>
               <TextField size="small" type="number" label="from page" value={pageMin} onChange={(e) => setPageMin(e.target.value)} />

@@ -27,10 +27,13 @@ const WINDOWS: Record<string, number> = { "15 min": 15, "1 hour": 60, "6 hours":
 const BUCKETS = 12;
 const pct = (x: number | null | undefined) => (x === null || x === undefined ? "–" : `${(x * 100).toFixed(1)}%`);
 const ms = (x: number | null | undefined) => (x === null || x === undefined ? "–" : `${x.toFixed(1)} ms`);
+// "184.9 / 244.8 ms": two latencies under one unit, so the pair fits a tile on one line
+const pair = (a: number | null | undefined, b: number | null | undefined) =>
+  a === null || a === undefined || b === null || b === undefined ? `${ms(a)} / ${ms(b)}` : `${a.toFixed(1)} / ${b.toFixed(1)} ms`;
 
 function Tile({ label, value, testid }: { label: string; value: string; testid?: string }) {
   return (
-    <Card variant="outlined">
+    <Card variant="outlined" sx={{ height: "100%" }}>
       <CardContent sx={{ py: 1, "&:last-child": { pb: 1 } }}>
         <Typography variant="caption">{label}</Typography>
         <Typography variant="h6" data-testid={testid}>{value}</Typography>
@@ -98,7 +101,7 @@ export function ObservabilityPage() {
           <Grid size={{ xs: 6, md: 2 }}><Tile label="queries" value={String(o.count)} testid="obs-count" /></Grid>
           <Grid size={{ xs: 6, md: 2 }}><Tile label="error rate" value={pct(o.error_rate)} testid="obs-error-rate" /></Grid>
           <Grid size={{ xs: 6, md: 2 }}><Tile label="cache-hit rate" value={pct(o.cache_hit_rate)} testid="obs-cache" /></Grid>
-          <Grid size={{ xs: 6, md: 2 }}><Tile label="P50 / P95 total" value={`${ms(o.latency_ms.total?.p50)} / ${ms(o.latency_ms.total?.p95)}`} testid="obs-p50" /></Grid>
+          <Grid size={{ xs: 6, md: 2 }}><Tile label="P50 / P95 total" value={pair(o.latency_ms.total?.p50, o.latency_ms.total?.p95)} testid="obs-p50" /></Grid>
           <Grid size={{ xs: 6, md: 2 }}><Tile label="P99 total" value={ms(o.latency_ms.total?.p99)} /></Grid>
           <Grid size={{ xs: 6, md: 2 }}><Tile label="cost / tokens" value={`$${o.cost_usd.total.toFixed(4)} / ${o.tokens.total}`} testid="obs-cost" /></Grid>
         </Grid>
@@ -154,7 +157,7 @@ export function ObservabilityPage() {
                   <TableRow key={k}>
                     <TableCell>{k}</TableCell>
                     <TableCell><Chip size="small" label={v.status} color={v.status === "up" ? "success" : "error"} /></TableCell>
-                    <TableCell>{ms(v.latency_ms)}</TableCell>
+                    <TableCell sx={{ whiteSpace: "nowrap" }}>{ms(v.latency_ms)}</TableCell>
                     <TableCell sx={{ fontSize: 11 }}>{Object.entries(v).filter(([x]) => !["status", "latency_ms"].includes(x)).map(([x, y]) => `${x}: ${typeof y === "object" ? JSON.stringify(y) : y}`).join(" · ")}</TableCell>
                   </TableRow>
                 ))}
