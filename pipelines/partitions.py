@@ -66,7 +66,9 @@ def remove_partitions(instance: dg.DagsterInstance, doc_id: str) -> list[str]:
     return keys
 
 
-def _check(check: str, asset: str, st: dict[str, Any], key: str | None, **kw) -> dg.AssetCheckEvaluation:
+def check_evaluation(check: str, asset: str, st: dict[str, Any], key: str | None, **kw) -> dg.AssetCheckEvaluation:
+    """The ``AssetCheckEvaluation`` of ``check`` on ``asset`` for partition ``key`` from a result dict
+    with ``passed`` (its other entries are the metadata; lists as text)."""
     meta = {k: (str(v) if isinstance(v, list) else v) for k, v in st.items() if k != "passed"}
     return dg.AssetCheckEvaluation(
         asset_key=dg.AssetKey(asset), check_name=check, passed=bool(st["passed"]), metadata=meta, partition=key, **kw
@@ -85,7 +87,7 @@ def document_events(key: str, report: dict[str, Any]) -> list[dg.AssetMaterializ
     ]
     checks = report["checks"]
     out.append(
-        _check(
+        check_evaluation(
             "chunk_counts_match",
             "chunk_points",
             checks["chunk_counts_match"],
@@ -94,7 +96,7 @@ def document_events(key: str, report: dict[str, Any]) -> list[dg.AssetMaterializ
             blocking=True,
         )
     )
-    out.append(_check("pages_have_chunks", "live_index", checks["pages_have_chunks"], key))
+    out.append(check_evaluation("pages_have_chunks", "live_index", checks["pages_have_chunks"], key))
     return out
 
 
@@ -103,13 +105,13 @@ def index_check_events(svc) -> list[dg.AssetCheckEvaluation]:
     orphans = ingest.orphans(svc)
     pairs = verify_stored_pairs(svc)
     return [
-        _check(
+        check_evaluation(
             "no_orphans",
             "live_index",
             {**orphans, "passed": orphans["orphan_points"] == 0 and orphans["orphan_rows"] == 0},
             None,
         ),
-        _check(
+        check_evaluation(
             "evidence_spans_verbatim",
             "gold_qa_pairs",
             {**pairs, "passed": pairs["not_verbatim"] == 0 and pairs["missing_chunk"] == 0},
@@ -224,7 +226,8 @@ def reconcile(svc, instance: dg.DagsterInstance) -> dict[str, int]:
             instance.report_runless_asset_event(dg.AssetMaterialization(asset_key=a, partition=key, metadata=meta))
         st = ingest.count_check(svc, i)
         report_runless(
-            instance, _check("chunk_counts_match", "chunk_points", st, key, severity=dg.AssetCheckSeverity.ERROR)
+            instance,
+            check_evaluation("chunk_counts_match", "chunk_points", st, key, severity=dg.AssetCheckSeverity.ERROR),
         )
         recorded += 1
     return {"added": len(missing), "removed": len(stale), "recorded": recorded}

@@ -805,10 +805,12 @@ def count_check(svc: Services, document_id: str) -> dict[str, Any]:
     return {"sql": n_sql, "qdrant": n_q, "staged_sql": staged_sql, "staged_qdrant": staged_q, "passed": passed}
 
 
-def page_coverage(svc: Services, document_id: str, pages: list[tuple[int, str]]) -> dict[str, Any]:
+def page_coverage(svc: Services, document_id: str, pages: list[tuple[int, str]] | None = None) -> dict[str, Any]:
     """Pages with text (``pages``: ``[(number, text)]``, text not blank) that no live chunk of the
     document's primary strategy spans: ``{pages_with_text, covered, uncovered: [page numbers,
-    at most 50]}``."""
+    at most 50], recorded: True}``. Without ``pages`` the pages with text are read from the
+    document's stored extraction report (its page count less its ``blank_pages``); a document
+    stored before the report listed them gives ``{recorded: False}``."""
     with svc.sessions() as s:
         doc = s.get(Document, document_id)
         spans = s.execute(
@@ -818,12 +820,37 @@ def page_coverage(svc: Services, document_id: str, pages: list[tuple[int, str]])
                 ChunkRow.strategy == (doc.strategy if doc else ChunkRow.strategy),
             )
         ).all()
+    if pages is None:
+        report = (doc.extraction_report if doc else None) or {}
+        if "blank_pages" not in report:
+            return {"recorded": False, "pages_with_text": 0, "covered": 0, "uncovered": []}
+        blank = set(report["blank_pages"])
+        with_text = [n for n in range(1, int(report.get("pages", doc.pages)) + 1) if n not in blank]
+    else:
+        with_text = [n for n, t in pages if t.strip()]
     covered = set()
     for a, b in spans:
         covered.update(range(a, b + 1))
-    with_text = [n for n, t in pages if t.strip()]
     missing = [n for n in with_text if n not in covered]
-    return {"pages_with_text": len(with_text), "covered": len(with_text) - len(missing), "uncovered": missing[:50]}
+    return {
+        "pages_with_text": len(with_text),
+        "covered": len(with_text) - len(missing),
+        "uncovered": missing[:50],
+        "recorded": True,
+    }
+
+
+def live_document_rows(svc: Services) -> list[Document]:
+    """Every document with a published version, in knowledge base and name order: what a check of
+    the whole live index goes through."""
+    with svc.sessions() as s:
+        return list(
+            s.scalars(
+                select(Document)
+                .where(Document.ingest_version > 0)
+                .order_by(Document.knowledge_base, Document.doc_name, Document.id)
+            )
+        )
 
 
 def orphans(svc: Services) -> dict[str, Any]:

@@ -386,7 +386,7 @@ def extraction_report(pages: Sequence[Any]) -> dict[str, Any]:
 
     Shape::
 
-        {"pages": int,
+        {"pages": int, "blank_pages": [int],
          "running_lines": {"removed": int, "headers": int, "footers": int, "pages": int,
                            "examples": [{"text", "where": "header"|"footer", "count", "pages": [int]}]},
          "hidden_text": {"chars": int, "lines": int, "by_reason": {reason: chars},
@@ -397,7 +397,8 @@ def extraction_report(pages: Sequence[Any]) -> dict[str, Any]:
 
     ``examples`` hold at most ``EXAMPLES`` entries (running lines: the most frequent texts first,
     each with up to 10 of its pages); ``unchecked_pages`` (at most 50) are pages taken from
-    pypdfium2, whose characters were not checked for hidden text."""
+    pypdfium2, whose characters were not checked for hidden text; ``blank_pages`` are the pages
+    without text (every one: the ``pages_have_chunks`` check reads the pages with text from it)."""
 
     def get(p: Any, name: str, default: Any) -> Any:
         return p.get(name, default) if isinstance(p, dict) else getattr(p, name, default)
@@ -435,6 +436,7 @@ def extraction_report(pages: Sequence[Any]) -> dict[str, Any]:
     examples = sorted(texts.items(), key=lambda kv: (-len(kv[1]), kv[1][0]))[:EXAMPLES]
     return {
         "pages": len(pages),
+        "blank_pages": [int(get(p, "number", 0)) for p in pages if not str(get(p, "text", "") or "").strip()],
         "running_lines": {
             "removed": sum(kinds.values()),
             "headers": kinds[HEADER],
