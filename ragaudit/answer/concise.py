@@ -517,12 +517,16 @@ def concise_candidates(question: str, sentences: list[tuple], disabled: frozense
     df = {q: sum(1 for _, text, _, _ in wide if q in set(tokenize(text))) for q in q_terms}
     idf = {q: math.log((n + 1) / (df[q] + 0.5)) / math.log((n + 1) / 0.5) for q in q_terms}
     cands = []
+    # a field is the one asked for when its label holds what the question asks for: the X of "What
+    # is the X of Y" when it has that shape ("the landing gear type of the aircraft in the accident
+    # at ..." names no "Accident Number" field), else any of its terms
+    label_terms = question_focus(question) or q_terms
     for i, (rel, text, _, caption) in enumerate(wide):
         for tier, start, end, span in _typed_spans(question, text, t):
             if tier > 0 and rel < RELATIVE_POOL:
                 continue  # another type than asked for: only from the best sentences
             near = _near_terms(text, start, end, q_terms, idf)
-            label = _label_match(text, start, q_terms, caption)
+            label = _label_match(text, start, label_terms, caption)
             value = rel + NEAR_WEIGHT * near + LABEL_WEIGHT * label
             cands.append((tier, -value, i, start, span, text, rel, near, label))
     cands.sort(key=lambda c: c[:4])

@@ -659,3 +659,21 @@ def test_a_table_cell_is_read_under_the_header_row_its_chunk_carries_in_its_cont
     row = stmt.text
     assert table_cell(q, row, _text_before(_Sentence(1, stmt, 0, len(row), row))) == "3,597"
     assert table_cell(q.replace("nine", "three"), row, _text_before(_Sentence(1, stmt, 0, len(row), row))) == "1,226"
+
+
+def test_a_field_is_the_one_asked_for_only_when_its_label_names_what_the_question_asks():
+    """A form line's value counts as "the value of a field the question names" when the field's
+    label holds the X of "What is the X of Y", not a word of Y: asking for the landing gear type
+    of the aircraft "in the accident at Springfield", the "Accident Number" field is another field;
+    asking for the accident number, it is the one. Fails if any question word in a label makes the
+    field the asked one (an accident number was shown as an aircraft's landing gear type)."""
+    from ragaudit.answer.concise import concise_candidates
+
+    line = "Location: Springfield, OH Accident Number: XYZ99QA123"
+
+    def label(question: str) -> float:
+        (c,) = [c for c in concise_candidates(question, [(1.0, line)]) if c.text == "XYZ99QA123"]
+        return c.features["label"]
+
+    assert label("What is the landing gear type of the aircraft in the accident at Springfield, OH?") == 0.0
+    assert label("What is the accident number of the occurrence at Springfield, OH?") > 0.5
