@@ -292,9 +292,12 @@ def test_ui_end_to_end(server, tmp_path):
     assert sc["body"]["document_ids"] == [s["doc"]["id"]], sc["body"]
     assert sc["body"]["page_min"] == sc["page"] == sc["body"]["page_max"], sc["body"]
     assert sc["rows"] and all(r.startswith(f"{DOC} p.{sc['page']}") for r in sc["rows"]), sc["rows"]
-    # an answer quoting two sentences of one source lists and opens each quote, not the last one twice
-    assert len(set(sc["cite_list"])) == len(sc["cite_list"]), sc["cite_list"]
-    assert len(sc["opened"]) == sc["citations"] and len(set(sc["opened"])) == len(sc["cite_list"]), sc
+    # one list item per source number (a source quoted twice is not listed twice under its number),
+    # holding a link to each of its quotes; each inline [n] opens its own quote, not the last one twice
+    numbers = [c["n"] for c in sc["cite_list"]]
+    assert len(set(numbers)) == len(numbers), sc["cite_list"]
+    assert sum(c["quotes"] for c in sc["cite_list"]) == sc["citations"] == len(sc["opened"]), sc
+    assert len(set(sc["opened"])) == sc["citations"], sc
     # admin: chunks of that document only, total = its chunk count
     n = s["doc"]["chunk_count"]
     assert s["admin_rows"] == min(n, 25) and set(s["admin_doc_cells"]) == {DOC}

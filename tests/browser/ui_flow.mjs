@@ -149,7 +149,8 @@ try {
     body: scopedBody ? JSON.parse(scopedBody) : null,
     label: await scoped.getByTestId("label").innerText(),
     rows: await scoped.locator("[data-testid=xray] [data-testid=xray-row] td:nth-child(2)").allInnerTexts(),
-    cite_list: await scoped.locator("[data-testid=citation-list] li").allInnerTexts(),
+    cite_list: await scoped.locator("[data-testid=citation-list] li").evaluateAll((lis) =>
+      lis.map((li) => ({ n: li.value, text: li.innerText, quotes: li.querySelectorAll("[data-testid=cite-source]").length }))),
     citations: (await scoped.getByTestId("cite").count()),
   };
   // every inline [n] opens its own quote: the k-th [n] is the k-th citation of source n

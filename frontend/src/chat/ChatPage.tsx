@@ -167,12 +167,21 @@ function TurnView({ turn, onRerun, modes }: { turn: Turn; onRerun: (t: Turn, mod
                 </Box>
                 {first.citations.length > 0 && (
                   <Box component="ol" sx={{ pl: 3, my: 0 }} data-testid="citation-list">
-                    {first.citations.map((c, i) => (
-                      <li key={`${c.n}-${i}`} value={c.n}>
-                        <Link component="button" onClick={() => setOpen(c)} data-testid="cite-source">{c.doc_name}, {pagesLabel(c)}</Link>
-                        {(cites.get(c.n)?.length ?? 0) > 1 && <small data-testid="cite-excerpt">{` “${excerpt(c.quote)}”`}</small>}
-                        {!c.verified && " (quote not verified)"}
-                        {c.verified && c.supports === false && ` (does not support the claim: ${c.reason ?? "unsupported"})`}
+                    {/* one item per source [n]; a source quoted more than once lists each quote, by its page */}
+                    {[...cites.entries()].map(([n, cs]) => (
+                      <li key={n} value={n} data-testid="cite-item">
+                        {cs.length > 1 && `${cs[0].doc_name}: `}
+                        {cs.map((c, i) => (
+                          <span key={i}>
+                            {i > 0 && " · "}
+                            <Link component="button" onClick={() => setOpen(c)} data-testid="cite-source">
+                              {cs.length > 1 ? pagesLabel(c) : `${c.doc_name}, ${pagesLabel(c)}`}
+                            </Link>
+                            {cs.length > 1 && <small data-testid="cite-excerpt">{` “${excerpt(c.quote)}”`}</small>}
+                            {!c.verified && " (quote not verified)"}
+                            {c.verified && c.supports === false && ` (does not support the claim: ${c.reason ?? "unsupported"})`}
+                          </span>
+                        ))}
                       </li>
                     ))}
                   </Box>
