@@ -28,6 +28,7 @@ from prometheus_client.registry import Collector
 from sqlalchemy import select
 
 from ragaudit.platform.db import QueryLog
+from ragaudit.platform.llmcall import CLIENT_DISCONNECTED
 from ragaudit.platform.telemetry import STAGE_COLUMNS
 
 PERCENTILES = (50, 95, 99)
@@ -73,12 +74,15 @@ _COLS = [
 def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """Statistics of ``rows`` (dicts with the ``query_logs`` columns used here).
 
-    Returns ``{count, errors, error_rate, cache_hits, cache_hit_rate, latency_ms: {stage: {p50,
-    p95, p99, n}}, cost_usd: {total, mean, known, unknown, unknown_models}, tokens: {prompt, completion, total}}``; rates are in
-    [0, 1], ``None`` when there are no rows.
+    Returns ``{count, errors, error_rate, client_disconnects, cache_hits, cache_hit_rate,
+    latency_ms: {stage: {p50, p95, p99, n}}, cost_usd: {total, mean, known, unknown, unknown_models},
+    tokens: {prompt, completion, total}}``; rates are in [0, 1], ``None`` when there are no rows.
+    A request whose client went away before its end (``error_kind`` ``ClientDisconnected``) is
+    counted in ``client_disconnects``, not as an error: nothing failed on the server's side.
     """
     n = len(rows)
-    errors = sum(1 for r in rows if r["error_kind"])
+    left = sum(1 for r in rows if r["error_kind"] == CLIENT_DISCONNECTED)
+    errors = sum(1 for r in rows if r["error_kind"]) - left
     hits = sum(1 for r in rows if r["cache_hit"])
     latency = {}
     for stage, col in STAGE_COLUMNS.items():
@@ -93,6 +97,7 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "count": n,
         "errors": errors,
         "error_rate": errors / n if n else None,
+        "client_disconnects": left,
         "cache_hits": hits,
         "cache_hit_rate": hits / n if n else None,
         "latency_ms": latency,
@@ -193,7 +198,9 @@ class PrometheusMetrics:
     def observe(self, row: dict[str, Any]) -> None:
         """Count one telemetry row (the dict ``TelemetryWriter.record`` builds)."""
         ep, mode = row["endpoint"], row["mode"] or ""
-        self.requests.labels(ep, mode, "error" if row["error_kind"] else "ok").inc()
+        kind = row["error_kind"]
+        status = "ok" if not kind else "disconnected" if kind == CLIENT_DISCONNECTED else "error"
+        self.requests.labels(ep, mode, status).inc()
         if row["cache_hit"]:
             self.cache_hits.labels(ep).inc()
         if row["total_ms"] is not None:

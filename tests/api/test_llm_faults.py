@@ -78,7 +78,8 @@ def rows(app) -> list[QueryLog]:
 
 def test_client_leaving_stream_closes_upstream_and_logs_row(llm_settings, fake_llm):
     """A client that disconnects mid-stream: the upstream LLM request is closed within 2 s and
-    the request still gets its query_logs row, error_kind ClientDisconnected.
+    the request still gets its query_logs row, error_kind ClientDisconnected, counted by /metrics
+    and Prometheus as a client disconnect, not an error.
 
     Fails if the route stops forwarding without cancelling (upstream streams on for 60 s), if
     ``abort_stream`` no longer wakes the blocked read, if the stream's GeneratorExit /
@@ -109,6 +110,13 @@ def test_client_leaving_stream_closes_upstream_and_logs_row(llm_settings, fake_l
         while not found and time.monotonic() < deadline:
             found = [r for r in rows(app) if r.endpoint == "stream"]
             time.sleep(0.1)
+        # a client going away is counted apart from errors: nothing failed on the server's side
+        since = found[0].created_at.isoformat() if found else ""
+        m = httpx.get(f"{base}/metrics", params={"since": since, "endpoint": "stream"}).json()["overall"]
+        assert (m["count"], m["errors"], m["error_rate"], m["client_disconnects"]) == (1, 0, 0.0, 1), m
+        prom = httpx.get(f"{base}/metrics/prometheus").text
+        assert 'ragaudit_requests_total{endpoint="stream",mode="hybrid",status="disconnected"} 1.0' in prom, prom
+        assert 'status="error"' not in prom
     assert len(found) == 1, found
     row = found[0]
     assert row.error_kind == CLIENT_DISCONNECTED

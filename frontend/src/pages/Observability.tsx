@@ -9,7 +9,7 @@ import { getJSON } from "../api";
 
 interface Pct { p50: number | null; p95: number | null; p99: number | null; n: number }
 interface Summary {
-  count: number; errors: number; error_rate: number | null; cache_hits: number; cache_hit_rate: number | null;
+  count: number; errors: number; error_rate: number | null; client_disconnects?: number; cache_hits: number; cache_hit_rate: number | null;
   latency_ms: Record<string, Pct>; cost_usd: { total: number; mean: number | null };
   tokens: { prompt: number; completion: number; total: number };
 }
@@ -31,12 +31,13 @@ const ms = (x: number | null | undefined) => (x === null || x === undefined ? "â
 const pair = (a: number | null | undefined, b: number | null | undefined) =>
   a === null || a === undefined || b === null || b === undefined ? `${ms(a)} / ${ms(b)}` : `${a.toFixed(1)} / ${b.toFixed(1)} ms`;
 
-function Tile({ label, value, testid }: { label: string; value: string; testid?: string }) {
+function Tile({ label, value, testid, note }: { label: string; value: string; testid?: string; note?: string }) {
   return (
     <Card variant="outlined" sx={{ height: "100%" }}>
       <CardContent sx={{ py: 1, "&:last-child": { pb: 1 } }}>
         <Typography variant="caption">{label}</Typography>
         <Typography variant="h6" data-testid={testid}>{value}</Typography>
+        {note && <Typography variant="caption" color="text.secondary" display="block">{note}</Typography>}
       </CardContent>
     </Card>
   );
@@ -99,7 +100,8 @@ export function ObservabilityPage() {
       {o && (
         <Grid container spacing={1} sx={{ mb: 2 }}>
           <Grid size={{ xs: 6, md: 2 }}><Tile label="queries" value={String(o.count)} testid="obs-count" /></Grid>
-          <Grid size={{ xs: 6, md: 2 }}><Tile label="error rate" value={pct(o.error_rate)} testid="obs-error-rate" /></Grid>
+          <Grid size={{ xs: 6, md: 2 }}><Tile label="error rate" value={pct(o.error_rate)} testid="obs-error-rate"
+            note={o.client_disconnects ? `${o.client_disconnects} client disconnect(s), not errors` : undefined} /></Grid>
           <Grid size={{ xs: 6, md: 2 }}><Tile label="cache-hit rate" value={pct(o.cache_hit_rate)} testid="obs-cache" /></Grid>
           <Grid size={{ xs: 6, md: 2 }}><Tile label="P50 / P95 total" value={pair(o.latency_ms.total?.p50, o.latency_ms.total?.p95)} testid="obs-p50" /></Grid>
           <Grid size={{ xs: 6, md: 2 }}><Tile label="P99 total" value={ms(o.latency_ms.total?.p99)} /></Grid>
