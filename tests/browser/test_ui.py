@@ -197,6 +197,15 @@ GOLD = [
         "Runway Surface Type: Grass/turf",
         "paraphrase",
     ),
+    # must be refused: the report names no such thing
+    {
+        "doc_name": None,
+        "page": None,
+        "question": "What is the capital of Australia?",
+        "answer": "REFUSE",
+        "evidence": None,
+        "kind": "refuse",
+    },
 ]
 
 
@@ -314,6 +323,10 @@ def test_ui_end_to_end(server, tmp_path):
     # evaluation: one row per mode with an interval
     assert len(s["ci_rows"]) == 3 and all("[" in r for r in s["ci_rows"]), s["ci_rows"]
     assert s["question_rows"] == len(qs) and all(f == "true" for f in s["failure_flags"])
+    # a must-refuse question has no evidence to find: no "miss" shown for it, and its label
+    refuse = [q["id"] for q in qs if q["kind"] == "refuse"]
+    cells = {row[0]: row[2:] for row in s["question_cells"]}
+    assert refuse and all(c.startswith("–") for i in refuse for c in cells[i]), {i: cells[i] for i in refuse}
     assert s["failure_rows"] <= s["question_rows"]
     _check_comparison(base, s["compare"])
     # observability: the page shows /metrics' numbers
@@ -381,7 +394,9 @@ def _check_comparison(base: str, cmp: dict) -> None:
         if q is None:
             return "–"
         rank, label = q["ranks"].get(mode), ((q.get("answers") or {}).get(mode) or {}).get("label")
-        return f"{rank if rank is not None else 'miss'}" + (f" · {label}" if label else "")
+        # a must-refuse question has no retrieval record: no evidence to miss
+        text = str(rank) if rank is not None else "miss" if mode in q["retrieval"] else "–"
+        return text + (f" · {label}" if label else "")
 
     qa = {q["id"]: q for q in a["results"]["questions"]}
     qb = {q["id"]: q for q in b["results"]["questions"]}

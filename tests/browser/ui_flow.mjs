@@ -215,6 +215,9 @@ try {
   await page.locator("[data-testid=ci-row]").first().waitFor();
   out.steps.ci_rows = await page.locator("[data-testid=ci-row]").allInnerTexts();
   out.steps.question_rows = await page.locator("[data-testid=question-row]").count();
+  // each question's cells (id, then one per mode: its rank · its answer label)
+  out.steps.question_cells = await page.locator("[data-testid=question-row]").evaluateAll((rs) =>
+    rs.map((r) => [...r.querySelectorAll("td")].map((td) => td.innerText)));
   await page.getByTestId("only-failures").click();
   out.steps.failure_rows = await page.locator("[data-testid=question-row]").count();
   out.steps.failure_flags = await page.locator("[data-testid=question-row]").evaluateAll((rs) => rs.map((r) => r.dataset.failed));

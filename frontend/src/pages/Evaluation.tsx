@@ -7,7 +7,7 @@ import {
 import { Title } from "react-admin";
 import { Answer, getJSON, MODES, postJSON, uploadWithProgress, useModes } from "../api";
 import { XRay } from "../chat/XRay";
-import { RunCompare } from "./RunCompare";
+import { RunCompare, rankText } from "./RunCompare";
 
 interface Dataset { id: string; name: string; source: string; n_questions: number }
 interface Run {
@@ -153,7 +153,7 @@ function RunView({ run, onXray, tag }: { run: Run; onXray: (question: string, mo
               {modes.map((m) => (
                 <TableCell key={m}>
                   <Button size="small" color={failed(q, m) ? "error" : "primary"} onClick={() => onXray(q.question, m)}>
-                    {q.ranks?.[m] ?? "miss"}{q.answers?.[m] ? ` · ${q.answers[m].label}` : ""}
+                    {rankText(q, m)}{q.answers?.[m] ? ` · ${q.answers[m].label}` : ""}
                   </Button>
                 </TableCell>
               ))}

@@ -17,12 +17,18 @@ const signed = (x: number | null) => (x === null ? "–" : `${x > 0 ? "+" : ""}$
 const ciOf = (iv: Intervals | null, mode: string, metric: string): CI | undefined =>
   iv?.retrieval[mode]?.[metric] ?? iv?.answers[mode]?.[metric];
 
+/** A question's evidence rank in one mode: "miss" when retrieval did not find it in the top k,
+ * "–" for a must-refuse question (it has no evidence to find, so no retrieval record). */
+export function rankText(q: any, mode: string): string {
+  return q?.ranks?.[mode] != null ? String(q.ranks[mode]) : q?.retrieval?.[mode] ? "miss" : "–";
+}
+
 /** What a question shows in one mode of one run: its evidence rank (null = not in the top k) and
  * the answer label (when the run scored answers). */
-function outcome(q: any, mode: string): { rank: number | null; label: string | null } {
-  return { rank: q?.ranks?.[mode] ?? null, label: q?.answers?.[mode]?.label ?? null };
+function outcome(q: any, mode: string): { rank: number | null; label: string | null; text: string } {
+  return { rank: q?.ranks?.[mode] ?? null, label: q?.answers?.[mode]?.label ?? null, text: rankText(q, mode) };
 }
-const show = (o: { rank: number | null; label: string | null }) => `${o.rank ?? "miss"}${o.label ? ` · ${o.label}` : ""}`;
+const show = (o: { text: string; label: string | null }) => `${o.text}${o.label ? ` · ${o.label}` : ""}`;
 
 /** What differed in the knowledge base the two runs searched (`results.index`), or null: runs on
  * different index versions had other candidates and other BM25 statistics. */
