@@ -62,7 +62,7 @@ from ragaudit.text.anchors import Anchor, question_anchors, without_file_names
 from ragaudit.text.dates import FULL_DATE, MONTH_ABBREVIATIONS, MONTH_NAME, MONTH_WORDS, date_forms, header_dates
 from ragaudit.text.function_words import AUXILIARY, QUESTION_WORDS, STOP_WORDS
 from ragaudit.text.language import non_english
-from ragaudit.text.periods import months_periods
+from ragaudit.text.periods import months_periods, named_quarters
 from ragaudit.text.sentences import quoted
 
 _VAGUE = {
@@ -717,6 +717,18 @@ def _period_not_reported(g: GateInput) -> Fired | None:
     )
 
 
+def _quarter_not_reported(g: GateInput) -> Fired | None:
+    quarters = [] if g.cross_lingual else missing_quarters(g.question, g.raw)
+    if not quarters:
+        return None
+    return Fired(
+        "gate.quarter_not_reported",
+        "refused",
+        "the searched documents do not name " + _quoted(quarters),
+        {"missing": quarters},
+    )
+
+
 def _period_end_not_reported(g: GateInput) -> Fired | None:
     ends = [] if g.cross_lingual else missing_period_ends(g.question, g.raw)
     if not ends:
@@ -828,6 +840,12 @@ GATE = Registry(
             _period_end_not_reported,
         ),
         Rule(
+            "gate.quarter_not_reported",
+            "a quarter of a year the question names ('the fourth quarter of fiscal 2023', 'Q4 2023') must "
+            "be named by the documents: a filing names the quarters it reports",
+            _quarter_not_reported,
+        ),
+        Rule(
             "gate.asked_for_absent",
             "what a 'What/Which X Y' or 'Who/What was the X of Y' question asks for must occur in the best "
             "passages themselves (a maximum or minimum as a printed bound, an author as a byline)",
@@ -937,6 +955,20 @@ def missing_periods(question: str, document_text: str) -> list[str]:
     if not asked:
         return []
     return sorted(f"{p} months" for p in asked - months_periods(document_text))
+
+
+_QUARTER_NAMES = {1: "first", 2: "second", 3: "third", 4: "fourth"}
+
+
+def missing_quarters(question: str, document_text: str) -> list[str]:
+    """Quarters of a year ``question`` names ("the *fourth quarter of fiscal 2023*", "*Q4 2023*")
+    that ``document_text`` (the searched documents) never names, as "the fourth quarter of 2023":
+    a filing names the quarters it reports ("the third quarter of 2023", "Q3 2023"), so a
+    third-quarter report cannot answer for the fourth (``ragaudit.text.periods.named_quarters``)."""
+    asked = named_quarters(question)
+    if not asked:
+        return []
+    return [f"the {_QUARTER_NAMES[q]} quarter of {y}" for q, y in sorted(asked - named_quarters(document_text))]
 
 
 def asked_for(question: str) -> list[str]:

@@ -13,7 +13,9 @@ weeks).
 - ``PERIOD_ENDED``: a column header's period, any count of months or weeks ("Three Months Ended",
   "13 Weeks Ended"), a regular-expression fragment for case-insensitive patterns;
 - ``period_name``, ``months_periods``, ``header_periods`` (a header's month counts in words),
-  ``asked_period`` read them.
+  ``asked_period`` read them;
+- ``named_quarters``: the quarters of a year a text names ("the third quarter of fiscal 2023",
+  "Q3 2023", "Q4 FY23").
 """
 
 from __future__ import annotations
@@ -62,3 +64,34 @@ def asked_period(question: str) -> str | None:
     names none."""
     named = months_periods(question) | {name for name, pat in _ASKED_OTHERWISE if pat.search(question)}
     return next((name for name in ("nine", "six", "twelve", "three") if name in named), None)
+
+
+_ORDINAL = {"first": 1, "second": 2, "third": 3, "fourth": 4, "1st": 1, "2nd": 2, "3rd": 3, "4th": 4}
+_ORD = "|".join(_ORDINAL)
+_YEAR = r"(?:19|20)\d\d"
+# "third quarter of fiscal (year) 2023", "fourth fiscal quarter of 2023", "third-quarter 2023"
+_QUARTER_OF_YEAR = re.compile(
+    rf"(?i)\b({_ORD})[\s-]+(?:fiscal\s+)?quarter(?:\s+of)?(?:\s+(?:the\s+)?(?:fiscal|calendar))?(?:\s+year)?\s+({_YEAR})\b"
+)
+# "fiscal 2023 third quarter", "2023 fourth quarter"
+_YEAR_QUARTER = re.compile(rf"(?i)\b({_YEAR})\s+(?:fiscal\s+)?({_ORD})[\s-]+quarter\b")
+# "Q3 2023", "Q3 FY23", "Q3 FY 2023", "Q3'23", "Q3-2023"
+_Q_YEAR = re.compile(r"(?<![\w])Q([1-4])\s*(?:[-'’]\s*|FY\s*)?((?:19|20)?\d\d)\b")
+# "2023 Q3", "FY23 Q4", "FY2023 Q4"
+_YEAR_Q = re.compile(r"(?<![\w])(?:FY\s*)?((?:19|20)?\d\d)\s+Q([1-4])\b")
+
+
+def _year(y: str) -> int:
+    return int(y) if len(y) == 4 else 2000 + int(y)
+
+
+def named_quarters(text: str) -> set[tuple[int, int]]:
+    """The quarters of a year ``text`` names, as ``(quarter 1-4, year)``: "the third quarter of
+    fiscal 2023" and "Q3 FY23" -> ``{(3, 2023)}``. Fiscal and calendar years are not told apart (a
+    filing names its quarters by its own fiscal year); a two-digit year is of the 2000s; "Q3" or
+    "the third quarter" without a year is not read."""
+    out = {(_ORDINAL[m.group(1).lower()], int(m.group(2))) for m in _QUARTER_OF_YEAR.finditer(text)}
+    out |= {(_ORDINAL[m.group(2).lower()], int(m.group(1))) for m in _YEAR_QUARTER.finditer(text)}
+    out |= {(int(m.group(1)), _year(m.group(2))) for m in _Q_YEAR.finditer(text)}
+    out |= {(int(m.group(2)), _year(m.group(1))) for m in _YEAR_Q.finditer(text)}
+    return out

@@ -21,6 +21,11 @@ FILING = (
     "Three Months Ended September 30, 2023: revenue was $56.5 billion. The company reported net income of "
     "$22.3 billion for the quarter. Three Months Ending December 31, 2023 are expected to bring more."
 )
+# a third-quarter report: it names its own quarter, and the fourth only as a fiscal quarter in general
+QUARTERLY = (
+    "Net income for the third quarter of 2023 was $19.9 billion. Q3 2023 revenue was $81.8 billion. Controls "
+    "are evaluated each fiscal quarter (the fourth fiscal quarter in the case of an annual report)."
+)
 MEETING = "Ulta Beauty held its 2023 Annual Meeting of Stockholders on June 1, 2023, where 87.78% of shares were voted."
 
 # (rule, question, document texts, passages): the rule decides this question alone
@@ -46,6 +51,12 @@ GATE_CASES = [
         "What was the company's revenue for the quarter ended December 31, 2023?",
         [FILING],
         [FILING],
+    ),
+    (
+        "gate.quarter_not_reported",
+        "What net income did the company report for the fourth quarter of fiscal 2023?",
+        [QUARTERLY],
+        [QUARTERLY],
     ),
     (
         "gate.asked_for_absent",
@@ -91,6 +102,22 @@ def test_an_answerable_question_passes_every_rule():
     """Fails if a rule refuses a question its passage answers."""
     v = assess("When was the Piper PA-22-150 damaged in Tallahassee?", [REPORT], [REPORT], every_rule=True)
     assert v.label is None and v.fired == []
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "What net income did the company report for the third quarter of fiscal 2023?",
+        "What was the company's Q3 FY23 revenue?",
+        "What was revenue in the 2023 third quarter?",
+    ],
+)
+def test_a_quarter_the_report_names_passes(question):
+    """The quarter a report names is one whatever the spelling ("the third quarter of fiscal 2023",
+    "Q3 FY23", "the 2023 third quarter" for its "third quarter of 2023" and "Q3 2023"). Fails if
+    ``gate.quarter_not_reported`` refuses it."""
+    v = assess(question, [QUARTERLY], [QUARTERLY], every_rule=True)
+    assert "gate.quarter_not_reported" not in [f.rule for f in v.fired], v.reason
 
 
 def test_an_unknown_rule_name_is_refused_with_the_valid_names():
