@@ -48,7 +48,7 @@ from ragaudit.platform.llmcall import (
 from ragaudit.platform.rules import Registry, Rule
 from ragaudit.text.anchors import question_anchors
 from ragaudit.text.answer_types import HAS_NUMBER, NUMBER_QUESTION, SENTENCE_TYPES
-from ragaudit.text.dates import MONTH_PREFIX
+from ragaudit.text.dates import MONTH_NAME, MONTH_PREFIX
 from ragaudit.text.function_words import STOP_WORDS
 from ragaudit.text.injection import DATA_NOT_INSTRUCTIONS, delimit, overlaps
 from ragaudit.text.injection import NOTE as INSTRUCTION_NOTE
@@ -129,18 +129,50 @@ def column_header(text: str) -> bool:
     return _COLUMN_HEADER.match(text) is not None
 
 
-def table_header_block(text: str, start: int, end: int) -> bool:
-    """``text[start:end]`` is the block of lines above a table's rows — its caption, unit line and
-    column headings ("CONDENSED CONSOLIDATED STATEMENTS OF OPERATIONS (Unaudited) (In millions ...)
-    Three Months Ended Nine Months Ended") — rather than a statement: no digit, no colon (a form
-    field states a value), no sentence-final punctuation, and the next non-empty line of ``text``
-    is a row of values (``is_value_row``). It names what the columns hold and states no value,
-    so it is never quoted on its own; a row under it is read with it (``_text_before``)."""
-    t = text[start:end].strip()
-    if not t or any(ch.isdigit() for ch in t) or ":" in t or TERMINAL.search(t):
+# what a column heading of periods holds besides dates and years: "2023 2022 Change", "Three Months
+# Ended", "Fiscal Year", "% Change"
+_PERIOD_HEADING_WORDS = re.compile(
+    r"(?i)\b(?:change|ended|ending|months?|weeks?|three|six|nine|twelve|quarters?|fiscal|years?|and|to|as of)\b"
+)
+_HEADER_BLOCK_LINES = 8  # heading lines a table may print above its first row
+
+
+def _heading_line(line: str) -> bool:
+    """A line of a table's heading: no sentence-final punctuation, no colon, and no digit other
+    than the dates and years of a period heading ("2023 2022 Change", "July 1, June 25,") and a
+    footnote marker ("(1)")."""
+    t = re.sub(r"\(\d{1,2}\)|\*+", " ", line).strip()  # a heading's footnote markers: "Programs (1)"
+    if not t or ":" in t or TERMINAL.search(t):
         return False
-    following = next((ln for ln in text[end:].splitlines() if ln.strip()), "")
-    return is_value_row(following.strip())
+    if not any(ch.isdigit() for ch in t):
+        return True
+    if column_header(t):
+        return True
+    rest = _PERIOD_HEADING_WORDS.sub(" ", re.sub(rf"(?i)\b{MONTH_NAME}\b|\b(?:19|20)\d\d\b|\b\d{{1,2}}\b", " ", t))
+    return not re.search(r"[^\W\d_]|\d", rest)
+
+
+def table_header_block(text: str, start: int, end: int) -> bool:
+    """``text[start:end]`` is part of the block of lines above a table's rows — its caption, unit
+    line and column headings ("CONDENSED CONSOLIDATED STATEMENTS OF OPERATIONS (Unaudited) (In
+    millions ...) Three Months Ended Nine Months Ended", "Total Number of Approximate Dollar" over
+    "Shares Value of" over ...) — rather than a statement: each of its lines is a heading line (no
+    colon, as a form field states a value; no sentence-final punctuation; no digit but a period
+    heading's dates and years), and below it, after at most ``_HEADER_BLOCK_LINES`` more heading
+    lines and group labels ending in a colon ("Net sales by reportable segment:", "April 2, 2023 to
+    May 6, 2023:"), comes a row of values (``is_value_row``). It names what the columns hold and
+    states no value, so it is never quoted on its own; a row under it is read with it
+    (``_text_before``)."""
+    t = text[start:end].strip()
+    if not t or not all(_heading_line(ln) for ln in t.splitlines() if ln.strip()):
+        return False
+    below = [ln.strip() for ln in text[end:].splitlines() if ln.strip()]
+    for ln in below[: _HEADER_BLOCK_LINES + 1]:
+        if is_value_row(ln):
+            return True
+        if not (_heading_line(ln) or ln.endswith(":")):
+            return False
+    return False
 
 
 @lru_cache(maxsize=8192)
@@ -676,7 +708,8 @@ class ExtractiveAnswerer:
     @staticmethod
     def _complete_lead_ins(picked: list[_Sentence], sources: list[RetrievedChunk] | None = None) -> list[_Sentence]:
         """A sentence ending in ':' introduces what follows ("...the probable cause(s) of this
-        accident to be:"): add the next sentence of the same chunk, or, when the lead-in ends its
+        accident to be:"): add the next sentence of the same chunk that is not a table's heading
+        (``table_header_block``: a table it announces is completed by its first row), or, when the lead-in ends its
         chunk, the sentence after it in the source that continues it (``sources``: the next chunk of
         its document, retrieved or added as a neighbour by retrieval, repeats the lead-in and goes on)."""
         out: list[_Sentence] = []
@@ -699,6 +732,9 @@ class ExtractiveAnswerer:
                     if at is not None and at + 1 < len(own):
                         chunk, n, spans = c, k, own[at + 1 :]
                         break
+            # a lead-in announcing a table is completed by its first row, not by the heading lines
+            # above the rows ("Total Number of Approximate Dollar"), which state no value
+            spans = [(a, b) for a, b in spans if not table_header_block(chunk.text, a, b)]
             if spans and not any(p.chunk is chunk and p.start == spans[0][0] for p in picked):
                 a, b = spans[0]
                 out.append(_Sentence(n, chunk, a, b, chunk.text[a:b]))

@@ -242,3 +242,37 @@ def test_a_tables_header_block_above_its_rows_is_never_quoted(embedder):
     out = ExtractiveAnswerer(embedder).answer("What were the condensed consolidated net sales in millions?", [table])
     assert "Net sales $ 81,797" in out.answer, out.answer
     assert "STATEMENTS OF OPERATIONS" not in out.answer and "Months Ended" not in out.answer, out.answer
+
+
+def test_a_heading_over_several_lines_is_never_quoted_nor_completes_a_lead_in(embedder):
+    """A table whose column headings wrap over several lines ("Total Number of Approximate Dollar"
+    over "Shares Value of" over ...), with a footnote marker and a group label ending in a colon
+    before the first row: every heading line is part of the block above the rows, and a lead-in
+    announcing the table ("... was as follows:") is completed by what comes under the headings,
+    not by a heading line. A period heading's years ("2023 2022 Change") are a heading too; a
+    sentence with a number is not. Fails if a heading line is quoted (it was, as the completion of
+    the lead-in of a share repurchase table)."""
+    from ragaudit.answer.answerers import table_header_block
+
+    lead = "Share repurchase activity during the quarter was as follows (in thousands):"
+    headings = [
+        "Total Number of Approximate Dollar",
+        "Shares Value of",
+        "Purchased as Part Shares That May Yet Be",
+        "Periods Purchased Share Programs Programs (1)",
+    ]
+    rows = "April 2, 2023 to May 6, 2023:\nOpen market and privately negotiated purchases 38,121 $ 165.46 38,121\n"
+    text = "\n".join([lead, *headings]) + "\n" + rows
+    for h in headings:
+        at = text.index(h)
+        assert table_header_block(text, at, at + len(h)), h
+    at = text.index(lead)
+    assert not table_header_block(text, at, at + len(lead))
+    period = "Three Months Ended Nine Months Ended\n2023 2022 Change 2023 2022 Change\nNet sales by segment:\n"
+    period += "Americas $ 35,383 $ 37,472 (6)% $ 122,445 $ 129,850 (6)%\n"
+    assert table_header_block(period, 0, 36) and table_header_block(period, 37, 70)
+    assert not table_header_block("The pilot was 85 years old\nMac 6,840 7,382\n", 0, 26)
+    out = ExtractiveAnswerer(embedder).answer(
+        "How were the shares repurchased during the quarter?", [_statement_chunk(text, 21)]
+    )
+    assert not any(h in out.answer for h in headings), out.answer
