@@ -285,6 +285,14 @@ def test_ui_end_to_end(server, tmp_path):
     assert any(r["vector"] != "–" for r in before) and all(r["vector"] == "–" for r in after)
     assert all(r["bm25"] != "–" for r in after)
     assert [r["chunk"] for r in before] != [r["chunk"] for r in after] or any(r["moved"] != "=" for r in after)
+    # the citations diff names each added or removed cited chunk by document and page
+    diff = re.fullmatch(
+        r"citations: (\d+) added(?: \((.+)\))?, (\d+) removed(?: \((.+)\))?", s["xray"]["citations_diff"]
+    )
+    assert diff, s["xray"]["citations_diff"]
+    for count, names in ((diff[1], diff[2]), (diff[3], diff[4])):
+        assert (int(count) == 0) == (names is None), s["xray"]["citations_diff"]
+        assert names is None or all(re.fullmatch(rf"{re.escape(DOC)} p\.\d+", n) for n in names.split(", ")), names
     # the timings legend names the stages that ran: no reranker is configured, so no rerank
     assert {"embed", "vector", "bm25", "fusion", "generation"} <= set(s["legend"]), s["legend"]
     assert "rerank" not in s["legend"], s["legend"]

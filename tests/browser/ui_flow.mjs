@@ -112,7 +112,8 @@ try {
     rows.map((r) => ({ chunk: r.dataset.chunk, vector: r.querySelector("[data-testid=rank-vector]").innerText.split("\n")[0],
       bm25: r.querySelector("[data-testid=rank-bm25]").innerText.split("\n")[0],
       moved: r.querySelector("[data-testid=moved]").innerText })));
-  out.steps.xray = { before, after };
+  const citationsDiff = await turn.locator("[data-testid=compare] [data-testid=citations-diff]").innerText();
+  out.steps.xray = { before, after, citations_diff: citationsDiff };
   await turn.getByTestId("compare").scrollIntoViewIfNeeded();
   await shot("xray");
 

@@ -25,6 +25,11 @@ export function XRay({ run, previous, title }: { run: Answer; previous?: Answer;
   const prevRank = new Map(previous?.retrieved.map((r) => [r.chunk_id, r.rank]) ?? []);
   const cited = new Set(run.citations.map((c) => c.chunk_id));
   const prevCited = new Set(previous?.citations.map((c) => c.chunk_id) ?? []);
+  // "1 added (dmca.pdf p.3)": the cited chunks of one run the other does not cite, by document and page
+  const changed = (cs: { chunk_id: string; doc_name: string; page: number }[], other: Set<string>, what: string) => {
+    const only = [...new Map(cs.filter((c) => !other.has(c.chunk_id)).map((c) => [c.chunk_id, c])).values()];
+    return `${only.length} ${what}${only.length ? ` (${only.map((c) => `${c.doc_name} p.${c.page}`).join(", ")})` : ""}`;
+  };
   return (
     <Box data-testid="xray" data-mode={run.mode} sx={{ minWidth: 0 }}>
       <Stack direction="row" spacing={1} alignItems="center" flexWrap="wrap" sx={{ mb: 1 }}>
@@ -127,7 +132,7 @@ export function XRay({ run, previous, title }: { run: Answer; previous?: Answer;
       </Box>}
       {previous && (
         <Typography variant="caption" data-testid="citations-diff">
-          citations: {[...cited].filter((c) => !prevCited.has(c)).length} added, {[...prevCited].filter((c) => !cited.has(c)).length} removed
+          citations: {changed(run.citations, prevCited, "added")}, {changed(previous.citations, cited, "removed")}
         </Typography>
       )}
     </Box>
