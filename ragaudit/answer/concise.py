@@ -285,12 +285,22 @@ def _near_terms(sentence: str, start: int, end: int, q_terms: set[str], idf: dic
 
 
 def _label_words_match(label: str, q_terms: set[str]) -> float:
-    """0.5 + 0.5 x the share of the last two words of a field's ``label`` that are question
-    terms, or 0 when they name none of them."""
-    words = re.findall(r"[^\W_][\w/().&'-]*", label)[-2:]
-    terms = set(tokenize(" ".join(words))) - STOP_WORDS
-    share = len(terms & q_terms) / len(terms) if terms else 0.0
-    return 0.5 + 0.5 * share if share else 0.0
+    """0.5 + 0.5 x the share of the words naming a field's ``label`` that are question terms, or 0
+    when they name none of them. The words naming it are its last two ("Commission file
+    *number*"), or, for a label of the shape "X of Y", the last two of X ("*Closing balance* of the
+    reserve fund"); the better share counts."""
+    words = re.findall(r"[^\W_][\w/().&'-]*", label)
+    heads = [words[-2:]]
+    tail = words[-8:]
+    if "of" in (w.lower() for w in tail[1:]):
+        at = max(i for i, w in enumerate(tail) if w.lower() == "of" and i > 0)
+        heads.append(tail[:at][-2:])
+    best = 0.0
+    for head in heads:
+        terms = set(tokenize(" ".join(head))) - STOP_WORDS
+        if terms:
+            best = max(best, len(terms & q_terms) / len(terms))
+    return 0.5 + 0.5 * best if best else 0.0
 
 
 def _label_match(sentence: str, start: int, q_terms: set[str], caption: str = "") -> float:
