@@ -135,9 +135,13 @@ def test_cli_eval_json_then_api_run_gives_the_same_results(kb, monkeypatch):
         shown = round(a["concise_coverage"] * 11)
         assert a["counts"].get("concise_precision", 0) == shown, (m, a["counts"])
     ci = cli["comparisons"]["hybrid_vs_vector"]
-    for metric in ("hit@5", "f1"):
+    # beside the concise answer's F1 (0 when withheld), what an offline answerer is judged by:
+    # refusal accuracy over every question, citation validity over those with a gold page
+    assert set(ci) == {"hit@5", "f1", "refusal_accuracy", "citation_validity"}, set(ci)
+    for metric in ci:
         lo, hi = ci[metric]["ci95"]
         assert lo <= ci[metric]["diff"] <= hi and ci[metric]["seed"] == 0
+    assert ci["refusal_accuracy"]["n"] == 12 and ci["citation_validity"]["n"] == 11, ci
     jc = cli["judge_control"]
     assert jc["judge"] == "deterministic" and jc["n"] >= 1 and jc["failed"] == jc["n"]
 

@@ -17,8 +17,8 @@ document the evaluation dashboard reads::
                           "answer_relevance", "labels": {label: count},
                           "latency_ms": {"mean", "p50", "p95", "total"},
                           "cost_usd": {"mean", "total"}, "counts": {metric: n}}},
-     "comparisons": {"<a>_vs_<b>": {"hit@5" | "f1": {"a", "b", "diff", "ci95": [lo, hi],
-                                                      "n", "method", "resamples", "seed"}}},
+     "comparisons": {"<a>_vs_<b>": {"hit@5" | "f1" | "refusal_accuracy" | "citation_validity":
+                                        {"a", "b", "diff", "ci95": [lo, hi], "n", "method", "resamples", "seed"}}},
      "judge_control": {"judge", "n", "failed", "all_failed", "pairs": [...]},
      "skipped_modes": {<mode>: reason}, "totals": {"questions", "seconds", "latency_ms", "cost_usd"},
      "index": {"version", "documents", "chunks", "changed_during_run"},      # ``index_snapshot``
@@ -565,6 +565,13 @@ def paired_bootstrap_ci(
 
 
 COMPARISONS = [("hybrid", "vector"), ("hybrid", "bm25"), ("bm25", "vector"), ("hybrid_rerank", "hybrid")]
+# answer metrics compared between modes question by question (paired bootstrap), beside hit@5
+COMPARED_ANSWER_METRICS = ("f1", "refusal_accuracy", "citation_validity")
+
+
+def _number(x: Any) -> bool:
+    """A metric value that counts: a number, not None or NaN (no gold page, a refusal)."""
+    return isinstance(x, (int, float)) and not math.isnan(x)
 
 
 def _answer_record(q: GoldQuestion, out: dict[str, Any], judge: Any) -> dict[str, Any]:
@@ -797,15 +804,21 @@ def evaluate(
                 seed=seed,
             )
             if p.answers:
-                fa = [
-                    (
-                        r["answers"][a]["metrics"].get("f1", {}).get("value"),
-                        r["answers"][b]["metrics"].get("f1", {}).get("value"),
-                    )
-                    for r in per_q
-                ]
-                fa = [x for x in fa if x[0] is not None and x[1] is not None]
-                c["f1"] = paired_bootstrap_ci([x[0] for x in fa], [x[1] for x in fa], resamples=resamples, seed=seed)
+                # the concise answer's F1 (0 when withheld), and what an offline answerer is judged
+                # by besides: refusing what it must, citing a gold page
+                for metric in COMPARED_ANSWER_METRICS:
+                    pairs = [
+                        (
+                            r["answers"][a]["metrics"].get(metric, {}).get("value"),
+                            r["answers"][b]["metrics"].get(metric, {}).get("value"),
+                        )
+                        for r in per_q
+                    ]
+                    pairs = [x for x in pairs if _number(x[0]) and _number(x[1])]
+                    if pairs:
+                        c[metric] = paired_bootstrap_ci(
+                            [x[0] for x in pairs], [x[1] for x in pairs], resamples=resamples, seed=seed
+                        )
             comps[f"{a}_vs_{b}"] = c
     result["comparisons"] = comps
     n_controls = result["params"]["judge_controls"]
