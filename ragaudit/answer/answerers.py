@@ -16,6 +16,7 @@ import re
 import threading
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import islice
 from typing import Any
 
 import numpy as np
@@ -135,20 +136,23 @@ _PERIOD_HEADING_WORDS = re.compile(
     r"(?i)\b(?:change|ended|ending|months?|weeks?|three|six|nine|twelve|quarters?|fiscal|years?|and|to|as of)\b"
 )
 _HEADER_BLOCK_LINES = 8  # heading lines a table may print above its first row
+_HEADING_DATES = re.compile(rf"(?i)\b{MONTH_NAME}\b|\b(?:19|20)\d\d\b|\b\d{{1,2}}\b")
+_FOOTNOTE_MARK = re.compile(r"\(\d{1,2}\)|\*+")
+_NON_EMPTY_LINE = re.compile(r"[^\r\n]*\S[^\r\n]*")
 
 
 def _heading_line(line: str) -> bool:
     """A line of a table's heading: no sentence-final punctuation, no colon, and no digit other
     than the dates and years of a period heading ("2023 2022 Change", "July 1, June 25,") and a
     footnote marker ("(1)")."""
-    t = re.sub(r"\(\d{1,2}\)|\*+", " ", line).strip()  # a heading's footnote markers: "Programs (1)"
+    t = _FOOTNOTE_MARK.sub(" ", line).strip()  # a heading's footnote markers: "Programs (1)"
     if not t or ":" in t or TERMINAL.search(t):
         return False
     if not any(ch.isdigit() for ch in t):
         return True
     if column_header(t):
         return True
-    rest = _PERIOD_HEADING_WORDS.sub(" ", re.sub(rf"(?i)\b{MONTH_NAME}\b|\b(?:19|20)\d\d\b|\b\d{{1,2}}\b", " ", t))
+    rest = _PERIOD_HEADING_WORDS.sub(" ", _HEADING_DATES.sub(" ", t))
     return not re.search(r"[^\W\d_]|\d", rest)
 
 
@@ -166,8 +170,10 @@ def table_header_block(text: str, start: int, end: int) -> bool:
     t = text[start:end].strip()
     if not t or not all(_heading_line(ln) for ln in t.splitlines() if ln.strip()):
         return False
-    below = [ln.strip() for ln in text[end:].splitlines() if ln.strip()]
-    for ln in below[: _HEADER_BLOCK_LINES + 1]:
+    # the non-empty lines below, found one at a time: the block ends within a few lines, while the
+    # chunk may go on long after
+    below = (m.group(0).strip() for m in _NON_EMPTY_LINE.finditer(text, end))
+    for ln in islice(below, _HEADER_BLOCK_LINES + 1):
         if is_value_row(ln):
             return True
         if not (_heading_line(ln) or ln.endswith(":")):
