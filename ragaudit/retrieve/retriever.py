@@ -641,7 +641,9 @@ class Retriever:
           that mentions "Florida" or another NTSB report.
         - **By one term** (``by_names`` False): the one document whose candidate chunks hold some
           content term of the question (BM25 tokens, stop words out) that no other candidate
-          document's hold, when it is the only such document, not outside the names' choice, and
+          document's hold, when it is the only such document, holds as many of the question's names
+          as any candidate document (NVIDIA's filing alone holding "spend" is not the document
+          "How much did Apple spend ...?" identifies), is not outside the names' choice, and is
           not the one document the names select (then its passages come first, as above).
           Identifying facts are often printed once per document (an accident report's location
           and registration on page 1), so the chunks holding what the question asks (the pilot's
@@ -666,13 +668,16 @@ class Retriever:
         if len(per_doc) < 2:
             return None
         in_scope = (lambda d: d in scope.document_ids) if scope.document_ids else (lambda d: True)
-        by_names = self._named_by_names(question, per_doc) if self.named_subset else None
+        held = self._names_held(question, per_doc)
+        most = max(len(v) for v in held.values())
+        by_names = self._named_by_names(held) if self.named_subset else None
         naming = {d: sorted(ts - set().union(*(o for e, o in per_doc.items() if e != d))) for d, ts in per_doc.items()}
         named = [(d, ts) for d, ts in naming.items() if ts]
         if (
             self.named_by_term
             and len(named) == 1
             and in_scope(named[0][0])
+            and len(held[named[0][0]]) == most
             and (by_names is None or named[0][0] in by_names[0])
             and not (by_names is not None and by_names[0] == [named[0][0]])
         ):
@@ -682,11 +687,11 @@ class Retriever:
         docs = [d for d in by_names[0] if in_scope(d)]
         return (docs, by_names[1], True) if docs else None
 
-    def _named_by_names(self, question: str, per_doc: dict[str, set[str]]) -> tuple[list[str], list[str]] | None:
-        """``(document ids, names)``: the candidate documents holding the most of the question's
-        names (``per_doc``: document id -> the question's terms its candidate chunks hold), when
-        they are some but not all and at most ``named_subset``; else None (see ``_named_document``)."""
-
+    @staticmethod
+    def _names_held(question: str, per_doc: dict[str, set[str]]) -> dict[str, list[str]]:
+        """Document id -> the question's names (proper names, acronyms, identifiers of 3+
+        characters; not dates, months or days) whose every term its candidate chunks hold
+        (``per_doc``: document id -> the question's terms its candidate chunks hold)."""
         count: dict[str, list[str]] = {d: [] for d in per_doc}
         for a in question_anchors(question):
             if a.kind == "date" or _CALENDAR.fullmatch(a.text) or len(re.sub(r"\W", "", a.text)) < 3:
@@ -695,9 +700,15 @@ class Retriever:
             for d, ts in per_doc.items():
                 if toks and toks <= ts:
                     count[d].append(a.text)
+        return count
+
+    def _named_by_names(self, count: dict[str, list[str]]) -> tuple[list[str], list[str]] | None:
+        """``(document ids, names)``: the candidate documents holding the most of the question's
+        names (``count``: document id -> the names it holds, from ``_names_held``), when they are
+        some but not all and at most ``named_subset``; else None (see ``_named_document``)."""
         most = max(len(v) for v in count.values())
         docs = sorted(d for d, v in count.items() if most and len(v) == most)
-        if not docs or len(docs) >= len(per_doc) or len(docs) > self.named_subset:
+        if not docs or len(docs) >= len(count) or len(docs) > self.named_subset:
             return None
         return docs, sorted({n for d in docs for n in count[d]})
 
