@@ -8,7 +8,8 @@ so a run after the first costs only the questions. A set's parts are those of
 ``answer_quality.part``: ``tune`` / ``confirm`` for the shared dev set (question-number parity),
 the set name in the question id otherwise (``probe1``, ``probe2``, ``ext1``, ``ext2``,
 ``heldout``, ``heldout2``, ``heldout3``, ``heldout4``, ``heldout5``, ``heldout6``,
-``heldout7``, ``heldout8``, ``heldout9``, ``heldout10``, ``heldout11``, ``heldout12``).
+``heldout7``, ``heldout8``, ``heldout9``, ``heldout10``, ``heldout11``, ``heldout12``,
+``heldout13``).
 ``--disable`` switches rules off by name (``RAGAUDIT_DISABLED_RULES``), as the ablation does
 (``bench/rule_ablation.py``).
 The held-out sets (``HELD_OUT``) and the former held-out sets are scored only when named.
@@ -54,12 +55,24 @@ SETS = {
     "heldout10": ([ROOT / "bench/heldout10/pdfs", SHARED / "pdfs"], ROOT / "bench/heldout10/questions.jsonl"),
     "heldout11": ([ROOT / "bench/heldout11/pdfs", SHARED / "pdfs"], ROOT / "bench/heldout11/questions.jsonl"),
     "heldout12": ([ROOT / "bench/heldout12/pdfs", SHARED / "pdfs"], ROOT / "bench/heldout12/questions.jsonl"),
+    "heldout13": ([ROOT / "bench/heldout13/pdfs", SHARED / "pdfs"], ROOT / "bench/heldout13/questions.jsonl"),
 }
 # sets nobody has looked at the failures of: scored once per release, when named, and never ablated
 # or calibrated on. ``heldout``, ``heldout2`` and ``heldout3`` were each scored so on one release;
 # their failures have been studied since, so they are tuning sets now (their READMEs).
 HELD_OUT = frozenset(
-    {"heldout4", "heldout5", "heldout6", "heldout7", "heldout8", "heldout9", "heldout10", "heldout11", "heldout12"}
+    {
+        "heldout4",
+        "heldout5",
+        "heldout6",
+        "heldout7",
+        "heldout8",
+        "heldout9",
+        "heldout10",
+        "heldout11",
+        "heldout12",
+        "heldout13",
+    }
 )
 
 
