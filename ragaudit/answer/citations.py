@@ -65,6 +65,11 @@ def strip_citations(text: str) -> str:
 _BOUNDARY = re.compile(r"(?P<stop>[.!?。！？]['\")\]”’]*)(?P<cites>(?:\s*\[\d+(?:\s*,\s*\d+)*\])*)\s+(?=[^\s\[])")
 
 
+# a list item's marker right after a citation, a colon or the start ("[1] 1.", ": b.", "(iii)."):
+# the period that follows it numbers the quoted item and ends no sentence
+_LIST_MARKER = re.compile(r"(?:^|\]\s+|[:;]\s+)\(?(?:\d{1,3}|[a-zA-Z]|[ivxIVX]{2,4})\)?$")
+
+
 def _sentence_ends(text: str) -> set[int]:
     """Offsets in ``text`` right after each sentence's last character, as the chunker's sentence
     segmenter (``ragaudit.text.sentences.sentence_spans``: pysbd plus its abbreviation rule) sees the text with
@@ -93,6 +98,8 @@ def split_answer_sentences(text: str) -> list[str]:
     ends = None
     out, pos = [], 0
     for m in _BOUNDARY.finditer(text):
+        if not m.group("cites") and _LIST_MARKER.search(text, 0, m.start("stop")):
+            continue  # "... components: [1] 1. An off-the-shelf toolkit": a list item's number, not an end
         if not m.group("cites"):
             if ends is None:
                 ends = _sentence_ends(text)

@@ -70,3 +70,24 @@ def test_a_documents_own_bracketed_numbers_are_text_once_escaped():
     assert claim_parts(answer) == [(quote + ".", [1]), ("The sweep ran twice.", [2])]
     assert strip_citations("from \\[34] on [1]") == "from [34] on"
     assert check_citations("from [34] on. [1]", 2).invalid_numbers == [34]  # unescaped, it cites
+
+
+def test_a_quoted_list_items_number_stays_with_its_claim():
+    """A quoted list item keeps its number in the claim ("1. An off-the-shelf toolkit ...") as it
+    does in the citation the answerer wrote for it: cut after "1.", the claim lost its number,
+    matched no citation and the answer was labelled unsupported though every quote was verbatim.
+    A period after an ordinary word still ends a sentence."""
+    answer = (
+        "LayoutParser is built with the following components: [1] 1. An off-the-shelf toolkit for "
+        "applying DL models for layout detection (Section 3) [3] (ii). A community platform. [2]"
+    )
+    assert claim_parts(answer) == [
+        ("LayoutParser is built with the following components:", [1]),
+        ("1. An off-the-shelf toolkit for applying DL models for layout detection (Section 3)", [3]),
+        ("(ii). A community platform.", [2]),
+    ]
+    assert split_answer_sentences("See item a. It is law. [1]") == ["See item a.", "It is law. [1]"]
+    assert split_answer_sentences("1. Check the oil. 2. Start the engine. [4]") == [
+        "1. Check the oil.",
+        "2. Start the engine. [4]",
+    ]
