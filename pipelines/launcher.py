@@ -96,9 +96,14 @@ def handover_failed_message(settings, url: str, error: Exception) -> str:
         source = "RAGAUDIT_API_URL"
     else:
         source = f"RAGAUDIT_HOST/RAGAUDIT_PORT (here {settings.host}, {settings.port})"
+    head = f"the serving process that owns the embedded Qdrant store did not take the run: POST {url} failed ({why})"
+    if isinstance(error, httpx.HTTPStatusError) and error.response.status_code in (401, 403):
+        return (
+            f"{head}. The API refused this process's key: export the same RAGAUDIT_API_KEYS for the Dagster "
+            "webserver and daemon as for `ragaudit serve`"
+        )
     return (
-        f"the serving process that owns the embedded Qdrant store did not take the run: POST {url} failed "
-        f"({why}). That URL is set by {source}: start `ragaudit serve`, and give the Dagster webserver and "
+        f"{head}. That URL is set by {source}: start `ragaudit serve`, and give the Dagster webserver and "
         "daemon the RAGAUDIT_HOST/RAGAUDIT_PORT it listens on (or RAGAUDIT_API_URL), or use a Qdrant server "
         "(RAGAUDIT_QDRANT_URL)"
     )

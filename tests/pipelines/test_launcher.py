@@ -62,3 +62,23 @@ def test_a_failed_handover_names_the_url_and_the_setting(tmp_path, monkeypatch):
     url = f"http://127.0.0.1:{port}/internal/dagster/runs"
     assert f"POST {url} failed (ConnectError)" in ev.message, ev.message
     assert f"RAGAUDIT_HOST/RAGAUDIT_PORT (here 127.0.0.1, {port})" in ev.message, ev.message
+
+
+def test_a_refused_key_is_named_as_the_cause(tmp_path):
+    """The serving process answered 401: the message says the Dagster processes need the API's
+    RAGAUDIT_API_KEYS, not to check the host and port (the URL was right). Fails if a refused key is
+    explained as a wrong address."""
+    import httpx
+
+    from ragaudit.pipelines.launcher import handover_failed_message
+    from ragaudit.platform.settings import Settings
+
+    url = "http://127.0.0.1:8787/internal/dagster/runs"
+    req = httpx.Request("POST", url)
+    err = httpx.HTTPStatusError("401", request=req, response=httpx.Response(401, request=req))
+    settings = Settings(_env_file=None, data_dir=tmp_path, port=8787)
+    msg = handover_failed_message(settings, url, err)
+    assert f"POST {url} failed (HTTP 401" in msg and "export the same RAGAUDIT_API_KEYS" in msg, msg
+    assert "RAGAUDIT_HOST/RAGAUDIT_PORT" not in msg, msg
+    down = handover_failed_message(settings, url, httpx.ConnectError("refused"))
+    assert "RAGAUDIT_HOST/RAGAUDIT_PORT (here" in down and "API_KEYS" not in down, down
