@@ -223,6 +223,15 @@ try {
   out.steps.failure_rows = await page.locator("[data-testid=question-row]").count();
   out.steps.failure_flags = await page.locator("[data-testid=question-row]").evaluateAll((rs) => rs.map((r) => r.dataset.failed));
   await page.getByTestId("only-failures").click();
+  // a question's cell opens its X-ray, asked again with the run's top_k (neighbours not counted)
+  await page.locator("[data-testid=question-row] button").first().click();
+  await page.getByTestId("eval-xray-live").waitFor({ timeout: 60_000 });
+  out.steps.eval_xray = {
+    note: await page.getByTestId("eval-xray-live").innerText(),
+    chips: await page.locator(".MuiDialog-root .MuiChip-label").allInnerTexts(),
+  };
+  await page.keyboard.press("Escape");
+  await page.locator(".MuiDialog-root").waitFor({ state: "detached" });
   await page.evaluate(() => window.scrollTo(0, 0));
   await shot("evaluation");
 

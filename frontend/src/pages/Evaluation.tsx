@@ -227,8 +227,13 @@ export function EvaluationPage() {
   };
   const openXray = async (question: string, mode: string, run?: Run) => {
     const p = run?.params ?? {};
-    const out = await postJSON<Answer>("/query", { question, mode, knowledge_base: p.knowledge_base ?? undefined, doc_names: p.doc_names ?? [] });
-    setXray({ ...out, top_k: out.retrieved.length });
+    // asked again with the run's mode, top_k, strategy and scope; top_k counts the retrieved
+    // chunks, not the neighbours added after them
+    const out = await postJSON<Answer>("/query", {
+      question, mode, top_k: p.top_k ?? undefined, strategy: p.strategy ?? undefined,
+      knowledge_base: p.knowledge_base ?? undefined, doc_names: p.doc_names ?? [],
+    });
+    setXray({ ...out, top_k: p.top_k ?? out.retrieved.filter((r) => !r.neighbor_of).length });
   };
 
   // the picked runs, earlier run first (A), whatever order they were picked in
@@ -282,7 +287,11 @@ export function EvaluationPage() {
       </Grid>
       <Dialog open={!!xray} onClose={() => setXray(null)} maxWidth="lg" fullWidth>
         <DialogTitle>{xray?.question}</DialogTitle>
-        <DialogContent>{xray && <><Typography variant="body2" sx={{ mb: 1 }}>{xray.answer}</Typography><XRay run={xray} /></>}</DialogContent>
+        <DialogContent>{xray && <>
+          <Typography variant="caption" color="text.secondary" data-testid="eval-xray-live" sx={{ display: "block", mb: 1 }}>
+            Asked again now with the run's mode, top_k and scope: answer and ranks differ from the run's when documents or settings changed since.
+          </Typography>
+          <Typography variant="body2" sx={{ mb: 1 }}>{xray.answer}</Typography><XRay run={xray} /></>}</DialogContent>
       </Dialog>
     </Box>
   );
