@@ -71,18 +71,25 @@ _COLS = [
 ]
 
 
+# the error kinds of requests rejected as invalid with a 4xx reply (a body that fails validation, an
+# unknown model on the OpenAI-compatible route): the client's mistake, not a failure of the server
+CLIENT_ERROR_KINDS = frozenset({"validation_error", "model_not_found"})
+
+
 def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """Statistics of ``rows`` (dicts with the ``query_logs`` columns used here).
 
-    Returns ``{count, errors, error_rate, client_disconnects, cache_hits, cache_hit_rate,
+    Returns ``{count, errors, error_rate, client_disconnects, client_errors, cache_hits, cache_hit_rate,
     latency_ms: {stage: {p50, p95, p99, n}}, cost_usd: {total, mean, known, unknown, unknown_models},
     tokens: {prompt, completion, total}}``; rates are in [0, 1], ``None`` when there are no rows.
     A request whose client went away before its end (``error_kind`` ``ClientDisconnected``) is
-    counted in ``client_disconnects``, not as an error: nothing failed on the server's side.
+    counted in ``client_disconnects``, not as an error: nothing failed on the server's side; so is a
+    request the API rejected as invalid (``CLIENT_ERROR_KINDS``: a 4xx reply), in ``client_errors``.
     """
     n = len(rows)
     left = sum(1 for r in rows if r["error_kind"] == CLIENT_DISCONNECTED)
-    errors = sum(1 for r in rows if r["error_kind"]) - left
+    rejected = sum(1 for r in rows if r["error_kind"] in CLIENT_ERROR_KINDS)
+    errors = sum(1 for r in rows if r["error_kind"]) - left - rejected
     hits = sum(1 for r in rows if r["cache_hit"])
     latency = {}
     for stage, col in STAGE_COLUMNS.items():
@@ -98,6 +105,7 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "errors": errors,
         "error_rate": errors / n if n else None,
         "client_disconnects": left,
+        "client_errors": rejected,
         "cache_hits": hits,
         "cache_hit_rate": hits / n if n else None,
         "latency_ms": latency,
@@ -199,7 +207,15 @@ class PrometheusMetrics:
         """Count one telemetry row (the dict ``TelemetryWriter.record`` builds)."""
         ep, mode = row["endpoint"], row["mode"] or ""
         kind = row["error_kind"]
-        status = "ok" if not kind else "disconnected" if kind == CLIENT_DISCONNECTED else "error"
+        status = (
+            "ok"
+            if not kind
+            else "disconnected"
+            if kind == CLIENT_DISCONNECTED
+            else "rejected"
+            if kind in CLIENT_ERROR_KINDS
+            else "error"
+        )
         self.requests.labels(ep, mode, status).inc()
         if row["cache_hit"]:
             self.cache_hits.labels(ep).inc()

@@ -9,7 +9,7 @@ import { getJSON } from "../api";
 
 interface Pct { p50: number | null; p95: number | null; p99: number | null; n: number }
 interface Summary {
-  count: number; errors: number; error_rate: number | null; client_disconnects?: number; cache_hits: number; cache_hit_rate: number | null;
+  count: number; errors: number; error_rate: number | null; client_disconnects?: number; client_errors?: number; cache_hits: number; cache_hit_rate: number | null;
   latency_ms: Record<string, Pct>; cost_usd: { total: number; mean: number | null };
   tokens: { prompt: number; completion: number; total: number };
 }
@@ -45,6 +45,15 @@ function Tile({ label, value, testid, note }: { label: string; value: string; te
 
 /** Observability: everything comes from GET /metrics (one call for the window, one per time
  * bucket for the series) and GET /health; nothing is computed here but the bucket bounds. */
+/** What the error rate leaves out: requests whose client left, and requests rejected as invalid (4xx). */
+function notErrors(o: Summary): string | undefined {
+  const apart = [
+    o.client_disconnects ? `${o.client_disconnects} client disconnect(s)` : "",
+    o.client_errors ? `${o.client_errors} rejected request(s) (4xx)` : "",
+  ].filter(Boolean);
+  return apart.length ? `${apart.join(", ")}: not errors` : undefined;
+}
+
 export function ObservabilityPage() {
   const [windowName, setWindowName] = useState("1 hour");
   const [groupBy, setGroupBy] = useState("mode");
@@ -68,7 +77,8 @@ export function ObservabilityPage() {
         const t = r.overall.latency_ms.total ?? ({} as Pct);
         return {
           t: b.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" }), count: r.overall.count,
-          p50: t.p50, p95: t.p95, p99: t.p99, error_rate: r.overall.error_rate, cost: r.overall.cost_usd.total,
+          p50: t.p50, p95: t.p95, p99: t.p99, error_rate: r.overall.error_rate, errors: r.overall.errors,
+          rejected: r.overall.client_errors ?? 0, cost: r.overall.cost_usd.total,
         };
       }));
       setSeries(buckets);
@@ -101,7 +111,7 @@ export function ObservabilityPage() {
         <Grid container spacing={1} sx={{ mb: 2 }}>
           <Grid size={{ xs: 6, md: 2 }}><Tile label="queries" value={String(o.count)} testid="obs-count" /></Grid>
           <Grid size={{ xs: 6, md: 2 }}><Tile label="error rate" value={pct(o.error_rate)} testid="obs-error-rate"
-            note={o.client_disconnects ? `${o.client_disconnects} client disconnect(s), not errors` : undefined} /></Grid>
+            note={notErrors(o)} /></Grid>
           <Grid size={{ xs: 6, md: 2 }}><Tile label="cache-hit rate" value={pct(o.cache_hit_rate)} testid="obs-cache" /></Grid>
           <Grid size={{ xs: 6, md: 2 }}><Tile label="P50 / P95 total" value={pair(o.latency_ms.total?.p50, o.latency_ms.total?.p95)} testid="obs-p50" /></Grid>
           <Grid size={{ xs: 6, md: 2 }}><Tile label="P99 total" value={ms(o.latency_ms.total?.p99)} /></Grid>
@@ -131,6 +141,8 @@ export function ObservabilityPage() {
                 <CartesianGrid strokeDasharray="3 3" />
                 <XAxis dataKey="t" /><YAxis yAxisId="n" /><YAxis yAxisId="c" orientation="right" /><Tooltip /><Legend />
                 <Bar yAxisId="n" dataKey="count" fill="#1976d2" isAnimationActive={false} />
+                <Bar yAxisId="n" dataKey="errors" fill="#d32f2f" isAnimationActive={false} />
+                <Bar yAxisId="n" dataKey="rejected" name="rejected (4xx)" fill="#ed6c02" isAnimationActive={false} />
                 <Line yAxisId="c" dataKey="cost" stroke="#2e7d32" isAnimationActive={false} />
               </ComposedChart>
             </ResponsiveContainer>
