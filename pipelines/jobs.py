@@ -2,14 +2,17 @@
 
 - ``ingest_document``: the asset job of one document (its partition, ``partitions``), what an upload,
   ``ragaudit reindex`` and a Materialize click in the UI run;
-- ``ingest_batch``: several queued documents in one run (small landing-folder files,
-  re-ingestion: one Dagster run costs seconds of overhead);
+- ``ingest_batch``: several queued documents in one run (small landing-folder files: one
+  Dagster run costs seconds of overhead);
+- ``reindex_changed``: the re-ingestion schedule's run (``schedules``): queues the documents that
+  changed and, with a Qdrant server, ingests them in the run;
 - ``ingest_files_job`` (``bulk``): a batch of files in one run (``ragaudit ingest``).
 """
 
 import dagster as dg
 
 from ragaudit.ingest import documents as ingest
+from ragaudit.ingest import reindex
 from ragaudit.types import Strategy
 
 from .assets import INGEST_ASSETS, gold_pairs, strategy_run_config
@@ -44,9 +47,14 @@ def _stages_with_gold_pairs(svc, document_id: str, strategy: Strategy) -> dict:
     "a failure keeps that document's previous version and the batch goes on.",
 )
 def ingest_documents(context: dg.OpExecutionContext, config: BatchConfig, ragaudit: RagauditResource) -> dict:
-    svc = ragaudit.services()
+    return _ingest_queued(context, ragaudit.services(), config.document_ids)
+
+
+def _ingest_queued(context: dg.OpExecutionContext, svc, document_ids: list[str], **metadata) -> dict:
+    """Ingest queued documents one by one in this op, record their partitions, and fail the op
+    (after the others) if any failed; ``metadata``: more output metadata of the op."""
     done, failed, outcomes = [], {}, []
-    for doc_id in config.document_ids:
+    for doc_id in document_ids:
         out = ingest.run_queued(svc, doc_id, _stages_with_gold_pairs)
         if out is None:
             continue
@@ -57,28 +65,54 @@ def ingest_documents(context: dg.OpExecutionContext, config: BatchConfig, ragaud
             failed[out.doc_name] = out.message
     # every document built gets its partition's materializations and check results, as the asset job records them
     record_ingested(svc, context.instance, ingested(outcomes), log_event=context.log_event)
-    context.add_output_metadata({"ingested": len(done), "failed": len(failed)})
+    context.add_output_metadata({**metadata, "ingested": len(done), "failed": len(failed)})
     if failed:
         raise dg.Failure(
-            f"{len(failed)} of {len(config.document_ids)} document(s) failed (previous versions kept)",
+            f"{len(failed)} of {len(document_ids)} document(s) failed (previous versions kept)",
             metadata={"failed": dg.MetadataValue.json(failed)},
         )
     return {"ingested": done}
 
 
-@dg.job(description="Ingest a batch of queued documents in one run (landing folder, re-ingestion).")
+@dg.job(description="Ingest a batch of queued documents in one run (landing folder).")
 def ingest_batch():
     ingest_documents()
 
 
-def run_requests(svc, queued: list[tuple[str, int]], key: str, batch_all: bool = False) -> list[dg.RunRequest]:
+@dg.op(
+    name="queue_changed_documents",
+    description="Queue the documents that need re-ingestion (changed bytes, build settings, lost points, "
+    "failed last run; ragaudit.ingest.reindex). Embedded store: the serving process's worker ingests them; "
+    "Qdrant server: this op ingests them, as ingest_documents does.",
+)
+def queue_changed_documents(context: dg.OpExecutionContext, ragaudit: RagauditResource) -> dict:
+    svc = ragaudit.services()
+    embedded = svc.settings.embedded  # only the serving process may open an embedded store
+    plan = reindex.plan(svc, verify_index=not embedded)
+    queued = [d.document_id for d in plan.todo if reindex.enqueue(svc, d)]
+    context.log.info(f"{len(queued)} of {len(plan.todo)} changed document(s) queued; {plan.summary()}")
+    counts = {"queued": len(queued), "unchanged": plan.unchanged, "skipped": len(plan.skipped)}
+    if embedded or not queued:
+        context.add_output_metadata(counts)
+        return {"queued": queued}
+    return _ingest_queued(context, svc, queued, **counts)
+
+
+@dg.job(
+    description="Re-ingest the documents that changed (the run of reindex_schedule): queued for the serving "
+    "process with the embedded store, ingested in this run with a Qdrant server."
+)
+def reindex_changed():
+    queue_changed_documents()
+
+
+def run_requests(svc, queued: list[tuple[str, int]], key: str) -> list[dg.RunRequest]:
     """Run requests for ``[(document id, size in bytes)]`` of queued documents: large ones one
     ``ingest_document`` run each, building the strategy each was queued with (run config), small
     ones batched in ``ingest_batch`` runs (settings ``landing_batch_max_bytes``,
-    ``landing_batch_size``); ``batch_all``: every document in ``ingest_batch`` runs (the schedule
-    targets that job)."""
+    ``landing_batch_size``)."""
     st = svc.settings
-    big = [] if batch_all else [i for i, n in queued if n > st.landing_batch_max_bytes]
+    big = [i for i, n in queued if n > st.landing_batch_max_bytes]
     small = [i for i, n in queued if i not in big]
     out = [
         dg.RunRequest(
@@ -103,4 +137,4 @@ def run_requests(svc, queued: list[tuple[str, int]], key: str, batch_all: bool =
     return out
 
 
-JOBS = [ingest_document, ingest_batch, ingest_files_job]
+JOBS = [ingest_document, ingest_batch, reindex_changed, ingest_files_job]

@@ -5,7 +5,12 @@ ordinary runs (``ingest_document`` per large document, ``ingest_batch`` for smal
 daemon launches them. In the embedded mode only the serving process may open the Qdrant folder:
 the sensor puts the documents in status ``queued`` in SQL and the serving process's worker
 (``ragaudit.ingest.queue``, polling) runs them as Dagster runs of the shared instance, so they
-appear in the UI all the same. The re-ingestion schedule (``schedules``) works the same way.
+appear in the UI all the same.
+
+An evaluation registers the new and changed files itself (stores their bytes, status ``queued``),
+so the UI's *Test sensor* does too; the re-ingestion schedule (``schedules``) instead only plans
+and leaves the queueing to its run. Moving registration into a run would need the cursor to
+advance only once that run has registered the files (a failed run must not lose them).
 """
 
 import json

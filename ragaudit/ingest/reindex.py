@@ -11,8 +11,8 @@ A re-ingestion is an ordinary run of the document (``ragaudit.ingest.documents``
 and published only after the count check, so a failure keeps the previous version searchable;
 ``gold_qa_pairs`` replaces the document's pairs.
 
-Used by ``ragaudit reindex``, the Dagster schedule ``reindex_schedule``
-(``ragaudit.pipelines.schedules``) and the landing-folder sensor (``ragaudit.pipelines.sensors``).
+Used by ``ragaudit reindex``, the Dagster schedule ``reindex_schedule`` (``ragaudit.pipelines.schedules``:
+it plans, its job ``reindex_changed`` queues) and the landing-folder sensor (``ragaudit.pipelines.sensors``).
 """
 
 from __future__ import annotations
@@ -58,6 +58,15 @@ class Plan:
     unchanged: int = 0
     skipped: dict[str, str] = field(default_factory=dict)
 
+    def summary(self) -> str:
+        """How many are unchanged and skipped (the first five with why), for a log line or tick."""
+        out = f"{self.unchanged} unchanged"
+        if self.skipped:
+            out += (
+                f", {len(self.skipped)} skipped ({'; '.join(f'{k}: {v}' for k, v in list(self.skipped.items())[:5])})"
+            )
+        return out
+
 
 def _changed_settings(built: dict[str, Any] | None, now: dict[str, Any]) -> list[str]:
     if not built:
@@ -84,7 +93,8 @@ def plan(
     vector store, so a process that does not own the embedded store passes False. ``force`` (with
     ``names``): the named documents are rebuilt even when nothing is found changed (an operator
     repairing a document by name: ``ragaudit reindex --doc NAME``). Raises ``KeyError`` for a
-    name that matches no document."""
+    name that matches no document. Reads only (SQL, source files, point counts): changes nothing,
+    so a schedule may call it while it is evaluated (``enqueue`` does the queueing)."""
     out = Plan()
     with svc.sessions() as s:
         q = select(Document).order_by(Document.knowledge_base, Document.doc_name)

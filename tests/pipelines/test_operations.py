@@ -131,6 +131,97 @@ def test_landing_sensor_replaces_a_changed_pdf(fresh_services, tmp_path, monkeyp
     assert "FBVIF" not in " ".join(c.text for c in QueryService(svc).search(QUESTION, top_k=3).chunks)
 
 
+def _changed_landing_document(svc, tmp_path) -> tuple[str, object]:
+    """A document ingested from a source file that then changed: ``(document id, state())``,
+    ``state()`` = its ``(status, ingest_version, sha256)``."""
+    src = tmp_path / "n.pdf"
+    shutil.copy(NTSB_A, src)
+    doc_id = ingest.register(svc, src.read_bytes(), "n.pdf", source_path=str(src))[0].id
+    assert ingest.run_queued(svc, doc_id, DagsterRunner()).ok
+    shutil.copy(NTSB_B, src)  # the file changed
+
+    def state():
+        d = ingest.get_document(svc, doc_id)
+        return d.status, d.ingest_version, d.sha256
+
+    assert state() == ("ready", 1, ingest.sha256_hex(NTSB_A.read_bytes()))
+    return doc_id, state
+
+
+def _schedule_tick(svc, instance):
+    from datetime import datetime, timezone
+
+    from ragaudit.pipelines.schedules import reindex_schedule
+
+    ctx = dg.build_schedule_context(
+        instance=instance,
+        scheduled_execution_time=datetime(2025, 1, 2, 3, tzinfo=timezone.utc),
+        resources={"ragaudit": RagauditResource(services_key=services_key(svc.settings))},
+    )
+    return reindex_schedule(ctx)
+
+
+def _run_requested(svc, instance, req):
+    from ragaudit.pipelines.jobs import reindex_changed
+
+    assert req.job_name in (None, reindex_changed.name)
+    return reindex_changed.execute_in_process(
+        run_config=req.run_config,
+        tags=req.tags,
+        instance=instance,
+        resources={"ragaudit": RagauditResource(services_key=services_key(svc.settings))},
+    )
+
+
+def test_reindex_schedule_tick_changes_nothing_and_its_run_queues(fresh_services, tmp_path):
+    """Evaluating reindex_schedule (what the UI's *Preview tick result* does) with a changed
+    document returns a run request keyed by the scheduled time and leaves the document's status,
+    version and bytes as they were; the requested reindex_changed run queues it for the serving
+    process (embedded mode), whose worker then builds version 2; with nothing changed the tick is
+    skipped. Fails if a tick queues or stores anything (a preview re-ingested every changed
+    document), or if the run does not queue the changed document."""
+    svc = fresh_services
+    doc_id, state = _changed_landing_document(svc, tmp_path)
+    before = state()
+    instance = dg.DagsterInstance.ephemeral()
+
+    req = _schedule_tick(svc, instance)
+    assert state() == before and ingest.queued_documents(svc) == []  # the tick queued nothing
+    assert isinstance(req, dg.RunRequest) and req.run_key == "reindex:2025-01-02T03:00:00+00:00"
+    assert _schedule_tick(svc, instance).run_key == req.run_key and state() == before  # a second preview too
+
+    assert _run_requested(svc, instance, req).success
+    assert ingest.queued_documents(svc) == [doc_id]  # for the serving process's worker
+    assert ingest.run_queued(svc, doc_id, DagsterRunner()).ok  # what that worker does
+    assert state() == ("ready", 2, ingest.sha256_hex(NTSB_B.read_bytes()))
+
+    skip = _schedule_tick(svc, instance)
+    assert isinstance(skip, dg.SkipReason) and skip.skip_message == "nothing changed: 1 unchanged"
+
+
+def test_reindex_run_ingests_itself_with_a_qdrant_server(fresh_services, tmp_path, monkeypatch):
+    """With a Qdrant server (not the embedded mode: any process may write) the tick still changes
+    nothing, and the reindex_changed run queues the changed document and ingests it in the run,
+    recording its partition's materializations. Fails if the tick queues, or if the run leaves
+    the document queued or records nothing."""
+    from ragaudit.platform.settings import Settings
+
+    svc = fresh_services
+    doc_id, state = _changed_landing_document(svc, tmp_path)
+    monkeypatch.setattr(Settings, "embedded", property(lambda self: False))  # the same store, as a server's
+    before = state()
+    instance = dg.DagsterInstance.ephemeral()
+
+    req = _schedule_tick(svc, instance)
+    assert state() == before and ingest.queued_documents(svc) == [] and isinstance(req, dg.RunRequest)
+    result = _run_requested(svc, instance, req)
+    assert result.success
+    assert state() == ("ready", 2, ingest.sha256_hex(NTSB_B.read_bytes())) and ingest.queued_documents(svc) == []
+    mats = {e.asset_key.path[-1] for e in result.all_events if e.event_type_value == "ASSET_MATERIALIZATION"}
+    assert {"chunk_points", "live_index", "gold_qa_pairs"} <= mats
+    assert result.output_for_node("queue_changed_documents") == {"ingested": [doc_id]}
+
+
 def test_small_documents_are_batched_large_ones_run_alone(fresh_services, monkeypatch):
     """Run requests: files above landing_batch_max_bytes get one partition run each, small ones
     share ingest_batch runs of at most landing_batch_size. A partition run builds the strategy its
