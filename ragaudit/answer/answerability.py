@@ -477,7 +477,8 @@ def missing_anchors(
                 continue  # a subject of the documents (e.g. the company), not a passing mention
             if _in_opening(probe, docs_lower):
                 continue  # named where a document says what it is and who wrote it: its subject or author
-            others = q_terms - set(tokenize(a.text))
+            # "Who are the authors of X?": a title page prints names under X, not the word "authors"
+            others = q_terms - set(tokenize(a.text)) - _AUTHOR_BLOCK_TERMS
             if others and not _supported(probe, others, sent_terms, sent_texts):
                 missing.append(a)
     if any(a.kind in ("date", "id") or _specific(a) for a in missing):
@@ -654,8 +655,19 @@ def _missing_anchors(g: GateInput) -> Fired | None:
     )
 
 
+# words for who wrote a document and where they work: a paper or report prints its author block
+# (names, institutions, e-mail addresses) under its title, rarely the words themselves
+_AUTHOR_BLOCK_WORDS = frozenset(
+    {"author", "authors", "authored", "co-author", "co-authors", "wrote", "written", "writer", "writers"}
+    | {"affiliated", "affiliation", "affiliations"}
+)
+
+
+_AUTHOR_BLOCK_TERMS = frozenset(t for w in _AUTHOR_BLOCK_WORDS for t in tokenize(w))
+
+
 def _subject_words_absent(g: GateInput) -> Fired | None:
-    subject = subject_words(g.question)
+    subject = [w for w in subject_words(g.question) if w.lower() not in _AUTHOR_BLOCK_WORDS]
     if g.cross_lingual:
         # the documents say it in their own words, but they must share one of them at least (a
         # name, a number): with none, nothing ties the passages to the question
@@ -769,12 +781,17 @@ def _bound_printed(word: str, text_lower: str) -> bool:
 # Cavalcante"), how a document prints who wrote it
 _BYLINE = re.compile(r"\b[Bb]y\s+(?:[A-Z]\.\s*)*[A-Z][\w'’-]+(?:\s+(?:[A-Z]\.\s*)*[A-Z][\w'’-]+)+")
 _AUTHOR_WORDS = frozenset({"author", "authors", "writer", "writers"})
+# a paper's author block: three or more names of two to four capitalised words in a row, each
+# followed by a comma, "and" or an affiliation marker ("Zejiang Shen1, Ruochen Zhang2, Melissa Dell3")
+_NAME = r"[A-Z][\w'’-]+(?:\s+(?:[A-Z]\.\s*)*[A-Z][\w'’-]+){1,3}[\d∗*†‡§¶]*(?:\s*\(\s*\))?"
+_AUTHOR_LIST = re.compile(rf"{_NAME}(?:\s*(?:,\s*(?:and\s+)?|\s+and\s+){_NAME}){{2,}}")
 
 
 def _byline_printed(word: str, text: str) -> bool:
     """True when ``word`` asks who wrote something ("Who is the *author* of the manual?") and
-    ``text`` prints a byline (``_BYLINE``): a title page names its author that way, not as "author"."""
-    return word.lower() in _AUTHOR_WORDS and _BYLINE.search(text) is not None
+    ``text`` prints a byline (``_BYLINE``) or a paper's author block (``_AUTHOR_LIST``): a title
+    page names its authors that way, not as "author"."""
+    return word.lower() in _AUTHOR_WORDS and (_BYLINE.search(text) is not None or _AUTHOR_LIST.search(text) is not None)
 
 
 def _asked_for_absent(g: GateInput) -> Fired | None:

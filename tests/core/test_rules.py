@@ -235,3 +235,27 @@ def test_other_identifier_fires_only_for_another_item_of_the_asked_series():
         None,
         "answered",
     )
+
+
+PAPER_OPENING = (
+    "LayoutParser: A Unified Toolkit for Deep Learning Based Document Image Analysis\n"
+    "Zejiang Shen1, Ruochen Zhang2, Melissa Dell3, Benjamin Charles Germain Lee4, Jacob Carlson3, and Weining Li5\n"
+    "1 Allen Institute for AI shannons@allenai.org 2 Brown University 3 Harvard University\n"
+    "Abstract. Recent advances in document image analysis have been driven by neural networks."
+)
+
+
+@pytest.mark.parametrize(
+    "question",
+    ["Which institutions are the authors of LayoutParser affiliated with?", "Who are the authors of LayoutParser?"],
+)
+def test_a_papers_author_block_answers_who_wrote_it(question):
+    """A paper prints its authors and their institutions as a block of names under its title, not
+    the words "authors" or "affiliated": neither ``gate.subject_words_absent`` nor
+    ``gate.asked_for_absent`` refuses a question about them when such a block is in the passages.
+    Fails if a question about a paper's authors is refused for words no author block prints."""
+    v = assess(question, [PAPER_OPENING], [PAPER_OPENING], every_rule=True)
+    assert v.label is None and v.fired == [], v.reason
+    other = "Who are the authors of the unified toolkit's user survey?"  # no author block in the passage
+    prose = "The toolkit was used in a survey of archives. Users rated it highly."
+    assert assess(other, [prose], [prose]).label == "refused"
