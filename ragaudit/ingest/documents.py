@@ -60,8 +60,9 @@ log = logging.getLogger(__name__)
 
 DEFAULT_KB = "default"
 
-# One ingestion at a time per process: Qdrant local mode has a single writer.
-INGEST_LOCK = threading.Lock()
+# One ingestion at a time per process: Qdrant local mode has a single writer. Reentrant: a Dagster
+# run the serving process executes under it may ingest a queued document in one of its ops.
+INGEST_LOCK = threading.RLock()
 # Short critical sections on a document row: registering an upload, a run claiming a queued
 # document, deleting a stored file nothing refers to. Never held during a run, so uploads never
 # wait for one. Reentrant: a route holding it may delete a document (which deletes its file).

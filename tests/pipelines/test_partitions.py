@@ -233,3 +233,33 @@ def test_a_new_check_result_without_a_run_replaces_the_shown_one(dagster_instanc
         )
         (latest,) = dagster_instance.event_log_storage.get_asset_check_execution_history(check, limit=1)
         assert latest.status.value == ("SUCCEEDED" if passed else "FAILED"), (passed, latest)
+
+
+def test_a_run_holding_the_ingest_lock_can_ingest_in_its_op(tmp_path):
+    """The serving process executes a handed-over Dagster run under ``INGEST_LOCK``; an op of that
+    run that ingests a queued document (``ingest_batch`` launched from the UI) takes the lock again
+    in the same thread. Fails, by timing out instead of hanging the suite, if the lock is not
+    reentrant."""
+    import threading
+
+    from ragaudit.ingest import documents as ingest
+    from ragaudit.services import get_services, release_services
+    from tests.conftest import make_settings, text_pdf
+
+    settings = make_settings(tmp_path / "data")
+    try:
+        svc = get_services(settings)
+        doc = ingest.register(svc, text_pdf(2, "harbour"), "held.pdf")[0]
+        out = []
+
+        def op():
+            with ingest.INGEST_LOCK:  # what execute_launched_run holds around the run
+                out.append(ingest.run_queued(svc, doc.id, ingest.run_stages))
+
+        t = threading.Thread(target=op, daemon=True)
+        t.start()
+        t.join(timeout=120)
+        assert not t.is_alive(), "run_queued waited for the lock its own run holds"
+        assert out and out[0].ok, out
+    finally:
+        release_services(settings)
