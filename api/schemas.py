@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ragaudit.types import Mode, Scope, Strategy
+from ragaudit.types import QUESTION_MAX_CHARS, Mode, Scope, Strategy
 
 # C0 and C1 control characters other than tab, newline and carriage return (and DEL)
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
@@ -44,8 +44,8 @@ class QueryIn(ScopeIn):
 
     question: str = Field(
         min_length=1,
-        max_length=4000,
-        description="At most 4,000 characters; no control characters other than tab and newline",
+        max_length=QUESTION_MAX_CHARS,
+        description=f"At most {QUESTION_MAX_CHARS:,} characters; no control characters other than tab and newline",
     )
     top_k: int | None = Field(default=None, ge=1, le=100)
     mode: Mode = Mode.hybrid

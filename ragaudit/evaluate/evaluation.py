@@ -75,7 +75,7 @@ from ragaudit.platform.db import ChunkRow
 from ragaudit.platform.settings import NO_RERANKER
 from ragaudit.query import QueryService
 from ragaudit.retrieve.retriever import Retriever
-from ragaudit.types import Mode, Scope
+from ragaudit.types import QUESTION_MAX_CHARS, Mode, Scope
 
 #: a 1-based page number: an integer (strict: not 2.0, "2", true, NaN or 1e400)
 Page = Annotated[int, Field(strict=True, ge=1, le=1_000_000)]
@@ -110,7 +110,7 @@ class GoldRecord(BaseModel):
 
     model_config = ConfigDict(extra="allow", strict=True)
     id: str | int | None = None
-    question: str = Field(min_length=1, max_length=4000)
+    question: str = Field(min_length=1, max_length=QUESTION_MAX_CHARS)
     answer: str | None = None
     kind: str = Field(default="fact", min_length=1, max_length=64)
     doc_name: str | None = None

@@ -135,3 +135,57 @@ def test_a_refused_upload_names_its_file_once():
     with pytest.raises(HTTPException) as e:
         _refuse("b\x07.pdf", "failed", "busy", "b\x07.pdf: a version is being ingested")
     assert "\x07" not in e.value.detail and e.value.detail.count(".pdf") == 1
+
+
+def test_a_huge_refused_question_is_neither_echoed_nor_stored_whole(tmp_path, embedder):
+    """Fails if a 422 echoes more than a short prefix of a too-long question (FastAPI puts the whole
+    value in ``detail[0].input``), if the 422 loses FastAPI's shape (type, loc, msg, input), if the
+    query_logs row of the refused request keeps more than ``QUESTION_MAX_CHARS`` of it or does not
+    say it was cut and how long it was, if the admin bridge then serves it whole, or if a JSON body
+    far larger than any valid request is parsed at all instead of a 413 (chunked or not)."""
+    from ragaudit.services import release_services
+
+    question_max_chars = 4_000  # ragaudit.types.QUESTION_MAX_CHARS, the documented limit
+    settings = make_settings(tmp_path / "huge", files_and_query_logs_open=True)
+    long_q = "why " * 100_000  # 400,000 characters: under the body limit, over the question limit
+    with TestClient(create_app(settings)) as client:
+        r = client.post("/query", json={"question": long_q, "doc_names": ["x" * 50_000] * 3})
+        assert r.status_code == 422, r.text[:500]
+        assert len(r.content) < 2_000, len(r.content)
+        (err,) = r.json()["detail"]
+        assert err["type"] == "string_too_long" and err["loc"] == ["body", "question"] and err["msg"]
+        assert err["input"].startswith("why why") and "400,000 characters" in err["input"], err["input"]
+        # a body error echoes the whole body as its input: shortened as well
+        r = client.post("/search", json={"question": long_q, "top_k": "many"})
+        assert r.status_code == 422 and len(r.content) < 2_000, len(r.content)
+        # far larger than any valid request: refused before it is parsed or logged
+        huge = {"question": "x" * 10_000_000}
+        r = client.post("/query", json=huge)
+        assert r.status_code == 413 and "too large" in r.json()["detail"], r.text[:300]
+
+        def chunks():
+            yield b'{"question": "'
+            for _ in range(20):
+                yield b"x" * 100_000
+            yield b'"}'
+
+        r = client.post("/query", content=chunks(), headers={"content-type": "application/json"})
+        assert r.status_code == 413, r.text[:300]
+        r = client.post(
+            "/v1/chat/completions",
+            json={"model": "ragaudit", "messages": [{"role": "user", "content": "x" * 2_000_000}]},
+        )
+        assert r.status_code == 413 and r.json()["error"]["code"] == "too_large", r.text[:300]
+        assert client.app.state.telemetry.flush(timeout=30)
+        with client.app.state.services.sessions() as s:
+            rows = s.scalars(select(QueryLog)).all()
+        assert sorted(r.endpoint for r in rows) == ["query", "search"]
+        for row in rows:
+            assert row.error_kind == "validation_error"
+            assert row.question.startswith("why why") and len(row.question) < question_max_chars + 100
+            assert "cut" in row.question and "400,000 characters" in row.question, row.question[-80:]
+        query_row = next(r for r in rows if r.endpoint == "query")
+        assert len(str(query_row.scope)) < 2_000
+        listed = client.get("/admin/api/query_logs")
+        assert listed.status_code == 200 and len(listed.content) < 20_000, len(listed.content)
+    release_services(settings)
