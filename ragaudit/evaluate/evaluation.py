@@ -74,7 +74,7 @@ from ragaudit.platform.cache import index_version
 from ragaudit.platform.db import ChunkRow
 from ragaudit.platform.settings import NO_RERANKER
 from ragaudit.query import QueryService
-from ragaudit.retrieve.retriever import Retriever
+from ragaudit.retrieve.retriever import NO_RERANKER_ERROR, Retriever
 from ragaudit.types import QUESTION_MAX_CHARS, Mode, Scope
 
 #: a 1-based page number: an integer (strict: not 2.0, "2", true, NaN or 1e400)
@@ -710,7 +710,9 @@ def evaluate(
     in the module docstring. ``progress(done, total)`` is called after every question x mode.
 
     ``hybrid_rerank`` is skipped (listed in ``skipped_modes``) when it is asked for and no reranker
-    is configured; ``params.modes`` None = ``Settings.available_modes``. Raises ``ValueError`` for an unknown mode or an empty question list.
+    is configured; ``params.modes`` None = ``Settings.available_modes``. Raises ``ValueError`` for an
+    unknown mode, an empty question list, or when no mode is left to run (``hybrid_rerank`` alone
+    without a reranker, an empty ``modes``).
     """
 
     p = params or EvalParams()
@@ -727,6 +729,8 @@ def evaluate(
             skipped[mode.value] = NO_RERANKER
         elif mode.value not in modes:
             modes.append(mode.value)
+    if not modes:  # nothing to run (hybrid_rerank alone without a reranker, or no mode named)
+        raise ValueError(NO_RERANKER_ERROR if skipped else "modes: name at least one retrieval mode")
     top_k = p.top_k or s.top_k
     seed = s.eval_seed if p.seed is None else p.seed
     resamples = p.resamples or s.eval_bootstrap_resamples

@@ -23,6 +23,7 @@ from sqlalchemy import delete, func, select
 
 from ragaudit.evaluate.evaluation import EvalParams, GoldQuestion, describe_question_counts, evaluate, parse_jsonl
 from ragaudit.platform.db import Document, EvalDataset, EvalQuestion, EvalRun, QAPair, utcnow
+from ragaudit.retrieve.retriever import NO_RERANKER_ERROR
 from ragaudit.services import Services
 from ragaudit.types import Mode, Strategy
 
@@ -193,12 +194,18 @@ def create_run(svc: Services, dataset_ref: str, params: EvalParams, *, files: bo
     ``files``: the reference may be a JSONL file path (``resolve_dataset``; the CLI passes True,
     the HTTP API never does); recorded in the run's params as ``dataset_files`` so that
     ``execute_run`` resolves the reference the same way.
-    Raises ``KeyError`` (unknown dataset) or ``ValueError`` (bad dataset, mode or strategy).
+    Raises ``KeyError`` (unknown dataset) or ``ValueError`` (bad dataset, mode or strategy; no mode
+    this server can run, e.g. ``hybrid_rerank`` alone without a reranker: other modes asked beside
+    it run, and it is listed in the results' ``skipped_modes``).
     ``params.modes`` None is recorded as the modes the settings can run (``Settings.available_modes``)."""
     if params.modes is None:
         params = replace(params, modes=svc.settings.available_modes)
-    for m in params.modes:
-        Mode.parse(m)
+    modes = [Mode.parse(m).value for m in params.modes]
+    unavailable = svc.settings.unavailable_modes
+    if not any(m not in unavailable for m in modes):  # nothing left to run: refused now, not as a failed run
+        raise ValueError(
+            NO_RERANKER_ERROR if Mode.hybrid_rerank.value in modes else "modes: name at least one retrieval mode"
+        )
     if params.strategy:
         Strategy.parse(params.strategy)
     name, qs = resolve_dataset(svc, dataset_ref, files=files)

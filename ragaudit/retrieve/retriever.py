@@ -46,6 +46,8 @@ class RetrievalResult:
     rules: list[Fired] = field(default_factory=list)  # the retrieval rules that changed the ranking (RETRIEVAL)
 
 
+# the refusal of mode hybrid_rerank on a server without a cross-encoder (/query, /search, /evaluate)
+NO_RERANKER_ERROR = "mode hybrid_rerank needs a cross-encoder: set RAGAUDIT_RERANKER_MODEL to a local folder"
 # why a scoped search found nothing when the scope itself holds no chunk (notes and the refusal say it)
 EMPTY_SCOPE_NOTE = (
     "no indexed chunk is in the scope: check the document names (matched exactly, case "
@@ -327,7 +329,7 @@ class Retriever:
         if top_k < 1:
             raise ValueError("top_k must be >= 1")
         if mode is Mode.hybrid_rerank and self.reranker is None:
-            raise ValueError("mode hybrid_rerank needs a cross-encoder: set RAGAUDIT_RERANKER_MODEL to a local folder")
+            raise ValueError(NO_RERANKER_ERROR)
         scope = scope or Scope()
         flt = scope_filter(scope)
         n = max(self.candidates, top_k)

@@ -1,5 +1,7 @@
 """Requests rejected with 422 are logged: one query_logs row each, ``error_kind="validation_error"``."""
 
+import json
+
 import pytest
 from fastapi import HTTPException
 from fastapi.testclient import TestClient
@@ -188,4 +190,29 @@ def test_a_huge_refused_question_is_neither_echoed_nor_stored_whole(tmp_path, em
         assert len(str(query_row.scope)) < 2_000
         listed = client.get("/admin/api/query_logs")
         assert listed.status_code == 200 and len(listed.content) < 20_000, len(listed.content)
+    release_services(settings)
+
+
+def test_an_evaluation_with_no_mode_it_can_run_is_refused_at_once(tmp_path, embedder):
+    """Fails if ``POST /evaluate`` with ``hybrid_rerank`` alone on a server without a reranker (or
+    with no mode) is accepted as a run that then fails (it failed with ``IndexError: list index out
+    of range``) instead of a 400 saying what /query says, or if ``evaluate`` itself, called with
+    nothing left to run, raises anything but a ValueError saying why."""
+    from ragaudit.evaluate.evaluation import EvalParams, GoldQuestion, evaluate
+    from ragaudit.services import release_services
+
+    settings = make_settings(tmp_path / "evalmodes", reranker_model="")
+    with TestClient(create_app(settings)) as client:
+        r = client.post("/datasets", files={"file": ("gold.jsonl", GOOD_LINE.encode(), "application/x-ndjson")})
+        assert r.status_code == 201, r.text
+        r = client.post("/evaluate", json={"dataset": "gold.jsonl", "modes": ["hybrid_rerank"]})
+        assert r.status_code == 400, r.text
+        assert "hybrid_rerank needs a cross-encoder" in r.json()["detail"], r.text
+        r = client.post("/evaluate", json={"dataset": "gold.jsonl", "modes": []})
+        assert r.status_code == 400 and "at least one retrieval mode" in r.json()["detail"], r.text
+        assert client.get("/evaluate").json() == []  # no run was recorded
+        svc = client.app.state.services
+        question = GoldQuestion.from_record(json.loads(GOOD_LINE), 1)
+        with pytest.raises(ValueError, match="hybrid_rerank needs a cross-encoder"):
+            evaluate(svc, [question], EvalParams(modes=["hybrid_rerank"], answers=True))
     release_services(settings)
