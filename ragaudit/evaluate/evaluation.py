@@ -72,6 +72,7 @@ from ragaudit.evaluate import metrics
 from ragaudit.evaluate.judge import build_judge, judge_control
 from ragaudit.platform.cache import index_version
 from ragaudit.platform.db import ChunkRow
+from ragaudit.platform.llmcall import failure_reason, is_llm_failure
 from ragaudit.platform.settings import NO_RERANKER
 from ragaudit.query import QueryService
 from ragaudit.retrieve.retriever import NO_RERANKER_ERROR, Retriever
@@ -268,6 +269,13 @@ class GoldQuestion:
     def scope(self) -> Scope:
         """``scoped`` questions are asked of their own document; all others of the whole corpus."""
         return Scope(doc_names=[self.doc_name]) if self.kind == "scoped" and self.doc_name else Scope()
+
+
+def judge_failure(e: BaseException) -> str:
+    """Why the judge failed, as a run's results show it: an LLM failure's kind and why
+    (``failure_reason``, never the provider's message), else ``"<Class>: <message>"`` cut to 200
+    characters (ragaudit's own, e.g. invalid judge output)."""
+    return failure_reason(e) if is_llm_failure(e) else f"{type(e).__name__}: {str(e)[:200]}"
 
 
 def parse_jsonl(text: str, source: str = "dataset") -> list[GoldQuestion]:
@@ -625,7 +633,7 @@ def _answer_record(q: GoldQuestion, out: dict[str, Any], judge: Any) -> dict[str
             cost += j.cost_usd
         except Exception as e:  # a judge API error or invalid judge output: recorded, run goes on
             for k in ("faithfulness", "context_relevance", "answer_relevance"):
-                m[k] = {"value": None, "reason": f"judge failed: {type(e).__name__}: {str(e)[:200]}"}
+                m[k] = {"value": None, "reason": f"judge failed: {judge_failure(e)}"}
     return {
         "answer": answer,
         "concise_answer": concise,
