@@ -216,3 +216,59 @@ def test_an_evaluation_with_no_mode_it_can_run_is_refused_at_once(tmp_path, embe
         with pytest.raises(ValueError, match="hybrid_rerank needs a cross-encoder"):
             evaluate(svc, [question], EvalParams(modes=["hybrid_rerank"], answers=True))
     release_services(settings)
+
+
+def test_a_page_range_that_ends_before_it_starts_is_refused_on_every_door(tmp_path, embedder):
+    """Fails if ``page_min`` after ``page_max`` is accepted (the query was then refused as if the
+    documents held nothing) on /query, /query/stream or /search instead of a 422 naming the field,
+    or on the OpenAI-compatible door instead of its 400; an equal or open range stays accepted."""
+    from ragaudit.services import release_services
+
+    settings = make_settings(tmp_path / "pages")
+    with TestClient(create_app(settings)) as client:
+        for path in ("/query", "/query/stream", "/search"):
+            r = client.post(path, json={"question": "What changed?", "page_min": 5, "page_max": 2})
+            assert r.status_code == 422, (path, r.text)
+            (err,) = r.json()["detail"]
+            assert err["loc"] == ["body", "page_max"] and "before page_min" in err["msg"], err
+        r = client.post(
+            "/v1/chat/completions",
+            json={
+                "model": "ragaudit",
+                "messages": [{"role": "user", "content": "What changed?"}],
+                "page_min": 5,
+                "page_max": 2,
+            },
+        )
+        assert r.status_code == 400 and "before page_min" in r.json()["error"]["message"], r.text
+        for pages in ({"page_min": 2, "page_max": 2}, {"page_min": 2}, {"page_max": 2}):
+            assert client.post("/search", json={"question": "What changed?", **pages}).status_code == 200
+    release_services(settings)
+
+
+def test_an_empty_scope_names_a_strategy_the_documents_lack(tmp_path, embedder):
+    """Fails if a question scoped to a chunking strategy its document was not chunked with gets
+    only the generic "no indexed chunk is in the scope" note (names, knowledge base, ids, pages),
+    not the strategy as a cause; a scope without a strategy keeps the generic note."""
+    from ragaudit.services import release_services
+    from tests.conftest import text_pdf
+
+    settings = make_settings(tmp_path / "strategy")
+    with TestClient(create_app(settings)) as client:
+        r = client.post(
+            "/documents",
+            params={"wait": "true"},
+            files={"file": ("ledger.pdf", text_pdf(1, "ledger"), "application/pdf")},
+            data={"strategy": "sentence"},
+        )
+        assert r.status_code == 201, r.text
+        r = client.post("/search", json={"question": "ledger", "doc_name": "ledger.pdf", "strategy": "semantic"})
+        assert r.status_code == 200 and r.json()["retrieved"] == [], r.text
+        notes = " ".join(r.json()["notes"])
+        assert "no indexed chunk is in the scope" in notes and "strategy 'semantic'" in notes, notes
+        r = client.post("/query", json={"question": "ledger", "doc_name": "ledger.pdf", "strategy": "semantic"})
+        assert r.status_code == 200 and "strategy 'semantic'" in r.json()["answer"], r.json()["answer"]
+        r = client.post("/search", json={"question": "ledger", "doc_name": "nope.pdf"})
+        notes = " ".join(r.json()["notes"])
+        assert "no indexed chunk is in the scope" in notes and "strategy" not in notes, notes
+    release_services(settings)
