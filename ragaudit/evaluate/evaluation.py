@@ -98,6 +98,10 @@ class GoldPlace(BaseModel):
     page: Page | None = None
 
 
+#: the kinds of question a gold set record may have (docs/evaluation.md, "Gold sets")
+GOLD_KINDS = ("fact", "identifier", "table", "paraphrase", "multipage", "scoped", "refuse")
+
+
 class GoldRecord(BaseModel):
     """One line of a gold set in the dev-set format (JSONL; other fields, e.g. ``note`` or
     ``source``, are kept as they are). Types are strict: a number is not a string, ``2.0`` or
@@ -105,8 +109,8 @@ class GoldRecord(BaseModel):
 
     ``question``: non-empty, at most 4,000 characters (the API's limit); ``id``: a string or an
     integer (default ``q<line>``); ``answer``, ``evidence``: strings (``null`` = none);
-    ``kind``: ``fact`` by default (``refuse`` = should be refused, ``scoped`` = asked of
-    ``doc_name`` only, ``multipage`` = all of ``evidence`` + ``extra_evidence`` needed);
+    ``kind``: one of ``GOLD_KINDS``, ``fact`` by default (``refuse`` = should be refused, ``scoped``
+    = asked of ``doc_name`` only, ``multipage`` = all of ``evidence`` + ``extra_evidence`` needed);
     ``page``: 1-based page of ``doc_name``."""
 
     model_config = ConfigDict(extra="allow", strict=True)
@@ -125,6 +129,15 @@ class GoldRecord(BaseModel):
     def _not_blank(cls, v: str) -> str:
         if not v.strip():
             raise ValueError("must not be blank")
+        return v
+
+    @field_validator("kind")
+    @classmethod
+    def _known_kind(cls, v: str) -> str:
+        if v not in GOLD_KINDS:
+            raise PydanticCustomError(
+                "gold_kind", "unknown kind '{kind}': one of {kinds}", {"kind": v[:64], "kinds": ", ".join(GOLD_KINDS)}
+            )
         return v
 
     @model_validator(mode="after")

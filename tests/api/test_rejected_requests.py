@@ -272,3 +272,27 @@ def test_an_empty_scope_names_a_strategy_the_documents_lack(tmp_path, embedder):
         notes = " ".join(r.json()["notes"])
         assert "no indexed chunk is in the scope" in notes and "strategy" not in notes, notes
     release_services(settings)
+
+
+def test_a_gold_record_of_an_unknown_kind_is_refused_naming_the_allowed_kinds(tmp_path, embedder):
+    """Fails if ``POST /datasets`` accepts a record whose ``kind`` is not one docs/evaluation.md lists
+    (it was stored with 201 and then scored as an ordinary fact), if the 422 does not name the line,
+    the field and the allowed kinds, or if a record of any listed kind is refused."""
+    from ragaudit.services import release_services
+
+    kinds = ["fact", "identifier", "table", "paraphrase", "multipage", "scoped", "refuse"]
+    settings = make_settings(tmp_path / "kinds")
+    with TestClient(create_app(settings)) as client:
+        bad = json.dumps({"id": "w1", "question": "What is it?", "kind": "weird"})
+        text = GOOD_LINE + "\n" + bad + "\n"
+        r = client.post("/datasets", files={"file": ("kinds.jsonl", text.encode(), "application/x-ndjson")})
+        assert r.status_code == 422, r.text
+        (err,) = r.json()["detail"]
+        assert err["loc"] == ["body", "file", 2, "kind"] and err["input"] == "weird", err
+        assert err["msg"].startswith("line 2: kind: ") and "weird" in err["msg"], err
+        assert all(k in err["msg"] for k in kinds), err["msg"]
+        assert client.get("/datasets").json() == []
+        lines = [json.dumps({"id": k, "question": f"A {k} question?", "kind": k}) for k in kinds]
+        r = client.post("/datasets", files={"file": ("ok.jsonl", "\n".join(lines).encode(), "application/x-ndjson")})
+        assert r.status_code == 201 and r.json()["n_questions"] == len(kinds), r.text
+    release_services(settings)
