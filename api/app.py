@@ -8,9 +8,10 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 from fastapi import FastAPI, Request
-from fastapi.exception_handlers import request_validation_exception_handler
+from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
+from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
 from fastapi_offline import FastAPIOffline
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -30,8 +31,15 @@ from ragaudit.services import get_services
 from ragaudit.types import Mode
 
 from .admin import create_admin_app
-from .errors import install_error_handlers, is_openai_path, openai_error_response, validation_message
-from .limits import UploadSizeLimit
+from .errors import (
+    install_error_handlers,
+    is_openai_path,
+    openai_error_response,
+    short_errors,
+    short_input,
+    validation_message,
+)
+from .limits import JsonBodyLimit, UploadSizeLimit
 from .mcp_server import MCPEndpoint, build_mcp_server, http_session_manager
 from .routes import (
     document_files,
@@ -66,7 +74,8 @@ def body_question(body: dict) -> str:
 
 def record_rejected(telemetry: TelemetryWriter, endpoint: str, body: object, default_top_k: int) -> None:
     """One query_logs row for a request of ``endpoint`` that failed validation (422): whatever of
-    question / top_k / scope the body carried, ``error_kind="validation_error"``. ``mode`` is the
+    question / top_k / scope the body carried, ``error_kind="validation_error"`` (a question cut to
+    ``QUESTION_MAX_CHARS`` by the writer, scope values shortened as the 422 echoes them). ``mode`` is the
     body's mode when it names one (hybrid when absent) and ``invalid`` otherwise: the mode is a label
     of /metrics groups and of Prometheus series, so a client's made-up values must not each open one."""
     b = body if isinstance(body, dict) else {}
@@ -76,7 +85,7 @@ def record_rejected(telemetry: TelemetryWriter, endpoint: str, body: object, def
     top_k = b.get("top_k")
     top_k = top_k if isinstance(top_k, int) and not isinstance(top_k, bool) and 0 < top_k < 1_000_000 else default_top_k
     scope_keys = ("doc_name", "doc_names", "knowledge_base", "document_ids", "page_min", "page_max", "strategy")
-    scope = {k: b[k] for k in scope_keys if b.get(k) not in (None, [], "")}
+    scope = {k: short_input(b[k]) for k in scope_keys if b.get(k) not in (None, [], "")}
     telemetry.record(
         endpoint=endpoint,
         question=question,
@@ -176,7 +185,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def log_rejected_query(request: Request, exc: RequestValidationError):
         """A /query, /query/stream, /search or /v1/chat/completions request rejected by validation
         still gets its query_logs row (``error_kind`` = ``validation_error``); the reply is
-        FastAPI's usual 422, or under ``/v1/`` OpenAI's 400 ``invalid_request_error``."""
+        FastAPI's usual 422 with each ``input`` shortened (``short_input``), or under ``/v1/``
+        OpenAI's 400 ``invalid_request_error``."""
         endpoint = QUERY_ENDPOINTS.get(request.url.path)
         telemetry = getattr(request.app.state, "telemetry", None)
         if endpoint and telemetry is not None:
@@ -186,8 +196,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         if is_openai_path(request.url.path):  # OpenAI clients expect 400 and their error object
             message, param = validation_message(list(exc.errors()))
             return openai_error_response(400, {"message": message, "param": param})
-        return await request_validation_exception_handler(request, exc)
+        return JSONResponse(status_code=422, content={"detail": jsonable_encoder(short_errors(exc.errors()))})
 
+    # inside CORS (added first): a browser client can read the 413
+    app.add_middleware(JsonBodyLimit)
     app.add_middleware(
         CORSMiddleware,
         allow_origins=list(settings.cors_origins),

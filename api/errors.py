@@ -10,6 +10,10 @@ Every error of a path under ``/v1/`` (the OpenAI-compatible door, ``api.routes.o
 is sent as OpenAI sends it, ``{"error": {"message", "type", "code", "param"}}``, so OpenAI
 clients raise their usual exceptions: a missing key (401) has ``code: invalid_api_key``, a
 request that fails validation is ``400 invalid_request_error`` (not FastAPI's 422 list).
+
+A request that fails validation elsewhere gets FastAPI's 422 ``{"detail": [{type, loc, msg,
+input, ctx?}]}``, with every ``input`` shortened (``short_input``): a 10 MB question refused as
+too long is not sent back whole.
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ from fastapi.exception_handlers import http_exception_handler
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Route, compile_path
+
+from ragaudit.platform.telemetry import clip_text
 
 _HTTP_METHODS = {"get", "put", "post", "delete", "options", "head", "patch", "trace"}
 
@@ -80,6 +86,43 @@ def validation_message(errors: list[dict[str, Any]]) -> tuple[str, str | None]:
         param = param or loc or None
         parts.append(f"{loc}: {e.get('msg', 'invalid')}" if loc else str(e.get("msg", "invalid")))
     return "; ".join(parts) or "invalid request", param
+
+
+#: at most this many characters of a string, and this many items of a list or object, of a
+#: rejected request are echoed in a validation error's ``input``
+INPUT_ECHO_CHARS = 200
+INPUT_ECHO_ITEMS = 20
+
+
+def short_input(value: Any, depth: int = 0) -> Any:
+    """``value`` (a validation error's ``input``: any JSON value) with each string cut to
+    ``INPUT_ECHO_CHARS`` characters and each list or object to ``INPUT_ECHO_ITEMS`` items, a marker
+    saying how long it was (``clip_text``; ``"…"`` for the items left out); nested deeper than
+    three levels, a value is replaced by ``"…"``."""
+    if isinstance(value, str):
+        return clip_text(value, INPUT_ECHO_CHARS)
+    if isinstance(value, (bytes, bytearray)):
+        return short_input(value.decode("utf-8", "replace"), depth)
+    if isinstance(value, (list, tuple, dict)) and depth >= 3:
+        return "…"
+    if isinstance(value, (list, tuple)):
+        out = [short_input(v, depth + 1) for v in value[:INPUT_ECHO_ITEMS]]
+        if len(value) > INPUT_ECHO_ITEMS:
+            out.append(f"… [cut: {len(value):,} items in all]")
+        return out
+    if isinstance(value, dict):
+        items = list(value.items())
+        out = {clip_text(str(k), INPUT_ECHO_CHARS): short_input(v, depth + 1) for k, v in items[:INPUT_ECHO_ITEMS]}
+        if len(items) > INPUT_ECHO_ITEMS:
+            out["…"] = f"cut: {len(items):,} fields in all"
+        return out
+    return value
+
+
+def short_errors(errors: Any) -> list[dict[str, Any]]:
+    """Pydantic/FastAPI validation errors with their ``input`` shortened (``short_input``) and the
+    other fields as they are."""
+    return [{**e, "input": short_input(e["input"])} if "input" in e else dict(e) for e in errors]
 
 
 def install_error_handlers(app: FastAPI) -> None:

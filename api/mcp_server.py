@@ -34,7 +34,7 @@ from pydantic import BaseModel, Field, ValidationError
 from sqlalchemy import select
 
 from ragaudit.platform.db import ChunkRow, Document
-from ragaudit.platform.llmcall import failure_reason
+from ragaudit.platform.llmcall import generation_failed
 from ragaudit.query import QueryService
 from ragaudit.services import Services
 
@@ -173,7 +173,7 @@ def build_mcp_server(query_service: Callable[[], QueryService], services: Callab
         except (
             Exception
         ) as e:  # the LLM failed: its kind and why, never the provider message (it can echo request data)
-            raise ToolError(f"answer generation failed ({failure_reason(e)})") from None
+            raise ToolError(generation_failed(e)) from None
         return AnswerOut(**out)
 
     @server.tool()

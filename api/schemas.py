@@ -5,16 +5,17 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
-from ragaudit.types import Mode, Scope, Strategy
+from ragaudit.types import QUESTION_MAX_CHARS, Mode, Scope, Strategy
 
 # C0 and C1 control characters other than tab, newline and carriage return (and DEL)
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 
 
 class ScopeIn(BaseModel):
-    """Where to search. All given fields must match; several doc_names / document_ids are OR-ed."""
+    """Where to search. All given fields must match; several doc_names / document_ids are OR-ed.
+    ``page_min`` may not be after ``page_max`` (422)."""
 
     doc_names: list[str] = Field(default_factory=list, description="Restrict to these document names")
     doc_name: str | None = Field(default=None, description="Shorthand for one document name")
@@ -25,6 +26,14 @@ class ScopeIn(BaseModel):
     strategy: Strategy | None = Field(
         default=None, description="fixed | sentence | heading | semantic (default: each document's primary one)"
     )
+
+    @field_validator("page_max")
+    @classmethod
+    def _page_range(cls, v: int | None, info: ValidationInfo) -> int | None:
+        page_min = info.data.get("page_min")
+        if v is not None and page_min is not None and page_min > v:
+            raise ValueError(f"page_max ({v}) is before page_min ({page_min}): no page is in that range")
+        return v
 
     def to_scope(self) -> Scope:
         names = list(self.doc_names) + ([self.doc_name] if self.doc_name else [])
@@ -44,8 +53,8 @@ class QueryIn(ScopeIn):
 
     question: str = Field(
         min_length=1,
-        max_length=4000,
-        description="At most 4,000 characters; no control characters other than tab and newline",
+        max_length=QUESTION_MAX_CHARS,
+        description=f"At most {QUESTION_MAX_CHARS:,} characters; no control characters other than tab and newline",
     )
     top_k: int | None = Field(default=None, ge=1, le=100)
     mode: Mode = Mode.hybrid

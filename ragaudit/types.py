@@ -21,6 +21,10 @@ from typing import Any, TypedDict
 
 from ragaudit.text.docnames import name_key
 
+#: the longest question asked (characters): the API refuses longer ones (422) and a query_logs row
+#: keeps at most this much of any question (``ragaudit.platform.telemetry.clip_text``)
+QUESTION_MAX_CHARS = 4000
+
 
 class ChoiceEnum(str, Enum):
     """A ``str`` Enum; ``parse`` raises ``ValueError`` naming the valid values.

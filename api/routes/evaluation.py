@@ -52,7 +52,7 @@ class EvaluateIn(BaseModel):
         default=None,
         description="Retrieval modes to compare; default: every mode the server can run (GET /modes: "
         "hybrid_rerank only with a reranker configured). hybrid_rerank asked for without a reranker is "
-        "skipped with a note",
+        "skipped with a note beside other modes, and refused (400) alone",
     )
     top_k: int | None = Field(default=None, ge=1, le=100, description="Sources per answer (default: settings)")
     answers: bool = Field(default=True, description="False = retrieval metrics only")
@@ -176,7 +176,8 @@ def start_evaluation(body: EvaluateIn, svc: ServicesDep, qs: QueryServiceDep) ->
     404 (``detail``: "dataset '...' not found: ... upload it with POST /datasets") when
     ``dataset`` is neither an imported dataset nor a generated set; a server file path is never
     opened, so the answer is the same whether or not such a file exists. 400 for an empty
-    generated set, an unknown mode or strategy."""
+    generated set, an unknown mode or strategy, or no mode this server can run
+    (``hybrid_rerank`` alone without a reranker: the message of /query)."""
     try:
         run_id = evalruns.create_run(svc, body.dataset, body.params(), files=False)
     except KeyError as e:

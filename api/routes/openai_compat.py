@@ -46,7 +46,7 @@ from sse_starlette.sse import EventSourceResponse
 
 from ragaudit.answer.conversation import conversation_question
 from ragaudit.platform.db import Document
-from ragaudit.platform.llmcall import Cancellation, failure_reason
+from ragaudit.platform.llmcall import Cancellation, generation_failed
 from ragaudit.platform.telemetry import TelemetryWriter
 from ragaudit.services import Services
 from ragaudit.types import Mode, Scope
@@ -363,7 +363,7 @@ async def chat_completions(
     except ValueError as e:
         raise openai_error(400, str(e)) from None
     except Exception as e:  # LLM/API failure: the kind only (provider messages can echo request data)
-        raise openai_error(502, f"answer generation failed ({failure_reason(e)})", code="upstream_error") from None
+        raise openai_error(502, generation_failed(e), code="upstream_error") from None
     if req.note:
         out["notes"] = [req.note, *out.get("notes", [])]
     return completion_json(req, out)

@@ -11,7 +11,7 @@ from fastapi.concurrency import iterate_in_threadpool, run_in_threadpool
 from sse_starlette.sse import EventSourceResponse
 from starlette.background import BackgroundTask
 
-from ragaudit.platform.llmcall import Cancellation, failure_reason
+from ragaudit.platform.llmcall import Cancellation, generation_failed
 
 from ..deps import QueryServiceDep, RequirePaidKey, RequireReadKey
 from ..schemas import AnswerOut, ErrorOut, QueryIn, SearchOut
@@ -70,7 +70,7 @@ async def query(body: QueryIn, qs: QueryServiceDep) -> dict:
         raise HTTPException(400, str(e)) from None
     except Exception as e:  # LLM/API failure: its kind and why, never the provider message (it can echo request data)
         # (timeouts included: RAGAUDIT_LLM_TIMEOUT_S x (1 + RAGAUDIT_LLM_RETRIES) bounds the wait)
-        raise HTTPException(502, f"answer generation failed ({failure_reason(e)})") from None
+        raise HTTPException(502, generation_failed(e)) from None
 
 
 @router.post("/search", response_model=SearchOut, responses={400: {"model": ErrorOut}})

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 from ragaudit.answer.answerability import is_underspecified, is_vague
 from ragaudit.text.anchors import question_anchors
+from ragaudit.types import QUESTION_MAX_CHARS
 
 # words that point back to something said before
 _REFERRING = {
@@ -89,7 +90,7 @@ def is_follow_up(message: str) -> bool:
     return bool(words & _REFERRING) or is_vague(message) or is_underspecified(message)
 
 
-def conversation_question(user_messages: list[str], max_chars: int = 4000) -> ConversationQuestion:
+def conversation_question(user_messages: list[str], max_chars: int = QUESTION_MAX_CHARS) -> ConversationQuestion:
     """The question for the last of ``user_messages`` (the conversation's user turns, oldest first).
 
     Raises ``ValueError`` when there is no user message or the last one is blank. A joined question

@@ -72,10 +72,11 @@ from ragaudit.evaluate import metrics
 from ragaudit.evaluate.judge import build_judge, judge_control
 from ragaudit.platform.cache import index_version
 from ragaudit.platform.db import ChunkRow
+from ragaudit.platform.llmcall import failure_reason, is_llm_failure
 from ragaudit.platform.settings import NO_RERANKER
 from ragaudit.query import QueryService
-from ragaudit.retrieve.retriever import Retriever
-from ragaudit.types import Mode, Scope
+from ragaudit.retrieve.retriever import NO_RERANKER_ERROR, Retriever
+from ragaudit.types import QUESTION_MAX_CHARS, Mode, Scope
 
 #: a 1-based page number: an integer (strict: not 2.0, "2", true, NaN or 1e400)
 Page = Annotated[int, Field(strict=True, ge=1, le=1_000_000)]
@@ -97,6 +98,10 @@ class GoldPlace(BaseModel):
     page: Page | None = None
 
 
+#: the kinds of question a gold set record may have (docs/evaluation.md, "Gold sets")
+GOLD_KINDS = ("fact", "identifier", "table", "paraphrase", "multipage", "scoped", "refuse")
+
+
 class GoldRecord(BaseModel):
     """One line of a gold set in the dev-set format (JSONL; other fields, e.g. ``note`` or
     ``source``, are kept as they are). Types are strict: a number is not a string, ``2.0`` or
@@ -104,13 +109,13 @@ class GoldRecord(BaseModel):
 
     ``question``: non-empty, at most 4,000 characters (the API's limit); ``id``: a string or an
     integer (default ``q<line>``); ``answer``, ``evidence``: strings (``null`` = none);
-    ``kind``: ``fact`` by default (``refuse`` = should be refused, ``scoped`` = asked of
-    ``doc_name`` only, ``multipage`` = all of ``evidence`` + ``extra_evidence`` needed);
+    ``kind``: one of ``GOLD_KINDS``, ``fact`` by default (``refuse`` = should be refused, ``scoped``
+    = asked of ``doc_name`` only, ``multipage`` = all of ``evidence`` + ``extra_evidence`` needed);
     ``page``: 1-based page of ``doc_name``."""
 
     model_config = ConfigDict(extra="allow", strict=True)
     id: str | int | None = None
-    question: str = Field(min_length=1, max_length=4000)
+    question: str = Field(min_length=1, max_length=QUESTION_MAX_CHARS)
     answer: str | None = None
     kind: str = Field(default="fact", min_length=1, max_length=64)
     doc_name: str | None = None
@@ -124,6 +129,15 @@ class GoldRecord(BaseModel):
     def _not_blank(cls, v: str) -> str:
         if not v.strip():
             raise ValueError("must not be blank")
+        return v
+
+    @field_validator("kind")
+    @classmethod
+    def _known_kind(cls, v: str) -> str:
+        if v not in GOLD_KINDS:
+            raise PydanticCustomError(
+                "gold_kind", "unknown kind '{kind}': one of {kinds}", {"kind": v[:64], "kinds": ", ".join(GOLD_KINDS)}
+            )
         return v
 
     @model_validator(mode="after")
@@ -268,6 +282,13 @@ class GoldQuestion:
     def scope(self) -> Scope:
         """``scoped`` questions are asked of their own document; all others of the whole corpus."""
         return Scope(doc_names=[self.doc_name]) if self.kind == "scoped" and self.doc_name else Scope()
+
+
+def judge_failure(e: BaseException) -> str:
+    """Why the judge failed, as a run's results show it: an LLM failure's kind and why
+    (``failure_reason``, never the provider's message), else ``"<Class>: <message>"`` cut to 200
+    characters (ragaudit's own, e.g. invalid judge output)."""
+    return failure_reason(e) if is_llm_failure(e) else f"{type(e).__name__}: {str(e)[:200]}"
 
 
 def parse_jsonl(text: str, source: str = "dataset") -> list[GoldQuestion]:
@@ -625,7 +646,7 @@ def _answer_record(q: GoldQuestion, out: dict[str, Any], judge: Any) -> dict[str
             cost += j.cost_usd
         except Exception as e:  # a judge API error or invalid judge output: recorded, run goes on
             for k in ("faithfulness", "context_relevance", "answer_relevance"):
-                m[k] = {"value": None, "reason": f"judge failed: {type(e).__name__}: {str(e)[:200]}"}
+                m[k] = {"value": None, "reason": f"judge failed: {judge_failure(e)}"}
     return {
         "answer": answer,
         "concise_answer": concise,
@@ -710,7 +731,9 @@ def evaluate(
     in the module docstring. ``progress(done, total)`` is called after every question x mode.
 
     ``hybrid_rerank`` is skipped (listed in ``skipped_modes``) when it is asked for and no reranker
-    is configured; ``params.modes`` None = ``Settings.available_modes``. Raises ``ValueError`` for an unknown mode or an empty question list.
+    is configured; ``params.modes`` None = ``Settings.available_modes``. Raises ``ValueError`` for an
+    unknown mode, an empty question list, or when no mode is left to run (``hybrid_rerank`` alone
+    without a reranker, an empty ``modes``).
     """
 
     p = params or EvalParams()
@@ -727,6 +750,8 @@ def evaluate(
             skipped[mode.value] = NO_RERANKER
         elif mode.value not in modes:
             modes.append(mode.value)
+    if not modes:  # nothing to run (hybrid_rerank alone without a reranker, or no mode named)
+        raise ValueError(NO_RERANKER_ERROR if skipped else "modes: name at least one retrieval mode")
     top_k = p.top_k or s.top_k
     seed = s.eval_seed if p.seed is None else p.seed
     resamples = p.resamples or s.eval_bootstrap_resamples

@@ -23,6 +23,8 @@ from sqlalchemy import delete, func, select
 
 from ragaudit.evaluate.evaluation import EvalParams, GoldQuestion, describe_question_counts, evaluate, parse_jsonl
 from ragaudit.platform.db import Document, EvalDataset, EvalQuestion, EvalRun, QAPair, utcnow
+from ragaudit.platform.llmcall import generation_failed, is_llm_failure
+from ragaudit.retrieve.retriever import NO_RERANKER_ERROR
 from ragaudit.services import Services
 from ragaudit.types import Mode, Strategy
 
@@ -193,12 +195,18 @@ def create_run(svc: Services, dataset_ref: str, params: EvalParams, *, files: bo
     ``files``: the reference may be a JSONL file path (``resolve_dataset``; the CLI passes True,
     the HTTP API never does); recorded in the run's params as ``dataset_files`` so that
     ``execute_run`` resolves the reference the same way.
-    Raises ``KeyError`` (unknown dataset) or ``ValueError`` (bad dataset, mode or strategy).
+    Raises ``KeyError`` (unknown dataset) or ``ValueError`` (bad dataset, mode or strategy; no mode
+    this server can run, e.g. ``hybrid_rerank`` alone without a reranker: other modes asked beside
+    it run, and it is listed in the results' ``skipped_modes``).
     ``params.modes`` None is recorded as the modes the settings can run (``Settings.available_modes``)."""
     if params.modes is None:
         params = replace(params, modes=svc.settings.available_modes)
-    for m in params.modes:
-        Mode.parse(m)
+    modes = [Mode.parse(m).value for m in params.modes]
+    unavailable = svc.settings.unavailable_modes
+    if not any(m not in unavailable for m in modes):  # nothing left to run: refused now, not as a failed run
+        raise ValueError(
+            NO_RERANKER_ERROR if Mode.hybrid_rerank.value in modes else "modes: name at least one retrieval mode"
+        )
     if params.strategy:
         Strategy.parse(params.strategy)
     name, qs = resolve_dataset(svc, dataset_ref, files=files)
@@ -212,6 +220,15 @@ def create_run(svc: Services, dataset_ref: str, params: EvalParams, *, files: bo
         s.add(run)
         s.flush()
         return run.id
+
+
+def run_error(e: BaseException) -> str:
+    """The error a failed run shows (``GET /evaluate/{id}``): an LLM failure in /query's words
+    (``generation_failed``: its kind and why, never the provider's message), any other exception
+    as ``"<Class>: <message>"`` (ragaudit's own messages: a bad dataset, no mode to run)."""
+    if is_llm_failure(e):
+        return generation_failed(e)
+    return f"{type(e).__name__}: {e}"[:4000]
 
 
 def execute_run(svc: Services, run_id: str, query_service: Any = None, on_progress: Any = None) -> dict[str, Any]:
@@ -239,10 +256,15 @@ def execute_run(svc: Services, run_id: str, query_service: Any = None, on_progre
         results = evaluate(svc, qs, params, dataset_name=name, progress=progress, query_service=query_service)
         results["run_id"] = run_id
     except Exception as e:
+        error = run_error(e)
         with svc.sessions.begin() as s:
             r = s.get(EvalRun, run_id)
-            r.status, r.error, r.finished_at = "failed", f"{type(e).__name__}: {e}"[:4000], utcnow()
-        log.error("evaluation run %s failed: %s", run_id, traceback.format_exc(limit=5))
+            r.status, r.error, r.finished_at = "failed", error, utcnow()
+        if is_llm_failure(e):  # the stack, not the provider's message (it can echo request data, a masked key)
+            stack = "".join(traceback.format_tb(e.__traceback__, limit=5))
+            log.error("evaluation run %s failed: %s\n%s", run_id, error, stack)
+        else:
+            log.error("evaluation run %s failed: %s", run_id, traceback.format_exc(limit=5))
         raise
     with svc.sessions.begin() as s:
         r = s.get(EvalRun, run_id)

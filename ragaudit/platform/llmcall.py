@@ -105,6 +105,26 @@ def failure_reason(e: BaseException) -> str:
     return f"{type(e).__name__}: {why}" if why else type(e).__name__
 
 
+#: modules whose exceptions are an LLM provider's (their messages can echo request data)
+_PROVIDER_MODULES = ("litellm", "openai", "httpx", "httpcore")
+
+
+def is_llm_failure(e: BaseException) -> bool:
+    """True when ``e`` is the failure of an LLM call: a class ``FAILURE_REASONS`` names (ours,
+    litellm's, the OpenAI SDK's) or any exception raised by litellm, the OpenAI SDK or its HTTP
+    client. Its message is then the provider's: say ``failure_reason(e)`` instead."""
+    mro = type(e).__mro__
+    return any(c.__name__ in FAILURE_REASONS for c in mro) or any(
+        c.__module__.split(".")[0] in _PROVIDER_MODULES for c in mro
+    )
+
+
+def generation_failed(e: BaseException) -> str:
+    """What an LLM failure is called wherever it is shown (the 502 of /query, a failed evaluation
+    run): ``"answer generation failed (<failure_reason>)"``, never the provider's message."""
+    return f"answer generation failed ({failure_reason(e)})"
+
+
 def load_litellm() -> Any:
     """The ``litellm`` module, configured: no debug banners on stdout (``suppress_debug_info``)."""
     import litellm  # deferred: a heavy import, needed only with a model

@@ -17,7 +17,9 @@ So at any time ``written + dropped + pending == recorded`` (see ``stats()``); /m
 
 Secrets never enter a row: only the question (or, with ``store_question=False``, only its
 sha256), scope, mode, model name, label, timings, tokens, cost, chunk ids, the trace id and the
-*type name* of an error are stored; error messages are not (they can echo request data).
+*type name* of an error are stored; error messages are not (they can echo request data). A
+question longer than ``QUESTION_MAX_CHARS`` (one refused as too long) is stored cut to that
+length, with a marker giving its real length (``clip_text``); its sha256 is of the whole text.
 
 Example for a route (e.g. ``/query/stream``, after the stream ends)::
 
@@ -43,6 +45,7 @@ from sqlalchemy import insert
 from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_exponential
 
 from ragaudit.platform.db import QueryLog, new_id, utcnow
+from ragaudit.types import QUESTION_MAX_CHARS
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +64,14 @@ STAGE_COLUMNS: dict[str, str] = {
     "ttft": "ttft_ms",
     "total": "total_ms",
 }
+
+
+def clip_text(text: str, limit: int) -> str:
+    """``text`` when it has at most ``limit`` characters, else its first ``limit`` followed by
+    ``"… [cut: N characters in all]"``: what is stored or echoed of a value that may be huge."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… [cut: {len(text):,} characters in all]"
 
 
 def question_hash(question: str) -> str:
@@ -185,7 +196,7 @@ class TelemetryWriter:
             "id": query_id or new_id(),
             "created_at": created_at or utcnow(),
             "endpoint": endpoint,
-            "question": question if self.store_question else None,
+            "question": clip_text(question, QUESTION_MAX_CHARS) if self.store_question else None,
             "question_hash": question_hash(question),
             "scope": scope or None,
             "mode": mode,

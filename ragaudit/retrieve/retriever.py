@@ -46,6 +46,8 @@ class RetrievalResult:
     rules: list[Fired] = field(default_factory=list)  # the retrieval rules that changed the ranking (RETRIEVAL)
 
 
+# the refusal of mode hybrid_rerank on a server without a cross-encoder (/query, /search, /evaluate)
+NO_RERANKER_ERROR = "mode hybrid_rerank needs a cross-encoder: set RAGAUDIT_RERANKER_MODEL to a local folder"
 # why a scoped search found nothing when the scope itself holds no chunk (notes and the refusal say it)
 EMPTY_SCOPE_NOTE = (
     "no indexed chunk is in the scope: check the document names (matched exactly, case "
@@ -60,9 +62,18 @@ EMPTY_INDEX_NOTE = (
 
 
 def empty_note(scope: Scope) -> str:
-    """Why nothing was searched: ``EMPTY_SCOPE_NOTE`` when the question had a scope, else
-    ``EMPTY_INDEX_NOTE`` (the whole index holds no chunk)."""
-    return EMPTY_SCOPE_NOTE if scope.as_dict() else EMPTY_INDEX_NOTE
+    """Why nothing was searched: ``EMPTY_SCOPE_NOTE`` when the question had a scope (naming its
+    chunking strategy as a cause when it names one: documents chunked only otherwise hold no chunk
+    of it), else ``EMPTY_INDEX_NOTE`` (the whole index holds no chunk)."""
+    if not scope.as_dict():
+        return EMPTY_INDEX_NOTE
+    if scope.strategy:
+        return (
+            f"{EMPTY_SCOPE_NOTE}; the scope also asks for chunking strategy '{scope.strategy.value}': "
+            "the documents in scope may not have been chunked with it (each document's strategy is in "
+            "GET /documents; leave strategy out to search each one's own)"
+        )
+    return EMPTY_SCOPE_NOTE
 
 
 def query_script(question: str) -> str:
@@ -327,7 +338,7 @@ class Retriever:
         if top_k < 1:
             raise ValueError("top_k must be >= 1")
         if mode is Mode.hybrid_rerank and self.reranker is None:
-            raise ValueError("mode hybrid_rerank needs a cross-encoder: set RAGAUDIT_RERANKER_MODEL to a local folder")
+            raise ValueError(NO_RERANKER_ERROR)
         scope = scope or Scope()
         flt = scope_filter(scope)
         n = max(self.candidates, top_k)
@@ -338,7 +349,7 @@ class Retriever:
         hits: dict[str, dict[str, PointHit]] = {}
         by_names = False  # the question's names selected some documents: their passages first
         if not self.store.exists():  # nothing ever indexed here: say so rather than "nothing matches"
-            note = f"scope {scope.as_dict()}: {EMPTY_SCOPE_NOTE}" if scope.as_dict() else EMPTY_INDEX_NOTE
+            note = f"scope {scope.as_dict()}: {empty_note(scope)}" if scope.as_dict() else EMPTY_INDEX_NOTE
             return RetrievalResult([], timings, mode, notes=[note], scope_empty=True)
         notes: list[str] = []
         fired: list[Fired] = []
@@ -539,7 +550,7 @@ class Retriever:
         out, scope_notes = enforce_scope(scope, out)
         empty = not out and not self.store.count_matching(scope_filter(scope))
         if empty:
-            scope_notes.append(f"scope {scope.as_dict()}: {EMPTY_SCOPE_NOTE}" if scope.as_dict() else EMPTY_INDEX_NOTE)
+            scope_notes.append(f"scope {scope.as_dict()}: {empty_note(scope)}" if scope.as_dict() else EMPTY_INDEX_NOTE)
         return RetrievalResult(
             out,
             timings,

@@ -259,6 +259,37 @@ def test_provider_error_is_502_with_one_attempt(llm_settings, fake_llm, behaviou
         assert why in err["detail"], err
 
 
+def test_an_evaluation_run_failing_on_the_llm_shows_ragaudits_words_not_the_providers(llm_settings, fake_llm, caplog):
+    """An evaluation run whose answers fail on a provider's 500: the run's error (``GET
+    /evaluate/{id}``, the list of runs) says what /query's 502 says (the kind and why), never the
+    provider's message, and neither does the server log.
+
+    Fails if ``execute_run`` stores ``"<Class>: <message>"`` of a litellm exception (it showed
+    ``InternalServerError: litellm.InternalServerError: ... OpenAIException - ...``) or logs the
+    exception's message."""
+    app = create_app(llm_settings("error500"))
+    gold = {"id": "g1", "question": DMCA_QUESTION, "answer": "October 28, 1998", "doc_name": "dmca.pdf", "page": 1}
+    with TestClient(app) as client:
+        r = client.post("/datasets", files={"file": ("gold.jsonl", json.dumps(gold).encode(), "application/x-ndjson")})
+        assert r.status_code == 201, r.text
+        query = client.post("/query", json={"question": DMCA_QUESTION, "mode": "bm25"})
+        assert query.status_code == 502, query.text
+        with caplog.at_level("ERROR", logger="ragaudit.evaluate.runs"):
+            run = client.post("/evaluate", json={"dataset": "gold.jsonl", "modes": ["bm25"], "answers": True})
+            assert run.status_code == 202, run.text
+            for _ in range(300):
+                got = client.get(f"/evaluate/{run.json()['id']}").json()
+                if got["status"] in ("done", "failed"):
+                    break
+                time.sleep(0.2)
+        assert got["status"] == "failed", got
+        assert got["error"] == query.json()["detail"], (got["error"], query.json()["detail"])
+        listed = next(x for x in client.get("/evaluate").json() if x["id"] == got["id"])
+        for shown in (got["error"], listed["error"], caplog.text):
+            assert "upstream exploded" not in shown and "OpenAIException" not in shown, shown
+        assert "the LLM provider failed or could not be reached" in caplog.text
+
+
 def test_reply_with_no_text_is_a_failed_call_not_a_refusal(llm_settings, fake_llm):
     """A model whose reply holds no text (finish_reason ``length``: its output limit was spent
     before any text): /query is a 502 that says so and why, its row counts the tokens the provider

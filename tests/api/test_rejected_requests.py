@@ -1,5 +1,7 @@
 """Requests rejected with 422 are logged: one query_logs row each, ``error_kind="validation_error"``."""
 
+import json
+
 import pytest
 from fastapi import HTTPException
 from fastapi.testclient import TestClient
@@ -135,3 +137,162 @@ def test_a_refused_upload_names_its_file_once():
     with pytest.raises(HTTPException) as e:
         _refuse("b\x07.pdf", "failed", "busy", "b\x07.pdf: a version is being ingested")
     assert "\x07" not in e.value.detail and e.value.detail.count(".pdf") == 1
+
+
+def test_a_huge_refused_question_is_neither_echoed_nor_stored_whole(tmp_path, embedder):
+    """Fails if a 422 echoes more than a short prefix of a too-long question (FastAPI puts the whole
+    value in ``detail[0].input``), if the 422 loses FastAPI's shape (type, loc, msg, input), if the
+    query_logs row of the refused request keeps more than ``QUESTION_MAX_CHARS`` of it or does not
+    say it was cut and how long it was, if the admin bridge then serves it whole, or if a JSON body
+    far larger than any valid request is parsed at all instead of a 413 (chunked or not)."""
+    from ragaudit.services import release_services
+
+    question_max_chars = 4_000  # ragaudit.types.QUESTION_MAX_CHARS, the documented limit
+    settings = make_settings(tmp_path / "huge", files_and_query_logs_open=True)
+    long_q = "why " * 100_000  # 400,000 characters: under the body limit, over the question limit
+    with TestClient(create_app(settings)) as client:
+        r = client.post("/query", json={"question": long_q, "doc_names": ["x" * 50_000] * 3})
+        assert r.status_code == 422, r.text[:500]
+        assert len(r.content) < 2_000, len(r.content)
+        (err,) = r.json()["detail"]
+        assert err["type"] == "string_too_long" and err["loc"] == ["body", "question"] and err["msg"]
+        assert err["input"].startswith("why why") and "400,000 characters" in err["input"], err["input"]
+        # a body error echoes the whole body as its input: shortened as well
+        r = client.post("/search", json={"question": long_q, "top_k": "many"})
+        assert r.status_code == 422 and len(r.content) < 2_000, len(r.content)
+        # far larger than any valid request: refused before it is parsed or logged
+        huge = {"question": "x" * 10_000_000}
+        r = client.post("/query", json=huge)
+        assert r.status_code == 413 and "too large" in r.json()["detail"], r.text[:300]
+
+        def chunks():
+            yield b'{"question": "'
+            for _ in range(20):
+                yield b"x" * 100_000
+            yield b'"}'
+
+        r = client.post("/query", content=chunks(), headers={"content-type": "application/json"})
+        assert r.status_code == 413, r.text[:300]
+        r = client.post(
+            "/v1/chat/completions",
+            json={"model": "ragaudit", "messages": [{"role": "user", "content": "x" * 2_000_000}]},
+        )
+        assert r.status_code == 413 and r.json()["error"]["code"] == "too_large", r.text[:300]
+        assert client.app.state.telemetry.flush(timeout=30)
+        with client.app.state.services.sessions() as s:
+            rows = s.scalars(select(QueryLog)).all()
+        assert sorted(r.endpoint for r in rows) == ["query", "search"]
+        for row in rows:
+            assert row.error_kind == "validation_error"
+            assert row.question.startswith("why why") and len(row.question) < question_max_chars + 100
+            assert "cut" in row.question and "400,000 characters" in row.question, row.question[-80:]
+        query_row = next(r for r in rows if r.endpoint == "query")
+        assert len(str(query_row.scope)) < 2_000
+        listed = client.get("/admin/api/query_logs")
+        assert listed.status_code == 200 and len(listed.content) < 20_000, len(listed.content)
+    release_services(settings)
+
+
+def test_an_evaluation_with_no_mode_it_can_run_is_refused_at_once(tmp_path, embedder):
+    """Fails if ``POST /evaluate`` with ``hybrid_rerank`` alone on a server without a reranker (or
+    with no mode) is accepted as a run that then fails (it failed with ``IndexError: list index out
+    of range``) instead of a 400 saying what /query says, or if ``evaluate`` itself, called with
+    nothing left to run, raises anything but a ValueError saying why."""
+    from ragaudit.evaluate.evaluation import EvalParams, GoldQuestion, evaluate
+    from ragaudit.services import release_services
+
+    settings = make_settings(tmp_path / "evalmodes", reranker_model="")
+    with TestClient(create_app(settings)) as client:
+        r = client.post("/datasets", files={"file": ("gold.jsonl", GOOD_LINE.encode(), "application/x-ndjson")})
+        assert r.status_code == 201, r.text
+        r = client.post("/evaluate", json={"dataset": "gold.jsonl", "modes": ["hybrid_rerank"]})
+        assert r.status_code == 400, r.text
+        assert "hybrid_rerank needs a cross-encoder" in r.json()["detail"], r.text
+        r = client.post("/evaluate", json={"dataset": "gold.jsonl", "modes": []})
+        assert r.status_code == 400 and "at least one retrieval mode" in r.json()["detail"], r.text
+        assert client.get("/evaluate").json() == []  # no run was recorded
+        svc = client.app.state.services
+        question = GoldQuestion.from_record(json.loads(GOOD_LINE), 1)
+        with pytest.raises(ValueError, match="hybrid_rerank needs a cross-encoder"):
+            evaluate(svc, [question], EvalParams(modes=["hybrid_rerank"], answers=True))
+    release_services(settings)
+
+
+def test_a_page_range_that_ends_before_it_starts_is_refused_on_every_door(tmp_path, embedder):
+    """Fails if ``page_min`` after ``page_max`` is accepted (the query was then refused as if the
+    documents held nothing) on /query, /query/stream or /search instead of a 422 naming the field,
+    or on the OpenAI-compatible door instead of its 400; an equal or open range stays accepted."""
+    from ragaudit.services import release_services
+
+    settings = make_settings(tmp_path / "pages")
+    with TestClient(create_app(settings)) as client:
+        for path in ("/query", "/query/stream", "/search"):
+            r = client.post(path, json={"question": "What changed?", "page_min": 5, "page_max": 2})
+            assert r.status_code == 422, (path, r.text)
+            (err,) = r.json()["detail"]
+            assert err["loc"] == ["body", "page_max"] and "before page_min" in err["msg"], err
+        r = client.post(
+            "/v1/chat/completions",
+            json={
+                "model": "ragaudit",
+                "messages": [{"role": "user", "content": "What changed?"}],
+                "page_min": 5,
+                "page_max": 2,
+            },
+        )
+        assert r.status_code == 400 and "before page_min" in r.json()["error"]["message"], r.text
+        for pages in ({"page_min": 2, "page_max": 2}, {"page_min": 2}, {"page_max": 2}):
+            assert client.post("/search", json={"question": "What changed?", **pages}).status_code == 200
+    release_services(settings)
+
+
+def test_an_empty_scope_names_a_strategy_the_documents_lack(tmp_path, embedder):
+    """Fails if a question scoped to a chunking strategy its document was not chunked with gets
+    only the generic "no indexed chunk is in the scope" note (names, knowledge base, ids, pages),
+    not the strategy as a cause; a scope without a strategy keeps the generic note."""
+    from ragaudit.services import release_services
+    from tests.conftest import text_pdf
+
+    settings = make_settings(tmp_path / "strategy")
+    with TestClient(create_app(settings)) as client:
+        r = client.post(
+            "/documents",
+            params={"wait": "true"},
+            files={"file": ("ledger.pdf", text_pdf(1, "ledger"), "application/pdf")},
+            data={"strategy": "sentence"},
+        )
+        assert r.status_code == 201, r.text
+        r = client.post("/search", json={"question": "ledger", "doc_name": "ledger.pdf", "strategy": "semantic"})
+        assert r.status_code == 200 and r.json()["retrieved"] == [], r.text
+        notes = " ".join(r.json()["notes"])
+        assert "no indexed chunk is in the scope" in notes and "strategy 'semantic'" in notes, notes
+        r = client.post("/query", json={"question": "ledger", "doc_name": "ledger.pdf", "strategy": "semantic"})
+        assert r.status_code == 200 and "strategy 'semantic'" in r.json()["answer"], r.json()["answer"]
+        r = client.post("/search", json={"question": "ledger", "doc_name": "nope.pdf"})
+        notes = " ".join(r.json()["notes"])
+        assert "no indexed chunk is in the scope" in notes and "strategy" not in notes, notes
+    release_services(settings)
+
+
+def test_a_gold_record_of_an_unknown_kind_is_refused_naming_the_allowed_kinds(tmp_path, embedder):
+    """Fails if ``POST /datasets`` accepts a record whose ``kind`` is not one docs/evaluation.md lists
+    (it was stored with 201 and then scored as an ordinary fact), if the 422 does not name the line,
+    the field and the allowed kinds, or if a record of any listed kind is refused."""
+    from ragaudit.services import release_services
+
+    kinds = ["fact", "identifier", "table", "paraphrase", "multipage", "scoped", "refuse"]
+    settings = make_settings(tmp_path / "kinds")
+    with TestClient(create_app(settings)) as client:
+        bad = json.dumps({"id": "w1", "question": "What is it?", "kind": "weird"})
+        text = GOOD_LINE + "\n" + bad + "\n"
+        r = client.post("/datasets", files={"file": ("kinds.jsonl", text.encode(), "application/x-ndjson")})
+        assert r.status_code == 422, r.text
+        (err,) = r.json()["detail"]
+        assert err["loc"] == ["body", "file", 2, "kind"] and err["input"] == "weird", err
+        assert err["msg"].startswith("line 2: kind: ") and "weird" in err["msg"], err
+        assert all(k in err["msg"] for k in kinds), err["msg"]
+        assert client.get("/datasets").json() == []
+        lines = [json.dumps({"id": k, "question": f"A {k} question?", "kind": k}) for k in kinds]
+        r = client.post("/datasets", files={"file": ("ok.jsonl", "\n".join(lines).encode(), "application/x-ndjson")})
+        assert r.status_code == 201 and r.json()["n_questions"] == len(kinds), r.text
+    release_services(settings)
