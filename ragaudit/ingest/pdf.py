@@ -40,8 +40,9 @@ _PDF_MAGIC = b"%PDF-"
 # by an earlier revision (2 did not rejoin identifiers; 3 removed a Type 3 font's glyphs as text
 # under 1 pt; 5 reads a table drawn with ruling lines across a column gutter row by row; 6 also one
 # whose cells of words wrap unevenly; 7 reads a glyph without a Unicode value as a ligature or U+FFFD
-# instead of keeping its control character; 8 also a symbol inside a word that a ligature makes a word of)
-LAYOUT_REVISION = 8
+# instead of keeping its control character; 8 also a symbol inside a word that a ligature makes a word of;
+# 9 such a symbol as the ligature it reads elsewhere in the document where the letters beside it cannot tell)
+LAYOUT_REVISION = 9
 
 
 class PDFError(ValueError):
@@ -1098,7 +1099,10 @@ def read_unmapped(pages: list[list[_Line]]) -> tuple[list[list[_Line]], list[lis
     U+0000; a symbol set inside a word is one too, ``_GLYPH_IN_WORD``: a TeX font's "ff" as "↵"). One
     inside a word becomes the ligature of ``LIGATURES`` that makes a word the document spells
     elsewhere, else (two letters or more beside it) the most frequent English word (``wordfreq``)
-    when it is frequent enough (``LIGATURE_MIN_ZIPF``): "di\\x00culties" -> "difficulties". Any other becomes U+FFFD,
+    when it is frequent enough (``LIGATURE_MIN_ZIPF``): "di\\x00culties" -> "difficulties"; a symbol
+    read as one ligature wherever that makes a word is that ligature also where the letters beside
+    it cannot tell (a font draws a ligature with one glyph: "o↵-the-shelf" in a paper that prints
+    "e↵orts"). Any other becomes U+FFFD,
     so no control character reaches the index or the database (PostgreSQL refuses U+0000); a
     symbol that makes no word stays as printed.
 
@@ -1116,6 +1120,30 @@ def read_unmapped(pages: list[list[_Line]]) -> tuple[list[list[_Line]], list[lis
         for ln in ls:
             if not glyphs(ln.text):
                 words.update(w.lower() for w in re.findall(r"[^\W\d_]+", ln.text))
+
+    def reading(text: str, m: re.Match) -> tuple[str, str, str | None]:
+        """``(head, tail, ligature)``: the letters beside the glyph and the ligature that makes a
+        word of them (None: none does)."""
+        head = _LETTERS_BEFORE.search(text, 0, m.start()).group(0)
+        tail = _LETTERS_AFTER.match(text, m.end()).group(0)
+        scored = [
+            ((head + lig + tail).lower() in words, zipf_frequency((head + lig + tail).lower(), "en"), lig)
+            for lig in (LIGATURES if head or tail else ())
+        ]
+        # beside one letter only ("o" of "off-the-shelf"), the document must spell the word
+        known = [c for c in scored if c[0] or (c[1] >= LIGATURE_MIN_ZIPF and len(head) + len(tail) >= 2)]
+        return head, tail, (max(known, key=lambda c: (c[0], c[1]))[2] if known else None)
+
+    # a font draws a ligature with one glyph throughout: a symbol read as one ligature wherever it
+    # makes a word ("e↵orts", "di↵erent": "ff") is that ligature where the word alone cannot tell
+    # ("o↵-the-shelf")
+    seen: dict[str, set[str]] = {}
+    for ls in pages:
+        for ln in ls:
+            for m in glyphs(ln.text):
+                if _UNMAPPED.fullmatch(m.group(0)) is None and (lig := reading(ln.text, m)[2]) is not None:
+                    seen.setdefault(m.group(0), set()).add(lig)
+    font_map = {g: next(iter(ligs)) for g, ligs in seen.items() if len(ligs) == 1}
     out: list[list[_Line]] = []
     notes: list[list[tuple[str, str]]] = []
     for ls in pages:
@@ -1130,18 +1158,13 @@ def read_unmapped(pages: list[list[_Line]]) -> tuple[list[list[_Line]], list[lis
             parts: list[str] = []
             last = 0
             for m in found:
-                head = _LETTERS_BEFORE.search(text, 0, m.start()).group(0)
-                tail = _LETTERS_AFTER.match(text, m.end()).group(0)
-                scored = [
-                    ((head + lig + tail).lower() in words, zipf_frequency((head + lig + tail).lower(), "en"), lig)
-                    for lig in (LIGATURES if head or tail else ())
-                ]
-                # beside one letter only ("o" of "off-the-shelf"), the document must spell the word
-                known = [c for c in scored if c[0] or (c[1] >= LIGATURE_MIN_ZIPF and len(head) + len(tail) >= 2)]
+                head, tail, lig = reading(text, m)
                 unmapped = _UNMAPPED.fullmatch(m.group(0)) is not None
-                if not known and not unmapped:
-                    continue  # a symbol that makes no word with any ligature stays as printed
-                read = max(known, key=lambda c: (c[0], c[1]))[2] if known else "\ufffd"
+                if lig is None and not unmapped:
+                    lig = font_map.get(m.group(0)) if head or tail else None
+                    if lig is None:
+                        continue  # a symbol that makes no word with any ligature stays as printed
+                read = lig if lig is not None else "\ufffd"
                 parts += [text[last : m.start()], read]
                 last = m.end()
                 kind = "unknown" if read == "\ufffd" else "ligature"

@@ -162,6 +162,12 @@ def test_a_glyph_without_unicode_value_reads_as_the_ligature_that_makes_a_word()
     pages, notes = read_unmapped(_lines("these e\u21b5orts differ", "E\uf05bl \uf02b1\uf05d and x\u2192y"))
     assert [ln.text for ln in pages[0]] == ["these efforts differ", "E\uf05bl \uf02b1\uf05d and x\u2192y"]
     assert notes[0] == [("ligature", "efforts")]
+    # the font draws "ff" with that glyph throughout: beside one letter it is "ff" too
+    pages, notes = read_unmapped(_lines("an o\u21b5-the-shelf toolkit", "these e\u21b5orts differ"))
+    assert pages[0][0].text == "an off-the-shelf toolkit" and ("ligature", "off") in notes[0]
+    # a symbol read as two different ligatures maps to neither where the word cannot tell
+    pages, _ = read_unmapped(_lines("an o\u21b5-the-shelf toolkit", "e\u21b5orts and con\u21b5gure"))
+    assert pages[0][0].text == "an o\u21b5-the-shelf toolkit"
 
 
 def test_the_extraction_report_counts_glyphs_without_unicode_value():
@@ -170,7 +176,15 @@ def test_the_extraction_report_counts_glyphs_without_unicode_value():
     if any control character stays in its text."""
     pages = extract_pages((DATA / "edge" / "copy-protected.pdf").read_bytes())
     report = extraction_report(pages)["unmapped_glyphs"]
-    assert report["ligatures"] == 6 and report["unknown"] == 0
-    assert {e["text"] for e in report["examples"]} == {"difficulties", "difficult", "efficient", "different", "efforts"}
+    assert report["ligatures"] == 8 and report["unknown"] == 0  # "off" twice
+    assert {e["text"] for e in report["examples"]} == {
+        "difficulties",
+        "difficult",
+        "efficient",
+        "different",
+        "efforts",
+        "off",
+    }
+    assert "off-the-shelf" in " ".join(p.text for p in pages)  # "o↵-the-shelf": the font's "ff" glyph
     assert not any(re.search(r"[\x00-\x08\x0b\x0c\x0e-\x1f]", p.text) for p in pages)
     assert "different levels" in " ".join(pages[1].text.split())  # its "ff" glyph is given as U+21B5
