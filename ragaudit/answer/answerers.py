@@ -443,6 +443,36 @@ def _citation(sent: _Sentence) -> Citation:
     )
 
 
+_HOW_MANY = re.compile(r"(?i)\bhow\s+(many|much)\b")
+
+
+def _asking_terms(question: str) -> set[str]:
+    """The terms of the question's "how many" / "how much": they ask for a number, and a sentence
+    that repeats them ("we explore how many examples are needed") holds none."""
+    return {t for m in _HOW_MANY.finditer(question) for t in tokenize(m.group(1))}
+
+
+_HOW_MANY_NOUN = re.compile(r"(?i)\bhow\s+many\s+(?:\w+\s+){0,2}?(?P<noun>[a-z][\w-]*s)\b")
+
+
+def _counted_noun(question: str) -> tuple[int, re.Pattern] | None:
+    """``(position, sentence pattern)`` for "How many *passages* ...": a count of that noun, a
+    number followed by it or by one word and it ("21,015,324 passages", "389 active members"; not
+    "100 words as passages")."""
+    m = _HOW_MANY_NOUN.search(question)
+    if m is None:
+        return None
+    stem = tokenize(m.group("noun"))
+    if not stem:
+        return None
+    return m.start(), _count_of(stem[0])
+
+
+@lru_cache(maxsize=256)
+def _count_of(stem: str) -> re.Pattern:
+    return re.compile(rf"(?i)(?<![\w.])\d[\d,.]*\s+(?:[\w-]+\s+)?{re.escape(stem)}\w*\b")
+
+
 def answer_type_bonus(question: str, sentence: str) -> float:
     """Score bonus for a sentence holding the kind of answer the question asks for: 0.3 when it
     matches the expected answer type (a duration for "how long", a date for "when", a percentage for
@@ -451,6 +481,8 @@ def answer_type_bonus(question: str, sentence: str) -> float:
     count, not a date."""
     number = NUMBER_QUESTION.search(question)
     typed = [(m.start(), s_pat) for q_pat, s_pat in SENTENCE_TYPES if (m := q_pat.search(question))]
+    if (counted := _counted_noun(question)) is not None:
+        typed.append(counted)
     if typed:
         pos, s_pat = min(typed, key=lambda x: x[0])
         if (number is None or pos <= number.start()) and s_pat.search(sentence):
@@ -603,7 +635,7 @@ class ExtractiveAnswerer:
         sents = _sentences(sources)
         if not sents:
             return []
-        q_terms = set(tokenize(question))
+        q_terms = set(tokenize(question)) - _asking_terms(question)
         q_rows = question_row_terms(question) if "answer.named_row" not in self.disabled_rules else set()
         sent_tokens = [tokenize(f"{_row_group(s)} {s.text}") for s in sents]
         n = len(sents)

@@ -122,6 +122,12 @@ def test_answer_type_prefers_a_duration_for_how_long(embedder):
     # the first wh-phrase decides: a count, though a "when" clause follows
     assert answer_type_bonus("How many stores ran when the year ended?", "opened on March 1, 2022") == 0.15
     assert answer_type_bonus("When, and how many, stores opened?", "opened on March 1, 2022") == 0.3
+    # "how many passages": a number of passages is the answer's type; another number is only a number
+    q = "How many passages were used in the Wikipedia corpus?"
+    assert answer_type_bonus(q, "which results in 21,015,324 passages in the end") == 0.3
+    assert answer_type_bonus(q, "blocks of 100 words as passages, following Wang et al. (2019)") == 0.15
+    assert answer_type_bonus("How many Ulta Beauty shares were voted?", "40,151,725 common shares voted for") == 0.3
+
     src = [
         _chunk(
             1,
@@ -276,3 +282,13 @@ def test_contents_entries_without_leaders_are_recognised_by_their_rising_page_nu
     form = "78 Industrial royalties (patents, trademarks, etc.) 78\n79 Motion picture or T.V. copyright royalties 79\n80 Other royalties 80"
     assert not _contents_entries(form)  # a form's lines end in their own line number
     assert not _contents_entries("1 Introduction 3\nThe simulator reads the source files and runs them on a pipeline.")
+
+
+def test_how_many_is_not_a_term_a_sentence_should_repeat():
+    """ "How many X" asks for a number: its "many" is no term of the question for the sentence score,
+    or a sentence saying "we explore how many examples are needed" outscores the count."""
+    from ragaudit.answer.answerers import _asking_terms
+
+    assert _asking_terms("How many passages were used?") == {"mani"}
+    assert _asking_terms("How much did Apple spend?") == {"much"}
+    assert _asking_terms("Which of the many options is the default?") == set()
