@@ -473,6 +473,36 @@ def _count_of(stem: str) -> re.Pattern:
     return re.compile(rf"(?i)(?<![\w.])\d[\d,.]*\s+(?:[\w-]+\s+)?{re.escape(stem)}\w*\b")
 
 
+_ACRONYM_QUESTION = re.compile(
+    r"(?i)\bwhat\s+(?:does|do|did)\s+(?:the\s+)?(?:acronym\s+|abbreviation\s+)?(?P<acr>[A-Za-z][\w&-]{1,9})\s+"
+    r"(?:stand\s+for|mean)\b|\bwhat\s+is\s+(?:the\s+)?full\s+(?:name|form)\s+of\s+(?:the\s+)?(?P<full>[A-Za-z][\w&-]{1,9})\b"
+)
+_SKIPPED_IN_ACRONYMS = frozenset({"of", "and", "the", "for", "in", "on", "to", "a", "&"})
+
+
+def spells_out(acronym: str, sentence: str) -> bool:
+    """True when ``sentence`` defines ``acronym`` the way documents do: the words whose initials
+    spell it, then the acronym in parentheses ("Dense Passage Retriever (DPR)", "Federal Employees
+    Health Benefits (FEHB)"), function words aside; or the acronym, then those words in
+    parentheses ("DPR (Dense Passage Retriever)")."""
+    letters = re.sub(r"[^a-z0-9]", "", acronym.lower())
+    if len(letters) < 2:
+        return False
+
+    def initials(words: str) -> str:
+        ws = [w for w in re.findall(r"[\w&]+", words) if w.lower() not in _SKIPPED_IN_ACRONYMS]
+        return "".join(w[0].lower() for w in ws)
+
+    esc = re.escape(acronym)
+    for m in re.finditer(rf"((?:[\w&-]+\s+){{1,12}})\(\s*{esc}s?\s*\)", sentence):
+        if initials(m.group(1).replace("-", " ")).endswith(letters):
+            return True
+    for m in re.finditer(rf"\b{esc}\s*\(([^()]{{3,120}})\)", sentence):
+        if initials(m.group(1).replace("-", " ")) == letters:
+            return True
+    return False
+
+
 def answer_type_bonus(question: str, sentence: str) -> float:
     """Score bonus for a sentence holding the kind of answer the question asks for: 0.3 when it
     matches the expected answer type (a duration for "how long", a date for "when", a percentage for
@@ -483,6 +513,10 @@ def answer_type_bonus(question: str, sentence: str) -> float:
     typed = [(m.start(), s_pat) for q_pat, s_pat in SENTENCE_TYPES if (m := q_pat.search(question))]
     if (counted := _counted_noun(question)) is not None:
         typed.append(counted)
+    acro = _ACRONYM_QUESTION.search(question)
+    if acro is not None and re.search(r"[A-Z].*[A-Z]", acr := acro.group("acr") or acro.group("full")):
+        # "What does DPR stand for?": the sentence that spells it out, "Dense Passage Retriever (DPR)"
+        return 0.3 if spells_out(acr, sentence) else 0.0
     if typed:
         pos, s_pat = min(typed, key=lambda x: x[0])
         if (number is None or pos <= number.start()) and s_pat.search(sentence):
