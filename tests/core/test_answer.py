@@ -292,3 +292,20 @@ def test_how_many_is_not_a_term_a_sentence_should_repeat():
     assert _asking_terms("How many passages were used?") == {"mani"}
     assert _asking_terms("How much did Apple spend?") == {"much"}
     assert _asking_terms("Which of the many options is the default?") == set()
+
+
+def test_what_an_acronym_stands_for_is_the_sentence_that_spells_it_out():
+    """ "What does DPR stand for?" expects the words whose initials spell it, before or inside
+    parentheses ("Dense Passage Retriever (DPR)", "the DMCA (Digital Millennium Copyright Act)");
+    a sentence that only uses the acronym, or a parenthesis whose words do not spell it, gets no
+    bonus. A plain word ("What does encryption mean?") is no acronym question."""
+    from ragaudit.answer.answerers import spells_out
+
+    q = "What does DPR stand for?"
+    assert answer_type_bonus(q, "the model of our Dense Passage Retriever (DPR) is strong") == 0.3
+    assert answer_type_bonus(q, "DPR has also been used as an important module") == 0.0
+    assert spells_out("DMCA", "the DMCA (Digital Millennium Copyright Act) was signed")
+    assert spells_out("FEHB", "enrolled in the Federal Employees Health Benefits (FEHB) Program")
+    assert not spells_out("NQ", "the final question (NQ)")
+    assert answer_type_bonus("What is the full name of the DMCA?", "The Digital Millennium Copyright Act (DMCA)") == 0.3
+    assert answer_type_bonus("What does encryption mean?", "Encryption (scrambling data) protects files") == 0.0
