@@ -312,6 +312,8 @@ class QueryService:
             gate = AnswerResult(
                 CLARIFY_TEXT
                 if asked.rule == "gate.vague_question"
+                else f"{asked.reason[:1].upper()}{asked.reason[1:]}."
+                if asked.rule == "gate.instruction_not_question"
                 else f"Your question does not say what it is about ({asked.reason}): which document, item or "
                 "period do you mean?",
                 [],

@@ -61,6 +61,7 @@ from ragaudit.platform.rules import Fired, Registry, Rule
 from ragaudit.text.anchors import Anchor, question_anchors, without_file_names
 from ragaudit.text.dates import FULL_DATE, MONTH_ABBREVIATIONS, MONTH_NAME, MONTH_WORDS, date_forms, header_dates
 from ragaudit.text.function_words import AUXILIARY, QUESTION_WORDS, STOP_WORDS
+from ragaudit.text.injection import FLAG_AT, sentence_score
 from ragaudit.text.language import non_english
 from ragaudit.text.periods import months_periods, named_quarters
 from ragaudit.text.sentences import quoted
@@ -643,6 +644,27 @@ def _generic_measure(g: GateInput) -> Fired | None:
     )
 
 
+# a question asks: it ends with "?" or opens with a question word or an auxiliary ("Is ...", "Did ...")
+_ASKS = re.compile(
+    r"\?\s*$|^\s*(?:what|which|who|whom|whose|when|where|why|how|is|are|was|were|do|does|did|can|could|"
+    r"will|would|should|has|have|had|may|might|must|list|name|give|show|find|explain|describe|summari[sz]e|tell)\b",
+    re.I,
+)
+
+
+def _instruction_not_question(g: GateInput) -> Fired | None:
+    score, cues = sentence_score(g.question)
+    if score < FLAG_AT or _ASKS.search(g.question):
+        return None
+    return Fired(
+        "gate.instruction_not_question",
+        "clarifying",
+        "the message reads as an instruction to the assistant (" + ", ".join(cues) + "), not a question about "
+        "the documents: ask what they say",
+        {"cues": cues},
+    )
+
+
 def _missing_anchors(g: GateInput) -> Fired | None:
     missing = missing_anchors(g.question, g.document_texts, g.source_passages, translated=g.cross_lingual)
     if not missing:
@@ -825,6 +847,12 @@ def _asked_for_absent(g: GateInput) -> Fired | None:
 GATE = Registry(
     "gate",
     [
+        Rule(
+            "gate.instruction_not_question",
+            "a message that reads as an instruction to the assistant ('ignore previous instructions and ...'), "
+            "not as a question, asks for a question about the documents: nothing is retrieved for it as a claim",
+            _instruction_not_question,
+        ),
         Rule("gate.vague_question", "a question with no content word to look up asks for clarification", _vague),
         Rule(
             "gate.generic_measure",
@@ -877,7 +905,7 @@ GATE = Registry(
 ALSO_SAID = frozenset({"gate.year_not_reported"})
 
 # the rules that read the question alone (no documents): they decide before retrieval's results count
-QUESTION_RULES = frozenset({"gate.vague_question", "gate.generic_measure"})
+QUESTION_RULES = frozenset({"gate.instruction_not_question", "gate.vague_question", "gate.generic_measure"})
 
 
 def assess(
