@@ -19,6 +19,23 @@ from typing import Any
 MULTIPART_OVERHEAD = 64 * 1024
 
 
+async def send_too_large(send: Any, payload: dict[str, Any]) -> None:
+    """Answer 413 with ``payload`` as JSON and close the connection (the body is not read)."""
+    body = json.dumps(payload).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 413,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                (b"connection", b"close"),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
 class UploadSizeLimit:
     """ASGI middleware: ``POST`` to ``path`` with ``Content-Length`` above ``max_bytes`` +
     ``MULTIPART_OVERHEAD`` gets ``413 {"detail": ...}`` at once."""
@@ -33,21 +50,10 @@ class UploadSizeLimit:
             length = dict(scope.get("headers") or []).get(b"content-length")
             if length is not None and length.isdigit() and int(length) > self.max_bytes + MULTIPART_OVERHEAD:
                 mb = self.max_bytes / (1024 * 1024)
-                body = json.dumps(
-                    {"detail": f"file too large: limit is {mb:g} MB (RAGAUDIT_MAX_UPLOAD_MB)", "code": "too_large"}
-                ).encode()
-                await send(
-                    {
-                        "type": "http.response.start",
-                        "status": 413,
-                        "headers": [
-                            (b"content-type", b"application/json"),
-                            (b"content-length", str(len(body)).encode()),
-                            (b"connection", b"close"),
-                        ],
-                    }
+                await send_too_large(
+                    send,
+                    {"detail": f"file too large: limit is {mb:g} MB (RAGAUDIT_MAX_UPLOAD_MB)", "code": "too_large"},
                 )
-                await send({"type": "http.response.body", "body": body})
                 return
         await self.app(scope, receive, send)
 
@@ -109,16 +115,4 @@ class JsonBodyLimit:
             }
         else:
             payload = {"detail": message, "code": "too_large"}
-        body = json.dumps(payload).encode()
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 413,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"content-length", str(len(body)).encode()),
-                    (b"connection", b"close"),
-                ],
-            }
-        )
-        await send({"type": "http.response.body", "body": body})
+        await send_too_large(send, payload)

@@ -88,6 +88,19 @@ _WORDS = (
 ).split()
 
 
+def finished_run(client, run_id: str, tries: int = 600, every_s: float = 0.2) -> dict:
+    """``GET /evaluate/{run_id}`` through ``client`` until the run is ``done`` or ``failed`` (or
+    ``tries`` polls ``every_s`` apart have passed); returns the last reply."""
+    import time
+
+    for _ in range(tries):
+        got = client.get(f"/evaluate/{run_id}").json()
+        if got["status"] in ("done", "failed"):
+            break
+        time.sleep(every_s)
+    return got
+
+
 def text_pdf(pages: int, topic: str) -> bytes:
     """A PDF of ``pages`` pages of plain English prose about ``topic`` (fpdf2, fixed creation
     date: the same arguments give the same bytes). Each page holds about 300 words in sentences

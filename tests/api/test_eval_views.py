@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from fastapi.testclient import TestClient
 
 from ragaudit.api.app import create_app
 from ragaudit.api.routes.eval_views import mean_ci
-from tests.conftest import SAMPLES, make_settings
+from tests.conftest import SAMPLES, finished_run, make_settings
 
 
 def test_mean_ci_properties():
@@ -47,11 +45,7 @@ def test_intervals_of_a_run(tmp_path, embedder):
                 )
         assert c.get("/evaluate/nope/intervals").status_code == 404
         run = c.post("/evaluate", json={"dataset": "generated", "modes": ["vector", "bm25"], "answers": False}).json()
-        for _ in range(600):
-            r = c.get(f"/evaluate/{run['id']}").json()
-            if r["status"] in ("done", "failed"):
-                break
-            time.sleep(0.2)
+        r = finished_run(c, run["id"])
         assert r["status"] == "done", r
         # a finished run read alone carries the same summary as in the list of runs
         listed = next(x for x in c.get("/evaluate").json() if x["id"] == run["id"])

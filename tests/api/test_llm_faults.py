@@ -21,7 +21,7 @@ from sqlalchemy import select
 from ragaudit.api.app import create_app
 from ragaudit.platform.db import QueryLog
 from ragaudit.platform.llmcall import CLIENT_DISCONNECTED
-from tests.conftest import DMCA_QUESTION, SAMPLES, make_settings
+from tests.conftest import DMCA_QUESTION, SAMPLES, finished_run, make_settings
 from tests.fake_llm import FakeLLM
 from tests.live import LiveServer
 
@@ -277,11 +277,7 @@ def test_an_evaluation_run_failing_on_the_llm_shows_ragaudits_words_not_the_prov
         with caplog.at_level("ERROR", logger="ragaudit.evaluate.runs"):
             run = client.post("/evaluate", json={"dataset": "gold.jsonl", "modes": ["bm25"], "answers": True})
             assert run.status_code == 202, run.text
-            for _ in range(300):
-                got = client.get(f"/evaluate/{run.json()['id']}").json()
-                if got["status"] in ("done", "failed"):
-                    break
-                time.sleep(0.2)
+            got = finished_run(client, run.json()["id"], tries=300)
         assert got["status"] == "failed", got
         assert got["error"] == query.json()["detail"], (got["error"], query.json()["detail"])
         listed = next(x for x in client.get("/evaluate").json() if x["id"] == got["id"])
