@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
@@ -13,14 +13,24 @@ from ragaudit.types import QUESTION_MAX_CHARS, Mode, Scope, Strategy
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 
 
+# a document name is at most 255 characters (uploads refuse longer ones), and so is what a scope
+# names; a scope names at most this many documents: a longer value names nothing that can exist
+NAME_MAX_CHARS = 255
+SCOPE_MAX_ITEMS = 500
+
+
 class ScopeIn(BaseModel):
     """Where to search. All given fields must match; several doc_names / document_ids are OR-ed.
     ``page_min`` may not be after ``page_max`` (422)."""
 
-    doc_names: list[str] = Field(default_factory=list, description="Restrict to these document names")
-    doc_name: str | None = Field(default=None, description="Shorthand for one document name")
-    knowledge_base: str | None = None
-    document_ids: list[str] = Field(default_factory=list)
+    doc_names: list[Annotated[str, Field(max_length=NAME_MAX_CHARS)]] = Field(
+        default_factory=list, max_length=SCOPE_MAX_ITEMS, description="Restrict to these document names"
+    )
+    doc_name: str | None = Field(default=None, max_length=NAME_MAX_CHARS, description="Shorthand for one document name")
+    knowledge_base: str | None = Field(default=None, max_length=NAME_MAX_CHARS)
+    document_ids: list[Annotated[str, Field(max_length=NAME_MAX_CHARS)]] = Field(
+        default_factory=list, max_length=SCOPE_MAX_ITEMS
+    )
     page_min: int | None = Field(default=None, ge=1)
     page_max: int | None = Field(default=None, ge=1)
     strategy: Strategy | None = Field(

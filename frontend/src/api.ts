@@ -9,17 +9,33 @@ export function authHeaders(): Record<string, string> {
   return key ? { "X-API-Key": key } : {};
 }
 
+/** The longest question the API takes (``ragaudit.types.QUESTION_MAX_CHARS``). */
+export const QUESTION_MAX_CHARS = 4000;
+
 export class ApiError extends Error {
   constructor(public status: number, message: string) {
     super(message);
   }
 }
 
+/** A reply's ``detail`` as text: a string as is; FastAPI's validation list as its messages, each
+ * with the field it names ("page_max: Value error, page_max (2) is before page_min (5) ..."). */
+export function detailText(detail: unknown): string | undefined {
+  if (typeof detail === "string") return detail;
+  if (Array.isArray(detail)) {
+    return detail.map((e) => {
+      const loc = Array.isArray(e?.loc) ? e.loc.filter((x: unknown) => x !== "body").join(".") : "";
+      return `${loc ? `${loc}: ` : ""}${String(e?.msg ?? JSON.stringify(e))}`;
+    }).join("; ");
+  }
+  return undefined;
+}
+
 async function errorOf(r: Response): Promise<ApiError> {
   let msg = `${r.status} ${r.statusText}`;
   try {
     const body = await r.json();
-    msg = typeof body.detail === "string" ? body.detail : body.message ?? JSON.stringify(body.detail ?? body);
+    msg = detailText(body.detail) ?? body.message ?? JSON.stringify(body);
   } catch {
     /* not JSON */
   }

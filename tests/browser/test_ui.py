@@ -336,6 +336,9 @@ def test_ui_end_to_end(server, tmp_path):
     cells = {row[0]: row[2:] for row in s["question_cells"]}
     assert refuse and all(c.startswith("–") for i in refuse for c in cells[i]), {i: cells[i] for i in refuse}
     assert s["failure_rows"] <= s["question_rows"]
+    # a refused page range reads as the API's message, not as its JSON
+    assert "page_max (2) is before page_min (5)" in s["range_error"], s["range_error"]
+    assert '"loc"' not in s["range_error"] and "[{" not in s["range_error"], s["range_error"]
     # a cell's X-ray says it is asked again, with the run's top_k (the default 5), not 5 + neighbours
     assert "Asked again" in s["eval_xray"]["note"], s["eval_xray"]
     assert [c for c in s["eval_xray"]["chips"] if c.startswith("top_k")] == ["top_k 5"], s["eval_xray"]

@@ -165,6 +165,15 @@ try {
     await d.waitFor({ state: "hidden" });
   }
   await shot("scope");
+  // a page range that ends before it starts: the API's 422 is shown as its message, not as JSON
+  await page.getByLabel("from page").fill("5");
+  await page.getByLabel("to page").fill("2");
+  await page.getByTestId("question").fill(cfg.question);
+  await page.getByTestId("ask").click();
+  await page.locator("[data-testid=turn]").first().getByTestId("turn-error").waitFor({ timeout: 60_000 });
+  out.steps.range_error = await page.locator("[data-testid=turn]").first().getByTestId("turn-error").innerText();
+  await page.getByLabel("from page").fill("");
+  await page.getByLabel("to page").fill("");
 
   // 5. admin: chunks of that document (react-admin list filtered through the URL)
   step = "admin-chunks";

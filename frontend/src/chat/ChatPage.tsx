@@ -6,7 +6,7 @@ import {
   Grid, Link, MenuItem, Stack, TextField, Typography,
 } from "@mui/material";
 import { Title } from "react-admin";
-import { Answer, authHeaders, Citation, Doc, getJSON, MODES, Modes, openPdf, postJSON, Retrieved, ScopeIn, STRATEGIES, useModes } from "../api";
+import { Answer, authHeaders, Citation, detailText, Doc, getJSON, MODES, Modes, openPdf, postJSON, QUESTION_MAX_CHARS, Retrieved, ScopeIn, STRATEGIES, useModes } from "../api";
 import { Upload } from "./Upload";
 import { XRay } from "./XRay";
 
@@ -280,7 +280,7 @@ export function ChatPage() {
         async onopen(r) {
           if (!r.ok) {
             let msg = `${r.status}`;
-            try { const b = await r.json(); msg = b.detail ?? msg; } catch { /* not JSON */ }
+            try { const b = await r.json(); msg = detailText(b.detail) ?? msg; } catch { /* not JSON */ }
             throw new Fatal(typeof msg === "string" ? msg : JSON.stringify(msg));
           }
         },
@@ -368,7 +368,8 @@ export function ChatPage() {
           <Stack direction="row" spacing={1} sx={{ mb: 2 }}>
             <TextField fullWidth size="small" label="Ask a question about your documents" value={question}
               onChange={(e) => setQuestion(e.target.value)} onKeyDown={(e) => e.key === "Enter" && void ask()}
-              inputProps={{ "data-testid": "question" }} />
+              inputProps={{ "data-testid": "question", maxLength: QUESTION_MAX_CHARS }}
+              helperText={question.length > QUESTION_MAX_CHARS * 0.9 ? `${question.length} / ${QUESTION_MAX_CHARS} characters` : undefined} />
             <Button variant="contained" onClick={() => void ask()} disabled={!question.trim()} data-testid="ask">Ask</Button>
             <Button onClick={() => setTurns([])}>Clear</Button>
           </Stack>

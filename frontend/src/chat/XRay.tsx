@@ -35,7 +35,7 @@ export function XRay({ run, previous, title }: { run: Answer; previous?: Answer;
       <Stack direction="row" spacing={1} alignItems="center" flexWrap="wrap" sx={{ mb: 1 }}>
         {title && <Typography variant="subtitle2">{title}</Typography>}
         <Chip size="small" label={`mode ${run.mode}`} />
-        {run.top_k && <Chip size="small" label={`top_k ${run.top_k}`} />}
+        {run.top_k ? <Chip size="small" label={`top_k ${run.top_k}`} /> : null}
         {run.strategy && <Chip size="small" label={`strategy ${run.strategy}`} />}
         <Chip size="small" label={`total ${fmt(t.total, 0)} ms`} />
         {t.ttft !== undefined && <Chip size="small" label={`TTFT ${fmt(t.ttft, 0)} ms`} />}

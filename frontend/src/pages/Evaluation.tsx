@@ -233,7 +233,7 @@ export function EvaluationPage() {
       question, mode, top_k: p.top_k ?? undefined, strategy: p.strategy ?? undefined,
       knowledge_base: p.knowledge_base ?? undefined, doc_names: p.doc_names ?? [],
     });
-    setXray({ ...out, top_k: p.top_k ?? out.retrieved.filter((r) => !r.neighbor_of).length });
+    setXray({ ...out, top_k: p.top_k ?? (out.retrieved.filter((r) => !r.neighbor_of).length || undefined) });
   };
 
   // the picked runs, earlier run first (A), whatever order they were picked in

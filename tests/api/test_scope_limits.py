@@ -1,0 +1,50 @@
+"""A scope names documents and knowledge bases: values longer than any name that can exist are refused."""
+
+from fastapi.testclient import TestClient
+
+from ragaudit.api.app import create_app
+from tests.conftest import make_settings
+
+
+def test_an_over_long_scope_is_refused_small_and_not_stored_whole(tmp_path, embedder):
+    """A document name of 900,000 characters, 100,000 names or a 900,000-character knowledge base
+    get a short 422 on /query, /search and /query/stream, and the logged row keeps no such value.
+    Fails if an accepted scope can carry megabytes into the reply and into ``query_logs`` (the
+    question's own limit was reached around through the scope)."""
+    from sqlalchemy import select
+
+    from ragaudit.platform.db import QueryLog
+    from ragaudit.services import release_services
+
+    settings = make_settings(tmp_path / "data")
+    huge = "x" * 900_000
+    bodies = [
+        {"question": "What is it?", "doc_names": [huge]},
+        {"question": "What is it?", "doc_names": [f"d{i}.pdf" for i in range(100_000)]},
+        {"question": "What is it?", "knowledge_base": huge},
+        {"question": "What is it?", "doc_name": huge},
+    ]
+    with TestClient(create_app(settings)) as client:
+        for path in ("/query", "/search", "/query/stream"):
+            for body in bodies:
+                r = client.post(path, json=body)
+                assert r.status_code in (413, 422) and len(r.content) < 10_000, (path, r.status_code, len(r.content))
+        ok = client.post("/search", json={"question": "What is it?", "doc_names": ["a.pdf", "b.pdf"]})
+        assert ok.status_code == 200, ok.text
+        assert client.app.state.telemetry.flush(timeout=30)
+        with client.app.state.services.sessions() as s:
+            rows = s.scalars(select(QueryLog)).all()
+    release_services(settings)
+    assert rows and max(len(repr(r.scope)) for r in rows) < 20_000, max(len(repr(r.scope)) for r in rows)
+
+
+def test_the_chat_box_takes_as_many_characters_as_the_api():
+    """The web UI's question field stops at the API's limit. Fails if one changes without the other
+    (the UI would send questions the API refuses, or cut ones it takes)."""
+    import re
+
+    from ragaudit.types import QUESTION_MAX_CHARS
+    from tests.conftest import ROOT
+
+    ts = (ROOT / "frontend" / "src" / "api.ts").read_text()
+    assert re.search(r"export const QUESTION_MAX_CHARS = (\d+);", ts).group(1) == str(QUESTION_MAX_CHARS)
