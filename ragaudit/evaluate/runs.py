@@ -22,6 +22,7 @@ from typing import Any
 from sqlalchemy import delete, func, select
 
 from ragaudit.evaluate.evaluation import EvalParams, GoldQuestion, describe_question_counts, evaluate, parse_jsonl
+from ragaudit.index.store import scope_filter
 from ragaudit.platform.db import Document, EvalDataset, EvalQuestion, EvalRun, QAPair, utcnow
 from ragaudit.platform.llmcall import generation_failed, is_llm_failure
 from ragaudit.retrieve.retriever import NO_RERANKER_ERROR
@@ -195,7 +196,8 @@ def create_run(svc: Services, dataset_ref: str, params: EvalParams, *, files: bo
     ``files``: the reference may be a JSONL file path (``resolve_dataset``; the CLI passes True,
     the HTTP API never does); recorded in the run's params as ``dataset_files`` so that
     ``execute_run`` resolves the reference the same way.
-    Raises ``KeyError`` (unknown dataset) or ``ValueError`` (bad dataset, mode or strategy; no mode
+    Raises ``KeyError`` (unknown dataset) or ``ValueError`` (bad dataset, mode or strategy; a scope
+    holding no chunk; no mode
     this server can run, e.g. ``hybrid_rerank`` alone without a reranker: other modes asked beside
     it run, and it is listed in the results' ``skipped_modes``).
     ``params.modes`` None is recorded as the modes the settings can run (``Settings.available_modes``)."""
@@ -209,6 +211,13 @@ def create_run(svc: Services, dataset_ref: str, params: EvalParams, *, files: bo
         )
     if params.strategy:
         Strategy.parse(params.strategy)
+    scope = params.scope()
+    if scope.as_dict() and not svc.store.count_matching(scope_filter(scope)):
+        # every answer would be "Nothing was searched": refused now, not run as if it measured something
+        raise ValueError(
+            f"the run's scope {scope.as_dict()} holds no chunk: check the document names (GET /documents), "
+            "the knowledge base and the strategy"
+        )
     name, qs = resolve_dataset(svc, dataset_ref, files=files)
     with svc.sessions.begin() as s:
         run = EvalRun(

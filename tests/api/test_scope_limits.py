@@ -48,3 +48,29 @@ def test_the_chat_box_takes_as_many_characters_as_the_api():
 
     ts = (ROOT / "frontend" / "src" / "api.ts").read_text()
     assert re.search(r"export const QUESTION_MAX_CHARS = (\d+);", ts).group(1) == str(QUESTION_MAX_CHARS)
+
+
+def test_an_evaluation_whose_scope_holds_nothing_is_refused_at_once(tmp_path, embedder):
+    """An evaluation scoped to a document that is not there gets 400 naming the scope, and no run
+    is recorded: it would answer every question "Nothing was searched" and report scores as if it
+    had measured something. Fails if such a run is started."""
+    from ragaudit.services import release_services
+    from tests.conftest import ROOT, SAMPLES, finished_run
+
+    settings = make_settings(tmp_path / "data")
+    with TestClient(create_app(settings)) as client:
+        pdf = (SAMPLES / "dmca.pdf").read_bytes()
+        up = client.post("/documents", params={"wait": "true"}, files={"file": ("dmca.pdf", pdf, "application/pdf")})
+        assert up.status_code == 201, up.text
+        gold = (ROOT / "tests" / "data" / "eval_small.jsonl").read_bytes()
+        assert client.post("/datasets", files={"file": ("eval_small.jsonl", gold)}).status_code == 201
+        run = {"dataset": "eval_small.jsonl", "modes": ["bm25"], "answers": False}
+        r = client.post("/evaluate", json={**run, "doc_names": ["nope.pdf"]})
+        s = client.post("/evaluate", json={**run, "doc_names": ["dmca.pdf"], "strategy": "heading"})
+        assert client.get("/evaluate").json() == []
+        ok = client.post("/evaluate", json={**run, "doc_names": ["dmca.pdf"]})
+        assert ok.status_code == 202, ok.text
+        assert finished_run(client, ok.json()["id"])["status"] == "done"
+    release_services(settings)
+    assert r.status_code == 400 and "nope.pdf" in r.json()["detail"] and "holds no chunk" in r.json()["detail"], r.text
+    assert s.status_code == 400 and "heading" in s.json()["detail"], s.text
