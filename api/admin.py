@@ -486,6 +486,9 @@ class Bridge:
         unknown = sorted(set(data) - set(res.columns))  # derived fields (document_id, page, ...) are ignored
         if unknown:
             raise BridgeError(400, f"body: unknown field {unknown[0]!r}")
+        if data.get("kind") not in (None, "", "manual"):
+            # a pair written here is of kind "manual"; another kind given would be stored as that silently
+            raise BridgeError(400, f"kind: a pair written here is of kind 'manual', not {data['kind']!r}")
 
         def work() -> dict[str, Any]:
             with self.services().sessions.begin() as s:

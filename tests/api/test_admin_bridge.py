@@ -132,6 +132,10 @@ def test_qa_pairs_create_update_delete_keep_evidence_verbatim(client):
         "/admin/api/qa_pairs", json={"question": "q?", "answer": "a", "evidence": evidence, "chunk_id": "no-such-chunk"}
     )
     assert r.status_code == 400 and "chunk_id" in r.json()["message"]
+    # a pair written here is "manual": another kind is refused, not stored as "manual" without a word
+    weird = {"question": "q?", "answer": words[5], "evidence": evidence, "chunk_id": chunk["id"], "kind": "weird"}
+    r = client.post("/admin/api/qa_pairs", json=weird)
+    assert r.status_code == 400 and "kind" in r.json()["message"], r.text
 
     # react-admin's update sends the whole record back, edited fields included
     r = client.put(f"/admin/api/qa_pairs/{pair['id']}", json={**pair, "question": "Edited question?"})
