@@ -289,6 +289,12 @@ def documents(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
         typer.echo(json.dumps(docs, indent=2))
         return
 
+    if not docs:  # say where it looked: a data folder is relative to where the command runs
+        typer.echo(
+            f"no documents in {printable(str(svc.settings.data_dir.resolve()))} (RAGAUDIT_DATA_DIR; "
+            "`ragaudit ingest PATH` or the UI adds some)",
+            err=True,
+        )
     for d in docs:  # one line per document: control characters in names are escaped
         typer.echo(
             f"{d['id']}  {d['status']:<7} {printable(d['knowledge_base'] + '/' + d['doc_name'])}: "

@@ -591,3 +591,20 @@ TestDocumentLifecycle.settings = hsettings(
     derandomize=True,
     suppress_health_check=list(HealthCheck),
 )
+
+
+def test_documents_says_where_it_looked_when_there_are_none(tmp_path, monkeypatch):
+    """``ragaudit documents`` on an empty data folder says which folder it read (a relative
+    ``./data`` is wherever the command runs) instead of printing nothing. Fails if it stays silent."""
+    from typer.testing import CliRunner
+
+    from ragaudit.api.cli import app
+    from ragaudit.services import release_services
+    from tests.conftest import make_settings
+
+    folder = tmp_path / "empty"
+    monkeypatch.setenv("RAGAUDIT_DATA_DIR", str(folder))
+    r = CliRunner().invoke(app, ["documents"])
+    release_services(make_settings(folder))
+    assert r.exit_code == 0, r.output
+    assert "no documents in" in r.output and str(folder.resolve()) in r.output, r.output
