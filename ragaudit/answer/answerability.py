@@ -59,6 +59,7 @@ from ragaudit.answer.citations import normalize_ws
 from ragaudit.index.sparse import CJK_CHAR, tokenize
 from ragaudit.platform.rules import Fired, Registry, Rule
 from ragaudit.text.anchors import Anchor, question_anchors, without_file_names
+from ragaudit.text.authorship import AFFILIATION_WORDS, AUTHOR_BLOCK_WORDS, asks_authorship, prints_authors
 from ragaudit.text.dates import FULL_DATE, MONTH_ABBREVIATIONS, MONTH_NAME, MONTH_WORDS, date_forms, header_dates
 from ragaudit.text.function_words import AUXILIARY, QUESTION_WORDS, STOP_WORDS
 from ragaudit.text.injection import FLAG_AT, sentence_score
@@ -701,19 +702,14 @@ def _missing_anchors(g: GateInput) -> Fired | None:
     )
 
 
-# words for who wrote a document and where they work: a paper or report prints its author block
-# (names, institutions, e-mail addresses) under its title, rarely the words themselves
-_AUTHOR_BLOCK_WORDS = frozenset(
-    {"author", "authors", "authored", "co-author", "co-authors", "wrote", "written", "writer", "writers"}
-    | {"affiliated", "affiliation", "affiliations"}
-)
-
-
-_AUTHOR_BLOCK_TERMS = frozenset(t for w in _AUTHOR_BLOCK_WORDS for t in tokenize(w))
+_AUTHOR_BLOCK_TERMS = frozenset(t for w in AUTHOR_BLOCK_WORDS for t in tokenize(w))
 
 
 def _subject_words_absent(g: GateInput) -> Fired | None:
-    subject = [w for w in subject_words(g.question) if w.lower() not in _AUTHOR_BLOCK_WORDS]
+    # a paper or report prints its author block (names, institutions, e-mail addresses) under its
+    # title, rarely the words "authors" or "institution" themselves
+    skipped = AUTHOR_BLOCK_WORDS | (AFFILIATION_WORDS if asks_authorship(g.question) else frozenset())
+    subject = [w for w in subject_words(g.question) if w.lower() not in skipped]
     if g.cross_lingual:
         # the documents say it in their own words, but they must share one of them at least (a
         # name, a number): with none, nothing ties the passages to the question
@@ -823,21 +819,14 @@ def _bound_printed(word: str, text_lower: str) -> bool:
     return pattern is not None and pattern.search(text_lower) is not None
 
 
-# a byline: "by" and a name of two or more capitalised words ("by Andrea Spadaccini", "By J. R.
-# Cavalcante"), how a document prints who wrote it
-_BYLINE = re.compile(r"\b[Bb]y\s+(?:[A-Z]\.\s*)*[A-Z][\w'’-]+(?:\s+(?:[A-Z]\.\s*)*[A-Z][\w'’-]+)+")
 _AUTHOR_WORDS = frozenset({"author", "authors", "writer", "writers"})
-# a paper's author block: three or more names of two to four capitalised words in a row, each
-# followed by a comma, "and" or an affiliation marker ("Zejiang Shen1, Ruochen Zhang2, Melissa Dell3")
-_NAME = r"[A-Z][\w'’-]+(?:\s+(?:[A-Z]\.\s*)*[A-Z][\w'’-]+){1,3}[\d∗*†‡§¶]*(?:\s*\(\s*\))?"
-_AUTHOR_LIST = re.compile(rf"{_NAME}(?:\s*(?:,\s*(?:and\s+)?|\s+and\s+){_NAME}){{2,}}")
 
 
 def _byline_printed(word: str, text: str) -> bool:
     """True when ``word`` asks who wrote something ("Who is the *author* of the manual?") and
     ``text`` prints a byline (``_BYLINE``) or a paper's author block (``_AUTHOR_LIST``): a title
     page names its authors that way, not as "author"."""
-    return word.lower() in _AUTHOR_WORDS and (_BYLINE.search(text) is not None or _AUTHOR_LIST.search(text) is not None)
+    return word.lower() in _AUTHOR_WORDS and prints_authors(text)
 
 
 def _asked_for_absent(g: GateInput) -> Fired | None:

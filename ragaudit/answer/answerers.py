@@ -49,6 +49,7 @@ from ragaudit.platform.llmcall import (
 from ragaudit.platform.rules import Registry, Rule
 from ragaudit.text.anchors import question_anchors
 from ragaudit.text.answer_types import HAS_NUMBER, NUMBER_QUESTION, SENTENCE_TYPES
+from ragaudit.text.authorship import asks_authorship, prints_authors
 from ragaudit.text.dates import MONTH_NAME, MONTH_PREFIX
 from ragaudit.text.function_words import STOP_WORDS
 from ragaudit.text.injection import DATA_NOT_INSTRUCTIONS, delimit, overlaps
@@ -337,11 +338,13 @@ def _in_contents(s: int, e: int, text: str, spans: tuple[tuple[int, int], ...]) 
     return any(a <= s and e <= b for a, b in spans)
 
 
-def _sentences(sources: list[RetrievedChunk]) -> list[_Sentence]:
+def _sentences(sources: list[RetrievedChunk], authors: bool = False) -> list[_Sentence]:
     """The sentences an answer may quote; never one that reads as an instruction to an assistant,
     nor a heading, a table of contents' entries (``_contents_entries``, ``_in_contents``), a
     table's column header of periods (``column_header``) or the header block above its rows
-    (``table_header_block``)."""
+    (``table_header_block``). With ``authors`` (the question asks who wrote a document), a line
+    of a first page's title block that prints its authors is kept although it looks like a
+    heading ("[J.K. Maheshwari* and Vijay Bishnoi, JJ.]")."""
     out = []
     for n, c in enumerate(sources, start=1):
         flagged = instruction_spans(c)
@@ -355,7 +358,7 @@ def _sentences(sources: list[RetrievedChunk]) -> list[_Sentence]:
             words = len(t.split())
             if (
                 (words >= 5 or (words >= 2 and any(ch.isdigit() for ch in t)))
-                and not _heading_like(t)
+                and (not _heading_like(t) or (authors and c.page_start <= 1 and prints_authors(t)))
                 and not _contents_entries(t)
                 and not column_header(t)
                 and not table_header_block(c.text, s, e)
@@ -503,12 +506,22 @@ def spells_out(acronym: str, sentence: str) -> bool:
     return False
 
 
-def answer_type_bonus(question: str, sentence: str) -> float:
+# the bonus of a sentence printing who wrote a document for a question asking that
+AUTHORS_BONUS = 1.0
+
+
+def answer_type_bonus(question: str, sentence: str, first_page: bool = True) -> float:
     """Score bonus for a sentence holding the kind of answer the question asks for: 0.3 when it
     matches the expected answer type (a duration for "how long", a date for "when", a percentage for
     "what rate"), else 0.15 for any number when the question asks for a quantity or date, else 0.
     The question's first wh-phrase decides: "How many stores ... when the year ended?" asks for a
-    count, not a date."""
+    count, not a date. A question asking who wrote a document (``asks_authorship``) expects its
+    title block: ``AUTHORS_BONUS`` for a sentence of the first page (``first_page``) printing
+    names as authors do (``prints_authors``), else 0."""
+    if asks_authorship(question):
+        # the title block's names share no word with "Who are the authors of ...?": without a
+        # bonus as large as a full term match, sentences repeating the question's words win
+        return AUTHORS_BONUS if first_page and prints_authors(sentence) else 0.0
     number = NUMBER_QUESTION.search(question)
     typed = [(m.start(), s_pat) for q_pat, s_pat in SENTENCE_TYPES if (m := q_pat.search(question))]
     if (counted := _counted_noun(question)) is not None:
@@ -666,7 +679,7 @@ class ExtractiveAnswerer:
         ``refine`` are all exact: the sentences that can be picked are ranked as with every
         sentence embedded (same answers on the dev set's two halves, ``bench/answer_quality.py``),
         for 4-12 short embeddings per cold question instead of all of the sources' sentences."""
-        sents = _sentences(sources)
+        sents = _sentences(sources, authors=asks_authorship(question))
         if not sents:
             return []
         q_terms = set(tokenize(question)) - _asking_terms(question)
@@ -691,7 +704,8 @@ class ExtractiveAnswerer:
             # the source's weight is its retrieval score relative to the best source (near-ties
             # between sources stay near-ties), not its ordinal rank
             weight = fused[s.n - 1] / best_fused if sources[s.n - 1].neighbor_of is None else 0.0
-            typed = answer_type_bonus(question, s.text) + (NAMED_ROW_BONUS if named_row(q_rows, s.text) else 0.0)
+            typed = answer_type_bonus(question, s.text, s.chunk.page_start <= 1)
+            typed += NAMED_ROW_BONUS if named_row(q_rows, s.text) else 0.0
             parts.append((b / top, typed, self.rank_weight * weight))
 
         def ranked() -> list[tuple[float, _Sentence]]:

@@ -24,6 +24,7 @@ from ragaudit.index.store import PointHit, VectorStore, point_id, scope_filter
 from ragaudit.platform.rules import Fired, Registry, Rule
 from ragaudit.retrieve.scope import enforce_scope
 from ragaudit.text.anchors import question_anchors
+from ragaudit.text.authorship import asks_authorship
 from ragaudit.text.dates import MONTH_NAME, WEEKDAY
 from ragaudit.text.function_words import STOP_WORDS
 from ragaudit.text.language import non_english
@@ -246,6 +247,12 @@ RETRIEVAL = Registry(
             lambda *a: None,
         ),
         Rule(
+            "retrieval.title_block",
+            "a question asking who wrote a document reads its title block: the opening passage of the "
+            "best-ranked document, where a paper, report or judgment prints its authors, comes first",
+            lambda *a: None,
+        ),
+        Rule(
             "retrieval.neighbours",
             "a retrieved chunk cut from a longer list or table, or ending in a lead-in, brings the next chunk",
             lambda *a: None,
@@ -312,6 +319,7 @@ class Retriever:
         self.named_subset = named_subset if on["retrieval.named_documents"] else 0
         self.table_vote = table_vote and on["retrieval.table_vote"]  # table chunks naming the question's row
         self.neighbours_on = on["retrieval.neighbours"]
+        self.title_block_on = on["retrieval.title_block"]
         self.language_stems = language_stems  # a question in another language also gets its stems
         # chunks of documents not in English also ranked by their multilingual vectors (a third list)
         self.multilingual = multilingual and on["retrieval.multilingual"]
@@ -532,6 +540,11 @@ class Retriever:
             out = sorted(pool, key=lambda c: -c.score)
             timings["rerank"] = (time.perf_counter() - t) * 1000
         out = out[:top_k]
+        if self.title_block_on and out and asks_authorship(question):
+            out, note = self._title_block(out, top_k, rank_of)
+            if note:
+                notes.append(note)
+                fired.append(Fired("retrieval.title_block", "reordered", note, {"doc_name": out[0].doc_name}))
         for i, c in enumerate(out, start=1):
             c.rank = i
         if neighbors is not None and self.neighbours_on:
@@ -831,6 +844,41 @@ class Retriever:
             ),
             votes,
         )
+
+    def _title_block(
+        self, out: list[RetrievedChunk], top_k: int, rank_of: dict[str, dict[str, int]]
+    ) -> tuple[list[RetrievedChunk], str | None]:
+        """``out`` with the opening chunk (index 0) of its first chunk's document (same version
+        and strategy) moved or fetched to rank 1, cut to ``top_k``, and the note saying so; ``out``
+        and None when that chunk already leads or the document has none. A paper, report or judgment
+        prints who wrote it in its title block, which shares no word with "Who are the authors?"."""
+        p = out[0].payload
+        if not p.get("document_id"):
+            return out, None
+        tid = point_id(p["document_id"], int(p.get("ingest_version") or 0), p.get("strategy", "sentence"), 0)
+        if out[0].chunk_id == tid:
+            return out, None
+        opening = next((c for c in out if c.chunk_id == tid), None)
+        if opening is None:
+            payload = dict(self.store.get_payloads([tid])).get(tid)
+            if not payload:
+                return out, None
+            legs = ("vector", "bm25", *(["multilingual"] if "multilingual" in rank_of else []))
+            opening = RetrievedChunk(
+                rank=0,
+                chunk_id=tid,
+                score=0.0,
+                payload=payload,
+                ranks={name: rank_of.get(name, {}).get(tid) for name in legs},
+                scores={},
+            )
+        rest = [c for c in out if c.chunk_id != tid]
+        opening.score = max(opening.score, out[0].score)  # the answerer weighs a source by its score
+        note = (
+            f"the question asks who wrote a document: the opening passage of {opening.doc_name}, whose title "
+            "block prints its authors, comes first"
+        )
+        return [opening, *rest][:top_k], note
 
     def neighbors(self, chunks: list[RetrievedChunk], limit: int = 2) -> list[RetrievedChunk]:
         """Chunks that continue a retrieved chunk cut from a longer list or table.
