@@ -338,6 +338,13 @@ def _in_contents(s: int, e: int, text: str, spans: tuple[tuple[int, int], ...]) 
     return any(a <= s and e <= b for a, b in spans)
 
 
+def _follows(first: RetrievedChunk, nxt: RetrievedChunk) -> bool:
+    """True when ``nxt`` starts where ``first`` ends or after it in their document (payload
+    ``char_start`` / ``char_end``): the two chunks share no text."""
+    a, b = first.payload.get("char_end"), nxt.payload.get("char_start")
+    return a is not None and b is not None and int(b) >= int(a)
+
+
 def _sentences(sources: list[RetrievedChunk], authors: bool = False) -> list[_Sentence]:
     """The sentences an answer may quote; never one that reads as an instruction to an assistant,
     nor a heading, a table of contents' entries (``_contents_entries``, ``_in_contents``), a
@@ -797,7 +804,8 @@ class ExtractiveAnswerer:
         accident to be:"): add the next sentence of the same chunk that is not a table's heading
         (``table_header_block``: a table it announces is completed by its first row), or, when the lead-in ends its
         chunk, the sentence after it in the source that continues it (``sources``: the next chunk of
-        its document, retrieved or added as a neighbour by retrieval, repeats the lead-in and goes on)."""
+        its document, retrieved or added as a neighbour by retrieval, repeats the lead-in and goes on,
+        or, when the chunks do not overlap, opens with the continuation)."""
         out: list[_Sentence] = []
         for s in picked:
             out.append(s)
@@ -817,6 +825,11 @@ class ExtractiveAnswerer:
                     at = next((i for i, (a, b) in enumerate(own) if normalize_ws(c.text[a:b]) == lead), None)
                     if at is not None and at + 1 < len(own):
                         chunk, n, spans = c, k, own[at + 1 :]
+                        break
+                    if at is None and own and _follows(s.chunk, c):
+                        # chunks that do not overlap (the heading strategy cuts at the section the
+                        # lead-in ends): the next chunk opens with what the lead-in announces
+                        chunk, n, spans = c, k, own
                         break
             # a lead-in announcing a table is completed by its first row, not by the heading lines
             # above the rows ("Total Number of Approximate Dollar"), which state no value

@@ -2,6 +2,7 @@
 
 import pytest
 
+from ragaudit.answer import answerers
 from ragaudit.answer.answerers import ExtractiveAnswerer, LLMAnswerer
 from ragaudit.answer.concise import concise_answer, concise_span, question_type
 from ragaudit.types import RetrievedChunk
@@ -325,6 +326,49 @@ def test_a_lead_in_ending_its_chunk_is_completed_from_the_chunk_that_continues_i
     )
     assert "The pilot's improper flare during landing. [2]" in out.answer, out.answer
     assert out.concise.text == "The pilot's improper flare during landing.", out.concise
+
+
+def test_a_lead_in_ending_its_chunk_is_completed_from_a_next_chunk_that_does_not_repeat_it(embedder):
+    """With chunks that do not overlap (the ``heading`` strategy cuts where a section ends) the
+    next chunk opens with the cause itself, not with the lead-in again: the answer quoted the
+    lead-in alone and was labelled ``answered``. Fails if the continuation is not quoted after
+    it, or if a chunk that overlaps the lead-in's own is taken as its continuation."""
+    lead = "The National Transportation Safety Board determines the probable cause(s) of this accident to be:"
+    first = f"Probable Cause and Findings\n{lead}"
+    second = "The pilot's failure to maintain clearance from mountainous terrain while maneuvering."
+    meta = {"doc_name": "r.pdf", "document_id": "d1", "page_start": 1, "page_end": 1, "page_breaks": [[1, 0]]}
+
+    def sources(second_start: int) -> list[RetrievedChunk]:
+        return [
+            RetrievedChunk(
+                rank=1,
+                chunk_id="c0",
+                score=1.0,
+                payload={**meta, "text": first, "chunk_index": 2, "char_start": 500, "char_end": 500 + len(first)},
+            ),
+            RetrievedChunk(
+                rank=2,
+                chunk_id="c1",
+                score=0.5,
+                payload={
+                    **meta,
+                    "text": second,
+                    "chunk_index": 3,
+                    "char_start": second_start,
+                    "char_end": second_start + len(second),
+                },
+            ),
+        ]
+
+    question = "What was the probable cause of the accident?"
+    out = ExtractiveAnswerer(embedder).answer(question, sources(500 + len(first) + 1))
+    assert out.answer.index(lead) < out.answer.index(second), out.answer
+    assert f"{second} [2]" in out.answer
+    # a "next" chunk starting inside the lead-in's chunk overlaps it: not its continuation
+    overlapping = ExtractiveAnswerer(embedder)._complete_lead_ins(
+        [s for s in answerers._sentences(sources(510)) if s.text.endswith(":")], sources(510)
+    )
+    assert [s.text for s in overlapping] == [lead]
 
 
 def test_speeds_and_lengths_have_their_own_answer_type():
