@@ -254,6 +254,8 @@ def test_ui_end_to_end(server, tmp_path):
     # upload and refusal
     assert "password" in s["refusal"].lower(), s["refusal"]
     assert "ready" in s["upload"]
+    # while it ran, the row counted the pages extracted and chunks embedded (the API's progress)
+    assert any(re.search(r"\d+ of \d+ (pages|chunks)", c) for c in s["ingest_captions"]), s["ingest_captions"]
     # streamed answer with a citation naming the right page
     assert q["answer"].split()[0].lower() in s["answer"].lower(), s["answer"]
     assert s["label"] == "answered"

@@ -57,6 +57,15 @@ try {
   step = "upload";
   await page.goto(`${base}/#/`);
   await page.getByTestId("dropzone").waitFor();
+  // every ingestion caption the upload row shows while it runs ("ingestion: embedding · 4 of 4 pages ...")
+  await page.evaluate(() => {
+    window.__ingest = [];
+    new MutationObserver(() => {
+      for (const el of document.querySelectorAll("[data-testid=ingest-status]")) {
+        if (!window.__ingest.includes(el.textContent)) window.__ingest.push(el.textContent);
+      }
+    }).observe(document.body, { subtree: true, childList: true, characterData: true });
+  });
   await drop([cfg.good_pdf, cfg.bad_pdf]);
   const good = page.locator(`[data-testid=upload-item][data-name="${basename(cfg.good_pdf)}"]`);
   const bad = page.locator(`[data-testid=upload-item][data-name="${basename(cfg.bad_pdf)}"]`);
@@ -64,6 +73,7 @@ try {
   out.steps.refusal = await bad.locator("[data-testid=refusal]").innerText();
   await page.locator(`[data-testid=upload-item][data-name="${basename(cfg.good_pdf)}"][data-state=ready]`).waitFor({ timeout: 180_000 });
   out.steps.upload = await good.innerText();
+  out.steps.ingest_captions = await page.evaluate(() => window.__ingest);
   await page.locator(`[data-testid=doc][data-name="${basename(cfg.good_pdf)}"][data-status=ready]`).waitFor();
 
   // 2. ask: the answer streams in; citations name document and page

@@ -13,10 +13,28 @@ interface Item {
   detail?: string; // the API's reason (4xx detail, document.error)
   doc?: Doc;
   ingest?: number; // ingestion progress 0..1 when the API reports one (asynchronous ingestion)
+  counts?: string; // pages extracted and chunks embedded so far ("4 of 4 pages · 12 of 30 chunks")
   replaces?: string; // new content under a name already taken: the version it replaces (the API's message)
 }
 
 const TERMINAL = new Set(["ready", "failed"]);
+
+interface Count { done: number; total: number }
+
+/** What GET /documents/{id} says of an ingestion run (``progress``: pages extracted, chunks
+ * embedded) as the share done (0..1; undefined before the first count) and a caption: pages
+ * count for extraction (the first half of the bar), chunks for embedding (the second half). */
+export function ingestProgress(status: string, p?: { pages?: Count; chunks?: Count }): { share?: number; counts: string } {
+  const pages = p?.pages, chunks = p?.chunks;
+  const counts = [
+    pages && pages.total ? `${pages.done} of ${pages.total} pages` : "",
+    chunks && chunks.total ? `${chunks.done} of ${chunks.total} chunks` : "",
+  ].filter(Boolean).join(" · ");
+  if (status === "indexing") return { share: 1, counts };
+  if (chunks && chunks.total && status !== "extracting") return { share: 0.5 + (0.5 * chunks.done) / chunks.total, counts };
+  if (pages && pages.total) return { share: (0.5 * pages.done) / pages.total, counts };
+  return { counts };
+}
 
 /** Drag-and-drop PDF upload (several files at once) to POST /documents, with per-file progress.
  * Works with today's blocking upload (201 {status, document}) and with an asynchronous one
@@ -32,10 +50,9 @@ export function Upload({ knowledgeBase, strategy, onChange }: {
 
   const poll = useCallback(async (key: string, id: string) => {
     for (let i = 0; i < 600; i++) {
-      const d = await getJSON<Doc & { progress?: number | { done: number; total: number } }>(`/documents/${id}`);
-      const p = d.progress;
-      const ingest = typeof p === "number" ? p : p && p.total ? p.done / p.total : undefined;
-      patch(key, { status: d.status, doc: d, detail: d.error ?? undefined, ingest });
+      const d = await getJSON<Doc & { progress?: { pages?: Count; chunks?: Count } }>(`/documents/${id}`);
+      const { share, counts } = ingestProgress(d.status, d.progress);
+      patch(key, { status: d.status, doc: d, detail: d.error ?? undefined, ingest: share, counts });
       if (TERMINAL.has(d.status)) {
         patch(key, { state: d.status === "ready" ? "ready" : "failed" });
         onChange();
@@ -99,7 +116,11 @@ export function Upload({ knowledgeBase, strategy, onChange }: {
             <LinearProgress
               variant={it.state === "ingesting" && it.ingest === undefined ? "indeterminate" : "determinate"}
               value={(it.state === "ingesting" && it.ingest !== undefined ? it.ingest : it.progress) * 100} />
-            {it.state === "ingesting" && it.status && <Typography variant="caption">ingestion: {it.status}</Typography>}
+            {it.state === "ingesting" && it.status && (
+              <Typography variant="caption" data-testid="ingest-status">
+                ingestion: {it.status}{it.counts ? ` · ${it.counts}` : ""}
+              </Typography>
+            )}
             {it.doc && it.state === "ready" && (
               <Typography variant="caption">{it.doc.pages} pages · {it.doc.chunk_count} chunks · {it.status}</Typography>
             )}
