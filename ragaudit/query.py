@@ -33,6 +33,7 @@ from ragaudit.answer.answerers import (
 )
 from ragaudit.answer.citations import escape_markers, normalize_ws
 from ragaudit.index.embedding import cores_busy
+from ragaudit.index.sparse import tokenize
 from ragaudit.platform import tracing
 from ragaudit.platform.cache import AnswerCache
 from ragaudit.platform.db import ChunkRow, Document, new_id, scope_clause
@@ -43,6 +44,7 @@ from ragaudit.platform.tracing import RequestTrace
 from ragaudit.retrieve.retriever import RetrievalResult, Retriever, empty_note
 from ragaudit.retrieve.scope import page_range_span
 from ragaudit.services import Services
+from ragaudit.text.function_words import STOP_WORDS
 from ragaudit.text.sentences import quoted
 from ragaudit.types import AnswerResult, Mode, RetrievedChunk, Scope
 
@@ -52,6 +54,34 @@ log = logging.getLogger(__name__)
 _IN_FLIGHT = 0
 _IN_FLIGHT_LOCK = threading.Lock()
 _IN_FLIGHT_BUSY: Any = None  # the cores_busy() declaration held while requests overlap
+
+
+def other_documents_note(question: str, sources: list[RetrievedChunk], ans: AnswerResult) -> str | None:
+    """A note when the question may be about another document than the one the answer quotes:
+    every content word of the question (BM25 tokens, stop words out) is held by the retrieved
+    passages of two or more documents among the sources, the cited ones among them ("What was the
+    probable cause of the accident?" over three accident reports). The answer is not changed: the
+    note names the documents, so the user can name one or scope the question. None when the
+    answer is a refusal, cites nothing, or the question's words single out one document."""
+    if ans.label in ("refused", "clarifying") or not ans.citations:
+        return None
+    terms = {t for t in tokenize(question) if t not in STOP_WORDS and len(t) > 1}
+    if not terms:
+        return None
+    held: dict[str, set[str]] = {}
+    for c in sources:
+        if c.neighbor_of is None:
+            text = f"{c.payload.get('header', '')}\n{c.text}"
+            held.setdefault(c.doc_name, set()).update(terms & set(tokenize(text)))
+    cited = {c.doc_name for c in ans.citations}
+    full = sorted(d for d, ts in held.items() if ts == terms)
+    if len(full) < 2 or not cited <= set(full):
+        return None
+    return (
+        f"{len(full)} documents among the sources hold every word of the question ({', '.join(full)}); "
+        f"the answer quotes {', '.join(sorted(cited))}: name the document, or scope the question to it, "
+        "to be sure which one it is about"
+    )
 
 
 @contextmanager
@@ -373,11 +403,15 @@ class QueryService:
     def on_target(self, ans: AnswerResult, prep: Prepared) -> AnswerResult:
         """``ans`` after the answer stage's audit of what it is about (``answer.other_identifier``,
         unless switched off): an answer naming another item of the series the question names is
-        ``unsupported``, the rule listed in its ``rules``."""
+        ``unsupported``, the rule listed in its ``rules``. An answer quoting one document where
+        other documents among the sources hold the question's words as fully gets a note saying so
+        (``other_documents_note``)."""
         if "answer.other_identifier" not in self.disabled:
             fired = other_identifier(ans, prep.question)
             if fired is not None:
                 ans.rules.append(fired)
+        if note := other_documents_note(prep.question, prep.sources, ans):
+            ans.notes.append(note)
         return ans
 
     def result_json(
