@@ -72,7 +72,9 @@ def body_question(body: dict) -> str:
     return ""
 
 
-def record_rejected(telemetry: TelemetryWriter, endpoint: str, body: object, default_top_k: int) -> None:
+def record_rejected(
+    telemetry: TelemetryWriter, endpoint: str, body: object, default_top_k: int, error_kind: str = "validation_error"
+) -> None:
     """One query_logs row for a request of ``endpoint`` that failed validation (422): whatever of
     question / top_k / scope the body carried, ``error_kind="validation_error"`` (a question cut to
     ``QUESTION_MAX_CHARS`` by the writer, scope values shortened as the 422 echoes them). ``mode`` is the
@@ -92,7 +94,7 @@ def record_rejected(telemetry: TelemetryWriter, endpoint: str, body: object, def
         mode=mode,
         top_k=top_k,
         scope=scope or None,
-        error_kind="validation_error",
+        error_kind=error_kind,
     )
 
 
@@ -199,7 +201,16 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         return JSONResponse(status_code=422, content={"detail": jsonable_encoder(short_errors(exc.errors()))})
 
     # inside CORS (added first): a browser client can read the 413
-    app.add_middleware(JsonBodyLimit)
+    def log_too_large(scope: dict, path: str) -> None:
+        """A /query, /query/stream, /search or /v1/chat/completions body over the limit (413) gets
+        its query_logs row too (``error_kind`` = ``body_too_large``, no question: nothing of the
+        body is read), so rejected requests are counted whatever rejected them."""
+        endpoint = QUERY_ENDPOINTS.get(path)
+        telemetry = getattr(scope["app"].state, "telemetry", None) if "app" in scope else None
+        if endpoint and telemetry is not None:
+            record_rejected(telemetry, endpoint, {}, settings.top_k, error_kind="body_too_large")
+
+    app.add_middleware(JsonBodyLimit, on_refused=log_too_large)
     app.add_middleware(
         CORSMiddleware,
         allow_origins=list(settings.cors_origins),

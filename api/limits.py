@@ -13,6 +13,7 @@ is parsed, validated or logged.
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
 #: allowance for the multipart envelope (boundaries, part headers, form fields) on top of the file
@@ -71,10 +72,17 @@ class JsonBodyLimit:
     ``Content-Length`` above the limit is refused from the headers; a body sent without one
     (chunked) is read up to the limit, then refused, or else handed on unchanged."""
 
-    def __init__(self, app: Any, max_bytes: int = JSON_BODY_MAX_BYTES, paths: tuple[str, ...] = JSON_BODY_PATHS):
+    def __init__(
+        self,
+        app: Any,
+        max_bytes: int = JSON_BODY_MAX_BYTES,
+        paths: tuple[str, ...] = JSON_BODY_PATHS,
+        on_refused: Any = None,
+    ):
         self.app = app
         self.max_bytes = max_bytes
         self.paths = {p.rstrip("/") for p in paths}
+        self.on_refused = on_refused  # called with (ASGI scope, path) for each body refused
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         if not (scope["type"] == "http" and scope["method"] == "POST" and scope["path"].rstrip("/") in self.paths):
@@ -108,6 +116,11 @@ class JsonBodyLimit:
         await self.app(scope, replay, send)
 
     async def _refuse(self, scope: dict, send: Any) -> None:
+        if self.on_refused is not None:
+            try:
+                self.on_refused(scope, scope["path"].rstrip("/"))
+            except Exception:  # recording a refusal never changes the reply
+                logging.getLogger(__name__).exception("recording a refused body failed")
         message = f"request body too large: the limit is {self.max_bytes // 1024:,} KB"
         if scope["path"].startswith("/v1/"):
             payload: dict[str, Any] = {

@@ -71,9 +71,10 @@ _COLS = [
 ]
 
 
-# the error kinds of requests rejected as invalid with a 4xx reply (a body that fails validation, an
-# unknown model on the OpenAI-compatible route): the client's mistake, not a failure of the server
-CLIENT_ERROR_KINDS = frozenset({"validation_error", "model_not_found"})
+# the error kinds of requests rejected as invalid with a 4xx reply (a body that fails validation or
+# is over the size limit, an unknown model on the OpenAI-compatible route): the client's mistake,
+# not a failure of the server
+CLIENT_ERROR_KINDS = frozenset({"validation_error", "body_too_large", "model_not_found"})
 
 
 def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:

@@ -144,7 +144,8 @@ def test_a_huge_refused_question_is_neither_echoed_nor_stored_whole(tmp_path, em
     value in ``detail[0].input``), if the 422 loses FastAPI's shape (type, loc, msg, input), if the
     query_logs row of the refused request keeps more than ``QUESTION_MAX_CHARS`` of it or does not
     say it was cut and how long it was, if the admin bridge then serves it whole, or if a JSON body
-    far larger than any valid request is parsed at all instead of a 413 (chunked or not)."""
+    far larger than any valid request is parsed at all instead of a 413 (chunked or not), or is
+    not counted among the rejected requests."""
     from ragaudit.services import release_services
 
     question_max_chars = 4_000  # ragaudit.types.QUESTION_MAX_CHARS, the documented limit
@@ -162,7 +163,7 @@ def test_a_huge_refused_question_is_neither_echoed_nor_stored_whole(tmp_path, em
         # a body error echoes the whole body as its input: shortened as well
         r = client.post("/search", json={"question": long_q, "top_k": "many"})
         assert r.status_code == 422 and len(r.content) < 2_000, len(r.content)
-        # far larger than any valid request: refused before it is parsed or logged
+        # far larger than any valid request: refused before it is parsed
         huge = {"question": "x" * 10_000_000}
         r = client.post("/query", json=huge)
         assert r.status_code == 413 and "too large" in r.json()["detail"], r.text[:300]
@@ -183,6 +184,13 @@ def test_a_huge_refused_question_is_neither_echoed_nor_stored_whole(tmp_path, em
         assert client.app.state.telemetry.flush(timeout=30)
         with client.app.state.services.sessions() as s:
             rows = s.scalars(select(QueryLog)).all()
+        # each body over the limit is counted as a rejected request, with nothing of it stored
+        too_large = [r for r in rows if r.error_kind == "body_too_large"]
+        assert sorted(r.endpoint for r in too_large) == ["chat", "query", "query"], [r.endpoint for r in rows]
+        assert all(not r.question for r in too_large)
+        overall = client.get("/metrics").json()["overall"]
+        assert (overall["client_errors"], overall["errors"]) == (len(rows), 0), overall
+        rows = [r for r in rows if r.error_kind != "body_too_large"]
         assert sorted(r.endpoint for r in rows) == ["query", "search"]
         for row in rows:
             assert row.error_kind == "validation_error"
