@@ -48,6 +48,7 @@ The reason returned says what is missing.
 
 from __future__ import annotations
 
+import bisect
 import logging
 import re
 import time
@@ -183,7 +184,57 @@ def _present(anchor: Anchor, text_lower: str, terms: set[str], text: str = "") -
         for w, f in zip(words, found)
     ):
         return False  # an acronym or a rare word ("Preemptive") names one specific thing: it must be found itself
-    return sum(found) / len(words) >= 0.6
+    if sum(found) / len(words) < 0.6:
+        return False
+    if anchor.kind == "name" and len(words) >= 2 and all(_PLAIN_WORD.fullmatch(w) for w in words):
+        return _held_together(words, text_lower)
+    return True
+
+
+# a word of a name in prose ("Product", "O'Brien", "Allied's"): letters, an inner hyphen or
+# apostrophe; not code ("Document.save") or a part number, whose pieces a text need not print together
+_PLAIN_WORD = re.compile(r"[^\W\d_][^\W\d_'’-]*(?:['’-][^\W\d_]+)*['’]?s?[.,]?")
+NAME_SPAN = 150  # characters on either side of a name's word within which its other words must occur
+
+
+def _held_together(words: list[str], low: str, span: int = NAME_SPAN) -> bool:
+    """At least 60% of ``words`` (a name's, two at least) occur within ``span`` characters of one
+    occurrence of its rarest word found (at most 200 occurrences looked at): a document prints a
+    name's words together ("NVIDIA AI Product Agreement"), while a filing that mentions NVIDIA,
+    AI, products and agreements apart does not name it. ``low``: the documents' text in lower
+    case."""
+    keys = sorted({re.sub(r"['’]s$", "", w.strip(".,'’")).lower() for w in words} - {""})
+    at = {k: _word_starts(k, low) for k in keys}
+    found = [k for k in keys if at[k]]
+    if not found:
+        return False
+    need = max(2, -(-len(keys) * 6 // 10))
+    pivot = min(found, key=lambda k: len(at[k]))
+    for pos in at[pivot][:200]:
+        near = sum(
+            1
+            for k in found
+            if (i := bisect.bisect_left(at[k], pos - span - len(k))) < len(at[k]) and at[k][i] <= pos + span
+        )
+        if near >= need:
+            return True
+    return False
+
+
+def _word_starts(word: str, low: str) -> list[int]:
+    """Start offsets of ``word`` (lower case) in ``low`` as a whole word (a literal search, then
+    the character before it checked: a regex opening with a lookbehind scans far slower)."""
+    pattern = _literal_word(word)
+    return [
+        m.start()
+        for m in pattern.finditer(low)
+        if not (m.start() and (low[m.start() - 1].isalnum() or low[m.start() - 1] == "_"))
+    ]
+
+
+@lru_cache(maxsize=512)
+def _literal_word(word: str) -> re.Pattern:
+    return re.compile(re.escape(word) + r"(?!\w)")
 
 
 def warm_up() -> float:
@@ -425,7 +476,8 @@ def missing_anchors(
 
     - a full date must occur in the source documents, in any form they print it (``date_forms``)
       or in a table's column header over two lines (``header_dates``);
-    - a name passes when at least 60% of its words occur in the documents and, when
+    - a name passes when at least 60% of its words occur in the documents, near one another
+      (``_held_together``: a name of words in prose, not code), and, when
       ``source_passages`` are given, the question names one thing only and that name is only
       mentioned in passing (at most twice in any one document), in one retrieved passage
       together with another content term of the question (so "the capital of Australia" is not

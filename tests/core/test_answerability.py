@@ -677,3 +677,24 @@ def test_an_author_asked_for_is_found_where_the_passage_prints_a_byline():
     dated = "The EduMIPS64 user manual was revised by June 5, 2007 and is updated by hand."
     v = assess(q, [dated], [dated])
     assert v.label == "refused" and v.missing == ["author"], v
+
+
+def test_a_names_words_must_occur_together_not_scattered_over_a_filing():
+    """Fails if a name of several words passes because its words occur apart: a filing that
+    mentions NVIDIA, AI, products and agreements in separate sections does not name the "NVIDIA AI
+    Product Agreement" (a licence the knowledge base lacks), while the agreement's own text, which
+    prints the name once among other words, does; a code name's pieces ("PyMuPDF Document.save")
+    need not be printed together."""
+    filler = " ".join(["The company reported results for the period."] * 8)
+    filing = (
+        f"NVIDIA designs accelerated computing platforms. {filler} Our AI products include data center GPUs. "
+        f"{filler} Each product ships under standard terms. {filler} The agreement with the supplier was amended."
+    )
+    q = "Which jurisdiction's law governs the NVIDIA AI Product Agreement?"
+    assert missing_anchors(q, [filing]) == ["NVIDIA AI Product Agreement"]
+    licence = f"{filler} This NVIDIA AI Product Agreement is governed by the laws of Delaware. {filler}"
+    assert missing_anchors(q, [licence]) == []
+    # words of a name printed in the opposite order, still together, are found
+    assert missing_anchors(q, [f"{filler} the AI Product Agreement of NVIDIA applies. {filler}"]) == []
+    docs = f"PyMuPDF is a Python binding. {filler} Call Document.save(filename) to write the file."
+    assert missing_anchors("What does PyMuPDF Document.save do?", [docs]) == []
