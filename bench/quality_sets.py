@@ -9,7 +9,7 @@ so a run after the first costs only the questions. A set's parts are those of
 the set name in the question id otherwise (``probe1``, ``probe2``, ``ext1``, ``ext2``,
 ``heldout``, ``heldout2``, ``heldout3``, ``heldout4``, ``heldout5``, ``heldout6``,
 ``heldout7``, ``heldout8``, ``heldout9``, ``heldout10``, ``heldout11``, ``heldout12``,
-``heldout13``, ``heldout14``).
+``heldout13``, ``heldout14``, ``heldout15``).
 ``--disable`` switches rules off by name (``RAGAUDIT_DISABLED_RULES``), as the ablation does
 (``bench/rule_ablation.py``).
 The held-out sets (``HELD_OUT``) and the former held-out sets are scored only when named.
@@ -57,6 +57,7 @@ SETS = {
     "heldout12": ([ROOT / "bench/heldout12/pdfs", SHARED / "pdfs"], ROOT / "bench/heldout12/questions.jsonl"),
     "heldout13": ([ROOT / "bench/heldout13/pdfs", SHARED / "pdfs"], ROOT / "bench/heldout13/questions.jsonl"),
     "heldout14": ([ROOT / "bench/heldout14/pdfs", SHARED / "pdfs"], ROOT / "bench/heldout14/questions.jsonl"),
+    "heldout15": ([ROOT / "bench/heldout15/pdfs", SHARED / "pdfs"], ROOT / "bench/heldout15/questions.jsonl"),
 }
 # sets nobody has looked at the failures of: scored once per release, when named, and never ablated
 # or calibrated on. ``heldout``, ``heldout2`` and ``heldout3`` were each scored so on one release;
@@ -74,6 +75,7 @@ HELD_OUT = frozenset(
         "heldout12",
         "heldout13",
         "heldout14",
+        "heldout15",
     }
 )
 
