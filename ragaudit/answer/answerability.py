@@ -847,6 +847,18 @@ def _period_end_not_reported(g: GateInput) -> Fired | None:
     )
 
 
+def _numbered_part_absent(g: GateInput) -> Fired | None:
+    parts = [] if g.cross_lingual else missing_parts(g.question, g.raw)  # labels in another language
+    if not parts:
+        return None
+    return Fired(
+        "gate.numbered_part_absent",
+        "refused",
+        "the searched documents print no " + _quoted(parts),
+        {"missing": parts},
+    )
+
+
 # a maximum or minimum the question asks for, as documents print a bound: "up to five years
 # imprisonment" states a maximum term, "at least 60 days" a minimum notice
 _UPPER = re.compile(
@@ -954,6 +966,12 @@ GATE = Registry(
             "a quarter of a year the question names ('the fourth quarter of fiscal 2023', 'Q4 2023') must "
             "be named by the documents: a filing names the quarters it reports",
             _quarter_not_reported,
+        ),
+        Rule(
+            "gate.numbered_part_absent",
+            "a numbered part the question names ('Section 12', 'Table 7', 'SYSCALL 6') must be printed with its "
+            "number in the documents: a document that stops at Section 10 has no twelfth section to quote",
+            _numbered_part_absent,
         ),
         Rule(
             "gate.asked_for_absent",
@@ -1080,6 +1098,73 @@ def missing_quarters(question: str, document_text: str) -> list[str]:
     if not asked:
         return []
     return [f"the {_QUARTER_NAMES[q]} quarter of {y}" for q, y in sorted(asked - named_quarters(document_text))]
+
+
+# the numbered parts of a document a question can name, with the forms documents print their
+# label in: "Article 22" / "Art. 22" / "§ 22", "Section 5" / "Sec. 5" / "§ 5", "Figure 3" / "Fig. 3"
+_PART_LABELS = {
+    "article": r"article|art\.?|§",
+    "section": r"section|sec\.?|§",
+    "clause": r"clause",
+    "schedule": r"schedule",
+    "table": r"table|tab\.",
+    "figure": r"figure|fig\.",
+    "chapter": r"chapter|ch\.",
+    "appendix": r"appendix",
+    "annex": r"annex",
+    "exhibit": r"exhibit",
+    "item": r"item",
+    "rule": r"rule",
+    "paragraph": r"paragraph|para\.|¶",
+}
+_PART_Q = re.compile(
+    r"\b(?P<label>Article|Art\.|Section|Sec\.|Clause|Schedule|Table|Figure|Fig\.|Chapter|Appendix|Annex|Exhibit|"
+    r"Item|Rule|Paragraph)\s+(?P<num>\d{1,3}[A-Z]?)(?![\w.-]*\d)"
+    # a command or register in capitals with its number ("SYSCALL 6"); not a currency amount
+    r"|\b(?P<caps>(?!(?:USD|EUR|GBP|JPY|CHF|CAD|AUD|CNY|INR)\b)[A-Z]{3,})\s+(?P<cnum>\d{1,3})(?![\w.,-]*\d)"
+)
+_ROMAN = [(10, "x"), (9, "ix"), (5, "v"), (4, "iv"), (1, "i")]
+
+
+def _roman(n: int) -> str:
+    out = ""
+    for value, letters in _ROMAN:
+        while n >= value:
+            out, n = out + letters, n - value
+    return out
+
+
+def missing_parts(question: str, document_text: str) -> list[str]:
+    """Numbered parts ``question`` names ("Section 12", "Article 22", "Table 7", "SYSCALL 6")
+    that ``document_text`` (the searched documents) never prints: a document labels its parts
+    with their numbers ("Section 12", "Sec. 12", "§ 12", "Article XXII"; a heading line opening
+    with the number, "12. Termination", counts for a section, clause or article), so one that
+    stops at "Section 10" or "SYSCALL 5" has no twelfth section or sixth call to quote.
+    A number after a part's label may carry sub-numbers in the document ("Section 5.2" holds
+    "Section 5")."""
+    out = []
+    for m in _PART_Q.finditer(question):
+        if m.group("caps"):
+            label, num = m.group("caps"), m.group("cnum")
+            forms = re.escape(label)
+        else:
+            label, num = m.group("label"), m.group("num")
+            key = label.lower().rstrip(".")
+            key = {"art": "article", "sec": "section", "fig": "figure"}.get(key, key)
+            forms = _PART_LABELS[key]
+        nums = [re.escape(num.lstrip("0") or "0")]
+        if num.isdigit() and 0 < int(num) <= 50:
+            nums.append(_roman(int(num)))
+        number = "(?:" + "|".join(nums) + ")"
+        printed = re.compile(rf"(?i)(?<!\w)(?:{forms})\s*[.:]?\s*0*{number}(?![\w-]*\d)(?!\w)")
+        if printed.search(document_text):
+            continue
+        if not m.group("caps") and key in ("section", "clause", "article", "paragraph", "item", "rule"):
+            # a numbered heading line: "12. Termination", "12 Termination", "12) Termination"
+            if re.search(rf"(?m)^\s*{number}[.)]?\s+[A-ZÀ-Þ]", document_text):
+                continue
+        out.append(f"{label} {num}")
+    return list(dict.fromkeys(out))
 
 
 def asked_for(question: str) -> list[str]:
