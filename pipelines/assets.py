@@ -52,6 +52,31 @@ def doc_id(context) -> str:
     return document_id(context.partition_key)
 
 
+LIVE_INDEX = dg.AssetKey("live_index")
+
+
+def _publishes(context) -> bool:
+    """Whether this run also materializes ``live_index`` (publishes the version it builds); True
+    for an asset called outside a run (tests call the stages one by one)."""
+    try:
+        return LIVE_INDEX in context.job_def.asset_layer.executable_asset_keys
+    except Exception:
+        return True
+
+
+@contextmanager
+def _stage(context, svc):
+    """A stage of the document's run: undone when it raises (``_rollback_on_failure``); when the
+    run does not publish (the Dagster UI materializing ``pdf_pages`` or ``chunks`` alone), the
+    document leaves its running status afterwards (``ingest.settle_unpublished``)."""
+    with _rollback_on_failure(context, svc):
+        yield
+    if not _publishes(context):
+        settled = ingest.settle_unpublished(svc, doc_id(context))
+        if settled:
+            context.log.info(f"this run does not publish the document (no live_index): its status is {settled} again")
+
+
 @contextmanager
 def _rollback_on_failure(context, svc):
     """A stage that raises undoes its run (staged points/rows deleted, status ``failed`` with the
@@ -75,7 +100,7 @@ def _rollback_on_failure(context, svc):
 )
 def pdf_pages(context: dg.AssetExecutionContext, ragaudit: RagauditResource) -> dg.Output[list[dict]]:
     svc = ragaudit.services()
-    with _rollback_on_failure(context, svc):
+    with _stage(context, svc):
         doc, pages = ingest.load_pages(svc, doc_id(context))
     meta = ingest.pages_metadata(doc, pages)
     return dg.Output(
@@ -95,7 +120,7 @@ def chunks(
     svc = ragaudit.services()
     doc = ingest.get_document(svc, doc_id(context))
     strategy = config.resolve(doc)
-    with _rollback_on_failure(context, svc):
+    with _stage(context, svc):
         out = ingest.build_chunks(
             svc,
             doc,
@@ -125,7 +150,7 @@ def chunk_points(
     context: dg.AssetExecutionContext, config: IngestConfig, ragaudit: RagauditResource, chunks: list[dict]
 ) -> dg.MaterializeResult:
     svc = ragaudit.services()
-    with _rollback_on_failure(context, svc):
+    with _stage(context, svc):
         strategy = config.resolve(ingest.get_document(svc, doc_id(context)))
         stats = ingest.stage_chunks(svc, doc_id(context), _chunks_from(chunks), strategy)
     return dg.MaterializeResult(metadata=stats)

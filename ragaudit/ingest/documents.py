@@ -959,6 +959,25 @@ def publish(
     return {"chunks": n, "ingest_version": version, "replaced_sha256": old_sha if old_sha != sha else None}
 
 
+def settle_unpublished(svc: Services, document_id: str) -> str | None:
+    """End a run that builds some stages of a document but does not publish it (a Dagster UI
+    materialization of ``pdf_pages`` or ``chunks`` alone): the document leaves its running status
+    for ``ready`` when its live version is what it holds, or ``queued`` when a new version (new
+    bytes or strategy) or its first one still waits to be built; staged points and rows are left
+    for a later run to replace. Returns the status set, or None when the document is gone or not
+    in a running status. Without it the document stayed ``extracting`` after the run, and an
+    upload or re-ingestion of it was refused as busy."""
+    with svc.sessions.begin() as s:
+        d = s.get(Document, document_id)
+        if d is None or d.status not in RUNNING:
+            return None
+        waiting = d.ingest_version == 0 or d.pending_sha256 is not None or d.pending_strategy is not None
+        d.status = "queued" if waiting else "ready"
+        status = d.status
+    _LAST_PROGRESS.pop(document_id, None)
+    return status
+
+
 def rollback(svc: Services, document_id: str, error: str, keep_failed: bool = False) -> None:
     """Undo a failed run: its staged points and rows are deleted; an existing document keeps its
     previous version, points and rows untouched, and records the error (status ``failed``: its

@@ -73,3 +73,36 @@ def test_assets_called_directly_then_materialized(fresh_services, tmp_path):
     assert svc.store.count(doc.id) == n_chunks
     checks = result.get_asset_check_evaluations()
     assert checks and all(c.passed for c in checks)
+
+
+def test_a_run_that_does_not_publish_leaves_the_document_as_it_found_it(fresh_services):
+    """Materializing ``pdf_pages`` (or ``chunks``) alone from the Dagster UI ended with the run's
+    success and the document still ``extracting``: a new upload of it was refused as busy until
+    the server restarted. Fails if such a run leaves a published document in a running status
+    instead of ``ready``, a never-published one anything but ``queued``, or if the document
+    cannot then be uploaded again."""
+    from ragaudit.pipelines.assets import chunks, pdf_pages
+
+    svc = fresh_services
+    data = (SAMPLES / "20080102X00002.pdf").read_bytes()
+    doc, _ = register(svc, data, "20080102X00002.pdf")
+    res = RagauditResource(services_key=services_key(svc.settings))
+    instance = dg.DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions("documents", [doc.id])
+
+    def run(selection):
+        result = dg.materialize(
+            INGEST_ASSETS, selection=selection, partition_key=doc.id, instance=instance, resources={"ragaudit": res}
+        )
+        assert result.success
+        return get_document(svc, doc.id)
+
+    # never published: back in the queue, for the run that builds it
+    assert run([pdf_pages, chunks]).status == "queued"
+    assert run(INGEST_ASSETS).status == "ready"
+    version = get_document(svc, doc.id).ingest_version
+    # published: ready again, the same version still live
+    after = run([pdf_pages])
+    assert (after.status, after.ingest_version) == ("ready", version)
+    again, needs_run = register(svc, data, "20080102X00002.pdf")  # not refused as busy
+    assert again.id == doc.id and not needs_run
