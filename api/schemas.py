@@ -21,7 +21,11 @@ SCOPE_MAX_ITEMS = 500
 
 class ScopeIn(BaseModel):
     """Where to search. All given fields must match; several doc_names / document_ids are OR-ed.
-    ``page_min`` may not be after ``page_max`` (422)."""
+    ``page_min`` may not be after ``page_max`` (422). A field the API does not know is refused
+    (422 ``extra_forbidden``): a misspelt one (``page_start`` for ``page_min``) would otherwise
+    widen the search without a word."""
+
+    model_config = ConfigDict(extra="forbid")
 
     doc_names: list[Annotated[str, Field(max_length=NAME_MAX_CHARS)]] = Field(
         default_factory=list, max_length=SCOPE_MAX_ITEMS, description="Restrict to these document names"

@@ -74,3 +74,21 @@ def test_an_evaluation_whose_scope_holds_nothing_is_refused_at_once(tmp_path, em
     release_services(settings)
     assert r.status_code == 400 and "nope.pdf" in r.json()["detail"] and "holds no chunk" in r.json()["detail"], r.text
     assert s.status_code == 400 and "heading" in s.json()["detail"], s.text
+
+
+def test_a_field_the_api_does_not_know_is_refused_not_ignored(tmp_path, embedder):
+    """``{"page_start": 3, "page_end": 3}`` (the scope's fields are ``page_min`` / ``page_max``)
+    was answered with 200 from every page: the search the client asked to narrow was not. Fails if
+    an unknown field of /query, /search or /query/stream is accepted, or if the 422 does not name it."""
+    from ragaudit.services import release_services
+
+    settings = make_settings(tmp_path / "data")
+    with TestClient(create_app(settings)) as client:
+        for path in ("/query", "/search", "/query/stream"):
+            r = client.post(path, json={"question": "What is it?", "page_start": 3, "page_end": 3})
+            assert r.status_code == 422, (path, r.text[:300])
+            bad = {tuple(e["loc"]) for e in r.json()["detail"] if e["type"] == "extra_forbidden"}
+            assert bad == {("body", "page_start"), ("body", "page_end")}, r.json()
+        ok = client.post("/search", json={"question": "What is it?", "page_min": 3, "page_max": 3})
+        assert ok.status_code == 200, ok.text[:300]
+    release_services(settings)
