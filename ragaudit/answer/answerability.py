@@ -1097,7 +1097,12 @@ def missing_quarters(question: str, document_text: str) -> list[str]:
     asked = named_quarters(question)
     if not asked:
         return []
-    return [f"the {_QUARTER_NAMES[q]} quarter of {y}" for q, y in sorted(asked - named_quarters(document_text))]
+
+    def year(y: int) -> str:  # as the question says it: "fiscal 2022" stays fiscal
+        fiscal = re.search(rf"(?i)\bfiscal(?:\s+year)?\s+{y}\b|\bFY\s?'?(?:{y}|{y % 100:02d})\b", question)
+        return f"fiscal {y}" if fiscal else str(y)
+
+    return [f"the {_QUARTER_NAMES[q]} quarter of {year(y)}" for q, y in sorted(asked - named_quarters(document_text))]
 
 
 # the numbered parts of a document a question can name, with the forms documents print their

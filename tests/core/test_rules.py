@@ -322,3 +322,17 @@ def test_a_numbered_part_counts_in_every_form_a_document_prints_it():
     assert missing_parts("What is in Table 4?", doc) == ["Table 4"]
     assert missing_parts("What does SYSCALL 6 do?", doc) == ["SYSCALL 6"]
     assert missing_parts("Compare Section 12 and Figure 2.", doc) == ["Section 12", "Figure 2"]
+
+
+def test_a_quarter_not_reported_is_named_as_the_question_names_it():
+    """Fails if the refusal drops the question's "fiscal" ("do not name the fourth quarter of
+    2022" for "the fourth quarter of fiscal 2022"), which names another period."""
+    from ragaudit.answer.answerability import missing_quarters
+
+    assert missing_quarters("What was revenue in the fourth quarter of fiscal 2023?", QUARTERLY) == [
+        "the fourth quarter of fiscal 2023"
+    ]
+    assert missing_quarters("What was Q4 FY23 revenue?", QUARTERLY) == ["the fourth quarter of fiscal 2023"]
+    assert missing_quarters("What was revenue in the fourth quarter of 2023?", QUARTERLY) == [
+        "the fourth quarter of 2023"
+    ]
