@@ -11,6 +11,17 @@ const out = { ok: false, steps: {} };
 let step = "launch";
 
 try {
+  // 0. no key: a question asked in the chat is refused, and the error links to the key page
+  step = "chat";
+  await page.goto(`${base}/#/`);
+  await page.getByTestId("question").fill("What is the accident number?");
+  await page.getByTestId("ask").click();
+  await page.getByTestId("turn-error").waitFor();
+  out.steps.chat_error = await page.getByTestId("turn-error").innerText();
+  await page.getByTestId("key-link").click();
+  await page.getByTestId("key-input").waitFor();
+  out.steps.chat_key_url = page.url();
+
   // 1. no key in this browser: the query-log list is refused, and the key page opens with why
   step = "refused";
   await page.goto(`${base}/#/query_logs`);

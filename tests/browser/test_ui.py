@@ -511,9 +511,10 @@ def _logged_row(base: str, question: str) -> dict:
 def test_an_admin_list_without_the_key_opens_the_key_page(server, tmp_path):
     """With RAGAUDIT_API_KEYS set, a browser without the key opens the query-log list: the server
     answers 401, and the UI opens the API-key page saying why; with the key saved there, the same
-    list shows the logged requests.
+    list shows the logged requests. A question asked in the chat without the key gets an error that
+    links to the key page.
 
-    Fails if the refused list is shown as an empty list ("No Query logs found", which it was), or if
+    Fails if the chat's refusal does not link to the key page, if the refused list is shown as an empty list ("No Query logs found", which it was), or if
     the key saved on the key page is not sent by the admin views."""
     base, _ = server
     _browser_ready()
@@ -528,6 +529,8 @@ def test_an_admin_list_without_the_key_opens_the_key_page(server, tmp_path):
         "screenshots": os.environ.get("RAGAUDIT_UI_SCREENSHOTS", str(tmp_path / "shots")),
     }
     s = _run_flow("no_key.mjs", cfg, tmp_path)["steps"]
+    # a question asked without the key says so and links to the key page
+    assert "API key" in s["chat_error"] and "#/key" in s["chat_key_url"], s
     assert "#/key" in s["url"] and "valid API key" in s["notice"], s
     assert s["rows_with_key"] >= 1 and s["url_with_key"].endswith("#/query_logs"), s
     assert not s["page_errors"], s["page_errors"]

@@ -193,7 +193,7 @@ function TurnView({ turn, onRerun, modes }: { turn: Turn; onRerun: (t: Turn, mod
                 )}
               </>
             )}
-            {turn.error && <Alert severity="error" data-testid="turn-error">{turn.error}</Alert>}
+            {turn.error && <Alert severity="error" data-testid="turn-error">{turn.error}<KeyHint message={turn.error} /></Alert>}
           </Grid>
           <Grid size={{ xs: 12, xl: 7 }}>
             {(turn.status === "done" || (turn.status === "error" && !!first?.query_id)) && (
@@ -229,6 +229,12 @@ function TurnView({ turn, onRerun, modes }: { turn: Turn; onRerun: (t: Turn, mod
       <CitationDialog cite={open} source={open ? byChunk.get(open.chunk_id) : undefined} onClose={() => setOpen(null)} />
     </Card>
   );
+}
+
+/** A refusal for want of the API key links to the page that sets it (as the admin views open it). */
+function KeyHint({ message }: { message: string }) {
+  if (!/API key/i.test(message)) return null;
+  return <> — <a href="#/key?refused=1" data-testid="key-link">set the API key</a></>;
 }
 
 export function ChatPage() {
@@ -279,7 +285,7 @@ export function ChatPage() {
         openWhenHidden: true,
         async onopen(r) {
           if (!r.ok) {
-            let msg = `${r.status}`;
+            let msg = r.status === 401 ? "missing or invalid API key" : `${r.status}`;
             try { const b = await r.json(); msg = detailText(b.detail) ?? msg; } catch { /* not JSON */ }
             throw new Fatal(typeof msg === "string" ? msg : JSON.stringify(msg));
           }
@@ -322,7 +328,7 @@ export function ChatPage() {
   return (
     <Box sx={{ p: 2 }}>
       <Title title="Chat" />
-      {error && <Alert severity="error">{error}</Alert>}
+      {error && <Alert severity="error">{error}<KeyHint message={error} /></Alert>}
       <Grid container spacing={2}>
         <Grid size={{ xs: 12, md: 3 }}>
           <Typography variant="overline">Upload</Typography>

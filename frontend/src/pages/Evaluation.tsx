@@ -266,7 +266,8 @@ export function EvaluationPage() {
       <Typography variant="overline">Runs (pick one, or two to compare)</Typography>
       <Table size="small" data-testid="runs">
         <TableBody>
-          {runs.map((r) => (
+          {runs.map((listed) => details[listed.id] ?? listed).map((r) => (
+            // a picked run's row shows what its polling reads, not the list fetched when it started
             <TableRow key={r.id} hover selected={selected.includes(r.id)} sx={{ cursor: "pointer" }} data-testid="run-row" data-run-id={r.id}
               onClick={() => setSelected((xs) => (xs.includes(r.id) ? xs.filter((x) => x !== r.id) : [...xs.slice(-1), r.id]))}>
               <TableCell>{r.created_at?.slice(0, 19)}</TableCell><TableCell>{r.dataset}</TableCell>
