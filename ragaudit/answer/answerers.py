@@ -983,6 +983,11 @@ class ExtractiveAnswerer:
         if not scored:
             return AnswerResult(REFUSAL_TEXT, [], "refused", self.name)
         picked = self.select_sentences(scored)
+        if asks_authorship(question):
+            # "Who wrote it?": the title block's lines that print the authors are the answer; the
+            # sentences picked beside them only repeat the question's words
+            names = [x for x in picked if x.chunk.page_start <= 1 and prints_authors(x.text)]
+            picked = names or picked
         best_doc = picked[0].chunk.doc_name  # an answer quotes one document: no stray sentences from others
         picked.sort(key=lambda s: (s.n, s.start))
         picked = self._complete_captions(self._complete_lead_ins(picked, sources))

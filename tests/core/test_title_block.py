@@ -88,6 +88,8 @@ def test_who_wrote_a_paper_is_answered_from_its_title_block(papers):
     first = out["citations"][0]
     assert (first["doc_name"], first["page"]) == ("karpukhin2020-dpr.pdf", 1)
     assert "Vladimir Karpukhin" in out["answer"] and "Danqi Chen" in out["answer"]
+    # only the title block is quoted: the sentences repeating "paper" and "DPR" answer nothing
+    assert {(c["doc_name"], c["page"]) for c in out["citations"]} == {("karpukhin2020-dpr.pdf", 1)}, out["answer"]
     assert "retrieval.title_block" in [r["rule"] for r in out["rules"]]
 
     # switched off, the opening passage is not among the top 5: the rule is what finds it
