@@ -90,7 +90,10 @@ def queue_changed_documents(context: dg.OpExecutionContext, ragaudit: RagauditRe
     embedded = svc.settings.embedded  # only the serving process may open an embedded store
     plan = reindex.plan(svc, verify_index=not embedded)
     queued = [d.document_id for d in plan.todo if reindex.enqueue(svc, d)]
-    context.log.info(f"{len(queued)} of {len(plan.todo)} changed document(s) queued; {plan.summary()}")
+    if plan.todo:
+        context.log.info(f"{len(queued)} of {len(plan.todo)} changed document(s) queued; {plan.summary()}")
+    else:
+        context.log.info(f"nothing to re-ingest: {plan.summary()}")
     counts = {"queued": len(queued), "unchanged": plan.unchanged, "skipped": len(plan.skipped)}
     if embedded or not queued:
         context.add_output_metadata(counts)

@@ -197,6 +197,10 @@ def test_reindex_schedule_tick_changes_nothing_and_its_run_queues(fresh_services
 
     skip = _schedule_tick(svc, instance)
     assert isinstance(skip, dg.SkipReason) and skip.skip_message == "nothing changed: 1 unchanged"
+    # a run launched with nothing changed (from the Launchpad) says so plainly, not "0 of 0 ... queued"
+    idle = _run_requested(svc, instance, req)
+    logged = [e.user_message for e in instance.all_logs(idle.run_id) if "re-ingest" in (e.user_message or "")]
+    assert any("nothing to re-ingest: 1 unchanged" in m for m in logged), logged
 
 
 def test_reindex_run_ingests_itself_with_a_qdrant_server(fresh_services, tmp_path, monkeypatch):
