@@ -811,52 +811,39 @@ def _year_not_reported(g: GateInput) -> Fired | None:
     )
 
 
-def _period_not_reported(g: GateInput) -> Fired | None:
-    periods = [] if g.cross_lingual else missing_periods(g.question, g.raw)  # headers in another language
-    if not periods:
-        return None
-    return Fired(
-        "gate.period_not_reported",
-        "refused",
-        "the searched documents do not report a period of " + _quoted(periods),
-        {"missing": periods},
+def _not_in_documents(rule: str, find: Any, says: str) -> Any:
+    """A gate rule refusing what ``find(question, documents' text)`` lists as missing, with the
+    reason ``says`` + the missing items quoted; not for a cross-lingual question (the documents
+    print their headers and labels in another language)."""
+
+    def run(g: GateInput) -> Fired | None:
+        missing = [] if g.cross_lingual else find(g.question, g.raw)
+        if not missing:
+            return None
+        return Fired(rule, "refused", says + _quoted(missing), {"missing": missing})
+
+    return run
+
+
+# rules refusing what a finder lists as missing (the finders are defined further down: looked up
+# when a rule runs)
+_ABSENT = {
+    name: _not_in_documents(name, find, says)
+    for name, find, says in (
+        (
+            "gate.period_not_reported",
+            lambda q, t: missing_periods(q, t),
+            "the searched documents do not report a period of ",
+        ),
+        (
+            "gate.period_end_not_reported",
+            lambda q, t: missing_period_ends(q, t),
+            "the searched documents report no period ended ",
+        ),
+        ("gate.quarter_not_reported", lambda q, t: missing_quarters(q, t), "the searched documents do not name "),
+        ("gate.numbered_part_absent", lambda q, t: missing_parts(q, t), "the searched documents print no "),
     )
-
-
-def _quarter_not_reported(g: GateInput) -> Fired | None:
-    quarters = [] if g.cross_lingual else missing_quarters(g.question, g.raw)
-    if not quarters:
-        return None
-    return Fired(
-        "gate.quarter_not_reported",
-        "refused",
-        "the searched documents do not name " + _quoted(quarters),
-        {"missing": quarters},
-    )
-
-
-def _period_end_not_reported(g: GateInput) -> Fired | None:
-    ends = [] if g.cross_lingual else missing_period_ends(g.question, g.raw)
-    if not ends:
-        return None
-    return Fired(
-        "gate.period_end_not_reported",
-        "refused",
-        "the searched documents report no period ended " + _quoted(ends),
-        {"missing": ends},
-    )
-
-
-def _numbered_part_absent(g: GateInput) -> Fired | None:
-    parts = [] if g.cross_lingual else missing_parts(g.question, g.raw)  # labels in another language
-    if not parts:
-        return None
-    return Fired(
-        "gate.numbered_part_absent",
-        "refused",
-        "the searched documents print no " + _quoted(parts),
-        {"missing": parts},
-    )
+}
 
 
 # a maximum or minimum the question asks for, as documents print a bound: "up to five years
@@ -954,24 +941,24 @@ GATE = Registry(
         Rule(
             "gate.period_not_reported",
             "a reporting period the question names ('nine months') must head a period in the documents",
-            _period_not_reported,
+            _ABSENT["gate.period_not_reported"],
         ),
         Rule(
             "gate.period_end_not_reported",
             "a period end the question names must be reported as ended, not only mentioned",
-            _period_end_not_reported,
+            _ABSENT["gate.period_end_not_reported"],
         ),
         Rule(
             "gate.quarter_not_reported",
             "a quarter of a year the question names ('the fourth quarter of fiscal 2023', 'Q4 2023') must "
             "be named by the documents: a filing names the quarters it reports",
-            _quarter_not_reported,
+            _ABSENT["gate.quarter_not_reported"],
         ),
         Rule(
             "gate.numbered_part_absent",
             "a numbered part the question names ('Section 12', 'Table 7', 'SYSCALL 6') must be printed with its "
             "number in the documents: a document that stops at Section 10 has no twelfth section to quote",
-            _numbered_part_absent,
+            _ABSENT["gate.numbered_part_absent"],
         ),
         Rule(
             "gate.asked_for_absent",
