@@ -27,7 +27,8 @@ interface Count { done: number; total: number }
 export function ingestProgress(status: string, p?: { pages?: Count; chunks?: Count }): { share?: number; counts: string } {
   const pages = p?.pages, chunks = p?.chunks;
   const counts = [
-    pages && pages.total ? `${pages.done} of ${pages.total} pages` : "",
+    // while queued, the server already reads the pages ahead of the run
+    pages && pages.total ? `${pages.done} of ${pages.total} pages${status === "queued" ? " read ahead" : ""}` : "",
     chunks && chunks.total ? `${chunks.done} of ${chunks.total} chunks` : "",
   ].filter(Boolean).join(" · ");
   if (status === "indexing") return { share: 1, counts };
