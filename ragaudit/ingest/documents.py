@@ -965,8 +965,8 @@ def settle_unpublished(svc: Services, document_id: str) -> str | None:
     for ``ready`` when its live version is what it holds, or ``queued`` when a new version (new
     bytes or strategy) or its first one still waits to be built; staged points and rows are left
     for a later run to replace. Returns the status set, or None when the document is gone or not
-    in a running status. Without it the document stayed ``extracting`` after the run, and an
-    upload or re-ingestion of it was refused as busy."""
+    in a running status. A document left in a running status would refuse uploads and
+    re-ingestion of it as busy."""
     with svc.sessions.begin() as s:
         d = s.get(Document, document_id)
         if d is None or d.status not in RUNNING:
