@@ -41,7 +41,7 @@ from ragaudit.platform.llmcall import CLIENT_DISCONNECTED, Cancellation, failure
 from ragaudit.platform.rules import Fired, check_names
 from ragaudit.platform.telemetry import TelemetryWriter, question_hash
 from ragaudit.platform.tracing import RequestTrace
-from ragaudit.retrieve.retriever import RetrievalResult, Retriever, empty_note
+from ragaudit.retrieve.retriever import RetrievalResult, Retriever, empty_note, token_set
 from ragaudit.retrieve.scope import page_range_span
 from ragaudit.services import Services
 from ragaudit.text.function_words import STOP_WORDS
@@ -71,8 +71,8 @@ def other_documents_note(question: str, sources: list[RetrievedChunk], ans: Answ
     held: dict[str, set[str]] = {}
     for c in sources:
         if c.neighbor_of is None:
-            text = f"{c.payload.get('header', '')}\n{c.text}"
-            held.setdefault(c.doc_name, set()).update(terms & set(tokenize(text)))
+            # the string retrieval's named-document check tokenized: its cached terms are reused
+            held.setdefault(c.doc_name, set()).update(terms & token_set(f"{c.payload.get('header', '')}\n{c.text}"))
     cited = {c.doc_name for c in ans.citations}
     full = sorted(d for d, ts in held.items() if ts == terms)
     if len(full) < 2 or not cited <= set(full):

@@ -198,7 +198,7 @@ def as_written(question: str, terms: list[str]) -> list[str]:
 
 
 @lru_cache(maxsize=8192)
-def _token_set(text: str) -> frozenset[str]:
+def token_set(text: str) -> frozenset[str]:
     """``set(tokenize(text))``, cached: a chunk's text never changes, and tokenizing one costs
     milliseconds (stemming)."""
     return frozenset(tokenize(text))
@@ -621,7 +621,7 @@ class Retriever:
                     h
                     for h in foreign
                     if h.id in hits.get("bm25", {})
-                    or words & _token_set(f"{h.payload.get('header', '')}\n{h.payload.get('text', '')}")
+                    or words & token_set(f"{h.payload.get('header', '')}\n{h.payload.get('text', '')}")
                 ]
             )
             docs = sorted({h.payload["document_id"] for h in found_by})
@@ -688,7 +688,7 @@ class Retriever:
             doc = h.payload.get("document_id")
             if doc:
                 text = f"{h.payload.get('header', '')}\n{h.payload.get('text', '')}"
-                per_doc.setdefault(doc, set()).update(q_terms & _token_set(text))
+                per_doc.setdefault(doc, set()).update(q_terms & token_set(text))
         if len(per_doc) < 2:
             return None
         in_scope = (lambda d: d in scope.document_ids) if scope.document_ids else (lambda d: True)

@@ -11,6 +11,7 @@ from one that only mentions them ("What setting do the authors recommend?").
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 # a question that asks who wrote something, or where its authors work
 _ASKS_AUTHORSHIP = re.compile(
@@ -56,9 +57,10 @@ def prints_authors(text: str) -> bool:
     return any(p.search(text) is not None for p in (_BYLINE, _AUTHOR_LIST, _BENCH))
 
 
+@lru_cache(maxsize=1024)
 def asks_authorship(question: str) -> bool:
     """True when ``question`` asks who wrote a document or where its authors work ("Who are the
     authors of the DPR paper?", "Who wrote the judgment?", "Which institutions are the authors
     affiliated with?"); False for one that mentions authors without asking who they are ("What
-    setting do the authors recommend?")."""
+    setting do the authors recommend?"). Cached: the answerer asks it of every candidate sentence."""
     return _ASKS_AUTHORSHIP.search(question) is not None
