@@ -346,16 +346,11 @@ def evidence_parts(q: GoldQuestion) -> list[str]:
     return [normalize_ws(p) for p in parts if p and p.strip()]
 
 
-def _contains(text: str, ev: str) -> bool:
-    t = normalize_ws(text)
-    return ev in t or ev.replace(" ", "") in t.replace(" ", "")
-
-
 def evidence_ranks(q: GoldQuestion, texts: list[str]) -> list[int | None]:
     """1-based rank of the first chunk containing each evidence part (None if absent)."""
     out = []
     for ev in evidence_parts(q):
-        out.append(next((i for i, t in enumerate(texts, start=1) if _contains(t, ev)), None))
+        out.append(next((i for i, t in enumerate(texts, start=1) if metrics.contains_evidence(t, ev)), None))
     return out
 
 
@@ -413,7 +408,11 @@ def _list_ranks(q: GoldQuestion, chunks: list[Any]) -> dict[str, int | None]:
     for name in ("fused", "vector", "bm25"):
         per_part = []
         for ev in parts:
-            rs = [(c.rank if name == "fused" else c.ranks.get(name)) for c in chunks if _contains(c.text, ev)]
+            rs = [
+                (c.rank if name == "fused" else c.ranks.get(name))
+                for c in chunks
+                if metrics.contains_evidence(c.text, ev)
+            ]
             rs = [r for r in rs if r is not None]
             per_part.append(min(rs) if rs else None)
         out[name] = max(per_part) if per_part and all(r is not None for r in per_part) else None  # type: ignore

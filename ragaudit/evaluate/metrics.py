@@ -19,6 +19,7 @@ Sources:
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import string
@@ -68,7 +69,10 @@ def contains_evidence(text: str, evidence: str) -> bool:
     differ in both, with all whitespace removed (spaces dropped: "Usedcarsandtrucks") and with
     hyphens between letters removed (a word broken at a line end: "vein- ticinco" against
     "veinticinco") and a table's leader dots as one ellipsis ("Shelter.......... 35.418" against
-    "Shelter … 35.418"); both sides are normalised alike."""
+    "Shelter … 35.418"); both sides are normalised alike. Last, ``text`` may hold up to two
+    one-character tokens between two words of ``evidence``: a subscript, superscript or footnote
+    mark that one extractor prints in the line and another on the line below ("(SO ) 2 24 horas"
+    against "(SO) 24 horas"); every character of ``evidence`` must still occur, in order."""
     t, ev = normalize_ws(text), normalize_ws(evidence)
     if not ev:
         return False
@@ -76,9 +80,20 @@ def contains_evidence(text: str, evidence: str) -> bool:
         return True
 
     def fold(s: str) -> str:
-        return _LEADER.sub("…", _LETTER_HYPHEN.sub("", s)).replace(" ", "")
+        return _LEADER.sub("…", _LETTER_HYPHEN.sub("", s))
 
-    return fold(ev) in fold(t)
+    ft, fev = fold(t), fold(ev)
+    if fev.replace(" ", "") in ft.replace(" ", ""):
+        return True
+    return _with_marks(fev).search(ft) is not None
+
+
+@functools.lru_cache(maxsize=4096)
+def _with_marks(evidence: str) -> re.Pattern[str]:
+    """``evidence`` as a pattern: each word's characters with optional spaces between them, and
+    up to two one-character tokens allowed between words (``contains_evidence``)."""
+    words = [r"\s?".join(map(re.escape, w)) for w in evidence.split(" ") if w]
+    return re.compile(r"\s*(?:\s\S(?=\s)){0,2}\s*".join(words))
 
 
 def evidence_part_ranks(retrieved_contexts: Sequence[str], reference: Sequence[str]) -> list[int | None]:

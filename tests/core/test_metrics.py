@@ -177,6 +177,13 @@ def test_ranking_metrics_when_nothing_or_part_is_retrieved():
     # a table's leader dots, as dots or as one ellipsis
     assert metrics.contains_evidence("Used cars and trucks … 2.421 179.579", "Usedcarsandtrucks........ 2.421 179.579")
     assert not metrics.contains_evidence("Used cars and trucks … 2.421 179.579", "Usedcarsandtrucks........ 2.521")
+    # a subscript or footnote mark printed in the line by one extractor, on the next line by another
+    row = "Dióxido de Azufre (SO ) 2 24 horas 250 NE más de 7 veces al año"
+    assert metrics.contains_evidence(row, "Dióxido de Azufre (SO) 24 horas 250 NE")
+    assert metrics.contains_evidence("Benceno (C H ) 6 6 Anual 2 Media", "Benceno (CH) Anual 2 Media")
+    # ... but the evidence's own characters must all be there: another value is no match
+    assert not metrics.contains_evidence("Benceno (C H ) 6 6 Anual 5 Media", "Benceno (CH) Anual 2 Media")
+    assert not metrics.contains_evidence("Total 3 2 1 revenue", "Total revenue")
 
 
 def test_metric_result_json_rounds_and_maps_nan_to_null():
