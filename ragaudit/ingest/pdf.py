@@ -41,8 +41,9 @@ _PDF_MAGIC = b"%PDF-"
 # under 1 pt; 5 reads a table drawn with ruling lines across a column gutter row by row; 6 also one
 # whose cells of words wrap unevenly; 7 reads a glyph without a Unicode value as a ligature or U+FFFD
 # instead of keeping its control character; 8 also a symbol inside a word that a ligature makes a word of;
-# 9 such a symbol as the ligature it reads elsewhere in the document where the letters beside it cannot tell)
-LAYOUT_REVISION = 9
+# 9 such a symbol as the ligature it reads elsewhere in the document where the letters beside it cannot tell;
+# 10 also a glyph pypdfium2 reads as a control code, as a TeX font's "fi" at 12, on every page)
+LAYOUT_REVISION = 10
 
 
 class PDFError(ValueError):
@@ -156,21 +157,32 @@ def inspect_pdf(data: bytes, min_text_chars: int = 40) -> PDFInfo:
 
 
 def _pdfium_pages(data: bytes) -> list[Page]:
+    """Every page's text as pypdfium2 reads it, glyphs without a Unicode value read as
+    ``read_unmapped`` reads them (a ligature where that makes a word, else U+FFFD, counted in
+    ``Page.unmapped``)."""
     doc = _open_pdfium(data)
     try:
-        out = []
+        texts = []
         for i in range(len(doc)):
             tp = doc[i].get_textpage()
             # PDFium gives a hyphen it marks as such (FPDFText_IsHyphen) as U+FFFE, a noncharacter
             # ("Scope 2 (market\ufffebased)"): it is the hyphen printed there
-            text = tp.get_text_range().replace("\r\n", "\n").replace("\r", "\n").replace("\ufffe", "-")
-            # no control character reaches the index: each is U+FFFD, counted in the report
-            unmapped = tuple(("unknown", _word_at(text, m.start(), m.end())) for m in _UNMAPPED.finditer(text))
-            text = _UNMAPPED.sub("\ufffd", text)
-            out.append(Page(number=i + 1, text=collapse_leaders(text), extractor="pypdfium2", unmapped=unmapped))
-        return out
+            text = tp.get_text_range().replace("\r\n", "\n").replace("\ufffe", "-")
+            # it ends a line with CR LF: a carriage return alone is a glyph read as its code (a TeX
+            # font's "fl" is code 13, as its "fi" is 12), so no control character reaches the index
+            texts.append(text.replace("\r", "\ufffd"))
     finally:
         doc.close()
+    lines, unmapped = read_unmapped([[_Line(t, 0.0, len(t), 0.0, 0.0) for t in text.split("\n")] for text in texts])
+    return [
+        Page(
+            number=i + 1,
+            text=collapse_leaders("\n".join(ln.text for ln in ls)),
+            extractor="pypdfium2",
+            unmapped=tuple(unmapped[i]),
+        )
+        for i, ls in enumerate(lines)
+    ]
 
 
 def extract_pages(data: bytes, on_page: Callable[[int, int], None] | None = None) -> list[Page]:
@@ -621,7 +633,8 @@ def cell_gaps(chars: list[dict], size: float) -> int:
 
 def _read_cid_chars(chars: list[dict], pdfium_page) -> list[dict]:
     """Replace each ``(cid:NN)`` glyph by the letter or digit pypdfium2 reads at its place (it
-    also uses glyph names), or drop it (symbol fonts: arrows, bullets)."""
+    also uses glyph names), U+FFFD where it reads a control code (``read_unmapped`` reads it
+    later), or drop it (symbol fonts: arrows, bullets)."""
     tp = pdfium_page.get_textpage()
     height = pdfium_page.get_height()
     out = []
@@ -635,6 +648,11 @@ def _read_cid_chars(chars: list[dict], pdfium_page) -> list[dict]:
             ch = tp.get_text_range(i, 1) if i is not None and i >= 0 else ""
             if len(ch) == 1 and ch.isalnum():
                 out.append({**c, "text": ch})
+            elif len(ch) == 1 and unicodedata.category(ch) == "Cc":
+                # a control code is a glyph the font draws at that code: a TeX font's "fi" at 12,
+                # "fl" at 13; kept as unmapped, so ``read_unmapped`` reads it as the ligature that
+                # makes a word, or U+FFFD counted in the report, never dropped
+                out.append({**c, "text": "\ufffd"})
     finally:
         tp.close()
         pdfium_page.close()
@@ -1084,14 +1102,6 @@ LIGATURES = ("ffi", "ffl", "ff", "fi", "fl", "ft", "fj", "st", "tt", "ti")
 LIGATURE_MIN_ZIPF = 2.0
 _LETTERS_BEFORE = re.compile(r"[^\W\d_]*$")
 _LETTERS_AFTER = re.compile(r"[^\W\d_]*")
-
-
-def _word_at(text: str, start: int, end: int) -> str:
-    """The whitespace-delimited word of ``text`` around ``text[start:end]``, unmapped glyphs as
-    U+FFFD (at most 40 characters)."""
-    word = re.search(r"\S*$", text[max(0, start - 40) : start]).group(0) + text[start:end]
-    word += re.match(r"\S*", text[end : end + 40]).group(0)
-    return _UNMAPPED.sub("\ufffd", word)[:40]
 
 
 def read_unmapped(pages: list[list[_Line]]) -> tuple[list[list[_Line]], list[list[tuple[str, str]]]]:
