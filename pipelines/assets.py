@@ -53,15 +53,42 @@ def doc_id(context) -> str:
 
 
 LIVE_INDEX = dg.AssetKey("live_index")
+BUILD_STAGES = tuple(dg.AssetKey(name) for name in ("pdf_pages", "chunks", "chunk_points"))
+
+
+def _materializes(context, *keys: dg.AssetKey) -> bool:
+    """Whether this run materializes any of ``keys``; True for an asset called outside a run
+    (tests call the stages one by one)."""
+    try:
+        run_keys = context.job_def.asset_layer.executable_asset_keys
+    except Exception:
+        return True
+    return any(k in run_keys for k in keys)
 
 
 def _publishes(context) -> bool:
-    """Whether this run also materializes ``live_index`` (publishes the version it builds); True
-    for an asset called outside a run (tests call the stages one by one)."""
-    try:
-        return LIVE_INDEX in context.job_def.asset_layer.executable_asset_keys
-    except Exception:
-        return True
+    """Whether this run also materializes ``live_index`` (publishes the version it builds)."""
+    return _materializes(context, LIVE_INDEX)
+
+
+def _nothing_staged(context, svc, doc) -> dg.Failure:
+    """The failure of a ``live_index`` step that finds no staged chunks of the version to publish
+    (the Dagster UI materializing ``live_index`` without ``chunk_points``): nothing is published
+    or rolled back, the live version stays searchable, and the document is settled
+    (``ingest.settle_unpublished``) when stages of this run put it in a running status."""
+    status = doc.status
+    if _materializes(context, *BUILD_STAGES):
+        status = ingest.settle_unpublished(svc, doc.id) or ingest.get_document(svc, doc.id).status
+    version = ingest.staged_version(doc)
+    live = f"version {doc.ingest_version} stays searchable" if doc.ingest_version else "it has no live version yet"
+    return dg.Failure(
+        description=f"{doc.doc_name}: nothing to publish: live_index makes live the chunks that chunk_points "
+        f"staged, and no chunks of version {version} are staged. To build and publish the document, "
+        "materialize pdf_pages, chunks, chunk_points and live_index together, or launch the ingest_document "
+        f"job for this partition. Nothing was published or removed: the document's status is {status}, {live}.",
+        metadata={"document_id": doc.id, "status": status, "live_version": doc.ingest_version},
+        allow_retries=False,
+    )
 
 
 @contextmanager
@@ -161,7 +188,8 @@ def chunk_points(
     group_name="ingestion",
     deps=[chunk_points],
     description="The document's searchable version: the staged chunks turn live, the version they replace is "
-    "deleted (points, rows, and its stored file when nothing else refers to it).",
+    "deleted (points, rows, and its stored file when nothing else refers to it). Materialized without "
+    "chunk_points and nothing staged, it fails saying so and leaves the document as it was.",
 )
 def live_index(
     context: dg.AssetExecutionContext,
@@ -171,6 +199,9 @@ def live_index(
     pdf_pages: list[dict],
 ) -> dg.MaterializeResult:
     svc = ragaudit.services()
+    doc = ingest.get_document(svc, doc_id(context))
+    if not ingest.staged_points(svc, doc):
+        raise _nothing_staged(context, svc, doc)
     with _rollback_on_failure(context, svc):
         stats = ingest.publish(
             svc,

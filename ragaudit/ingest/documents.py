@@ -616,6 +616,12 @@ def staged_version(doc: Document) -> int:
     return doc.ingest_version + 1
 
 
+def staged_points(svc: Services, doc: Document) -> int:
+    """Points staged for the version a run of ``doc`` builds (``staged_version``): what ``publish``
+    would make live; 0 when no run has staged that version (``chunk_points`` not run)."""
+    return svc.store.count(doc.id, version=staged_version(doc))
+
+
 def _discard_staged(svc: Services, document_id: str) -> None:
     """Delete the document's unpublished points and rows (of this or an interrupted run)."""
     svc.store.delete_document(document_id, live=False)
@@ -911,7 +917,7 @@ def publish(
     old_sha = doc.sha256
     strategy = Strategy.parse(strategy)
     version = staged_version(doc)
-    n = svc.store.count(doc.id, version=version)
+    n = staged_points(svc, doc)
     if not n:
         raise IngestError(f"{doc.doc_name}: no staged chunks of version {version} to publish", stage="live_index")
     counts = count_check(svc, doc.id)  # the blocking asset check's comparison, over the staged version
@@ -961,7 +967,8 @@ def publish(
 
 def settle_unpublished(svc: Services, document_id: str) -> str | None:
     """End a run that builds some stages of a document but does not publish it (a Dagster UI
-    materialization of ``pdf_pages`` or ``chunks`` alone): the document leaves its running status
+    materialization of ``pdf_pages`` or ``chunks`` alone, or with a ``live_index`` that found
+    nothing staged): the document leaves its running status
     for ``ready`` when its live version is what it holds, or ``queued`` when a new version (new
     bytes or strategy) or its first one still waits to be built; staged points and rows are left
     for a later run to replace. Returns the status set, or None when the document is gone or not

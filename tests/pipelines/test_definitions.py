@@ -106,3 +106,67 @@ def test_a_run_that_does_not_publish_leaves_the_document_as_it_found_it(fresh_se
     assert (after.status, after.ingest_version) == ("ready", version)
     again, needs_run = register(svc, data, "20080102X00002.pdf")  # not refused as busy
     assert again.id == doc.id and not needs_run
+
+
+def test_materializing_live_index_alone_keeps_the_document_and_says_what_to_run(fresh_services):
+    """Materializing ``live_index`` alone from the Dagster UI for a document already ``ready`` has
+    nothing of a new version to publish: the run ended with the document ``failed`` (its live
+    version still searched) and a version queued for it was dropped. Fails if such a run marks the
+    document anything but what it was (``ready`` with its live version, or ``queued`` with the
+    version that waits), loses a chunk, or fails without saying which run builds the document."""
+    from ragaudit.pipelines.assets import live_index, pdf_pages
+    from ragaudit.query import QueryService
+    from ragaudit.types import Scope
+
+    svc = fresh_services
+    name = "20080102X00002.pdf"
+    doc, _ = register(svc, (SAMPLES / name).read_bytes(), name)
+    res = RagauditResource(services_key=services_key(svc.settings))
+    instance = dg.DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions("documents", [doc.id])
+
+    def run(selection):
+        return dg.materialize(
+            INGEST_ASSETS,
+            selection=selection,
+            partition_key=doc.id,
+            instance=instance,
+            resources={"ragaudit": res},
+            raise_on_error=False,
+        )
+
+    def searchable() -> int:
+        hits = QueryService(svc).retriever.retrieve("airplane accident pilot", Scope(doc_names=[name]), 5, "bm25")
+        return len(hits.chunks)
+
+    assert run(INGEST_ASSETS).success
+    live = get_document(svc, doc.id)
+    assert live.status == "ready" and searchable()
+    n_points = svc.store.count(doc.id)
+
+    result = run([live_index])
+    assert not result.success
+    failure = next(e for e in result.all_events if e.is_step_failure).step_failure_data.user_failure_data
+    assert failure is not None and "ingest_document" in failure.description, failure
+    after = get_document(svc, doc.id)
+    assert (after.status, after.error, after.ingest_version) == ("ready", None, live.ingest_version)
+    assert svc.store.count(doc.id) == n_points and searchable()
+    # with pdf_pages (which marks the document extracting) but not chunk_points: ready again too
+    assert not run([pdf_pages, live_index]).success
+    after = get_document(svc, doc.id)
+    assert (after.status, after.ingest_version) == ("ready", live.ingest_version)
+
+    # a new version waits (other bytes under the same name): still queued with it afterwards
+    other = (SAMPLES / "20071229X02007.pdf").read_bytes()
+    queued, needs_run = register(svc, other, name)
+    assert needs_run and queued.status == "queued" and queued.pending_sha256
+    assert not run([live_index]).success
+    after = get_document(svc, doc.id)
+    assert (after.status, after.pending_sha256, after.ingest_version) == (
+        "queued",
+        queued.pending_sha256,
+        live.ingest_version,
+    )
+    assert svc.store.count(doc.id) == n_points and searchable()
+    assert run(INGEST_ASSETS).success  # the whole chain builds the waiting version
+    assert get_document(svc, doc.id).ingest_version == live.ingest_version + 1
