@@ -9,6 +9,7 @@ from typing import NoReturn
 
 from fastapi import APIRouter, File, Form, HTTPException, Query, Request, Response, UploadFile, status
 from fastapi.concurrency import run_in_threadpool
+from fastapi.exceptions import RequestValidationError
 from sqlalchemy import select
 from sse_starlette.sse import EventSourceResponse
 
@@ -16,10 +17,12 @@ from ragaudit.ingest import documents as ingest
 from ragaudit.ingest.pdf import PDFError
 from ragaudit.pipelines.runner import DagsterRunner, remove_partition
 from ragaudit.platform.db import Document
+from ragaudit.platform.telemetry import clip_text
 from ragaudit.text.docnames import InvalidNameError, printable, upload_name
 from ragaudit.types import DEFAULT_STRATEGY, Strategy
 
 from ..deps import IngestQueueDep, RequireReadKey, RequireWriteKey, ServicesDep, SettingsDep
+from ..errors import short_input
 from ..schemas import DocumentOut, ErrorOut, IngestOut
 
 router = APIRouter(prefix="/documents", tags=["documents"])
@@ -54,6 +57,7 @@ _STATUS_FOR = {
     },
 )
 async def upload_document(
+    request: Request,
     svc: ServicesDep,
     settings: SettingsDep,
     jobs: IngestQueueDep,
@@ -90,7 +94,12 @@ async def upload_document(
     once the new one is indexed (the old one stays searchable until then); a new version sent
     while one is being built gets ``409``. Identical bytes under another name or in another
     knowledge base become a document of their own, listed in ``duplicate_of``.
+
+    A form field other than ``file``, ``name``, ``knowledge_base`` and ``strategy`` is refused with
+    422 naming it, before anything is read or stored: a misspelt one (``knowledgebase``) would
+    otherwise file the document under the default knowledge base without a word.
     """
+    await refuse_unknown_form_fields(request)
     limit = settings.max_upload_mb * 1024 * 1024
     data = await file.read(limit + 1)
     if len(data) > limit:
@@ -142,6 +151,33 @@ async def upload_document(
         duplicate_of=dups,
         replaces=replaces,
     )
+
+
+#: the form fields of ``POST /documents`` (``wait`` is a query parameter: ``?wait=true``)
+UPLOAD_FORM_FIELDS = ("file", "name", "knowledge_base", "strategy")
+
+
+async def refuse_unknown_form_fields(request: Request) -> None:
+    """422 (FastAPI's validation shape, type ``extra_forbidden``) for each form field of the
+    upload that is not in ``UPLOAD_FORM_FIELDS``, naming the allowed ones. The form is the one
+    FastAPI already parsed (Starlette keeps it on the request)."""
+    form = await request.form()
+    allowed = ", ".join(UPLOAD_FORM_FIELDS)
+    errors = []
+    for key in dict.fromkeys(form.keys()):
+        if key in UPLOAD_FORM_FIELDS:
+            continue
+        hint = " (wait is a query parameter: POST /documents?wait=true)" if key == "wait" else ""
+        errors.append(
+            {
+                "type": "extra_forbidden",
+                "loc": ("body", clip_text(key, 100)),
+                "msg": f"Extra inputs are not permitted: the form fields are {allowed}{hint}",
+                "input": short_input(form[key] if isinstance(form[key], str) else "(a file)"),
+            }
+        )
+    if errors:
+        raise RequestValidationError(errors)
 
 
 def _refuse(name: str, state: str, code: str | None, message: str) -> NoReturn:

@@ -77,6 +77,28 @@ def test_bad_uploads_refused_and_nothing_stored(client, name, code, words):
     assert client.get("/documents").json() == []
 
 
+def test_an_unknown_upload_form_field_is_refused_naming_it(client):
+    """Fails if a form field the upload does not define is ignored (``-F knowledgebase=reports``
+    was answered 202 and the document filed under ``default``) instead of a 422 naming the field
+    and the allowed ones, with or without ``?wait=true``, or if anything is stored before the
+    refusal; ``wait`` sent as a form field is refused too, saying it is a query parameter."""
+    for path in ("/documents", "/documents?wait=true"):
+        with open(SAMPLES / "dmca.pdf", "rb") as f:
+            r = client.post(path, files={"file": ("dmca.pdf", f, "application/pdf")}, data={"knowledgebase": "reports"})
+        assert r.status_code == 422, (path, r.text)
+        (err,) = r.json()["detail"]
+        assert err["type"] == "extra_forbidden" and err["loc"] == ["body", "knowledgebase"], err
+        assert all(f in err["msg"] for f in ("file", "name", "knowledge_base", "strategy")), err
+        assert err["input"] == "reports"
+    r = _upload(client, SAMPLES / "dmca.pdf", knowledge_base="reports", wait="true", page_start="3")
+    assert r.status_code == 422, r.text
+    errs = {e["loc"][1]: e["msg"] for e in r.json()["detail"]}
+    assert set(errs) == {"wait", "page_start"} and "?wait=true" in errs["wait"], errs
+    assert client.get("/documents").json() == []  # nothing stored
+    r = _upload(client, SAMPLES / "dmca.pdf", knowledge_base="reports", name="d.pdf", strategy="fixed")
+    assert r.status_code == 201 and r.json()["document"]["knowledge_base"] == "reports", r.text
+
+
 def test_validation_and_openapi(client):
     """Fails if a bad mode, an empty question or an unknown chunking strategy is accepted on the
     query side (the strategy is a typed value: a 422 that lists the valid ones), or if the
