@@ -68,10 +68,18 @@ class QueryIn(ScopeIn):
     question: str = Field(
         min_length=1,
         max_length=QUESTION_MAX_CHARS,
-        description=f"At most {QUESTION_MAX_CHARS:,} characters; no control characters other than tab and newline",
+        description=f"At most {QUESTION_MAX_CHARS:,} characters, not only whitespace; no control characters "
+        "other than tab and newline",
     )
     top_k: int | None = Field(default=None, ge=1, le=100)
     mode: Mode = Mode.hybrid
+
+    @field_validator("question")
+    @classmethod
+    def _not_blank(cls, v: str) -> str:
+        if not v.strip():
+            raise ValueError("question is blank (only whitespace): send the question's text")
+        return v
 
     @field_validator("question")
     @classmethod
