@@ -14,12 +14,15 @@ that exist; any other name is ``404 model_not_found``.
 
 The question is the last user message; earlier user turns only resolve a follow-up
 (``ragaudit.answer.conversation``); assistant, system and tool turns are not searched. The scope
-(same fields as ``/query``: ``doc_names``, ``document_ids``, ``page_min``, ``page_max``,
-``strategy``, ``top_k``) comes from top-level body fields (the OpenAI SDK's ``extra_body``) or
-from ``metadata`` (strings: lists as JSON arrays or comma-separated, numbers as digits); a field
-given in both with different values is refused. Sampling parameters (``temperature``,
-``max_tokens``, ...) are accepted and not used: the server's settings decide; ``n`` > 1 and
-``tools`` are refused (one cited answer from the documents, no tool calls).
+(same fields as ``/query``: ``doc_name``, ``doc_names``, ``document_ids``, ``page_min``,
+``page_max``, ``strategy``, ``top_k``) comes from top-level body fields (the OpenAI SDK's
+``extra_body``) or from ``metadata`` (strings: lists as JSON arrays or comma-separated, numbers as
+digits); a field given in both with different values is refused. The other parameters of OpenAI's
+request (``OPENAI_PARAMS``: ``temperature``, ``max_tokens``, ...) are accepted and not used: the
+server's settings decide; ``n`` > 1 and ``tools`` are refused (one cited answer from the
+documents, no tool calls). A top-level field that is neither is refused (400
+``unknown_parameter`` naming it): a misspelt scope field (``page_start``) would otherwise widen the
+search without a word.
 
 Reply: ``choices[0].message.content`` is the answer with its ``[n]`` markers;
 ``choices[0].message`` also carries ``citations`` (the objects of ``/query``: ``n``, document,
@@ -47,7 +50,7 @@ from sse_starlette.sse import EventSourceResponse
 from ragaudit.answer.conversation import conversation_question
 from ragaudit.platform.db import Document
 from ragaudit.platform.llmcall import Cancellation, generation_failed
-from ragaudit.platform.telemetry import TelemetryWriter
+from ragaudit.platform.telemetry import TelemetryWriter, clip_text
 from ragaudit.services import Services
 from ragaudit.types import Mode, Scope
 
@@ -59,7 +62,45 @@ from .query import answer_stream, close_generator_soon
 router = APIRouter(prefix="/v1", tags=["openai"], dependencies=[RequireReadKey])
 
 MODEL_PREFIX = "ragaudit"
-SCOPE_FIELDS = ("doc_names", "document_ids", "page_min", "page_max", "strategy", "top_k")
+SCOPE_FIELDS = ("doc_name", "doc_names", "document_ids", "page_min", "page_max", "strategy", "top_k")
+#: the parameters of OpenAI's chat-completions request other than those ``ChatCompletionIn``
+#: declares: accepted and not used (the server's settings decide how answers are generated)
+OPENAI_PARAMS = frozenset(
+    {
+        "audio",
+        "frequency_penalty",
+        "function_call",
+        "functions",
+        "logit_bias",
+        "logprobs",
+        "max_completion_tokens",
+        "max_tokens",
+        "modalities",
+        "moderation",
+        "parallel_tool_calls",
+        "prediction",
+        "presence_penalty",
+        "prompt_cache_key",
+        "prompt_cache_options",
+        "prompt_cache_retention",
+        "reasoning_effort",
+        "response_format",
+        "safety_identifier",
+        "seed",
+        "service_tier",
+        "stop",
+        "store",
+        "temperature",
+        "tool_choice",
+        "top_logprobs",
+        "top_p",
+        "user",
+        "verbosity",
+        "web_search_options",
+    }
+)
+#: fields of ``/query`` that this door takes from elsewhere (the model name, the last user message)
+_NOT_HERE = ("knowledge_base", "mode", "question")
 _LIST_FIELDS = {"doc_names", "document_ids"}
 _INT_FIELDS = {"page_min", "page_max", "top_k"}
 
@@ -80,7 +121,8 @@ class StreamOptionsIn(BaseModel):
 
 class ChatCompletionIn(BaseModel):
     """OpenAI's chat completion request, with ``/query``'s scope fields at the top level. Other
-    fields of OpenAI's request (temperature, max_tokens, user, ...) are accepted and not used."""
+    fields of OpenAI's request (``OPENAI_PARAMS``: temperature, max_tokens, user, ...) are accepted
+    and not used; any other field is refused by ``parse_request`` (400 ``unknown_parameter``)."""
 
     model_config = ConfigDict(extra="allow")
     model: str = Field(description="ragaudit | ragaudit:KB | ragaudit:KB:MODE (GET /v1/models lists them)")
@@ -92,6 +134,7 @@ class ChatCompletionIn(BaseModel):
     )
     n: int | None = Field(default=None, description="1 (one cited answer)")
     tools: list[dict[str, Any]] | None = None
+    doc_name: str | None = None
     doc_names: list[str] | None = None
     document_ids: list[str] | None = None
     page_min: int | None = None
@@ -229,14 +272,25 @@ def parse_request(svc: Services, body: ChatCompletionIn) -> ChatRequest:
         raise openai_error(
             400, "tools are not supported: ragaudit answers from its documents, with citations", param="tools"
         )
-    for name in ("knowledge_base", "mode", "question"):
-        if name in (body.model_extra or {}):
+    extra = body.model_extra or {}
+    for name in _NOT_HERE:
+        if name in extra:
             raise openai_error(
                 400,
                 f"{name} is not a field of this door: the model name chooses the knowledge base and mode "
                 "('ragaudit:KB:MODE') and the last user message is the question",
                 param=name,
             )
+    unknown = [clip_text(name, 100) for name in extra if name not in OPENAI_PARAMS]
+    if unknown:
+        shown = ", ".join(unknown[:10]) + (f" (and {len(unknown) - 10} more)" if len(unknown) > 10 else "")
+        raise openai_error(
+            400,
+            f"Unrecognized request argument supplied: {shown}. Besides OpenAI's chat-completions "
+            f"parameters, the scope fields are {', '.join(SCOPE_FIELDS)} (at the top level or in metadata)",
+            code="unknown_parameter",
+            param=unknown[0],
+        )
     kb, mode = resolve_model(svc, body.model)
     users = [_message_text(m, i) for i, m in enumerate(body.messages) if m.role == "user"]
     for i, m in enumerate(body.messages):

@@ -203,6 +203,71 @@ def test_scope_from_metadata_and_body_and_conflict(server, client):
     assert e.value.body["param"] == "top_k" and e.value.type == "invalid_request_error"
 
 
+def test_doc_name_scopes_and_an_unknown_field_is_refused_naming_it(server, client):
+    """``doc_name`` (the singular field /query accepts) scopes the answer, from ``extra_body`` or
+    ``metadata``; a field that is neither an OpenAI parameter nor a scope field (``page_start``, a
+    typo of ``page_min``) is OpenAI's 400 ``unknown_parameter`` naming it, logged as a client
+    error; every parameter of OpenAI's request the installed SDK knows is accepted.
+
+    Fails if ``doc_name`` or ``page_start`` is dropped silently (the answer then came from another
+    document, label answered), or if a standard parameter a client sends is refused."""
+    app, _ = server
+    question = [{"role": "user", "content": "What were the weather conditions?"}]
+    for how in ({"extra_body": {"doc_name": NTSB}}, {"metadata": {"doc_name": NTSB}}):
+        r = client.chat.completions.create(model="ragaudit", messages=question, **how)
+        audit = r.model_extra["ragaudit"]
+        assert audit["scope"] == {"doc_names": [NTSB]}, (how, audit["scope"])
+        assert audit["retrieved"] and all(c["doc_name"] == NTSB for c in audit["retrieved"]), how
+    before = len(rows(app, error_kind="validation_error"))
+    for extra in ({"page_start": 3}, {"doc_name": NTSB, "knowledgebase": "default", "pages": "1-2"}):
+        with pytest.raises(openai.BadRequestError) as e:
+            client.chat.completions.create(model="ragaudit", messages=question, extra_body=extra)
+        unknown = [k for k in extra if k != "doc_name"]
+        assert e.value.code == "unknown_parameter" and e.value.type == "invalid_request_error"
+        assert e.value.body["param"] == unknown[0] and all(k in e.value.message for k in unknown), e.value.message
+        assert "page_min" in e.value.message and "doc_name" in e.value.message  # says what is accepted
+    assert len(rows(app, error_kind="validation_error")) - before == 2
+    # every parameter of OpenAI's chat-completions request is accepted (and not used)
+    from openai.types.chat.completion_create_params import CompletionCreateParamsBase
+
+    from ragaudit.api.routes.openai_compat import OPENAI_PARAMS, ChatCompletionIn
+
+    known = set(CompletionCreateParamsBase.__annotations__) | {"stream"}
+    assert known - set(ChatCompletionIn.model_fields) <= OPENAI_PARAMS, known - OPENAI_PARAMS
+    r = client.chat.completions.create(
+        model="ragaudit",
+        messages=question,
+        temperature=0.2,
+        top_p=0.9,
+        n=1,
+        stop=["\n\n"],
+        max_tokens=200,
+        max_completion_tokens=200,
+        presence_penalty=0.0,
+        frequency_penalty=0.0,
+        logit_bias={"50256": -100},
+        logprobs=False,
+        top_logprobs=0,
+        user="u-1",
+        seed=7,
+        response_format={"type": "text"},
+        tool_choice="none",
+        parallel_tool_calls=False,
+        metadata={"client": "test", "doc_names": NTSB},
+        store=False,
+        service_tier="auto",
+        modalities=["text"],
+        reasoning_effort="low",
+        safety_identifier="s-1",
+        prompt_cache_key="k",
+        verbosity="low",
+        extra_body={"top_k": 3, "page_max": 2, "strategy": "sentence"},
+    )
+    audit = r.model_extra["ragaudit"]
+    assert audit["scope"] == {"doc_names": [NTSB], "page_max": 2, "strategy": "sentence"}, audit["scope"]
+    assert audit["retrieved"] and all(c["doc_name"] == NTSB for c in audit["retrieved"])
+
+
 def test_follow_up_is_asked_with_the_previous_user_question(server, client):
     """Earlier turns are context: "Who signed it?" after the DMCA question is asked as both user
     turns together (the assistant turn is not searched), and the notes say so.
@@ -240,6 +305,7 @@ def test_bad_requests_are_400_in_openai_shape_and_logged(server, client):
         ([{"role": "user", "content": DMCA_QUESTION}], {"n": 2}, "n must be 1"),
         ([], {}, "messages"),
         ([{"role": "user", "content": "bad \x00 byte"}], {}, "control character"),
+        ([{"role": "user", "content": DMCA_QUESTION}, {"role": "user", "content": " \n "}], {}, "empty"),
     ]
     for messages, extra, words in cases:
         with pytest.raises(openai.BadRequestError) as e:
