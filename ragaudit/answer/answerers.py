@@ -32,7 +32,7 @@ from ragaudit.answer.citations import (
     strip_citations,
     unescape_markers,
 )
-from ragaudit.answer.concise import asks_two_things, choose, concise_candidates, question_type
+from ragaudit.answer.concise import choose, concise_candidates
 from ragaudit.index.embedding import Embedder
 from ragaudit.index.sparse import question_row_terms, row_label_terms, tokenize
 from ragaudit.platform.llmcall import (
@@ -51,7 +51,6 @@ from ragaudit.text.anchors import question_anchors
 from ragaudit.text.answer_types import HAS_NUMBER, NUMBER_QUESTION, SENTENCE_TYPES
 from ragaudit.text.authorship import asks_authorship, prints_authors
 from ragaudit.text.dates import MONTH_NAME, MONTH_PREFIX
-from ragaudit.text.function_words import STOP_WORDS
 from ragaudit.text.injection import DATA_NOT_INSTRUCTIONS, delimit, overlaps
 from ragaudit.text.injection import NOTE as INSTRUCTION_NOTE
 from ragaudit.text.injection import scan as scan_instructions
@@ -892,27 +891,6 @@ class ExtractiveAnswerer:
                 pool.append((sc, text, _text_before(s), ""))
         pool.sort(key=lambda x: -x[0])
         cands = concise_candidates(question, pool, self.disabled_rules)
-        # a quoted lead-in ("... the probable cause(s) of this accident to be:") announces the
-        # sentence after it: for a question the lead-in names, that sentence is the answer
-        lead = next((i for i, p in enumerate(picked[:-1]) if p.text.rstrip().endswith(":")), None)
-        if lead is not None and "concise.lead_in" not in self.disabled_rules:
-            q_terms = {t for t in tokenize(question) if t not in STOP_WORDS}
-            lead_terms = set(tokenize(picked[lead].text))
-            named = len(q_terms & lead_terms) / len(q_terms) if q_terms else 0.0
-            after = next(
-                (p for p in picked if p.chunk is picked[lead].chunk and p.start >= picked[lead].end), picked[lead + 1]
-            )
-            text = normalize_ws(after.text)
-            source.setdefault(text, after)
-            c = Concise(
-                text,
-                "statement",
-                "concise.lead_in",
-                "the sentence a quoted lead-in (“…:”) announces",
-                text,
-                features={"lead_overlap": named, "overlap": named, "two_asks": float(asks_two_things(question))},
-            )
-            cands = [c, *cands] if question_type(question) is None else [*cands, c]
         if cands:
             # how retrieval ranked the passage the answer comes from: the fused rank of its chunk,
             # and whether both retrievers put it in their top 3 (they agree on where the answer is)

@@ -704,7 +704,6 @@ CONCISE = Registry(
             "concise.table_cell", "the cell of a table row the question names, under the column the question names"
         ),
         _extractor("concise.typed_span", "a span of the answer type the question's wh-phrase asks for"),
-        _extractor("concise.lead_in", "the sentence a quoted lead-in ('... to be:') announces"),
         Rule(
             "concise.contradicts_quote",
             "a concise count that differs from the count the quoted sentence states is withheld",
