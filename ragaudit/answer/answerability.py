@@ -743,15 +743,28 @@ def without_instructions(question: str) -> str:
 
 
 def _missing_anchors(g: GateInput) -> Fired | None:
+    """``missing_anchors`` as a verdict. Its reason tells a name the searched documents never print
+    from one they print only in passing, with no retrieved passage naming it beside what the
+    question asks: the first is missing from the knowledge base, the second from the passages
+    retrieval found (an auditor then looks at retrieval, not at the documents)."""
     missing = missing_anchors(g.question, g.document_texts, g.source_passages, translated=g.cross_lingual)
     if not missing:
         return None
-    return Fired(
-        "gate.missing_anchors",
-        "refused",
-        "the searched documents do not mention " + _quoted(missing),
-        {"missing": missing},
-    )
+    printed = [m for m in missing if " ".join(m.lower().split()) in g.lower]
+    absent = [m for m in missing if m not in printed]
+    said = []
+    if absent:
+        said.append("the searched documents do not mention " + _quoted(absent))
+    if printed:
+        said.append(
+            ("they" if absent else "the searched documents")
+            + " mention "
+            + _quoted(printed)
+            + " only in passing, and no retrieved passage names "
+            + ("it" if len(printed) == 1 else "them")
+            + " beside what the question asks"
+        )
+    return Fired("gate.missing_anchors", "refused", "; ".join(said), {"missing": missing})
 
 
 _AUTHOR_BLOCK_TERMS = frozenset(t for w in AUTHOR_BLOCK_WORDS for t in tokenize(w))

@@ -165,7 +165,8 @@ def test_author_named_in_the_opening_is_not_a_passing_mention():
     """Fails if the authors of a paper ("Karpukhin and Oğuz", named only in its author block)
     are taken for a passing mention that the retrieved passage must repeat: a question about
     the paper's own method would be refused. A name that is neither in a document's opening nor
-    in a passage with the question's other words is still refused."""
+    in a passage with the question's other words is still refused, and the reason says the paper
+    prints it only in passing (not that it never mentions it)."""
     path = DATA / "karpukhin2020-dpr.pdf"
     doc, pages = _text(path), _pages(str(path))
     passage = next(p for p in pages if "using FAISS" in " ".join(p.split()))
@@ -177,6 +178,13 @@ def test_author_named_in_the_opening_is_not_a_passing_mention():
     assert "Robertson" in doc and "Robertson" not in doc[:600] and "Robertson" not in passage
     q2 = "Which library did Robertson use to index the passage embeddings offline?"
     assert missing_anchors(q2, [doc], [passage]) == ["Robertson"]
+    # the reason says the paper prints the name, but no retrieved passage names it with the question's words
+    verdict = assess(q2, [doc], [passage])
+    assert verdict.label == "refused" and "do not mention" not in verdict.reason, verdict.reason
+    assert "mention “Robertson” only in passing" in verdict.reason, verdict.reason
+    # a name printed nowhere is said to be absent
+    q3 = "Which library did Zyxwvutson use to index the passage embeddings offline?"
+    assert assess(q3, [doc], [passage]).reason.startswith("the searched documents do not mention “Zyxwvutson”")
 
 
 def test_a_missing_acronym_or_rare_name_is_not_outweighed_by_common_names():
