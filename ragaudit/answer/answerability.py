@@ -750,7 +750,7 @@ def _missing_anchors(g: GateInput) -> Fired | None:
     missing = missing_anchors(g.question, g.document_texts, g.source_passages, translated=g.cross_lingual)
     if not missing:
         return None
-    printed = [m for m in missing if " ".join(m.lower().split()) in g.lower]
+    printed = [m for m in missing if re.search(rf"(?<!\w){re.escape(' '.join(m.lower().split()))}(?!\w)", g.lower)]
     absent = [m for m in missing if m not in printed]
     said = []
     if absent:

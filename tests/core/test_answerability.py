@@ -184,6 +184,7 @@ def test_author_named_in_the_opening_is_not_a_passing_mention():
     assert "mention “Robertson” only in passing" in verdict.reason, verdict.reason
     # a name printed nowhere is said to be absent
     q3 = "Which library did Zyxwvutson use to index the passage embeddings offline?"
+    assert assess(q3, [doc + " Zyxwvutsons"], [passage]).reason.startswith("the searched documents do not mention")
     assert assess(q3, [doc], [passage]).reason.startswith("the searched documents do not mention “Zyxwvutson”")
 
 
