@@ -19,7 +19,17 @@ import numpy as np
 from ragaudit.index.embedding import Embedder
 from ragaudit.index.multilingual import query_vector as multilingual_query_vector
 from ragaudit.index.multilingual import unavailable as multilingual_unavailable
-from ragaudit.index.sparse import CJK_CHAR, bm25_query_vector, question_row_terms, row_label_terms, tokenize
+from ragaudit.index.sparse import (
+    CJK_CHAR,
+    ROW_LABEL_MAX_WORDS,
+    ROW_LABEL_MIN_WORDS,
+    bm25_query_vector,
+    label_words,
+    question_row_terms,
+    row_label,
+    row_label_terms,
+    tokenize,
+)
 from ragaudit.index.store import PointHit, VectorStore, point_id, scope_filter
 from ragaudit.platform.rules import Fired, Registry, Rule
 from ragaudit.retrieve.scope import enforce_scope
@@ -180,8 +190,20 @@ def table_votes(question: str, bm25_ids: list[str], texts: dict[str, str]) -> di
 
 @lru_cache(maxsize=8192)
 def _row_terms(text: str) -> frozenset[str]:
-    """``sparse.row_label_terms(text)`` as a set, cached per chunk text (it never changes)."""
-    return frozenset(row_label_terms(text))
+    """``sparse.row_label_terms(text)`` as a set, with each row's leading label too, cached per
+    chunk text (it never changes). A row that prints a code or a unit between its label and its
+    numbers ("Alligator Creek 132 QALH 0.9649 0.9560": location, voltage, code, two factors) has
+    the words before its first number as its leading label ("Alligator Creek"): the label a
+    question names it by."""
+    out = set(row_label_terms(text))
+    for line in text.splitlines():
+        if row_label(line) is None:
+            continue
+        lead = re.split(r"\s(?=\(?[$€£]?\d)", line, maxsplit=1)[0]
+        words = label_words(lead)
+        if ROW_LABEL_MIN_WORDS <= len(words) <= ROW_LABEL_MAX_WORDS:
+            out.add("row:" + " ".join(words))
+    return frozenset(out)
 
 
 def as_written(question: str, terms: list[str]) -> list[str]:

@@ -193,3 +193,30 @@ def test_the_named_documents_check_breaks_fusion_ties_by_position_not_by_point_i
         }
         verdicts.append(r._top_already_in("What did Apple spend on research?", hits, ["aapl"], 1))
     assert verdicts[0] == verdicts[1], verdicts
+
+
+def test_a_row_with_a_code_between_its_label_and_numbers_is_named_by_its_leading_label():
+    """A table of connection points prints location, voltage, a code and two factors per row
+    ("Riverbend North 132 QRBN 0.9649 0.9560"): read from its trailing numbers, the row's label
+    would be "Riverbend North 132 QRBN", which no question names. Fails if the table chunk does
+    not get its table vote for a question naming "Riverbend North", or gets one for a place it
+    does not list."""
+    from ragaudit.retrieve.retriever import is_table_chunk, table_votes
+
+    table = "\n".join(
+        [
+            "Table 4 Northern loads",
+            "Location Voltage [kV] TNI code 2020/21 MLF 2019/20 MLF",
+            "Ashford Vale 33 QASV 1.0161 1.0164",
+            "Riverbend North 132 QRBN 0.9649 0.9560",
+            "Riverbend North 33 QRBS 0.9710 0.9641",
+            "Stony Point West 110 QSPW 1.0142 1.0128",
+            "Tarrawong Hills 66 QTWH 0.9141 0.9100",
+        ]
+    )
+    prose = "Loss factors for each connection point are published before the financial year begins."
+    assert is_table_chunk(table)
+    texts = {"prose": prose, "table": table}
+    q = "What is the 2020/21 loss factor for the Riverbend North 33 kV connection point?"
+    assert table_votes(q, ["prose", "table"], texts) == {"table": 2}
+    assert table_votes("What is the loss factor for Lake Corrigan?", ["prose", "table"], texts) == {}
