@@ -95,9 +95,11 @@ async def upload_document(
     while one is being built gets ``409``. Identical bytes under another name or in another
     knowledge base become a document of their own, listed in ``duplicate_of``.
 
-    A form field other than ``file``, ``name``, ``knowledge_base`` and ``strategy`` is refused with
-    422 naming it, before anything is read or stored: a misspelt one (``knowledgebase``) would
-    otherwise file the document under the default knowledge base without a word.
+    A form field other than ``file``, ``name``, ``knowledge_base`` and ``strategy``, a query
+    parameter other than ``wait``, and a form field given twice are refused with 422 naming them,
+    before anything is read or stored: a misspelt one (``knowledgebase``) or one sent in the query
+    string would otherwise file the document under the default knowledge base without a word, and
+    a second file would be dropped.
     """
     await refuse_unknown_form_fields(request)
     limit = settings.max_upload_mb * 1024 * 1024
@@ -157,15 +159,32 @@ async def upload_document(
 UPLOAD_FORM_FIELDS = ("file", "name", "knowledge_base", "strategy")
 
 
+#: the query parameters of ``POST /documents`` (the rest are form fields: ``UPLOAD_FORM_FIELDS``)
+UPLOAD_QUERY_PARAMS = ("wait",)
+
+
 async def refuse_unknown_form_fields(request: Request) -> None:
-    """422 (FastAPI's validation shape, type ``extra_forbidden``) for each form field of the
-    upload that is not in ``UPLOAD_FORM_FIELDS``, naming the allowed ones. The form is the one
-    FastAPI already parsed (Starlette keeps it on the request)."""
+    """422 (FastAPI's validation shape) for each field of the upload that would otherwise be
+    dropped without a word: a form field not in ``UPLOAD_FORM_FIELDS`` or a query parameter not in
+    ``UPLOAD_QUERY_PARAMS`` (``extra_forbidden``, naming the allowed ones: ``?knowledge_base=``
+    would file the document under the default knowledge base), and a form field given more than
+    once (``too_many``: a second ``file`` would be dropped, one ``name`` of two ignored). The form
+    is the one FastAPI already parsed (Starlette keeps it on the request)."""
     form = await request.form()
     allowed = ", ".join(UPLOAD_FORM_FIELDS)
     errors = []
     for key in dict.fromkeys(form.keys()):
         if key in UPLOAD_FORM_FIELDS:
+            if (n := len(form.getlist(key))) > 1:
+                more = "; upload one file per request" if key == "file" else ""
+                errors.append(
+                    {
+                        "type": "too_many",
+                        "loc": ("body", key),
+                        "msg": f"the form field {key} is given {n} times: give it once{more}",
+                        "input": n,
+                    }
+                )
             continue
         hint = " (wait is a query parameter: POST /documents?wait=true)" if key == "wait" else ""
         errors.append(
@@ -174,6 +193,18 @@ async def refuse_unknown_form_fields(request: Request) -> None:
                 "loc": ("body", clip_text(key, 100)),
                 "msg": f"Extra inputs are not permitted: the form fields are {allowed}{hint}",
                 "input": short_input(form[key] if isinstance(form[key], str) else "(a file)"),
+            }
+        )
+    for key in dict.fromkeys(request.query_params.keys()):
+        if key in UPLOAD_QUERY_PARAMS:
+            continue
+        hint = f" ({key} is a form field: -F {key}=...)" if key in UPLOAD_FORM_FIELDS else ""
+        errors.append(
+            {
+                "type": "extra_forbidden",
+                "loc": ("query", clip_text(key, 100)),
+                "msg": f"Extra inputs are not permitted: the query parameter is wait{hint}",
+                "input": short_input(request.query_params[key]),
             }
         )
     if errors:

@@ -81,7 +81,9 @@ def test_an_unknown_upload_form_field_is_refused_naming_it(client):
     """Fails if a form field the upload does not define is ignored (``-F knowledgebase=reports``
     was answered 202 and the document filed under ``default``) instead of a 422 naming the field
     and the allowed ones, with or without ``?wait=true``, or if anything is stored before the
-    refusal; ``wait`` sent as a form field is refused too, saying it is a query parameter."""
+    refusal; ``wait`` sent as a form field is refused too, saying it is a query parameter, and so
+    are ``knowledge_base`` sent in the query string and a form field given twice (two files: the
+    first was dropped)."""
     for path in ("/documents", "/documents?wait=true"):
         with open(SAMPLES / "dmca.pdf", "rb") as f:
             r = client.post(path, files={"file": ("dmca.pdf", f, "application/pdf")}, data={"knowledgebase": "reports"})
@@ -94,6 +96,24 @@ def test_an_unknown_upload_form_field_is_refused_naming_it(client):
     assert r.status_code == 422, r.text
     errs = {e["loc"][1]: e["msg"] for e in r.json()["detail"]}
     assert set(errs) == {"wait", "page_start"} and "?wait=true" in errs["wait"], errs
+    assert client.get("/documents").json() == []  # nothing stored
+    # in the query string, knowledge_base would be dropped too
+    with open(SAMPLES / "dmca.pdf", "rb") as f:
+        r = client.post(
+            "/documents?wait=true&knowledge_base=reports", files={"file": ("dmca.pdf", f, "application/pdf")}
+        )
+    assert r.status_code == 422, r.text
+    (err,) = r.json()["detail"]
+    assert err["loc"] == ["query", "knowledge_base"] and "form field" in err["msg"], err
+    # two files in one upload (the first was dropped) and a name given twice
+    with open(SAMPLES / "dmca.pdf", "rb") as f1, open(SAMPLES / "20071229X02007.pdf", "rb") as f2:
+        r = client.post(
+            "/documents?wait=true",
+            files=[("file", ("dmca.pdf", f1, "application/pdf")), ("file", ("n.pdf", f2, "application/pdf"))],
+            data={"name": ["a.pdf", "b.pdf"]},
+        )
+    assert r.status_code == 422, r.text
+    assert {(e["loc"][1], e["type"]) for e in r.json()["detail"]} == {("file", "too_many"), ("name", "too_many")}
     assert client.get("/documents").json() == []  # nothing stored
     r = _upload(client, SAMPLES / "dmca.pdf", knowledge_base="reports", name="d.pdf", strategy="fixed")
     assert r.status_code == 201 and r.json()["document"]["knowledge_base"] == "reports", r.text
