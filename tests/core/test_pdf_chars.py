@@ -8,7 +8,6 @@ regenerate it as its ``how`` field says)."""
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import re
 
@@ -195,28 +194,15 @@ def _pdf_with_control_code_ligatures(lines: list[bytes]) -> bytes:
     """A one-page PDF set in a Type 1 font whose encoding names codes 11-13 with glyph names that
     have no Unicode value (as a TeX font draws "ff", "fi" and "fl" there), without a ToUnicode map:
     pdfminer gives each such glyph as ``(cid:NN)``, pypdfium2 as the control character of its code."""
+    from tests.hostile.pdfs import one_page_pdf
+
     content = b"BT /F1 10 Tf 72 740 Td 12 TL " + b" ".join(b"(" + ln + b") '" for ln in lines) + b" ET"
-    objs = [
-        b"<< /Type /Catalog /Pages 2 0 R >>",
-        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
-        b"/Resources << /Font << /F1 5 0 R >> >> >>",
+    return one_page_pdf(
         b"<< /Length %d >>\nstream\n" % len(content) + content + b"\nendstream",
         b"<< /Type /Font /Subtype /Type1 /BaseFont /CMR10 /FirstChar 11 /LastChar 126 /Widths ["
         + b" ".join([b"556"] * 116)
         + b"] /Encoding << /Type /Encoding /Differences [11 /g11 /g12 /g13] >> >>",
-    ]
-    out = io.BytesIO()
-    out.write(b"%PDF-1.4\n")
-    offsets = []
-    for i, o in enumerate(objs, 1):
-        offsets.append(out.tell())
-        out.write(b"%d 0 obj\n" % i + o + b"\nendobj\n")
-    xref = out.tell()
-    out.write(b"xref\n0 %d\n0000000000 65535 f \n" % (len(objs) + 1))
-    out.write(b"".join(b"%010d 00000 n \n" % o for o in offsets))
-    out.write(b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objs) + 1, xref))
-    return out.getvalue()
+    )
 
 
 def test_ligatures_drawn_at_control_codes_are_read_not_dropped():

@@ -14,13 +14,22 @@ def bomb_pdf(inflated_mb: int = 50) -> bytes:
     line = b"BT /F1 12 Tf 72 712 Td (bomb) Tj ET\n"
     block = line * (1024 * 1024 // len(line))
     stream = b"".join([c.compress(block) for _ in range(inflated_mb)] + [c.flush()])
+    return one_page_pdf(
+        b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(stream) + stream + b"\nendstream",
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    )
+
+
+def one_page_pdf(contents: bytes, font: bytes) -> bytes:
+    """A one-page US Letter PDF file: ``contents`` (the content stream object, dictionary and
+    stream) drawn with ``font`` (a font dictionary) as ``/F1``, with its cross-reference table."""
     objs = [
         b"<< /Type /Catalog /Pages 2 0 R >>",
         b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
         b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
         b"/Resources << /Font << /F1 5 0 R >> >> >>",
-        b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(stream) + stream + b"\nendstream",
-        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+        contents,
+        font,
     ]
     out = bytearray(b"%PDF-1.4\n")
     offsets = []
