@@ -54,6 +54,7 @@ def doc_id(context) -> str:
 
 LIVE_INDEX = dg.AssetKey("live_index")
 BUILD_STAGES = tuple(dg.AssetKey(name) for name in ("pdf_pages", "chunks", "chunk_points"))
+CHUNK_POINTS = dg.AssetKey("chunk_points")
 
 
 def _materializes(context, *keys: dg.AssetKey) -> bool:
@@ -200,7 +201,9 @@ def live_index(
 ) -> dg.MaterializeResult:
     svc = ragaudit.services()
     doc = ingest.get_document(svc, doc_id(context))
-    if not ingest.staged_points(svc, doc):
+    if not _materializes(context, CHUNK_POINTS) and not ingest.staged_points(svc, doc):
+        # a run that staged chunks and found none to publish is a failed ingestion (``publish``
+        # raises, the document is ``failed`` with the reason); one that never staged any is not
         raise _nothing_staged(context, svc, doc)
     with _rollback_on_failure(context, svc):
         stats = ingest.publish(
