@@ -79,11 +79,11 @@ def test_bad_uploads_refused_and_nothing_stored(client, name, code, words):
 
 def test_an_unknown_upload_form_field_is_refused_naming_it(client):
     """Fails if a form field the upload does not define is ignored (``-F knowledgebase=reports``
-    was answered 202 and the document filed under ``default``) instead of a 422 naming the field
+    would file the document under ``default``) instead of a 422 naming the field
     and the allowed ones, with or without ``?wait=true``, or if anything is stored before the
     refusal; ``wait`` sent as a form field is refused too, saying it is a query parameter, and so
-    are ``knowledge_base`` sent in the query string and a form field given twice (two files: the
-    first was dropped)."""
+    are ``knowledge_base`` sent in the query string and a form field given twice (two files: one
+    would be lost)."""
     for path in ("/documents", "/documents?wait=true"):
         with open(SAMPLES / "dmca.pdf", "rb") as f:
             r = client.post(path, files={"file": ("dmca.pdf", f, "application/pdf")}, data={"knowledgebase": "reports"})
@@ -105,7 +105,7 @@ def test_an_unknown_upload_form_field_is_refused_naming_it(client):
     assert r.status_code == 422, r.text
     (err,) = r.json()["detail"]
     assert err["loc"] == ["query", "knowledge_base"] and "form field" in err["msg"], err
-    # two files in one upload (the first was dropped) and a name given twice
+    # two files in one upload (one would be lost) and a name given twice
     with open(SAMPLES / "dmca.pdf", "rb") as f1, open(SAMPLES / "20071229X02007.pdf", "rb") as f2:
         r = client.post(
             "/documents?wait=true",

@@ -31,7 +31,7 @@ def test_a_blank_question_is_a_client_error_on_every_door(tmp_path, embedder):
     ``question`` on /query, /query/stream and /search, OpenAI's 400 on /v1/chat/completions; each
     has its query_logs row with ``error_kind`` ``validation_error``, so ``/metrics`` counts them as
     ``client_errors`` and Prometheus under ``rejected``, never as server errors. Fails if a blank
-    question reaches retrieval (it was a 400 logged as ``ValueError``: a server error)."""
+    question reaches retrieval (a 400 logged as ``ValueError``: a server error)."""
     from sqlalchemy import select
 
     from ragaudit.platform.db import QueryLog

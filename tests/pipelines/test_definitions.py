@@ -110,8 +110,7 @@ def test_a_run_that_does_not_publish_leaves_the_document_as_it_found_it(fresh_se
 
 def test_materializing_live_index_alone_keeps_the_document_and_says_what_to_run(fresh_services):
     """Materializing ``live_index`` alone from the Dagster UI for a document already ``ready`` has
-    nothing of a new version to publish: the run ended with the document ``failed`` (its live
-    version still searched) and a version queued for it was dropped. Fails if such a run marks the
+    nothing of a new version to publish. Fails if such a run marks the
     document anything but what it was (``ready`` with its live version, or ``queued`` with the
     version that waits), loses a chunk, or fails without saying which run builds the document."""
     from ragaudit.pipelines.assets import live_index, pdf_pages
