@@ -1,6 +1,7 @@
 """Retrieval modes, rerank, scoping, strategies side by side, answer labels and SSE streaming."""
 
 import json
+import re
 
 import pytest
 from fastapi.testclient import TestClient
@@ -597,6 +598,43 @@ def test_multilingual_leg_ranks_german_articles_for_english_and_german_questions
         off = qs.retriever.retrieve(question, None, 5, Mode.hybrid)
         assert not any(f.rule == "retrieval.multilingual" for f in off.rules)
         assert (rank(off, needle) or 99) > on[question], (question, rank(off, needle), on[question])
+
+
+def test_an_english_question_with_no_word_in_common_reaches_the_german_article_by_the_cross_lingual_vote(
+    fresh_services,
+):
+    """An English question sharing no word with the German statute that answers it, beside an English
+    report on elections: BM25 and the English model rank the report first. Fails if the multilingual
+    model's comparison (best German passage against the best English one) does not name
+    ``retrieval.cross_lingual`` with both scores, if the answering article is not first with it and
+    lower without it, or if a question the English report answers also fires the rule."""
+    from tests.conftest import text_pdf
+
+    svc = fresh_services
+    for name, data in (("grundgesetz-38-43.pdf", _articles_pdf()), ("survey.pdf", text_pdf(2, "election"))):
+        assert ingest_bytes(svc, data, name, DagsterRunner()).status == "ingested"
+    qs = QueryService(svc)
+
+    def rank(res, needle: str) -> int | None:
+        return next((c.rank for c in res.chunks if needle in " ".join(c.text.split())), None)
+
+    question, needle = "From what age may a person vote?", "Wahlberechtigt ist"
+    res = qs.retriever.retrieve(question, None, 5, Mode.hybrid)
+    fired = [f for f in res.rules if f.rule == "retrieval.cross_lingual"]
+    assert fired and re.search(r"multilingual model: 0\.\d{3} against 0\.\d{3}", fired[0].reason), res.rules
+    assert rank(res, needle) == 1, [c.text[:40] for c in res.chunks]
+    assert res.chunks[0].ranks["multilingual"] == 1 and res.candidates["cross_lingual"][0] == res.chunks[0].chunk_id
+    assert res.timings_ms["multilingual"] > 0
+
+    qs.retriever.cross_lingual = False  # as with the rule switched off (RAGAUDIT_DISABLED_RULES)
+    off = qs.retriever.retrieve(question, None, 5, Mode.hybrid)
+    assert not any(f.rule == "retrieval.cross_lingual" for f in off.rules)
+    assert (rank(off, needle) or 99) > 1, [c.text[:40] for c in off.chunks]
+    qs.retriever.cross_lingual = True
+
+    english = qs.retriever.retrieve("Which station did the election survey record on page 2?", None, 5, Mode.hybrid)
+    assert not any(f.rule == "retrieval.cross_lingual" for f in english.rules), english.notes
+    assert english.chunks[0].doc_name == "survey.pdf"
 
 
 def test_without_the_multilingual_model_ingestion_and_retrieval_go_on_and_say_so(fresh_services, monkeypatch):
