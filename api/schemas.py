@@ -171,8 +171,8 @@ class FiredRuleOut(BaseModel):
     """``ragaudit.platform.rules.Fired.to_json()``: a rule of the answer path that fired."""
 
     rule: str = Field(description="<stage>.<name>, e.g. gate.period_end_not_reported (`ragaudit rules` lists them)")
-    stage: str = Field(description="retrieval | gate | concise")
-    effect: str = Field(description="what it did: reordered, added, refused, clarifying, extracted, withheld")
+    stage: str = Field(description="retrieval | gate | answer | concise")
+    effect: str = Field(description="what it did: reordered, added, filtered, refused, clarifying, extracted, withheld")
     reason: str
     details: dict[str, Any] | None = None
 

@@ -45,6 +45,7 @@ from ragaudit.retrieve.retriever import RetrievalResult, Retriever, empty_note, 
 from ragaudit.retrieve.scope import page_range_span
 from ragaudit.services import Services
 from ragaudit.text.function_words import STOP_WORDS
+from ragaudit.text.language import non_english
 from ragaudit.text.sentences import quoted
 from ragaudit.types import AnswerResult, Mode, RetrievedChunk, Scope
 
@@ -330,10 +331,28 @@ class QueryService:
         scope = scope or Scope()
         res = self.retriever.retrieve(question, scope, top_k, mode, neighbors=self.svc.settings.neighbor_chunks)
         sources = list(res.chunks)  # in scope: the retriever enforces it on every chunk, neighbours included
+        rules = list(res.rules)
+        translated = False
+        if (
+            "answer.passage_language" not in self.disabled
+            and sources
+            and (lang := sources[0].payload.get("language"))
+            and non_english(question) is None
+        ):
+            # the English model cannot tell which sentence of a German passage answers an English
+            # question, so it would quote the English passages ranked below it
+            translated = True
+            kept = [c for c in sources if c.payload.get("language") == lang]
+            if len(kept) < len(sources):
+                note = (
+                    f"the best passage is in another language than the question ({lang}): the answer reads "
+                    f"its {len(kept)} passage(s) in that language, not the {len(sources) - len(kept)} others"
+                )
+                rules.append(Fired("answer.passage_language", "filtered", note, {"language": lang}))
+            sources = kept
         gate = None
         aliases: dict[str, str] = {}
         model = getattr(self.answerer, "name", "extractive")
-        rules = list(res.rules)
         t_gate = time.perf_counter()
         # the rules that read the question alone decide first, whatever was retrieved
         asked = assess(question, [], None, disabled=self.disabled | (set(GATE.names()) - QUESTION_RULES))
@@ -364,6 +383,8 @@ class QueryService:
                 self._closest_word,
                 disabled=self.disabled | QUESTION_RULES,
                 every_rule=self.gate_every_rule,
+                # the passages' language writes the question's common words and names in its own words
+                translated=translated,
             )
             rules += verdict.fired
             if verdict.label == "refused":

@@ -390,7 +390,7 @@ class Citation:
 @dataclass(frozen=True)
 class Fired:
     """One rule's verdict on one request: ``effect`` is what it did (``refused``,
-    ``clarifying``, ``reordered``, ``extracted``, ``withheld`` …), ``reason`` why, in words built
+    ``clarifying``, ``reordered``, ``filtered``, ``extracted``, ``withheld`` …), ``reason`` why, in words built
     from the question and the sources only; ``details`` holds small JSON values (names, ranks)."""
 
     rule: str

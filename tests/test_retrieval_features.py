@@ -607,7 +607,8 @@ def test_an_english_question_with_no_word_in_common_reaches_the_german_article_b
     report on elections: BM25 and the English model rank the report first. Fails if the multilingual
     model's comparison (best German passage against the best English one) does not name
     ``retrieval.cross_lingual`` with both scores, if the answering article is not first with it and
-    lower without it, or if a question the English report answers also fires the rule."""
+    lower without it, if the answer quotes anything but the German passages
+    (``answer.passage_language``), or if a question the English report answers also fires the rule."""
     from tests.conftest import text_pdf
 
     svc = fresh_services
@@ -631,6 +632,14 @@ def test_an_english_question_with_no_word_in_common_reaches_the_german_article_b
     assert not any(f.rule == "retrieval.cross_lingual" for f in off.rules)
     assert (rank(off, needle) or 99) > 1, [c.text[:40] for c in off.chunks]
     qs.retriever.cross_lingual = True
+
+    # the answer quotes the German passages only (the English model would pick the report's
+    # sentences), and the gate reads "person" and "vote" as words the statute says in German
+    out = qs.ask(question, Scope(), 10, Mode.hybrid)  # 10: the report's passages are among them
+    assert out["label"] == "answered", out["answer"]
+    assert {c["doc_name"] for c in out["citations"]} == {"grundgesetz-38-43.pdf"}, out["citations"]
+    assert any(r["rule"] == "answer.passage_language" and r["effect"] == "filtered" for r in out["rules"])
+    assert "Wahlberechtigt ist" in " ".join(out["answer"].split()), out["answer"]
 
     english = qs.retriever.retrieve("Which station did the election survey record on page 2?", None, 5, Mode.hybrid)
     assert not any(f.rule == "retrieval.cross_lingual" for f in english.rules), english.notes

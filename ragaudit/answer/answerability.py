@@ -646,6 +646,8 @@ class GateInput:
     document_texts: list[str]
     source_passages: list[str] | None = None
     similar: Any = None
+    # the question's best passage is in another language than the question
+    translated: bool = False
 
     @property
     def raw(self) -> str:
@@ -668,9 +670,10 @@ class GateInput:
 
     @property
     def cross_lingual(self) -> bool:
-        """An English question over documents none of which is in English (``cross_lingual``)."""
+        """An English question over documents none of which is in English (``cross_lingual``), or
+        whose best passage is in another language (``translated``)."""
         if not hasattr(self, "_cross"):
-            self._cross = cross_lingual(self.question, self.document_texts)
+            self._cross = self.translated or cross_lingual(self.question, self.document_texts)
         return self._cross
 
     def close(self, word: str, passages: list[str]) -> bool:
@@ -998,6 +1001,7 @@ def assess(
     similar: Any = None,
     disabled: frozenset[str] | set[str] = frozenset(),
     every_rule: bool = False,
+    translated: bool = False,
 ) -> Verdict:
     """Decide whether ``question`` can be answered from the searched documents: the rules of
     ``GATE`` run in order (``disabled`` ones skipped, ``ragaudit.platform.rules``) and the first
@@ -1008,12 +1012,14 @@ def assess(
     ``document_texts``: full texts of the documents the sources come from; ``source_passages``:
     the retrieved passages (header + text); ``similar``: see ``GateInput``. ``every_rule``: run
     every rule even after one fired and list each verdict in ``Verdict.fired`` (the first still
-    decides), for the ablation of each rule (``bench/rule_ablation.py``). Returns ``Verdict``.
+    decides), for the ablation of each rule (``bench/rule_ablation.py``). ``translated``: the
+    question's best passage is in another language than the question (an English question, a
+    German passage), so the rules read the question as ``cross_lingual`` ones do. Returns ``Verdict``.
     """
     # a file name the question gives names where to look, not words the documents hold
     # ... and a sentence that reads as an instruction to an assistant asks for nothing in them
     question = without_instructions(without_file_names(question))
-    g = GateInput(question, document_texts, source_passages, similar)
+    g = GateInput(question, document_texts, source_passages, similar, translated)
     fired: list[Fired] = []
     ran = set()
     for rule in GATE.active(disabled):

@@ -570,6 +570,13 @@ ANSWER = Registry(
             lambda *a: None,  # applied in ExtractiveAnswerer.score_sentences, by name
         ),
         Rule(
+            "answer.passage_language",
+            "an English question whose best passage is in another language is answered from the passages "
+            "in that language only, and the gate reads its names as translated: the English model's "
+            "sentence choice would quote English passages ranked below it",
+            lambda *a: None,  # applied in QueryService.prepare, by name
+        ),
+        Rule(
             "answer.other_identifier",
             "an answer that names none of the question's identifiers but another of the same series "
             "(PPR-6078 for PPR-9087, ALD1107 for ALD1106) is about something else: it is labelled unsupported",

@@ -642,6 +642,23 @@ def test_an_english_question_over_documents_in_another_language():
     assert v.label == "refused" and v.rule == "gate.subject_words_absent", v
 
 
+def test_a_question_whose_best_passage_is_in_another_language_is_read_as_translated():
+    """An English question whose best passage is Spanish, among documents of which one is English:
+    the documents are not all in another language, so only ``translated`` (the best passage's
+    language, set by the caller) can tell the gate. Fails if the Spanish passage is asked for the
+    English words of "Chamber of Deputies" when ``translated``, or if it is not when not (the
+    English document and a question over it are read word for word), or if a rare name's word is
+    no longer looked for."""
+    english = "The House of Representatives is composed of members chosen every second year by the people."
+    q = "How old do you have to be to sit in Argentina's Chamber of Deputies?"
+    docs = [CONSTITUCION, english]
+    assert assess(q, docs, [CONSTITUCION], translated=True).label is None
+    plain = assess(q, docs, [CONSTITUCION])
+    assert plain.label == "refused" and "Chamber of Deputies" in plain.reason, plain
+    v = assess("From what age can people vote in German Bundestag elections?", docs, [CONSTITUCION], translated=True)
+    assert v.label == "refused" and v.missing == ["Bundestag"], v
+
+
 def test_a_refusal_names_a_missing_year_as_well_as_a_missing_place():
     """Fails if a refusal decided by a missing name does not also say that the documents do not
     speak of the year the question names, or if that second rule is taken for the one that
