@@ -457,7 +457,8 @@ def _place_names(name: str, languages: tuple[str, ...]) -> tuple[str, ...] | Non
     out = list(country_names[code])
     country = pycountry.countries.get(alpha_2=code)
     for lang in languages:
-        for loc in (lang, lang.replace("-", "_").split("_")[0], lang.replace("-", "_").upper()):
+        base, _, region = lang.partition("-")  # langdetect's "zh-cn" is gettext's "zh_CN"
+        for loc in (f"{base}_{region.upper()}" if region else base, base):
             try:
                 tr = gettext.translation("iso3166-1", pycountry.LOCALES_DIR, languages=[loc])
             except OSError:

@@ -738,8 +738,8 @@ class Retriever:
         common) and, from the English legs, ranks below English passages that share its words. The
         multilingual model reads both languages: its best passage among the chunks not in English
         within ``flt`` (top ``n``, cosine of e5 vectors) is compared with the same model's score of
-        the best English passage of the fusion ``fused`` (one passage embedded at query time,
-        ~1.3 ms a word here). Only when the foreign passage scores higher do the chunks not in
+        the best English passage of the fusion ``fused`` (its first ``CROSS_LINGUAL_WORDS`` words
+        embedded at query time, ~0.13 s here). Only when the foreign passage scores higher do the chunks not in
         English get that list's ranks twice in RRF, as their dense and as their lexical vote
         (``ranked_ids["multilingual"]`` replaced, ``ranked_ids["cross_lingual"]`` added; the
         English model's ranks of them dropped). Both scores are in the note. Not called when both
