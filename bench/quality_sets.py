@@ -9,7 +9,8 @@ so a run after the first costs only the questions. A set's parts are those of
 the set name in the question id otherwise (``probe1``, ``probe2``, ``ext1``, ``ext2``,
 ``heldout``, ``heldout2``, ``heldout3``, ``heldout4``, ``heldout5``, ``heldout6``,
 ``heldout7``, ``heldout8``, ``heldout9``, ``heldout10``, ``heldout11``, ``heldout12``,
-``heldout13``, ``heldout14``, ``heldout15``, ``heldout16``, ``heldout17``, ``heldout18``).
+``heldout13``, ``heldout14``, ``heldout15``, ``heldout16``, ``heldout17``, ``heldout18``,
+``heldout19``).
 ``--disable`` switches rules off by name (``RAGAUDIT_DISABLED_RULES``), as the ablation does
 (``bench/rule_ablation.py``).
 The held-out sets (``HELD_OUT``) and the former held-out sets are scored only when named.
@@ -61,6 +62,7 @@ SETS = {
     "heldout16": ([ROOT / "bench/heldout16/pdfs", SHARED / "pdfs"], ROOT / "bench/heldout16/questions.jsonl"),
     "heldout17": ([ROOT / "bench/heldout17/pdfs", SHARED / "pdfs"], ROOT / "bench/heldout17/questions.jsonl"),
     "heldout18": ([ROOT / "bench/heldout18/pdfs", SHARED / "pdfs"], ROOT / "bench/heldout18/questions.jsonl"),
+    "heldout19": ([ROOT / "bench/heldout19/pdfs", SHARED / "pdfs"], ROOT / "bench/heldout19/questions.jsonl"),
 }
 # sets nobody has looked at the failures of: scored once per release, when named, and never ablated
 # or calibrated on. ``heldout``, ``heldout2``, ``heldout3`` and ``heldout16`` were each scored so on
@@ -81,6 +83,7 @@ HELD_OUT = frozenset(
         "heldout15",
         "heldout17",
         "heldout18",
+        "heldout19",
     }
 )
 
