@@ -385,6 +385,8 @@ class QueryService:
                 every_rule=self.gate_every_rule,
                 # the passages' language writes the question's common words and names in its own words
                 translated=translated,
+                closest=max((v for c in sources if (v := c.scores.get("vector")) is not None), default=None),
+                min_closest=self.svc.settings.gate_min_similarity,
             )
             rules += verdict.fired
             if verdict.label == "refused":

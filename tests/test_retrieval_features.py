@@ -111,6 +111,24 @@ def test_labels_refused_clarifying_and_premise_correction(kb):
     assert out["label"] == "answered" and out["citation_check"]["ok"]
 
 
+def test_a_question_no_passage_is_close_to_is_refused_with_the_cosine(kb, monkeypatch):
+    """The sample PDFs (a copyright law, two accident reports) share words with a question about an
+    audio compressor ("process", "unit", "image", "channels") but no passage is about it: the real
+    embedding model puts the closest under ``gate_min_similarity``. Fails if it is answered, if
+    the refusal does not name ``gate.no_close_passage`` with the cosine, or if a question the
+    samples answer is refused by it."""
+    q = "When I process a stereo mix with both channels, how does the unit keep the stereo image from shifting?"
+    out = QueryService(kb).ask(q, log_query=False)
+    fired = [r for r in out["rules"] if r["rule"] == "gate.no_close_passage"]
+    assert out["label"] == "refused" and fired, out["rules"]
+    assert "cosine" in out["answer"] and fired[0]["details"]["closest"] < kb.settings.gate_min_similarity
+    ok = QueryService(kb).ask(DMCA_QUESTION, log_query=False)
+    assert ok["label"] == "answered" and not any(r["rule"].startswith("gate.") for r in ok["rules"])
+    monkeypatch.setattr(kb.settings, "gate_min_similarity", 0.0)
+    off = QueryService(kb).ask(q, log_query=False)
+    assert not any(r["rule"] == "gate.no_close_passage" for r in off["rules"]), off["rules"]
+
+
 def test_collection_from_before_windows_still_searches_and_says_so(fresh_services):
     """A collection created before window vectors (one dense vector per chunk) keeps working:
     ingestion skips the windows, the vector leg uses the chunk vectors and ``notes`` says why."""

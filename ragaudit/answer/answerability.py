@@ -18,10 +18,11 @@ the check is on content the system can show (``assess``):
   or in the document's opening (title, authors, issuer). A city (GeoNames) is found where the
   documents name its country and no other city of it (``place_covered``: a form's "resident of
   the Republic of Korea" covers "I live in Seoul");
-- the question's *subject terms* that are rare words (``wordfreq`` Zipf frequency below 3, e.g.
-  a drug name) must occur in the searched documents, or a word close to it must occur in the
-  best passages (a paraphrase: "reseller" for "distributor"; cosine of the bundled embedding
-  model's word vectors);
+- the words of an English question that are rare in English (``wordfreq`` Zipf frequency below 2:
+  a package, a product, a drug: "nempy", "semaglutide") must occur in the searched documents, or
+  a word close to it in the best passages (a paraphrase; cosine of the bundled embedding model's
+  word vectors); over documents in another language only the words rare in their language too
+  (``rare_subject_words``);
 - the question's subject words (content words that are not common: Zipf below 5.8; Chinese
   text segmented by ``wordfreq``/jieba, see ``cjk_subject_words``) -- at least half must occur
   in the searched documents, or be close to a passage word;
@@ -39,6 +40,10 @@ the check is on content the system can show (``assess``):
   the passages of the documents that name the question's subject when only some do ("What
   *probable* cause ... at Vance W. Amory Airport": another accident's report does not count;
   ``subject_passages``);
+- the passage closest to an English question (the embedding model's cosine, from the dense leg)
+  must reach ``gate_min_similarity`` (0.30 for the bundled all-MiniLM-L6-v2): under it the
+  searched documents share some of the question's words but are about something else (a
+  question about an audio compressor over a copyright law);
 - a question whose every content word is a generic measure ("What was the total?") does not say
   what it asks about (``clarifying``), as does one with no content word left after removing
   function and deictic words.
@@ -705,6 +710,10 @@ class GateInput:
     similar: Any = None
     # the question's best passage is in another language than the question
     translated: bool = False
+    # the highest cosine between the question and a passage (the dense leg's scores), None when unknown
+    closest: float | None = None
+    # the cosine under which the closest passage is about something else (``_no_close_passage``)
+    min_closest: float = 0.0
 
     @property
     def raw(self) -> str:
@@ -866,6 +875,65 @@ def _subject_words_absent(g: GateInput) -> Fired | None:
     )
 
 
+RARE_WORD_ZIPF = 2.0  # wordfreq Zipf frequency below which a question's word is rarer than 1 in 10 million
+
+
+def rare_subject_words(question: str) -> list[str]:
+    """The subject words of an English ``question`` (``subject_words``) that are rare in English:
+    letters only, four or more, ``wordfreq`` Zipf frequency below ``RARE_WORD_ZIPF`` ("nempy",
+    "semaglutide", "sidechain"; not a user's "fiddling" or "prioritized", about 2.9). Such a word
+    names one specific thing -- a product, a package, a drug -- and a document about it prints it.
+    Empty for a question in another language (its words are rare in English)."""
+    # deferred: importing wordfreq takes about 0.3 s, paid when a question first reaches this rule
+    from wordfreq import zipf_frequency
+
+    if non_english(question) is not None:
+        return []
+    return [
+        w
+        for w in subject_words(question)
+        if re.fullmatch(r"[^\W\d_]{4,}", w)
+        and not CJK_CHAR.search(w)
+        and zipf_frequency(w.lower(), "en") < RARE_WORD_ZIPF
+    ]
+
+
+def _rare_word_absent(g: GateInput) -> Fired | None:
+    rare = rare_subject_words(g.question)
+    if rare and g.cross_lingual:
+        # documents in another language write a word in their own words unless it is a name, rare
+        # in their language too ("nempy" is)
+        from wordfreq import zipf_frequency
+
+        langs = {lang.split("-")[0] for t in g.document_texts if (lang := _document_language(t))}
+        rare = [w for w in rare if all(zipf_frequency(w.lower(), lang) < RARE_WORD_ZIPF for lang in langs)]
+    gone = [w for w in rare if not _word_found(w, g.raw, g.lower, g.terms)]
+    gone = [w for w in gone if not g.close(w, g.source_passages or [])]
+    if not gone:
+        return None
+    return Fired(
+        "gate.rare_word_absent",
+        "refused",
+        "the searched documents never print " + _quoted(gone) + ", a word rare in English that names what the "
+        "question is about, nor a word close to it in the best passages",
+        {"missing": gone},
+    )
+
+
+def _no_close_passage(g: GateInput) -> Fired | None:
+    if g.closest is None or not g.min_closest or g.closest >= g.min_closest:
+        return None
+    if g.cross_lingual or non_english(g.question) is not None:
+        return None  # the bundled embedding model is English: its cosines across languages are low
+    return Fired(
+        "gate.no_close_passage",
+        "refused",
+        f"no passage of the searched documents is close to the question: the closest is at cosine "
+        f"{g.closest:.2f} (embedding model), under {g.min_closest:.2f}, where passages are about something else",
+        {"closest": round(g.closest, 4)},
+    )
+
+
 def _year_not_reported(g: GateInput) -> Fired | None:
     found = years_not_reported(g.question, g.document_texts, g.source_passages)
     if not found:
@@ -1007,6 +1075,13 @@ GATE = Registry(
             _subject_words_absent,
         ),
         Rule(
+            "gate.rare_word_absent",
+            "a word of an English question that is rare in English (a product, a drug, a package: wordfreq Zipf "
+            "below 2) "
+            "must occur in the searched documents, or a word close to it in the best passages",
+            _rare_word_absent,
+        ),
+        Rule(
             "gate.year_not_reported",
             "a year the question names must occur in the documents for what the question names",
             _year_not_reported,
@@ -1039,6 +1114,12 @@ GATE = Registry(
             "passages themselves (a maximum or minimum as a printed bound, an author as a byline)",
             _asked_for_absent,
         ),
+        Rule(
+            "gate.no_close_passage",
+            "the passage closest to an English question by the embedding model's cosine must reach "
+            "gate_min_similarity: under it, the searched documents are about something else",
+            _no_close_passage,
+        ),
     ],
 )
 
@@ -1059,6 +1140,8 @@ def assess(
     disabled: frozenset[str] | set[str] = frozenset(),
     every_rule: bool = False,
     translated: bool = False,
+    closest: float | None = None,
+    min_closest: float = 0.0,
 ) -> Verdict:
     """Decide whether ``question`` can be answered from the searched documents: the rules of
     ``GATE`` run in order (``disabled`` ones skipped, ``ragaudit.platform.rules``) and the first
@@ -1071,12 +1154,14 @@ def assess(
     every rule even after one fired and list each verdict in ``Verdict.fired`` (the first still
     decides), for the ablation of each rule (``bench/rule_ablation.py``). ``translated``: the
     question's best passage is in another language than the question (an English question, a
-    German passage), so the rules read the question as ``cross_lingual`` ones do. Returns ``Verdict``.
+    German passage), so the rules read the question as ``cross_lingual`` ones do. ``closest``: the
+    highest cosine between the question's and a passage's embedding (None: not known, e.g. BM25
+    only); under ``min_closest`` (0: never) ``gate.no_close_passage`` refuses. Returns ``Verdict``.
     """
     # a file name the question gives names where to look, not words the documents hold
     # ... and a sentence that reads as an instruction to an assistant asks for nothing in them
     question = without_instructions(without_file_names(question))
-    g = GateInput(question, document_texts, source_passages, similar, translated)
+    g = GateInput(question, document_texts, source_passages, similar, translated, closest, min_closest)
     fired: list[Fired] = []
     ran = set()
     for rule in GATE.active(disabled):

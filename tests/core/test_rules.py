@@ -26,6 +26,8 @@ QUARTERLY = (
     "Net income for the third quarter of 2023 was $19.9 billion. Q3 2023 revenue was $81.8 billion. Controls "
     "are evaluated each fiscal quarter (the fourth fiscal quarter in the case of an annual report)."
 )
+# a project's release notes: the question's common words are there, its package name is not
+RELEASES = "The developers plan to support the package until 2027. Version 2.0 adds a plotting module."
 MEETING = "Ulta Beauty held its 2023 Annual Meeting of Stockholders on June 1, 2023, where 87.78% of shares were voted."
 # an agreement of three numbered sections
 AGREEMENT = (
@@ -69,6 +71,12 @@ GATE_CASES = [
         "What does Section 12 of the agreement say about termination?",
         [AGREEMENT],
         [AGREEMENT],
+    ),
+    (
+        "gate.rare_word_absent",
+        "Until when do the developers plan to support nempy?",
+        [RELEASES],
+        [RELEASES],
     ),
     (
         "gate.asked_for_absent",
@@ -336,3 +344,38 @@ def test_a_quarter_not_reported_is_named_as_the_question_names_it():
     assert missing_quarters("What was revenue in the fourth quarter of 2023?", QUARTERLY) == [
         "the fourth quarter of 2023"
     ]
+
+
+def test_a_rare_word_the_documents_print_passes_and_a_question_in_another_language_has_none():
+    """``gate.rare_word_absent`` asks for a word rare in English ("nempy", Zipf 0) in the documents,
+    not for a user's less common word ("prioritized", Zipf 2.9), and reads no word of a German
+    question as rare English. Fails if it refuses the question over the documents that print the
+    word, or the other two."""
+    from ragaudit.answer.answerability import rare_subject_words
+
+    docs = [RELEASES.replace("the package", "nempy")]
+    v = assess("Until when do the developers plan to support nempy?", docs, docs, every_rule=True)
+    assert v.label is None and v.fired == [], v.reason
+    assert rare_subject_words("Until when do the developers plan to support nempy?") == ["nempy"]
+    assert rare_subject_words("Which modules did the developers prioritize and why were they prioritized?") == []
+    assert rare_subject_words("Bis wann wollen die Entwickler das Paket unterstützen?") == []
+
+
+@pytest.mark.parametrize(
+    "closest,translated,refused",
+    [(0.21, False, True), (0.42, False, False), (None, False, False), (0.21, True, False)],
+)
+def test_the_closest_passage_must_reach_the_similarity_floor(closest, translated, refused):
+    """``gate.no_close_passage`` refuses an English question whose closest passage (embedding
+    cosine) is under the floor, with the cosine in its reason; not one above it, not one whose
+    cosine is unknown (BM25 only), not one read across languages (the English model's cosines
+    across languages are low). Fails if any verdict differs."""
+    q = "How does the unit keep the stereo image from shifting?"
+    docs = ["The unit keeps the stereo image centred by linking both channels. " + REPORT]
+    v = assess(q, docs, docs, every_rule=True, translated=translated, closest=closest, min_closest=0.30)
+    fired = [f for f in v.fired if f.rule == "gate.no_close_passage"]
+    assert bool(fired) == refused, v.fired
+    if refused:
+        assert v.rule == "gate.no_close_passage" and "0.21" in v.reason and fired[0].details["closest"] == 0.21
+        off = assess(q, docs, docs, closest=closest, min_closest=0.0)
+        assert off.label is None, off.reason
