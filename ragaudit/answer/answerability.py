@@ -1,7 +1,8 @@
 """Deciding whether a question can be answered from the retrieved sources, before answering.
 
-Similarity scores alone cannot decide this (scores of good and off-topic matches overlap), so
-the check is on content the system can show (``assess``):
+Similarity scores alone cannot decide this (scores of good and off-topic matches overlap; only
+far below them, under a floor, is a passage plainly about something else), so the check is on
+content the system can show (``assess``):
 
 - the question's *anchors* -- full dates, proper names and acronyms -- must occur in the
   documents the sources come from. Names are matched case-, dash- and spacing-insensitively
