@@ -212,8 +212,7 @@ class Settings(BaseSettings):
         lt=1,
         description="An English question is refused (rule gate.no_close_passage) when no passage it reads "
         "reaches this cosine with it by the embedding model: the searched documents are about something else. "
-        "Chosen for the bundled all-MiniLM-L6-v2, whose answering passages score above it on every tuning set; "
-        "0 = never",
+        "Chosen for the bundled all-MiniLM-L6-v2 (set it again for another model); 0 = never",
     )
     concise_min_confidence: float | None = Field(
         default=None,
