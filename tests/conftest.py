@@ -10,18 +10,39 @@ from pathlib import Path
 import pytest
 
 _MAIN_PID = os.getpid()
+_STOPPED: list[str] = []  # the signal that asked the run to stop, once one has
 
 
 def _terminated(signum, frame):
     """SIGTERM in the test process unwinds like Ctrl-C: pytest then tears the session's fixtures
     down, so the servers they started (the PostgreSQL of ``pg_url``, API and Dagster processes)
     stop with it instead of outliving it. A process forked from it dies as by default. Processes
-    started with exec get SIGTERM's default action (a handler is not inherited; an ignore is)."""
+    started with exec get SIGTERM's default action (a handler is not inherited; an ignore is).
+    The stop is also recorded (``_STOPPED``): code that defers or swallows the interrupt (Dagster's
+    in-process run holds it until its step ends) cannot keep the run going past the current test
+    (``pytest_runtest_protocol``)."""
     if os.getpid() != _MAIN_PID:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         os.kill(os.getpid(), signal.SIGTERM)
         return
-    raise KeyboardInterrupt("SIGTERM")
+    _STOPPED.append(signal.Signals(signum).name)
+    raise KeyboardInterrupt(signal.Signals(signum).name)
+
+
+def _interrupted(signum, frame):
+    """SIGINT (Ctrl-C): Python's own handler, the stop recorded as for SIGTERM."""
+    if os.getpid() == _MAIN_PID:
+        _STOPPED.append("SIGINT")
+    signal.default_int_handler(signum, frame)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """After each test, a run asked to stop (SIGTERM, SIGINT) stops, tearing its fixtures down, even
+    when the interrupt was swallowed inside the test."""
+    yield
+    if _STOPPED:
+        item.session.shouldstop = f"stopped by {_STOPPED[0]}"
 
 
 def _sigterm_not_ignored() -> None:
@@ -34,10 +55,10 @@ def _sigterm_not_ignored() -> None:
     not stop."""
     if signal.getsignal(signal.SIGTERM) in (signal.SIG_IGN, signal.SIG_DFL):
         signal.signal(signal.SIGTERM, _terminated)
-    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
-        # Python's own Ctrl-C handler, as in a foreground run: what Dagster copies onto SIGTERM is then
-        # a handler, which processes started later do not inherit (an ignore they would)
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+    if signal.getsignal(signal.SIGINT) in (signal.SIG_IGN, signal.default_int_handler):
+        # Python's own Ctrl-C handler (recording the stop), as in a foreground run: what Dagster copies
+        # onto SIGTERM is then a handler, which processes started later do not inherit (an ignore they would)
+        signal.signal(signal.SIGINT, _interrupted)
 
 
 _sigterm_not_ignored()
