@@ -214,6 +214,7 @@ class QueryService:
             named_document_leg=s.named_document_leg,
             named_subset=s.named_document_subset,
             table_vote=s.table_vote,
+            passage_rank=s.passage_rank,
             language_stems=s.bm25_language_stems,
             multilingual=s.multilingual_vectors,
             disabled=self.disabled,

@@ -701,3 +701,37 @@ def test_without_the_multilingual_model_ingestion_and_retrieval_go_on_and_say_so
         assert any("multilingual model unavailable" in n for n in res.notes), res.notes
     finally:
         multilingual.unavailable.cache_clear()
+
+
+def test_hybrid_candidates_are_reordered_by_where_the_questions_words_sit(kb):
+    """The sentence answering "how long" ("protection continues for ten years") is in a chunk both
+    legs rank below the DMCA's summary of its titles, which repeats "vessel hull design"
+    "protection". Passage rank weighs the question's words by how few candidates hold them and
+    reads the best two-line window with a number beside them: that chunk moves up, the X-ray
+    names the rule with the fused position that came first, and every chunk carries its
+    ``scores.passage_rank``. With the rule switched off the fused (RRF) order stands. Fails if
+    passage ranking does not run, does not move the chunk up, or runs when switched off."""
+    import copy
+
+    from ragaudit.platform.settings import Settings
+
+    q = "How long does protection of a vessel hull design last?"
+    on = QueryService(kb).search(q, top_k=5, mode="hybrid")
+    svc_off = copy.copy(kb)
+    svc_off.settings = Settings(**{**kb.settings.model_dump(), "disabled_rules": "retrieval.passage_rank"})
+    off = QueryService(svc_off).search(q, top_k=5, mode="hybrid")
+
+    def place(res):
+        return next(c.rank for c in res.chunks if "continues for ten years" in c.text)
+
+    assert place(on) < place(off) and place(on) <= 2, ([c.text[:60] for c in on.chunks], place(off))
+    assert all("passage_rank" in c.scores for c in on.chunks)
+    fired = [f for f in on.rules if f.rule == "retrieval.passage_rank"]
+    assert fired and "fused #" in fired[0].reason, on.rules
+    assert not any("passage_rank" in c.scores for c in off.chunks)
+    assert not any(f.rule == "retrieval.passage_rank" for f in off.rules)
+    rrf = [c.scores["rrf"] for c in off.chunks]
+    assert rrf == sorted(rrf, reverse=True)
+    # vector and BM25 modes are the single-retriever baselines: never re-ordered
+    vec = QueryService(kb).search(q, top_k=5, mode="vector")
+    assert not any("passage_rank" in c.scores for c in vec.chunks)

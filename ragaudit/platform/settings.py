@@ -176,6 +176,14 @@ class Settings(BaseSettings):
         "dense leg cannot read a column of numbers; ragaudit.retrieve.retriever.table_votes); not for 'why' "
         "questions",
     )
+    passage_rank: bool = Field(
+        default=True,
+        description="hybrid mode: the fused candidates are re-ordered by where the question's "
+        "words sit in each passage (its best two-line window, terms weighted by how few "
+        "candidates hold them, a value of the asked type nearby) with the fused position, by "
+        "weights fitted on the tuning sets (ragaudit.retrieve.passage_rank; "
+        "python -m bench.passage_rank_fit)",
+    )
     named_document_leg: bool = Field(
         default=True,
         description="when the question names one document (a "

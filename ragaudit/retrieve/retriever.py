@@ -33,6 +33,7 @@ from ragaudit.index.sparse import (
 )
 from ragaudit.index.store import PointHit, VectorStore, point_id, scope_filter
 from ragaudit.platform.rules import Fired, Registry, Rule
+from ragaudit.retrieve import passage_rank
 from ragaudit.retrieve.scope import enforce_scope
 from ragaudit.text.anchors import question_anchors
 from ragaudit.text.authorship import asks_authorship
@@ -277,6 +278,14 @@ RETRIEVAL = Registry(
             lambda *a: None,
         ),
         Rule(
+            "retrieval.passage_rank",
+            "the fused candidates are re-ordered by where the question's words sit in each passage "
+            "(its best two-line window, terms weighted by how few candidates hold them, a value of the "
+            "asked type nearby) with the fused position: both legs score a chunk as a whole, so within "
+            "one document they prefer the passage repeating the question's general words",
+            lambda *a: None,
+        ),
+        Rule(
             "retrieval.title_block",
             "a question asking who wrote a document reads its title block: the opening passage of the "
             "best-ranked document, where a paper, report or judgment prints its authors, comes first",
@@ -329,6 +338,7 @@ class Retriever:
         named_document_leg: bool = False,
         named_subset: int = 3,
         table_vote: bool = False,
+        passage_rank: bool = False,
         language_stems: bool = False,
         multilingual: bool = False,
         disabled: frozenset[str] = frozenset(),
@@ -353,6 +363,8 @@ class Retriever:
         # most documents the question's names may select to rank first (0 = off)
         self.named_subset = named_subset if on["retrieval.named_documents"] else 0
         self.table_vote = table_vote and on["retrieval.table_vote"]  # table chunks naming the question's row
+        # hybrid: the fused candidates re-ordered by passage features (ragaudit.retrieve.passage_rank)
+        self.passage_rank = passage_rank and on["retrieval.passage_rank"]
         self.neighbours_on = on["retrieval.neighbours"]
         self.title_block_on = on["retrieval.title_block"]
         self.language_stems = language_stems  # a question in another language also gets its stems
@@ -572,8 +584,11 @@ class Retriever:
                 )
         rank_of = {name: {pid: r for r, pid in enumerate(ids, start=1)} for name, ids in ranked_ids.items()}
         out: list[RetrievedChunk] = []
+        # passage ranking reads every fused candidate; otherwise only the top_k kept are fetched
+        rank_passages = self.passage_rank and mode is Mode.hybrid and len(hits) > 1 and len(fused) > 1
         if lazy:
-            fused = fused[:top_k]
+            if not rank_passages:
+                fused = fused[:top_k]
             self._fill_payloads(hits, [pid for pid, _ in fused])
         for pid, score in fused:
             src = next(h[pid] for h in hits.values() if pid in h)
@@ -600,6 +615,13 @@ class Retriever:
                 if pid in votes:  # a table chunk: the dense leg abstained, BM25's rank voted for both
                     out[-1].scores["table_vote"] = float(votes[pid])
         timings["fusion"] = (time.perf_counter() - t) * 1000
+        if rank_passages and len(out) > 1:
+            t = started["rerank"] = time.perf_counter()
+            out, note = self._passage_rank(question, out, top_k)
+            if note:
+                notes.append(note)
+                fired.append(Fired("retrieval.passage_rank", "reordered", note))
+            timings["rerank"] = (time.perf_counter() - t) * 1000
         if mode is Mode.hybrid_rerank and out:
             t = started["rerank"] = time.perf_counter()
             pool = out[: self.rerank_candidates]
@@ -645,6 +667,28 @@ class Retriever:
             started=started,
             rules=fired,
         )
+
+    @staticmethod
+    def _passage_rank(question: str, out: list[RetrievedChunk], top_k: int) -> tuple[list[RetrievedChunk], str | None]:
+        """``out`` (the fused candidates, best first) re-ordered by ``passage_rank.order``, each
+        chunk's ``scores["passage_rank"]`` set; and a note when the top ``top_k`` changed (which
+        passage came first and from which fused position), else None."""
+        cands = [passage_rank.Candidate(c.text, c.doc_name, i) for i, c in enumerate(out, start=1)]
+        idx, score = passage_rank.order(question, cands)
+        for c, s in zip(out, score):
+            c.scores["passage_rank"] = round(float(s), 4)
+        ranked = [out[i] for i in idx]
+        if [c.chunk_id for c in ranked[:top_k]] == [c.chunk_id for c in out[:top_k]]:
+            return ranked, None
+        first = idx[0] + 1
+        moved = sum(1 for i in idx[:top_k] if i >= top_k)
+        note = (
+            f"passages re-ordered by where the question's words sit in them: the first passage was "
+            f"fused #{first}"
+            + (f", and {moved} passage(s) from below the fused top {top_k} entered it" if moved else "")
+            + " (scores.passage_rank)"
+        )
+        return ranked, note
 
     def _multilingual_leg(
         self,
