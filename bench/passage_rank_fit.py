@@ -11,7 +11,9 @@ other candidate of the same question, both orders, no intercept; scikit-learn
 
 Prints, per set, hit@1 / hit@5 / hit@10 / MRR of the fused order and of the order by weights fitted
 on the other sets only (leave one set out: the set scored took no part in the fit), the same over
-all questions, and the weights fitted on every set (the ones to ship in ``WEIGHTS``). A set must not
+all questions (a question where passage ranking does not run, because the cross-lingual list, or the
+multilingual one for an English question, ranked candidates, keeps the fused order and takes no part in the fit), and the
+weights fitted on every set (the ones to ship in ``WEIGHTS``). A set must not
 get worse for the weights to ship: this is the check that they carry to documents they were not
 fitted on.
 """
@@ -34,12 +36,15 @@ TUNING = "dev,probes,external,heldout,heldout2,heldout3,heldout16,heldout17,held
 
 
 def candidates(data_root: Path, name: str) -> list[dict]:
-    """``[{set, id, question, parts, cands: [{text, doc, position, holds: [bool per evidence part]}]}]``
-    for the answerable questions of set ``name``, fused order, passage ranking off."""
+    """``[{set, id, question, parts, applies, cands: [{text, doc, position, holds: [bool per evidence
+    part]}]}]`` for the answerable questions of set ``name``, fused order, passage ranking off;
+    ``applies``: whether passage ranking runs for the question (not when the cross-lingual list, or
+    the multilingual one for an English question, ranked candidates)."""
     from ragaudit.evaluate import metrics
     from ragaudit.evaluate.evaluation import evidence_parts, load_dataset, question_scope
     from ragaudit.platform.settings import Settings
     from ragaudit.query import QueryService
+    from ragaudit.retrieve.retriever import non_english
     from ragaudit.services import get_services
     from ragaudit.types import Mode
 
@@ -69,7 +74,21 @@ def candidates(data_root: Path, name: str) -> list[dict]:
             }
             for c in res.chunks
         ]
-        out.append({"set": name, "id": q.id, "question": q.question, "parts": len(parts), "cands": cands})
+        # passage ranking does not run where a model reading across languages ranked candidates
+        fired = {f.rule for f in res.rules}
+        across = "retrieval.cross_lingual" in fired or (
+            "retrieval.multilingual" in fired and non_english(q.question) is None
+        )
+        out.append(
+            {
+                "set": name,
+                "id": q.id,
+                "question": q.question,
+                "parts": len(parts),
+                "cands": cands,
+                "applies": not across,
+            }
+        )
     return out
 
 
@@ -101,6 +120,8 @@ def fit(recs: list[dict], feats: list) -> "object":
 
     xs, ys = [], []
     for r, f in zip(recs, feats):
+        if not r["applies"]:
+            continue
         pos = [i for i, c in enumerate(r["cands"]) if any(c["holds"])]
         neg = [i for i, c in enumerate(r["cands"]) if not any(c["holds"])]
         for p in pos:
@@ -137,10 +158,9 @@ def main() -> int:
         test = [recs[i] for i in idx]
         base = [list(range(len(r["cands"]))) for r in test]
         new = [
-            sorted(
-                range(len(feats[i])),
-                key=lambda j, s=model.decision_function(feats[i]) if len(feats[i]) else []: (-s[j], j),
-            )
+            sorted(range(len(feats[i])), key=lambda j, s=model.decision_function(feats[i]): (-s[j], j))
+            if recs[i]["applies"] and len(feats[i])
+            else list(range(len(feats[i])))
             for i in idx
         ]
         b, n = summary(test, base), summary(test, new)

@@ -405,7 +405,9 @@ def test_a_statement_row_is_found_by_its_whole_label(fresh_services, monkeypatch
 
     # hybrid: the dense leg cannot read the statement's column of numbers (it does not return the
     # chunk at all); BM25's rank votes for it (ragaudit.retrieve.retriever.table_votes), which the X-ray shows
+    # (passage ranking off: it reads the row's label in the chunk too, see below)
     qs = QueryService(svc)
+    qs.retriever.passage_rank = False
     fused = {}
     for on in (True, False):
         qs.retriever.table_vote = on
@@ -414,6 +416,10 @@ def test_a_statement_row_is_found_by_its_whole_label(fresh_services, monkeypatch
     assert fused[True].ranks["vector"] is None and fused[True].scores["table_vote"] == fused[True].ranks["bm25"]
     assert fused[True].rank <= 2 and fused[False].rank > 5, (fused[True].rank, fused[False].rank)
     assert "table_vote" not in fused[False].scores
+    # passage ranking alone also lifts the row: its line holds the question's rarest words with a number
+    qs.retriever.passage_rank = True
+    res = qs.retriever.retrieve(q, Scope(doc_names=[name]), 20, "hybrid")
+    assert next(c.rank for c in res.chunks if "Research and development 7,442" in c.text) <= 5
 
     with_labels = row_rank()
     monkeypatch.setattr(ragaudit.index.sparse, "question_row_terms", lambda text: set())  # words alone
@@ -625,8 +631,9 @@ def test_an_english_question_with_no_word_in_common_reaches_the_german_article_b
     report on elections: BM25 and the English model rank the report first. Fails if the multilingual
     model's comparison (best German passage against the best English one) does not name
     ``retrieval.cross_lingual`` with both scores, if the answering article is not first with it and
-    lower without it, if the answer quotes anything but the German passages
-    (``answer.passage_language``), or if a question the English report answers also fires the rule."""
+    lower without it, if passage ranking (which reads the question's words) re-orders them, if the
+    answer quotes anything but the German passages (``answer.passage_language``), or if a question
+    the English report answers also fires the rule."""
     from tests.conftest import text_pdf
 
     svc = fresh_services
@@ -644,6 +651,9 @@ def test_an_english_question_with_no_word_in_common_reaches_the_german_article_b
     assert rank(res, needle) == 1, [c.text[:40] for c in res.chunks]
     assert res.chunks[0].ranks["multilingual"] == 1 and res.candidates["cross_lingual"][0] == res.chunks[0].chunk_id
     assert res.timings_ms["multilingual"] > 0
+    # the German passage holds none of the question's words: passage ranking, which reads them, does not run
+    assert not any("passage_rank" in c.scores for c in res.chunks)
+    assert not any(f.rule == "retrieval.passage_rank" for f in res.rules)
 
     qs.retriever.cross_lingual = False  # as with the rule switched off (RAGAUDIT_DISABLED_RULES)
     off = qs.retriever.retrieve(question, None, 5, Mode.hybrid)

@@ -634,7 +634,8 @@ class ExtractiveAnswerer:
     bonus (``answer_type_bonus``: 0.3 for the expected type, 0.15 for any number; 0.3 more for a
     table row whose label the question names, rule ``answer.named_row``) +
     ``rank_weight`` x the source's retrieval score / the best source's (retrieval ranks whole
-    passages with both retrievers, a stronger signal than one sentence). Up to ``max_sentences`` sentences scoring at
+    passages with both retrievers, a stronger signal than one sentence; the fused RRF score when
+    passage ranking re-ordered them). Up to ``max_sentences`` sentences scoring at
     least ``relative`` x the best, of the document of the highest-ranked passage among them
     (``select_sentences``), are returned in source order.
     """
@@ -710,7 +711,9 @@ class ExtractiveAnswerer:
         top = max(bm25) or 1.0
         qvec = self.embedder.embed_query(question) if query_vector is None else np.asarray(query_vector)
         dense, exact = self._dense_scores(qvec, sents, sources)
-        fused = [max(float(c.score), 0.0) for c in sources]
+        # both legs' fused (RRF) score where passage ranking re-ordered the sources: the order already
+        # holds the passage features, the weight keeps the two retrievers' agreement
+        fused = [max(float(c.scores["rrf"] if "passage_rank" in c.scores else c.score), 0.0) for c in sources]
         best_fused = max(fused) or 1.0
         parts = []
         for s, b in zip(sents, bm25):

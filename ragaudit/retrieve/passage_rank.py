@@ -44,13 +44,13 @@ from ragaudit.text.anchors import question_anchors
 
 # feature name -> weight (pairwise logistic regression on the tuning sets; bench/passage_rank_fit.py)
 WEIGHTS: dict[str, float] = {
-    "fused_rr": 5.73,
-    "log_position": -0.79,
-    "document_best": 1.54,
-    "number_density": 2.5,
-    "window_coverage": 3.96,
-    "typed_window_coverage": 3.12,
-    "chunk_coverage": 1.17,
+    "fused_rr": 6.33,
+    "log_position": -0.84,
+    "document_best": 1.04,
+    "number_density": 3.83,
+    "window_coverage": 4.28,
+    "typed_window_coverage": 2.88,
+    "chunk_coverage": 1.07,
 }
 FEATURES = tuple(WEIGHTS)
 # a question's proper names weigh this share of their local IDF: they pick the document, not the passage

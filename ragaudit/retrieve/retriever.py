@@ -526,6 +526,9 @@ class Retriever:
                 pid for pid in ranked_ids["vector"] if not hits["vector"][pid].payload.get("language")
             ]
         votes: dict[str, int] = {}
+        # a model reading across languages ranked candidates in another language than the question's:
+        # their words are not the question's
+        across_languages = "multilingual" in hits and non_english(question) is None
         if len(hits) == 1:
             ((name, only),) = hits.items()
             fused = [(pid, h.score) for pid, h in only.items()]
@@ -556,6 +559,7 @@ class Retriever:
                 # the multilingual model's time, with its leg's (query_logs.multilingual_ms)
                 timings["multilingual"] = timings.get("multilingual", 0.0) + (time.perf_counter() - t_cross) * 1000
                 if crossed is not None:
+                    across_languages = True
                     ranked_ids, note, foreign_doc = crossed
                     fused, votes = self._fuse(question, hits, ranked_ids)
                     if by_names and foreign_doc not in doc_ids:
@@ -585,7 +589,11 @@ class Retriever:
         rank_of = {name: {pid: r for r, pid in enumerate(ids, start=1)} for name, ids in ranked_ids.items()}
         out: list[RetrievedChunk] = []
         # passage ranking reads every fused candidate; otherwise only the top_k kept are fetched
-        rank_passages = self.passage_rank and mode is Mode.hybrid and len(hits) > 1 and len(fused) > 1
+        # (not when a model reading across languages ranked candidates for an English question: a
+        # passage in another language holds none of its words, which is why that model was asked)
+        rank_passages = (
+            self.passage_rank and mode is Mode.hybrid and len(hits) > 1 and len(fused) > 1 and not across_languages
+        )
         if lazy:
             if not rank_passages:
                 fused = fused[:top_k]
@@ -671,12 +679,14 @@ class Retriever:
     @staticmethod
     def _passage_rank(question: str, out: list[RetrievedChunk], top_k: int) -> tuple[list[RetrievedChunk], str | None]:
         """``out`` (the fused candidates, best first) re-ordered by ``passage_rank.order``, each
-        chunk's ``scores["passage_rank"]`` set; and a note when the top ``top_k`` changed (which
+        chunk's ``score`` and ``scores["passage_rank"]`` set to its passage-rank score (the RRF
+        score stays in ``scores["rrf"]``); and a note when the top ``top_k`` changed (which
         passage came first and from which fused position), else None."""
         cands = [passage_rank.Candidate(c.text, c.doc_name, i) for i, c in enumerate(out, start=1)]
         idx, score = passage_rank.order(question, cands)
         for c, s in zip(out, score):
             c.scores["passage_rank"] = round(float(s), 4)
+            c.score = float(s)  # the final order's score, as the cross-encoder's in hybrid_rerank
         ranked = [out[i] for i in idx]
         if [c.chunk_id for c in ranked[:top_k]] == [c.chunk_id for c in out[:top_k]]:
             return ranked, None
