@@ -114,6 +114,12 @@ def summary(recs: list[dict], orders: list[list[int]]) -> dict[str, float]:
     }
 
 
+def _row(name: str, questions: int, fused: dict, ranked: dict) -> str:
+    """One markdown row: set, questions, then hit@1 / hit@5 / hit@10 / MRR of both orders."""
+    cells = [" / ".join(f"{m[k]:.3f}" for k in m) for m in (fused, ranked)]
+    return f"| {name} | {questions} | {cells[0]} | {cells[1]} |"
+
+
 def fit(recs: list[dict], feats: list) -> "object":
     import numpy as np
     from sklearn.linear_model import LogisticRegression
@@ -138,7 +144,6 @@ def main() -> int:
     ap.add_argument("--save", type=Path)
     args = ap.parse_args()
     logging.disable(logging.WARNING)
-    import numpy as np
 
     from ragaudit.retrieve.passage_rank import FEATURES, Candidate, features
 
@@ -168,28 +173,15 @@ def main() -> int:
         base_all += base
         new_all += new
         recs_all += test
-        print(
-            f"| {name} | {len(test)} | "
-            + " / ".join(f"{b[k]:.3f}" for k in b)
-            + " | "
-            + " / ".join(f"{n[k]:.3f}" for k in n)
-            + " |"
-        )
+        print(_row(name, len(test), b, n))
     b, n = summary(recs_all, base_all), summary(recs_all, new_all)
     rows["all"] = {"questions": len(recs_all), "fused": b, "passage_rank": n}
-    print(
-        f"| all | {len(recs_all)} | "
-        + " / ".join(f"{b[k]:.3f}" for k in b)
-        + " | "
-        + " / ".join(f"{n[k]:.3f}" for k in n)
-        + " |"
-    )
+    print(_row("all", len(recs_all), b, n))
     model = fit(recs, feats)
     weights = {f: round(float(w), 2) for f, w in zip(FEATURES, model.coef_[0])}
     print("weights fitted on every set:", json.dumps(weights))
     if args.save:
         args.save.write_text(json.dumps({"sets": rows, "weights": weights}, indent=1) + "\n")
-    _ = np
     return 0
 
 

@@ -41,6 +41,7 @@ import numpy as np
 
 from ragaudit.index.sparse import tokenize
 from ragaudit.text.anchors import question_anchors
+from ragaudit.text.answer_types import HAS_NUMBER
 
 # feature name -> weight (pairwise logistic regression on the tuning sets; bench/passage_rank_fit.py)
 WEIGHTS: dict[str, float] = {
@@ -49,7 +50,7 @@ WEIGHTS: dict[str, float] = {
     "document_best": 1.04,
     "number_density": 3.83,
     "window_coverage": 4.28,
-    "typed_window_coverage": 2.88,
+    "typed_window_coverage": 2.9,
     "chunk_coverage": 1.07,
 }
 FEATURES = tuple(WEIGHTS)
@@ -90,7 +91,7 @@ def answer_type(question: str) -> str | None:
 
 def _has_type(text: str, kind: str | None) -> bool:
     if kind == "number":
-        return bool(_NUMBER.search(text))
+        return bool(HAS_NUMBER.search(text))  # digits or a number written out ("ten years")
     if kind == "date":
         return bool(_DATE.search(text))
     if kind == "person":
