@@ -101,6 +101,11 @@ class Ranks(BaseModel):
         description="rank in the multilingual leg's list (a chunk of a document not in English; its vector rank "
         "is then null); absent when that leg did not run",
     )
+    fused: int | None = Field(
+        default=None,
+        description="position in the fused (RRF) list when passage ranking re-ordered it (hybrid mode; "
+        "``rank`` is then the final position); absent otherwise",
+    )
 
 
 class RetrievedOut(BaseModel):
@@ -119,7 +124,7 @@ class RetrievedOut(BaseModel):
     score: float
     ranks: Ranks
     scores: dict[str, float | None] = Field(
-        default_factory=dict, description="vector (cosine), bm25, rrf and rerank scores"
+        default_factory=dict, description="vector (cosine), bm25, rrf, passage_rank and rerank scores"
     )
     section: str = ""
     strategy: str | None = None

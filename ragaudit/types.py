@@ -336,6 +336,7 @@ class RetrievedChunk:
                 "vector": self.ranks.get("vector"),
                 "bm25": self.ranks.get("bm25"),
                 **({"multilingual": self.ranks["multilingual"]} if "multilingual" in self.ranks else {}),
+                **({"fused": self.ranks["fused"]} if "fused" in self.ranks else {}),
             },
             "scores": dict(self.scores),
             "section": self.payload.get("section") or "",

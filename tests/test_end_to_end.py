@@ -24,8 +24,8 @@ def test_dmca_question_cites_page_one(kb):
     )
     top = [r for r in out["retrieved"] if r["neighbor_of"] is None]
     assert [r["rank"] for r in top] == [1, 2, 3, 4, 5]
-    for r in top:
-        assert set(r["ranks"]) == {"vector", "bm25"}
+    for r in top:  # "fused": the RRF position, passage ranking re-ordered the list
+        assert set(r["ranks"]) == {"vector", "bm25", "fused"}
         assert r["ranks"]["vector"] is not None or r["ranks"]["bm25"] is not None
     for r in out["retrieved"][5:]:  # neighbours of chunks cut from a list/table: same section, next chunk
         src = next(x for x in top if x["chunk_id"] == r["neighbor_of"])

@@ -108,7 +108,7 @@ export interface Retrieved {
   text: string;
   score: number;
   // multilingual: a chunk of a document not in English, ranked by the multilingual model in place of vector
-  ranks: { vector: number | null; bm25: number | null; multilingual?: number | null };
+  ranks: { vector: number | null; bm25: number | null; multilingual?: number | null; fused?: number | null };
   scores: Record<string, number | null>;
   section?: string;
   strategy?: string | null;

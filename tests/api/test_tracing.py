@@ -174,7 +174,7 @@ def test_query_trace_spans_carry_the_timings_of_its_query_logs_row(kb, otlp_env)
         row = row_of(client.app, body["query_id"])
     tid = body["trace_id"]
     assert re.fullmatch(r"[0-9a-f]{32}", tid) and row.trace_id == tid
-    spans = otlp_env.trace(tid, {"POST /query", "ragaudit.query", *ROW_STAGES, "neighbors", "generation"})
+    spans = otlp_env.trace(tid, {"POST /query", "ragaudit.query", *ROW_STAGES, "rerank", "neighbors", "generation"})
     root = spans["ragaudit.query"]
     http = spans["POST /query"]  # FastAPI's own request span (global provider) is the trace's root
     assert http.parent == "" and root.service == "ragaudit"
@@ -185,20 +185,26 @@ def test_query_trace_spans_carry_the_timings_of_its_query_logs_row(kb, otlp_env)
     assert up is http
     assert root.attrs["ragaudit.query_id"] == row.id and root.attrs["ragaudit.endpoint"] == "query"
     assert abs(root.ms - row.total_ms) < 1e-6 and root.attrs["ragaudit.total_ms"] == row.total_ms
-    for stage, col in {**ROW_STAGES, "generation": "generation_ms"}.items():
+    # hybrid: passage ranking is the rerank stage (rerank_ms)
+    for stage, col in {**ROW_STAGES, "rerank": "rerank_ms", "generation": "generation_ms"}.items():
         sp = spans[stage]
         assert sp.parent == root.span_id, stage
         assert sp.attrs["ragaudit.ms"] == getattr(row, col), stage
         assert abs(sp.ms - getattr(row, col)) < 1e-6, (stage, sp.ms, getattr(row, col))
     assert abs(spans["neighbors"].ms - body["timings_ms"]["neighbors"]) < 1e-6
-    order = [spans[s] for s in ("embed", "vector", "bm25", "fusion", "neighbors", "generation")]
+    order = [spans[s] for s in ("embed", "vector", "bm25", "fusion", "rerank", "neighbors", "generation")]
     slack = 10_000  # ns: durations are the row's numbers, rounded to 0.01 ms
     assert root.start <= order[0].start and order[-1].end <= root.end + slack
     assert all(a.end <= b.start + slack for a, b in zip(order, order[1:]))
     gen = spans["generation"].attrs
     assert gen["gen_ai.request.model"] == row.model == "extractive"
     assert gen["gen_ai.usage.input_tokens"] == row.prompt_tokens and gen["ragaudit.cost_usd"] == row.cost_usd == 0.0
-    assert "rerank" not in spans  # a stage that did not run has no span
+    # a stage that did not run has no span: a BM25 query embeds nothing, searches no vectors and
+    # ranks no passages
+    with TestClient(create_app(kb.settings)) as client:
+        bm25 = client.post("/query", json={"question": f"{question} (bm25)", "mode": "bm25"}).json()
+    lexical = otlp_env.trace(bm25["trace_id"], {"POST /query", "ragaudit.query", "bm25", "fusion", "generation"})
+    assert not {"embed", "vector", "rerank"} & set(lexical), sorted(lexical)
 
 
 def test_search_stream_and_cache_hit_are_traced_with_their_rows(kb, otlp_env):

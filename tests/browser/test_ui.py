@@ -218,8 +218,8 @@ def test_ui_end_to_end(server, tmp_path):
     the gold answer or its citation names another page; the concise answer the API shows is not
     shown above the quote; the citation dialog lacks the highlighted
     quote or its PDF button does not open the stored PDF at that page with API keys set (a plain
-    link cannot send the key), or the admin document page's "open" does not; switching the X-ray to bm25 does not
-    change the ranks (vector ranks must vanish); the scope picker's document and page range are not
+    link cannot send the key), or the admin document page's "open" does not; switching the X-ray to vector does not
+    change the ranks (BM25 ranks and passage-rank scores must vanish); the scope picker's document and page range are not
     sent or a chunk outside them is shown; two quotes of one source are listed alike or one inline
     citation opens another's quote; the admin list shows chunks of another document or
     a wrong total; a non-verbatim evidence edit is saved; the X-ray's timings legend names a stage that did not run; the evaluation page offers hybrid_rerank with no reranker configured, or shows no per-mode interval;
@@ -282,10 +282,15 @@ def test_ui_end_to_end(server, tmp_path):
     # the tab names the document (and the cited page), not the blob's id
     assert s["pdf"]["title"] == f"{DOC} \u2013 page {q['page']}", s["pdf"]
     assert s["admin_pdf"]["title"] == DOC, s["admin_pdf"]
-    # X-ray: bm25 run has no vector ranks, hybrid had some; ranks moved or chunks changed
+    # X-ray: the vector run has no BM25 ranks, hybrid had some; ranks moved or chunks changed
     before, after = s["xray"]["before"], s["xray"]["after"]
-    assert any(r["vector"] != "–" for r in before) and all(r["vector"] == "–" for r in after)
-    assert all(r["bm25"] != "–" for r in after)
+    assert any(r["bm25"] != "–" for r in before) and all(r["bm25"] == "–" for r in after)
+    assert all(r["vector"] != "–" for r in after)
+    # hybrid re-orders the fused candidates by passage rank: each row shows its fused (RRF) position
+    # and its passage-rank score; a vector run is the single retriever's order, with neither
+    assert all(r["fused"].isdigit() for r in before), before
+    ranked = [r for r in before if "(neighbour)" not in r["label"]]  # a neighbour chunk is added after ranking
+    assert ranked and all(r["passage_rank"] != "–" for r in ranked) and all(r["passage_rank"] == "–" for r in after)
     assert [r["chunk"] for r in before] != [r["chunk"] for r in after] or any(r["moved"] != "=" for r in after)
     # the citations diff names each added or removed cited chunk by document and page
     diff = re.fullmatch(
@@ -295,9 +300,11 @@ def test_ui_end_to_end(server, tmp_path):
     for count, names in ((diff[1], diff[2]), (diff[3], diff[4])):
         assert (int(count) == 0) == (names is None), s["xray"]["citations_diff"]
         assert names is None or all(re.fullmatch(rf"{re.escape(DOC)} p\.\d+", n) for n in names.split(", ")), names
-    # the timings legend names the stages that ran: no reranker is configured, so no rerank
-    assert {"embed", "vector", "bm25", "fusion", "generation"} <= set(s["legend"]), s["legend"]
-    assert "rerank" not in s["legend"], s["legend"]
+    # the timings legend names the stages that ran: in hybrid mode passage ranking is the rerank
+    # stage (no cross-encoder is configured); no name outside the API's stages
+    assert {"embed", "vector", "bm25", "fusion", "rerank", "generation"} <= set(s["legend"]), s["legend"]
+    stages = {"embed", "vector", "bm25", "document", "fusion", "rerank", "neighbors", "gate", "generation"}
+    assert set(s["legend"]) <= stages, s["legend"]
     # each row shows its chunk's opening words, so chunks of one page are told apart
     for r in before:
         assert r["snippet"].strip("“”…") and r["snippet"].strip("“”…")[:20] in " ".join(

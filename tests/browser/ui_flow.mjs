@@ -112,15 +112,18 @@ try {
   const before = await turn.locator("[data-testid=xray] [data-testid=xray-row]").evaluateAll((rows) =>
     rows.map((r) => ({ chunk: r.dataset.chunk, vector: r.querySelector("[data-testid=rank-vector]").innerText.split("\n")[0],
       bm25: r.querySelector("[data-testid=rank-bm25]").innerText.split("\n")[0],
+      fused: r.querySelector("[data-testid=rank-fused]").innerText.split("\n")[0],
+      passage_rank: r.querySelector("[data-testid=rerank-score]").innerText,
       label: r.querySelector("td:nth-child(2) span").innerText, snippet: r.querySelector("[data-testid=xray-snippet]").innerText })));
   out.steps.legend = await turn.locator("[data-testid=timings-bar] .recharts-legend-item-text").allInnerTexts();
   await turn.getByTestId("xray-mode").click();
-  await page.getByRole("option", { name: "bm25", exact: true }).click();
+  await page.getByRole("option", { name: "vector", exact: true }).click();
   await turn.getByTestId("rerun").click();
   await turn.getByTestId("compare").waitFor();
-  const after = await turn.locator("[data-testid=compare] [data-testid=xray][data-mode=bm25] [data-testid=xray-row]").evaluateAll((rows) =>
+  const after = await turn.locator("[data-testid=compare] [data-testid=xray][data-mode=vector] [data-testid=xray-row]").evaluateAll((rows) =>
     rows.map((r) => ({ chunk: r.dataset.chunk, vector: r.querySelector("[data-testid=rank-vector]").innerText.split("\n")[0],
       bm25: r.querySelector("[data-testid=rank-bm25]").innerText.split("\n")[0],
+      passage_rank: r.querySelector("[data-testid=rerank-score]").innerText,
       moved: r.querySelector("[data-testid=moved]").innerText })));
   const citationsDiff = await turn.locator("[data-testid=compare] [data-testid=citations-diff]").innerText();
   out.steps.xray = { before, after, citations_diff: citationsDiff };

@@ -103,7 +103,7 @@ export function XRay({ run, previous, title }: { run: Answer; previous?: Answer;
                   )}
                 </TableCell>
                 <TableCell data-testid="rank-bm25">{r.ranks.bm25 ?? "–"}<br /><small>{fmt(r.scores.bm25, 2)}</small></TableCell>
-                <TableCell>{r.rank}<br /><small>{fmt(r.scores.rrf ?? r.score, 4)}</small></TableCell>
+                <TableCell data-testid="rank-fused">{r.ranks.fused ?? r.rank}<br /><small>{fmt(r.scores.rrf ?? r.score, 4)}</small></TableCell>
                 <TableCell data-testid="rerank-score">
                   {r.scores.rerank != null ? fmt(r.scores.rerank) : r.scores.passage_rank != null ? (
                     <MuiTooltip title="passage rank: where the question's words sit in the passage, with its fused position">
