@@ -680,8 +680,9 @@ class Retriever:
     def _passage_rank(question: str, out: list[RetrievedChunk], top_k: int) -> tuple[list[RetrievedChunk], str | None]:
         """``out`` (the fused candidates, best first) re-ordered by ``passage_rank.order``, each
         chunk's ``score`` and ``scores["passage_rank"]`` set to its passage-rank score (the RRF
-        score stays in ``scores["rrf"]``, its fused position in ``ranks["fused"]``); and a note when the top ``top_k`` changed (which
-        passage came first and from which fused position), else None."""
+        score stays in ``scores["rrf"]``, its fused position in ``ranks["fused"]``); and a note
+        when the top ``top_k`` changed (which passage came first and from which fused position),
+        else None."""
         cands = [passage_rank.Candidate(c.text, c.doc_name, i) for i, c in enumerate(out, start=1)]
         idx, score = passage_rank.order(question, cands)
         for position, (c, s) in enumerate(zip(out, score), start=1):
