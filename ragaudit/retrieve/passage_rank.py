@@ -140,7 +140,8 @@ def features(question: str, candidates: Sequence[Candidate]) -> np.ndarray:
     terms = question_terms(question)
     names = set(tokenize(" ".join(a.text for a in question_anchors(question) if a.kind == "name")))
     kind = answer_type(question)
-    segs = [[_segment_terms(x) for x in segments(c.text)] for c in candidates]
+    texts = [segments(c.text) for c in candidates]
+    segs = [[_segment_terms(x) for x in lines] for lines in texts]
     token_sets = [frozenset().union(*s) for s in segs]
     n = len(candidates)
     weight = {t: math.log((n + 1) / (1 + sum(1 for ts in token_sets if t in ts))) for t in terms}
@@ -150,8 +151,7 @@ def features(question: str, candidates: Sequence[Candidate]) -> np.ndarray:
     for c in candidates:
         best_of_doc[c.doc] = min(best_of_doc.get(c.doc, c.position), c.position)
     out = np.zeros((n, len(FEATURES)))
-    for i, (c, held) in enumerate(zip(candidates, token_sets)):
-        lines = segments(c.text)
+    for i, (c, held, lines) in enumerate(zip(candidates, token_sets, texts)):
         best = typed = 0.0
         for j in range(len(lines)):
             words = segs[i][j] | segs[i][j + 1] if j + 1 < len(lines) else segs[i][j]
