@@ -10,7 +10,7 @@ the set name in the question id otherwise (``probe1``, ``probe2``, ``ext1``, ``e
 ``heldout``, ``heldout2``, ``heldout3``, ``heldout4``, ``heldout5``, ``heldout6``,
 ``heldout7``, ``heldout8``, ``heldout9``, ``heldout10``, ``heldout11``, ``heldout12``,
 ``heldout13``, ``heldout14``, ``heldout15``, ``heldout16``, ``heldout17``, ``heldout18``,
-``heldout19``, ``heldout20``).
+``heldout19``, ``heldout20``, ``heldout21``).
 ``--disable`` switches rules off by name (``RAGAUDIT_DISABLED_RULES``), as the ablation does
 (``bench/rule_ablation.py``).
 The held-out sets (``HELD_OUT``) and the former held-out sets are scored only when named.
@@ -64,6 +64,7 @@ SETS = {
     "heldout18": ([ROOT / "bench/heldout18/pdfs", SHARED / "pdfs"], ROOT / "bench/heldout18/questions.jsonl"),
     "heldout19": ([ROOT / "bench/heldout19/pdfs", SHARED / "pdfs"], ROOT / "bench/heldout19/questions.jsonl"),
     "heldout20": ([ROOT / "bench/heldout20/pdfs", SHARED / "pdfs"], ROOT / "bench/heldout20/questions.jsonl"),
+    "heldout21": ([ROOT / "bench/heldout21/pdfs", SHARED / "pdfs"], ROOT / "bench/heldout21/questions.jsonl"),
 }
 # sets nobody has looked at the failures of: scored once per release, when named, and never ablated
 # or calibrated on. ``heldout``, ``heldout2``, ``heldout3``, ``heldout16``, ``heldout17`` and
@@ -85,6 +86,7 @@ HELD_OUT = frozenset(
         "heldout15",
         "heldout19",
         "heldout20",
+        "heldout21",
     }
 )
 
