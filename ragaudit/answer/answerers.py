@@ -373,6 +373,80 @@ def _sentences(sources: list[RetrievedChunk], authors: bool = False) -> list[_Se
     return out
 
 
+# a quoted line is completed over at most this many lines of its sentence either side, and to at
+# most this many characters: beyond that the line is not a wrapped sentence's piece
+FRAGMENT_LINES = 3
+FRAGMENT_CHARS = 400
+_CAPTION_LINE = re.compile(r"(?:Table|Figure|Fig\.|Exhibit|Chart)\s+[\dA-Z]")
+_SENTENCE_END = re.compile(r"[.!?。！？]['\")\]”’]*\s*$")
+
+
+def _complete_fragment(s: _Sentence) -> _Sentence:
+    """``s``, or the whole sentence of which it is a line. On a page set in columns each line of a
+    column is read as a sentence of its own (``ragaudit.text.sentences``), so the best-scoring
+    unit can be a piece of a wrapped sentence ("We propose a technique called"). A piece ends
+    without final punctuation (and is not a table's row of values) or starts in lower case; it is
+    joined with the lines before and after it that go on with its sentence, up to the line ending
+    it (final punctuation: a line ending in ":" or ";", a lead-in or a list's item, ends none). A
+    line goes on with the one before when both are lines of one paragraph (one line break
+    apart, neither a row of values), the one before has no final punctuation, and the line starts
+    in lower case, or starts with a capital after a line of four words or more, at least half as
+    wide as its widest neighbour, ending in a lower-case word, a comma or a hyphen: a heading
+    above a paragraph ("1 Introduction", "Savings clauses"), a caption ("Table 3-1 ...") or a
+    footnote below a line is not joined. Only when the sentence's end is found within ``FRAGMENT_LINES`` lines and the whole
+    holds at most ``FRAGMENT_CHARS`` characters; otherwise ``s`` as it is."""
+    text = s.text.strip()
+    if not text or is_value_row(text) or (TERMINAL.search(text) and not text[0].islower()):
+        return s
+    spans = source_sentence_spans(s.chunk)
+    at = next((i for i, (a, b) in enumerate(spans) if a == s.start and b == s.end), None)
+    if at is None:
+        return s
+    body = s.chunk.text
+
+    def line(k: int) -> str:
+        return body[spans[k][0] : spans[k][1]].strip()
+
+    def continues(k: int) -> bool:  # line k goes on with the sentence of line k - 1
+        if k <= 0 or k >= len(spans):
+            return False
+        gap = body[spans[k - 1][1] : spans[k][0]]
+        before, here = line(k - 1), line(k)
+        if gap.strip() or gap.count("\n") != 1 or not before or not here:
+            return False
+        if TERMINAL.search(before) or is_value_row(before) or is_value_row(here):
+            return False
+        if here[0].islower():
+            return True
+        # a capitalised line ("Unrestricted Relation Discovery ...") goes on only after a line of
+        # four words or more, as long as half its longest neighbour (a wrapped line fills its
+        # column; a heading or caption does not), that ends in a lower-case word, a comma or a hyphen
+        words = before.split()
+        near = range(max(0, k - 3), min(len(spans), k + 3))
+        widest = max(len(x.strip()) for j in near for x in line(j).split("\n"))
+        return (
+            here[0].isalpha()
+            and (words[-1][0].islower() or before[-1] in ",-")
+            and len(words) >= 4
+            and len(before.split("\n")[-1].strip()) >= 0.5 * widest
+            and not _CAPTION_LINE.match(before)
+        )
+
+    start, end = at, at
+    while not _SENTENCE_END.search(line(end)):  # a lead-in's ":" or a list's ";" ends no sentence here
+        if end - at >= FRAGMENT_LINES or not continues(end + 1):
+            return s
+        end += 1
+    while continues(start):
+        if at - start >= FRAGMENT_LINES:
+            return s
+        start -= 1
+    if (start, end) == (at, at) or spans[end][1] - spans[start][0] > FRAGMENT_CHARS:
+        return s
+    a, b = spans[start][0], spans[end][1]
+    return _Sentence(s.n, s.chunk, a, b, body[a:b])
+
+
 def _distinct(sents: list[_Sentence]) -> list[_Sentence]:
     """``sents`` (in order) with each sentence's text (whitespace-normalised) quoted once:
     overlapping chunks of one document share sentences, and a chunk that starts or ends inside a
@@ -985,7 +1059,7 @@ class ExtractiveAnswerer:
         fired = self._named_rows(question, picked) + fired
         if extra is not None:  # the sentence the concise answer comes from is quoted with it
             picked = sorted([*picked, extra], key=lambda s: (s.n, s.start))
-        picked = _distinct(picked)
+        picked = _distinct([_complete_fragment(s) for s in picked])
         parts, cites = [], []
         for s in picked:
             parts.append(f"{escape_markers(normalize_ws(s.text))} [{s.n}]")
