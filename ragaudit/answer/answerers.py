@@ -393,10 +393,13 @@ def _complete_fragment(s: _Sentence) -> _Sentence:
     in lower case, or starts with a capital after a line of four words or more, at least half as
     wide as its widest neighbour, ending in a lower-case word, a comma or a hyphen: a heading
     above a paragraph ("1 Introduction", "Savings clauses"), a caption ("Table 3-1 ...") or a
-    footnote below a line is not joined. Only when the sentence's end is found within ``FRAGMENT_LINES`` lines and the whole
-    holds at most ``FRAGMENT_CHARS`` characters; otherwise ``s`` as it is."""
+    footnote below a line is not joined, nor is a form's field ("Closing balance of the reserve
+    fund: 48,215 dollars"). Only when the sentence's end is found within ``FRAGMENT_LINES`` lines
+    and the whole holds at most ``FRAGMENT_CHARS`` characters; otherwise ``s`` as it is."""
     text = s.text.strip()
     if not text or is_value_row(text) or (TERMINAL.search(text) and not text[0].islower()):
+        return s
+    if ":" in text and not text[0].islower():  # a form's field, or a label and its value
         return s
     spans = source_sentence_spans(s.chunk)
     at = next((i for i, (a, b) in enumerate(spans) if a == s.start and b == s.end), None)

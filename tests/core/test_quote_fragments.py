@@ -1,7 +1,7 @@
 """A quoted line of a column is completed to its sentence. On a page set in columns every line of a
 column is read as a sentence of its own, so the best-scoring unit can be a piece of a wrapped
 sentence ("We propose a technique called"); the answer quotes the whole sentence, and never joins
-a heading, a caption, a table's row or a lead-in to the prose around it."""
+a heading, a caption, a table's row, a lead-in or a form's field to the prose around it."""
 
 from __future__ import annotations
 
@@ -28,6 +28,8 @@ LINES = [
     "summer months of that year and then",
     "published it.",
     "The results of the vote were as follows:",
+    "Closing balance of the reserve fund: 48,215 dollars",
+    "The Harbour Lantern Cooperative keeps its reserve fund in a separate account.",
 ]
 SENTENCE = (
     "We propose a technique called Unrestricted Relation Discovery that discovers all possible "
@@ -61,9 +63,9 @@ def test_a_line_of_a_wrapped_sentence_is_completed_both_ways():
         assert _ws(_complete_fragment(_line(c, piece)).text) == SENTENCE, piece
 
 
-def test_headings_captions_rows_and_lead_ins_are_not_joined():
+def test_headings_captions_rows_lead_ins_and_form_fields_are_not_joined():
     c = _column_chunk()
-    for line in (LINES[0], LINES[5], LINES[6], LINES[7], LINES[8], LINES[9], LINES[15]):
+    for line in (LINES[0], LINES[5], LINES[6], LINES[7], LINES[8], LINES[9], LINES[15], LINES[16]):
         s = _line(c, line)
         assert _complete_fragment(s) is s, line
 
