@@ -100,6 +100,12 @@ class _Sentence:
 
 
 _ENDS_WITH_IDENTIFIER = re.compile(r"(?<!\S)(?=[\w/-]*\d)(?=[\w/-]*[-/A-Za-z])[A-Za-z0-9]+(?:[-/][A-Za-z0-9]+)*$")
+# a line ending in an amount (thousands separators, two decimals, a currency sign, a sign or
+# brackets, a percentage: "Total Expenses -21,805.37", "Cash 4,269.70") is a labelled value, as a
+# one-column statement prints it; a heading ends in a year or a section number ("Act of 1998")
+_ENDS_WITH_AMOUNT = re.compile(
+    r"(?<!\S)(?:[-+(]?[$€£]\s?\d[\d,.]*|[-+(]?\d{1,3}(?:[,.]\d{3})+(?:[.,]\d+)?|[-+(]?\d+[.,]\d\d|[-+(]\d[\d,.]*|\d[\d,.]*\s?%)\)?$"
+)
 
 
 def _heading_like(text: str) -> bool:
@@ -111,20 +117,24 @@ def _heading_like(text: str) -> bool:
     t = text.strip()
     if t.endswith((".", "?", "!", ";", "。")) or ":" in t:  # "Aircraft Damage: Substantial" is a form field
         return False
-    if _ENDS_WITH_IDENTIFIER.search(t) or is_value_row(t):
+    if _ENDS_WITH_IDENTIFIER.search(t) or _ENDS_WITH_AMOUNT.search(t) or is_value_row(t):
         return False
     words = [w for w in re.findall(r"[^\W\d_]+", t) if len(w) > 3]
     return len(words) >= 2 and sum(w[0].isupper() for w in words) / len(words) >= 0.8
 
 
-# one period of a table's column header: a month and day ("April 30," "Sept. 24", with or without its year), or a year
-_HEADER_PERIOD = rf"(?>{MONTH_PREFIX}\s+\d{{1,2}},?(?:\s+(?:19|20)\d\d)?|(?:19|20)\d\d)"
-_COLUMN_HEADER = re.compile(rf"(?i)^\s*{_HEADER_PERIOD}(?:\s+(?:and\s+)?{_HEADER_PERIOD})+\s*$")
+# one period of a table's column header: a quarter or a month and its year ("Q1 2023", "August
+# 2023"), a month and day ("April 30," "Sept. 24", with or without its year), or a year
+_HEADER_PERIOD = rf"(?>Q[1-4]\s+(?:19|20)\d\d(?!\d)|{MONTH_PREFIX}\s+(?:19|20)\d\d(?!\d)|{MONTH_PREFIX}\s+\d{{1,2}},?(?:\s+(?:19|20)\d\d)?|(?:19|20)\d\d)"
+_COLUMN_HEADER = re.compile(
+    rf"(?i)^\s*{_HEADER_PERIOD}(?:(?:\s+(?:and|through|to|vs\.?|versus)\s+|\s*[–-]\s*|\s+){_HEADER_PERIOD})+\s*$"
+)
 
 
 def column_header(text: str) -> bool:
-    """A table's column header of periods, two or more month-and-day or year cells and nothing
-    else ("April 30, May 1,", "2023 2022", "June 25, June 26, June 25, June 26,"): it says which
+    """A table's column header of periods, two or more month-and-day, month-and-year or year cells
+    and nothing else ("April 30, May 1,", "2023 2022", "June 25, June 26, June 25, June 26,", "Q1
+    2022 Q1 2023", a report's "August 2023 through January 2024"): it says which
     column holds which period, not what any value is, so it is never quoted on its own (the
     concise answer still reads it above a row: ``_text_before``)."""
     return _COLUMN_HEADER.match(text) is not None
@@ -470,19 +480,41 @@ def _distinct(sents: list[_Sentence]) -> list[_Sentence]:
     return [s for _, s in out]
 
 
+# a value row is read with at most this many label lines of its table (``_row_group``)
+ROW_LABEL_LINES = 3
+
+
 def _row_group(sent: "_Sentence") -> str:
-    """The group label a table row sits under ("AWS" over "Net sales ... / Operating income $
-    6,518 $ 5,123", "Current liabilities:"): the nearest line above it in its chunk that is neither a
-    row nor longer than six words, when only rows lie between; else "". A row is read with it, as
-    a reader of the table would: the row alone does not say whose operating income it is."""
+    """The labels a table row sits under, nearest first: the short lines above the table's rows in
+    its chunk — a group label ("AWS" over "Net sales ... / Operating income $ 6,518 $ 5,123",
+    "Current liabilities:"), the column headings ("Hour*Rate Hours Total") and the table's own
+    label ("SALARY" over them) — at most ``ROW_LABEL_LINES`` lines of at most six words without
+    digits, passing over a heading of periods ("2023 2022"). The walk stops at a longer line, a
+    sentence, a label ending in a colon (a group's label belongs to its rows only) or a row above
+    the labels (another table). A row is read with them, as a reader of the table would: the row
+    alone does not say whose operating income, or which budget line, it is. "" for a line that
+    is not a row."""
     if not is_value_row(sent.text.strip()):
         return ""
+    labels: list[str] = []
     for line in reversed(sent.chunk.text[: sent.start].rstrip("\n").split("\n")[-12:]):
         t = line.strip()
-        if not t or is_value_row(t):
+        if not t:
             continue
-        return t if len(t.split()) <= 6 and not any(ch.isdigit() for ch in t) else ""
-    return ""
+        if is_value_row(t):
+            if labels:
+                break
+            continue
+        if len(t.split()) > 6 or TERMINAL.search(t.rstrip(":")):
+            break
+        if any(ch.isdigit() for ch in t):
+            if _heading_line(t):
+                continue
+            break
+        labels.append(t)
+        if len(labels) == ROW_LABEL_LINES or t.endswith(":"):
+            break
+    return " ".join(labels)
 
 
 def _is_caption(text: str) -> bool:
