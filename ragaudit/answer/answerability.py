@@ -359,9 +359,22 @@ def _absent_name(anchor: Anchor, text_lower: str, terms: set[str], text: str) ->
     return anchor.kind == "name" and len(words) >= 2 and not any(_word_found(w, text, text_lower, terms) for w in words)
 
 
+_HOW_WORD = re.compile(r"(?i)\bhow\s+([^\W\d_]+)")
+
+
+def degree_words(question: str) -> set[str]:
+    """The words a "how" asks with, lower case ("How *large* can a MODBUS TCP ADU be?", "how
+    *often*", "how *many*"): with "how" they ask for a degree, a frequency or a count, so a
+    passage answers them with a number, not with the word. An auxiliary or a function word after
+    "how" ("How *does* ...?") is none."""
+    return {w for m in _HOW_WORD.finditer(question) if (w := m.group(1).lower()) not in STOP_WORDS}
+
+
 def content_terms(question: str) -> set[str]:
-    """Stemmed content terms of a question (no stop, question or deictic words)."""
-    return {t for t in tokenize(question) if t not in _VAGUE and t not in QUESTION_WORDS and len(t) > 1}
+    """Stemmed content terms of a question (no stop, question or deictic words, nor the word a
+    "how" asks with: ``degree_words``)."""
+    asked = {t for w in degree_words(question) for t in tokenize(w)}
+    return {t for t in tokenize(question) if t not in _VAGUE and t not in QUESTION_WORDS and len(t) > 1} - asked
 
 
 def _supported(anchor: Anchor, others: set[str], sentences: list[set[str]], sentence_texts: list[str]) -> bool:
@@ -1400,15 +1413,17 @@ _PHRASING = {
 
 def subject_words(question: str) -> list[str]:
     """Words naming what ``question`` is about: its content words (not stop, question, deictic,
-    generic-measure or phrasing words; 3+ letters or with a digit), in order, without repeats."""
+    generic-measure or phrasing words, nor the word a "how" asks with: ``degree_words``; 3+
+    letters or with a digit), in order, without repeats."""
     # deferred: importing wordfreq takes about 0.3 s, paid when a question first reaches this rule
     from wordfreq import zipf_frequency
 
     out: list[str] = []
     words = re.findall(r"[^\W_][\w&'’.-]*[^\W_]|[^\W_]", question)
     relation = _relation_verb(words)
+    degree = degree_words(question)
     for w in words:
-        if w == relation:
+        if w == relation or w.lower() in degree:
             continue
         w = re.sub(r"['’]s$", "", w)
         low = w.lower()

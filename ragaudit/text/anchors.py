@@ -58,6 +58,8 @@ _SHORT_ID = re.compile(r"[A-Za-z][\w-]{1,3}")
 _SHORT_PERIOD = re.compile(r"(?i)(?:q[1-4]|h[12]|fy\d|[a-z]\d?)")  # "Q4", "H1", "FY3"; a letter and a digit ("v2")
 # a file name ("20071229X02007.pdf") says where to look, not what the documents' text contains
 _FILE_NAME = re.compile(r"(?<![\w./-])[\w.-]+\.pdf\b", re.I)
+# an acronym or a product name with a run of capitals ("CUDA", "OpenCL", "HP"), not "McDonald"
+_ACRONYM_LIKE = re.compile(r"[A-Z]{2}")
 _TITLE_ABBR = re.compile(r"\b(?:Dr|Mr|Mrs|Ms|Prof|St|Sen|Rep|Gen|Capt|Sgt|Jr|Sr|[A-Z])\.$")  # a title or an initial
 
 
@@ -114,7 +116,18 @@ def question_anchors(question: str) -> list[Anchor]:
         # and what it owns are two things to find)
         groups: list[list[str]] = [[]]
         owners: list[bool] = [False]
-        for w in words:
+        for i, w in enumerate(words):
+            if (
+                w == "and"
+                and groups[-1]
+                and i + 1 < len(words)
+                and (_ACRONYM_LIKE.search(groups[-1][-1]) or _ACRONYM_LIKE.search(words[i + 1]))
+            ):
+                # "OpenCL and CUDA", "Bank of America and AIG": two things, each to be found, while
+                # "Procter and Gamble" is one name
+                groups.append([])
+                owners.append(False)
+                continue
             owner = re.search(r"['’]s$", w)
             groups[-1].append(re.sub(r"['’]s$", "", w) if owner else w)
             if owner:

@@ -747,3 +747,41 @@ def test_a_names_words_must_occur_together_not_scattered_over_a_filing():
     assert missing_anchors(q, [f"{filler} the AI Product Agreement of NVIDIA applies. {filler}"]) == []
     docs = f"PyMuPDF is a Python binding. {filler} Call Document.save(filename) to write the file."
     assert missing_anchors("What does PyMuPDF Document.save do?", [docs]) == []
+
+
+def test_the_word_a_how_question_asks_with_is_not_a_subject_word():
+    """Fails if "large" of "How large ...?" must sit beside the name in a passage: a protocol
+    specification printing "TCP MODBUS ADU = 253 bytes + MBAP (7 bytes) = 260 bytes." answers how
+    large the ADU can be without the word "large", and its stacked acronyms are in another order."""
+    from ragaudit.answer.answerability import content_terms, degree_words, subject_words
+
+    q = "How large can a MODBUS TCP ADU be?"
+    assert degree_words(q) == {"large"}
+    assert "large" not in subject_words(q) and "larg" not in content_terms(q)
+    assert degree_words("How does the server report an error?") == set()
+    spec = (
+        "The MODBUS protocol defines a simple protocol data unit (PDU). The size of the MODBUS PDU is limited by "
+        "the size constraint inherited from the first MODBUS implementation on Serial Line network. "
+        "RS232 / RS485 ADU = 253 bytes + Server address (1 byte) + CRC (2 bytes) = 256 bytes. "
+        "TCP MODBUS ADU = 253 bytes + MBAP (7 bytes) = 260 bytes."
+    )
+    passage = "TCP MODBUS ADU = 253 bytes + MBAP (7 bytes) = 260 bytes."
+    assert missing_anchors(q, [spec], [passage]) == []
+    assert assess(q, [spec], [passage]).label is None
+    # a name the documents do not print is still missing
+    assert missing_anchors("How large can a PROFIBUS DP telegram be?", [spec], [passage]) != []
+
+
+def test_acronym_names_joined_by_and_are_two_anchors():
+    """Fails if "OpenCL and CUDA" is one name that must be printed as such: a paper writes "OpenCL
+    1.2" and "CUDA 9.1" apart, and the question about their versions was refused. "Procter and
+    Gamble" stays one name."""
+    q = "Which OpenCL and CUDA versions were used to time the kernels?"
+    assert [a.text for a in question_anchors(q)] == ["OpenCL", "CUDA"]
+    assert [a.text for a in question_anchors("Did Procter and Gamble report sales?")] == ["Procter and Gamble"]
+    paper = (
+        "We recorded kernel execution time exclusive of data transfer on an NVIDIA Tesla P100. The kernels were "
+        "compiled with OpenCL 1.2 on the CPU and with CUDA 9.1 on the GPU."
+    )
+    assert missing_anchors(q, [paper], [paper]) == []
+    assert missing_anchors("Which OpenCL and ROCm versions were used?", [paper], [paper]) == ["ROCm"]
