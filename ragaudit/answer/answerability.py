@@ -63,7 +63,7 @@ from functools import lru_cache
 from typing import Any
 
 from ragaudit.answer.citations import normalize_ws
-from ragaudit.index.sparse import CJK_CHAR, tokenize
+from ragaudit.index.sparse import CJK_CHAR, language_terms, text_language, tokenize
 from ragaudit.platform.rules import Fired, Registry, Rule
 from ragaudit.text.anchors import Anchor, question_anchors, without_file_names
 from ragaudit.text.authorship import AFFILIATION_WORDS, AUTHOR_BLOCK_WORDS, asks_authorship, prints_authors
@@ -756,6 +756,13 @@ class GateInput:
             self._cross = self.translated or cross_lingual(self.question, self.document_texts)
         return self._cross
 
+    def language_stems(self, language: str) -> frozenset[str]:
+        """The documents' stems by ``language``'s Snowball stemmer (``sparse.language_terms``), once."""
+        cache = self.__dict__.setdefault("_language_stems", {})
+        if language not in cache:
+            cache[language] = frozenset(language_terms(self.raw, language))
+        return cache[language]
+
     def close(self, word: str, passages: list[str]) -> bool:
         """``word`` has a near word (cosine >= ``SIMILAR_WORD``) in ``passages``."""
         return self.similar is not None and bool(passages) and self.similar(word, passages)[1] >= SIMILAR_WORD
@@ -875,6 +882,10 @@ def _subject_words_absent(g: GateInput) -> Fired | None:
     raw = g.raw
     cjk_raw = _cjk_fold(raw) if any(CJK_CHAR.search(w) for w in subject) else ""
     gone = [w for w in subject if not (w in cjk_raw if CJK_CHAR.search(w) else _word_found(w, raw, g.lower, g.terms))]
+    if gone and (own := text_language(g.question)):
+        # another inflection of the question's language ("uppvärmningen": "uppvärmning"), by its stemmer
+        stems = g.language_stems(own)
+        gone = [w for w in gone if not ((ws := language_terms(w, own)) and all(x in stems for x in ws))]
     if g.similar is not None and g.source_passages and len(gone) / len(subject) >= SUBJECT_ABSENT:
         # the bundled embedding model is English: CJK words are not compared by their vectors
         gone = [w for w in gone if not (w.isalpha() and not CJK_CHAR.search(w) and g.close(w, g.source_passages))]
@@ -1422,6 +1433,7 @@ def subject_words(question: str) -> list[str]:
     words = re.findall(r"[^\W_][\w&'’.-]*[^\W_]|[^\W_]", question)
     relation = _relation_verb(words)
     degree = degree_words(question)
+    own = non_english(question)  # a question in another language: its common words name nothing either
     for w in words:
         if w == relation or w.lower() in degree:
             continue
@@ -1444,6 +1456,8 @@ def subject_words(question: str) -> list[str]:
             continue
         if (set(tokenize(low)) and set(tokenize(low)) <= _GENERIC_TERMS) or zipf_frequency(low, "en") >= COMMON_ZIPF:
             continue
+        if own and zipf_frequency(low, own) >= COMMON_ZIPF:
+            continue  # a function word of the question's own language ("Hur", "mycket", "wie", "ist")
         if w not in out:
             out.append(w)
     return out

@@ -785,3 +785,20 @@ def test_acronym_names_joined_by_and_are_two_anchors():
     )
     assert missing_anchors(q, [paper], [paper]) == []
     assert missing_anchors("Which OpenCL and ROCm versions were used?", [paper], [paper]) == ["ROCm"]
+
+
+def test_a_question_in_another_language_is_read_with_that_languages_words():
+    """Fails if a Swedish question's "Hur mycket" ("how much") counts as words naming its subject,
+    or if "uppvärmningen" is missing from a report printing "Uppvärmning": a housing association's
+    annual report answers what its heating cost. A subject the report never names is still refused."""
+    from ragaudit.answer.answerability import subject_words
+
+    report = (
+        "Förvaltningsberättelse för Brf Doktor Lindh. Föreningens driftkostnader 2019: Uppvärmning 245 310 kr, "
+        "El 31 200 kr, Vatten 48 900 kr. Föreningen äger fastigheten och upplåter lägenheter med bostadsrätt."
+    )
+    q = "Hur mycket kostade uppvärmningen föreningen 2019?"
+    assert "Hur" not in subject_words(q) and "mycket" not in subject_words(q)
+    assert assess(q, [report], [report]).label is None
+    v = assess("Hur mycket kostade hissreparationen föreningen 2019?", [report], [report])
+    assert v.label == "refused" and "hissreparationen" in v.missing, v
