@@ -65,6 +65,7 @@ SETS = {
     "heldout19": ([ROOT / "bench/heldout19/pdfs", SHARED / "pdfs"], ROOT / "bench/heldout19/questions.jsonl"),
     "heldout20": ([ROOT / "bench/heldout20/pdfs", SHARED / "pdfs"], ROOT / "bench/heldout20/questions.jsonl"),
     "heldout21": ([ROOT / "bench/heldout21/pdfs", SHARED / "pdfs"], ROOT / "bench/heldout21/questions.jsonl"),
+    "heldout22": ([ROOT / "bench/heldout22/pdfs", SHARED / "pdfs"], ROOT / "bench/heldout22/questions.jsonl"),
 }
 # sets nobody has looked at the failures of: scored once per release, when named, and never ablated
 # or calibrated on. ``heldout``, ``heldout2``, ``heldout3``, ``heldout16``, ``heldout17`` and
@@ -87,6 +88,7 @@ HELD_OUT = frozenset(
         "heldout19",
         "heldout20",
         "heldout21",
+        "heldout22",
     }
 )
 
