@@ -1422,6 +1422,17 @@ _PHRASING = {
 }
 
 
+def _own_zipf(word: str, language: str) -> float:
+    """``word``'s wordfreq Zipf frequency in ``language``; 0 where wordfreq has no list for it
+    (Estonian, Thai) or needs a tokenizer that is not installed (Japanese and Korean: MeCab)."""
+    from wordfreq import zipf_frequency
+
+    try:
+        return zipf_frequency(word, language)
+    except (LookupError, ImportError):
+        return 0.0
+
+
 def subject_words(question: str) -> list[str]:
     """Words naming what ``question`` is about: its content words (not stop, question, deictic,
     generic-measure or phrasing words, nor the word a "how" asks with: ``degree_words``; 3+
@@ -1456,7 +1467,7 @@ def subject_words(question: str) -> list[str]:
             continue
         if (set(tokenize(low)) and set(tokenize(low)) <= _GENERIC_TERMS) or zipf_frequency(low, "en") >= COMMON_ZIPF:
             continue
-        if own and zipf_frequency(low, own) >= COMMON_ZIPF:
+        if own and _own_zipf(low, own) >= COMMON_ZIPF:
             continue  # a function word of the question's own language ("Hur", "mycket", "wie", "ist")
         if w not in out:
             out.append(w)

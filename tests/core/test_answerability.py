@@ -802,3 +802,12 @@ def test_a_question_in_another_language_is_read_with_that_languages_words():
     assert assess(q, [report], [report]).label is None
     v = assess("Hur mycket kostade hissreparationen föreningen 2019?", [report], [report])
     assert v.label == "refused" and "hissreparationen" in v.missing, v
+
+
+def test_a_question_in_a_language_wordfreq_cannot_read_keeps_its_subject_words():
+    """Fails if a Korean or Estonian question raises: wordfreq has no word list for Estonian and
+    reads Korean only with MeCab, which is not installed; their words are then kept."""
+    from ragaudit.answer.answerability import subject_words
+
+    assert subject_words("엔비디아 NVIDIA 매출은 얼마입니까?") == ["NVIDIA"]
+    assert "küte" in subject_words("Kui palju maksis küte 2019?")
