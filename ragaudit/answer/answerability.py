@@ -422,6 +422,11 @@ def _piece_terms(piece: str) -> frozenset[str]:
 
 
 @lru_cache(maxsize=32)
+def _document_language_stems(text_lower: str, language: str) -> frozenset[str]:
+    return frozenset(language_terms(text_lower, language))
+
+
+@lru_cache(maxsize=32)
 def _document_norm(text: str) -> tuple[str, str]:
     """``(normalize_ws(text), its lower case)`` of one document's text, cached: the same long text
     comes back on every question about that document."""
@@ -757,11 +762,12 @@ class GateInput:
         return self._cross
 
     def language_stems(self, language: str) -> frozenset[str]:
-        """The documents' stems by ``language``'s Snowball stemmer (``sparse.language_terms``), once."""
-        cache = self.__dict__.setdefault("_language_stems", {})
-        if language not in cache:
-            cache[language] = frozenset(language_terms(self.raw, language))
-        return cache[language]
+        """The documents' stems by ``language``'s Snowball stemmer (``sparse.language_terms``),
+        cached per document as ``text_terms`` is."""
+        out: frozenset[str] = frozenset()
+        for t in self.document_texts:
+            out |= _document_language_stems(_document_norm(t)[1], language)
+        return out
 
     def close(self, word: str, passages: list[str]) -> bool:
         """``word`` has a near word (cosine >= ``SIMILAR_WORD``) in ``passages``."""
