@@ -401,15 +401,28 @@ class QueryService:
     ) -> AnswerResult:
         """The refusal answer: ``REFUSAL_TEXT``, the gate's reason (``Verdict.reason``: what the
         searched documents lack, e.g. "The searched documents do not mention “Seoul”.") and,
-        offline, the closest passage's best sentence, cited."""
+        offline, the closest passage's best sentence, cited, when it shares a term of three or more
+        characters with the question (``tokenize``: stemmed, stop words out; "de" in "Tour de France"
+        is no subject; a question or a passage not in English is not held to it). A sentence sharing
+        none is about something else
+        ("Who won the 2019 Tour de France?" over a copyright law): quoting it would present noise as
+        the closest thing the documents say, so the reply says that no passage shares its words."""
         text = f"{REFUSAL_TEXT} {reason[:1].upper()}{reason[1:]}."
         cites = []
         if isinstance(self.answerer, ExtractiveAnswerer):
             scored = self.answerer.score_sentences(question, sources, query_vector)
-            if scored:
-                best = scored[0][1]
+            asked = {t for t in tokenize(question) if len(t) >= 3}
+            across = non_english(question) is not None  # words are not shared across languages
+
+            def related(s: Any) -> bool:
+                return across or bool(s.chunk.payload.get("language")) or bool(asked & set(tokenize(s.text)))
+
+            best = next((s for _, s in scored if related(s)), None)
+            if best is not None:
                 cites = [_citation(best)]
                 text += f" The closest passage says: {escape_markers(quoted(normalize_ws(best.text)))} [{best.n}]"
+            elif scored:
+                text += " No passage of the searched documents shares a word with the question."
         return AnswerResult(text, cites, "refused", model)
 
     def answer(self, prep: Prepared) -> AnswerResult:

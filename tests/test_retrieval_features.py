@@ -101,6 +101,8 @@ def test_labels_refused_clarifying_and_premise_correction(kb):
     qs = QueryService(kb)
     out = qs.ask("What is the capital of Australia?", log_query=False)
     assert out["label"] == "refused" and "Australia" in out["answer"]
+    # no sample sentence shares a word with it: nothing is quoted as "the closest passage"
+    assert out["citations"] == [] and "shares a word with the question" in out["answer"], out["answer"]
     out = qs.ask("Can you tell me more about that?", log_query=False)
     assert out["label"] == "clarifying" and out["citations"] == []
     out = qs.ask("When was the DMCA signed into law by President Bush?", log_query=False)
