@@ -3,6 +3,7 @@ extractive answer): what a reader of the page would answer, with the pages they 
 
 from __future__ import annotations
 
+import copy
 import json
 
 from ragaudit.ingest.documents import ingest_bytes
@@ -64,9 +65,17 @@ def test_fake_bold_statement_answers_the_closing_balance(fresh_services):
     assert out["label"] == "answered"
     assert "48,215" in out["answer"]
     assert any(c["page"] == 1 and "48,215" in c["quote"] for c in out["citations"])
-    # "What is the <measure noun> of X" asks for an amount: the concise answer is the value, not
-    # the whole quoted line (ragaudit.answer.concise: balance, amount, price ... read as money)
-    assert out["concise_answer"] == "48,215 dollars", out["concise_answer"]
+    # "What is the <measure noun> of X" asks for an amount: the concise candidate is the value, not
+    # the whole quoted line (ragaudit.answer.concise: balance, amount, price ... read as money); no
+    # confidence is certified, so it is withheld by default and named in the X-ray
+    made = [r for r in out["rules"] if r["rule"] == "concise.typed_span"]
+    assert made and made[0]["reason"].startswith("“48,215 dollars”"), out["rules"]
+    assert out["concise_answer"] == "" and any(r["rule"] == "concise.min_confidence" for r in out["rules"])
+    lowered = copy.copy(fresh_services)
+    lowered.settings = fresh_services.settings.model_copy(update={"concise_min_confidence": 0.0})
+    assert QueryService(lowered).ask("What is the closing balance of the reserve fund?")["concise_answer"] == (
+        "48,215 dollars"
+    )
     # the context header that was indexed with each passage is shown with it
     assert out["retrieved"][0]["header"].startswith("fakebold-overprint")
 

@@ -665,9 +665,10 @@ def choose(
     """The concise answer to show, or None, and the rules that decided: the first candidate (the
     extractors' best) with its ``confidence``, withheld when it contradicts the quoted sentences
     (``contradicts``; rule ``concise.contradicts_quote``) or its confidence is under
-    ``min_confidence`` (rule ``concise.min_confidence``). Withheld means the quoted sentences
-    stand alone: no concise answer beats a wrong one. ``min_confidence`` None = the fitted
-    threshold (``CALIBRATION["threshold"]``)."""
+    ``min_confidence`` (rule ``concise.min_confidence``; 1.0 withholds every one). Withheld means
+    the quoted sentences stand alone: no concise answer beats a wrong one. ``min_confidence`` None =
+    the fitted threshold (``CALIBRATION["threshold"]``: 1.0 when no confidence was certified to
+    reach the target precision, ``bench/concise_calibration.py``)."""
     if min_confidence is None:
         min_confidence = float(CALIBRATION["threshold"])
     if not candidates:
@@ -677,15 +678,14 @@ def choose(
     made = Fired(c.rule, "extracted", f"{in_quotes(c.text)}: {c.reason} (confidence {c.confidence:.2f})")
     if "concise.contradicts_quote" not in disabled and (why := contradicts(question, c, quoted)):
         return None, [made, Fired("concise.contradicts_quote", "withheld", why)]
-    if "concise.min_confidence" not in disabled and c.confidence < min_confidence:
-        return None, [
-            made,
-            Fired(
-                "concise.min_confidence",
-                "withheld",
-                f"confidence {c.confidence:.2f} is under {min_confidence:.2f}: the quoted sentences stand alone",
-            ),
-        ]
+    if "concise.min_confidence" not in disabled and (c.confidence < min_confidence or min_confidence >= 1.0):
+        why = (
+            f"confidence {c.confidence:.2f} is under {min_confidence:.2f}"
+            if min_confidence < 1.0
+            else "no confidence of the calibration is certified to reach precision "
+            f"{float(CALIBRATION.get('target_precision', 0.8)):.2f} on question sets it was not fitted on"
+        )
+        return None, [made, Fired("concise.min_confidence", "withheld", f"{why}: the quoted sentences stand alone")]
     return c, [made]
 
 

@@ -228,7 +228,9 @@ class Settings(BaseSettings):
         le=1,
         description="A concise answer is shown only when its confidence (the calibrated probability "
         "that it is right, ragaudit.answer.concise) is at least this; otherwise the quoted sentences "
-        "stand alone. Empty = the threshold fitted with the model (ragaudit/answer/concise_calibration.json)",
+        "stand alone; 1 = never. Empty = the threshold fitted with the model (ragaudit/answer/concise_calibration.json): "
+        "the lowest confidence whose precision on question sets the model was not fitted on is certified "
+        "(95% lower bound) to reach 0.80, or 1 when none is",
     )
 
     qa_every_n_chunks: int = Field(default=3, gt=0, description="Gold Q&A pairs from every Nth chunk at ingestion")

@@ -71,6 +71,9 @@ def _serve(data: Path, **env_over: str):
         "RAGAUDIT_LLM_MODEL": "",
         "RAGAUDIT_API_KEYS": API_KEY,  # the UI sends the key it keeps (stored PDFs need it too)
         "RAGAUDIT_EMBEDDING_MODEL": "bundled:all-MiniLM-L6-v2",
+        # by default no concise answer is shown (no confidence is certified); a deployment that
+        # accepts them from 0.7 shows one, which the UI must put above the quote
+        "RAGAUDIT_CONCISE_MIN_CONFIDENCE": "0.7",
         "HF_HUB_OFFLINE": "1",
         "LITELLM_LOCAL_MODEL_COST_MAP": "True",
         "TOKENIZERS_PARALLELISM": "false",
@@ -259,7 +262,7 @@ def test_ui_end_to_end(server, tmp_path):
     # streamed answer with a citation naming the right page
     assert q["answer"].split()[0].lower() in s["answer"].lower(), s["answer"]
     assert s["label"] == "answered"
-    # the concise answer the API shows (an identifier read from a form label, above the threshold)
+    # the concise answer the API shows (an identifier read from a form label, above the set threshold)
     # stands above the quote, with its type and confidence
     assert s["concise"] and s["concise"].splitlines()[0] == q["answer"] and "identifier" in s["concise"], s["concise"]
     assert s["cite_title"] == f"{DOC}, page {q['page']}"
