@@ -66,6 +66,7 @@ SETS = {
     "heldout20": ([ROOT / "bench/heldout20/pdfs", SHARED / "pdfs"], ROOT / "bench/heldout20/questions.jsonl"),
     "heldout21": ([ROOT / "bench/heldout21/pdfs", SHARED / "pdfs"], ROOT / "bench/heldout21/questions.jsonl"),
     "heldout22": ([ROOT / "bench/heldout22/pdfs", SHARED / "pdfs"], ROOT / "bench/heldout22/questions.jsonl"),
+    "heldout23": ([ROOT / "bench/heldout23/pdfs", SHARED / "pdfs"], ROOT / "bench/heldout23/questions.jsonl"),
 }
 # sets nobody has looked at the failures of: scored once per release, when named, and never ablated
 # or calibrated on. ``heldout``, ``heldout2``, ``heldout3``, ``heldout16``, ``heldout17`` and
@@ -89,6 +90,7 @@ HELD_OUT = frozenset(
         "heldout20",
         "heldout21",
         "heldout22",
+        "heldout23",
     }
 )
 
