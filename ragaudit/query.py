@@ -33,7 +33,7 @@ from ragaudit.answer.answerers import (
 )
 from ragaudit.answer.citations import escape_markers, normalize_ws
 from ragaudit.index.embedding import cores_busy
-from ragaudit.index.sparse import tokenize
+from ragaudit.index.sparse import CJK_CHAR, tokenize
 from ragaudit.platform import tracing
 from ragaudit.platform.cache import AnswerCache
 from ragaudit.platform.db import ChunkRow, Document, new_id, scope_clause
@@ -402,8 +402,8 @@ class QueryService:
         """The refusal answer: ``REFUSAL_TEXT``, the gate's reason (``Verdict.reason``: what the
         searched documents lack, e.g. "The searched documents do not mention “Seoul”.") and,
         offline, the closest passage's best sentence, cited, when it shares a term of three or more
-        characters with the question (``tokenize``: stemmed, stop words out; "de" in "Tour de France"
-        is no subject; a question or a passage not in English is not held to it). A sentence sharing
+        characters (a CJK bigram) with the question (``tokenize``: stemmed, stop words out; "de" in
+        "Tour de France" is no subject; a question or a passage not in English is not held to it). A sentence sharing
         none is about something else
         ("Who won the 2019 Tour de France?" over a copyright law): quoting it would present noise as
         the closest thing the documents say, so the reply says that no passage shares its words."""
@@ -411,7 +411,7 @@ class QueryService:
         cites = []
         if isinstance(self.answerer, ExtractiveAnswerer):
             scored = self.answerer.score_sentences(question, sources, query_vector)
-            asked = {t for t in tokenize(question) if len(t) >= 3}
+            asked = {t for t in tokenize(question) if len(t) >= 3 or (len(t) == 2 and CJK_CHAR.search(t))}
             across = non_english(question) is not None  # words are not shared across languages
 
             def related(s: Any) -> bool:
