@@ -388,6 +388,10 @@ class QueryService:
                 translated=translated,
                 closest=max((v for c in sources if (v := c.scores.get("vector")) is not None), default=None),
                 min_closest=self.svc.settings.gate_min_similarity,
+                closest_foreign=max(
+                    (v for c in sources if (v := c.scores.get("multilingual")) is not None), default=None
+                ),
+                min_closest_foreign=self.svc.settings.gate_min_foreign_similarity,
             )
             rules += verdict.fired
             if verdict.label == "refused":

@@ -44,7 +44,9 @@ content the system can show (``assess``):
 - the passage closest to an English question (the embedding model's cosine, from the dense leg)
   must reach ``gate_min_similarity`` (0.30 for the bundled all-MiniLM-L6-v2): under it the
   searched documents share some of the question's words but are about something else (a
-  question about an audio compressor over a copyright law);
+  question about an audio compressor over a copyright law); for an English question read across
+  languages, the closest passage not in English by the multilingual model's cosine must reach
+  ``gate_min_foreign_similarity`` (0.80 for multilingual-e5-small);
 - a question whose every content word is a generic measure ("What was the total?") does not say
   what it asks about (``clarifying``), as does one with no content word left after removing
   function and deictic words.
@@ -733,6 +735,11 @@ class GateInput:
     closest: float | None = None
     # the cosine under which the closest passage is about something else (``_no_close_passage``)
     min_closest: float = 0.0
+    # the highest multilingual-model cosine between the question and a passage not in English
+    # (the multilingual leg's scores), None when no such passage was retrieved
+    closest_foreign: float | None = None
+    # its floor for an English question read across languages (``_no_close_foreign_passage``)
+    min_closest_foreign: float = 0.0
 
     @property
     def raw(self) -> str:
@@ -965,6 +972,25 @@ def _no_close_passage(g: GateInput) -> Fired | None:
     )
 
 
+def _no_close_foreign_passage(g: GateInput) -> Fired | None:
+    """An English question read across languages (``GateInput.cross_lingual``: the documents or its
+    best passage not in English), whose closest passage by the multilingual model
+    (multilingual-e5-small, ``ragaudit.index.multilingual``) is under ``min_closest_foreign``:
+    the documents in another language are about something else. The English model's cosine
+    (``_no_close_passage``) cannot tell across languages, and no word is shared to check."""
+    if g.closest_foreign is None or not g.min_closest_foreign or g.closest_foreign >= g.min_closest_foreign:
+        return None
+    if non_english(g.question) is not None or CJK_CHAR.search(g.question) or not g.cross_lingual:
+        return None
+    return Fired(
+        "gate.no_close_foreign_passage",
+        "refused",
+        f"the searched passages are in another language than the question, and none is close to it: the "
+        f"closest is at cosine {g.closest_foreign:.2f} (multilingual model), under {g.min_closest_foreign:.2f}",
+        {"closest": round(g.closest_foreign, 4)},
+    )
+
+
 def _year_not_reported(g: GateInput) -> Fired | None:
     found = years_not_reported(g.question, g.document_texts, g.source_passages)
     if not found:
@@ -1151,6 +1177,13 @@ GATE = Registry(
             "gate_min_similarity: under it, the searched documents are about something else",
             _no_close_passage,
         ),
+        Rule(
+            "gate.no_close_foreign_passage",
+            "the passage not in English closest to an English question by the multilingual model's cosine "
+            "must reach gate_min_foreign_similarity: under it, the documents in another language are about "
+            "something else",
+            _no_close_foreign_passage,
+        ),
     ],
 )
 
@@ -1173,6 +1206,8 @@ def assess(
     translated: bool = False,
     closest: float | None = None,
     min_closest: float = 0.0,
+    closest_foreign: float | None = None,
+    min_closest_foreign: float = 0.0,
 ) -> Verdict:
     """Decide whether ``question`` can be answered from the searched documents: the rules of
     ``GATE`` run in order (``disabled`` ones skipped, ``ragaudit.platform.rules``) and the first
@@ -1187,12 +1222,25 @@ def assess(
     question's best passage is in another language than the question (an English question, a
     German passage), so the rules read the question as ``cross_lingual`` ones do. ``closest``: the
     highest cosine between the question's and a passage's embedding (None: not known, e.g. BM25
-    only); under ``min_closest`` (0: never) ``gate.no_close_passage`` refuses. Returns ``Verdict``.
+    only); under ``min_closest`` (0: never) ``gate.no_close_passage`` refuses. ``closest_foreign``:
+    the highest multilingual-model cosine of a passage not in English (None: none retrieved); under
+    ``min_closest_foreign`` (0: never) ``gate.no_close_foreign_passage`` refuses an English question
+    read across languages. Returns ``Verdict``.
     """
     # a file name the question gives names where to look, not words the documents hold
     # ... and a sentence that reads as an instruction to an assistant asks for nothing in them
     question = without_instructions(without_file_names(question))
-    g = GateInput(question, document_texts, source_passages, similar, translated, closest, min_closest)
+    g = GateInput(
+        question,
+        document_texts,
+        source_passages,
+        similar,
+        translated,
+        closest,
+        min_closest,
+        closest_foreign,
+        min_closest_foreign,
+    )
     fired: list[Fired] = []
     ran = set()
     for rule in GATE.active(disabled):

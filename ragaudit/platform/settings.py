@@ -222,6 +222,15 @@ class Settings(BaseSettings):
         "reaches this cosine with it by the embedding model: the searched documents are about something else. "
         "Chosen for the bundled all-MiniLM-L6-v2 (set it again for another model); 0 = never",
     )
+    gate_min_foreign_similarity: float = Field(
+        default=0.80,
+        ge=0,
+        lt=1,
+        description="An English question read across languages (its documents or best passage not in English) "
+        "is refused (rule gate.no_close_foreign_passage) when no passage not in English reaches this cosine "
+        "with it by the multilingual model (multilingual-e5-small, whose cosines lie between about 0.7 and "
+        "1): those documents are about something else. 0 = never",
+    )
     concise_min_confidence: float | None = Field(
         default=None,
         ge=0,

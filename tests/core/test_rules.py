@@ -379,3 +379,32 @@ def test_the_closest_passage_must_reach_the_similarity_floor(closest, translated
         assert v.rule == "gate.no_close_passage" and "0.21" in v.reason and fired[0].details["closest"] == 0.21
         off = assess(q, docs, docs, closest=closest, min_closest=0.0)
         assert off.label is None, off.reason
+
+
+@pytest.mark.parametrize(
+    "question,closest_foreign,refused",
+    [
+        ("How much did the association spend on its graduation party?", 0.76, True),
+        ("How much did the association spend on its graduation party?", 0.84, False),
+        ("How much did the association spend on its graduation party?", None, False),
+        ("Wie viel hat der Verein für die Absolventenfeier ausgegeben?", 0.76, False),
+    ],
+)
+def test_an_english_question_read_across_languages_must_reach_the_foreign_floor(question, closest_foreign, refused):
+    """``gate.no_close_foreign_passage`` refuses an English question over German passages whose
+    closest one by the multilingual model is under the floor, with the cosine in its reason; not
+    one above it, not one with no passage not in English, not a German question (its words can
+    be checked in the documents' own language). Fails if any verdict differs, or if the rule still
+    fires with the floor at 0."""
+    docs = [
+        "Protokoll der Mitgliederversammlung. Der Vorstand berichtet über die Finanzen des Vereins. "
+        "Die Ausgaben im Zeitraum zwischen dem 25.10.2023 und dem Tag der Kassenprüfung betrugen "
+        "insgesamt 2.115,80 €. Die Mitgliederversammlung wird um 19:40 Uhr geschlossen."
+    ]
+    v = assess(question, docs, docs, every_rule=True, closest_foreign=closest_foreign, min_closest_foreign=0.80)
+    fired = [f for f in v.fired if f.rule == "gate.no_close_foreign_passage"]
+    assert bool(fired) == refused, v.fired
+    if refused:
+        assert "0.76" in fired[0].reason and fired[0].details["closest"] == 0.76
+        off = assess(question, docs, docs, every_rule=True, closest_foreign=closest_foreign, min_closest_foreign=0.0)
+        assert not [f for f in off.fired if f.rule == "gate.no_close_foreign_passage"], off.fired
