@@ -958,17 +958,32 @@ def _rare_word_absent(g: GateInput) -> Fired | None:
     )
 
 
+def _under_floor(closest: float | None, floor: float) -> bool:
+    """``closest`` (a cosine) is known and under ``floor`` (0 = no floor)."""
+    return closest is not None and bool(floor) and closest < floor
+
+
+def _too_far(rule: str, what: str, closest: float, floor: float, model: str) -> Fired:
+    """The refusal of a rule whose closest passage is under its cosine floor, with the cosine."""
+    return Fired(
+        rule,
+        "refused",
+        f"{what}: the closest is at cosine {closest:.2f} ({model}), under {floor:.2f}",
+        {"closest": round(closest, 4)},
+    )
+
+
 def _no_close_passage(g: GateInput) -> Fired | None:
-    if g.closest is None or not g.min_closest or g.closest >= g.min_closest:
+    if not _under_floor(g.closest, g.min_closest):
         return None
     if g.cross_lingual or non_english(g.question) is not None:
         return None  # the bundled embedding model is English: its cosines across languages are low
-    return Fired(
+    return _too_far(
         "gate.no_close_passage",
-        "refused",
-        f"no passage of the searched documents is close to the question: the closest is at cosine "
-        f"{g.closest:.2f} (embedding model), under {g.min_closest:.2f}, where passages are about something else",
-        {"closest": round(g.closest, 4)},
+        "no passage of the searched documents is close to the question (they are about something else)",
+        g.closest,
+        g.min_closest,
+        "embedding model",
     )
 
 
@@ -978,16 +993,16 @@ def _no_close_foreign_passage(g: GateInput) -> Fired | None:
     (multilingual-e5-small, ``ragaudit.index.multilingual``) is under ``min_closest_foreign``:
     the documents in another language are about something else. The English model's cosine
     (``_no_close_passage``) cannot tell across languages, and no word is shared to check."""
-    if g.closest_foreign is None or not g.min_closest_foreign or g.closest_foreign >= g.min_closest_foreign:
+    if not _under_floor(g.closest_foreign, g.min_closest_foreign):
         return None
     if non_english(g.question) is not None or CJK_CHAR.search(g.question) or not g.cross_lingual:
         return None
-    return Fired(
+    return _too_far(
         "gate.no_close_foreign_passage",
-        "refused",
-        f"the searched passages are in another language than the question, and none is close to it: the "
-        f"closest is at cosine {g.closest_foreign:.2f} (multilingual model), under {g.min_closest_foreign:.2f}",
-        {"closest": round(g.closest_foreign, 4)},
+        "the searched passages are in another language than the question, and none is close to it",
+        g.closest_foreign,
+        g.min_closest_foreign,
+        "multilingual model",
     )
 
 
