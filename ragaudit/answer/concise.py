@@ -685,7 +685,20 @@ def choose(
             else "no confidence of the calibration is certified to reach precision "
             f"{float(CALIBRATION.get('target_precision', 0.8)):.2f} on question sets it was not fitted on"
         )
-        return None, [made, Fired("concise.min_confidence", "withheld", f"{why}: the quoted sentences stand alone")]
+        return None, [
+            made,
+            Fired(
+                "concise.min_confidence",
+                "withheld",
+                f"{in_quotes(c.text)} (confidence {c.confidence:.2f}) withheld: {why}; the quoted sentences stand alone",
+                {
+                    "candidate": c.text,
+                    "type": c.type,
+                    "confidence": round(c.confidence, 4),
+                    "threshold": min_confidence,
+                },
+            ),
+        ]
     return c, [made]
 
 

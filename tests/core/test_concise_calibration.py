@@ -39,6 +39,9 @@ def test_a_threshold_of_one_withholds_every_concise_answer_and_says_why(monkeypa
     shown, fired = choose("When was the report filed?", [c], [quote])
     assert shown is None and fired[-1].rule == "concise.min_confidence" and fired[-1].effect == "withheld"
     assert "certified" in fired[-1].reason and "0.80" in fired[-1].reason, fired[-1].reason
+    # the auditor reads the withheld candidate, its confidence and the threshold in the rule itself
+    assert fired[-1].details == {"candidate": "March 3, 2024", "type": "date", "confidence": 1.0, "threshold": 1.0}
+    assert fired[-1].reason.startswith("“March 3, 2024” (confidence 1.00) withheld"), fired[-1].reason
     # a deployment's own threshold under it shows the answer
     shown, _ = choose("When was the report filed?", [c], [quote], min_confidence=0.5)
     assert shown is not None and shown.text == "March 3, 2024"
