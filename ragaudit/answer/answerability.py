@@ -883,11 +883,14 @@ def _subject_words_absent(g: GateInput) -> Fired | None:
         # name, a number): with none, nothing ties the passages to the question
         if not subject or any(_word_found(w, g.raw, g.lower, g.terms) for w in subject):
             return None
+        # "translated": the best passage is in another language, whatever the other documents'
+        # language (a Chinese table ranked first among English reports), so the passages are said
+        where = "the best passages are" if g.translated else "the searched documents are"
         return Fired(
             "gate.subject_words_absent",
             "refused",
-            "the searched documents are in another language and share none of the words naming what the "
-            "question is about: " + _quoted(subject),
+            f"{where} in another language and share none of the words naming what the question is about: "
+            + _quoted(subject),
             {"missing": subject},
         )
     if len(subject) < 2:

@@ -640,6 +640,11 @@ def test_an_english_question_over_documents_in_another_language():
     # a question sharing none of its words with the text in another language is still refused
     v = assess("What is the annual rainfall of the desert?", [CONSTITUCION], [CONSTITUCION])
     assert v.label == "refused" and v.rule == "gate.subject_words_absent", v
+    assert v.reason.startswith("the searched documents are in another language"), v.reason
+    # when only the best passage is in another language, the reason says so, not that every
+    # searched document is (the others may be English)
+    v = assess("What is the annual rainfall of the desert?", [CONSTITUCION], [CONSTITUCION], translated=True)
+    assert v.reason.startswith("the best passages are in another language"), v.reason
     # and a place the text never names is missing (its own rule: test_a_place_is_asked_for_...)
     v = assess("What is the population of Australia?", [CONSTITUCION], [CONSTITUCION])
     assert v.label == "refused" and v.missing == ["Australia"], v
