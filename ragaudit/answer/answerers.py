@@ -638,18 +638,45 @@ def answer_type_bonus(question: str, sentence: str, first_page: bool = True) -> 
         # bonus as large as a full term match, sentences repeating the question's words win
         return AUTHORS_BONUS if first_page and prints_authors(sentence) else 0.0
     number = NUMBER_QUESTION.search(question)
-    typed = [(m.start(), s_pat) for q_pat, s_pat in SENTENCE_TYPES if (m := q_pat.search(question))]
-    if (counted := _counted_noun(question)) is not None:
-        typed.append(counted)
     acro = _ACRONYM_QUESTION.search(question)
     if acro is not None and re.search(r"[A-Z].*[A-Z]", acr := acro.group("acr") or acro.group("full")):
         # "What does DPR stand for?": the sentence that spells it out, "Dense Passage Retriever (DPR)"
         return 0.3 if spells_out(acr, sentence) else 0.0
-    if typed:
-        pos, s_pat = min(typed, key=lambda x: x[0])
-        if (number is None or pos <= number.start()) and s_pat.search(sentence):
-            return 0.3
+    asked = asked_value(question)
+    if asked is not None and asked[1].search(sentence):
+        return 0.3
     return 0.15 if number and HAS_NUMBER.search(sentence) else 0.0
+
+
+@lru_cache(maxsize=256)
+def asked_value(question: str) -> tuple[str, re.Pattern] | None:
+    """``(name, sentence pattern)`` of the value ``question`` asks for, when its first wh-phrase
+    asks for one of a form a sentence shows (``SENTENCE_TYPES``: "a duration" for "how long", "a
+    date" for "when", "a percentage" for "what rate"; "a count of passengers" for "how many
+    passengers"), else ``None``: "How many stores ... when the year ended?" asks for a count, not
+    a date."""
+    number = NUMBER_QUESTION.search(question)
+    typed = [(m.start(), name, s_pat) for name, q_pat, s_pat in SENTENCE_TYPES if (m := q_pat.search(question))]
+    if (counted := _counted_noun(question)) is not None:
+        typed.append((counted[0], f"a count of {_HOW_MANY_NOUN.search(question).group('noun')}", counted[1]))
+    if not typed:
+        return None
+    pos, name, s_pat = min(typed, key=lambda x: x[0])
+    return (name, s_pat) if number is None or pos <= number.start() else None
+
+
+# a form's field labelled with the type of value it holds ("Date & Time: 12/08/2007", "Duration: 3 days")
+_FIELD_LABELS = {
+    "a date": re.compile(r"(?im)^\s*(date|dated|effective date|date of [\w ]{1,30})\b[^:\n]{0,20}:"),
+    "a duration": re.compile(r"(?im)^\s*(duration|term|period)\b[^:\n]{0,20}:"),
+}
+
+
+def _labelled_field(name: str, sentence: str) -> bool:
+    """Whether ``sentence`` holds a line that is a form field labelled as the type ``name`` (see
+    ``asked_value``): its label names what the question's wh-word asks for."""
+    pattern = _FIELD_LABELS.get(name)
+    return pattern is not None and pattern.search(sentence) is not None
 
 
 # the bonus of a table row the question names: that of a sentence of the expected answer type
@@ -684,6 +711,14 @@ ANSWER = Registry(
             "in that language only, and the gate reads its names as translated: the English model's "
             "sentence choice would quote English passages ranked below it",
             lambda *a: None,  # applied in QueryService.prepare, by name
+        ),
+        Rule(
+            "answer.typed_value",
+            "an answer to a question asking for a date, a duration, a percentage or a count of a noun, "
+            "none of whose quoted sentences holds one, also quotes the best sentence holding one from the "
+            "passages it quotes: a form's 'Date & Time: 12/08/2007' line shares no word with 'When did "
+            "the accident happen?', which the lines naming the place do",
+            lambda *a: None,  # applied in ExtractiveAnswerer.answer, by name
         ),
         Rule(
             "answer.other_identifier",
@@ -1045,6 +1080,47 @@ class ExtractiveAnswerer:
             )
         ]
 
+    def _typed_value(
+        self, question: str, scored: list[tuple[float, _Sentence]], picked: list[_Sentence]
+    ) -> tuple[_Sentence | None, list[Fired]]:
+        """``answer.typed_value``: when ``question`` asks for a value of a form a sentence shows
+        (``asked_value``) and no sentence of ``picked`` holds one, the best-scored sentence of
+        ``scored`` (best first) that holds one and lies in a chunk ``picked`` quotes, with the rule
+        that added it; ``(None, [])`` otherwise. Only the quoted passages are read: a value from
+        another passage would be an answer the retrieval did not put forward."""
+        if "answer.typed_value" in self.disabled_rules or not picked:
+            return None, []
+        asked = asked_value(question)
+        if asked is None:
+            return None, []
+        name, pattern = asked
+        if any(pattern.search(s.text) for s in picked):
+            return None, []
+        chunks = {s.chunk.chunk_id for s in picked}
+        taken = {(s.chunk.chunk_id, s.start) for s in picked}
+        q_terms = set(tokenize(question)) - _asking_terms(question)
+        for _, s in scored:
+            if (
+                s.chunk.chunk_id in chunks
+                and (s.chunk.chunk_id, s.start) not in taken
+                and pattern.search(s.text)
+                and not overlaps(s.start, s.end, instruction_spans(s.chunk))
+                # about the question: one of its words, or a form's field labelled with the type asked
+                # for; a page footer's date or a build time in passing is about something else
+                and (q_terms & set(tokenize(s.text)) or _labelled_field(name, s.text))
+            ):
+                line = normalize_ws(s.text)
+                return s, [
+                    Fired(
+                        "answer.typed_value",
+                        "added",
+                        f"the question asks for {name} and no quoted sentence holds one: "
+                        f"{quoted(line[:80] + ('…' if len(line) > 80 else ''))} of passage [{s.n}] does",
+                        {"asked": name, "sentence": line[:200], "source": s.n},
+                    )
+                ]
+        return None, []
+
     def select_sentences(self, scored: list[tuple[float, _Sentence]]) -> list[_Sentence]:
         """The sentences to quote (``scored``: ``score_sentences``' output, best first): up to
         ``max_sentences`` of one document scoring at least ``relative`` x the best, plus the
@@ -1094,6 +1170,10 @@ class ExtractiveAnswerer:
         fired = self._named_rows(question, picked) + fired
         if extra is not None:  # the sentence the concise answer comes from is quoted with it
             picked = sorted([*picked, extra], key=lambda s: (s.n, s.start))
+        typed, fired_typed = self._typed_value(question, scored, picked)
+        if typed is not None:
+            picked = sorted([*picked, typed], key=lambda s: (s.n, s.start))
+            fired = fired + fired_typed
         picked = _distinct([_complete_fragment(s) for s in picked])
         parts, cites = [], []
         for s in picked:

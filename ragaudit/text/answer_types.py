@@ -8,7 +8,7 @@ wh-phrase. Two readers use them, at two grains:
   money, number, identifier, name) and ``Q_TYPES`` (the question patterns asking for each, in
   precedence order) type the concise answer's spans (``ragaudit.answer.concise``) and the gold
   pairs' answers (``ragaudit.evaluate.goldrules``);
-- ``SENTENCE_TYPES`` (a duration, a date or a percentage: question pattern, sentence pattern),
+- ``SENTENCE_TYPES`` (a duration, a date or a percentage: name, question pattern, sentence pattern),
   ``NUMBER_QUESTION`` and ``HAS_NUMBER`` give the extractive answerer's sentence score its
   answer-type bonus (``ragaudit.answer.answerers.answer_type_bonus``). These coarser patterns rank
   sentences; the answerer's rankings are measured with them, so they are kept as they are rather
@@ -190,9 +190,10 @@ HAS_NUMBER = re.compile(
 )
 _NUM = r"(\d[\d,.]*|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|fifty|hundred)"
 # Expected answer types (Harabagiu et al., "FALCON: Boosting Knowledge for Answer Engines", TREC-9, 2000):
-# (question pattern, pattern of a sentence that has an answer of that type).
+# (name, question pattern, pattern of a sentence that has an answer of that type).
 SENTENCE_TYPES = [
     (
+        "a duration",
         re.compile(
             r"\bhow long\b(?!.*\b(feet|foot|meters?|miles?|inches|wide|tall)\b)|\bfor how many (years|months|weeks|days)|"
             r"\bwhat (period|duration|term)\b",
@@ -201,10 +202,12 @@ SENTENCE_TYPES = [
         re.compile(rf"\b{_NUM}[\s-]+(years?|months?|weeks?|days?|hours?|minutes?)\b", re.I),
     ),
     (
+        "a date",
         re.compile(r"\b(when|what date|on what (calendar )?date|which day)\b", re.I),
         re.compile(rf"\b{MONTH_PREFIX}\s+\d{{1,2}},?\s+\d{{4}}\b|\b\d{{1,2}}/\d{{1,2}}/\d{{2,4}}\b", re.I),
     ),
     (
+        "a percentage",
         re.compile(r"\b(what percent(age)?|what (\w+ )?(rate|margin|accuracy|share))\b", re.I),
         re.compile(r"\d\s?%|\bper ?cent\b", re.I),
     ),

@@ -231,6 +231,41 @@ def test_a_table_row_the_question_names_is_quoted_over_prose_about_it(embedder):
     assert not any(f.rule == "answer.named_row" for f in off.rules)
 
 
+def test_a_question_asking_for_a_date_gets_a_quoted_sentence_holding_one(embedder):
+    """A form's field lines: the line naming the place shares the question's word, the date line
+    shares none. Fails if the answer does not also quote the date line with ``answer.typed_value``
+    on, if the rule does not name itself with the type asked for, if it adds a line when a quoted
+    sentence already holds a date or when the only date is a page footer's, or if the date line is
+    quoted with the rule switched off (the test would then not test it)."""
+    form = _chunk(
+        1,
+        "Aviation Accident Final Report\nLocation: Lakeside, MN Accident Number: CEN09LA123\n"
+        "Date & Time: 03/14/2009, 1015 CDT Registration: N4411K\nAircraft: Cessna 172 Aircraft Damage: Substantial",
+        0.0328,
+    )
+    q = "When did the Lakeside accident happen?"
+    on = ExtractiveAnswerer(embedder).answer(q, [form])
+    assert "03/14/2009" in on.answer and "Lakeside" in on.answer, on.answer
+    fired = [f for f in on.rules if f.rule == "answer.typed_value"]
+    assert fired and fired[0].effect == "added" and "a date" in fired[0].reason and "03/14/2009" in fired[0].reason
+    off = ExtractiveAnswerer(embedder, disabled_rules=frozenset({"answer.typed_value"})).answer(q, [form])
+    assert "03/14/2009" not in off.answer, off.answer
+    assert not any(f.rule == "answer.typed_value" for f in off.rules)
+    # a date in a page footer is about no word of the question and labels no date field: not added
+    footer = _chunk(
+        1,
+        "Aviation Accident Final Report\nLocation: Lakeside, MN Accident Number: CEN09LA123\n"
+        "Aircraft: Cessna 172 Aircraft Damage: Substantial\nwww.example.gov 05/02/2010 Page 3 of 4",
+        0.0328,
+    )
+    plain = ExtractiveAnswerer(embedder).answer(q, [footer])
+    assert "05/02/2010" not in plain.answer and not any(f.rule == "answer.typed_value" for f in plain.rules)
+    # a quoted sentence holding a date already answers: nothing is added
+    prose = _chunk(1, "The Lakeside accident happened on March 14, 2009. The pilot was not injured.", 0.0328)
+    again = ExtractiveAnswerer(embedder).answer(q, [prose])
+    assert "March 14, 2009" in again.answer and not any(f.rule == "answer.typed_value" for f in again.rules)
+
+
 def test_other_identifier_fires_only_for_another_item_of_the_asked_series():
     """``answer.other_identifier`` on its own small inputs. Fails if an answer naming a sibling
     part (same letters, other digits) stays ``answered``, or if it fires when the answer names
