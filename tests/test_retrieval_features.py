@@ -279,7 +279,26 @@ def test_a_document_only_one_candidate_holds_a_question_term_of_is_also_searched
         release_services(settings)
 
 
-def test_the_documents_a_questions_names_select_rank_first(tmp_path, embedder):
+FILINGS = ("2022 Q3 AAPL.pdf", "2023 Q3 AAPL.pdf", "2023 Q1 NVDA.pdf")
+
+
+@pytest.fixture(scope="module")
+def filings(tmp_path_factory, embedder):
+    """Services over a knowledge base of three real filings of two companies (tests/data): Apple's
+    Q3 2022 and Q3 2023 10-Qs and NVIDIA's Q1 fiscal 2024 10-Q, ingested once for the tests that
+    only search it (a filing takes tens of seconds to ingest)."""
+    from ragaudit.services import get_services, release_services
+
+    settings = make_settings(tmp_path_factory.mktemp("filings") / "data")
+    svc = get_services(settings)
+    for name in FILINGS:
+        out = ingest_bytes(svc, (DATA / name).read_bytes(), name, DagsterRunner())
+        assert out.status == "ingested", out
+    yield svc
+    release_services(settings)
+
+
+def test_the_documents_a_questions_names_select_rank_first(filings):
     """Three real filings of two companies (Apple's Q3 2022 and Q3 2023 10-Qs, NVIDIA's Q1 fiscal
     2024 10-Q). "How much did Apple spend on research and development?": the word "spend" is held
     by one candidate document alone, NVIDIA's ("our ability to adjust spending ... development
@@ -289,28 +308,18 @@ def test_the_documents_a_questions_names_select_rank_first(tmp_path, embedder):
     Apple's 10-Qs only and their passages make the top 5. Fails if the one-term rule searches
     within a document lacking the question's names, or the names stop selecting."""
     from ragaudit.retrieve.retriever import Retriever
-    from ragaudit.services import get_services, release_services
 
-    settings = make_settings(tmp_path / "data")
-    svc = get_services(settings)
-    try:
-        for name in ("2022 Q3 AAPL.pdf", "2023 Q3 AAPL.pdf", "2023 Q1 NVDA.pdf"):
-            out = ingest_bytes(svc, (DATA / name).read_bytes(), name, DagsterRunner())
-            assert out.status == "ingested", out
-        q = "How much did Apple spend on research and development?"
-        docs, notes = {}, {}
-        for ns in (0, 3):
-            res = Retriever(svc.store, svc.embedder, named_document_leg=True, named_subset=ns).retrieve(
-                q, Scope(), top_k=5
-            )
-            docs[ns], notes[ns] = [c.doc_name for c in res.chunks], res.notes
-        assert not any("alone holds the question's" in n for n in notes[0]), notes[0]
-        assert set(docs[3]) <= {"2022 Q3 AAPL.pdf", "2023 Q3 AAPL.pdf"}, docs[3]
-        assert any("Apple" in n and "come first" in n for n in notes[3]), notes[3]
-        assert not any("spend" in n for n in notes[3]), notes[3]
-        assert QueryService(svc).retriever.named_subset == 3  # the default
-    finally:
-        release_services(settings)
+    svc = filings
+    q = "How much did Apple spend on research and development?"
+    docs, notes = {}, {}
+    for ns in (0, 3):
+        res = Retriever(svc.store, svc.embedder, named_document_leg=True, named_subset=ns).retrieve(q, Scope(), top_k=5)
+        docs[ns], notes[ns] = [c.doc_name for c in res.chunks], res.notes
+    assert not any("alone holds the question's" in n for n in notes[0]), notes[0]
+    assert set(docs[3]) <= {"2022 Q3 AAPL.pdf", "2023 Q3 AAPL.pdf"}, docs[3]
+    assert any("Apple" in n and "come first" in n for n in notes[3]), notes[3]
+    assert not any("spend" in n for n in notes[3]), notes[3]
+    assert QueryService(svc).retriever.named_subset == 3  # the default
 
 
 def test_the_names_select_the_documents_holding_most_of_them():
@@ -384,21 +393,20 @@ def test_a_document_one_name_alone_selects_comes_first_not_as_a_third_list():
     assert r._named_document(q2, hits, Scope()) == (["intc"], ["annual", "meet"], False)
 
 
-def test_a_statement_row_is_found_by_its_whole_label(fresh_services, monkeypatch):
+def test_a_statement_row_is_found_by_its_whole_label(filings, monkeypatch):
     """Apple's Q3 2023 10-Q (tests/data): "How much did Apple spend on research and
     development ...?" names the income statement's row "Research and development $ 7,442 $ 6,797
     ...". Its chunk is a column of numbers under a dozen labels, while MD&A paragraphs repeat
-    "research and development" and "Apple" in prose: on words alone BM25 ranks it 4th here (about
-    20th among the 18 dev PDFs). The row's label, indexed as one term
+    "research and development" and "Apple" in prose: on words alone BM25 ranks it below them
+    (about 20th among the 18 dev PDFs). The row's label, indexed as one term
     (``ragaudit.index.sparse.row_label_terms``), ranks it first; in hybrid retrieval BM25's rank also stands
     for the dense leg, which cannot read the numbers. Fails if rows stop being indexed by their
     labels, questions stop asking for them, or table chunks lose BM25's vote."""
     import ragaudit.index.sparse
 
-    svc = fresh_services
+    svc = filings
     name = "2023 Q3 AAPL.pdf"
     assert svc.settings.bm25_row_labels  # the default
-    assert ingest_bytes(svc, (DATA / name).read_bytes(), name, DagsterRunner()).status == "ingested"
     q = "How much did Apple spend on research and development in the third quarter of 2023?"
 
     def row_rank() -> int | None:

@@ -168,10 +168,10 @@ def test_a_cover_line_ending_in_an_identifier_is_a_value_not_a_heading(embedder)
     from pathlib import Path
 
     from ragaudit.answer.answerers import _heading_like
-    from ragaudit.ingest.pdf import extract_pages
+    from tests.pdf_pages import pages as extract_pages_once
 
     pdf = Path(__file__).resolve().parents[2] / "bench" / "probes" / "external" / "pdfs" / "2023 Q3 MSFT.pdf"
-    cover = extract_pages(pdf.read_bytes())[0].text
+    cover = extract_pages_once(pdf)[0].text
     src = [
         _chunk(1, cover[: cover.index("Securities registered pursuant")]),
         _chunk(

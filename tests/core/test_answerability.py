@@ -118,18 +118,14 @@ def test_question_about_another_subject_is_refused_with_the_missing_words():
 
 # --- rules measured on the generated refusal set (bench/answer_quality.py), on real PDFs ---
 
-from functools import lru_cache  # noqa: E402
 
 from ragaudit.answer.answerability import asked_for, subject_words  # noqa: E402
-from ragaudit.ingest.pdf import extract_pages  # noqa: E402
 from tests.conftest import DATA, EDGE, SAMPLES  # noqa: E402
+from tests.pdf_pages import pages as extract_pages_once  # noqa: E402
 
 
-@lru_cache(maxsize=None)
 def _pages(path: str) -> tuple[str, ...]:
-    from pathlib import Path
-
-    return tuple(p.text for p in extract_pages(Path(path).read_bytes()))
+    return tuple(p.text for p in extract_pages_once(path))
 
 
 def _text(path) -> str:
@@ -329,9 +325,8 @@ def test_the_verb_a_who_question_asks_about_is_not_a_missing_subject_word():
     from pathlib import Path
 
     from ragaudit.answer.answerability import subject_words
-    from ragaudit.ingest.pdf import extract_pages
 
-    pages = [p.text for p in extract_pages(Path(EDGE, "copy-protected.pdf").read_bytes())]
+    pages = [p.text for p in extract_pages_once(Path(EDGE, "copy-protected.pdf"))]
     opening = pages[0][:1500]
     for q in ("Who wrote LayoutParser?", "Who developed LayoutParser?"):
         assert assess(q, pages, [opening]).label is None, q
@@ -350,11 +345,10 @@ def test_the_role_a_who_was_the_x_of_y_question_asks_for_must_be_in_the_best_pas
     from pathlib import Path
 
     from ragaudit.answer.answerability import asked_for
-    from ragaudit.ingest.pdf import extract_pages
 
     assert asked_for("Who was the co-pilot of the Cessna Skyhawk at Wausau?") == ["co-pilot"]
     assert asked_for("What was the probable cause of the Beech A23 accident?") == ["probable"]
-    pages = [p.text for p in extract_pages(Path(SAMPLES, "20071229X02007.pdf").read_bytes())]
+    pages = [p.text for p in extract_pages_once(Path(SAMPLES, "20071229X02007.pdf"))]
     best = [pages[0][:1500]]
     off = assess("Who was the co-pilot of the Piper PA-22-150 at Tallahassee?", pages, best)
     assert off.label == "refused" and off.missing == ["co-pilot"], off
@@ -373,10 +367,9 @@ def test_a_reporting_period_no_searched_filing_covers_is_refused():
     from pathlib import Path
 
     from ragaudit.answer.answerability import missing_periods
-    from ragaudit.ingest.pdf import extract_pages
 
     def text(name: str) -> str:
-        return " ".join(p.text for p in extract_pages(Path(DATA, name).read_bytes()))
+        return " ".join(p.text for p in extract_pages_once(Path(DATA, name)))
 
     q1, q2 = text("2023 Q1 NVDA.pdf"), text("2023 Q2 NVDA.pdf")
     nine = "What was NVIDIA's revenue for the first nine months of fiscal 2024?"
@@ -418,9 +411,8 @@ def test_a_city_is_covered_by_a_document_that_names_only_its_country():
     from pathlib import Path
 
     from ragaudit.answer.answerability import place_covered
-    from ragaudit.ingest.pdf import extract_pages
 
-    pages = [p.text for p in extract_pages(Path(DATA, "f1040nr.pdf").read_bytes())]
+    pages = [p.text for p in extract_pages_once(Path(DATA, "f1040nr.pdf"))]
     q = (
         "I'm a non-resident filing a 2007 U.S. return; I'm married and live in Seoul. "
         "Which filing-status box applies to me?"
@@ -448,10 +440,9 @@ def test_a_period_end_the_filing_never_reports_as_ended_is_refused():
     from pathlib import Path
 
     from ragaudit.answer.answerability import missing_period_ends
-    from ragaudit.ingest.pdf import extract_pages
 
     ext = Path(__file__).resolve().parents[2] / "bench" / "probes" / "external" / "pdfs"
-    msft = "\n".join(p.text for p in extract_pages((ext / "2023 Q3 MSFT.pdf").read_bytes()))
+    msft = "\n".join(p.text for p in extract_pages_once(ext / "2023 Q3 MSFT.pdf"))
     q = "What was Microsoft's total revenue for the quarter ended December 31, 2023?"
     assert missing_period_ends(q, msft) == ["December 31, 2023"]
     v = assess(q, [msft])

@@ -18,10 +18,10 @@ from ragaudit.ingest.chunking import (
     document_text,
     document_title,
 )
-from ragaudit.ingest.pdf import extract_pages
 from ragaudit.text.lines import continues
 from ragaudit.text.sentences import sentence_spans
 from tests.conftest import DATA, SAMPLES
+from tests.pdf_pages import pages as extract_pages_once
 
 PDFS = sorted([*DATA.glob("*.pdf"), *(DATA / "ntsb").glob("*.pdf"), *SAMPLES.glob("*.pdf")], key=lambda p: p.name)
 pytestmark = pytest.mark.slow
@@ -117,7 +117,7 @@ def check_invariants(pages, chunks, counter, budget_tokens: int, atomic: bool = 
 
 def _chunks(path, embedder, atomic: bool | None):
     """Chunks of ``path`` with ``atomic_units`` (None: the chunker's default) and the unit budget."""
-    pages = extract_pages(path.read_bytes())
+    pages = extract_pages_once(path)
     title = document_title(path.name, pages)
     max_tokens = 200
     kw = {} if atomic is None else {"atomic_units": atomic}
@@ -156,7 +156,7 @@ def test_a_table_header_above_a_group_label_is_the_tables_header(embedder):
     from pathlib import Path
 
     path = Path(__file__).resolve().parents[2] / "bench" / "probes" / "external" / "pdfs" / "2023 Q3 NVDA.pdf"
-    pages = extract_pages(path.read_bytes())
+    pages = extract_pages_once(path)
     page = next(p for p in pages if "Data Center $ 14,514" in p.text)
     _, tables = _tables(page.text)
     t = next(t for t in tables if "Data Center $ 14,514" in page.text[t.extent[0] : t.extent[1]])

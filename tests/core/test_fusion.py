@@ -95,10 +95,10 @@ def test_a_tie_left_after_the_scores_goes_by_position_not_by_point_id():
 
 def _statement_and_prose():
     """The income statement rows and an MD&A paragraph of Apple's Q3 2023 10-Q (tests/data)."""
-    from ragaudit.ingest.pdf import extract_pages
     from tests.conftest import DATA
+    from tests.pdf_pages import pages as extract_pages_once
 
-    pages = extract_pages((DATA / "2023 Q3 AAPL.pdf").read_bytes())
+    pages = extract_pages_once(DATA / "2023 Q3 AAPL.pdf")
     text = pages[3].text
     start = text.index("Cost of sales:")
     statement = text[start : text.index("Operating income", start)]
