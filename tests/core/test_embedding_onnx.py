@@ -53,9 +53,9 @@ def torch_embedder():
 def _chunk_texts(embedder) -> list[str]:
     """What ingestion embeds for a real PDF: each chunk's header + text (``ragaudit.ingest.documents``)."""
     from ragaudit.ingest.chunking import chunk_document, document_title
-    from ragaudit.ingest.pdf import extract_pages
+    from tests.pdf_pages import pages as extract_pages_once
 
-    pages = extract_pages(PDF.read_bytes())
+    pages = extract_pages_once(PDF)
     chunks = chunk_document(pages, embedder, document_title(PDF.name, pages))
     return [f"{c.header}\n{c.text}" if c.header else c.text for c in chunks]
 
@@ -286,11 +286,11 @@ def _real_texts(embedder) -> list[str]:
     ``max_seq_length``) of real PDFs, Chinese tables included, plus a few edge strings (Latin
     identifiers glued into Chinese text among them)."""
     from ragaudit.ingest.chunking import chunk_document, document_title
-    from ragaudit.ingest.pdf import extract_pages
+    from tests.pdf_pages import pages as extract_pages_once
 
     texts: list[str] = []
     for pdf in TOKENIZER_PDFS:
-        pages = extract_pages(pdf.read_bytes())
+        pages = extract_pages_once(pdf)
         texts += [p.text for p in pages]
         chunks = chunk_document(pages, embedder, document_title(pdf.name, pages))
         texts += [f"{c.header}\n{c.text}" if c.header else c.text for c in chunks]
@@ -334,10 +334,10 @@ def test_chunks_are_the_same_on_both_backends(embedder, torch_embedder):
     offsets, headers, pages) with the onnx backend's tokenizer as with the torch backend's
     (transformers') one. Fails if a token count or offset differs anywhere budgets are checked."""
     from ragaudit.ingest.chunking import chunk_document, document_title
-    from ragaudit.ingest.pdf import extract_pages
+    from tests.pdf_pages import pages as extract_pages_once
 
     for pdf in (PDF, CJK_PDF):
-        pages = extract_pages(pdf.read_bytes())
+        pages = extract_pages_once(pdf)
         title = document_title(pdf.name, pages)
         got = chunk_document(pages, embedder, title)
         assert len(got) >= 5 and got == chunk_document(pages, torch_embedder, title)
