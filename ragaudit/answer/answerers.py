@@ -690,12 +690,9 @@ def named_row(q_rows: set[str], sentence: str) -> str | None:
     622" for "How much revenue did Professional Visualization bring in?"."""
     if not q_rows:
         return None
-    previous = ""
     for line in sentence.split("\n"):
-        # the line above goes with it: a label wrapped over two lines is matched whole
-        if q_rows & set(row_label_terms(f"{previous}\n{line}")):
+        if q_rows & set(row_label_terms(line)):
             return line.strip()
-        previous = line
     return None
 
 

@@ -179,9 +179,8 @@ _NIL = re.compile(r"^[—–-]+$")  # a dash for nil
 # the row reader's revision, recorded in the build info (a document built with another revision is
 # re-ingested by `reindex --changed`): bump it when `row_label` changes which lines yield labels.
 # This revision reads a nil percentage ("— %") as a cell, so rows such as
-# "Graphics 1,493 606 887 146 % 3,751 3,739 12 — %" get their label term, and a label wrapped over
-# two lines ("Research and development" over "expenses $ 2,040 $ 1,824") gets its whole label's term
-ROW_LABELS_REVISION = 3
+# "Graphics 1,493 606 887 146 % 3,751 3,739 12 — %" get their label term
+ROW_LABELS_REVISION = 2
 
 
 def row_label(line: str) -> str | None:
@@ -235,45 +234,22 @@ def label_words(text: str) -> list[str]:
     return [_stem(w) for w in words if w not in STOP_WORDS and len(w) > 1]
 
 
-def wrapped_lead(previous: str, label: str) -> str | None:
-    """The first line of a row label wrapped over two lines, else None: ``previous`` (the line
-    above a row) when the row's ``label`` goes on in lower case ("Research and development" over
-    "expenses $ 2,040 $ 1,824", "Acquisition-related" over "intangible assets $ 2,642") and
-    ``previous`` is no row itself, holds no digit (a header of years or amounts), does not end a
-    sentence or open a list (". : ;"), and is at most ``ROW_LABEL_MAX_WORDS`` + 2 words long
-    (a line of prose above a row is longer)."""
-    if not label[:1].islower() or row_label(previous) is not None:
-        return None
-    lead = previous.strip()
-    if not lead or re.search(r"\d", lead) or lead[-1] in ".:;!?" or len(lead.split()) > ROW_LABEL_MAX_WORDS + 2:
-        return None
-    return lead
-
-
 def row_label_terms(text: str) -> list[str]:
     """``row:<label words>`` for every line of ``text`` that is a table row: a label of
     ``ROW_LABEL_MIN_WORDS`` to ``ROW_LABEL_MAX_WORDS`` words followed by numeric cells only
     ("Gross margin 40,215 34,670" -> ``row:gross margin``; footnote marks such as "(1)" in the
     label are dropped; a "Total ..." row is also indexed without "total", as that is what the row
-    is the total of). A label wrapped over two lines (``wrapped_lead``) is also indexed whole:
-    "Research and development" over "expenses $ 2,040" -> ``row:research develop expens``."""
+    is the total of)."""
     out = []
-    previous = ""
     for line in text.splitlines():
         label = row_label(line)
         if label is None:
-            previous = line
             continue
-        labels = [label]
-        if (lead := wrapped_lead(previous, label)) is not None:
-            labels.append(f"{lead} {label}")
-        previous = line
-        for one in labels:
-            words = label_words(re.sub(r"\(\w\)|\(\d\)", " ", one))
-            if ROW_LABEL_MIN_WORDS <= len(words) <= ROW_LABEL_MAX_WORDS:
-                out.append("row:" + " ".join(words))
-                if words[0] == "total" and len(words) > ROW_LABEL_MIN_WORDS:
-                    out.append("row:" + " ".join(words[1:]))
+        words = label_words(re.sub(r"\(\w\)|\(\d\)", " ", label))
+        if ROW_LABEL_MIN_WORDS <= len(words) <= ROW_LABEL_MAX_WORDS:
+            out.append("row:" + " ".join(words))
+            if words[0] == "total" and len(words) > ROW_LABEL_MIN_WORDS:
+                out.append("row:" + " ".join(words[1:]))
     return out
 
 

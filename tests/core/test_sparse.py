@@ -153,33 +153,6 @@ def test_table_rows_are_indexed_by_their_whole_label():
     )
 
 
-def test_a_row_label_wrapped_over_two_lines_is_indexed_whole():
-    """A statement sets a long label over two lines, its cells on the second. Fails if the whole
-    label's term is missing (a question naming it would find only the second line's words), if the
-    second line's own label is no longer indexed, or if a line that cannot be a label's first line
-    (a row, a header of years, a heading ending in ":", a long line of prose) is joined."""
-    text = (
-        "Research and development\nexpenses $ 2,040 $ 1,824\n"
-        "Acquisition-related\nintangible assets $ 2,642 $ (1,448)\n"
-        "Fiscal 2023 Results\nnet sales 1,200 1,300\n"
-        "Operating expenses:\nselling costs 410 380\n"
-        "The amounts below were restated in the quarter for the change in segments\nother items 12 14"
-    )
-    terms = row_label_terms(text)
-    assert "row:research develop expens" in terms
-    assert "row:acquisit relat intang asset" in terms and "row:intang asset" in terms
-    assert "row:net sale" in terms and not any("fiscal" in t or "result" in t for t in terms)
-    assert "row:sell cost" in terms and not any("oper" in t for t in terms)
-    assert not any("restat" in t for t in terms)
-    q = question_row_terms("What were research and development expenses in the quarter?")
-    assert "row:research develop expens" in q
-    # a row above is not a first line: each row keeps its own label only
-    assert row_label_terms("Gross margin 40,215 34,670\nnet income 9,100 8,200") == [
-        "row:gross margin",
-        "row:net incom",
-    ]
-
-
 def test_a_question_naming_a_row_matches_its_label_not_its_scattered_words():
     q = bm25_query_vector("How much did Apple spend on research and development?")
     assert "row:research develop" in question_row_terms("How much did Apple spend on research and development?")
