@@ -410,7 +410,8 @@ class QueryService:
         "Tour de France" is no subject; a question or a passage not in English is not held to it). A sentence sharing
         none is about something else
         ("Who won the 2019 Tour de France?" over a copyright law): quoting it would present noise as
-        the closest thing the documents say, so the reply says that no passage shares its words."""
+        the closest thing the documents say, so the reply says that no retrieved passage shares its words
+        (a word of the question may still occur elsewhere in the documents, as the gate's reason says)."""
         text = f"{REFUSAL_TEXT} {reason[:1].upper()}{reason[1:]}."
         cites = []
         if isinstance(self.answerer, ExtractiveAnswerer):
@@ -426,7 +427,7 @@ class QueryService:
                 cites = [_citation(best)]
                 text += f" The closest passage says: {escape_markers(quoted(normalize_ws(best.text)))} [{best.n}]"
             elif scored:
-                text += " No passage of the searched documents shares a word with the question."
+                text += " None of the passages retrieved for it shares a word with the question."
         return AnswerResult(text, cites, "refused", model)
 
     def answer(self, prep: Prepared) -> AnswerResult:

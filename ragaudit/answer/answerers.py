@@ -665,10 +665,13 @@ def asked_value(question: str) -> tuple[str, re.Pattern] | None:
     return (name, s_pat) if number is None or pos <= number.start() else None
 
 
-# a form's field labelled with the type of value it holds ("Date & Time: 12/08/2007", "Duration: 3 days")
+# the asked types ``answer.typed_value`` completes an answer with, besides a count of the asked noun: a
+# duration or a percentage is printed in passing too often ("a total flight experience of 2,319
+# hours" for "How long did the flight last?")
+_TYPED_VALUES = frozenset({"a date"})
+# a form's field labelled with the type of value it holds ("Date & Time: 12/08/2007")
 _FIELD_LABELS = {
     "a date": re.compile(r"(?im)^\s*(date|dated|effective date|date of [\w ]{1,30})\b[^:\n]{0,20}:"),
-    "a duration": re.compile(r"(?im)^\s*(duration|term|period)\b[^:\n]{0,20}:"),
 }
 
 
@@ -714,7 +717,7 @@ ANSWER = Registry(
         ),
         Rule(
             "answer.typed_value",
-            "an answer to a question asking for a date, a duration, a percentage or a count of a noun, "
+            "an answer to a question asking for a date or a count of a noun, "
             "none of whose quoted sentences holds one, also quotes the best sentence holding one from the "
             "passages it quotes: a form's 'Date & Time: 12/08/2007' line shares no word with 'When did "
             "the accident happen?', which the lines naming the place do",
@@ -1083,8 +1086,8 @@ class ExtractiveAnswerer:
     def _typed_value(
         self, question: str, scored: list[tuple[float, _Sentence]], picked: list[_Sentence]
     ) -> tuple[_Sentence | None, list[Fired]]:
-        """``answer.typed_value``: when ``question`` asks for a value of a form a sentence shows
-        (``asked_value``) and no sentence of ``picked`` holds one, the best-scored sentence of
+        """``answer.typed_value``: when ``question`` asks for a date or a count of a noun
+        (``asked_value``; not a duration or a percentage) and no sentence of ``picked`` holds one, the best-scored sentence of
         ``scored`` (best first) that holds one and lies in a chunk ``picked`` quotes, with the rule
         that added it; ``(None, [])`` otherwise. Only the quoted passages are read: a value from
         another passage would be an answer the retrieval did not put forward."""
@@ -1094,6 +1097,8 @@ class ExtractiveAnswerer:
         if asked is None:
             return None, []
         name, pattern = asked
+        if name not in _TYPED_VALUES and not name.startswith("a count of "):
+            return None, []
         if any(pattern.search(s.text) for s in picked):
             return None, []
         chunks = {s.chunk.chunk_id for s in picked}

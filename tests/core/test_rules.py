@@ -235,7 +235,8 @@ def test_a_question_asking_for_a_date_gets_a_quoted_sentence_holding_one(embedde
     """A form's field lines: the line naming the place shares the question's word, the date line
     shares none. Fails if the answer does not also quote the date line with ``answer.typed_value``
     on, if the rule does not name itself with the type asked for, if it adds a line when a quoted
-    sentence already holds a date or when the only date is a page footer's, or if the date line is
+    sentence already holds a date, when the only date is a page footer's or when the question asks
+    for a duration (printed in passing: a pilot's total hours), or if the date line is
     quoted with the rule switched off (the test would then not test it)."""
     form = _chunk(
         1,
@@ -260,6 +261,18 @@ def test_a_question_asking_for_a_date_gets_a_quoted_sentence_holding_one(embedde
     )
     plain = ExtractiveAnswerer(embedder).answer(q, [footer])
     assert "05/02/2010" not in plain.answer and not any(f.rule == "answer.typed_value" for f in plain.rules)
+    # a duration is printed in passing too often: "How long ...?" is not completed with one
+    report = _chunk(
+        1,
+        "The Lakeside flight departed the private airstrip in the afternoon. During the Lakeside flight the "
+        "pilot climbed to 2,500 feet over the lake. The Lakeside flight ended when the airplane contacted trees "
+        "on final approach to the turf strip. The weather was clear and the wind was calm.\nThe pilot reported "
+        "a total flight experience of 2,319 hours, most of it in the same make and model.",
+        0.0328,
+    )
+    how_long = ExtractiveAnswerer(embedder).answer("How long did the Lakeside flight last?", [report])
+    assert "2,319 hours" not in how_long.answer, how_long.answer
+    assert not any(f.rule == "answer.typed_value" for f in how_long.rules), how_long.rules
     # a quoted sentence holding a date already answers: nothing is added
     prose = _chunk(1, "The Lakeside accident happened on March 14, 2009. The pilot was not injured.", 0.0328)
     again = ExtractiveAnswerer(embedder).answer(q, [prose])
