@@ -665,21 +665,9 @@ def asked_value(question: str) -> tuple[str, re.Pattern] | None:
     return (name, s_pat) if number is None or pos <= number.start() else None
 
 
-# the asked types ``answer.typed_value`` completes an answer with, besides a count of the asked noun: a
-# duration or a percentage is printed in passing too often ("a total flight experience of 2,319
-# hours" for "How long did the flight last?")
-_TYPED_VALUES = frozenset({"a date"})
-# a form's field labelled with the type of value it holds ("Date & Time: 12/08/2007")
-_FIELD_LABELS = {
-    "a date": re.compile(r"(?im)^\s*(date|dated|effective date|date of [\w ]{1,30})\b[^:\n]{0,20}:"),
-}
-
-
-def _labelled_field(name: str, sentence: str) -> bool:
-    """Whether ``sentence`` holds a line that is a form field labelled as the type ``name`` (see
-    ``asked_value``): its label names what the question's wh-word asks for."""
-    pattern = _FIELD_LABELS.get(name)
-    return pattern is not None and pattern.search(sentence) is not None
+# a form's field labelled as a date ("Date & Time: 12/08/2007"): ``answer.typed_value`` takes it
+# for a "when" question although it shares none of the question's words
+_DATE_FIELD = re.compile(r"(?im)^\s*(date|dated|effective date|date of [\w ]{1,30})\b[^:\n]{0,20}:")
 
 
 # the bonus of a table row the question names: that of a sentence of the expected answer type
@@ -1087,8 +1075,9 @@ class ExtractiveAnswerer:
         self, question: str, scored: list[tuple[float, _Sentence]], picked: list[_Sentence]
     ) -> tuple[_Sentence | None, list[Fired]]:
         """``answer.typed_value``: when ``question`` asks for a date or a count of a noun
-        (``asked_value``; not a duration or a percentage) and no sentence of ``picked`` holds one, the best-scored sentence of
-        ``scored`` (best first) that holds one and lies in a chunk ``picked`` quotes, with the rule
+        (``asked_value``; not a duration or a percentage) and no sentence of ``picked`` holds one,
+        the best-scored sentence of ``scored`` (best first) that holds one, lies in a chunk
+        ``picked`` quotes and shares a word with the question (or is a date field), with the rule
         that added it; ``(None, [])`` otherwise. Only the quoted passages are read: a value from
         another passage would be an answer the retrieval did not put forward."""
         if "answer.typed_value" in self.disabled_rules or not picked:
@@ -1097,7 +1086,9 @@ class ExtractiveAnswerer:
         if asked is None:
             return None, []
         name, pattern = asked
-        if name not in _TYPED_VALUES and not name.startswith("a count of "):
+        # a duration or a percentage is printed in passing too often: "a total flight experience of
+        # 2,319 hours" for "How long did the flight last?"
+        if name != "a date" and not name.startswith("a count of "):
             return None, []
         if any(pattern.search(s.text) for s in picked):
             return None, []
@@ -1112,7 +1103,7 @@ class ExtractiveAnswerer:
                 and not overlaps(s.start, s.end, instruction_spans(s.chunk))
                 # about the question: one of its words, or a form's field labelled with the type asked
                 # for; a page footer's date or a build time in passing is about something else
-                and (q_terms & set(tokenize(s.text)) or _labelled_field(name, s.text))
+                and (q_terms & set(tokenize(s.text)) or (name == "a date" and _DATE_FIELD.search(s.text)))
             ):
                 line = normalize_ws(s.text)
                 return s, [
