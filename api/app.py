@@ -171,6 +171,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             jobs.stop(timeout=5.0)
             telemetry.close(timeout=10.0)
             tracing.force_flush()
+            # close the database connections this process holds: SQLite then folds its write-ahead
+            # log into ragaudit.db and deletes it, so a stopped server leaves one file to copy (the
+            # engine opens new connections if the services are used again, as by a next lifespan)
+            svc.engine.dispose()
 
     # FastAPIOffline: /docs and /redoc load Swagger UI / ReDoc from files shipped in the fastapi-offline
     # package (served under /static-offline-docs), so they work with no network
