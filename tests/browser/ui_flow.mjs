@@ -139,7 +139,7 @@ try {
   page.on("request", onRequest);
   await page.getByLabel("from page").fill(String(other));
   await page.getByLabel("to page").fill(String(other));
-  await page.getByLabel("documents (all when empty)").click();
+  await page.getByLabel("documents", { exact: true }).click();
   await page.getByRole("option", { name: new RegExp(basename(cfg.good_pdf).replace(".", "\\.")) }).click();
   await page.keyboard.press("Escape");
   out.steps.scope_chips = await page.getByTestId("doc-picker").locator(".MuiChip-root").evaluateAll((cs) =>

@@ -345,7 +345,8 @@ export function ChatPage() {
                 const { key, ...itemProps } = getItemProps({ index });
                 return <Chip key={key} {...itemProps} size="small" label={d.doc_name} title={`${d.doc_name} (${d.pages} p., ${d.status})`} />;
               })}
-              renderInput={(p) => <TextField {...p} size="small" label="documents (all when empty)" />} data-testid="doc-picker" />
+              renderInput={(p) => <TextField {...p} size="small" label="documents" helperText={picked.length ? undefined : "none picked: all are searched"} />}
+              data-testid="doc-picker" />
             <Stack direction="row" spacing={1}>
               <TextField size="small" type="number" label="from page" value={pageMin} onChange={(e) => setPageMin(e.target.value)} />
               <TextField size="small" type="number" label="to page" value={pageMax} onChange={(e) => setPageMax(e.target.value)} />
