@@ -42,8 +42,9 @@ _PDF_MAGIC = b"%PDF-"
 # whose cells of words wrap unevenly; 7 reads a glyph without a Unicode value as a ligature or U+FFFD
 # instead of keeping its control character; 8 also a symbol inside a word that a ligature makes a word of;
 # 9 such a symbol as the ligature it reads elsewhere in the document where the letters beside it cannot tell;
-# 10 also a glyph pypdfium2 reads as a control code, as a TeX font's "fi" at 12, on every page)
-LAYOUT_REVISION = 10
+# 10 also a glyph pypdfium2 reads as a control code, as a TeX font's "fi" at 12, on every page;
+# 11 removes a running line numbered "N of M", "N/M" or "N (M)" with the page count last)
+LAYOUT_REVISION = 11
 
 
 class PDFError(ValueError):

@@ -8,10 +8,11 @@ Two kinds of text never reach a chunk:
   it stands in the lower half at least one font size (a blank line) below the text above it); the
   same line is in that band on at least a third of the pages (and two) and on most of the pages
   where it occurs at all; its text is the same on every page, or differs only by a page number
-  (one number, at the start or end of the line or after "page", not a label's number such as
-  "Exhibit 3", that advances at least as fast as the pages do, on most of the pages where the line
-  is in the band); and the page has other text (a page whose every line looks running keeps them
-  all: a one-line page is content). A header stays where it first appears (often the document's
+  (one number, at the start or end of the line, after "page", or before the page count that ends
+  the line as in "3 of 13", "3/13" or "3 (13)", not a label's number such as "Exhibit 3", that
+  advances at least as fast as the pages do, on most of the pages where the line is in the band);
+  and the page has other text (a page whose every line looks running keeps them all: a one-line
+  page is content). A header stays where it first appears (often the document's
   title on page 1); footers go everywhere (a page-1 footer would split a sentence that runs onto
   page 2). Everything else is content, however often it repeats.
 - **Hidden text** (``hidden_chars``): characters a reader of the page cannot see. Decision: they
@@ -84,6 +85,10 @@ def _roman(s: str) -> int:
 
 
 _AFTER_PAGE = re.compile(r"page#(?:$|\W|of\d)")
+# "N of M" ending the line: the page number N followed by the page count M ("3 of 13", "3/13",
+# "3 (13)", and the words for "of" of the languages read here: "3 von 13", "3 de 13", "3 sur 13",
+# "3 van 13", "3 av 13"); keys have no spaces ("3(13)")
+_OF_TOTAL = re.compile(r"(?:of|von|de|sur|van|av|/|\()\d{1,6}\)?\W*$")
 # a number right after one of these words labels a thing ("Exhibit 3", "Table 2", "Month 4"), not a page
 _LABEL = re.compile(
     r"(?:exhibit|table|figure|fig\.?|chapter|section|sec\.?|appendix|annex|schedule|note|item|part|article|"
@@ -95,9 +100,10 @@ def _page_number_variants(key: str) -> list[tuple[str, int]]:
     """``(key with one number as "#", its value)`` for each number of ``key`` that sits where a
     running line prints its page number: at the start or the end of the line (punctuation aside)
     or as "page N" ending the line or followed by punctuation or "of M" ("page#of4nyc08ca055",
-    "#rowandcolumn...", "appleinc.|q32022form10-q|#"), and not right after a word that makes it a
-    label ("Exhibit 3", "Table 2", "Month 4": ``_LABEL``); a line that is only a roman numeral
-    ("vii") counts too."""
+    "#rowandcolumn...", "appleinc.|q32022form10-q|#"), or followed only by the page count ending
+    the line ("brfdoktorlindh#(13)", "www.modbus.org#/50": ``_OF_TOTAL``), and not right after a
+    word that makes it a label ("Exhibit 3", "Table 2", "Month 4": ``_LABEL``); a line that is
+    only a roman numeral ("vii") counts too."""
     if _ROMAN.match(key):
         return [("#", _roman(key))]
     out = []
@@ -107,7 +113,7 @@ def _page_number_variants(key: str) -> list[tuple[str, int]]:
             continue
         masked = f"{before}#{after}"
         at_start, at_end = not re.search(r"\w", before), not re.search(r"\w", after)
-        if at_start or at_end or _AFTER_PAGE.match(masked, max(0, len(before) - 4)):
+        if at_start or at_end or _AFTER_PAGE.match(masked, max(0, len(before) - 4)) or _OF_TOTAL.match(after):
             out.append((masked, int(m.group(0))))
     return out
 

@@ -135,6 +135,31 @@ def test_page_numbers_under_the_text_are_removed():
         assert p.removed == (("footer", str(n + 2)),)
 
 
+def test_page_n_of_m_lines_are_removed():
+    """Fails if a running line that numbers its page before the page count ("Harbour Lantern 3
+    (5)", as Nordic annual reports do, or "www.harbourlantern.org 3/5") stays in the page text, or
+    if a margin line of the same shape whose number does not advance with the pages (a score out
+    of 10 that goes down) is removed."""
+    pdf = _pdf()
+    scores = [9, 7, 6, 4, 3]
+    for n, score in enumerate(scores, start=1):
+        pdf.add_page()
+        pdf.text(72, 40, f"Harbour Lantern Cooperative {n} (5)")
+        pdf.text(72, 60, f"Inspection score {score} (10)")
+        for y in range(130, 400, 14):
+            pdf.text(72, y, f"Paragraph line {y} of page {n} tells the members about the year.")
+        pdf.text(72, 765, f"April 26, 2012 www.harbourlantern.org {n}/5")
+    pages = extract_pages(bytes(pdf.output()))
+    for n, (p, score) in enumerate(zip(pages, scores), start=1):
+        assert "Harbour Lantern Cooperative" not in p.text
+        assert "www.harbourlantern.org" not in p.text
+        assert f"Inspection score {score} (10)" in p.text
+        assert p.removed == (
+            ("header", f"Harbour Lantern Cooperative {n} (5)"),
+            ("footer", f"April 26, 2012 www.harbourlantern.org {n}/5"),
+        )
+
+
 # --------------------------------------------------------------------------- property test
 
 WORDS = "river stone lantern harbour meadow signal copper orchard basin ledger valve summit".split()
