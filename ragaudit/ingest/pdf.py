@@ -43,7 +43,8 @@ _PDF_MAGIC = b"%PDF-"
 # instead of keeping its control character; 8 also a symbol inside a word that a ligature makes a word of;
 # 9 such a symbol as the ligature it reads elsewhere in the document where the letters beside it cannot tell;
 # 10 also a glyph pypdfium2 reads as a control code, as a TeX font's "fi" at 12, on every page;
-# 11 removes a running line numbered "N of M", "N/M" or "N (M)" with the page count last)
+# 11 removes a running line numbered "N of M", "N/M" or "N (M)" with the page count last, or in the
+# middle of a line set in parts apart)
 LAYOUT_REVISION = 11
 
 

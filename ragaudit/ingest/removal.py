@@ -8,13 +8,14 @@ Two kinds of text never reach a chunk:
   it stands in the lower half at least one font size (a blank line) below the text above it); the
   same line is in that band on at least a third of the pages (and two) and on most of the pages
   where it occurs at all; its text is the same on every page, or differs only by a page number
-  (one number, at the start or end of the line, after "page", or before the page count that ends
-  the line as in "3 of 13", "3/13" or "3 (13)", not a label's number such as "Exhibit 3", that
-  advances at least as fast as the pages do, on most of the pages where the line is in the band);
-  and the page has other text (a page whose every line looks running keeps them all: a one-line
-  page is content). A header stays where it first appears (often the document's
-  title on page 1); footers go everywhere (a page-1 footer would split a sentence that runs onto
-  page 2). Everything else is content, however often it repeats.
+  (one number, at the start or end of the line, after "page", before the page count that ends
+  the line as in "3 of 13", "3/13" or "3 (13)", or anywhere in a line set in parts apart, as a
+  footer with the page number centred between a title and a code; not a label's number such as
+  "Exhibit 3"; that advances at least as fast as the pages do, on most of the pages where the
+  line is in the band); and the page has other text (a page whose every line looks running keeps
+  them all: a one-line page is content). A header stays where it first appears (often the
+  document's title on page 1); footers go everywhere (a page-1 footer would split a sentence that
+  runs onto page 2). Everything else is content, however often it repeats.
 - **Hidden text** (``hidden_chars``): characters a reader of the page cannot see. Decision: they
   are kept out of the page text, so out of chunks, quotes and answers, and every one is counted
   and shown in the document's extraction report. A document's visible text is what its reader
@@ -96,14 +97,18 @@ _LABEL = re.compile(
 )
 
 
-def _page_number_variants(key: str) -> list[tuple[str, int]]:
+def _page_number_variants(key: str, anywhere: bool = False) -> list[tuple[str, int]]:
     """``(key with one number as "#", its value)`` for each number of ``key`` that sits where a
     running line prints its page number: at the start or the end of the line (punctuation aside)
     or as "page N" ending the line or followed by punctuation or "of M" ("page#of4nyc08ca055",
     "#rowandcolumn...", "appleinc.|q32022form10-q|#"), or followed only by the page count ending
     the line ("brfdoktorlindh#(13)", "www.modbus.org#/50": ``_OF_TOTAL``), and not right after a
     word that makes it a label ("Exhibit 3", "Table 2", "Month 4": ``_LABEL``); a line that is
-    only a roman numeral ("vii") counts too."""
+    only a roman numeral ("vii") counts too. ``anywhere``: the line is set in parts apart (wide
+    gaps between its words, as a footer with a title on the left, the page number in the middle
+    and a code on the right: "STATISTICS SOUTH AFRICA 3 P0141"), so a number anywhere in it can
+    be its page number; a line of running words ("Prinzip 3 für digitaltaugliche Gesetzgebung")
+    is not."""
     if _ROMAN.match(key):
         return [("#", _roman(key))]
     out = []
@@ -113,7 +118,13 @@ def _page_number_variants(key: str) -> list[tuple[str, int]]:
             continue
         masked = f"{before}#{after}"
         at_start, at_end = not re.search(r"\w", before), not re.search(r"\w", after)
-        if at_start or at_end or _AFTER_PAGE.match(masked, max(0, len(before) - 4)) or _OF_TOTAL.match(after):
+        if (
+            anywhere
+            or at_start
+            or at_end
+            or _AFTER_PAGE.match(masked, max(0, len(before) - 4))
+            or _OF_TOTAL.match(after)
+        ):
             out.append((masked, int(m.group(0))))
     return out
 
@@ -158,7 +169,10 @@ def running_lines(pages: Sequence[Sequence[Any]], boxes: Sequence[tuple[float, f
     need = max(2, -(-n // 3))
     bands = [_bands(ls, box) for ls, box in zip(pages, boxes)]
     keys = [[_key(ln.text) for ln in ls] for ls in pages]
-    variants = [[_page_number_variants(k) for k in ks] for ks in keys]
+    variants = [
+        [_page_number_variants(k, anywhere=getattr(ln, "gaps", 0) > 0) for k, ln in zip(ks, ls)]
+        for ks, ls in zip(keys, pages)
+    ]
     # pages where each text occurs anywhere (the "most pages" denominator of a text that repeats as is)
     anywhere: dict[str, set[int]] = defaultdict(set)
     exact: dict[tuple[str, str], list[tuple[int, int]]] = defaultdict(list)  # (side, key) -> [(page, line)]

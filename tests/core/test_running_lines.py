@@ -160,6 +160,27 @@ def test_page_n_of_m_lines_are_removed():
         )
 
 
+def test_a_footer_set_in_parts_loses_its_page_number_in_the_middle():
+    """Fails if a footer set in three parts (title left, page number centred, code right, read as
+    one line "Harbour Lantern Annual Report 3 HLC-24") stays in the page text, or if a heading in
+    the top band that numbers its principle in the middle of running words ("Principle 3 for good
+    harbour keeping:", one per page, advancing like a page number) is removed."""
+    pdf = _pdf()
+    for n in range(1, 6):
+        pdf.add_page()
+        pdf.text(72, 60, f"Principle {n} for good harbour keeping:")
+        for y in range(130, 400, 14):
+            pdf.text(72, y, f"Paragraph line {y} of page {n} tells the members about the year.")
+        pdf.text(72, 765, "Harbour Lantern Annual Report")
+        pdf.text(300, 765, str(n))
+        pdf.text(480, 765, "HLC-24")
+    pages = extract_pages(bytes(pdf.output()))
+    for n, p in enumerate(pages, start=1):
+        assert f"Principle {n} for good harbour keeping:" in p.text
+        assert "Harbour Lantern Annual Report" not in p.text and "HLC-24" not in p.text
+        assert p.removed == (("footer", f"Harbour Lantern Annual Report {n} HLC-24"),)
+
+
 # --------------------------------------------------------------------------- property test
 
 WORDS = "river stone lantern harbour meadow signal copper orchard basin ledger valve summit".split()
