@@ -44,7 +44,8 @@ _PDF_MAGIC = b"%PDF-"
 # 9 such a symbol as the ligature it reads elsewhere in the document where the letters beside it cannot tell;
 # 10 also a glyph pypdfium2 reads as a control code, as a TeX font's "fi" at 12, on every page;
 # 11 removes a running line numbered "N of M", "N/M" or "N (M)" with the page count last, or in the
-# middle of a line set in parts apart)
+# middle of a line set in parts apart, keeps a line that occurs more often outside the band, and
+# reads a page with a few glyphs without a Unicode map glyph by glyph instead of from pypdfium2)
 LAYOUT_REVISION = 11
 
 
@@ -204,7 +205,8 @@ def extract_pages(data: bytes, on_page: Callable[[int, int], None] | None = None
       after the page's upright text;
     - a spacing accent drawn over a letter ("a" + "¨") is composed with it ("ä"), and the text is
       Unicode NFC; ``(cid:NN)`` codes (glyphs without a Unicode map) become the letter pypdfium2
-      reads at that place, or nothing; a page made mostly of them is taken from pypdfium2 whole;
+      reads at that place, or nothing; a page of which they are a tenth or more
+      (``CID_PAGE_SHARE``) is taken from pypdfium2 whole;
     - running headers and footers (``removal.running_lines``: repeated lines in the page's
       margin bands that differ at most by a page number) are removed, so chunks and quotes never
       hold them and a sentence broken by a page footer reads on across the page break;
@@ -378,16 +380,21 @@ _ACCENTS = {
     "\u02db": "\u0328",
 }
 _CID_CHAR = re.compile(r"^\(cid:\d+\)$")
+# a page whose glyphs without a Unicode map are this share of its glyphs or more is read by pypdfium2
+# whole: a font without a map set in a sidebar beside the body garbles every line it shares. Fewer
+# (a stamp across the top of every page, a logo's letters) are read glyph by glyph, so the page keeps
+# its reading order and its running lines are still found
+CID_PAGE_SHARE = 0.10
 
 
 def _page_lines(page, opts: dict, pdfium_page, chars: list[dict] | None = None) -> list[_Line] | None:
-    """Lines of one pdfplumber page in reading order, or ``None`` when most of its glyphs have no
-    Unicode map (the caller takes the page from pypdfium2). ``pdfium_page()`` opens the same page
+    """Lines of one pdfplumber page in reading order, or ``None`` when ``CID_PAGE_SHARE`` of its
+    glyphs or more have no Unicode map (the caller takes the page from pypdfium2). ``pdfium_page()`` opens the same page
     in pypdfium2 (used only to read ``(cid:NN)`` glyphs). ``chars``: ``page.chars`` if already
     read."""
     chars = dedupe_chars(page.chars if chars is None else chars)
     cids = sum(1 for c in chars if _CID_CHAR.match(c.get("text", "")))
-    if cids and 9 * cids >= 20 and 9 * cids >= 0.05 * (len(chars) + 8 * cids):
+    if cids >= 3 and cids >= CID_PAGE_SHARE * len(chars):
         return None
     if cids:
         chars = _read_cid_chars(chars, pdfium_page())
@@ -647,6 +654,9 @@ def _read_cid_chars(chars: list[dict], pdfium_page) -> list[dict]:
                 continue
             x, y = (c["x0"] + c["x1"]) / 2, height - (c["top"] + c["bottom"]) / 2
             i = tp.get_index(x, y, 1.0, 1.0)
+            if i is None or i < 0:
+                # PDFium gives a glyph it has no Unicode value for a box of no height on the baseline
+                i = tp.get_index(x, height - c["bottom"], 1.0, 1.0)
             ch = tp.get_text_range(i, 1) if i is not None and i >= 0 else ""
             if len(ch) == 1 and ch.isalnum():
                 out.append({**c, "text": ch})
@@ -1124,7 +1134,12 @@ def read_unmapped(pages: list[list[_Line]]) -> tuple[list[list[_Line]], list[lis
     def glyphs(text: str) -> list[re.Match]:
         """The glyphs of ``text`` to read: every ``_UNMAPPED`` one, and a symbol inside a word."""
         found = list(_UNMAPPED.finditer(text))
-        found += [m for m in _GLYPH_IN_WORD.finditer(text) if unicodedata.category(m.group(0)) in _SYMBOL_CATEGORIES]
+        at = {m.start() for m in found}  # U+FFFD inside a word is both: read it once ("effffect")
+        found += [
+            m
+            for m in _GLYPH_IN_WORD.finditer(text)
+            if unicodedata.category(m.group(0)) in _SYMBOL_CATEGORIES and m.start() not in at
+        ]
         return sorted(found, key=lambda m: m.start())
 
     words: set[str] = set()

@@ -205,16 +205,104 @@ def _pdf_with_control_code_ligatures(lines: list[bytes]) -> bytes:
     )
 
 
-def test_ligatures_drawn_at_control_codes_are_read_not_dropped():
+@pytest.mark.parametrize(
+    "lines, extractor",
+    [
+        # 5 of 80 glyphs unmapped: read glyph by glyph, each from PDFium's reading at its place
+        (
+            [b"The \x0crst \x0cle was \x0dat and the e\x0bect was clear.", b"The display will \x0dash when saved."],
+            "pdfplumber",
+        ),
+        # 8 of 63: a tenth or more, the page comes from pypdfium2 whole
+        (
+            [b"\x0cle \x0dat \x0crst e\x0bect sta\x0b a\x0bair \x0dag.", b"The display will \x0dash when saved."],
+            "pypdfium2",
+        ),
+    ],
+    ids=["glyph-by-glyph", "pypdfium2-page"],
+)
+def test_ligatures_drawn_at_control_codes_are_read_not_dropped(lines, extractor):
     """Fails if a ligature a font draws at a control code ("fi" at 12, "fl" at 13, "ff" at 11) is
-    dropped ("rst" for "first"), breaks the line (a carriage return: "display will" / "ash"), or
-    stays U+FFFD where the ligature makes a word, on a page read by pypdfium2 (most glyphs
-    unmapped); each is reported."""
-    text = [b"The \x0crst \x0cle was \x0dat and the e\x0bect was clear.", b"The display will \x0dash when saved."]
-    (page,) = extract_pages(_pdf_with_control_code_ligatures(text))
-    assert page.extractor == "pypdfium2"
-    lines = page.text.split("\n")
-    assert lines[:2] == ["The first file was flat and the effect was clear.", "The display will flash when saved."]
+    dropped ("rst" for "first"), read twice ("effffect"), breaks the line (a carriage return:
+    "display will" / "ash"), or stays U+FFFD where the ligature makes a word, on a page read
+    glyph by glyph or from pypdfium2 whole; each is reported."""
+    (page,) = extract_pages(_pdf_with_control_code_ligatures(lines))
+    assert page.extractor == extractor
+    want = [ln.replace(b"\x0c", b"fi").replace(b"\x0d", b"fl").replace(b"\x0b", b"ff").decode() for ln in lines]
+    assert page.text.split("\n")[:2] == want
     assert not re.search(r"[\x00-\x1f\ufffd]", page.text.replace("\n", ""))
-    assert [w for k, w in page.unmapped] == ["first", "file", "flat", "effect", "flash"]
+    # every word read with a ligature, in order
+    read = [
+        w.strip(".") for ln, raw in zip(want, lines) for w, r in zip(ln.split(" "), raw.split(b" ")) if r != w.encode()
+    ]
+    assert [w for k, w in page.unmapped] == read
     assert {k for k, _ in page.unmapped} == {"ligature"}
+
+
+def _report_with_a_stamp(pages: int) -> bytes:
+    """A PDF of ``pages`` US Letter pages in Helvetica: a running header, 16 body lines and a
+    footer with the page number, and across the top of each page a stamp of 24 glyphs drawn in a
+    font without a Unicode map (a Type 1 font whose codes 11-13 name glyphs that have no Unicode
+    value), about 2% of each page's glyphs."""
+    stamp = b"(" + b"\x0b\x0c\x0d" * 8 + b") Tj"
+    font_ids = (3, 4)
+    objs: dict[int, bytes] = {
+        1: b"<< /Type /Catalog /Pages 2 0 R >>",
+        3: b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+        4: b"<< /Type /Font /Subtype /Type1 /BaseFont /CMR10 /FirstChar 11 /LastChar 126 /Widths ["
+        + b" ".join([b"556"] * 116)
+        + b"] /Encoding << /Type /Encoding /Differences [11 /g11 /g12 /g13] >> >>",
+    }
+    kids = []
+    for n in range(1, pages + 1):
+        body = b" ".join(
+            b"(Paragraph line %d of page %d tells the members about the harbour year.) '" % (k, n) for k in range(16)
+        )
+        content = (
+            b"BT /F2 10 Tf 72 770 Td " + stamp + b" ET "
+            b"BT /F1 10 Tf 72 745 Td (Harbour Lantern Cooperative Annual Report) Tj ET "
+            b"BT /F1 10 Tf 72 640 Td 14 TL " + body + b" ET "
+            b"BT /F1 10 Tf 300 40 Td (%d) Tj ET" % n
+        )
+        page_id, content_id = 10 * n, 10 * n + 1
+        objs[content_id] = b"<< /Length %d >>\nstream\n" % len(content) + content + b"\nendstream"
+        objs[page_id] = (
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents %d 0 R "
+            b"/Resources << /Font << /F1 %d 0 R /F2 %d 0 R >> >> >>" % (content_id, *font_ids)
+        )
+        kids.append(b"%d 0 R" % page_id)
+    objs[2] = b"<< /Type /Pages /Kids [" + b" ".join(kids) + b"] /Count %d >>" % pages
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = {}
+    for i in sorted(objs):
+        offsets[i] = len(out)
+        out += b"%d 0 obj\n" % i + objs[i] + b"\nendobj\n"
+    size = max(objs) + 1
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % size
+    for i in range(1, size):
+        out += b"%010d 00000 n \n" % offsets[i] if i in offsets else b"0000000000 65535 f \n"
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (size, xref)
+    return bytes(out)
+
+
+def test_a_stamp_of_unmapped_glyphs_does_not_send_its_pages_to_pypdfium2():
+    """Fails if a page whose only glyphs without a Unicode map are a stamp across its top (2% of its
+    glyphs) is read by pypdfium2 whole: its running header and footer then stay in the text, and
+    the stamp with them as a line of U+FFFD. Read glyph by glyph, the page keeps its lines, the
+    header and page numbers are removed, and so is the stamp (U+FFFD, counted in the report), a
+    running header like them, after its first page. (A page
+    whose unmapped glyphs are a fifth of it, the Redpaper's page 3, still comes from pypdfium2:
+    ``tests/core/test_pdf.py``.)"""
+    pages = extract_pages(_report_with_a_stamp(4))
+    assert [p.extractor for p in pages] == ["pdfplumber"] * 4
+    for n, p in enumerate(pages, start=1):
+        lines = p.text.split("\n")
+        assert lines[-16:] == [
+            f"Paragraph line {k} of page {n} tells the members about the harbour year." for k in range(16)
+        ]
+        assert not re.search(r"[\x00-\x09\x0b-\x1f]", p.text), p.text[:200]
+        assert ("footer", str(n)) in p.removed
+        if n > 1:
+            assert "Harbour Lantern Cooperative" not in p.text and "\ufffd" not in p.text
+            assert ("header", "\ufffd" * 24) in p.removed

@@ -181,6 +181,25 @@ def test_a_footer_set_in_parts_loses_its_page_number_in_the_middle():
         assert p.removed == (("footer", f"Harbour Lantern Annual Report {n} HLC-24"),)
 
 
+def test_a_speaker_label_at_the_top_of_every_page_is_content():
+    """Fails if a speaker's label in minutes that opens every page in the top band ("CHAIR (Ms
+    Lantern):") is removed as a running header: it is said more often in the body, so each
+    occurrence is a turn of speech (removing it gave the chair's words to the previous speaker)."""
+    pdf = _pdf()
+    for n in range(1, 5):
+        pdf.add_page()
+        pdf.text(72, 60, "CHAIR (Ms Lantern):")
+        pdf.text(72, 74, f"Thank you. We move to item {n} of the agenda.")
+        for k, y in enumerate(range(130, 400, 42)):
+            pdf.text(72, y, f"MEMBER {k} (Mr Harbour):")
+            pdf.text(72, y + 14, f"On item {n}, the basin levels rose by {k + n} centimetres.")
+            pdf.text(72, y + 28, "CHAIR (Ms Lantern):")
+    pages = extract_pages(bytes(pdf.output()))
+    for p in pages:
+        assert p.text.split("\n").count("CHAIR (Ms Lantern):") == 8, p.text
+        assert p.removed == ()
+
+
 # --------------------------------------------------------------------------- property test
 
 WORDS = "river stone lantern harbour meadow signal copper orchard basin ledger valve summit".split()
