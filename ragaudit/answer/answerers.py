@@ -51,6 +51,7 @@ from ragaudit.text.anchors import question_anchors
 from ragaudit.text.answer_types import HAS_NUMBER, NUMBER_QUESTION, SENTENCE_TYPES
 from ragaudit.text.authorship import asks_authorship, prints_authors
 from ragaudit.text.dates import MONTH_NAME, MONTH_PREFIX
+from ragaudit.text.function_words import AUXILIARY
 from ragaudit.text.injection import DATA_NOT_INSTRUCTIONS, delimit, overlaps
 from ragaudit.text.injection import NOTE as INSTRUCTION_NOTE
 from ragaudit.text.injection import scan as scan_instructions
@@ -354,8 +355,14 @@ def _follows(first: RetrievedChunk, nxt: RetrievedChunk) -> bool:
     return a is not None and b is not None and int(b) >= int(a)
 
 
+# a short line with an auxiliary verb states something ("Braden was elected Chair", as minutes
+# print a decision); one without is a label or a fragment ("Net sales by category")
+_CLAUSE = re.compile(rf"(?i)\b{AUXILIARY}\b")
+
+
 def _sentences(sources: list[RetrievedChunk], authors: bool = False) -> list[_Sentence]:
-    """The sentences an answer may quote; never one that reads as an instruction to an assistant,
+    """The sentences an answer may quote: of five words or more, or two with a digit, or three with
+    an auxiliary verb (``_CLAUSE``); never one that reads as an instruction to an assistant,
     nor a heading, a table of contents' entries (``_contents_entries``, ``_in_contents``), a
     table's column header of periods (``column_header``) or the header block above its rows
     (``table_header_block``). With ``authors`` (the question asks who wrote a document), a line
@@ -373,7 +380,7 @@ def _sentences(sources: list[RetrievedChunk], authors: bool = False) -> list[_Se
             t = c.text[s:e]
             words = len(t.split())
             if (
-                (words >= 5 or (words >= 2 and any(ch.isdigit() for ch in t)))
+                (words >= 5 or (words >= 2 and any(ch.isdigit() for ch in t)) or (words >= 3 and _CLAUSE.search(t)))
                 and (not _heading_like(t) or (authors and c.page_start <= 1 and prints_authors(t)))
                 and not _contents_entries(t)
                 and not column_header(t)

@@ -277,3 +277,41 @@ def test_a_heading_over_several_lines_is_never_quoted_nor_completes_a_lead_in(em
         "How were the shares repurchased during the quarter?", [_statement_chunk(text, 21)]
     )
     assert not any(h in out.answer for h in headings), out.answer
+
+
+def _text_source(n: int, name: str, text: str, score: float) -> RetrievedChunk:
+    return RetrievedChunk(
+        rank=n,
+        chunk_id=f"{name}#0",
+        score=score,
+        payload={"text": text, "doc_name": name, "page_start": 1, "page_end": 1, "page_breaks": [], "header": ""},
+    )
+
+
+def test_a_short_decision_in_minutes_can_be_quoted(embedder):
+    """Minutes print a decision as a short line with no full stop ("Marta was elected Chair").
+    Fails if such a line of three or four words with an auxiliary verb cannot be quoted (the
+    answer then quotes another document's "... be elected to continue to serve ..."), or if a
+    four-word line without one, a label ("Net sales by category"), becomes quotable."""
+    minutes = _text_source(
+        1,
+        "rowing-club-minutes.pdf",
+        "Committee Meeting\nHarbour Rowing Club\n14.00, Tuesday 15th March, 2016\n1 Attendance\n1.1 Opening\n"
+        "Marta was elected Chair\n1.2 Attendance to be taken\nDaniel, Marta and Innes were in attendance\n"
+        "2 Boats\nNet sales by category\n",
+        0.0328,
+    )
+    report = _text_source(
+        2,
+        "annual-report.pdf",
+        "ORDINARY BUSINESS\nThat the members of the Board Audit Committee be elected to continue to serve as "
+        "members of the said Committee.\n",
+        0.0161,
+    )
+    out = ExtractiveAnswerer(embedder).answer("Who was elected Chair of the rowing club committee?", [minutes, report])
+    assert "Marta was elected Chair" in out.answer
+    assert "Board Audit Committee" not in out.answer
+    quotable = {
+        s.text for _, s in ExtractiveAnswerer(embedder).score_sentences("What were net sales by category?", [minutes])
+    }
+    assert "Marta was elected Chair" in quotable and "Net sales by category" not in quotable
