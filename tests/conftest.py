@@ -86,6 +86,17 @@ CASES = DATA / "cases"  # small PDFs made for one fault each (tests/data/SOURCES
 DMCA_QUESTION = "On what date was the Digital Millennium Copyright Act signed into law?"
 
 
+def fresh_python(code: str, *args: str, timeout: float = 300):
+    """Run ``code`` in a new Python process (nothing this test session loaded or opened is shared)
+    from the repository root with ``args`` as ``sys.argv[1:]``; its ``CompletedProcess`` (text)."""
+    import subprocess
+    import sys
+
+    return subprocess.run(
+        [sys.executable, "-c", code, *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout
+    )
+
+
 def make_settings(data_dir: Path, **kw):
     from ragaudit.platform.settings import Settings
 

@@ -2,11 +2,9 @@
 ``ragaudit.db`` and deleted when the lifespan ends, so copying ``ragaudit.db`` after a stop copies
 every write."""
 
-import subprocess
-import sys
 import textwrap
 
-from tests.conftest import ROOT
+from tests.conftest import fresh_python
 
 PROBE = textwrap.dedent(
     """
@@ -38,12 +36,6 @@ def test_a_stopped_api_leaves_no_write_ahead_log(tmp_path):
     connections were left open, so SQLite kept the log beside the database), or if the query's log
     row is not in ``ragaudit.db`` alone afterwards. The log must exist while serving, or the test
     would not test the stop."""
-    p = subprocess.run(
-        [sys.executable, "-c", PROBE, str(tmp_path / "data")],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    p = fresh_python(PROBE, str(tmp_path / "data"))
     assert p.returncode == 0, p.stderr[-3000:]
     assert p.stdout.strip().splitlines()[-1] == "True [] 1", p.stdout

@@ -1,11 +1,9 @@
 """The API loads what the answerability gate defers (language profiles, word lists, place tables)
 at startup, beside serving, so the first question does not wait for it."""
 
-import subprocess
-import sys
 import textwrap
 
-from tests.conftest import ROOT
+from tests.conftest import fresh_python
 
 PROBE = textwrap.dedent(
     """
@@ -32,12 +30,6 @@ def test_the_api_warms_up_the_gate_at_startup(tmp_path):
     """Fails if the API does not load the gate's deferred language profiles and place tables when
     it starts (a fresh process, so nothing else has loaded them), or if importing the app loads
     them already (then every CLI command pays for them too)."""
-    p = subprocess.run(
-        [sys.executable, "-c", PROBE, str(tmp_path / "data")],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    p = fresh_python(PROBE, str(tmp_path / "data"))
     assert p.returncode == 0, p.stderr[-3000:]
     assert p.stdout.strip().splitlines()[-1] == "[False, False] [True, True]", p.stdout
