@@ -44,7 +44,7 @@ _PDF_MAGIC = b"%PDF-"
 # 9 such a symbol as the ligature it reads elsewhere in the document where the letters beside it cannot tell;
 # 10 also a glyph pypdfium2 reads as a control code, as a TeX font's "fi" at 12, on every page;
 # 11 removes a running line numbered "N of M", "N/M" or "N (M)" with the page count last, or in the
-# middle of a line set in parts apart, keeps a line that occurs more often outside the band, and
+# middle of a line set in parts apart, keeps a line that its pages repeat outside the band, and
 # reads a page with a few glyphs without a Unicode map glyph by glyph instead of from pypdfium2)
 LAYOUT_REVISION = 11
 

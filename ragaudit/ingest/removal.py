@@ -6,9 +6,9 @@ Two kinds of text never reach a chunk:
   it sits in the page's top or bottom margin band (the top or bottom 15% of the crop box, or, for
   pages that end where their text ends, as filings printed from HTML do, the page's last line when
   it stands in the lower half at least one font size (a blank line) below the text above it); the
-  same line is in that band on at least a third of the pages (and two), and most of its
-  occurrences as a line are in a margin band (a speaker's label in minutes sits in the top band
-  on many pages and in the body on more: content); its text is the same on every page, or differs only by a page number
+  same line is in that band on at least a third of the pages (and two), and on those pages most
+  of its occurrences as a line are there (a speaker's label in minutes sits in the top band of a
+  page and in its body again: content); its text is the same on every page, or differs only by a page number
   (one number, at the start or end of the line, after "page", before the page count that ends
   the line as in "3 of 13", "3/13" or "3 (13)", or anywhere in a line set in parts apart, as a
   footer with the page number centred between a title and a code; not a label's number such as
@@ -174,26 +174,24 @@ def running_lines(pages: Sequence[Sequence[Any]], boxes: Sequence[tuple[float, f
         [_page_number_variants(k, anywhere=getattr(ln, "gaps", 0) > 0) for k, ln in zip(ks, ls)]
         for ks, ls in zip(keys, pages)
     ]
-    # how often each text occurs as a line anywhere (the "most" denominator of a text that repeats
-    # as is: a speaker's label in minutes sits in the top band on many pages, and in the body on more;
-    # a header set at the top of odd pages and the foot of even ones is in a band every time)
-    anywhere: Counter[str] = Counter()
-    banded: Counter[str] = Counter()  # ... and in a margin band, top or bottom
+    # how often each text occurs as a line on each page (the "most" denominator of a text that
+    # repeats as is: a speaker's label in minutes sits in the top band of a page and in its body
+    # again; a running header is on its page once)
+    on_page: Counter[tuple[int, str]] = Counter()
     exact: dict[tuple[str, str], list[tuple[int, int]]] = defaultdict(list)  # (side, key) -> [(page, line)]
     numbered: dict[tuple[str, str], list[tuple[int, int, int]]] = defaultdict(list)  # -> [(page, value, line)]
     for i in range(n):
         for k, key in enumerate(keys[i]):
-            anywhere[key] += 1
+            on_page[(i, key)] += 1
             for masked, value in variants[i][k]:
                 if bands[i][k]:
                     numbered[(bands[i][k], masked)].append((i, value, k))
             if bands[i][k]:
                 exact[(bands[i][k], key)].append((i, k))
-                banded[key] += 1
     marks: dict[tuple[int, int], tuple[str, bool]] = {}  # (page, line) -> (side, exact text)
     for (side, key), occ in exact.items():
         pages_in = {i for i, _ in occ}
-        if len(pages_in) >= need and 2 * banded[key] > anywhere[key]:
+        if len(pages_in) >= need and 2 * len(occ) > sum(on_page[(i, key)] for i in pages_in):
             for i, k in occ:
                 marks[(i, k)] = (side, True)
     for (side, _masked), occ in numbered.items():
