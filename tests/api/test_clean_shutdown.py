@@ -2,13 +2,14 @@
 ``ragaudit.db`` and deleted when the lifespan ends, so copying ``ragaudit.db`` after a stop copies
 every write."""
 
+import json
 import textwrap
 
 from tests.conftest import fresh_python
 
 PROBE = textwrap.dedent(
     """
-    import sqlite3, sys
+    import json, sqlite3, sys
     from pathlib import Path
     from fastapi.testclient import TestClient
     from ragaudit.api.app import create_app
@@ -26,7 +27,7 @@ PROBE = textwrap.dedent(
         during = (data / "ragaudit.db-wal").exists()
     after = sorted(p.name for p in data.glob("ragaudit.db-*"))
     logs = sqlite3.connect(data / "ragaudit.db").execute("select count(*) from query_logs").fetchone()[0]
-    print(during, after, logs)
+    print(json.dumps({"log_while_serving": during, "left_beside_db": after, "query_logs": logs}))
     """
 )
 
@@ -38,4 +39,5 @@ def test_a_stopped_api_leaves_no_write_ahead_log(tmp_path):
     would not test the stop."""
     p = fresh_python(PROBE, str(tmp_path / "data"))
     assert p.returncode == 0, p.stderr[-3000:]
-    assert p.stdout.strip().splitlines()[-1] == "True [] 1", p.stdout
+    got = json.loads(p.stdout.strip().splitlines()[-1])
+    assert got == {"log_while_serving": True, "left_beside_db": [], "query_logs": 1}, p.stdout

@@ -26,6 +26,7 @@ from ragaudit.ingest.pdf import (
 )
 from ragaudit.ingest.removal import extraction_report
 from tests.conftest import DATA
+from tests.hostile.pdfs import one_page_pdf, pdf_file
 
 # two-column paper (rotated arXiv stamp, (cid:NN) glyphs, a form XObject), a sampled IBM Redbook
 # (overprinted duplicates, rotated text, many form XObjects, garbled pages), a CJK page
@@ -190,19 +191,24 @@ def test_the_extraction_report_counts_glyphs_without_unicode_value():
     assert "different levels" in " ".join(pages[1].text.split())  # its "ff" glyph is given as U+21B5
 
 
-def _pdf_with_control_code_ligatures(lines: list[bytes]) -> bytes:
-    """A one-page PDF set in a Type 1 font whose encoding names codes 11-13 with glyph names that
-    have no Unicode value (as a TeX font draws "ff", "fi" and "fl" there), without a ToUnicode map:
-    pdfminer gives each such glyph as ``(cid:NN)``, pypdfium2 as the control character of its code."""
-    from tests.hostile.pdfs import one_page_pdf
+# a Type 1 font whose encoding names codes 11-13 with glyph names that have no Unicode value (as a
+# TeX font draws "ff", "fi" and "fl" there), without a ToUnicode map: pdfminer gives each such glyph
+# as ``(cid:NN)``, pypdfium2 as the control character of its code
+UNMAPPED_FONT = (
+    b"<< /Type /Font /Subtype /Type1 /BaseFont /CMR10 /FirstChar 11 /LastChar 126 /Widths ["
+    + b" ".join([b"556"] * 116)
+    + b"] /Encoding << /Type /Encoding /Differences [11 /g11 /g12 /g13] >> >>"
+)
 
+
+def _stream(content: bytes) -> bytes:
+    return b"<< /Length %d >>\nstream\n" % len(content) + content + b"\nendstream"
+
+
+def _pdf_with_control_code_ligatures(lines: list[bytes]) -> bytes:
+    """A one-page PDF set in ``UNMAPPED_FONT``."""
     content = b"BT /F1 10 Tf 72 740 Td 12 TL " + b" ".join(b"(" + ln + b") '" for ln in lines) + b" ET"
-    return one_page_pdf(
-        b"<< /Length %d >>\nstream\n" % len(content) + content + b"\nendstream",
-        b"<< /Type /Font /Subtype /Type1 /BaseFont /CMR10 /FirstChar 11 /LastChar 126 /Widths ["
-        + b" ".join([b"556"] * 116)
-        + b"] /Encoding << /Type /Encoding /Differences [11 /g11 /g12 /g13] >> >>",
-    )
+    return one_page_pdf(_stream(content), UNMAPPED_FONT)
 
 
 @pytest.mark.parametrize(
@@ -241,18 +247,12 @@ def test_ligatures_drawn_at_control_codes_are_read_not_dropped(lines, extractor)
 
 def _report_with_a_stamp(pages: int) -> bytes:
     """A PDF of ``pages`` US Letter pages in Helvetica: a running header, 16 body lines and a
-    footer with the page number, and across the top of each page a stamp of 24 glyphs drawn in a
-    font without a Unicode map (a Type 1 font whose codes 11-13 name glyphs that have no Unicode
-    value), about 2% of each page's glyphs."""
+    footer with the page number, and across the top of each page a stamp of 24 glyphs drawn in
+    ``UNMAPPED_FONT``, about 2% of each page's glyphs."""
     stamp = b"(" + b"\x0b\x0c\x0d" * 8 + b") Tj"
-    font_ids = (3, 4)
-    objs: dict[int, bytes] = {
-        1: b"<< /Type /Catalog /Pages 2 0 R >>",
-        3: b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
-        4: b"<< /Type /Font /Subtype /Type1 /BaseFont /CMR10 /FirstChar 11 /LastChar 126 /Widths ["
-        + b" ".join([b"556"] * 116)
-        + b"] /Encoding << /Type /Encoding /Differences [11 /g11 /g12 /g13] >> >>",
-    }
+    # objects: 1 catalog, 2 page tree, 3 Helvetica, 4 the unmapped font, then each page and its content
+    objs = [b"<< /Type /Catalog /Pages 2 0 R >>", b"", b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"]
+    objs.append(UNMAPPED_FONT)
     kids = []
     for n in range(1, pages + 1):
         body = b" ".join(
@@ -264,26 +264,15 @@ def _report_with_a_stamp(pages: int) -> bytes:
             b"BT /F1 10 Tf 72 640 Td 14 TL " + body + b" ET "
             b"BT /F1 10 Tf 300 40 Td (%d) Tj ET" % n
         )
-        page_id, content_id = 10 * n, 10 * n + 1
-        objs[content_id] = b"<< /Length %d >>\nstream\n" % len(content) + content + b"\nendstream"
-        objs[page_id] = (
+        page_id = len(objs) + 1
+        objs.append(
             b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents %d 0 R "
-            b"/Resources << /Font << /F1 %d 0 R /F2 %d 0 R >> >> >>" % (content_id, *font_ids)
+            b"/Resources << /Font << /F1 3 0 R /F2 4 0 R >> >> >>" % (page_id + 1)
         )
+        objs.append(_stream(content))
         kids.append(b"%d 0 R" % page_id)
-    objs[2] = b"<< /Type /Pages /Kids [" + b" ".join(kids) + b"] /Count %d >>" % pages
-    out = bytearray(b"%PDF-1.4\n")
-    offsets = {}
-    for i in sorted(objs):
-        offsets[i] = len(out)
-        out += b"%d 0 obj\n" % i + objs[i] + b"\nendobj\n"
-    size = max(objs) + 1
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % size
-    for i in range(1, size):
-        out += b"%010d 00000 n \n" % offsets[i] if i in offsets else b"0000000000 65535 f \n"
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (size, xref)
-    return bytes(out)
+    objs[1] = b"<< /Type /Pages /Kids [" + b" ".join(kids) + b"] /Count %d >>" % pages
+    return pdf_file(objs)
 
 
 def test_a_stamp_of_unmapped_glyphs_does_not_send_its_pages_to_pypdfium2():

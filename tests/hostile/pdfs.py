@@ -23,14 +23,21 @@ def bomb_pdf(inflated_mb: int = 50) -> bytes:
 def one_page_pdf(contents: bytes, font: bytes) -> bytes:
     """A one-page US Letter PDF file: ``contents`` (the content stream object, dictionary and
     stream) drawn with ``font`` (a font dictionary) as ``/F1``, with its cross-reference table."""
-    objs = [
-        b"<< /Type /Catalog /Pages 2 0 R >>",
-        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
-        b"/Resources << /Font << /F1 5 0 R >> >> >>",
-        contents,
-        font,
-    ]
+    return pdf_file(
+        [
+            b"<< /Type /Catalog /Pages 2 0 R >>",
+            b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
+            b"/Resources << /Font << /F1 5 0 R >> >> >>",
+            contents,
+            font,
+        ]
+    )
+
+
+def pdf_file(objs: list[bytes]) -> bytes:
+    """A PDF file of the objects ``objs`` (numbered from 1; object 1 is the catalog), with its
+    cross-reference table."""
     out = bytearray(b"%PDF-1.4\n")
     offsets = []
     for i, o in enumerate(objs, 1):
