@@ -170,10 +170,6 @@ def running_lines(pages: Sequence[Sequence[Any]], boxes: Sequence[tuple[float, f
     need = max(2, -(-n // 3))
     bands = [_bands(ls, box) for ls, box in zip(pages, boxes)]
     keys = [[_key(ln.text) for ln in ls] for ls in pages]
-    variants = [
-        [_page_number_variants(k, anywhere=getattr(ln, "gaps", 0) > 0) for k, ln in zip(ks, ls)]
-        for ks, ls in zip(keys, pages)
-    ]
     # how often each text occurs as a line on each page (the "most" denominator of a text that
     # repeats as is: a speaker's label in minutes sits in the top band of a page and in its body
     # again; a running header is on its page once)
@@ -183,11 +179,13 @@ def running_lines(pages: Sequence[Sequence[Any]], boxes: Sequence[tuple[float, f
     for i in range(n):
         for k, key in enumerate(keys[i]):
             on_page[(i, key)] += 1
-            for masked, value in variants[i][k]:
-                if bands[i][k]:
-                    numbered[(bands[i][k], masked)].append((i, value, k))
-            if bands[i][k]:
-                exact[(bands[i][k], key)].append((i, k))
+            side = bands[i][k]
+            if not side:
+                continue
+            exact[(side, key)].append((i, k))
+            # the page-number readings of a line in a band only (a table row has many numbers)
+            for masked, value in _page_number_variants(key, anywhere=getattr(pages[i][k], "gaps", 0) > 0):
+                numbered[(side, masked)].append((i, value, k))
     marks: dict[tuple[int, int], tuple[str, bool]] = {}  # (page, line) -> (side, exact text)
     for (side, key), occ in exact.items():
         pages_in = {i for i, _ in occ}
