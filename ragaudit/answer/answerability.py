@@ -551,7 +551,8 @@ def missing_anchors(
       ``source_passages`` are given, the question names one thing only and that name is only
       mentioned in passing (at most twice in any one document), in one retrieved passage
       together with another content term of the question (so "the capital of Australia" is not
-      answered from a passage that merely lists Australia);
+      answered from a passage that merely lists Australia), unless that name is what the question
+      asks for (``asked_head``: "What GPUs were used?");
     - the question is refused when a date is missing, a name it writes as an owner ("Apple's") is,
       or at least half of its names are.
     Month names alone are not anchors. ``translated`` (``cross_lingual``): the documents are in
@@ -604,6 +605,7 @@ def missing_anchors(
         sent_terms = [set(tokenize(x)) for x in sent_texts]
         docs_lower = [_document_norm(t)[1] for t in document_texts]
         names = [a for a in anchors if a.kind == "name"]
+        head = asked_head(question)
         for a in names if len(names) == 1 else []:  # a question about one named thing
             if a in missing or a in places:  # a place printed in the documents' language: found above
                 continue
@@ -614,6 +616,8 @@ def missing_anchors(
                 continue  # a subject of the documents (e.g. the company), not a passing mention
             if _in_opening(probe, docs_lower):
                 continue  # named where a document says what it is and who wrote it: its subject or author
+            if head is not None and _singular_acronym(head).lower() == probe.text.lower():
+                continue  # what is asked for ("What *GPUs* were used?"): a passage naming it is where the answer is
             # "Who are the authors of X?": a title page prints names under X, not the word "authors"
             others = q_terms - set(tokenize(a.text)) - _AUTHOR_BLOCK_TERMS
             if others and not _supported(probe, others, sent_terms, sent_texts):
@@ -1086,6 +1090,20 @@ def _bound_printed(word: str, text_lower: str) -> bool:
     return pattern is not None and pattern.search(text_lower) is not None
 
 
+def _abbreviation_printed(word: str, text: str) -> bool:
+    """True when ``text`` prints an abbreviation of ``word`` (a word of five letters or more): its
+    first three letters or more, then a full stop, as a word of its own ("Rev." for "revision",
+    "approx." for "approximately", "Dept." is not one of "department": its letters are not a
+    prefix)."""
+    if len(word) < 5 or not word.isalpha():
+        return False
+    low = word.lower()
+    for m in re.finditer(rf"(?<![\w.@/-])({re.escape(word[:3])}[^\W\d_]*)\.", text, re.IGNORECASE):
+        if len(m.group(1)) < len(word) and low.startswith(m.group(1).lower()):
+            return True
+    return False
+
+
 _AUTHOR_WORDS = frozenset({"author", "authors", "writer", "writers"})
 
 
@@ -1106,7 +1124,10 @@ def _asked_for_absent(g: GateInput) -> Fired | None:
     lacking = [
         w
         for w in wanted
-        if not _word_found(w, text, low, p_terms) and not _bound_printed(w, low) and not _byline_printed(w, text)
+        if not _word_found(w, text, low, p_terms)
+        and not _bound_printed(w, low)
+        and not _byline_printed(w, text)
+        and not _abbreviation_printed(w, text)
     ]
     lacking = [w for w in lacking if not (w.isalpha() and g.close(w, own))]
     if len(lacking) * 2 <= len(wanted):
@@ -1446,6 +1467,15 @@ def asked_for(question: str) -> list[str]:
         and w.lower() not in QUESTION_WORDS
         and not CJK_CHAR.search(w)
     ]
+
+
+def asked_head(question: str) -> str | None:
+    """The head noun of the phrase a "What/Which ..." question asks for, the answer's type ("What
+    *GPUs* were used?" -> "GPUs"; "Which AVERT *region* covers Alaska?" -> ``None``: no auxiliary
+    verb follows), or ``None``."""
+    m = _ASKED.search(question)
+    words = re.findall(r"[^\W_][\w'’.-]*[^\W_]|[^\W_]", m.group(1)) if m else []
+    return words[-1] if words else None
 
 
 # words that phrase a question rather than name its subject

@@ -456,3 +456,35 @@ def test_an_english_question_read_across_languages_must_reach_the_foreign_floor(
         assert "0.76" in fired[0].reason and fired[0].details["closest"] == 0.76
         off = assess(question, docs, docs, every_rule=True, closest_foreign=closest_foreign, min_closest_foreign=0.0)
         assert not [f for f in off.fired if f.rule == "gate.no_close_foreign_passage"], off.fired
+
+
+def test_an_abbreviation_prints_the_word_asked_for():
+    """A form prints its revision as "(Rev. October 2018)", not the word "revision": the word a
+    question asks for is printed when its abbreviation is (its first letters and a full stop).
+    Fails if such a question is refused by ``gate.asked_for_absent``, or if a word whose letters
+    the abbreviation does not begin ("Dept." for "deposit") or a word inside an address counts."""
+    form = "Form W-9 (Rev. October 2018) Request for Taxpayer Identification Number and Certification."
+    q = "What is the revision date of Form W-9?"
+    assert assess(q, [form], [form]).label is None
+    for other in (
+        "Form W-9 Dept. of the Treasury. Request for Taxpayer Identification Number.",
+        "Form W-9, see www.rev.com. Request for Taxpayer Identification Number.",
+    ):
+        v = assess(q, [other], [other])
+        assert (v.rule, v.missing) == ("gate.asked_for_absent", ["revision"]), v.reason
+
+
+def test_a_name_the_question_asks_for_is_not_a_passing_mention():
+    """ "What GPUs were used?" asks for the GPUs: a paper that names them once, in a sentence with
+    none of the question's other words, answers it. Fails if ``gate.missing_anchors`` refuses it
+    as a passing mention; a question about the same name that asks for something else is still
+    refused."""
+    paper = (
+        "We fine-tune a 7-billion-parameter language model with low-rank adapters on commit messages. "
+        "All experiments were conducted on a server equipped with two NVIDIA GeForce RTX 3090 GPUs. "
+        "The classifier reaches a macro F1 of 0.81 on the held-out commits."
+    )
+    passage = paper.split(". ")[1]
+    assert assess("What GPUs were used to train the model?", [paper], [passage]).label is None
+    v = assess("How much memory did the GPUs use when training the model?", [paper], [passage])
+    assert (v.rule, v.label) == ("gate.missing_anchors", "refused"), v.reason
