@@ -417,7 +417,8 @@ def extraction_report(pages: Sequence[Any]) -> dict[str, Any]:
                              "examples": [{"text", "kind": "ligature"|"unknown", "page"}]}}
 
     ``examples`` hold at most ``EXAMPLES`` entries (running lines: the most frequent texts first,
-    each with up to 10 of its pages); ``unchecked_pages`` (at most 50) are pages taken from
+    each with up to 10 of its pages; lines that differ only in their numbers, as "Page 3 of 13"
+    and "Page 4 of 13", are one example, shown as first printed); ``unchecked_pages`` (at most 50) are pages taken from
     pypdfium2, whose characters were not checked for hidden text; ``blank_pages`` are the pages
     without text (every one: the ``pages_have_chunks`` check reads the pages with text from it)."""
 
@@ -426,6 +427,7 @@ def extraction_report(pages: Sequence[Any]) -> dict[str, Any]:
 
     kinds: Counter = Counter()
     texts: dict[tuple[str, str], list[int]] = defaultdict(list)
+    shown: dict[tuple[str, str], str] = {}
     hidden_chars_by: Counter = Counter()
     hidden_examples: list[dict[str, Any]] = []
     hidden_lines = 0
@@ -446,7 +448,10 @@ def extraction_report(pages: Sequence[Any]) -> dict[str, Any]:
         for kind, text in get(p, "removed", ()) or ():
             if kind in (HEADER, FOOTER):
                 kinds[kind] += 1
-                texts[(kind, text)].append(number)
+                # lines that differ only in their numbers ("Page 3 of 13") are one example
+                key = (kind, re.sub(r"\d+", "0", text))
+                shown.setdefault(key, text)
+                texts[key].append(number)
                 pages_with_running.add(number)
             elif kind.startswith("hidden:"):
                 why = kind.split(":", 1)[1]
@@ -464,7 +469,7 @@ def extraction_report(pages: Sequence[Any]) -> dict[str, Any]:
             "footers": kinds[FOOTER],
             "pages": len(pages_with_running),
             "examples": [
-                {"text": t[:300], "where": kind, "count": len(ps), "pages": ps[:10]} for (kind, t), ps in examples
+                {"text": shown[key][:300], "where": key[0], "count": len(ps), "pages": ps[:10]} for key, ps in examples
             ],
         },
         "hidden_text": {

@@ -117,6 +117,14 @@ def test_headers_and_footers_are_removed_and_reported():
         "count": 3,
         "pages": [2, 3, 4],
     } in rep["examples"]
+    # the numbered footer is one example, not one per page
+    assert {
+        "text": "Cooperative Summary December 1998 Page 1",
+        "where": "footer",
+        "count": 4,
+        "pages": [1, 2, 3, 4],
+    } in rep["examples"]
+    assert len(rep["examples"]) == 2
 
 
 def test_page_numbers_under_the_text_are_removed():
