@@ -45,8 +45,9 @@ _PDF_MAGIC = b"%PDF-"
 # 10 also a glyph pypdfium2 reads as a control code, as a TeX font's "fi" at 12, on every page;
 # 11 removes a running line numbered "N of M", "N/M" or "N (M)" with the page count last, or in the
 # middle of a line set in parts apart, keeps a line that its pages repeat outside the band, and
-# reads a page with a few glyphs without a Unicode map glyph by glyph instead of from pypdfium2)
-LAYOUT_REVISION = 11
+# reads a page with a few glyphs without a Unicode map glyph by glyph instead of from pypdfium2;
+# 12 reads the glyphs of the standard Symbol font, not embedded, by its encoding: "°", "μ", "≤")
+LAYOUT_REVISION = 12
 
 
 class PDFError(ValueError):
@@ -206,7 +207,8 @@ def extract_pages(data: bytes, on_page: Callable[[int, int], None] | None = None
     - a spacing accent drawn over a letter ("a" + "¨") is composed with it ("ä"), and the text is
       Unicode NFC; ``(cid:NN)`` codes (glyphs without a Unicode map) become the letter pypdfium2
       reads at that place, or nothing; a page of which they are a tenth or more
-      (``CID_PAGE_SHARE``) is taken from pypdfium2 whole;
+      (``CID_PAGE_SHARE``) is taken from pypdfium2 whole; glyphs of the standard Symbol font, not
+      embedded, are read by its encoding ("°", "μ", "≤"; ``_symbol_read``);
     - running headers and footers (``removal.running_lines``: repeated lines in the page's
       margin bands that differ at most by a page number) are removed, so chunks and quotes never
       hold them and a sentence broken by a page footer reads on across the page break;
@@ -392,7 +394,7 @@ def _page_lines(page, opts: dict, pdfium_page, chars: list[dict] | None = None) 
     glyphs or more have no Unicode map (the caller takes the page from pypdfium2). ``pdfium_page()`` opens the same page
     in pypdfium2 (used only to read ``(cid:NN)`` glyphs). ``chars``: ``page.chars`` if already
     read."""
-    chars = dedupe_chars(page.chars if chars is None else chars)
+    chars = [_symbol_read(c) for c in dedupe_chars(page.chars if chars is None else chars)]
     cids = sum(1 for c in chars if _CID_CHAR.match(c.get("text", "")))
     if cids >= 3 and cids >= CID_PAGE_SHARE * len(chars):
         return None
@@ -640,10 +642,45 @@ def cell_gaps(chars: list[dict], size: float) -> int:
     return len(cuts)
 
 
+def _symbol_read(c: dict) -> dict:
+    """Glyph ``c`` with the character the Symbol font's built-in encoding gives its code, when it
+    is set in the standard Symbol font and the PDF does not embed it (font name "Symbol", without
+    a subset prefix). pdfminer does not apply that encoding: a degree sign comes out as
+    "(cid:176)", a micro sign as "m" and "≤" as "£". An embedded Symbol font carries its own
+    encoding, which pdfminer reads (a Type 1 font) or which differs (a TrueType "SymbolMT" that
+    draws a bullet at the code of "¥"), so its glyphs are left as they are. ``c`` itself also when
+    the encoding leaves the code undefined."""
+    if c.get("fontname") != "Symbol":
+        return c
+    ch = _symbol_text(c.get("text", ""))
+    return c if ch is None else {**c, "text": ch}
+
+
+# Unicode categories of a character that is text: letters, marks, numbers, punctuation and symbols
+# ("°", "≤", "±", "•"); not a control or private-use code point
+_TEXT_CATEGORIES = frozenset("LMNPS")
+
+
+def _symbol_text(text: str) -> str | None:
+    """The character the Symbol font's built-in encoding gives the code pdfminer read as ``text``
+    ("(cid:176)" -> "°", "m" -> "μ", "£" -> "≤", "W" -> "Ω"); ``None`` for a code it leaves
+    undefined or a ``text`` that is not one code. The table is the Adobe Symbol encoding as pypdf
+    carries it (from Symbol.afm and the Adobe Glyph List)."""
+    from pypdf._codecs import charset_encoding
+
+    m = re.fullmatch(r"\(cid:(\d+)\)", text)
+    code = int(m.group(1)) if m else (ord(text) if len(text) == 1 else 256)
+    if code > 255:
+        return None
+    ch = charset_encoding["/Symbol"][code]
+    return ch if unicodedata.category(ch)[0] in _TEXT_CATEGORIES or ch == " " else None
+
+
 def _read_cid_chars(chars: list[dict], pdfium_page) -> list[dict]:
     """Replace each ``(cid:NN)`` glyph by the letter or digit pypdfium2 reads at its place (it
     also uses glyph names), U+FFFD where it reads a control code (``read_unmapped`` reads it
-    later), or drop it (symbol fonts: arrows, bullets)."""
+    later), or drop it: a dingbat font's arrows and bullets, which pypdfium2 reads by their codes
+    as other symbols (an IRS form's arrow as "©")."""
     tp = pdfium_page.get_textpage()
     height = pdfium_page.get_height()
     out = []

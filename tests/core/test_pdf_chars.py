@@ -8,6 +8,7 @@ regenerate it as its ``how`` field says)."""
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import re
 
@@ -295,3 +296,42 @@ def test_a_stamp_of_unmapped_glyphs_does_not_send_its_pages_to_pypdfium2():
         if n > 1:
             assert "Harbour Lantern Cooperative" not in p.text and "\ufffd" not in p.text
             assert ("header", "\ufffd" * 24) in p.removed
+
+
+def _datasheet_with_symbol_glyphs() -> bytes:
+    """A one-page datasheet line set in Helvetica, with its degree signs, micro sign, "≤" and
+    "Ω" set in the standard Symbol font (not embedded, no ToUnicode map), as datasheets print
+    units: codes 0xB0 ("°"), "m" ("μ"), 0xA3 ("≤") and "W" ("Ω") of the Symbol encoding."""
+    content = (
+        b"BT /F1 10 Tf 72 740 Td (Operating range T = -40) Tj /F2 10 Tf (\\260) Tj /F1 10 Tf (C to +85) Tj "
+        b"/F2 10 Tf (\\260) Tj /F1 10 Tf (C, standby current 6 ) Tj /F2 10 Tf (m) Tj /F1 10 Tf (A) Tj ET "
+        b"BT /F1 10 Tf 72 720 Td (Pull-up resistor 1.3 k) Tj /F2 10 Tf (W) Tj /F1 10 Tf ( for VCC ) Tj "
+        b"/F2 10 Tf (\\243) Tj /F1 10 Tf ( 5.5 V) Tj ET"
+    )
+    return pdf_file(
+        [
+            b"<< /Type /Catalog /Pages 2 0 R >>",
+            b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
+            b"/Resources << /Font << /F1 5 0 R /F2 6 0 R >> >> >>",
+            _stream(content),
+            b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+            b"<< /Type /Font /Subtype /Type1 /BaseFont /Symbol >>",
+        ]
+    )
+
+
+def test_glyphs_of_the_symbol_font_read_by_its_encoding():
+    """Fails if a glyph of the standard Symbol font is dropped (a degree sign pdfminer gives as
+    "(cid:176)") or read by its code as a Latin letter ("6 mA" for "6 μA", "1.3 kW" for
+    "1.3 kΩ", "£" for "≤"): units in a datasheet change meaning."""
+    data = _datasheet_with_symbol_glyphs()
+    with pdfplumber.open(io.BytesIO(data)) as pdf:  # what pdfminer alone reads
+        raw = pdf.pages[0].extract_text()
+    assert "(cid:176)" in raw and "6 mA" in raw
+    (page,) = extract_pages(data)
+    assert page.extractor == "pdfplumber"
+    assert page.text.split("\n")[:2] == [
+        "Operating range T = -40°C to +85°C, standby current 6 μA",
+        "Pull-up resistor 1.3 kΩ for VCC ≤ 5.5 V",
+    ]
