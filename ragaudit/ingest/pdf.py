@@ -46,7 +46,8 @@ _PDF_MAGIC = b"%PDF-"
 # 11 removes a running line numbered "N of M", "N/M" or "N (M)" with the page count last, or in the
 # middle of a line set in parts apart, keeps a line that its pages repeat outside the band, and
 # reads a page with a few glyphs without a Unicode map glyph by glyph instead of from pypdfium2;
-# 12 reads the glyphs of the standard Symbol font, not embedded, by its encoding: "°", "μ", "≤")
+# 12 reads the glyphs of the standard Symbol font, not embedded, by its encoding: "°", "μ", "≤", and
+# keeps glyphs of another font drawn on a line's baseline on that line: a ligature, small capitals)
 LAYOUT_REVISION = 12
 
 
@@ -201,6 +202,8 @@ def extract_pages(data: bytes, on_page: Callable[[int, int], None] | None = None
       CJK-heavy pages, which have no spaces between words, keep the default;
     - overprinted "fake bold" glyphs (each drawn twice, slightly offset) count once
       (``page.dedupe_chars()``);
+    - glyphs drawn one after another on one baseline stay on one line although their fonts give
+      them different tops (a ligature from a second font, small capitals; ``_share_baselines``);
     - reading order: a page set in two columns is read column by column (``column_regions``);
       text drawn in another orientation (a form's vertical sidebar) is read in its own direction,
       after the page's upright text;
@@ -394,7 +397,7 @@ def _page_lines(page, opts: dict, pdfium_page, chars: list[dict] | None = None) 
     glyphs or more have no Unicode map (the caller takes the page from pypdfium2). ``pdfium_page()`` opens the same page
     in pypdfium2 (used only to read ``(cid:NN)`` glyphs). ``chars``: ``page.chars`` if already
     read."""
-    chars = [_symbol_read(c) for c in dedupe_chars(page.chars if chars is None else chars)]
+    chars = _share_baselines([_symbol_read(c) for c in dedupe_chars(page.chars if chars is None else chars)])
     cids = sum(1 for c in chars if _CID_CHAR.match(c.get("text", "")))
     if cids >= 3 and cids >= CID_PAGE_SHARE * len(chars):
         return None
@@ -640,6 +643,51 @@ def cell_gaps(chars: list[dict], size: float) -> int:
     if cuts and _ENUMERATOR.match("".join(c["text"] for c in glyphs[: cuts[0]])):
         cuts = cuts[1:]
     return len(cuts)
+
+
+# pdfplumber's line tolerance: glyphs whose tops differ by more start another line
+LINE_Y_TOLERANCE = 3.0
+
+
+def _share_baselines(chars: list[dict]) -> list[dict]:
+    """``chars`` with the glyphs of one run on one baseline given one top and bottom, when their
+    own differ by more than ``LINE_Y_TOLERANCE``. A run is glyphs drawn one after another, each
+    starting where the previous ends (within 0.3 of the font size) on the same baseline (the text
+    matrix's y, within 0.05 of the size); its top and bottom become the medians of its glyphs'.
+
+    pdfplumber groups glyphs into lines by their tops, and a top is the baseline less the font's
+    ascent: a glyph of another font on the same baseline (a TeX ligature "ﬀ" from a second font,
+    a small-caps title's capitals) got a line of its own ("di erential" under "ﬀ"). Sub- and
+    superscripts sit on baselines of their own and are left as they are; so is every run whose
+    tops already agree, which is nearly every run of every page."""
+    out = list(chars)
+    n, i = len(out), 0
+    while i < n:
+        j = i + 1
+        while j < n and _continues_run(out[j - 1], out[j]):
+            j += 1
+        if j - i > 1:
+            tops = sorted(c["top"] for c in out[i:j])
+            if tops[-1] - tops[0] > LINE_Y_TOLERANCE:
+                top, bottom = float(np.median(tops)), float(np.median([c["bottom"] for c in out[i:j]]))
+                for k in range(i, j):
+                    c = out[k]
+                    up, down = top - c["top"], bottom - c["bottom"]
+                    moved = {"top": top, "bottom": bottom}
+                    for key, shift in (("doctop", up), ("y1", -up), ("y0", -down)):
+                        if key in c:
+                            moved[key] = c[key] + shift
+                    out[k] = {**c, **moved}
+        i = j
+    return out
+
+
+def _continues_run(prev: dict, c: dict) -> bool:
+    """Whether glyph ``c`` is drawn on ``prev``'s baseline, starting where ``prev`` ends."""
+    if not (prev.get("upright", True) and c.get("upright", True)) or "matrix" not in prev or "matrix" not in c:
+        return False
+    size = max(float(prev.get("size") or 0), float(c.get("size") or 0)) or 1.0
+    return abs(c["matrix"][5] - prev["matrix"][5]) <= 0.05 * size and -0.1 * size <= c["x0"] - prev["x1"] <= 0.3 * size
 
 
 def _symbol_read(c: dict) -> dict:

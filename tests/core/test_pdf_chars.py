@@ -335,3 +335,39 @@ def test_glyphs_of_the_symbol_font_read_by_its_encoding():
         "Operating range T = -40°C to +85°C, standby current 6 μA",
         "Pull-up resistor 1.3 kΩ for VCC ≤ 5.5 V",
     ]
+
+
+def test_glyphs_of_another_font_on_the_same_baseline_stay_on_the_line():
+    """A TeX ligature taken from a second font, or a small-caps title's capitals, sits on the
+    line's baseline but has another top (the font's ascent differs), and pdfplumber groups lines
+    by top. Fails if such glyphs get a line of their own ("ff" above "di erential"); a line
+    drawn on another baseline stays a line of its own."""
+    tall = (
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /TallLigatures /FirstChar 32 /LastChar 126 /Widths ["
+        + b" ".join([b"600"] * 95)
+        + b"] /FontDescriptor 7 0 R >>"
+    )
+    descriptor = (
+        b"<< /Type /FontDescriptor /FontName /TallLigatures /Flags 32 /FontBBox [0 -600 1000 1000] "
+        b"/ItalicAngle 0 /Ascent 1000 /Descent -600 /CapHeight 700 /StemV 80 >>"
+    )
+    content = (
+        b"BT /F1 10 Tf 72 740 Td (Will cover solving di) Tj /F2 10 Tf (ff) Tj /F1 10 Tf (erential systems) Tj ET "
+        b"BT /F1 10 Tf 72 726 Td (The committee met on Tuesday.) Tj ET"
+    )
+    data = pdf_file(
+        [
+            b"<< /Type /Catalog /Pages 2 0 R >>",
+            b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
+            b"/Resources << /Font << /F1 5 0 R /F2 6 0 R >> >> >>",
+            _stream(content),
+            b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+            tall,
+            descriptor,
+        ]
+    )
+    with pdfplumber.open(io.BytesIO(data)) as pdf:  # what pdfplumber alone reads
+        assert pdf.pages[0].extract_text().split("\n")[:2] == ["Will cover solving di erential systems", "ff"]
+    (page,) = extract_pages(data)
+    assert page.text.split("\n") == ["Will cover solving differential systems", "The committee met on Tuesday."]
