@@ -655,8 +655,8 @@ def _share_baselines(chars: list[dict]) -> list[dict]:
     starting where the previous ends (within 0.3 of the font size) on the same baseline (the text
     matrix's y, within 0.05 of the size); its top and bottom become the medians of its glyphs'.
 
-    pdfplumber groups glyphs into lines by their tops, and a top is the baseline less the font's
-    ascent: a glyph of another font on the same baseline (a TeX ligature "ﬀ" from a second font,
+    pdfplumber groups glyphs into lines by their tops, and pdfminer puts a glyph's box from the
+    baseline plus the font's descent up by the font size: a glyph of another font on the same baseline (a TeX ligature "ﬀ" from a second font,
     a small-caps title's capitals) got a line of its own ("di erential" under "ﬀ"). Sub- and
     superscripts sit on baselines of their own and are left as they are; so is every run whose
     tops already agree, which is nearly every run of every page."""

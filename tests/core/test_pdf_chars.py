@@ -308,6 +308,12 @@ def _datasheet_with_symbol_glyphs() -> bytes:
         b"BT /F1 10 Tf 72 720 Td (Pull-up resistor 1.3 k) Tj /F2 10 Tf (W) Tj /F1 10 Tf ( for VCC ) Tj "
         b"/F2 10 Tf (\\243) Tj /F1 10 Tf ( 5.5 V) Tj ET"
     )
+    return _two_font_page(content, b"<< /Type /Font /Subtype /Type1 /BaseFont /Symbol >>")
+
+
+def _two_font_page(content: bytes, second: bytes, *more: bytes) -> bytes:
+    """A one-page PDF drawing ``content`` with Helvetica as ``/F1`` and the font ``second`` as
+    ``/F2`` (objects ``more`` follow it, from object 7)."""
     return pdf_file(
         [
             b"<< /Type /Catalog /Pages 2 0 R >>",
@@ -316,7 +322,8 @@ def _datasheet_with_symbol_glyphs() -> bytes:
             b"/Resources << /Font << /F1 5 0 R /F2 6 0 R >> >> >>",
             _stream(content),
             b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
-            b"<< /Type /Font /Subtype /Type1 /BaseFont /Symbol >>",
+            second,
+            *more,
         ]
     )
 
@@ -339,8 +346,8 @@ def test_glyphs_of_the_symbol_font_read_by_its_encoding():
 
 def test_glyphs_of_another_font_on_the_same_baseline_stay_on_the_line():
     """A TeX ligature taken from a second font, or a small-caps title's capitals, sits on the
-    line's baseline but has another top (the font's ascent differs), and pdfplumber groups lines
-    by top. Fails if such glyphs get a line of their own ("ff" above "di erential"); a line
+    line's baseline but has another top (its font's descent differs), and pdfplumber groups
+    lines by top. Fails if such glyphs get a line of their own ("ff" above "di erential"); a line
     drawn on another baseline stays a line of its own."""
     tall = (
         b"<< /Type /Font /Subtype /Type1 /BaseFont /TallLigatures /FirstChar 32 /LastChar 126 /Widths ["
@@ -355,18 +362,7 @@ def test_glyphs_of_another_font_on_the_same_baseline_stay_on_the_line():
         b"BT /F1 10 Tf 72 740 Td (Will cover solving di) Tj /F2 10 Tf (ff) Tj /F1 10 Tf (erential systems) Tj ET "
         b"BT /F1 10 Tf 72 726 Td (The committee met on Tuesday.) Tj ET"
     )
-    data = pdf_file(
-        [
-            b"<< /Type /Catalog /Pages 2 0 R >>",
-            b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
-            b"/Resources << /Font << /F1 5 0 R /F2 6 0 R >> >> >>",
-            _stream(content),
-            b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
-            tall,
-            descriptor,
-        ]
-    )
+    data = _two_font_page(content, tall, descriptor)
     with pdfplumber.open(io.BytesIO(data)) as pdf:  # what pdfplumber alone reads
         assert pdf.pages[0].extract_text().split("\n")[:2] == ["Will cover solving di erential systems", "ff"]
     (page,) = extract_pages(data)
