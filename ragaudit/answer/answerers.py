@@ -34,7 +34,7 @@ from ragaudit.answer.citations import (
 )
 from ragaudit.answer.concise import choose, concise_candidates
 from ragaudit.index.embedding import Embedder
-from ragaudit.index.sparse import question_row_terms, row_label_terms, tokenize
+from ragaudit.index.sparse import CJK_CHAR, question_row_terms, row_label_terms, tokenize
 from ragaudit.platform.llmcall import (
     Cancellation,
     LLMEmptyReply,
@@ -360,8 +360,19 @@ def _follows(first: RetrievedChunk, nxt: RetrievedChunk) -> bool:
 _CLAUSE = re.compile(rf"(?i)\b{AUXILIARY}\b")
 
 
+def _word_count(text: str) -> int:
+    """Words of ``text``: its space-separated words, each of Chinese, Japanese or Korean
+    characters counted as one word per two of them (those languages are written without spaces;
+    a word of theirs is one to two characters long): "委員長は平山たかお議員です。" counts 6,
+    not 1."""
+    words = text.split()
+    if CJK_CHAR.search(text) is None:
+        return len(words)
+    return sum(max(1, len(CJK_CHAR.findall(w)) // 2) for w in words)
+
+
 def _sentences(sources: list[RetrievedChunk], authors: bool = False) -> list[_Sentence]:
-    """The sentences an answer may quote: of five words or more, or two with a digit, or three with
+    """The sentences an answer may quote: of five words or more (``_word_count``), or two with a digit, or three with
     an auxiliary verb (``_CLAUSE``); never one that reads as an instruction to an assistant,
     nor a heading, a table of contents' entries (``_contents_entries``, ``_in_contents``), a
     table's column header of periods (``column_header``) or the header block above its rows
@@ -378,7 +389,7 @@ def _sentences(sources: list[RetrievedChunk], authors: bool = False) -> list[_Se
             if listing and _in_contents(s, e, c.text, listing):
                 continue
             t = c.text[s:e]
-            words = len(t.split())
+            words = _word_count(t)
             if (
                 (words >= 5 or (words >= 2 and any(ch.isdigit() for ch in t)) or (words >= 3 and _CLAUSE.search(t)))
                 and (not _heading_like(t) or (authors and c.page_start <= 1 and prints_authors(t)))
@@ -1153,11 +1164,13 @@ class ExtractiveAnswerer:
     def answer(
         self, question: str, sources: list[RetrievedChunk], query_vector: np.ndarray | None = None
     ) -> AnswerResult:
-        """Answer from ``sources`` (numbered 1..n in order); ``refused`` when there are none.
+        """Answer from ``sources`` (numbered 1..n in order); ``refused``, saying why, when there are
+        none or none holds a sentence that can be quoted (``_sentences``).
         ``query_vector``: the question's embedding if already computed (see ``score_sentences``)."""
         scored = self.score_sentences(question, sources, query_vector)
-        if not scored:
-            return AnswerResult(REFUSAL_TEXT, [], "refused", self.name)
+        if not scored:  # no rule decided: say why, as every refusal does
+            why = " No passage was retrieved." if not sources else " No retrieved passage holds a sentence to quote."
+            return AnswerResult(REFUSAL_TEXT + why, [], "refused", self.name)
         picked = self.select_sentences(scored)
         if asks_authorship(question):
             # "Who wrote it?": the title block's lines that print the authors are the answer; the

@@ -315,3 +315,25 @@ def test_a_short_decision_in_minutes_can_be_quoted(embedder):
         s.text for _, s in ExtractiveAnswerer(embedder).score_sentences("What were net sales by category?", [minutes])
     }
     assert "Marta was elected Chair" in quotable and "Net sales by category" not in quotable
+
+
+def test_sentences_written_without_spaces_can_be_quoted(embedder):
+    """Japanese and Chinese are written without spaces between words. Fails if their sentences
+    count as one word each, so that a knowledge base of Japanese minutes has nothing to quote
+    and every question about it is refused with no rule named; a label of a few characters
+    stays unquotable."""
+    minutes = _text_source(
+        1,
+        "committee-minutes-ja.pdf",
+        "第３回 産業交通水道委員会記録\n◯出席委員（13名）\n委員長 平山たかお議員\n◯委員会説明員\n"
+        "委員長は、ただ今から委員会を開会すると宣言しました。\n水洗化の奨励金は令和７年度末で廃止されます。\n",
+        0.0328,
+    )
+    out = ExtractiveAnswerer(embedder).answer("水洗化の奨励金はいつ廃止されますか？", [minutes])
+    assert out.label == "answered" and "令和７年度末で廃止されます" in out.answer, out.answer
+    quotable = {s.text for _, s in ExtractiveAnswerer(embedder).score_sentences("委員長は誰ですか？", [minutes])}
+    assert "委員長は、ただ今から委員会を開会すると宣言しました。" in quotable
+    assert "◯委員会説明員" not in quotable, quotable
+    labels = _text_source(2, "labels.pdf", "◯委員会説明員\nAgenda\n", 0.01)
+    out = ExtractiveAnswerer(embedder).answer("委員長は誰ですか？", [labels])
+    assert out.label == "refused" and out.answer.endswith("No retrieved passage holds a sentence to quote.")
