@@ -742,14 +742,29 @@ ANSWER = Registry(
 _SERIES = re.compile(r"^([A-Za-z]+[-/ ]?)(?=\d)")
 
 
+_SLASHED = re.compile(r"(?<![\w-])([A-Za-z][\w-]*?)(\d+)((?:/\d+)+)(?![\w-])")
+
+
+def slash_variants(text: str) -> list[str]:
+    """The identifiers a datasheet names by a shared stem and its numbers after slashes:
+    "AT24C128/256" -> ``["AT24C128", "AT24C256"]``, "ATmega48/88/168" -> ``["ATmega48",
+    "ATmega88", "ATmega168"]`` (each number after a slash replaces the first identifier's last
+    digits)."""
+    out = []
+    for m in _SLASHED.finditer(text):
+        out += [m.group(1) + d for d in (m.group(2), *m.group(3).split("/")[1:])]
+    return out
+
+
 def other_identifier(ans: AnswerResult, question: str) -> Fired | None:
     """``answer.other_identifier``: when ``ans`` is ``answered`` and names none of the identifiers
     ``question`` names (``ragaudit.text.anchors``: letters and digits mixed) but names another
     identifier of the same series (the same letters before the first digit, other digits), the
     answer is about another item than the one asked for (a sibling part, a neighbouring row):
     ``ans.label`` becomes ``unsupported`` and the ``Fired`` says which identifiers. ``None`` when
-    the rule does not apply. Compares case-insensitively, punctuation aside; only the answer's own
-    text is read."""
+    the rule does not apply. Compares case-insensitively, punctuation aside; an identifier named
+    by a shared stem ("AT24C128/256" names AT24C256, ``slash_variants``) counts as named; only the
+    answer's own text is read."""
     if ans.label != "answered":
         return None
     # each part of a slash-joined identifier is one ("P63/PSA/BCL-2" names P63, PSA and BCL-2)
@@ -759,7 +774,8 @@ def other_identifier(ans: AnswerResult, question: str) -> Fired | None:
         return None
     text = unescape_markers(ans.answer)
     flat = re.sub(r"[\W_]", "", text).lower()  # "PA22-150" is "PA-22-150"
-    if any(re.sub(r"[\W_]", "", a).lower() in flat for a in asked):
+    named = {re.sub(r"[\W_]", "", v).lower() for v in slash_variants(text)}
+    if any((f := re.sub(r"[\W_]", "", a).lower()) in flat or f in named for a in asked):
         return None
     others = []
     for m in re.finditer(r"(?<![\w-])[A-Za-z]+[-/ ]?\d[\w-]*", text):

@@ -303,6 +303,10 @@ def test_other_identifier_fires_only_for_another_item_of_the_asked_series():
         None,
         "answered",
     )
+    # a datasheet names its parts by a shared stem: "AT24C128/256" names the AT24C256
+    q = "What is the standby current of the AT24C256?"
+    assert run(q, "The AT24C128/256 draws 6.0 μA in standby [1].") == (None, "answered")
+    assert run(q, "The AT24C128/512 draws 6.0 μA in standby [1].")[1] == "unsupported"
 
 
 PAPER_OPENING = (
