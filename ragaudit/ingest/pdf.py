@@ -656,10 +656,11 @@ def _share_baselines(chars: list[dict]) -> list[dict]:
     matrix's y, within 0.05 of the size); its top and bottom become the medians of its glyphs'.
 
     pdfplumber groups glyphs into lines by their tops, and pdfminer puts a glyph's box from the
-    baseline plus the font's descent up by the font size: a glyph of another font on the same baseline (a TeX ligature "ﬀ" from a second font,
-    a small-caps title's capitals) got a line of its own ("di erential" under "ﬀ"). Sub- and
-    superscripts sit on baselines of their own and are left as they are; so is every run whose
-    tops already agree, which is nearly every run of every page."""
+    baseline plus the font's descent up by the font size: a glyph of another font on the same
+    baseline (a TeX ligature "ﬀ" from a second font, a small-caps title's capitals) would get a
+    line of its own ("di erential" under "ﬀ"). Sub- and superscripts sit on baselines of their
+    own and are left as they are; so is every run whose tops already agree, which is nearly
+    every run of every page."""
     out = list(chars)
     n, i = len(out), 0
     while i < n:
