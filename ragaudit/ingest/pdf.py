@@ -9,6 +9,7 @@ pdfminer cannot parse (e.g. a broken colour space) and saying so in ``Page.extra
 from __future__ import annotations
 
 import dataclasses
+import functools
 import io
 import logging
 import re
@@ -702,7 +703,27 @@ def _symbol_read(c: dict) -> dict:
     if c.get("fontname") != "Symbol":
         return c
     ch = _symbol_text(c.get("text", ""))
-    return c if ch is None else {**c, "text": ch}
+    if ch is None:
+        return c
+    out = {**c, "text": ch}
+    width = _symbol_widths().get(ch)
+    if width is not None and c.get("x1", 0) - c.get("x0", 0) < 0.01:
+        # a code the PDF gives no width has a box of none: its advance (the gap to the next glyph)
+        # would read as a space ("6.0 μ A"); the box takes the font's width for it (Symbol.afm)
+        out["x1"] = c["x0"] + width * float(c.get("size") or 0) / 1000
+        if "width" in c:
+            out["width"] = out["x1"] - c["x0"]
+    return out
+
+
+@functools.cache
+def _symbol_widths() -> dict[str, float]:
+    """The Symbol font's glyph widths (thousandths of the font size) by character, from the
+    metrics pdfminer carries (Symbol.afm), also under each character's NFKC form ("μ" for "µ")."""
+    from pdfminer.fontmetrics import FONT_METRICS
+
+    widths = FONT_METRICS["Symbol"][1]
+    return {**{unicodedata.normalize("NFKC", k): v for k, v in widths.items()}, **widths}
 
 
 # Unicode categories of a character that is text: letters, marks, numbers, punctuation and symbols

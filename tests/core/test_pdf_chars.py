@@ -306,7 +306,10 @@ def _datasheet_with_symbol_glyphs() -> bytes:
         b"BT /F1 10 Tf 72 740 Td (Operating range T = -40) Tj /F2 10 Tf (\\260) Tj /F1 10 Tf (C to +85) Tj "
         b"/F2 10 Tf (\\260) Tj /F1 10 Tf (C, standby current 6 ) Tj /F2 10 Tf (m) Tj /F1 10 Tf (A) Tj ET "
         b"BT /F1 10 Tf 72 720 Td (Pull-up resistor 1.3 k) Tj /F2 10 Tf (W) Tj /F1 10 Tf ( for VCC ) Tj "
-        b"/F2 10 Tf (\\243) Tj /F1 10 Tf ( 5.5 V) Tj ET"
+        b"/F2 10 Tf (\\243) Tj /F1 10 Tf ( 5.5 V) Tj ET "
+        # a unit placed glyph by glyph: the micro sign, then the "A" one micro sign's width (5.76 pt) on
+        b"BT /F1 10 Tf 72 700 Td (Supply current 6.0) Tj ET BT /F2 10 Tf 200 700 Td (m) Tj ET "
+        b"BT /F1 10 Tf 205.76 700 Td (A) Tj ET"
     )
     return _two_font_page(content, b"<< /Type /Font /Subtype /Type1 /BaseFont /Symbol >>")
 
@@ -331,16 +334,18 @@ def _two_font_page(content: bytes, second: bytes, *more: bytes) -> bytes:
 def test_glyphs_of_the_symbol_font_read_by_its_encoding():
     """Fails if a glyph of the standard Symbol font is dropped (a degree sign pdfminer gives as
     "(cid:176)") or read by its code as a Latin letter ("6 mA" for "6 μA", "1.3 kW" for
-    "1.3 kΩ", "£" for "≤"): units in a datasheet change meaning."""
+    "1.3 kΩ", "£" for "≤"), or if a glyph the PDF gives no width reads as a word of its own
+    ("6.0 μ A"): units in a datasheet change meaning."""
     data = _datasheet_with_symbol_glyphs()
     with pdfplumber.open(io.BytesIO(data)) as pdf:  # what pdfminer alone reads
         raw = pdf.pages[0].extract_text()
     assert "(cid:176)" in raw and "6 mA" in raw
     (page,) = extract_pages(data)
     assert page.extractor == "pdfplumber"
-    assert page.text.split("\n")[:2] == [
+    assert page.text.split("\n")[:3] == [
         "Operating range T = -40°C to +85°C, standby current 6 μA",
         "Pull-up resistor 1.3 kΩ for VCC ≤ 5.5 V",
+        "Supply current 6.0 μA",
     ]
 
 
