@@ -1305,6 +1305,10 @@ def assess(
 _ASKED = re.compile(rf"(?i)\b(?:what|which)\s+(?!{AUXILIARY}\b)(.+?)\s+{AUXILIARY}\b")
 
 
+# a word of a question's phrase, keeping its inner apostrophes, dots and hyphens ("co-pilot", "U.S.")
+_PHRASE_WORD = re.compile(r"[^\W_][\w'’.-]*[^\W_]|[^\W_]")
+
+
 _ROLE = re.compile(
     r"(?i)^\s*(?P<wh>who|what|which)\s+(?:is|was|are|were)\s+the\s+(?P<x>[\w'’-]+(?:\s+[\w'’-]+){0,2}?)\s+"
     r"(?:of|for|in|at|on|aboard|behind|during)\b"
@@ -1451,13 +1455,13 @@ def asked_for(question: str) -> list[str]:
     if role and (not m or role.start() <= m.start()):
         # "Who was the *co-pilot* of ...?": the role asked for, whole; "What was the *probable* cause
         # of ...?": the head noun ("cause") is the answer's type, as below
-        words = re.findall(r"[^\W_][\w'’.-]*[^\W_]|[^\W_]", role.group("x"))
+        words = _PHRASE_WORD.findall(role.group("x"))
         if role.group("wh").lower() != "who":
             words = words[:-1]
     elif not m:
         return []
     else:
-        words = re.findall(r"[^\W_][\w'’.-]*[^\W_]|[^\W_]", m.group(1))[:-1]  # the head noun is the answer's type
+        words = _PHRASE_WORD.findall(m.group(1))[:-1]  # the head noun is the answer's type
     return [
         w
         for w in words
@@ -1474,7 +1478,7 @@ def asked_head(question: str) -> str | None:
     *GPUs* were used?" -> "GPUs"; "Which AVERT *region* covers Alaska?" -> ``None``: no auxiliary
     verb follows), or ``None``."""
     m = _ASKED.search(question)
-    words = re.findall(r"[^\W_][\w'’.-]*[^\W_]|[^\W_]", m.group(1)) if m else []
+    words = _PHRASE_WORD.findall(m.group(1)) if m else []
     return words[-1] if words else None
 
 
