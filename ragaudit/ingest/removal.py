@@ -400,6 +400,15 @@ def hidden_chars(page: Any, chars: list[dict], pdfium_page: Any) -> tuple[list[d
 # --------------------------------------------------------------------------- the report
 
 
+def _common_numbers(shown: str, text: str) -> str:
+    """``shown`` with each number that differs in ``text`` (the same line with other numbers) as
+    "#": "Page 3 of 13" and "Page 4 of 13" give "Page # of 13"."""
+    a, b = re.split(r"(\d+|#)", shown), re.split(r"(\d+|#)", text)
+    if len(a) != len(b):
+        return shown
+    return "".join(x if x == y or i % 2 == 0 else "#" for i, (x, y) in enumerate(zip(a, b)))
+
+
 def extraction_report(pages: Sequence[Any]) -> dict[str, Any]:
     """The extraction report of a document from its pages (``Page`` objects or their dicts):
     what was left out of its text and why, and what was read in place of glyphs without a Unicode
@@ -418,7 +427,8 @@ def extraction_report(pages: Sequence[Any]) -> dict[str, Any]:
 
     ``examples`` hold at most ``EXAMPLES`` entries (running lines: the most frequent texts first,
     each with up to 10 of its pages; lines that differ only in their numbers, as "Page 3 of 13"
-    and "Page 4 of 13", are one example, shown as first printed); ``unchecked_pages`` (at most 50) are pages taken from
+    and "Page 4 of 13", are one example, its text with each number that varies shown as "#":
+    "Page # of 13", or "#" for a bare page number); ``unchecked_pages`` (at most 50) are pages taken from
     pypdfium2, whose characters were not checked for hidden text; ``blank_pages`` are the pages
     without text (every one: the ``pages_have_chunks`` check reads the pages with text from it)."""
 
@@ -450,7 +460,7 @@ def extraction_report(pages: Sequence[Any]) -> dict[str, Any]:
                 kinds[kind] += 1
                 # lines that differ only in their numbers ("Page 3 of 13") are one example
                 key = (kind, re.sub(r"\d+", "0", text))
-                shown.setdefault(key, text)
+                shown[key] = _common_numbers(shown[key], text) if key in shown else text
                 texts[key].append(number)
                 pages_with_running.add(number)
             elif kind.startswith("hidden:"):

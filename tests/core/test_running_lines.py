@@ -117,9 +117,9 @@ def test_headers_and_footers_are_removed_and_reported():
         "count": 3,
         "pages": [2, 3, 4],
     } in rep["examples"]
-    # the numbered footer is one example, not one per page
+    # the numbered footer is one example, not one per page, its page number shown as "#"
     assert {
-        "text": "Cooperative Summary December 1998 Page 1",
+        "text": "Cooperative Summary December 1998 Page #",
         "where": "footer",
         "count": 4,
         "pages": [1, 2, 3, 4],
@@ -141,6 +141,10 @@ def test_page_numbers_under_the_text_are_removed():
     for n, p in enumerate(pages, start=1):
         assert not re.search(r"(?m)^\d+$", p.text), p.text[-80:]
         assert p.removed == (("footer", str(n + 2)),)
+    # the report shows the page number as a number, not as the first page's value
+    assert extraction_report(pages)["running_lines"]["examples"] == [
+        {"text": "#", "where": "footer", "count": 4, "pages": [1, 2, 3, 4]}
+    ]
 
 
 def test_page_n_of_m_lines_are_removed():
@@ -166,6 +170,9 @@ def test_page_n_of_m_lines_are_removed():
             ("header", f"Harbour Lantern Cooperative {n} (5)"),
             ("footer", f"April 26, 2012 www.harbourlantern.org {n}/5"),
         )
+    # only the number that changes from page to page is shown as "#"
+    shown = {e["text"] for e in extraction_report(pages)["running_lines"]["examples"]}
+    assert shown == {"Harbour Lantern Cooperative # (5)", "April 26, 2012 www.harbourlantern.org #/5"}
 
 
 def test_a_footer_set_in_parts_loses_its_page_number_in_the_middle():
