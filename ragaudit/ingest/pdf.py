@@ -48,8 +48,9 @@ _PDF_MAGIC = b"%PDF-"
 # middle of a line set in parts apart, keeps a line that its pages repeat outside the band, and
 # reads a page with a few glyphs without a Unicode map glyph by glyph instead of from pypdfium2;
 # 12 reads the glyphs of the standard Symbol font, not embedded, by its encoding: "°", "μ", "≤", and
-# keeps glyphs of another font drawn on a line's baseline on that line: a ligature, small capitals)
-LAYOUT_REVISION = 12
+# keeps glyphs of another font drawn on a line's baseline on that line: a ligature, small capitals;
+# 13 keeps a super- or subscript set against a glyph in that glyph's line: "I2C", "SO2", "VCC")
+LAYOUT_REVISION = 13
 
 
 class PDFError(ValueError):
@@ -204,7 +205,9 @@ def extract_pages(data: bytes, on_page: Callable[[int, int], None] | None = None
     - overprinted "fake bold" glyphs (each drawn twice, slightly offset) count once
       (``page.dedupe_chars()``);
     - glyphs drawn one after another on one baseline stay on one line although their fonts give
-      them different tops (a ligature from a second font, small capitals; ``_share_baselines``);
+      them different tops (a ligature from a second font, small capitals; ``_share_baselines``),
+      and so does a super- or subscript set against a glyph ("I²C", "SO₂", "V_CC";
+      ``_attach_scripts``), which pdfplumber put on a line of its own ("I C-bus" under a "2");
     - reading order: a page set in two columns is read column by column (``column_regions``);
       text drawn in another orientation (a form's vertical sidebar) is read in its own direction,
       after the page's upright text;
@@ -398,7 +401,9 @@ def _page_lines(page, opts: dict, pdfium_page, chars: list[dict] | None = None) 
     glyphs or more have no Unicode map (the caller takes the page from pypdfium2). ``pdfium_page()`` opens the same page
     in pypdfium2 (used only to read ``(cid:NN)`` glyphs). ``chars``: ``page.chars`` if already
     read."""
-    chars = _share_baselines([_symbol_read(c) for c in dedupe_chars(page.chars if chars is None else chars)])
+    chars = _attach_scripts(
+        _share_baselines([_symbol_read(c) for c in dedupe_chars(page.chars if chars is None else chars)])
+    )
     cids = sum(1 for c in chars if _CID_CHAR.match(c.get("text", "")))
     if cids >= 3 and cids >= CID_PAGE_SHARE * len(chars):
         return None
@@ -682,6 +687,79 @@ def _share_baselines(chars: list[dict]) -> list[dict]:
                     out[k] = {**c, **moved}
         i = j
     return out
+
+
+# a glyph between SCRIPT_SIZES of its neighbour's size, raised or lowered from its baseline by at
+# most SCRIPT_SHIFT of that size, is a super- or subscript of it (TeX sets them at 0.5-0.7, word
+# processors at about 0.6; a line of text beside a brace drawn across several lines is smaller still)
+SCRIPT_SIZES = (0.4, 0.85)
+SCRIPT_SHIFT = 0.6
+
+
+def _attach_scripts(chars: list[dict]) -> list[dict]:
+    """``chars`` with each super- or subscript given the top and bottom of the glyph it is set
+    against, so that it stays in that glyph's line ("I²C", "SO₂", "m²", a footnote mark "Act¹").
+
+    A script is a run of glyphs of one size and baseline, drawn right after (or right before) a
+    glyph of a larger size (its size within ``SCRIPT_SIZES`` of it) whose baseline differs by less than
+    ``SCRIPT_SHIFT`` of its size and whose box its box overlaps. pdfplumber groups lines by top,
+    and a superscript's top is higher than its line's by more than ``LINE_Y_TOLERANCE`` (NXP sets
+    the "2" of "I²C" at 7.5 pt, 5 pt above a 10 pt line): it got a line of its own and the name
+    read "I C" with a "2" above it. Text in a smaller font set apart by a space, or on a line of
+    its own, is not a script and keeps its place."""
+    out = list(chars)
+    n = len(out)
+    i = 0
+    while i < n:
+        j = i + 1
+        while j < n and _same_script_run(out[j - 1], out[j]):
+            j += 1
+        base = None
+        if i > 0 and _scripted(out[i - 1], out[i], after=True):
+            base = out[i - 1]
+        elif j < n and _scripted(out[j], out[j - 1], after=False):
+            base = out[j]
+        if base is not None:
+            for k in range(i, j):
+                c = out[k]
+                up, down = base["top"] - c["top"], base["bottom"] - c["bottom"]
+                moved = {"top": base["top"], "bottom": base["bottom"]}
+                for key, shift in (("doctop", up), ("y1", -up), ("y0", -down)):
+                    if key in c:
+                        moved[key] = c[key] + shift
+                out[k] = {**c, **moved}
+        i = j
+    return out
+
+
+def _same_script_run(prev: dict, c: dict) -> bool:
+    """Whether ``c`` continues ``prev``'s run: the same size and baseline, right after it."""
+    if "matrix" not in prev or "matrix" not in c:
+        return False
+    size = float(prev.get("size") or 0)
+    return (
+        abs(float(c.get("size") or 0) - size) <= 0.01 * size
+        and abs(c["matrix"][5] - prev["matrix"][5]) <= 0.05 * size
+        and -0.1 * size <= c["x0"] - prev["x1"] <= 0.3 * size
+    )
+
+
+def _scripted(base: dict, c: dict, after: bool) -> bool:
+    """Whether ``c`` is a super- or subscript set against ``base``: right after it (``after``) or
+    right before it, smaller, on a baseline shifted by less than ``SCRIPT_SHIFT`` of its size,
+    its box overlapping ``base``'s."""
+    if not (base.get("upright", True) and c.get("upright", True)) or "matrix" not in base or "matrix" not in c:
+        return False
+    if not (base.get("text") or "").strip() or not (c.get("text") or "").strip():
+        return False
+    size, small = float(base.get("size") or 0), float(c.get("size") or 0)
+    if size <= 0 or not SCRIPT_SIZES[0] * size <= small <= SCRIPT_SIZES[1] * size:
+        return False
+    shift = abs(c["matrix"][5] - base["matrix"][5])
+    if not 0.05 * size < shift < SCRIPT_SHIFT * size:
+        return False
+    gap = c["x0"] - base["x1"] if after else base["x0"] - c["x1"]
+    return -0.1 * size <= gap <= 0.3 * size and c["top"] < base["bottom"] and c["bottom"] > base["top"]
 
 
 def _continues_run(prev: dict, c: dict) -> bool:

@@ -14,6 +14,7 @@ import re
 
 import pdfplumber
 import pytest
+from pdfminer.fontmetrics import FONT_METRICS
 
 from ragaudit.ingest.pdf import (
     _column_regions,
@@ -372,3 +373,45 @@ def test_glyphs_of_another_font_on_the_same_baseline_stay_on_the_line():
         assert pdf.pages[0].extract_text().split("\n")[:2] == ["Will cover solving di erential systems", "ff"]
     (page,) = extract_pages(data)
     assert page.text.split("\n") == ["Will cover solving differential systems", "The committee met on Tuesday."]
+
+
+def _set_in_runs(y: float, runs: list[tuple[float, float, str]]) -> bytes:
+    """One line of Helvetica text at ``y`` from ``72``, drawn as ``runs`` of ``(size, rise, text)``,
+    each run placed by its own text position (``Td``, as NXP's and most word processors' PDFs
+    place a super- or subscript), not by a text rise (``Ts``)."""
+    widths = FONT_METRICS["Helvetica"][1]
+    out, x = [b"BT"], 72.0
+    for size, rise, text in runs:
+        out.append(b"1 0 0 1 %.2f %.2f Tm /F1 %.1f Tf (%s) Tj" % (x, y + rise, size, text.encode()))
+        x += sum(widths[ch] for ch in text) * size / 1000
+    return b" ".join(out + [b"ET"])
+
+
+def test_super_and_subscripts_stay_in_their_line():
+    """A superscript's top is above its line's by more than pdfplumber's line tolerance (a 7.5 pt
+    "2" raised 5 pt in a 10 pt line), so it got a line of its own: "I C-bus" under a "2". Fails
+    if a super- or subscript set right against a letter ("I²C", "SO₂", "m³", a footnote mark
+    after a word, a footnote's number before its text) leaves its line, or if smaller text on a
+    line of its own is pulled into the line above it."""
+    content = b" ".join(
+        [
+            _set_in_runs(700, [(10, 0, "The I"), (7.5, 5.2, "2"), (10, 0, "C-bus carries data.")]),
+            _set_in_runs(
+                680, [(10, 0, "Limit for SO"), (7, -2.5, "2"), (10, 0, " is 250 per m"), (7, 4, "3"), (10, 0, ".")]
+            ),
+            _set_in_runs(660, [(10, 0, "The Act"), (6, 4, "12"), (10, 0, " was signed in 1998.")]),
+            _set_in_runs(640, [(7, 4, "12"), (9, 0, "See the summary of the Act.")]),
+            _set_in_runs(631, [(7, 0, "Figure 1: small caption set on its own line")]),
+        ]
+    )
+    data = _two_font_page(content, b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica-Bold >>")
+    with pdfplumber.open(io.BytesIO(data)) as pdf:  # what pdfplumber alone reads
+        assert pdf.pages[0].extract_text().split("\n")[:2] == ["2", "The I C-bus carries data."]
+    (page,) = extract_pages(data)
+    assert page.text.split("\n") == [
+        "The I2C-bus carries data.",
+        "Limit for SO2 is 250 per m3.",
+        "The Act12 was signed in 1998.",
+        "12See the summary of the Act.",
+        "Figure 1: small caption set on its own line",
+    ]
