@@ -72,7 +72,9 @@ def contains_evidence(text: str, evidence: str) -> bool:
     "Shelter … 35.418"); both sides are normalised alike. Last, ``text`` may hold up to two
     one-character tokens between two words of ``evidence``: a subscript, superscript or footnote
     mark that one extractor prints in the line and another on the line below ("(SO ) 2 24 horas"
-    against "(SO) 24 horas"); every character of ``evidence`` must still occur, in order."""
+    against "(SO) 24 horas"); every character of ``evidence`` must still occur, in order. And
+    the other way round: a script the evidence prints apart may be glued to its word in ``text``
+    ("(SO ) 2 24 horas" against "(SO2) 24 horas"; ``_scripts_glued``)."""
     t, ev = normalize_ws(text), normalize_ws(evidence)
     if not ev:
         return False
@@ -85,7 +87,70 @@ def contains_evidence(text: str, evidence: str) -> bool:
     ft, fev = fold(t), fold(ev)
     if fev.replace(" ", "") in ft.replace(" ", ""):
         return True
-    return _with_marks(fev).search(ft) is not None
+    if _with_marks(fev).search(ft) is not None:
+        return True
+    return _scripts_glued(fev, ft.replace(" ", ""))
+
+
+# a token standing alone in evidence that may be a sub- or superscript the extractor the evidence
+# was copied from printed apart ("(SO ) 2", "V = 5.0V" with "CC" on the next line): one to three
+# digits, one to three capitals, or one small letter
+_SHORT_TOKEN = re.compile(r"\d{1,3}|[A-Z]{1,3}|[a-z]")
+SCRIPT_TOKENS = 4  # evidence with more such tokens than this is not read this way (a row of small numbers)
+SCRIPT_CHARS = 6  # at most this many letters or digits glued to the words of evidence in all
+
+
+def _scripts_glued(evidence: str, text: str) -> bool:
+    """Whether ``text`` (whitespace removed) holds ``evidence`` (whitespace-normalised) with its
+    sub- and superscripts glued to their word, where evidence copied from an extractor that printed
+    them apart has them as tokens of their own or not at all: "Dióxido de Azufre (SO ) 2 24 horas"
+    against "(SO2) 24 horas", "Supply Current V = 5.0V" against "VCC = 5.0V". Up to
+    ``SCRIPT_CHARS`` letters or digits in all may follow a symbol of one to three letters that
+    ends a word of the evidence or stands before a mark;
+    a short token (``_SHORT_TOKEN``) of the evidence may be missing only where it is one of them
+    (moved into the word); every other character must match, in order."""
+    tokens = evidence.split(" ")
+    short = sum(1 for tk in tokens if _SHORT_TOKEN.fullmatch(tk))
+    if short > SCRIPT_TOKENS or len(tokens) - short < 2:
+        return False
+    pattern, movable = _glued_pattern(evidence)
+    for m in pattern.finditer(text):
+        groups = m.groupdict()
+        glued = [g for name, g in groups.items() if name.startswith("g") and g]
+        moved = [movable[name] for name, g in groups.items() if name.startswith("d") and g is None]
+        if sum(map(len, glued)) <= SCRIPT_CHARS and all(any(d in g for g in glued) for d in moved):
+            return True
+    return False
+
+
+@functools.lru_cache(maxsize=4096)
+def _glued_pattern(evidence: str) -> tuple[re.Pattern[str], dict[str, str]]:
+    """``_scripts_glued``'s pattern over whitespace-free text, and its optional tokens by group
+    name: each ``_SHORT_TOKEN`` optional (group ``dN``); after a run of one to three letters that
+    ends a word or stands before a mark, up to three word characters (group ``gN``; possessive before a mark, so it cannot take what follows)."""
+    parts, movable, n = [], {}, 0
+    for tk in (t for t in evidence.split(" ") if t):
+        chars = []
+        for k, ch in enumerate(tk):
+            chars.append(re.escape(ch))
+            # a script follows a symbol of one to three letters ("SO2", "VCC", "I2C", "PM10")
+            run = re.search(r"[^\W\d_]+$", tk[: k + 1])
+            if not ch.isalpha() or run is None or len(run.group(0)) > 3:
+                continue
+            if k + 1 == len(tk):
+                chars.append(f"(?P<g{n}>\\w{{0,3}}?)")
+            elif not (tk[k + 1].isalnum() or tk[k + 1] == "_"):
+                chars.append(f"(?P<g{n}>\\w{{0,3}}+)")
+            else:
+                continue
+            n += 1
+        body = "".join(chars)
+        if _SHORT_TOKEN.fullmatch(tk):
+            movable[f"d{n}"] = tk
+            body = f"(?P<d{n}>{body})?"
+            n += 1
+        parts.append(body)
+    return re.compile("".join(parts)), movable
 
 
 @functools.lru_cache(maxsize=4096)

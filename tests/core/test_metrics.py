@@ -184,6 +184,17 @@ def test_ranking_metrics_when_nothing_or_part_is_retrieved():
     # ... but the evidence's own characters must all be there: another value is no match
     assert not metrics.contains_evidence("Benceno (C H ) 6 6 Anual 5 Media", "Benceno (CH) Anual 2 Media")
     assert not metrics.contains_evidence("Total 3 2 1 revenue", "Total revenue")
+    # ... and the other way round: evidence copied from an extractor that printed a script apart
+    # (or on the next line) against text that keeps it in its word
+    assert metrics.contains_evidence("Dióxido de Azufre (SO2) 24 horas 250 NE", "Azufre (SO ) 2 24 horas 250")
+    assert metrics.contains_evidence("ICC1 Supply Current VCC = 5.0V READ 1.0 mA", "Supply Current V = 5.0V READ")
+    assert metrics.contains_evidence("The I2C-bus carries data", "2 I C-bus carries data")
+    # only a short symbol takes a script, only where the evidence lacks it, and values still count
+    assert not metrics.contains_evidence("Benceno (C6H6) Anual 5 Media", "Benceno (C H ) 6 6 Anual 2 Media")
+    assert not metrics.contains_evidence("See Table 12 for the totals", "See Table 1 for the totals")
+    assert not metrics.contains_evidence("Supply Current VOLTAGE = 5.0V", "Supply Current V = 5.0V")
+    assert not metrics.contains_evidence("Total revenues was 3", "Total revenue was 3")
+    assert not metrics.contains_evidence("Dióxido de Azufre (SO) 24 horas", "Dióxido de Azufre (SO ) 2 24 horas")
 
 
 def test_metric_result_json_rounds_and_maps_nan_to_null():
