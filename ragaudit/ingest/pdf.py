@@ -49,7 +49,8 @@ _PDF_MAGIC = b"%PDF-"
 # reads a page with a few glyphs without a Unicode map glyph by glyph instead of from pypdfium2;
 # 12 reads the glyphs of the standard Symbol font, not embedded, by its encoding: "°", "μ", "≤", and
 # keeps glyphs of another font drawn on a line's baseline on that line: a ligature, small capitals;
-# 13 keeps a super- or subscript set against a glyph in that glyph's line: "I2C", "SO2", "VCC")
+# 13 keeps a super- or subscript set against a glyph in that glyph's line: "I2C", "SO2", "VCC",
+# and sets a footnote mark after a word apart from it: "cereal 1", not "cereal1")
 LAYOUT_REVISION = 13
 
 
@@ -207,7 +208,8 @@ def extract_pages(data: bytes, on_page: Callable[[int, int], None] | None = None
     - glyphs drawn one after another on one baseline stay on one line although their fonts give
       them different tops (a ligature from a second font, small capitals; ``_share_baselines``),
       and so does a super- or subscript set against a glyph ("I²C", "SO₂", "V_CC";
-      ``_attach_scripts``), which pdfplumber put on a line of its own ("I C-bus" under a "2");
+      ``_attach_scripts``), which pdfplumber put on a line of its own ("I C-bus" under a "2"); a
+      footnote mark after a word joins it as a word of its own ("cereal 1", not "cereal1");
     - reading order: a page set in two columns is read column by column (``column_regions``);
       text drawn in another orientation (a form's vertical sidebar) is read in its own direction,
       after the page's upright text;
@@ -706,30 +708,80 @@ def _attach_scripts(chars: list[dict]) -> list[dict]:
     and a superscript's top is higher than its line's by more than ``LINE_Y_TOLERANCE`` (NXP sets
     the "2" of "I²C" at 7.5 pt, 5 pt above a 10 pt line): it got a line of its own and the name
     read "I C" with a "2" above it. Text in a smaller font set apart by a space, or on a line of
-    its own, is not a script and keeps its place."""
+    its own, is not a script and keeps its place. A footnote mark (``_footnote_mark``) joins the
+    line as a word of its own: a zero-width space goes before it ("the Act 3 ends")."""
     out = list(chars)
     n = len(out)
+    spaces: list[tuple[int, dict]] = []
     i = 0
     while i < n:
         j = i + 1
         while j < n and _same_script_run(out[j - 1], out[j]):
             j += 1
-        base = None
+        base, mark = None, False
         if i > 0 and _scripted(out[i - 1], out[i], after=True):
-            base = out[i - 1]
+            base, mark = out[i - 1], _footnote_mark(out, i, j)
         elif j < n and _scripted(out[j], out[j - 1], after=False):
             base = out[j]
         if base is not None:
             for k in range(i, j):
-                c = out[k]
-                up, down = base["top"] - c["top"], base["bottom"] - c["bottom"]
-                moved = {"top": base["top"], "bottom": base["bottom"]}
-                for key, shift in (("doctop", up), ("y1", -up), ("y0", -down)):
-                    if key in c:
-                        moved[key] = c[key] + shift
-                out[k] = {**c, **moved}
+                out[k] = _moved(out[k], base)
+            if mark:  # a word break before it: a zero-width space where the mark starts
+                spaces.append((i, {**out[i], "text": " ", "x1": out[i]["x0"], "width": 0.0}))
         i = j
+    for k, space in reversed(spaces):
+        out.insert(k, space)
     return out
+
+
+def _moved(c: dict, base: dict) -> dict:
+    """Glyph ``c`` given ``base``'s top and bottom (its other vertical coordinates shifted alike)."""
+    up, down = base["top"] - c["top"], base["bottom"] - c["bottom"]
+    moved = {"top": base["top"], "bottom": base["bottom"]}
+    for key, shift in (("doctop", up), ("y1", -up), ("y0", -down)):
+        if key in c:
+            moved[key] = c[key] + shift
+    return {**c, **moved}
+
+
+# a footnote mark: digits or reference signs ("¹²", "*", "†"), or one small letter (a table note "ᵃ")
+_MARK = re.compile(r"[\d*†‡§¶,]+|[a-z]")
+
+
+def _footnote_mark(chars: list[dict], i: int, j: int) -> bool:
+    """Whether the raised run ``chars[i:j]`` is a footnote mark (``_MARK``) raised after a word of
+    three letters or more, or after punctuation ("operations¹:", "Act¹²",
+    "(DMCA)¹"), or after a number other than 10 ("in 1998¹²"). Glued to the word it would change it
+    ("operations1" is not "operations" to a search), so it is kept apart; an exponent after a
+    unit, a symbol or 10 ("m³", "x²", "10¹²") and a letter raised after a number ("1st") stay
+    scripts."""
+    text = "".join(c.get("text", "") for c in chars[i:j])
+    if not _MARK.fullmatch(text) or chars[i]["matrix"][5] <= chars[i - 1]["matrix"][5]:
+        return False
+    before = chars[i - 1].get("text", "")
+    if before.isdigit():  # a power of ten ("10¹²") is an exponent; after any other number, a mark
+        number = "".join(c.get("text", "") for c in chars[max(0, i - 3) : i])
+        return not re.search(r"(?<![\d.,])10$", number)
+    if not before.isalpha():
+        return not before.isalnum()
+    # the letters of the word it follows: glyphs drawn one right after another ("ARTICULO Nº" is
+    # one letter, "N", when no space glyph is drawn between the words)
+    letters, k = 1, i - 1
+    while k > 0 and letters < 3 and chars[k - 1].get("text", "").isalpha() and _touches(chars[k - 1], chars[k]):
+        letters, k = letters + 1, k - 1
+    return letters >= 3
+
+
+def _touches(prev: dict, c: dict) -> bool:
+    """Whether glyph ``c`` starts where ``prev`` ends (within 0.15 of the size: no word space
+    between them) on the same baseline."""
+    size = float(prev.get("size") or 0) or 1.0
+    return (
+        "matrix" in prev
+        and "matrix" in c
+        and abs(c["matrix"][5] - prev["matrix"][5]) <= 0.05 * size
+        and -0.1 * size <= c["x0"] - prev["x1"] <= 0.15 * size
+    )
 
 
 def _same_script_run(prev: dict, c: dict) -> bool:

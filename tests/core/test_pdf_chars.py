@@ -390,16 +390,20 @@ def _set_in_runs(y: float, runs: list[tuple[float, float, str]]) -> bytes:
 def test_super_and_subscripts_stay_in_their_line():
     """A superscript's top is above its line's by more than pdfplumber's line tolerance (a 7.5 pt
     "2" raised 5 pt in a 10 pt line), so it got a line of its own: "I C-bus" under a "2". Fails
-    if a super- or subscript set right against a letter ("I²C", "SO₂", "m³", a footnote mark
-    after a word, a footnote's number before its text) leaves its line, or if smaller text on a
-    line of its own is pulled into the line above it."""
+    if a super- or subscript set right against a letter ("I²C", "SO₂", "m³", a footnote's number
+    before its text) leaves its line, if a footnote mark after a word or a number is glued to it
+    ("Act3" is not "Act" to a search), or if smaller text on a line of its own is pulled into the
+    line above it."""
     content = b" ".join(
         [
             _set_in_runs(700, [(10, 0, "The I"), (7.5, 5.2, "2"), (10, 0, "C-bus carries data.")]),
             _set_in_runs(
                 680, [(10, 0, "Limit for SO"), (7, -2.5, "2"), (10, 0, " is 250 per m"), (7, 4, "3"), (10, 0, ".")]
             ),
-            _set_in_runs(660, [(10, 0, "The Act"), (6, 4, "12"), (10, 0, " was signed in 1998.")]),
+            _set_in_runs(
+                660,
+                [(10, 0, "Signed in 1998"), (7.5, 5.2, "12"), (10, 0, ", the Act"), (7.5, 5.2, "3"), (10, 0, " ends.")],
+            ),
             _set_in_runs(640, [(7, 4, "12"), (9, 0, "See the summary of the Act.")]),
             _set_in_runs(631, [(7, 0, "Figure 1: small caption set on its own line")]),
         ]
@@ -411,7 +415,7 @@ def test_super_and_subscripts_stay_in_their_line():
     assert page.text.split("\n") == [
         "The I2C-bus carries data.",
         "Limit for SO2 is 250 per m3.",
-        "The Act12 was signed in 1998.",
+        "Signed in 1998 12, the Act 3 ends.",
         "12See the summary of the Act.",
         "Figure 1: small caption set on its own line",
     ]
