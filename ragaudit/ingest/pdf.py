@@ -1552,7 +1552,9 @@ _DATE_ONLY = re.compile(
 )
 _NAME_PARTICLES = frozenset("de da di du del der den van von la le bin al dos das ter ten".split())
 _AUTHOR_SEPARATORS = re.compile(r",|;|&|·|•|\||\s{2,}|\band\b")
-_AUTHOR_MARKS = re.compile(r"[*∗†‡§¶#✉]|(?<=[^\W\d_])\d+|\(\d+\)")
+# footnote marks and affiliation numbers after a name: glued ("Ogunlayi1"), or set apart, one or
+# two digits before a separator ("Enye 3, Adegoke O. Aremu 1"; not the year of "Updated April 2024")
+_AUTHOR_MARKS = re.compile(r"[*∗†‡§¶#✉]|(?<=[^\W\d_])\d+|(?<=[^\W\d_])\s\d{1,2}(?=\s*(?:[,;&*∗†‡§¶]|and\b|$))|\(\d+\)")
 
 
 def _name_like(piece: str) -> bool:

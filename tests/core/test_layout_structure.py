@@ -108,5 +108,11 @@ def test_author_names_reads_bylines_only():
     of capitalised words separated by commas is."""
     assert author_names("Vladimir Karpukhin∗, Barlas Oguz∗, Sewon Min† and Patrick Lewis") == 4
     assert author_names("Catherine Hinton") == 1
+    # affiliation numbers glued to the names or set apart from them
+    assert author_names("Aderonke C. Ogunlayi1, Victor O. Ekundina1, Adedapo O. Kehinde2*,") == 3
+    assert author_names("Aderonke C. Ogunlayi 1, Victor O. Ekundina 1, Adedapo O. Kehinde 2*,") == 3
+    assert author_names("Linus A. Enye 3, Adegoke O. Aremu 1") == 2
+    assert author_names("Section 3, Part 2") == 0
+    assert author_names("Updated April 2024") == 0
     assert author_names("Property, Plant and Equipment") == 0
     assert author_names("Dense Passage Retrieval for Open-Domain Question Answering") == 0
