@@ -106,9 +106,9 @@ def _scripts_glued(evidence: str, text: str) -> bool:
     them apart has them as tokens of their own or not at all: "Dióxido de Azufre (SO ) 2 24 horas"
     against "(SO2) 24 horas", "Supply Current V = 5.0V" against "VCC = 5.0V". Up to
     ``SCRIPT_CHARS`` letters or digits in all may follow a symbol of one to three letters that
-    ends a word of the evidence or stands before a mark;
-    a short token (``_SHORT_TOKEN``) of the evidence may be missing only where it is one of them
-    (moved into the word); every other character must match, in order."""
+    ends a word of the evidence or stands before a mark; a short token (``_SHORT_TOKEN``) of the
+    evidence may be missing only where it is one of them (moved into the word); every other
+    character must match, in order."""
     tokens = evidence.split(" ")
     short = sum(1 for tk in tokens if _SHORT_TOKEN.fullmatch(tk))
     if short > SCRIPT_TOKENS or len(tokens) - short < 2:
@@ -127,7 +127,8 @@ def _scripts_glued(evidence: str, text: str) -> bool:
 def _glued_pattern(evidence: str) -> tuple[re.Pattern[str], dict[str, str]]:
     """``_scripts_glued``'s pattern over whitespace-free text, and its optional tokens by group
     name: each ``_SHORT_TOKEN`` optional (group ``dN``); after a run of one to three letters that
-    ends a word or stands before a mark, up to three word characters (group ``gN``; possessive before a mark, so it cannot take what follows)."""
+    ends a word or stands before a mark, up to three word characters (group ``gN``; possessive
+    before a mark, so that it cannot take the mark)."""
     parts, movable, n = [], {}, 0
     for tk in (t for t in evidence.split(" ") if t):
         chars = []

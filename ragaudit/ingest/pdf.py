@@ -703,8 +703,8 @@ def _attach_scripts(chars: list[dict]) -> list[dict]:
     against, so that it stays in that glyph's line ("I²C", "SO₂", "m²", a footnote mark "Act¹").
 
     A script is a run of glyphs of one size and baseline, drawn right after (or right before) a
-    glyph of a larger size (its size within ``SCRIPT_SIZES`` of it) whose baseline differs by less than
-    ``SCRIPT_SHIFT`` of its size and whose box its box overlaps. pdfplumber groups lines by top,
+    larger glyph (its size within ``SCRIPT_SIZES`` of that glyph's) whose baseline differs by
+    less than ``SCRIPT_SHIFT`` of its size and whose box its box overlaps. pdfplumber groups lines by top,
     and a superscript's top is higher than its line's by more than ``LINE_Y_TOLERANCE`` (NXP sets
     the "2" of "I²C" at 7.5 pt, 5 pt above a 10 pt line): it got a line of its own and the name
     read "I C" with a "2" above it. Text in a smaller font set apart by a space, or on a line of
@@ -749,12 +749,11 @@ _MARK = re.compile(r"[\d*†‡§¶,]+|[a-z]")
 
 
 def _footnote_mark(chars: list[dict], i: int, j: int) -> bool:
-    """Whether the raised run ``chars[i:j]`` is a footnote mark (``_MARK``) raised after a word of
-    three letters or more, or after punctuation ("operations¹:", "Act¹²",
-    "(DMCA)¹"), or after a number other than 10 ("in 1998¹²"). Glued to the word it would change it
-    ("operations1" is not "operations" to a search), so it is kept apart; an exponent after a
-    unit, a symbol or 10 ("m³", "x²", "10¹²") and a letter raised after a number ("1st") stay
-    scripts."""
+    """Whether the raised run ``chars[i:j]`` is a footnote mark (``_MARK``): raised after a word
+    of three letters or more ("operations¹:", "Act¹²"), after punctuation ("(DMCA)¹"), or after a
+    number other than 10 ("in 1998¹²"). Glued to the word it would change it ("operations1" is
+    not "operations" to a search), so it is kept apart; an exponent after a unit, a symbol or 10
+    ("m³", "x²", "10¹²") and letters raised after a number ("1st") stay scripts."""
     text = "".join(c.get("text", "") for c in chars[i:j])
     if not _MARK.fullmatch(text) or chars[i]["matrix"][5] <= chars[i - 1]["matrix"][5]:
         return False
