@@ -680,13 +680,7 @@ def _share_baselines(chars: list[dict]) -> list[dict]:
             if tops[-1] - tops[0] > LINE_Y_TOLERANCE:
                 top, bottom = float(np.median(tops)), float(np.median([c["bottom"] for c in out[i:j]]))
                 for k in range(i, j):
-                    c = out[k]
-                    up, down = top - c["top"], bottom - c["bottom"]
-                    moved = {"top": top, "bottom": bottom}
-                    for key, shift in (("doctop", up), ("y1", -up), ("y0", -down)):
-                        if key in c:
-                            moved[key] = c[key] + shift
-                    out[k] = {**c, **moved}
+                    out[k] = _moved(out[k], top, bottom)
         i = j
     return out
 
@@ -725,7 +719,7 @@ def _attach_scripts(chars: list[dict]) -> list[dict]:
             base = out[j]
         if base is not None:
             for k in range(i, j):
-                out[k] = _moved(out[k], base)
+                out[k] = _moved(out[k], base["top"], base["bottom"])
             if mark:  # a word break before it: a zero-width space where the mark starts
                 spaces.append((i, {**out[i], "text": " ", "x1": out[i]["x0"], "width": 0.0}))
         i = j
@@ -734,10 +728,10 @@ def _attach_scripts(chars: list[dict]) -> list[dict]:
     return out
 
 
-def _moved(c: dict, base: dict) -> dict:
-    """Glyph ``c`` given ``base``'s top and bottom (its other vertical coordinates shifted alike)."""
-    up, down = base["top"] - c["top"], base["bottom"] - c["bottom"]
-    moved = {"top": base["top"], "bottom": base["bottom"]}
+def _moved(c: dict, top: float, bottom: float) -> dict:
+    """Glyph ``c`` given ``top`` and ``bottom`` (its other vertical coordinates shifted alike)."""
+    up, down = top - c["top"], bottom - c["bottom"]
+    moved = {"top": top, "bottom": bottom}
     for key, shift in (("doctop", up), ("y1", -up), ("y0", -down)):
         if key in c:
             moved[key] = c[key] + shift
@@ -772,27 +766,15 @@ def _footnote_mark(chars: list[dict], i: int, j: int) -> bool:
 
 
 def _touches(prev: dict, c: dict) -> bool:
-    """Whether glyph ``c`` starts where ``prev`` ends (within 0.15 of the size: no word space
-    between them) on the same baseline."""
-    size = float(prev.get("size") or 0) or 1.0
-    return (
-        "matrix" in prev
-        and "matrix" in c
-        and abs(c["matrix"][5] - prev["matrix"][5]) <= 0.05 * size
-        and -0.1 * size <= c["x0"] - prev["x1"] <= 0.15 * size
-    )
+    """Whether glyph ``c`` starts where ``prev`` ends with no word space between them (within 0.15
+    of the size), on the same baseline."""
+    return _continues_run(prev, c, max_gap=0.15)
 
 
 def _same_script_run(prev: dict, c: dict) -> bool:
     """Whether ``c`` continues ``prev``'s run: the same size and baseline, right after it."""
-    if "matrix" not in prev or "matrix" not in c:
-        return False
     size = float(prev.get("size") or 0)
-    return (
-        abs(float(c.get("size") or 0) - size) <= 0.01 * size
-        and abs(c["matrix"][5] - prev["matrix"][5]) <= 0.05 * size
-        and -0.1 * size <= c["x0"] - prev["x1"] <= 0.3 * size
-    )
+    return abs(float(c.get("size") or 0) - size) <= 0.01 * size and _continues_run(prev, c)
 
 
 def _scripted(base: dict, c: dict, after: bool) -> bool:
@@ -813,12 +795,15 @@ def _scripted(base: dict, c: dict, after: bool) -> bool:
     return -0.1 * size <= gap <= 0.3 * size and c["top"] < base["bottom"] and c["bottom"] > base["top"]
 
 
-def _continues_run(prev: dict, c: dict) -> bool:
-    """Whether glyph ``c`` is drawn on ``prev``'s baseline, starting where ``prev`` ends."""
+def _continues_run(prev: dict, c: dict, max_gap: float = 0.3) -> bool:
+    """Whether glyph ``c`` is drawn on ``prev``'s baseline, starting where ``prev`` ends (within
+    ``max_gap`` of the font size)."""
     if not (prev.get("upright", True) and c.get("upright", True)) or "matrix" not in prev or "matrix" not in c:
         return False
     size = max(float(prev.get("size") or 0), float(c.get("size") or 0)) or 1.0
-    return abs(c["matrix"][5] - prev["matrix"][5]) <= 0.05 * size and -0.1 * size <= c["x0"] - prev["x1"] <= 0.3 * size
+    return (
+        abs(c["matrix"][5] - prev["matrix"][5]) <= 0.05 * size and -0.1 * size <= c["x0"] - prev["x1"] <= max_gap * size
+    )
 
 
 def _symbol_read(c: dict) -> dict:
