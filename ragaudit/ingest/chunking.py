@@ -38,6 +38,7 @@ from ragaudit.text.lines import (
     BULLET,
     NUMERIC,
     TERMINAL,
+    cells,
     continues,
     is_row,
 )
@@ -48,6 +49,7 @@ PAGE_SEPARATOR = "\n\n"
 
 _GROUP_LABEL = re.compile(r"^\s*[A-Z][^\d:]{0,40}:\s*$")  # a row group's label: "Revenue:", "Current liabilities:"
 _CAPTION = re.compile(r"^\s*(Table|TABLE|Tab\.)\s+\d+[.:]?")
+_SENTENCE_END = re.compile(r"[.!?]['\")\]”’]*\s*$")
 
 
 DEFAULT_ATOMIC_UNITS = (
@@ -56,9 +58,11 @@ DEFAULT_ATOMIC_UNITS = (
 # what ``atomic_units`` builds, recorded in a version's build info: 2 = statements, clauses and list
 # items whole + the last chunk as the document's last full window (1, recorded as ``True``, had no
 # last-window rule; 2 took no table header above a group label such as "Revenue:" and at most three
-# header lines; 3 did not carry a table's header onto its continuation on the next page), so
-# versions built by an earlier revision are re-chunked by reindex
-ATOMIC_UNITS_REVISION = 4
+# header lines; 3 did not carry a table's header onto its continuation on the next page; 4 read no
+# dash as an empty cell, stopped a header at a wrapped one-word cell and did not carry a header past
+# a group label or a wrapped row on the same page), so versions built by an earlier revision are
+# re-chunked by reindex
+ATOMIC_UNITS_REVISION = 5
 
 
 @dataclass(frozen=True)
@@ -170,12 +174,17 @@ def _tables(page_text: str) -> tuple[list[tuple[int, int, int]], list[Table]]:
         k = i - 1
         if k > taken and _GROUP_LABEL.match(lines[k][2]) and k - 1 > taken and lines[k - 1][2].strip():
             k -= 1  # the first rows' group label ("Revenue:") sits between the header and the rows
-        while k > taken and len(head) < 4:
+
+        def header_line(k: int) -> bool:
             ln = lines[k][2]
-            if not ln.strip() or TERMINAL.search(ln) or _CAPTION.match(ln) or len(ln) > 160 or (is_data_row(k)):
-                break
-            if len(ln.split()) < 2 and not _header_row(ln):
-                break
+            return not (not ln.strip() or TERMINAL.search(ln) or _CAPTION.match(ln) or len(ln) > 160 or is_data_row(k))
+
+        while k > taken and len(head) < 4 and header_line(k):
+            if len(lines[k][2].split()) < 2 and not _header_row(lines[k][2]):
+                # one word: a header cell's wrapped end ("Standar" / "d-mode") when a header line of
+                # two or more words is right above it; else not a header
+                if not (k - 1 > taken and len(head) < 3 and header_line(k - 1) and len(lines[k - 1][2].split()) >= 2):
+                    break
             head.insert(0, k)
             k -= 1
         if len(block) < 2 and not head:
@@ -183,7 +192,8 @@ def _tables(page_text: str) -> tuple[list[tuple[int, int, int]], list[Table]]:
             continue
         t = Table()
         t.header = " | ".join(lines[k][2].strip() for k in head)
-        near = list(range(max(0, i - 4), i)) + list(range(block[-1] + 1, min(len(lines), block[-1] + 4)))
+        top = head[0] if head else i
+        near = list(range(max(0, top - 3), i)) + list(range(block[-1] + 1, min(len(lines), block[-1] + 4)))
         cap = next((lines[k][2].strip() for k in near if _CAPTION.match(lines[k][2])), "")
         t.caption = cap[:160]
         t.extent = (lines[head[0] if head else i][0], lines[block[-1]][1])
@@ -192,12 +202,55 @@ def _tables(page_text: str) -> tuple[list[tuple[int, int, int]], list[Table]]:
         rows.extend((lines[k][0], lines[k][1], tid) for k in block)
         taken = block[-1]
         i = block[-1] + 1
+    _continue_in_page(page_text, rows, tables)
     return rows, tables
 
 
+def _between_rows(text: str) -> bool:
+    """At most three non-empty lines, none a caption, each a line of two or more cells or of twelve
+    words or fewer and not a sentence of eight words or more: what may stand between two parts of
+    one table on a page (a group label such as "Cost of sales:", a row with a long label, a row
+    label's or a condition's wrapped end)."""
+    lines = [ln for ln in text.split("\n") if ln.strip()]
+    return (
+        len(lines) <= 3
+        and all(
+            not _CAPTION.match(ln)
+            and (
+                cells(ln) >= 2  # a row whose long label keeps it from reading as one
+                or (
+                    len(ln.split()) <= 12
+                    and not (_SENTENCE_END.search(ln) and ln.lstrip()[:1].isupper() and len(ln.split()) >= 8)
+                )
+            )
+            for ln in lines
+        )
+    )
+
+
+def _continue_in_page(page_text: str, rows: list[tuple[int, int, int]], tables: list[Table]) -> None:
+    """A table found with neither header nor caption right below another table of the page (only
+    ``_between_rows`` lines between them) whose rows have as many cells is that table continued
+    past a group label or a wrapped cell: it takes its header and caption, as ``_continue_table``
+    does across a page break, so its rows' chunks carry the column headers."""
+    first: dict[int, int] = {}
+    last: dict[int, int] = {}
+    for s, e, t in rows:
+        first.setdefault(t, s)
+        last[t] = e
+    for t in range(1, len(tables)):
+        prev, cur = tables[t - 1], tables[t]
+        if cur.header or cur.caption or not (prev.header or prev.caption) or t not in first:
+            continue
+        if not _between_rows(page_text[last[t - 1] : first[t]]):
+            continue
+        if _cells_per_row(page_text, rows, t) == _cells_per_row(page_text, rows, t - 1):
+            cur.header, cur.caption = prev.header, prev.caption
+
+
 def _cells_per_row(page_text: str, rows: list[tuple[int, int, int]], tid: int) -> int:
-    """The most common number of number cells in the rows of table ``tid`` (``NUMERIC``)."""
-    counts = Counter(len(NUMERIC.findall(page_text[s:e])) for s, e, t in rows if t == tid)
+    """The most common number of cells in the rows of table ``tid`` (``cells``)."""
+    counts = Counter(cells(page_text[s:e]) for s, e, t in rows if t == tid)
     return counts.most_common(1)[0][0] if counts else 0
 
 
@@ -563,7 +616,7 @@ class _Headers:
                 seen.add(u.table)
                 t = self.tables[u.table]
                 ctx = " | ".join(x for x in (t.caption, t.header) if x)
-                if ctx:
+                if ctx and ctx not in extras:  # the parts of a table continued on the page share theirs
                     extras.append(ctx)
         body = sum(u.tokens for u in units)
         while True:

@@ -13,11 +13,37 @@ TERMINAL = re.compile(r"[.!?:;。！？；：]['\")\]”’]*\s*$")
 BULLET = re.compile(r"^\s*(?:[!•\-\*–·●▪■◦]\s|\(?\d{1,2}[.)]\s|\(?[a-z][.)]\s|[A-Z]\.\s)")
 # a number cell: amounts, percentages, parenthesised negatives, currency signs
 NUMERIC = re.compile(r"(?<![\w.])[-+(]?[$€£]?\d[\d,.]*%?\)?(?![\w])")
+# an empty cell printed as a dash ("tLOW LOW period of the SCL clock 4.7 - 1.3 - 0.5 - μs")
+_DASHES = frozenset("-–—")
+FOOTNOTE_REF = re.compile(r"(?<![\w.])\[\d{1,2}\](?![\w])")
+
+
+def cells(line: str) -> int:
+    """Number cells of ``line`` (``NUMERIC``, not the footnote marks in brackets: "[7]") plus the
+    dashes standing alone for empty cells in a line holding a number (a datasheet's min/max
+    columns: "5.0 - - - - -"; a statement's "Net income — — 656")."""
+    nums = len(NUMERIC.findall(line)) - len(FOOTNOTE_REF.findall(line))
+    if nums < 1:
+        return 0
+    words = line.split()
+
+    def cell(w: str) -> bool:
+        return w in _DASHES or NUMERIC.fullmatch(w) is not None
+
+    # a dash beside a number or another dash, or ending the line; not one starting a list item
+    # or one between words ("table — Continued")
+    dashes = sum(
+        1
+        for j, w in enumerate(words)
+        if w in _DASHES and j > 0 and (j == len(words) - 1 or cell(words[j - 1]) or cell(words[j + 1]))
+    )
+    return nums + dashes
 
 
 def is_row(line: str) -> bool:
     """True when ``line`` reads as a table row of values: two or more words, at least two number
-    cells making up 40% of its words, and not a sentence with fewer than three numbers.
+    cells, its cells (``cells``: numbers, and dashes for empty cells) making up 40% of its words,
+    and not a sentence with fewer than three numbers.
 
     This decides whether a line *is* a row, for chunking, sentence spans, retrieval and the
     answerer. Two readers answer other questions about rows and keep their own cell patterns:
@@ -29,7 +55,7 @@ def is_row(line: str) -> bool:
     if len(words) < 2:
         return False
     nums = len(NUMERIC.findall(line))
-    return nums >= 2 and nums / len(words) >= 0.4 and not (TERMINAL.search(line) and nums < 3)
+    return nums >= 2 and cells(line) / len(words) >= 0.4 and not (TERMINAL.search(line) and nums < 3)
 
 
 def is_value_row(line: str) -> bool:

@@ -146,3 +146,93 @@ def test_a_table_on_the_next_page_with_other_columns_is_not_a_continuation(embed
     chunks = chunk_document(pages, embedder, "sales", "sentence", max_tokens=100)
     second = [c for c in chunks if c.page_start == 2 and any(label in c.text for label, _ in other)]
     assert second and all(PERIOD_HEADER not in c.header for c in second)
+
+
+def _grouped_pdf(between: str) -> bytes:
+    """One page: the statement header, the first half of ``ROWS``, a line ``between`` and the rest."""
+    pdf = FPDF(unit="pt", format=(612, 792))
+    pdf.set_auto_page_break(False)
+    pdf.add_page()
+    pdf.set_font("Helvetica", "B", 8)
+    width = COLUMNS[1] - COLUMNS[0]
+    y = 60
+    for name, a, b in PERIODS:
+        _center(pdf, (COLUMNS[a] + COLUMNS[b]) / 2 - width / 2 + 8, y, name)
+    for i, d in enumerate(DATES):
+        _center(pdf, COLUMNS[i] - 15, y + 11, d)
+    for i, yr in enumerate(YEARS):
+        _center(pdf, COLUMNS[i] - 15, y + 22, yr)
+    pdf.set_font("Helvetica", size=9)
+    y += 36
+    for k, (label, values) in enumerate(ROWS):
+        if k == 5:
+            pdf.text(40, y, between)
+            y += 12
+        pdf.text(40, y, label)
+        for x, v in zip(COLUMNS, values):
+            _right(pdf, x, y, v)
+        y += 12
+    return bytes(pdf.output())
+
+
+def _row_context(pages, label: str) -> str:
+    from ragaudit.ingest.chunking import page_tables
+
+    text = pages[0].text
+    rows, tables = page_tables(text)
+    found = [tables[t] for s, e, t in rows if text[s:e].startswith(label)]
+    assert found, f"{label!r} should read as a table row"
+    return found[0].header
+
+
+def test_rows_after_a_group_label_on_the_same_page_keep_the_header():
+    """Fails if the rows below a group label ("Cost of sales:") inside a table lose the table's
+    column header: a label ending in a colon ends the row block, and the rows after it must be
+    read as the same table continued, not as a table without header."""
+    pages = extract_pages(_grouped_pdf("Cost of sales:"))
+    assert _row_context(pages, "Cloud storage") == PERIOD_HEADER
+    assert _row_context(pages, "iPhone") == PERIOD_HEADER
+
+
+def test_a_sentence_between_two_tables_on_a_page_ends_the_first():
+    """Fails if a table below a full sentence takes the header of the table above it: only group
+    labels, wrapped cells and rows may stand between two parts of one table."""
+    pages = extract_pages(_grouped_pdf("The remaining categories are reported under a separate agreement."))
+    assert _row_context(pages, "iPhone") == PERIOD_HEADER
+    assert _row_context(pages, "Cloud storage") != PERIOD_HEADER
+
+
+DATASHEET_PAGE = """Table 4. Characteristics of the bus lines
+Symbol Parameter Conditions Standar Fast-mode Fast-mode Plus Unit
+d-mode
+Min Max Min Max Min Max
+fSCL clock frequency 0 100 0 400 0 1000 kHz
+tHD;STA hold time START After this period, the first 4.0 - 0.6 - 0.26 - us
+condition clock pulse is generated.
+tLOW LOW period of the clock 4.7 - 1.3 - 0.5 - us
+tHD;DAT data hold time [1] 5.0 - - - - - us
+Cb capacitive load for each bus line - 400 - 400 - 550 pF
+[1] Notes under the table."""
+
+
+def test_a_datasheet_table_reads_dash_cells_and_a_wrapped_header_cell():
+    """Fails if a dash printed for an empty min/max cell is not read as a cell (the capacitive-load
+    row would be prose), if a header cell wrapped onto a line of its own ("Standar" / "d-mode")
+    ends the header, or if rows below a wrapped condition lose the caption and header."""
+    from ragaudit.ingest.chunking import page_tables
+    from ragaudit.text.lines import cells, is_row
+
+    assert cells("Cb capacitive load for each bus line - 400 - 400 - 550 pF") == 6
+    assert is_row("Cb capacitive load for each bus line - 400 - 400 - 550 pF")
+    assert cells("tHD;DAT data hold time [1] 5.0 - - - - - us") == 6  # "[1]" is a footnote mark, not a cell
+    assert cells("July 2025, 1-month analysis table — Continued") == 2  # a dash between words is no cell
+    assert not is_row("Section 4 - 2 of the notes - a summary of the changes made in this revision")
+    rows, tables = page_tables(DATASHEET_PAGE)
+    by_label = {DATASHEET_PAGE[s:e].split()[0]: tables[t] for s, e, t in rows}
+    assert set(by_label) == {"fSCL", "tLOW", "tHD;DAT", "Cb"}
+    for t in by_label.values():
+        assert t.caption == "Table 4. Characteristics of the bus lines"
+        assert (
+            t.header
+            == "Symbol Parameter Conditions Standar Fast-mode Fast-mode Plus Unit | d-mode | Min Max Min Max Min Max"
+        )
