@@ -27,7 +27,9 @@ these reasons (``REASONS``, in this order):
   and the year's figure), so the pair kept earlier is dropped too (``dropped``, counted under
   the same reason).
 
-``PairCheck`` keeps the pairs of one document and counts rejections per reason.
+``PairCheck`` keeps the pairs of one document, counts rejections per reason and keeps the first
+rejected question and answer of each reason as its example (shown with the counts, so a reader
+sees what a reason caught).
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ REASONS = (
     "near_duplicate",
 )
 DUPLICATE = 0.85
+EXAMPLE_CHARS = 160  # of a rejected question and its answer shown as the reason's example
 DUPLICATE_WITH_SAME_ANSWER = 0.3
 
 _WH = r"what|which|who|whom|whose|when|where|why|how"
@@ -150,6 +153,7 @@ class PairCheck:
     context: str = ""
     generated: int = 0
     rejected: Counter = field(default_factory=Counter)
+    examples: dict[str, str] = field(default_factory=dict)  # reason -> the first question rejected for it
     dropped: set[int] = field(default_factory=set)
     _kept: list[tuple[set[str], str]] = field(default_factory=list)
 
@@ -164,6 +168,7 @@ class PairCheck:
         reason = self._reason(question, answer, evidence, answer_type, chunk_text)
         if reason:
             self.rejected[reason] += 1
+            self.examples.setdefault(reason, f"{question[:EXAMPLE_CHARS]} -> {answer[:EXAMPLE_CHARS]}")
         return reason
 
     def _reason(self, question: str, answer: str, evidence: str, answer_type: str, chunk_text: str) -> str | None:

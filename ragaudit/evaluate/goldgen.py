@@ -174,6 +174,7 @@ def check_pairs(
 
     Returns the pairs that pass, each with its chunk, and the counts: ``chunks_sampled``,
     ``generated`` (candidates), ``stored`` (passed), ``rejected`` (``{reason: n}``, every reason),
+    ``rejected_examples`` (``{reason: "question -> answer"}``, the first rejected for each reason),
     ``failed_chunks`` (generator error or invalid output: counted, the run goes on),
     ``failure_kinds`` and ``discarded_instruction`` (pairs whose evidence lies in a sentence that
     reads as an instruction to an assistant, ``ragaudit.text.injection``: an instruction is no
@@ -208,6 +209,7 @@ def check_pairs(
         "generated": chk.generated + instruction,
         "stored": len(kept),
         "rejected": chk.report(),
+        "rejected_examples": dict(chk.examples),
         "discarded_instruction": instruction,
         "failed_chunks": failed,
         "failure_kinds": failures,
@@ -228,7 +230,7 @@ def generate_for_document(
     Returns metadata (scalars, as Dagster shows them): ``generated``, ``stored`` (= ``kept``),
     ``discarded`` (rejected in all), ``rejected_<reason>`` for each of ``goldcheck.REASONS``,
     ``discarded_instruction`` (evidence in a sentence that reads as an instruction; in ``discarded``
-    too), ``chunks_sampled``, ``failed_chunks``, ``failure_kinds`` (JSON),
+    too), ``chunks_sampled``, ``failed_chunks``, ``failure_kinds`` and ``rejected_examples`` (JSON),
     ``generator``, ``model``, ``every_n_chunks``, ``cost_usd``, ``llm_calls``; ``documents.gold_report``
     also holds the calls' ``prompt_tokens`` and ``completion_tokens``. Raises ``KeyError`` for an
     unknown document."""
@@ -295,6 +297,7 @@ def generate_for_document(
         "chunks_sampled": counts["chunks_sampled"],
         "failed_chunks": counts["failed_chunks"],
         "failure_kinds": json.dumps(counts["failure_kinds"]),
+        "rejected_examples": json.dumps(counts["rejected_examples"]),
         "discarded_instruction": counts["discarded_instruction"],
         "generator": gen.name,
         "model": gen.model or "none",

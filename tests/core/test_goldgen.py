@@ -212,6 +212,10 @@ def test_each_rejection_reason(reason, pair):
     chk = PairCheck()
     assert chk.check(*pair, CHUNK) == reason
     assert chk.report()[reason] == 1 and sum(chk.report().values()) == 1 and set(chk.report()) == set(REASONS)
+    # the reason keeps its first rejected question and answer as the example the admin shows
+    assert chk.examples == {reason: f"{pair[0]} -> {pair[1]}"}
+    assert chk.check(*pair, CHUNK) == reason and chk.report()[reason] == 2
+    assert chk.examples == {reason: f"{pair[0]} -> {pair[1]}"}
 
 
 def test_near_duplicate_and_ambiguous_questions_are_rejected():

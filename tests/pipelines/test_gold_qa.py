@@ -38,6 +38,9 @@ def test_gold_pairs_have_verbatim_evidence_and_counts_in_metadata(kb):
     assert {f"rejected_{r}" for r in REASONS} <= set(md)
     report = get_document(kb, doc.id).gold_report
     assert report["stored"] == len(rows) and set(report["rejected"]) == set(REASONS)
+    # each reason that rejected a pair shows one, and only those reasons do
+    assert set(report["rejected_examples"]) == {r for r, n in report["rejected"].items() if n}
+    assert all(" -> " in x for x in report["rejected_examples"].values())
     assert report["generated"] == report["stored"] + sum(report["rejected"].values()) + report["discarded_instruction"]
 
     # materializing again replaces the document's pairs (no duplicates); the check passes

@@ -116,6 +116,17 @@ const GoldReport = ({ report }: { report: any }) => {
         {report.failed_chunks ? `; ${report.failed_chunks} chunks failed` : ""}
         {report.discarded_instruction ? `; ${report.discarded_instruction} with evidence that reads as an instruction` : ""}
       </div>
+      {rejected.some(([k]) => report.rejected_examples?.[k]) ? (
+        <ul data-testid="gold-rejected-examples">
+          {rejected
+            .filter(([k]) => report.rejected_examples?.[k])
+            .map(([k]) => (
+              <li key={k}>
+                first rejected as {k.replaceAll("_", " ")}: {report.rejected_examples[k]}
+              </li>
+            ))}
+        </ul>
+      ) : null}
       {report.llm_calls ? (
         <div data-testid="gold-cost">
           cost: {report.llm_calls} LLM calls, {report.prompt_tokens ?? 0}+{report.completion_tokens ?? 0} tokens,{" "}
