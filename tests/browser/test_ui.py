@@ -285,6 +285,13 @@ def test_ui_end_to_end(server, tmp_path):
     # the tab names the document (and the cited page), not the blob's id
     assert s["pdf"]["title"] == f"{DOC} \u2013 page {q['page']}", s["pdf"]
     assert s["admin_pdf"]["title"] == DOC, s["admin_pdf"]
+    # the document's gold report shows its counts, and one example for each reason that rejected
+    gold = s["gold"]
+    assert f"{gold['report']['stored']} stored" in gold["text"], gold
+    reasons = [r for r, n in gold["report"]["rejected"].items() if n]
+    assert len(gold["examples"]) == len(reasons), gold
+    for r, li in zip(reasons, gold["examples"]):
+        assert li == f"first rejected as {r.replace('_', ' ')}: {gold['report']['rejected_examples'][r]}", gold
     # X-ray: the vector run has no BM25 ranks, hybrid had some; ranks moved or chunks changed
     before, after = s["xray"]["before"], s["xray"]["after"]
     assert any(r["bm25"] != "–" for r in before) and all(r["bm25"] == "–" for r in after)

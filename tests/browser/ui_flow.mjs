@@ -206,6 +206,13 @@ try {
   out.steps.pdf_plain_status = (await page.request.get(`${base}/documents/${doc.id}/file`)).status();
   await page.goto(`${base}/#/documents/${doc.id}/show`);
   out.steps.admin_pdf = await openPdf(page.getByTestId("admin-open-pdf"));
+  // the document's gold report: counts per rejection reason, each with its first rejected pair
+  await page.getByTestId("gold-report").waitFor();
+  out.steps.gold = {
+    report: (await api(`/admin/api/documents/${doc.id}`)).json.gold_report,
+    text: await page.getByTestId("gold-report").innerText(),
+    examples: await page.locator("[data-testid=gold-rejected-examples] li").allInnerTexts(),
+  };
 
   // 6. admin: edit a gold pair with evidence that is not in its chunk -> refused with the reason
   step = "admin-pair";
