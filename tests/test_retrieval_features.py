@@ -300,22 +300,22 @@ def filings(tmp_path_factory, embedder):
 
 def test_the_documents_a_questions_names_select_rank_first(filings):
     """Three real filings of two companies (Apple's Q3 2022 and Q3 2023 10-Qs, NVIDIA's Q1 fiscal
-    2024 10-Q). "How much did Apple spend on research and development?": the word "spend" is held
-    by one candidate document alone, NVIDIA's ("our ability to adjust spending ... development
-    cycle"), but NVIDIA's filing lacks the question's name "Apple", which other candidates hold:
-    it is not the document the question identifies, so the one-term rule leaves it alone, also
-    with the names' choice off (``named_subset=0``). With it on, the name "Apple" is held by
-    Apple's 10-Qs only and their passages make the top 5. Fails if the one-term rule searches
-    within a document lacking the question's names, or the names stop selecting."""
+    2024 10-Q). "How much did Apple spend on share repurchases?": NVIDIA's filing reports its own
+    repurchases and one of its passages ranks in the fused top 5 with the names' choice off
+    (``named_subset=0``); it lacks the question's name "Apple", which other candidates hold, so the
+    one-term rule leaves it alone. With the choice on, the name "Apple" is held by Apple's 10-Qs
+    only and their passages make the top 5. Fails if the one-term rule searches within a document
+    lacking the question's names, or the names stop selecting."""
     from ragaudit.retrieve.retriever import Retriever
 
     svc = filings
-    q = "How much did Apple spend on research and development?"
+    q = "How much did Apple spend on share repurchases?"
     docs, notes = {}, {}
     for ns in (0, 3):
         res = Retriever(svc.store, svc.embedder, named_document_leg=True, named_subset=ns).retrieve(q, Scope(), top_k=5)
         docs[ns], notes[ns] = [c.doc_name for c in res.chunks], res.notes
     assert not any("alone holds the question's" in n for n in notes[0]), notes[0]
+    assert "2023 Q1 NVDA.pdf" in docs[0], docs[0]
     assert set(docs[3]) <= {"2022 Q3 AAPL.pdf", "2023 Q3 AAPL.pdf"}, docs[3]
     assert any("Apple" in n and "come first" in n for n in notes[3]), notes[3]
     assert not any("spend" in n for n in notes[3]), notes[3]

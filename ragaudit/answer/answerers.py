@@ -55,7 +55,7 @@ from ragaudit.text.function_words import AUXILIARY
 from ragaudit.text.injection import DATA_NOT_INSTRUCTIONS, delimit, overlaps
 from ragaudit.text.injection import NOTE as INSTRUCTION_NOTE
 from ragaudit.text.injection import scan as scan_instructions
-from ragaudit.text.lines import TERMINAL, is_value_row
+from ragaudit.text.lines import TERMINAL, is_row
 from ragaudit.text.sentences import quoted, sentence_spans, window_spans
 from ragaudit.types import AnswerResult, Citation, Concise, Fired, RetrievedChunk
 
@@ -114,11 +114,11 @@ def _heading_like(text: str) -> bool:
     capitalised, e.g. "THE DIGITAL MILLENNIUM COPYRIGHT ACT OF 1998". A line ending in an
     identifier (digits joined with a dash, slash or letters: "Commission File Number 001-37845")
     is a labelled value, as a form or cover page prints it, not a heading, and so is a table row
-    whose label is capitalised ("Greater China 23,905 25,783 (7)%": ``ragaudit.text.lines.is_value_row``)."""
+    whose label is capitalised ("Greater China 23,905 25,783 (7)%": ``ragaudit.text.lines.is_row``)."""
     t = text.strip()
     if t.endswith((".", "?", "!", ";", "。")) or ":" in t:  # "Aircraft Damage: Substantial" is a form field
         return False
-    if _ENDS_WITH_IDENTIFIER.search(t) or _ENDS_WITH_AMOUNT.search(t) or is_value_row(t):
+    if _ENDS_WITH_IDENTIFIER.search(t) or _ENDS_WITH_AMOUNT.search(t) or is_row(t):
         return False
     words = [w for w in re.findall(r"[^\W\d_]+", t) if len(w) > 3]
     return len(words) >= 2 and sum(w[0].isupper() for w in words) / len(words) >= 0.8
@@ -175,7 +175,7 @@ def table_header_block(text: str, start: int, end: int) -> bool:
     colon, as a form field states a value; no sentence-final punctuation; no digit but a period
     heading's dates and years), and below it, after at most ``_HEADER_BLOCK_LINES`` more heading
     lines and group labels ending in a colon ("Net sales by reportable segment:", "April 2, 2023 to
-    May 6, 2023:"), comes a row of values (``is_value_row``). It names what the columns hold and
+    May 6, 2023:"), comes a row of values (``is_row``). It names what the columns hold and
     states no value, so it is never quoted on its own; a row under it is read with it
     (``_text_before``)."""
     t = text[start:end].strip()
@@ -185,7 +185,7 @@ def table_header_block(text: str, start: int, end: int) -> bool:
     # chunk may go on long after
     below = (m.group(0).strip() for m in _NON_EMPTY_LINE.finditer(text, end))
     for ln in islice(below, _HEADER_BLOCK_LINES + 1):
-        if is_value_row(ln):
+        if is_row(ln):
             return True
         if not (_heading_line(ln) or ln.endswith(":")):
             return False
@@ -425,7 +425,7 @@ def _complete_fragment(s: _Sentence) -> _Sentence:
     fund: 48,215 dollars"). Only when the sentence's end is found within ``FRAGMENT_LINES`` lines
     and the whole holds at most ``FRAGMENT_CHARS`` characters; otherwise ``s`` as it is."""
     text = s.text.strip()
-    if not text or is_value_row(text) or (TERMINAL.search(text) and not text[0].islower()):
+    if not text or is_row(text) or (TERMINAL.search(text) and not text[0].islower()):
         return s
     if ":" in text and not text[0].islower():  # a form's field, or a label and its value
         return s
@@ -445,7 +445,7 @@ def _complete_fragment(s: _Sentence) -> _Sentence:
         before, here = line(k - 1), line(k)
         if gap.strip() or gap.count("\n") != 1 or not before or not here:
             return False
-        if TERMINAL.search(before) or is_value_row(before) or is_value_row(here):
+        if TERMINAL.search(before) or is_row(before) or is_row(here):
             return False
         if here[0].islower():
             return True
@@ -512,14 +512,14 @@ def _row_group(sent: "_Sentence") -> str:
     the labels (another table). A row is read with them, as a reader of the table would: the row
     alone does not say whose operating income, or which budget line, it is. "" for a line that
     is not a row."""
-    if not is_value_row(sent.text.strip()):
+    if not is_row(sent.text.strip()):
         return ""
     labels: list[str] = []
     for line in reversed(sent.chunk.text[: sent.start].rstrip("\n").split("\n")[-12:]):
         t = line.strip()
         if not t:
             continue
-        if is_value_row(t):
+        if is_row(t):
             if labels:
                 break
             continue

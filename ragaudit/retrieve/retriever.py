@@ -40,7 +40,7 @@ from ragaudit.text.authorship import asks_authorship
 from ragaudit.text.dates import MONTH_NAME, WEEKDAY
 from ragaudit.text.function_words import STOP_WORDS
 from ragaudit.text.language import non_english
-from ragaudit.text.lines import ends_mid_list, ends_with_lead_in, is_value_row
+from ragaudit.text.lines import ends_mid_list, ends_with_lead_in, is_row
 from ragaudit.types import ChoiceEnum, Mode, RetrievedChunk, Scope
 
 
@@ -155,10 +155,10 @@ _REASON_Q = re.compile(r"(?i)\s*(?:why\b|what (?:drove|drives|caused|causes|led 
 
 def is_table_chunk(text: str) -> bool:
     """True when at least ``TABLE_ROW_SHARE`` of the non-empty lines of ``text`` are table rows
-    (``ragaudit.text.lines.is_value_row``)."""
+    (``ragaudit.text.lines.is_row``)."""
 
     lines = [ln for ln in text.splitlines() if ln.strip()]
-    rows = sum(1 for ln in lines if is_value_row(ln))
+    rows = sum(1 for ln in lines if is_row(ln))
     return bool(lines) and rows / len(lines) >= TABLE_ROW_SHARE
 
 

@@ -15,6 +15,7 @@ BULLET = re.compile(r"^\s*(?:[!•\-\*–·●▪■◦]\s|\(?\d{1,2}[.)]\s|\(?[
 NUMERIC = re.compile(r"(?<![\w.])[-+(]?[$€£]?\d[\d,.]*%?\)?(?![\w])")
 # an empty cell printed as a dash ("tLOW LOW period of the SCL clock 4.7 - 1.3 - 0.5 - μs")
 _DASHES = frozenset("-–—")
+_DETACHED_CURRENCY = re.compile(r"[$€£]\s+(?=\(?\d)")
 FOOTNOTE_REF = re.compile(r"(?<![\w.])\[\d{1,2}\](?![\w])")
 
 
@@ -42,8 +43,10 @@ def cells(line: str) -> int:
 
 def is_row(line: str) -> bool:
     """True when ``line`` reads as a table row of values: two or more words, at least two number
-    cells, its cells (``cells``: numbers, and dashes for empty cells) making up 40% of its words,
-    and not a sentence with fewer than three numbers.
+    cells, its cells (``cells``: numbers, and dashes for empty cells) making up 40% of its words
+    (a currency sign set apart from its amount is no word: "Operating income $ 6,518 $ 5,123" is a
+    label and two cells, as statement tables print amounts), and not a sentence with fewer than
+    three numbers.
 
     This decides whether a line *is* a row, for chunking, sentence spans, retrieval and the
     answerer. Two readers answer other questions about rows and keep their own cell patterns:
@@ -51,17 +54,11 @@ def is_row(line: str) -> bool:
     BM25 ``row:`` terms, whatever share of the line the numbers are), and
     ``ragaudit.evaluate.goldrules`` splits a row chunking already found into its label and cells
     ("N/A" and dashes counted as cells, footnote marks not)."""
-    words = line.split()
+    words = _DETACHED_CURRENCY.sub("", line).split()  # "$ 4,307" is one cell, as statements print it
     if len(words) < 2:
         return False
     nums = len(NUMERIC.findall(line))
     return nums >= 2 and cells(line) / len(words) >= 0.4 and not (TERMINAL.search(line) and nums < 3)
-
-
-def is_value_row(line: str) -> bool:
-    """``is_row`` with a detached currency sign not counted as a word ("Operating income $ 6,518
-    $ 5,123" is a label and two cells), as statement tables print amounts."""
-    return is_row(re.sub(r"[$€£]\s+(?=\(?\d)", "", line))
 
 
 def ends_mid_list(text: str) -> bool:

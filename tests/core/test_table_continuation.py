@@ -236,3 +236,29 @@ def test_a_datasheet_table_reads_dash_cells_and_a_wrapped_header_cell():
             t.header
             == "Symbol Parameter Conditions Standar Fast-mode Fast-mode Plus Unit | d-mode | Min Max Min Max Min Max"
         )
+
+
+SEGMENT_PAGE = """Information on reportable segments is as follows (in millions):
+Three Months Ended Nine Months Ended
+March 31, March 31,
+2024 2025 2024 2025
+Net sales $ 61,210 $ 66,075 $ 180,440 $ 191,337
+Operating income (loss) $ (512) $ 3,104 $ (1,907) $ 7,215
+Outside segments:
+Net sales $ 20,114 $ 24,507 $ 61,003 $ 70,118
+Operating loss $ (1,366) $ (72) $ (3,411) $ (1,093)"""
+
+
+def test_a_statement_row_with_currency_signs_set_apart_is_a_row():
+    """Fails if a statement row printing "$ " apart from each amount is not read as a row (its
+    words would outnumber its cells): it would end the table or, worse, become the header of the
+    rows below it, which then name the wrong columns."""
+    from ragaudit.ingest.chunking import page_tables
+    from ragaudit.text.lines import is_row
+
+    assert is_row("Operating income (loss) $ (512) $ 3,104 $ (1,907) $ 7,215")
+    assert not is_row("We paid $ 5 to the vendor and $ 7 to the agent for the services.")
+    rows, tables = page_tables(SEGMENT_PAGE)
+    header = "Three Months Ended Nine Months Ended | March 31, March 31, | 2024 2025 2024 2025"
+    got = {SEGMENT_PAGE[s:e]: tables[t].header for s, e, t in rows}
+    assert len(got) == 4 and set(got.values()) == {header}, got
