@@ -55,21 +55,26 @@ def _center(pdf: FPDF, x_mid: float, y: float, text: str) -> None:
     pdf.text(x_mid - pdf.get_string_width(text) / 2, y, text)
 
 
+def _period_header(pdf: FPDF, y: float) -> float:
+    """Draw the statement's three header lines (periods, dates, years) at ``y``; the next line's y."""
+    pdf.set_font("Helvetica", "B", 8)
+    width = COLUMNS[1] - COLUMNS[0]
+    for name, a, b in PERIODS:
+        _center(pdf, (COLUMNS[a] + COLUMNS[b]) / 2 - width / 2 + 8, y, name)
+    for i, d in enumerate(DATES):
+        _center(pdf, COLUMNS[i] - 15, y + 11, d)
+    for i, yr in enumerate(YEARS):
+        _center(pdf, COLUMNS[i] - 15, y + 22, yr)
+    pdf.set_font("Helvetica", size=9)
+    return y + 36
+
+
 def _table_pdf(rows_page1, rows_page2, header_on_page2: bool = False) -> bytes:
     pdf = FPDF(unit="pt", format=(612, 792))
     pdf.set_auto_page_break(False)
 
     def header(y: float) -> float:
-        pdf.set_font("Helvetica", "B", 8)
-        width = COLUMNS[1] - COLUMNS[0]
-        for name, a, b in PERIODS:
-            _center(pdf, (COLUMNS[a] + COLUMNS[b]) / 2 - width / 2 + 8, y, name)
-        for i, d in enumerate(DATES):
-            _center(pdf, COLUMNS[i] - 15, y + 11, d)
-        for i, yr in enumerate(YEARS):
-            _center(pdf, COLUMNS[i] - 15, y + 22, yr)
-        pdf.set_font("Helvetica", size=9)
-        return y + 36
+        return _period_header(pdf, y)
 
     def rows(items, y: float) -> float:
         for label, values in items:
@@ -153,17 +158,7 @@ def _grouped_pdf(between: str) -> bytes:
     pdf = FPDF(unit="pt", format=(612, 792))
     pdf.set_auto_page_break(False)
     pdf.add_page()
-    pdf.set_font("Helvetica", "B", 8)
-    width = COLUMNS[1] - COLUMNS[0]
-    y = 60
-    for name, a, b in PERIODS:
-        _center(pdf, (COLUMNS[a] + COLUMNS[b]) / 2 - width / 2 + 8, y, name)
-    for i, d in enumerate(DATES):
-        _center(pdf, COLUMNS[i] - 15, y + 11, d)
-    for i, yr in enumerate(YEARS):
-        _center(pdf, COLUMNS[i] - 15, y + 22, yr)
-    pdf.set_font("Helvetica", size=9)
-    y += 36
+    y = _period_header(pdf, 60)
     for k, (label, values) in enumerate(ROWS):
         if k == 5:
             pdf.text(40, y, between)
