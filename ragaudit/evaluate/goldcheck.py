@@ -53,8 +53,8 @@ REASONS = (
     "near_duplicate",
 )
 DUPLICATE = 0.85
-EXAMPLE_CHARS = 160  # of a rejected question and its answer shown as the reason's example
 DUPLICATE_WITH_SAME_ANSWER = 0.3
+EXAMPLE_CHARS = 160  # of a rejected question and its answer shown as the reason's example
 
 _WH = r"what|which|who|whom|whose|when|where|why|how"
 _OPENER = re.compile(rf"(?i)^(?:{_WH}|{AUXILIARY})\b")

@@ -139,8 +139,12 @@ def _tables(page_text: str) -> tuple[list[tuple[int, int, int]], list[Table]]:
     "Revenue:") that are neither sentences nor captions (a numeric line of years or dates counts
     as header, not as a row: "Three Months Ended Nine Months Ended | October 29, October 30, ... |
     2023 2022 2023 2022 | (In millions)"); a single row makes a table
-    only with such a header (a vote tally under "For Against Abstain"). ``Table.extent`` spans
-    header and rows (page offsets), which chunking keeps whole when the table is small.
+    only with such a header (a vote tally under "For Against Abstain"). A one-word line within the
+    header is a header cell's wrapped end ("Standar" / "d-mode"), and the caption is looked for up
+    to three lines above the header. A table with neither header nor caption whose rows go on
+    from the table above it past a group label or a wrapped cell takes that table's header and
+    caption (``_continue_in_page``). ``Table.extent`` spans header and rows (page offsets), which
+    chunking keeps whole when the table is small.
     """
     lines, pos = [], 0
     for ln in page_text.split("\n"):
