@@ -692,6 +692,22 @@ _DATE_FIELD = re.compile(r"(?im)^\s*(date|dated|effective date|date of [\w ]{1,3
 NAMED_ROW_BONUS = 0.3
 
 
+# the base of a ratio the question asks for ("what percentage of net sales did Skincare represent"):
+# the row it names is the denominator, not the row holding the value asked for
+_RATIO_BASE = re.compile(
+    r"(?i)\b(?:percentage|percent|share|proportion|fraction|portion)\s+of\s+((?:[\w'’.-]+\s+){0,5}?)"
+    r"(?=(?:did|does|do|was|were|is|are|came|come|went|go|represented|represent|made|make|accounted|account)\b|[?,;])"
+)
+
+
+def named_row_terms(question: str) -> set[str]:
+    """``sparse.question_row_terms`` of ``question`` with the base of an asked ratio left out:
+    "net sales" in "What percentage of net sales did Skincare represent?" names the total row,
+    which never holds the share asked for."""
+    parts = _RATIO_BASE.sub("\x00", question).split("\x00")  # no label runs across the gap
+    return set().union(*(question_row_terms(p) for p in parts))
+
+
 def named_row(q_rows: set[str], sentence: str) -> str | None:
     """The first line of ``sentence`` that is a table row whose label the question names
     (``q_rows``: ``sparse.question_row_terms`` of the question; the row's ``sparse.row_label_terms``,
@@ -711,7 +727,8 @@ ANSWER = Registry(
         Rule(
             "answer.named_row",
             "a table row whose label the question names scores as a sentence of the expected answer type: "
-            "the row holds the value asked for, while prose about the row reads closer to the question",
+            "the row holds the value asked for, while prose about the row reads closer to the question "
+            '(the base of an asked ratio, "percentage of net sales", names no row)',
             lambda *a: None,  # applied in ExtractiveAnswerer.score_sentences, by name
         ),
         Rule(
@@ -866,7 +883,7 @@ class ExtractiveAnswerer:
         if not sents:
             return []
         q_terms = set(tokenize(question)) - _asking_terms(question)
-        q_rows = question_row_terms(question) if "answer.named_row" not in self.disabled_rules else set()
+        q_rows = named_row_terms(question) if "answer.named_row" not in self.disabled_rules else set()
         sent_tokens = [tokenize(f"{_row_group(s)} {s.text}") for s in sents]
         n = len(sents)
         avgdl = sum(len(t) for t in sent_tokens) / n or 1.0
@@ -1091,7 +1108,7 @@ class ExtractiveAnswerer:
         """``answer.named_row`` when a quoted sentence is a table row the question names."""
         if "answer.named_row" in self.disabled_rules:
             return []
-        q_rows = question_row_terms(question)
+        q_rows = named_row_terms(question)
         rows = [r for s in picked if (r := named_row(q_rows, s.text))]
         if not rows:
             return []

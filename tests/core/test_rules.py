@@ -231,6 +231,21 @@ def test_a_table_row_the_question_names_is_quoted_over_prose_about_it(embedder):
     assert not any(f.rule == "answer.named_row" for f in off.rules)
 
 
+def test_the_base_of_an_asked_ratio_is_not_the_named_row():
+    """ "What percentage of net sales did skin care products represent?": the "Net sales" row is the
+    ratio's base (100%), the row holding the share asked for is the skin care row. Fails if the
+    base is taken for the row the question names, or if the row named outside the base is not."""
+    from ragaudit.answer.answerers import named_row, named_row_terms
+
+    rows = "Net sales 3,226,773 100.0% 2,734,044 100.0%\nSkin care products 515,602 16.0% 410,105 15.0%"
+    q = "What percentage of net sales did skin care products represent in the quarter?"
+    assert named_row(named_row_terms(q), rows) == "Skin care products 515,602 16.0% 410,105 15.0%"
+    assert named_row(named_row_terms("How much were net sales in the quarter?"), rows).startswith("Net sales")
+    share = "In the quarter, what share of operating revenues went to compensation and benefits?"
+    table = "Operating revenues 8,120 7,400\nCompensation and benefits 2,204 1,987"
+    assert named_row(named_row_terms(share), table) == "Compensation and benefits 2,204 1,987"
+
+
 def test_a_question_asking_for_a_date_gets_a_quoted_sentence_holding_one(embedder):
     """A form's field lines: the line naming the place shares the question's word, the date line
     shares none. Fails if the answer does not also quote the date line with ``answer.typed_value``
